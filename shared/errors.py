@@ -1,0 +1,111 @@
+"""The one error hierarchy of Deniable.
+
+Every error the library raises on purpose derives from :class:`DeniableError`,
+so callers can catch one root (as ``requests.RequestException`` does).  Errors
+about bad input also derive from :class:`ValueError` so generic code that
+expects ``ValueError`` keeps working::
+
+    DeniableError
+    ├── InvalidParameter      (ValueError)  a mechanism/survey parameter is out of range
+    ├── InvalidValue          (ValueError)  a respondent's true answer is not in the domain
+    ├── InvalidReport         (ValueError)  a noisy report fails strict decoding
+    ├── InvalidSurvey         (ValueError)  a survey definition fails validation
+    ├── NotFound                            a survey, question or report id is unknown
+    ├── Conflict                            state forbids the request (closed survey, id reuse)
+    ├── AuthenticationError                 missing/forged operator or enrolment token
+    ├── RateLimited                         too many requests; carries ``retry_after``
+    ├── PayloadTooLarge                     request body or batch over the configured limit
+    ├── StorageError                        the database failed or holds an unreadable row
+    └── ClientError                         raised only on the respondent's device
+        ├── SignatureError                  survey signature missing, wrong, or key changed
+        ├── PolicyViolation                 survey asks more than the respondent allows
+        ├── BudgetExceeded                  the privacy ledger would go over a cap
+        ├── AlreadyAnswered                 this device already answered the survey
+        ├── StateError                      device state file corrupt or undecryptable
+        └── TransportError                  the aggregator could not be reached or refused
+
+The aggregator maps each class to one HTTP status in one place
+(``deniable.aggregator.problems``); the library itself knows nothing of HTTP.
+"""
+
+from __future__ import annotations
+
+
+class DeniableError(Exception):
+    """Root of every error Deniable raises on purpose."""
+
+
+class InvalidParameter(DeniableError, ValueError):
+    """A mechanism or survey parameter is outside its documented range."""
+
+
+class InvalidValue(DeniableError, ValueError):
+    """A respondent's true answer is of the wrong type or outside the domain."""
+
+
+class InvalidReport(DeniableError, ValueError):
+    """A noisy report does not decode under its mechanism's strict wire format."""
+
+
+class InvalidSurvey(DeniableError, ValueError):
+    """A survey definition does not validate."""
+
+
+class NotFound(DeniableError):
+    """A survey, question or report does not exist."""
+
+
+class Conflict(DeniableError):
+    """The current state forbids the request (closed survey, reused report id)."""
+
+
+class AuthenticationError(DeniableError):
+    """An operator or enrolment token is missing, forged or already spent."""
+
+
+class RateLimited(DeniableError):
+    """Too many requests; ``retry_after`` is in seconds."""
+
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class PayloadTooLarge(DeniableError):
+    """A request body or batch exceeds the configured limit."""
+
+
+class StorageError(DeniableError):
+    """The database failed, or a stored row cannot be read back."""
+
+
+class ClientError(DeniableError):
+    """Errors raised only by the respondent-side client."""
+
+
+class SignatureError(ClientError):
+    """The survey signature is missing or wrong, or the aggregator key changed."""
+
+
+class PolicyViolation(ClientError):
+    """The survey asks for more privacy loss, or other mechanisms, than policy allows."""
+
+
+class BudgetExceeded(ClientError):
+    """Answering would take the privacy ledger over one of its caps."""
+
+
+class AlreadyAnswered(ClientError):
+    """This device has already answered the survey."""
+
+
+class StateError(ClientError):
+    """The device state file is corrupt, truncated, or cannot be decrypted."""
+
+
+class TransportError(ClientError):
+    """The aggregator could not be reached, or refused the request."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

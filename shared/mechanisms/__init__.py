@@ -1,0 +1,32 @@
+"""Mechanisms: one module each, listed in explicit tables (no registry magic).
+
+``CATEGORICAL`` holds the pure frequency oracles, ``NUMERIC`` the mechanisms for
+a number in a range; ``MECHANISMS`` is both.  A new mechanism is added here and,
+for the tests, to the list in ``tests/shared/conftest.py``.
+"""
+
+from __future__ import annotations
+
+from .base import FrequencyOracle, Mechanism, NumericMechanism
+from .binary_rr import BinaryRR
+from .grr import GRR
+
+CATEGORICAL: dict[str, type[FrequencyOracle]] = {
+    BinaryRR.name: BinaryRR,
+    GRR.name: GRR,
+}
+
+NUMERIC: dict[str, type[NumericMechanism]] = {}
+
+MECHANISMS: dict[str, type[Mechanism]] = {**CATEGORICAL, **NUMERIC}
+
+__all__ = [
+    "CATEGORICAL",
+    "GRR",
+    "MECHANISMS",
+    "NUMERIC",
+    "BinaryRR",
+    "FrequencyOracle",
+    "Mechanism",
+    "NumericMechanism",
+]

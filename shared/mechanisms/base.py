@@ -1,0 +1,338 @@
+"""What every mechanism is, and the estimator written once for all pure oracles.
+
+A *pure* frequency oracle (Wang, Blocki, Li, Jha, "Locally Differentially
+Private Protocols for Frequency Estimation", USENIX Security 2017) is fully
+described by its report y, its support set S(y), and two probabilities::
+
+    p* = P[v in S(y) | x = v]        q* = P[v in S(y) | x != v]
+
+With C_v the number of the n reports whose support contains v:
+
+    estimate     f_v = (C_v / n - q*) / (p* - q*)                   (unbiased)
+    variance     [f_v p*(1-p*) + (1-f_v) q*(1-q*)] / (n (p*-q*)^2)   (exact)
+    bound        max(p*(1-p*), q*(1-q*)) / (n (p*-q*)^2)             (every f_v)
+
+so each oracle only supplies p*, q*, ``randomize`` (one report, CSPRNG),
+``randomize_many`` (vectorized simulation), the packing of its report into a
+fixed number of bytes, and ``statistics`` (support counts, vectorized).
+
+Reports travel as lowercase hex strings of exactly ``2 * report_bytes``
+characters (docs/wire-format.md): the size never depends on the true value.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import InvalidParameter, InvalidReport, InvalidValue
+from ..parameters import MAX_DOMAIN_SIZE, check_domain_size, check_epsilon, check_range
+from ..randomness import RESOLUTION, RngLike
+
+_HEX = re.compile(r"[0-9a-f]*")
+
+# Above this many outputs an exact distribution is not something to enumerate.
+MAX_ENUMERATED_OUTPUTS = 1 << 16
+
+
+def width_bytes(upper: int) -> int:
+    """Bytes needed to hold every integer in ``[0, upper)``, at least one."""
+    return max(1, ((upper - 1).bit_length() + 7) // 8)
+
+
+def pack_uints(values: np.ndarray, width: int) -> np.ndarray:
+    """Unsigned integers as big-endian rows of ``width`` bytes: shape (n, width)."""
+    values = np.asarray(values, dtype=np.uint64)
+    shifts = np.arange(width - 1, -1, -1, dtype=np.uint64) * np.uint64(8)
+    return ((values[:, None] >> shifts) & np.uint64(0xFF)).astype(np.uint8)
+
+
+def unpack_uints(data: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`pack_uints`: rows of big-endian bytes to int64."""
+    result = np.zeros(data.shape[0], dtype=np.int64)
+    for column in range(data.shape[1]):
+        result = (result << 8) | data[:, column].astype(np.int64)
+    return result
+
+
+def check_category(value: object, domain_size: int) -> int:
+    """A respondent's categorical answer as an int in ``[0, domain_size)``, or InvalidValue."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise InvalidValue(
+            f"value must be an int in [0, {domain_size}), got {type(value).__name__} {value!r}"
+        )
+    if not 0 <= value < domain_size:
+        raise InvalidValue(f"value must be in [0, {domain_size}), got {value!r}")
+    return int(value)
+
+
+def check_categories(values: object, domain_size: int) -> np.ndarray:
+    """The vectorized twin of :func:`check_category` for the simulation path."""
+    array = np.asarray(values)
+    if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+        raise InvalidValue(f"values must be a 1-d integer array, got {array.dtype} {array.shape}")
+    if array.size and (array.min() < 0 or array.max() >= domain_size):
+        raise InvalidValue(f"values must lie in [0, {domain_size})")
+    return array.astype(np.int64, copy=False)
+
+
+class Mechanism(ABC):
+    """Common surface of categorical oracles and numeric mechanisms.
+
+    Subclasses are frozen, keyword-only dataclasses validated in ``__post_init__``.
+    """
+
+    name: ClassVar[str]
+    epsilon: float
+
+    # -- per mechanism --------------------------------------------------------
+    @property
+    @abstractmethod
+    def report_bytes(self) -> int:
+        """Size of one packed report; identical for every true value."""
+
+    @property
+    @abstractmethod
+    def epsilon_implemented(self) -> float:
+        """The ε of the probabilities the code actually samples with."""
+
+    @abstractmethod
+    def randomize(self, value: Any, rng: RngLike = None) -> Any:
+        """One report from one true value, from the CSPRNG unless ``rng`` is given."""
+
+    @abstractmethod
+    def randomize_many(self, values: Any, rng: np.random.Generator) -> np.ndarray:
+        """Reports for many true values at once (simulation path), as a batch array."""
+
+    @abstractmethod
+    def statistics(self, batch: np.ndarray) -> np.ndarray:
+        """Additive sufficient statistics of a batch (summed across batches)."""
+
+    @abstractmethod
+    def report_distribution(self, value: Any) -> dict[str, float]:
+        """Exact output distribution for one true value: encoded report -> probability."""
+
+    @abstractmethod
+    def _pack_many(self, batch: np.ndarray) -> np.ndarray:
+        """A batch as uint8 rows of ``report_bytes``."""
+
+    @abstractmethod
+    def _unpack_many(self, data: np.ndarray) -> np.ndarray:
+        """uint8 rows back to a batch; raise InvalidReport on anything out of domain."""
+
+    @abstractmethod
+    def parameters(self) -> dict[str, Any]:
+        """The constructor keywords, JSON-friendly (rebuilds an equal mechanism)."""
+
+    # -- batches of Python-level reports --------------------------------------
+    def stack(self, reports: Sequence[Any]) -> np.ndarray:
+        """Python-level reports (as ``randomize`` returns them) to a batch array."""
+        return np.asarray(list(reports), dtype=np.int64)
+
+    def unstack(self, batch: np.ndarray) -> list[Any]:
+        """A batch array to Python-level reports."""
+        rows = batch.tolist()
+        return [tuple(row) if isinstance(row, list) else row for row in rows]
+
+    # -- wire format, written once --------------------------------------------
+    @property
+    def report_length(self) -> int:
+        """Characters in an encoded report."""
+        return 2 * self.report_bytes
+
+    def encode(self, report: Any) -> str:
+        return self.encode_many(self.stack([report]))[0]
+
+    def decode(self, text: object) -> Any:
+        return self.unstack(self.decode_many([text]))[0]
+
+    def encode_many(self, batch: np.ndarray) -> list[str]:
+        data = np.ascontiguousarray(self._pack_many(batch), dtype=np.uint8)
+        text = data.tobytes().hex()
+        width = self.report_length
+        return [text[i : i + width] for i in range(0, len(text), width)]
+
+    def decode_many(self, payloads: Sequence[object]) -> np.ndarray:
+        """Strictly decode encoded reports; any bad one raises InvalidReport."""
+        width = self.report_length
+        for index, payload in enumerate(payloads):
+            if not isinstance(payload, str):
+                raise InvalidReport(
+                    f"report {index}: must be a string, got {type(payload).__name__}"
+                )
+            if len(payload) != width:
+                raise InvalidReport(
+                    f"report {index}: must be {width} hex characters for {self.name}, "
+                    f"got {len(payload)}"
+                )
+        text = "".join(payloads)  # type: ignore[arg-type]
+        if not _HEX.fullmatch(text):
+            raise InvalidReport(f"reports must be lowercase hexadecimal ({self.name})")
+        data = np.frombuffer(bytes.fromhex(text), dtype=np.uint8).reshape(
+            len(payloads), self.report_bytes
+        )
+        return self._unpack_many(data)
+
+    def spec(self) -> dict[str, Any]:
+        return {"mechanism": self.name, **self.parameters()}
+
+    def _check_enumerable(self, outputs: int) -> None:
+        if outputs > MAX_ENUMERATED_OUTPUTS:
+            raise InvalidParameter(
+                f"{self.name} has {outputs} outputs here; exact distributions are for small domains"
+            )
+
+
+def probability_of(threshold_value: int) -> float:
+    """The probability a threshold realises (see deniable.randomness)."""
+    return threshold_value / RESOLUTION
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrequencyOracle(Mechanism):
+    """A pure frequency oracle over values ``0 .. domain_size - 1``."""
+
+    epsilon: float
+    domain_size: int
+
+    kind: ClassVar[str] = "categorical"
+
+    @property
+    @abstractmethod
+    def p_star(self) -> float:
+        """P[v in S(y) | x = v]."""
+
+    @property
+    @abstractmethod
+    def q_star(self) -> float:
+        """P[v in S(y) | x != v]."""
+
+    @abstractmethod
+    def support_counts(self, batch: np.ndarray) -> np.ndarray:
+        """C_v for every v: how many reports in the batch support v (int64, length d)."""
+
+    def statistics(self, batch: np.ndarray) -> np.ndarray:
+        return self.support_counts(batch)
+
+    def parameters(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "domain_size": self.domain_size}
+
+    # -- the estimator, written once -------------------------------------------
+    def estimate(self, counts: np.ndarray, n: int) -> np.ndarray:
+        """Unbiased frequency estimates from support counts and the number of reports."""
+        if n <= 0:
+            raise InvalidParameter(f"n must be positive to estimate, got {n}")
+        counts = np.asarray(counts, dtype=np.float64)
+        return (counts / n - self.q_star) / (self.p_star - self.q_star)
+
+    def variance(self, frequencies: np.ndarray, n: int) -> np.ndarray:
+        """Exact variance of each estimate when the true frequencies are ``frequencies``."""
+        f = np.asarray(frequencies, dtype=np.float64)
+        p, q = self.p_star, self.q_star
+        return (f * p * (1 - p) + (1 - f) * q * (1 - q)) / (n * (p - q) ** 2)
+
+    def variance_bound(self, n: int) -> float:
+        """A variance bound that holds for every true frequency (the variance is linear in f)."""
+        p, q = self.p_star, self.q_star
+        return max(p * (1 - p), q * (1 - q)) / (n * (p - q) ** 2)
+
+    def approximate_variance(self, n: int) -> float:
+        """The f_v = 0 variance that papers usually quote."""
+        p, q = self.p_star, self.q_star
+        return q * (1 - q) / (n * (p - q) ** 2)
+
+    def check_value(self, value: object) -> int:
+        return check_category(value, self.domain_size)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(
+            self, "domain_size", check_domain_size(self.domain_size, self.max_domain_size)
+        )
+        self._prepare()
+
+    max_domain_size: ClassVar[int] = MAX_DOMAIN_SIZE
+
+    def _prepare(self) -> None:
+        """Derive and cache sampling parameters (called once, after validation)."""
+
+    def _set(self, name: str, value: Any) -> None:
+        # Frozen dataclasses cache derived parameters through object.__setattr__.
+        object.__setattr__(self, name, value)
+
+
+def check_number(value: object, lo: float, hi: float) -> float:
+    """A respondent's numeric answer as a float in ``[lo, hi]``, or InvalidValue."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
+        raise InvalidValue(
+            f"value must be a number in [{lo}, {hi}], got {type(value).__name__} {value!r}"
+        )
+    result = float(value)
+    if not lo <= result <= hi:  # also rejects NaN
+        raise InvalidValue(f"value must be in [{lo}, {hi}], got {value!r}")
+    return result
+
+
+def check_numbers(values: object, lo: float, hi: float) -> np.ndarray:
+    """The vectorized twin of :func:`check_number` for the simulation path."""
+    array = np.asarray(values)
+    if array.ndim != 1 or not (
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+    ):
+        raise InvalidValue(f"values must be a 1-d numeric array, got {array.dtype} {array.shape}")
+    array = array.astype(np.float64)
+    if array.size and not (np.all(array >= lo) and np.all(array <= hi)):
+        raise InvalidValue(f"values must lie in [{lo}, {hi}] and not be NaN")
+    return array
+
+
+@dataclass(frozen=True, kw_only=True)
+class NumericMechanism(Mechanism):
+    """A mechanism for a number in ``[lo, hi]`` whose reports average to an unbiased mean.
+
+    ``statistics`` is ``[total]`` in the mechanism's integer report units, so sums
+    stay exact; ``estimate(statistics, n)`` returns ``[mean]`` in the units of
+    ``lo``/``hi`` and ``variance_bound(n)`` bounds the variance of that mean for
+    every population of values in ``[lo, hi]``.
+    """
+
+    epsilon: float
+    lo: float
+    hi: float
+
+    kind: ClassVar[str] = "numeric"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        lo, hi = check_range(self.lo, self.hi)
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Derive and cache sampling parameters (called once, after validation)."""
+
+    def _set(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+
+    def check_value(self, value: object) -> float:
+        return check_number(value, self.lo, self.hi)
+
+    def parameters(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "lo": self.lo, "hi": self.hi}
+
+    def statistics(self, batch: np.ndarray) -> np.ndarray:
+        return np.array([int(np.asarray(batch, dtype=np.int64).sum())], dtype=np.int64)
+
+    @abstractmethod
+    def estimate(self, statistics: np.ndarray, n: int) -> np.ndarray:
+        """``[mean]``: the unbiased estimate of the population mean."""
+
+    @abstractmethod
+    def variance_bound(self, n: int) -> float:
+        """Variance of the mean estimate, bounded over every population in [lo, hi]."""

@@ -1,0 +1,96 @@
+"""Generalized randomized response (k-RR, direct encoding).
+
+Kairouz, Oh, Viswanath, "Extremal Mechanisms for Local Differential Privacy"
+(NeurIPS 2014); Wang, Blocki, Li, Jha (USENIX Security 2017), "DE".
+
+Report the true value with probability p = e^ε / (e^ε + d - 1), otherwise a
+value drawn uniformly from the d - 1 others.  S(y) = {y}, so p* = p and
+q* = (1 - p) / (d - 1) = 1 / (e^ε + d - 1).  Wire: the reported value as a
+big-endian unsigned integer of ``ceil(log2(d) / 8)`` bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import InvalidReport
+from ..randomness import RngLike, as_source, threshold
+from .base import (
+    FrequencyOracle,
+    check_categories,
+    pack_uints,
+    probability_of,
+    unpack_uints,
+    width_bytes,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GRR(FrequencyOracle):
+    """Generalized randomized response over ``domain_size`` values."""
+
+    name: ClassVar[str] = "grr"
+
+    _keep: int = field(init=False, repr=False, compare=False, default=0)
+    _width: int = field(init=False, repr=False, compare=False, default=0)
+
+    def _prepare(self) -> None:
+        e = math.exp(self.epsilon)
+        self._set("_keep", threshold(e / (e + self.domain_size - 1)))
+        self._set("_width", width_bytes(self.domain_size))
+
+    @property
+    def p_star(self) -> float:
+        return probability_of(self._keep)
+
+    @property
+    def q_star(self) -> float:
+        return (1.0 - self.p_star) / (self.domain_size - 1)
+
+    @property
+    def epsilon_implemented(self) -> float:
+        return math.log(self.p_star / self.q_star)
+
+    @property
+    def report_bytes(self) -> int:
+        return self._width
+
+    def randomize(self, value: object, rng: RngLike = None) -> int:
+        true = self.check_value(value)
+        source = as_source(rng)
+        # Both draws happen for every value, so the work done never depends on
+        # whether the truth is kept.
+        keep = source.uniform53() < self._keep
+        other = source.randbelow(self.domain_size - 1)
+        other += other >= true
+        return true if keep else other
+
+    def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
+        true = check_categories(values, self.domain_size)
+        keep = rng.random(true.size) < self.p_star
+        other = rng.integers(0, self.domain_size - 1, size=true.size)
+        other += other >= true
+        return np.where(keep, true, other)
+
+    def support_counts(self, batch: np.ndarray) -> np.ndarray:
+        return np.bincount(batch, minlength=self.domain_size).astype(np.int64)
+
+    def report_distribution(self, value: object) -> dict[str, float]:
+        true = self.check_value(value)
+        return {
+            self.encode(y): self.p_star if y == true else self.q_star
+            for y in range(self.domain_size)
+        }
+
+    def _pack_many(self, batch: np.ndarray) -> np.ndarray:
+        return pack_uints(batch, self._width)
+
+    def _unpack_many(self, data: np.ndarray) -> np.ndarray:
+        values = unpack_uints(data)
+        if values.size and values.max() >= self.domain_size:
+            raise InvalidReport(f"grr report outside [0, {self.domain_size})")
+        return values

@@ -1,0 +1,171 @@
+"""Randomness for real reports, and how tests inject their own.
+
+Real reports draw every random bit from the operating system's CSPRNG
+(``os.urandom``, the source behind :mod:`secrets`).  Python's :mod:`random`
+and :mod:`numpy.random` are never touched on that path; numpy generators are
+only for simulation (``randomize_many``) and for deterministic tests, wrapped
+in :class:`GeneratorSource` so both paths share one interface.
+
+Bytes are read from ``os.urandom`` in blocks of 4 KiB per thread because a
+system call per report would cost more than the whole randomization.  The
+buffer is thread-local (two threads never see the same bytes) and is dropped
+in a forked child (a child never replays its parent's bytes).
+
+Probabilities are realised exactly as ``threshold / 2**53``: a Bernoulli draw is
+``uniform53() < threshold``.  Mechanisms compute their implemented ε from these
+thresholds, so the ε they report is the ε of the code that runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import InvalidParameter
+
+RESOLUTION_BITS = 53
+RESOLUTION = 1 << RESOLUTION_BITS
+_BLOCK_BYTES = 4096
+
+__all__ = [
+    "RESOLUTION",
+    "RESOLUTION_BITS",
+    "GeneratorSource",
+    "RngLike",
+    "RandomSource",
+    "SystemRandomSource",
+    "as_source",
+    "threshold",
+]
+
+
+def threshold(probability: float) -> int:
+    """The integer ``t`` with ``t / 2**53`` nearest ``probability``, kept in (0, 2**53)."""
+    t = round(probability * RESOLUTION)
+    return min(max(t, 1), RESOLUTION - 1)
+
+
+@runtime_checkable
+class RandomSource(Protocol):
+    """What a mechanism needs from a source of randomness."""
+
+    secure: bool
+
+    def token_bytes(self, count: int) -> bytes: ...
+
+    def uniform53(self) -> int:
+        """A uniform integer in ``[0, 2**53)``."""
+        ...
+
+    def randbelow(self, upper: int) -> int:
+        """A uniform integer in ``[0, upper)``."""
+        ...
+
+    def uniform53_array(self, size: int) -> np.ndarray:
+        """``size`` uniform integers in ``[0, 2**53)`` as ``uint64``."""
+        ...
+
+
+class _ThreadBuffer(threading.local):
+    def __init__(self) -> None:
+        self.data = b""
+        self.position = 0
+        self.generation = -1
+
+
+_buffer = _ThreadBuffer()
+_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _generation
+    _generation += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class SystemRandomSource:
+    """The CSPRNG: ``os.urandom``, buffered per thread and per process."""
+
+    secure = True
+
+    def token_bytes(self, count: int) -> bytes:
+        buffer = _buffer
+        start = buffer.position
+        end = start + count
+        if end > len(buffer.data) or buffer.generation != _generation:
+            if count > _BLOCK_BYTES:
+                return os.urandom(count)
+            buffer.data = os.urandom(_BLOCK_BYTES)
+            buffer.generation = _generation
+            start, end = 0, count
+        buffer.position = end
+        return buffer.data[start:end]
+
+    def uniform53(self) -> int:
+        return int.from_bytes(self.token_bytes(7), "little") >> 3
+
+    def randbelow(self, upper: int) -> int:
+        if upper <= 1:
+            if upper == 1:
+                return 0
+            raise InvalidParameter(f"randbelow needs upper >= 1, got {upper}")
+        bits = (upper - 1).bit_length()
+        size = (bits + 7) // 8
+        mask = (1 << bits) - 1
+        # Rejection sampling: each try succeeds with probability > 1/2, and the
+        # number of tries does not depend on anything but `upper`.
+        while True:
+            candidate = int.from_bytes(self.token_bytes(size), "little") & mask
+            if candidate < upper:
+                return candidate
+
+    def uniform53_array(self, size: int) -> np.ndarray:
+        raw = np.frombuffer(self.token_bytes(8 * size), dtype="<u8")
+        return raw >> np.uint64(64 - RESOLUTION_BITS)
+
+
+class GeneratorSource:
+    """A numpy ``Generator`` behind the same interface: simulation and tests only."""
+
+    secure = False
+
+    def __init__(self, generator: np.random.Generator) -> None:
+        self.generator = generator
+
+    def token_bytes(self, count: int) -> bytes:
+        return self.generator.bytes(count)
+
+    def uniform53(self) -> int:
+        return int(self.generator.integers(0, RESOLUTION))
+
+    def randbelow(self, upper: int) -> int:
+        if upper < 1:
+            raise InvalidParameter(f"randbelow needs upper >= 1, got {upper}")
+        return int(self.generator.integers(0, upper))
+
+    def uniform53_array(self, size: int) -> np.ndarray:
+        return self.generator.integers(0, RESOLUTION, size=size, dtype=np.uint64)
+
+
+SYSTEM = SystemRandomSource()
+
+RngLike = RandomSource | np.random.Generator | None
+
+
+def as_source(rng: RngLike) -> RandomSource:
+    """``None`` means the CSPRNG; a numpy Generator is wrapped for tests."""
+    if rng is None:
+        return SYSTEM
+    if isinstance(rng, np.random.Generator):
+        return GeneratorSource(rng)
+    if isinstance(rng, RandomSource):
+        return rng
+    raise InvalidParameter(
+        "rng must be None (the CSPRNG), a numpy Generator or a RandomSource, "
+        f"got {type(rng).__name__}"
+    )
