@@ -268,7 +268,9 @@ class FrequencyOracle(Mechanism):
 
 def check_number(value: object, lo: float, hi: float) -> float:
     """A respondent's numeric answer as a float in ``[lo, hi]``, or InvalidValue."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
+    if isinstance(value, bool | np.bool_) or not isinstance(
+        value, int | float | np.integer | np.floating
+    ):
         raise InvalidValue(
             f"value must be a number in [{lo}, {hi}], got {type(value).__name__} {value!r}"
         )
