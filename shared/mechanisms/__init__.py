@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from .base import FrequencyOracle, Mechanism, NumericMechanism
 from .binary_rr import BinaryRR
+from .discrete_laplace import DiscreteLaplace
+from .duchi import Duchi
 from .grr import GRR
 
 CATEGORICAL: dict[str, type[FrequencyOracle]] = {
@@ -16,7 +18,10 @@ CATEGORICAL: dict[str, type[FrequencyOracle]] = {
     GRR.name: GRR,
 }
 
-NUMERIC: dict[str, type[NumericMechanism]] = {}
+NUMERIC: dict[str, type[NumericMechanism]] = {
+    Duchi.name: Duchi,
+    DiscreteLaplace.name: DiscreteLaplace,
+}
 
 MECHANISMS: dict[str, type[Mechanism]] = {**CATEGORICAL, **NUMERIC}
 
@@ -26,6 +31,8 @@ __all__ = [
     "MECHANISMS",
     "NUMERIC",
     "BinaryRR",
+    "DiscreteLaplace",
+    "Duchi",
     "FrequencyOracle",
     "Mechanism",
     "NumericMechanism",

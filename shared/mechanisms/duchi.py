@@ -1,0 +1,122 @@
+"""Duchi's one-bit mechanism for a number in a range.
+
+Duchi, Jordan, Wainwright, "Local Privacy and Statistical Minimax Rates"
+(FOCS 2013) and "Minimax Optimal Procedures for Locally Private Estimation"
+(JASA 2018).
+
+The value x in [lo, hi] is scaled to t = 2(x - lo)/(hi - lo) - 1 in [-1, 1].
+With B = (e^ε + 1)/(e^ε - 1) the report is +B with probability
+
+    p(t) = 1/2 + t (e^ε - 1) / (2 (e^ε + 1))
+
+and -B otherwise, so E[report] = t and Var[report] = B² - t² <= B².  Only the
+sign travels: a batch is an int8 array of ±1, ``statistics`` is ``[sum of
+signs]`` (exact int64), and the mean is ``lo + (B total/n + 1)(hi - lo)/2``.
+
+Sampling: p(t) is computed in floating point from the real t and realised
+as ``threshold(p(t)) / 2**53`` (see :mod:`deniable.randomness`); one CSPRNG
+``uniform53`` draw is compared with it, for every value alike.  The threshold
+is clamped to the thresholds of the extremes t = -1 and t = +1, so every
+realised probability lies between those two, and ``epsilon_implemented`` is
+the worst log-ratio between the extremes' realised distributions.  The output
+takes only two values, so floating-point arithmetic leaks nothing beyond the
+realised probabilities (no Mironov-style attack).
+
+Wire: one byte, ``00`` for -B and ``01`` for +B; anything else is rejected.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import InvalidParameter, InvalidReport
+from ..randomness import RESOLUTION, RngLike, as_source, threshold
+from .base import NumericMechanism, check_numbers, probability_of
+
+
+@dataclass(frozen=True, kw_only=True)
+class Duchi(NumericMechanism):
+    """Duchi et al.'s unbiased one-bit mechanism on ``[lo, hi]``."""
+
+    name: ClassVar[str] = "duchi"
+
+    _bound: float = field(init=False, repr=False, compare=False, default=0.0)
+    _slope: float = field(init=False, repr=False, compare=False, default=0.0)
+    _low: int = field(init=False, repr=False, compare=False, default=0)
+    _high: int = field(init=False, repr=False, compare=False, default=0)
+
+    def _prepare(self) -> None:
+        e = math.exp(self.epsilon)
+        self._set("_bound", (e + 1) / (e - 1))
+        self._set("_slope", (e - 1) / (2 * (e + 1)))
+        # Thresholds of P[+B] at t = -1 and t = +1: every other t lies between.
+        self._set("_low", threshold(1 / (e + 1)))
+        self._set("_high", threshold(e / (e + 1)))
+
+    @property
+    def bound(self) -> float:
+        """B = (e^ε + 1)/(e^ε - 1), the magnitude of a report."""
+        return self._bound
+
+    @property
+    def report_bytes(self) -> int:
+        return 1
+
+    @property
+    def epsilon_implemented(self) -> float:
+        plus = math.log(self._high / self._low)
+        minus = math.log((RESOLUTION - self._low) / (RESOLUTION - self._high))
+        return max(plus, minus)
+
+    def _scaled(self, value: float) -> float:
+        t = 2 * (value - self.lo) / (self.hi - self.lo) - 1
+        return min(1.0, max(-1.0, t))
+
+    def _threshold(self, value: float) -> int:
+        p = 0.5 + self._scaled(value) * self._slope
+        return min(self._high, max(self._low, threshold(p)))
+
+    def randomize(self, value: object, rng: RngLike = None) -> int:
+        """+1 (report +B) or -1 (report -B), from the CSPRNG unless ``rng`` is given."""
+        limit = self._threshold(self.check_value(value))
+        return 1 if as_source(rng).uniform53() < limit else -1
+
+    def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
+        x = check_numbers(values, self.lo, self.hi)
+        t = np.clip(2 * (x - self.lo) / (self.hi - self.lo) - 1, -1.0, 1.0)
+        plus = rng.random(x.size) < 0.5 + t * self._slope
+        return np.where(plus, 1, -1).astype(np.int8)
+
+    def stack(self, reports: Sequence[Any]) -> np.ndarray:
+        return np.asarray(list(reports), dtype=np.int8)
+
+    def estimate(self, statistics: np.ndarray, n: int) -> np.ndarray:
+        if n <= 0:
+            raise InvalidParameter(f"n must be positive to estimate, got {n}")
+        total = float(np.asarray(statistics, dtype=np.int64)[0])
+        t_hat = self._bound * total / n
+        return np.array([self.lo + (t_hat + 1) * (self.hi - self.lo) / 2])
+
+    def variance_bound(self, n: int) -> float:
+        return self._bound**2 * ((self.hi - self.lo) / 2) ** 2 / n
+
+    def report_distribution(self, value: object) -> dict[str, float]:
+        plus = probability_of(self._threshold(self.check_value(value)))
+        return {"00": 1.0 - plus, "01": plus}
+
+    def _pack_many(self, batch: np.ndarray) -> np.ndarray:
+        signs = np.asarray(batch).reshape(-1)
+        if signs.size and not np.all((signs == 1) | (signs == -1)):
+            raise InvalidReport("duchi reports are signs, +1 or -1")
+        return (signs > 0).astype(np.uint8).reshape(-1, 1)
+
+    def _unpack_many(self, data: np.ndarray) -> np.ndarray:
+        bits = data[:, 0]
+        if bits.size and bits.max() > 1:
+            raise InvalidReport("duchi report must be the byte 00 or 01")
+        return (2 * bits.astype(np.int8) - 1).astype(np.int8)
