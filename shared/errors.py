@@ -12,7 +12,8 @@ expects ``ValueError`` keeps working::
     ├── InvalidSurvey         (ValueError)  a survey definition fails validation
     ├── NotFound                            a survey, question or report id is unknown
     ├── Conflict                            state forbids the request (closed survey, id reuse)
-    ├── AuthenticationError                 missing/forged operator or enrolment token
+    ├── AuthenticationError                 operator or enrolment token missing
+    │   └── Forbidden                       token forged, spent, or lacks the right
     ├── RateLimited                         too many requests; carries ``retry_after``
     ├── PayloadTooLarge                     request body or batch over the configured limit
     ├── StorageError                        the database failed or holds an unreadable row
@@ -61,6 +62,10 @@ class Conflict(DeniableError):
 
 class AuthenticationError(DeniableError):
     """An operator or enrolment token is missing, forged or already spent."""
+
+
+class Forbidden(AuthenticationError):
+    """A token was presented but is forged, spent, or does not grant this request."""
 
 
 class RateLimited(DeniableError):

@@ -1,0 +1,469 @@
+"""Survey definitions: questions, strict validation, canonical bytes.
+
+A survey is a versioned JSON document (``"format": "deniable.survey/1"``).
+Both the aggregator and the client rebuild every question's mechanism from
+this one definition, so their parameters cannot drift; the aggregator signs
+:meth:`Survey.canonical_bytes` and the client verifies the same bytes.
+
+Question types and their true answers:
+
+* ``yes_no``: ``True``/``False``; binary randomized response by default.
+* ``single_choice``: one of ``options`` (the label); mechanism chosen by
+  :func:`deniable.mechanisms.recommend` when omitted.
+* ``multiple_choice``: a set of ``options`` labels; every option gets its own
+  binary randomized response with ``epsilon / len(options)``, so the question
+  costs ``epsilon`` by sequential composition (Dwork & Roth 2014, Thm 3.14).
+* ``numeric``: a number in ``[lo, hi]``; ``duchi`` by default.
+
+A question may be ``longitudinal`` (yes/no and single choice with ``grr``):
+the client memoizes a permanent randomized response per value and randomizes
+it again for every report (RAPPOR; see ``deniable.mechanisms.longitudinal``).
+
+The survey's total ε is the sum of its questions' ε (sequential composition).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .errors import InvalidParameter, InvalidReport, InvalidSurvey, InvalidValue
+from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+from .mechanisms import CATEGORICAL, NUMERIC, recommend
+from .mechanisms.base import Mechanism, NumericMechanism
+from .mechanisms.binary_rr import BinaryRR
+from .mechanisms.longitudinal import LongitudinalGRR
+from .parameters import check_epsilon
+from .randomness import RngLike
+
+FORMAT = "deniable.survey/1"
+IDENTIFIER = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+MAX_QUESTIONS = 100
+MAX_OPTIONS = 1024
+MAX_MULTIPLE_OPTIONS = 64
+MAX_TEXT = 2000
+MAX_LABEL = 200
+
+QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
+LONGITUDINAL_MECHANISMS = ("binary_rr", "grr")
+
+
+def _fail(where: str, message: str) -> InvalidSurvey:
+    return InvalidSurvey(f"{where}: {message}")
+
+
+def _require_keys(where: str, data: Mapping[str, Any], required: set[str], allowed: set[str]):
+    if not isinstance(data, Mapping):
+        raise _fail(where, f"must be an object, got {type(data).__name__}")
+    missing = required - data.keys()
+    if missing:
+        raise _fail(where, f"missing field(s) {', '.join(sorted(missing))}")
+    extra = data.keys() - allowed
+    if extra:
+        raise _fail(where, f"unknown field(s) {', '.join(sorted(map(str, extra)))}")
+
+
+def _text(where: str, value: object, limit: int = MAX_TEXT, *, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise _fail(where, f"must be a string, got {type(value).__name__}")
+    if len(value) > limit or (not empty and not value.strip()):
+        raise _fail(where, f"must be a non-empty string of at most {limit} characters")
+    return value
+
+
+def _identifier(where: str, value: object) -> str:
+    if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
+        raise _fail(where, f"must match {IDENTIFIER.pattern}, got {value!r}")
+    return value
+
+
+def _wrap_parameter(where: str, error: InvalidParameter) -> InvalidSurvey:
+    return _fail(where, str(error))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Longitudinal:
+    """A memoized question: ``key`` names it across surveys; two ε layers."""
+
+    key: str
+    instantaneous_epsilon: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "instantaneous_epsilon": self.instantaneous_epsilon}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    """One question of a survey, with the mechanism both sides rebuild from it."""
+
+    id: str
+    type: str
+    text: str
+    epsilon: float
+    mechanism: str
+    options: tuple[str, ...] = ()
+    lo: float | None = None
+    hi: float | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    longitudinal: Longitudinal | None = None
+
+    FIELDS: ClassVar[set[str]] = {
+        "id", "type", "text", "epsilon", "mechanism", "options", "lo", "hi",
+        "parameters", "longitudinal",
+    }  # fmt: skip
+
+    # -- building -------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], where: str = "question") -> Question:
+        _require_keys(where, data, {"id", "type", "text", "epsilon"}, cls.FIELDS)
+        qid = _identifier(f"{where}.id", data["id"])
+        where = f"question {qid!r}"
+        kind = data["type"]
+        if kind not in QUESTION_TYPES:
+            raise _fail(f"{where}.type", f"must be one of {', '.join(QUESTION_TYPES)}")
+        text = _text(f"{where}.text", data["text"])
+        try:
+            epsilon = check_epsilon(data["epsilon"])
+        except InvalidParameter as error:
+            raise _wrap_parameter(where, error) from None
+        extra = data.get("parameters", {})
+        if not isinstance(extra, Mapping):
+            raise _fail(f"{where}.parameters", "must be an object")
+        options: tuple[str, ...] = ()
+        lo = hi = None
+        if kind in ("single_choice", "multiple_choice"):
+            options = cls._options(where, data.get("options"), kind)
+        elif "options" in data:
+            raise _fail(where, f"a {kind} question has no options")
+        if kind == "numeric":
+            if "lo" not in data or "hi" not in data:
+                raise _fail(where, "a numeric question needs lo and hi")
+            lo, hi = data["lo"], data["hi"]
+        elif "lo" in data or "hi" in data:
+            raise _fail(where, f"a {kind} question has no lo/hi")
+        mechanism = data.get("mechanism") or cls._default_mechanism(kind, options, epsilon)
+        if not isinstance(mechanism, str):
+            raise _fail(f"{where}.mechanism", "must be a string")
+        longitudinal = cls._longitudinal(where, data.get("longitudinal"), kind, mechanism)
+        question = cls(
+            id=qid,
+            type=kind,
+            text=text,
+            epsilon=epsilon,
+            mechanism=mechanism,
+            options=options,
+            lo=lo,
+            hi=hi,
+            parameters=dict(extra),
+            longitudinal=longitudinal,
+        )
+        try:
+            question.oracle  # noqa: B018 - builds and validates the mechanism once
+        except (InvalidParameter, TypeError) as error:
+            raise _fail(where, f"invalid mechanism parameters: {error}") from None
+        return question
+
+    @staticmethod
+    def _options(where: str, options: object, kind: str) -> tuple[str, ...]:
+        limit = MAX_MULTIPLE_OPTIONS if kind == "multiple_choice" else MAX_OPTIONS
+        if not isinstance(options, list) or not 2 <= len(options) <= limit:
+            raise _fail(f"{where}.options", f"must be a list of 2 to {limit} labels")
+        labels = tuple(_text(f"{where}.options", o, MAX_LABEL) for o in options)
+        if len(set(labels)) != len(labels):
+            raise _fail(f"{where}.options", "labels must be distinct")
+        return labels
+
+    @staticmethod
+    def _default_mechanism(kind: str, options: tuple[str, ...], epsilon: float) -> str:
+        if kind in ("yes_no", "multiple_choice"):
+            return BinaryRR.name
+        if kind == "numeric":
+            return "duchi"
+        return recommend(domain_size=len(options), epsilon=epsilon).mechanism
+
+    @staticmethod
+    def _longitudinal(where: str, data: object, kind: str, mechanism: str) -> Longitudinal | None:
+        if data is None:
+            return None
+        if kind not in ("yes_no", "single_choice") or mechanism not in LONGITUDINAL_MECHANISMS:
+            raise _fail(
+                f"{where}.longitudinal",
+                "only yes_no and single_choice questions with grr or binary_rr can be longitudinal",
+            )
+        _require_keys(f"{where}.longitudinal", data, {"key", "instantaneous_epsilon"},
+                      {"key", "instantaneous_epsilon"})  # fmt: skip
+        try:
+            instantaneous = check_epsilon(data["instantaneous_epsilon"], "instantaneous_epsilon")
+        except InvalidParameter as error:
+            raise _wrap_parameter(where, error) from None
+        return Longitudinal(
+            key=_identifier(f"{where}.longitudinal.key", data["key"]),
+            instantaneous_epsilon=instantaneous,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "type": self.type,
+            "text": self.text,
+            "epsilon": self.epsilon,
+            "mechanism": self.mechanism,
+        }
+        if self.options:
+            data["options"] = list(self.options)
+        if self.type == "numeric":
+            data["lo"], data["hi"] = self.oracle.lo, self.oracle.hi
+        if self.parameters:
+            data["parameters"] = dict(self.parameters)
+        if self.longitudinal:
+            data["longitudinal"] = self.longitudinal.to_dict()
+        return data
+
+    # -- the mechanism ----------------------------------------------------------
+    @cached_property
+    def oracle(self) -> Mechanism:
+        """The mechanism whose reports the aggregator receives for this question."""
+        if self.type == "multiple_choice":
+            if self.mechanism != BinaryRR.name:
+                raise InvalidParameter("multiple_choice questions use binary_rr per option")
+            return OptionwiseRR(epsilon=self.epsilon, options=len(self.options))
+        if self.type == "numeric":
+            if self.mechanism not in NUMERIC:
+                raise InvalidParameter(
+                    f"mechanism must be one of {', '.join(NUMERIC)} for numeric questions"
+                )
+            return NUMERIC[self.mechanism](
+                epsilon=self.epsilon, lo=self.lo, hi=self.hi, **self.parameters
+            )
+        if self.mechanism not in CATEGORICAL:
+            raise InvalidParameter(f"mechanism must be one of {', '.join(CATEGORICAL)}")
+        if self.longitudinal is not None:
+            return LongitudinalGRR(
+                epsilon=self.epsilon,
+                instantaneous_epsilon=self.longitudinal.instantaneous_epsilon,
+                domain_size=self.domain_size,
+            )
+        keywords = dict(self.parameters)
+        if self.mechanism != BinaryRR.name:
+            keywords["domain_size"] = self.domain_size
+        elif self.domain_size != 2:
+            raise InvalidParameter("binary_rr needs exactly two categories")
+        return CATEGORICAL[self.mechanism](epsilon=self.epsilon, **keywords)
+
+    @property
+    def domain_size(self) -> int:
+        return 2 if self.type == "yes_no" else len(self.options)
+
+    @property
+    def labels(self) -> list[str]:
+        """Names of the estimated quantities, in statistics order."""
+        if self.type == "yes_no":
+            return ["no", "yes"]
+        if self.type == "numeric":
+            return ["mean"]
+        return list(self.options)
+
+    @property
+    def statistics_size(self) -> int:
+        return len(self.labels) if self.type != "numeric" else 1
+
+    # -- respondent side --------------------------------------------------------
+    def check_answer(self, answer: object) -> Any:
+        """The true answer in mechanism terms; InvalidValue if it does not fit."""
+        where = f"question {self.id!r}"
+        if self.type == "yes_no":
+            if not isinstance(answer, bool | np.bool_):
+                raise InvalidValue(f"{where}: answer must be True or False, got {answer!r}")
+            return int(answer)
+        if self.type == "single_choice":
+            if not isinstance(answer, str) or answer not in self.options:
+                raise InvalidValue(f"{where}: answer must be one of {list(self.options)!r}")
+            return self.options.index(answer)
+        if self.type == "multiple_choice":
+            if isinstance(answer, str) or not isinstance(answer, list | tuple | set | frozenset):
+                raise InvalidValue(f"{where}: answer must be a list of option labels")
+            chosen = set()
+            for label in answer:
+                if not isinstance(label, str) or label not in self.options:
+                    raise InvalidValue(f"{where}: {label!r} is not one of {list(self.options)!r}")
+                chosen.add(self.options.index(label))
+            return tuple(int(i in chosen) for i in range(len(self.options)))
+        try:
+            return self.oracle.check_value(answer)
+        except InvalidValue as error:
+            raise InvalidValue(f"{where}: {error}") from None
+
+    def randomize(self, answer: object, rng: RngLike = None) -> str:
+        """The encoded noisy report for a true answer (CSPRNG unless ``rng``)."""
+        return self.oracle.encode(self.oracle.randomize(self.check_answer(answer), rng))
+
+    # -- aggregator side --------------------------------------------------------
+    def statistics(self, payloads: list[str]) -> np.ndarray:
+        """Additive statistics of encoded reports (decoded strictly)."""
+        if not payloads:
+            return np.zeros(self.statistics_size, dtype=np.int64)
+        return np.asarray(self.oracle.statistics(self.oracle.decode_many(payloads)), np.int64)
+
+    def results(
+        self, statistics: np.ndarray, n: int, *, beta: float = DEFAULT_BETA
+    ) -> dict[str, Any]:
+        """The published result for this question: estimates and Chebyshev intervals."""
+        summary: dict[str, Any] = {
+            "question": self.id,
+            "type": self.type,
+            "mechanism": self.mechanism,
+            "epsilon": self.epsilon,
+            "n": n,
+        }
+        if n == 0:
+            return {**summary, "beta": beta, "estimate": None}
+        oracle = self.oracle
+        if isinstance(oracle, NumericMechanism):
+            return {**summary, **estimate_mean(oracle, statistics, n, beta=beta).to_dict()}
+        if isinstance(oracle, OptionwiseRR):
+            result = estimate_frequencies(
+                oracle.option_oracle, statistics, n, beta=beta,
+                categories=len(self.options), normalize=False,
+            )  # fmt: skip
+        else:
+            result = estimate_frequencies(oracle, statistics, n, beta=beta)
+        return {**summary, **result.to_dict(self.labels)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptionwiseRR(Mechanism):
+    """Multiple choice: one binary randomized response per option at ε / options.
+
+    The report is ``options`` bytes (00/01); statistics are the number of
+    reports saying "yes" to each option, and each option is estimated as a
+    yes/no frequency with the binary RR estimator.
+    """
+
+    epsilon: float
+    options: int
+
+    name: ClassVar[str] = "binary_rr"
+    kind: ClassVar[str] = "multiple"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+
+    @cached_property
+    def option_oracle(self) -> BinaryRR:
+        return BinaryRR(epsilon=self.epsilon / self.options)
+
+    @property
+    def report_bytes(self) -> int:
+        return self.options
+
+    @property
+    def epsilon_implemented(self) -> float:
+        return self.option_oracle.epsilon_implemented * self.options
+
+    def parameters(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "options": self.options}
+
+    def check_value(self, value: object) -> tuple[int, ...]:
+        if not isinstance(value, tuple) or len(value) != self.options:
+            raise InvalidValue(f"value must be a tuple of {self.options} bits")
+        return tuple(self.option_oracle.check_value(bit) for bit in value)
+
+    def randomize(self, value: Any, rng: RngLike = None) -> tuple[int, ...]:
+        bits = self.check_value(value)
+        return tuple(self.option_oracle.randomize(bit, rng) for bit in bits)
+
+    def randomize_many(self, values: Any, rng: np.random.Generator) -> np.ndarray:
+        array = np.asarray(values, dtype=np.int64)
+        flat = self.option_oracle.randomize_many(array.reshape(-1), rng)
+        return flat.reshape(array.shape)
+
+    def statistics(self, batch: np.ndarray) -> np.ndarray:
+        return np.asarray(batch, dtype=np.int64).sum(axis=0)
+
+    def report_distribution(self, value: Any) -> dict[str, float]:
+        raise InvalidParameter("multiple choice distributions are per option (binary_rr)")
+
+    def _pack_many(self, batch: np.ndarray) -> np.ndarray:
+        return np.asarray(batch, dtype=np.uint8).reshape(-1, self.options)
+
+    def _unpack_many(self, data: np.ndarray) -> np.ndarray:
+        if data.size and data.max() > 1:
+            raise InvalidReport("multiple choice report bytes must be 00 or 01")
+        return data.astype(np.int64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Survey:
+    """A validated survey definition."""
+
+    id: str
+    title: str
+    description: str = ""
+    questions: tuple[Question, ...]
+
+    FIELDS: ClassVar[set[str]] = {"format", "id", "title", "description", "questions"}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Survey:
+        _require_keys("survey", data, {"format", "id", "title", "questions"}, cls.FIELDS)
+        assert isinstance(data, Mapping)
+        if data["format"] != FORMAT:
+            raise _fail("survey.format", f"must be {FORMAT!r}, got {data['format']!r}")
+        sid = _identifier("survey.id", data["id"])
+        title = _text("survey.title", data["title"], MAX_LABEL)
+        description = _text("survey.description", data.get("description", ""), empty=True)
+        raw = data["questions"]
+        if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_QUESTIONS:
+            raise _fail("survey.questions", f"must be a list of 1 to {MAX_QUESTIONS} questions")
+        questions = tuple(
+            Question.from_dict(q, f"survey.questions[{i}]") for i, q in enumerate(raw)
+        )
+        ids = [q.id for q in questions]
+        if len(set(ids)) != len(ids):
+            raise _fail("survey.questions", "question ids must be distinct")
+        keys = [q.longitudinal.key for q in questions if q.longitudinal]
+        if len(set(keys)) != len(keys):
+            raise _fail("survey.questions", "longitudinal keys must be distinct")
+        return cls(id=sid, title=title, description=description, questions=questions)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Survey:
+        try:
+            data = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise InvalidSurvey(f"survey: not valid JSON ({error})") from None
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"format": FORMAT, "id": self.id, "title": self.title}
+        if self.description:
+            data["description"] = self.description
+        data["questions"] = [q.to_dict() for q in self.questions]
+        return data
+
+    def canonical_bytes(self) -> bytes:
+        """Sorted keys, no whitespace, UTF-8: the bytes that are signed and verified."""
+        return json.dumps(
+            self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+            allow_nan=False,
+        ).encode("utf-8")  # fmt: skip
+
+    @property
+    def total_epsilon(self) -> float:
+        return sum(q.epsilon for q in self.questions)
+
+    def question(self, question_id: str) -> Question:
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise InvalidValue(f"survey {self.id!r} has no question {question_id!r}")
+
+    @property
+    def question_ids(self) -> list[str]:
+        return [q.id for q in self.questions]
