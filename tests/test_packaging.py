@@ -1,0 +1,63 @@
+"""The wheel is complete, and the three rooms keep their dependencies apart."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ROOMS = {"shared": "deniable", "client": "deniable/client", "aggregator": "deniable/aggregator"}
+
+
+def expected_members() -> set[str]:
+    members = set()
+    for folder, package in ROOMS.items():
+        for path in (ROOT / folder).rglob("*"):
+            if "__pycache__" in path.parts or not path.is_file():
+                continue
+            if path.suffix in {".py", ".sql", ".html", ".css", ".json"}:
+                members.add(f"{package}/{path.relative_to(ROOT / folder).as_posix()}")
+    return members
+
+
+@pytest.mark.slow
+def test_wheel_contains_every_module_and_data_file(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(tmp_path), str(ROOT)],
+        check=True,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("deniable-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    missing = expected_members() - names
+    assert not missing, f"files missing from the wheel: {sorted(missing)}"
+    assert not any(name.startswith(("tests/", "benchmarks/")) for name in names)
+
+
+def _import_blocked(module: str, blocked: list[str]) -> subprocess.CompletedProcess:
+    script = (
+        "import sys\n"
+        f"for name in {blocked!r}:\n"
+        "    sys.modules[name] = None\n"
+        f"import {module}\n"
+    )
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["deniable.mechanisms", "deniable.survey", "deniable.wire", "deniable.estimation",
+     "deniable.postprocess"],
+)  # fmt: skip
+def test_shared_core_needs_no_io_libraries(module: str) -> None:
+    result = _import_blocked(module, ["flask", "requests", "sqlite3", "psycopg", "socket"])
+    assert result.returncode == 0, result.stderr
+
+
+def test_client_never_imports_flask() -> None:
+    result = _import_blocked("deniable.client", ["flask", "werkzeug", "psycopg", "gunicorn"])
+    assert result.returncode == 0, result.stderr
