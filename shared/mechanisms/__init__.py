@@ -12,6 +12,7 @@ from .binary_rr import BinaryRR
 from .discrete_laplace import DiscreteLaplace
 from .duchi import Duchi
 from .grr import GRR
+from .recommend import Recommendation, recommend
 
 CATEGORICAL: dict[str, type[FrequencyOracle]] = {
     BinaryRR.name: BinaryRR,
@@ -36,4 +37,6 @@ __all__ = [
     "FrequencyOracle",
     "Mechanism",
     "NumericMechanism",
+    "Recommendation",
+    "recommend",
 ]
