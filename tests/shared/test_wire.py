@@ -1,0 +1,100 @@
+"""The report envelope: strict parsing, batches, idempotency digests."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from deniable.errors import InvalidReport, PayloadTooLarge
+from deniable.survey import FORMAT, Survey
+from deniable.wire import Report, parse_report, parse_submission
+
+SURVEY = Survey.from_dict(
+    {
+        "format": FORMAT,
+        "id": "wire",
+        "title": "Wire",
+        "questions": [
+            {"id": "yes", "type": "yes_no", "text": "Yes?", "epsilon": 1},
+            {"id": "pick", "type": "single_choice", "text": "Pick", "epsilon": 1,
+             "options": [str(i) for i in range(300)], "mechanism": "grr"},
+        ],
+    }
+)  # fmt: skip
+
+
+def report(**changes) -> dict:
+    body = {"id": str(uuid.uuid4()), "question": "yes", "payload": "01"}
+    body.update(changes)
+    return body
+
+
+def test_a_valid_report_parses() -> None:
+    body = report()
+    assert parse_report(body, SURVEY) == Report(**body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        "report",
+        None,
+        {"id": str(uuid.uuid4()), "question": "yes"},
+        report(extra=1),
+        report(id="not-a-uuid"),
+        report(id=str(uuid.uuid4()).upper()),
+        report(id=7),
+        report(question="nope"),
+        report(question=["yes"]),
+        report(payload="1"),
+        report(payload="02"),
+        report(payload="0A"),
+        report(payload=1),
+        report(payload=None),
+        report(payload=float("nan")),
+        report(question="pick", payload="012c"),  # 300 is outside [0, 300)
+        report(question="pick", payload="01"),  # too short for 300 values
+    ],
+)
+def test_malformed_reports_raise_invalid_report(body) -> None:
+    with pytest.raises(InvalidReport):
+        parse_report(body, SURVEY)
+
+
+def test_batches_are_all_or_nothing_and_limited() -> None:
+    good = [report() for _ in range(3)]
+    assert len(parse_submission({"reports": good}, SURVEY, max_batch=3)) == 3
+    with pytest.raises(InvalidReport, match=r"reports\[1\]"):
+        parse_submission({"reports": [good[0], report(payload="zz"), good[2]]}, SURVEY, max_batch=3)
+    with pytest.raises(PayloadTooLarge):
+        parse_submission({"reports": good + [report()]}, SURVEY, max_batch=3)
+    with pytest.raises(InvalidReport):
+        parse_submission({"reports": []}, SURVEY, max_batch=3)
+    with pytest.raises(InvalidReport):
+        parse_submission({"reports": good, "token": "x"}, SURVEY, max_batch=3)
+
+
+def test_an_id_twice_in_one_batch_must_carry_one_body() -> None:
+    first = report()
+    assert len(parse_submission({"reports": [first, dict(first)]}, SURVEY, max_batch=5)) == 1
+    with pytest.raises(InvalidReport, match="twice"):
+        parse_submission({"reports": [first, {**first, "payload": "00"}]}, SURVEY, max_batch=5)
+
+
+def test_digest_tells_a_retry_from_a_reused_id() -> None:
+    body = report()
+    assert Report(**body).digest == Report(**dict(body)).digest
+    assert Report(**body).digest != Report(**{**body, "payload": "00"}).digest
+
+
+@given(st.dictionaries(st.text(max_size=10), st.none() | st.text() | st.integers(), max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_arbitrary_objects_parse_or_raise_invalid_report(body) -> None:
+    try:
+        parse_report(body, SURVEY)
+    except InvalidReport:
+        pass
