@@ -1,0 +1,256 @@
+"""Server-rendered inline SVG charts of published results: pure functions, no I/O.
+
+Every function takes a results dict exactly as ``deniable.survey.Question.results``
+returns it (and ``GET /api/v1/surveys/{id}/results`` serves it) and returns an SVG
+string.  All text that reaches the markup (labels, titles) goes through
+:func:`html.escape`, and every number the chart shows is also written, at full
+precision, into ``data-*`` attributes so tests and scrapers can check it:
+
+* frequency questions: one ``<g class="bar" data-label data-estimate data-lower
+  data-upper>`` per category; the bar is the raw unbiased estimate, the whisker the
+  per-category Chebyshev interval (already clipped to [0, 1]).
+* numeric questions: one ``<g class="mean" data-mean data-lower data-upper>`` on
+  the question's ``[lo, hi]`` scale.
+
+Raw estimates may fall below 0 or above 1 (they are unbiased, not clipped); the
+axis stretches to show them rather than hiding the fact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+WIDTH = 720
+LABEL_WIDTH = 200
+VALUE_WIDTH = 170
+ROW_HEIGHT = 26
+BAR_HEIGHT = 16
+TOP = 28
+BOTTOM = 30
+MAX_LABEL_CHARS = 30
+
+BAR_FILL = "#4c78a8"
+NEGATIVE_FILL = "#b279a2"
+WHISKER = "#1b1b1b"
+GRID = "#d9d9d9"
+TEXT = "#222222"
+
+__all__ = ["bar_chart", "chart_for", "format_number", "format_share", "mean_chart", "number"]
+
+
+def number(value: float) -> str:
+    """A float at full precision for a ``data-*`` attribute (Python's shortest repr)."""
+    return repr(float(value))
+
+
+def format_share(value: float) -> str:
+    """A share as a percentage with one decimal, for people."""
+    return f"{100.0 * value:.1f}%"
+
+
+def format_number(value: float) -> str:
+    """A number with four significant digits, for people."""
+    if value == 0 or 1e-3 <= abs(value) < 1e6:
+        text = f"{value:.4g}"
+    else:
+        text = f"{value:.3e}"
+    return text
+
+
+def _attr(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _shorten(label: str, limit: int = MAX_LABEL_CHARS) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def _nice_step(span: float) -> float:
+    """A 1-2-5 tick step giving about five ticks over ``span``."""
+    raw = span / 5.0
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    for factor in (1.0, 2.0, 2.5, 5.0, 10.0):
+        if raw <= factor * magnitude:
+            return factor * magnitude
+    return 10.0 * magnitude  # pragma: no cover - the loop always returns
+
+
+def _ticks(lo: float, hi: float) -> tuple[float, float, list[float]]:
+    """Axis bounds widened to whole steps, and the tick positions."""
+    if not hi > lo:
+        hi = lo + 1.0
+    step = _nice_step(hi - lo)
+    start = math.floor(lo / step + 1e-9) * step
+    stop = math.ceil(hi / step - 1e-9) * step
+    count = round((stop - start) / step)
+    return start, stop, [start + i * step for i in range(count + 1)]
+
+
+def _svg_open(height: int, title: str, description: str, kind: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {kind}" role="img" '
+        f'width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
+        f'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif" font-size="13">'
+        f"<title>{escape(title)}</title><desc>{escape(description)}</desc>"
+    )
+
+
+def _axis(
+    scale, ticks: Sequence[float], top: int, bottom: int, formatter, zero: float | None
+) -> list[str]:
+    parts = []
+    for tick in ticks:
+        x = scale(tick)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="{GRID}" '
+            f'stroke-width="1"/>'
+            f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle" fill="{TEXT}" '
+            f'font-size="11">{escape(formatter(tick))}</text>'
+        )
+    if zero is not None:
+        x = scale(zero)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="#888" '
+            f'stroke-width="1.2"/>'
+        )
+    return parts
+
+
+def _whisker(x1: float, x2: float, y: float, cap: float = 5.0) -> str:
+    return (
+        f'<g class="whisker" stroke="{WHISKER}" stroke-width="1.6">'
+        f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}"/>'
+        f'<line x1="{x1:.1f}" y1="{y - cap:.1f}" x2="{x1:.1f}" y2="{y + cap:.1f}"/>'
+        f'<line x1="{x2:.1f}" y1="{y - cap:.1f}" x2="{x2:.1f}" y2="{y + cap:.1f}"/>'
+        "</g>"
+    )
+
+
+def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
+    """Horizontal bars of estimated shares with per-category Chebyshev whiskers.
+
+    ``result`` is a frequency result (yes/no, single or multiple choice) with at
+    least one report; the bar length is the raw estimate, the whisker
+    ``[lower, upper]``.
+    """
+    categories = list(result["categories"])
+    if not categories:
+        raise ValueError("a bar chart needs at least one category")
+    estimates = [float(c["estimate"]) for c in categories]
+    lowers = [float(c["lower"]) for c in categories]
+    uppers = [float(c["upper"]) for c in categories]
+    lo, hi, ticks = _ticks(min(0.0, *estimates, *lowers), max(*estimates, *uppers, 0.1))
+    plot_left, plot_right = LABEL_WIDTH + 10, WIDTH - VALUE_WIDTH
+    span = hi - lo
+
+    def scale(value: float) -> float:
+        return plot_left + (value - lo) / span * (plot_right - plot_left)
+
+    height = TOP + ROW_HEIGHT * len(categories) + BOTTOM
+    chart_bottom = TOP + ROW_HEIGHT * len(categories)
+    description = "; ".join(
+        f"{c['label']}: {format_share(e)} (interval {format_share(lw)} to {format_share(up)})"
+        for c, e, lw, up in zip(categories, estimates, lowers, uppers, strict=True)
+    )
+    parts = [_svg_open(height, title or "Estimated shares", description, "bars")]
+    confidence = 1.0 - float(result.get("beta", 0.05))
+    parts.append(
+        f'<text x="{plot_left}" y="16" fill="{TEXT}" font-size="11">Estimated share '
+        f"(bar) with {escape(format_share(confidence).replace('.0%', '%'))} Chebyshev "
+        f"interval (whisker)</text>"
+    )
+    parts.extend(_axis(scale, ticks, TOP - 4, chart_bottom, format_share_tick, 0.0))
+    zero_x = scale(0.0)
+    for row, (category, estimate, lower, upper) in enumerate(
+        zip(categories, estimates, lowers, uppers, strict=True)
+    ):
+        label = str(category["label"])
+        y = TOP + row * ROW_HEIGHT
+        mid = y + ROW_HEIGHT / 2
+        x_est = scale(estimate)
+        left, width = min(zero_x, x_est), abs(x_est - zero_x)
+        fill = BAR_FILL if estimate >= 0 else NEGATIVE_FILL
+        parts.append(
+            f'<g class="bar" data-label="{_attr(label)}" data-estimate="{number(estimate)}" '
+            f'data-lower="{number(lower)}" data-upper="{number(upper)}">'
+            f"<title>{escape(label)}: {format_share(estimate)}, interval "
+            f"{format_share(lower)} to {format_share(upper)}</title>"
+            f'<text x="{LABEL_WIDTH}" y="{mid + 4:.1f}" text-anchor="end" fill="{TEXT}">'
+            f"{escape(_shorten(label))}</text>"
+            f'<rect x="{left:.1f}" y="{mid - BAR_HEIGHT / 2:.1f}" width="{max(width, 0.5):.1f}" '
+            f'height="{BAR_HEIGHT}" fill="{fill}" rx="2"/>'
+            + _whisker(scale(lower), scale(upper), mid)
+            + f'<text x="{plot_right + 8}" y="{mid + 4:.1f}" fill="{TEXT}">'
+            f'<tspan font-weight="600">{format_share(estimate)}</tspan>'
+            f'<tspan fill="#555"> [{format_share(lower)}, {format_share(upper)}]</tspan>'
+            "</text></g>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def format_share_tick(value: float) -> str:
+    text = f"{100.0 * value:.1f}".rstrip("0").rstrip(".")
+    return f"{'0' if text in ('-0', '') else text}%"
+
+
+def mean_chart(result: Mapping[str, Any], lo: float, hi: float, title: str = "") -> str:
+    """The estimated mean as a point on the ``[lo, hi]`` scale with its Chebyshev whisker."""
+    mean, lower, upper = float(result["mean"]), float(result["lower"]), float(result["upper"])
+    lo, hi = float(lo), float(hi)
+    axis_lo, axis_hi, ticks = _ticks(min(lo, mean), max(hi, mean))
+    plot_left, plot_right = LABEL_WIDTH + 10, WIDTH - VALUE_WIDTH
+    span = axis_hi - axis_lo
+
+    def scale(value: float) -> float:
+        return plot_left + (value - axis_lo) / span * (plot_right - plot_left)
+
+    height = TOP + ROW_HEIGHT + BOTTOM
+    mid = TOP + ROW_HEIGHT / 2
+    confidence = 1.0 - float(result.get("beta", 0.05))
+    description = (
+        f"mean {format_number(mean)}, interval {format_number(lower)} to {format_number(upper)}"
+    )
+    x_mean = scale(mean)
+    parts = [
+        _svg_open(height, title or "Estimated mean", description, "mean-chart"),
+        f'<text x="{plot_left}" y="16" fill="{TEXT}" font-size="11">Estimated mean (dot) '
+        f"with {escape(format_share(confidence).replace('.0%', '%'))} Chebyshev interval "
+        f"(whisker) on the answer range [{escape(format_number(lo))}, "
+        f"{escape(format_number(hi))}]</text>",
+        *_axis(scale, ticks, TOP - 4, TOP + ROW_HEIGHT, format_number, None),
+        f'<rect x="{scale(lo):.1f}" y="{mid - 3:.1f}" width="{scale(hi) - scale(lo):.1f}" '
+        f'height="6" fill="#e8eef5"/>',
+        f'<g class="mean" data-mean="{number(mean)}" data-lower="{number(lower)}" '
+        f'data-upper="{number(upper)}">'
+        f"<title>mean {format_number(mean)}, interval {format_number(lower)} to "
+        f"{format_number(upper)}</title>"
+        f'<text x="{LABEL_WIDTH}" y="{mid + 4:.1f}" text-anchor="end" fill="{TEXT}">mean</text>'
+        + _whisker(scale(lower), scale(upper), mid)
+        + f'<circle cx="{x_mean:.1f}" cy="{mid:.1f}" r="6" fill="{BAR_FILL}"/>'
+        f'<text x="{plot_right + 8}" y="{mid + 4:.1f}" fill="{TEXT}">'
+        f'<tspan font-weight="600">{format_number(mean)}</tspan>'
+        f'<tspan fill="#555"> [{format_number(lower)}, {format_number(upper)}]</tspan>'
+        "</text></g>",
+        "</svg>",
+    ]
+    return "".join(parts)
+
+
+def chart_for(result: Mapping[str, Any], question: Mapping[str, Any] | None = None) -> str:
+    """The chart for one question's result; ``""`` when there is nothing to draw yet.
+
+    ``question`` is the question's definition (for the title and, for numeric
+    questions, the ``lo``/``hi`` range).
+    """
+    question = question or {}
+    title = str(question.get("text", result.get("question", "")))
+    if result.get("estimate", 0) is None or not result.get("n"):
+        return ""
+    if result.get("type") == "numeric" or "mean" in result:
+        return mean_chart(result, question.get("lo", result["lower"]),
+                          question.get("hi", result["upper"]), title)  # fmt: skip
+    return bar_chart(result, title)
