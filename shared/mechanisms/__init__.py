@@ -12,11 +12,20 @@ from .binary_rr import BinaryRR
 from .discrete_laplace import DiscreteLaplace
 from .duchi import Duchi
 from .grr import GRR
+from .hadamard import HRR
+from .local_hashing import OLH
 from .recommend import Recommendation, recommend
+from .subset import SubsetSelection
+from .unary import OUE, SUE
 
 CATEGORICAL: dict[str, type[FrequencyOracle]] = {
     BinaryRR.name: BinaryRR,
     GRR.name: GRR,
+    SUE.name: SUE,
+    OUE.name: OUE,
+    OLH.name: OLH,
+    HRR.name: HRR,
+    SubsetSelection.name: SubsetSelection,
 }
 
 NUMERIC: dict[str, type[NumericMechanism]] = {
@@ -29,8 +38,12 @@ MECHANISMS: dict[str, type[Mechanism]] = {**CATEGORICAL, **NUMERIC}
 __all__ = [
     "CATEGORICAL",
     "GRR",
+    "HRR",
     "MECHANISMS",
     "NUMERIC",
+    "OLH",
+    "OUE",
+    "SUE",
     "BinaryRR",
     "DiscreteLaplace",
     "Duchi",
@@ -38,5 +51,6 @@ __all__ = [
     "Mechanism",
     "NumericMechanism",
     "Recommendation",
+    "SubsetSelection",
     "recommend",
 ]
