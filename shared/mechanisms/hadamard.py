@@ -65,8 +65,11 @@ def fwht(values: np.ndarray) -> np.ndarray:
 
 
 def _parity(rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """popcount(rows & columns) mod 2, elementwise, as int64."""
-    return np.bitwise_count(np.bitwise_and(rows, columns)).astype(np.int64) & 1
+    """popcount(rows & columns) mod 2, elementwise, as int64 (XOR folding; numpy >= 1.26)."""
+    x = np.bitwise_and(rows, columns).astype(np.int64)
+    for shift in (32, 16, 8, 4, 2, 1):
+        x ^= x >> shift
+    return x & 1
 
 
 @dataclass(frozen=True, kw_only=True)
