@@ -172,6 +172,27 @@ def test_cks_sampler_is_exact_in_distribution():
         assert abs(hits - 20000 * p) <= 5.5 * math.sqrt(20000 * p * (1 - p)) + 1e-9
 
 
+@pytest.mark.parametrize(("grid_size", "epsilon"), [(1, 3.0), (2, 2.0), (3, 0.7)])
+def test_discrete_laplace_randomize_matches_distribution_closely(grid_size, epsilon):
+    # A concentrated noise distribution and many draws: small defects in the exact
+    # sampler (a wrong scale, an off-by-one, a biased rounding) show up here.
+    mechanism = DiscreteLaplace(epsilon=epsilon, lo=0.0, hi=1.0, grid_size=grid_size)
+    rng = np.random.default_rng(grid_size)
+    n = 25000
+    for value in (0.0, 0.4, 1.0):
+        expected = mechanism.report_distribution(value)
+        # The exact distribution is unbiased: E[z] = G x (the tail left out is < 1e-15).
+        mean = sum(mechanism.decode(y) * p for y, p in expected.items())
+        assert mean == pytest.approx(grid_size * value, abs=1e-9)
+        texts = mechanism.encode_many(
+            mechanism.stack([mechanism.randomize(value, rng=rng) for _ in range(n)])
+        )
+        observed: dict[str, int] = {}
+        for text in texts:
+            observed[text] = observed.get(text, 0) + 1
+        assert chi_square_p_value(observed, expected, n) > FALSE_ALARM
+
+
 def test_discrete_laplace_scale_is_exact():
     mechanism = DiscreteLaplace(epsilon=0.1, lo=0.0, hi=1.0, grid_size=1000)
     assert Fraction(mechanism._s, mechanism._t) == Fraction(0.1) / 1000
