@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidReport, InvalidValue, PayloadTooLarge
+from .mechanisms.base import FALSE_REJECTION
 from .survey import Survey
 
 WIRE_VERSION = 1
@@ -76,9 +77,14 @@ def parse_report(data: object, survey: Survey, where: str = "report") -> Report:
             f"{where}.question: survey {survey.id!r} has no question {question_id!r}"
         ) from None
     try:
-        question.oracle.decode_many([payload])
+        batch = question.oracle.decode_many([payload])
     except InvalidReport as error:
         raise InvalidReport(f"{where}.payload: {error}") from None
+    if question.oracle.implausible(batch).any():
+        raise InvalidReport(
+            f"{where}.payload: implausible {question.mechanism} report (an honest client "
+            f"sends one like it with probability below {FALSE_REJECTION:g})"
+        )
     return Report(id=report_id, question=question_id, payload=payload)
 
 

@@ -39,6 +39,10 @@ _HEX = re.compile(r"[0-9a-f]*")
 # Above this many outputs an exact distribution is not something to enumerate.
 MAX_ENUMERATED_OUTPUTS = 1 << 16
 
+# Poisoning guards may reject a report only if an honest client produces such a
+# report with at most this probability (docs/threat-model.md).
+FALSE_REJECTION = 1e-9
+
 
 def width_bytes(upper: int) -> int:
     """Bytes needed to hold every integer in ``[0, upper)``, at least one."""
@@ -128,6 +132,14 @@ class Mechanism(ABC):
     @abstractmethod
     def parameters(self) -> dict[str, Any]:
         """The constructor keywords, JSON-friendly (rebuilds an equal mechanism)."""
+
+    def implausible(self, batch: np.ndarray) -> np.ndarray:
+        """Rows an honest client produces with probability <= FALSE_REJECTION (a guard).
+
+        By default every decodable report is plausible; mechanisms whose reports
+        carry checkable structure (unary encodings) override this.
+        """
+        return np.zeros(len(batch), dtype=bool)
 
     # -- batches of Python-level reports --------------------------------------
     def stack(self, reports: Sequence[Any]) -> np.ndarray:

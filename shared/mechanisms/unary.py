@@ -29,13 +29,20 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import InvalidReport
 from ..randomness import RESOLUTION, RESOLUTION_BITS, RngLike, as_source, threshold
-from .base import FrequencyOracle, check_categories, probability_of
+from .base import FALSE_REJECTION, FrequencyOracle, check_categories, probability_of
+
+
+def gammaln(x: np.ndarray | int) -> np.ndarray:
+    """log Γ(x) elementwise (math.lgamma; scipy is not a runtime dependency)."""
+    return np.vectorize(math.lgamma, otypes=[np.float64])(x)
+
 
 # Simulation draws one random byte per bit and compares it with the top byte of
 # the threshold; only equal bytes (1 in 256) need the remaining 45 bits.  This
@@ -114,6 +121,36 @@ class UnaryEncoding(FrequencyOracle):
         keep = rng.integers(0, RESOLUTION, size=n, dtype=np.uint64) < self._one_if_true
         batch[np.arange(n), true] = keep
         return batch
+
+    @cached_property
+    def plausible_ones(self) -> tuple[int, int]:
+        """The range of the number of ones outside which an honest report lies
+        with probability at most FALSE_REJECTION, whatever the true value.
+
+        An honest report has Bernoulli(p) + Binomial(d - 1, q) ones; the window
+        cuts FALSE_REJECTION / 2 from each tail of that exact distribution.
+        """
+        d, p, q = self.domain_size, self.p_star, self.q_star
+        k = np.arange(d)
+        log_binomial = (
+            gammaln(d) - gammaln(k + 1) - gammaln(d - k) + k * math.log(q)
+            + (d - 1 - k) * math.log1p(-q)
+        )  # fmt: skip
+        others = np.exp(log_binomial)
+        ones = np.zeros(d + 1)
+        ones[:-1] += (1 - p) * others
+        ones[1:] += p * others
+        tail = FALSE_REJECTION / 2
+        below = np.cumsum(ones)
+        above = np.cumsum(ones[::-1])[::-1]
+        low = int(np.searchsorted(below, tail, side="right"))  # P[K < low] <= tail
+        high = int(d - np.searchsorted(above[::-1], tail, side="right"))  # P[K > high] <= tail
+        return low, high
+
+    def implausible(self, batch: np.ndarray) -> np.ndarray:
+        ones = self._check_batch(batch).sum(axis=1, dtype=np.int64)
+        low, high = self.plausible_ones
+        return (ones < low) | (ones > high)
 
     def support_counts(self, batch: np.ndarray) -> np.ndarray:
         batch = self._check_batch(batch)
