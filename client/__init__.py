@@ -1,0 +1,55 @@
+"""The respondent's side of Deniable: what a survey app embeds on the device.
+
+Typical use::
+
+    from deniable.client import Policy, StateStore, SurveyClient
+
+    with SurveyClient("https://surveys.example.org", state=StateStore("state.bin"),
+                      policy=Policy(max_survey_epsilon=5)) as client:
+        survey = client.fetch("workplace-2024")        # signature, policy, budget checked
+        receipt = client.answer(survey, {"burnout": True, "commute": "Bicycle"})
+        if not receipt.delivered:
+            client.flush()                               # later, when back online
+
+Base install only (requests, numpy, cryptography); never Flask.
+"""
+
+from deniable.errors import (
+    AlreadyAnswered,
+    BudgetExceeded,
+    ClientError,
+    DeniableError,
+    InvalidParameter,
+    InvalidValue,
+    PolicyViolation,
+    SignatureError,
+    StateError,
+    TransportError,
+)
+
+from .ledger import Ledger
+from .policy import Policy
+from .session import FlushResult, Receipt, SurveyClient, SurveyClosed, VerifiedSurvey
+from .state import DeviceState, StateStore
+
+__all__ = [
+    "AlreadyAnswered",
+    "BudgetExceeded",
+    "ClientError",
+    "DeniableError",
+    "DeviceState",
+    "FlushResult",
+    "InvalidParameter",
+    "InvalidValue",
+    "Ledger",
+    "Policy",
+    "PolicyViolation",
+    "Receipt",
+    "SignatureError",
+    "StateError",
+    "StateStore",
+    "SurveyClient",
+    "SurveyClosed",
+    "TransportError",
+    "VerifiedSurvey",
+]

@@ -1,0 +1,117 @@
+"""Memoized permanent responses for longitudinal questions (RAPPOR §3).
+
+The permanent randomized response for (longitudinal key, parameters, true
+value) is *derived*, not stored: a :class:`HmacSource` keyed by the device
+secret produces the random stream ``HMAC-SHA256(k, info || counter)`` for
+counter = 0, 1, 2, ..., and :meth:`LongitudinalGRR.permanent_response` draws
+from it.  The same device therefore gives the same permanent response to the
+same question about the same value every time, across surveys and restarts,
+while anyone without the secret sees outputs indistinguishable from fresh
+randomness.  Each report then randomizes the permanent response again with
+the CSPRNG (instantaneous layer), so reports do not repeat verbatim.
+
+``info`` binds the key, the domain labels, both ε and the value, so a survey
+that reuses a key with other options or another ε gets an independent
+permanent response (and is charged again by the ledger).
+
+Guarantees (docs/longitudinal.md): all reports about one value together reveal
+at most the permanent ε; one report reveals at most ``report_epsilon``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+
+import numpy as np
+
+from deniable.errors import InvalidParameter
+from deniable.mechanisms.longitudinal import LongitudinalGRR
+from deniable.randomness import RESOLUTION_BITS
+from deniable.survey import Question
+
+_PERMANENT = b"deniable.client.memo/permanent/1"
+_TAG = b"deniable.client.memo/tag/1"
+_BLOCK = hashlib.sha256().digest_size
+
+__all__ = ["HmacSource", "is_longitudinal", "memo_tag", "permanent_response"]
+
+
+class HmacSource:
+    """A deterministic RandomSource: HMAC-SHA256 in counter mode under a secret key.
+
+    ``secure`` is True in the sense that matters here: without the key the
+    stream cannot be predicted or told apart from random bytes (HMAC is a PRF).
+    """
+
+    secure = True
+
+    def __init__(self, key: bytes, info: bytes) -> None:
+        if not isinstance(key, bytes) or len(key) < 16:
+            raise InvalidParameter("HmacSource needs a key of at least 16 bytes")
+        self._mac = hmac.new(key, info, hashlib.sha256)
+        self._counter = 0
+        self._buffer = b""
+
+    def token_bytes(self, count: int) -> bytes:
+        while len(self._buffer) < count:
+            mac = self._mac.copy()
+            mac.update(self._counter.to_bytes(8, "big"))
+            self._counter += 1
+            self._buffer += mac.digest()
+        out, self._buffer = self._buffer[:count], self._buffer[count:]
+        return out
+
+    def uniform53(self) -> int:
+        return int.from_bytes(self.token_bytes(7), "little") >> 3
+
+    def randbelow(self, upper: int) -> int:
+        if upper < 1:
+            raise InvalidParameter(f"randbelow needs upper >= 1, got {upper}")
+        if upper == 1:
+            return 0
+        bits = (upper - 1).bit_length()
+        size = (bits + 7) // 8
+        mask = (1 << bits) - 1
+        while True:
+            candidate = int.from_bytes(self.token_bytes(size), "little") & mask
+            if candidate < upper:
+                return candidate
+
+    def uniform53_array(self, size: int) -> np.ndarray:
+        raw = np.frombuffer(self.token_bytes(8 * size), dtype="<u8")
+        return raw >> np.uint64(64 - RESOLUTION_BITS)
+
+
+def is_longitudinal(question: Question) -> bool:
+    return question.longitudinal is not None and isinstance(question.oracle, LongitudinalGRR)
+
+
+def _info(question: Question, value: int) -> bytes:
+    oracle = question.oracle
+    assert isinstance(oracle, LongitudinalGRR) and question.longitudinal is not None
+    return json.dumps(
+        [question.longitudinal.key, question.labels, oracle.epsilon,
+         oracle.instantaneous_epsilon, question.labels[value]],
+        separators=(",", ":"), ensure_ascii=False,
+    ).encode("utf-8")  # fmt: skip
+
+
+def _subkey(secret: bytes, purpose: bytes) -> bytes:
+    return hmac.new(secret, purpose, hashlib.sha256).digest()
+
+
+def permanent_response(secret: bytes, question: Question, value: int) -> int:
+    """The memoized permanent response for a checked true value (category index)."""
+    if not is_longitudinal(question):
+        raise InvalidParameter(f"question {question.id!r} is not longitudinal")
+    oracle = question.oracle
+    assert isinstance(oracle, LongitudinalGRR)
+    source = HmacSource(_subkey(secret, _PERMANENT), _info(question, value))
+    return oracle.permanent_response(value, rng=source)
+
+
+def memo_tag(secret: bytes, question: Question, value: int) -> str:
+    """An opaque tag for (key, parameters, value): what the ledger remembers, not the value."""
+    return hmac.new(_subkey(secret, _TAG), _info(question, value), hashlib.sha256).hexdigest()

@@ -1,0 +1,513 @@
+"""SurveyClient: fetch a signed survey, check it, randomize answers, deliver them once.
+
+Order of operations for one survey, and why:
+
+1. ``fetch``: pin the aggregator's Ed25519 key (``trusted_key`` or trust on
+   first use of ``/api/v1/key``, stored in the state file; a different key
+   later is refused), download the survey, rebuild the definition with
+   :meth:`Survey.from_dict` and verify the signature over
+   :meth:`Survey.canonical_bytes`; then the policy (ε caps, mechanism
+   allowlist), the survey status, "already answered" and the worst-case
+   budget.  Any failure raises a typed error and nothing is posted.
+2. ``answer``: every true answer is validated first (InvalidValue, nothing
+   sent); each is randomized with the CSPRNG through the question's shared
+   mechanism (longitudinal questions: memoized permanent response, then a
+   fresh instantaneous one); each report gets a fresh ``uuid4``.  The ledger is
+   charged, the survey marked answered and the batch put in the outbox, all in
+   one atomic state write, *before* any byte is sent.
+3. ``flush`` (also run by ``answer``): POST each outbox batch; it leaves the
+   outbox only when the aggregator acknowledges it.  Retries (connection
+   errors, 5xx, 429 with Retry-After) resend the identical body with the same
+   report ids, which the aggregator stores once.
+
+No side channels: every report body for a survey has the same size and key
+order whatever the true answers are (fixed-length payloads and UUIDs), the
+headers are fixed, and exactly one batch is posted per answered survey.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import email.utils
+import hashlib
+import json
+import math
+import os
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from deniable import __version__
+from deniable.errors import (
+    AlreadyAnswered,
+    ClientError,
+    InvalidParameter,
+    InvalidSurvey,
+    InvalidValue,
+    SignatureError,
+    TransportError,
+)
+from deniable.survey import IDENTIFIER, Survey
+
+from .ledger import Ledger
+from .memo import is_longitudinal, memo_tag, permanent_response
+from .policy import Policy, question_cost
+from .state import StateStore
+
+USER_AGENT = f"deniable-client/{__version__}"
+RETRYABLE_EXCEPTIONS = (
+    requests.exceptions.ConnectionError,
+    requests.exceptions.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+)
+
+__all__ = ["FlushResult", "Receipt", "SurveyClient", "SurveyClosed", "VerifiedSurvey"]
+
+
+class SurveyClosed(ClientError):
+    """The survey no longer accepts answers."""
+
+
+def key_id_of(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def decode_public_key(text: object, where: str) -> bytes:
+    if not isinstance(text, str):
+        raise SignatureError(f"{where}: public key must be base64 text")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise SignatureError(f"{where}: public key is not valid base64") from None
+    if len(raw) != 32:
+        raise SignatureError(f"{where}: an Ed25519 public key is 32 bytes, got {len(raw)}")
+    return raw
+
+
+@dataclass(frozen=True)
+class VerifiedSurvey:
+    """A survey whose signature verified against the pinned key of ``origin``."""
+
+    survey: Survey
+    status: str
+    origin: str
+    key_id: str
+    signature: bytes = field(repr=False)
+    public_key: bytes = field(repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.survey.id
+
+    @property
+    def total_epsilon(self) -> float:
+        return sum(question_cost(q) for q in self.survey.questions)
+
+
+@dataclass(frozen=True)
+class FlushResult:
+    delivered: int
+    pending: int
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What ``answer`` did: reports charged and queued, and whether they were delivered."""
+
+    survey: str
+    report_ids: tuple[str, ...]
+    epsilon_charged: float
+    delivered: bool
+
+
+class SurveyClient:
+    """The respondent's side of the protocol, for one aggregator ``base_url``."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        trusted_key: str | None = None,
+        state: StateStore | str | os.PathLike[str] | None = None,
+        policy: Policy | None = None,
+        session: requests.Session | None = None,
+        timeout: float | tuple[float, float] = 10.0,
+        retries: int = 4,
+        backoff: float = 0.25,
+        max_backoff: float = 30.0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not isinstance(base_url, str):
+            raise InvalidParameter("base_url must be a string such as https://host/")
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+            raise InvalidParameter(f"base_url must be an http(s) URL, got {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.origin = f"{parts.scheme}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+        self._trusted_key: bytes | None = None
+        if trusted_key is not None:
+            try:
+                self._trusted_key = decode_public_key(trusted_key, "trusted_key")
+            except SignatureError as error:
+                raise InvalidParameter(str(error)) from None
+        if state is None or isinstance(state, str | os.PathLike):
+            state = StateStore(state)
+        if not isinstance(state, StateStore):
+            raise InvalidParameter("state must be a StateStore or a path")
+        self.store = state
+        if policy is None:
+            policy = Policy()
+        if not isinstance(policy, Policy):
+            raise InvalidParameter("policy must be a deniable.client.Policy")
+        self.policy = policy
+        self.session = session if session is not None else requests.Session()
+        self.timeout = self._check_timeout(timeout)
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 20:
+            raise InvalidParameter(f"retries must be an int in [0, 20], got {retries!r}")
+        for name, value in (("backoff", backoff), ("max_backoff", max_backoff)):
+            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise InvalidParameter(f"{name} must be a non-negative number, got {value!r}")
+        self.retries = retries
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.clock = clock
+        self.sleep = sleep
+
+    @staticmethod
+    def _check_timeout(timeout: object) -> float | tuple[float, float]:
+        values = timeout if isinstance(timeout, tuple) else (timeout,)
+        if len(values) not in (1, 2) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+            for v in values
+        ):
+            raise InvalidParameter(f"timeout must be positive seconds, got {timeout!r}")
+        return timeout  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> SurveyClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- HTTP -------------------------------------------------------------------
+    def _delay(self, attempt: int) -> float:
+        """Exponential backoff with jitter from the OS CSPRNG (``secrets``)."""
+        ceiling = min(self.max_backoff, self.backoff * (2**attempt))
+        return ceiling / 2 + ceiling / 2 * secrets.randbelow(1_000_001) / 1_000_000
+
+    @staticmethod
+    def _retry_after(response: requests.Response) -> float:
+        value = response.headers.get("Retry-After", "").strip()
+        if not value:
+            return 0.0
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            pass
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return 1.0
+        return max(0.0, when.timestamp() - time.time())
+
+    def _http_error(self, method: str, path: str, response: requests.Response) -> TransportError:
+        detail = ""
+        try:
+            problem = response.json()
+            if isinstance(problem, dict):
+                detail = ": ".join(
+                    str(problem[k]) for k in ("title", "detail") if problem.get(k) is not None
+                )
+        except ValueError:
+            pass
+        message = f"aggregator answered {response.status_code} to {method} {path}"
+        return TransportError(f"{message}{': ' + detail if detail else ''}",
+                              status=response.status_code)  # fmt: skip
+
+    def _request(self, method: str, path: str, body: bytes | None = None) -> requests.Response:
+        """One request with timeouts and retries; the same bytes on every attempt."""
+        url = self.base_url + path
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        error: TransportError | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.session.request(
+                    method, url, data=body, headers=headers, timeout=self.timeout,
+                    allow_redirects=False,
+                )  # fmt: skip
+            except RETRYABLE_EXCEPTIONS as exc:
+                error = TransportError(
+                    f"aggregator at {self.base_url} unreachable ({type(exc).__name__})"
+                )
+                delay = self._delay(attempt)
+            else:
+                if response.status_code != 429 and response.status_code < 500:
+                    return response
+                error = self._http_error(method, path, response)
+                delay = max(self._delay(attempt), self._retry_after(response))
+                if delay > self.max_backoff:
+                    break  # the server asks for more patience than we have; try later
+            if attempt < self.retries:
+                self.sleep(delay)
+        assert error is not None
+        raise error
+
+    @staticmethod
+    def _json(response: requests.Response, what: str) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            raise TransportError(
+                f"aggregator sent a {what} that is not JSON", status=response.status_code
+            ) from None
+
+    # -- keys and surveys ---------------------------------------------------------
+    def _pinned_key(self) -> tuple[bytes, str]:
+        if self._trusted_key is not None:
+            return self._trusted_key, key_id_of(self._trusted_key)
+        pin = self.store.load().keys.get(self.origin)
+        if pin is not None:
+            raw = decode_public_key(pin.get("public_key"), "pinned key")
+            return raw, key_id_of(raw)
+        response = self._request("GET", "/api/v1/key")
+        if response.status_code != 200:
+            raise self._http_error("GET", "/api/v1/key", response)
+        document = self._json(response, "key document")
+        if not isinstance(document, dict) or document.get("algorithm") != "Ed25519":
+            raise SignatureError("aggregator key document must announce algorithm Ed25519")
+        raw = decode_public_key(document.get("public_key"), "aggregator key")
+        if document.get("key_id") != key_id_of(raw):
+            raise SignatureError("aggregator key document: key_id does not match the key")
+        with self.store.transaction() as state:
+            existing = state.keys.get(self.origin)
+            if existing is not None and existing.get("public_key") != document["public_key"]:
+                raise SignatureError(f"aggregator key for {self.origin} changed; refusing")
+            state.keys[self.origin] = {
+                "algorithm": "Ed25519",
+                "public_key": document["public_key"],
+                "key_id": key_id_of(raw),
+                "pinned_at": self.clock(),
+            }
+        return raw, key_id_of(raw)
+
+    def pinned_key_id(self) -> str | None:
+        """The key id this client trusts for its aggregator, if one is pinned."""
+        if self._trusted_key is not None:
+            return key_id_of(self._trusted_key)
+        pin = self.store.load().keys.get(self.origin)
+        return None if pin is None else str(pin.get("key_id"))
+
+    def _verify(self, survey_id: str, document: object, key: bytes, key_id: str) -> VerifiedSurvey:
+        if not isinstance(document, dict):
+            raise SignatureError(f"survey {survey_id!r}: the survey document is not an object")
+        served_key_id = document.get("key_id")
+        if served_key_id is not None and served_key_id != key_id:
+            raise SignatureError(
+                f"survey {survey_id!r} is signed by key {served_key_id!r} but this device pinned "
+                f"{key_id!r} for {self.origin}: the aggregator key changed; refusing"
+            )
+        signature_text = document.get("signature")
+        if not isinstance(signature_text, str) or not signature_text:
+            raise SignatureError(f"survey {survey_id!r} has no signature; refusing")
+        try:
+            signature = base64.b64decode(signature_text, validate=True)
+        except (binascii.Error, ValueError):
+            raise SignatureError(f"survey {survey_id!r}: signature is not base64") from None
+        try:
+            survey = Survey.from_dict(document.get("definition"))
+        except InvalidSurvey as error:
+            # The aggregator only signs definitions that validate.
+            raise SignatureError(
+                f"survey {survey_id!r}: definition does not validate, so it is not the "
+                f"signed one ({error})"
+            ) from None
+        try:
+            Ed25519PublicKey.from_public_bytes(key).verify(signature, survey.canonical_bytes())
+        except InvalidSignature:
+            raise SignatureError(
+                f"survey {survey_id!r}: signature does not match the definition under the "
+                f"pinned key {key_id}; the survey was altered or signed by someone else"
+            ) from None
+        if survey.id != survey_id or document.get("id", survey_id) != survey_id:
+            raise SignatureError(f"asked for survey {survey_id!r}, got {survey.id!r}")
+        status = document.get("status")
+        if status not in ("open", "closed"):
+            raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
+        return VerifiedSurvey(
+            survey=survey, status=status, origin=self.origin, key_id=key_id,
+            signature=signature, public_key=key,
+        )  # fmt: skip
+
+    def _answered_key(self, survey_id: str) -> str:
+        return f"{self.origin}#{survey_id}"
+
+    def _admit(self, verified: VerifiedSurvey) -> None:
+        """Everything but the signature: policy, status, already answered, budget."""
+        self.policy.check(verified.survey)
+        if verified.status != "open":
+            raise SurveyClosed(f"survey {verified.id!r} is closed")
+        state = self.store.load()
+        if self._answered_key(verified.id) in state.answered:
+            raise AlreadyAnswered(f"this device already answered survey {verified.id!r}")
+        Ledger(state, self.policy, self.clock).check(
+            verified.total_epsilon, f"answering survey {verified.id!r}"
+        )
+
+    def fetch(self, survey_id: str) -> VerifiedSurvey:
+        """Download, verify and admit a survey; raise a typed error otherwise."""
+        if not isinstance(survey_id, str) or not IDENTIFIER.fullmatch(survey_id):
+            raise InvalidParameter(f"survey id must match {IDENTIFIER.pattern}, got {survey_id!r}")
+        if self._answered_key(survey_id) in self.store.load().answered:
+            raise AlreadyAnswered(f"this device already answered survey {survey_id!r}")
+        key, key_id = self._pinned_key()
+        path = f"/api/v1/surveys/{survey_id}"
+        response = self._request("GET", path)
+        if response.status_code != 200:
+            raise self._http_error("GET", path, response)
+        verified = self._verify(survey_id, self._json(response, "survey"), key, key_id)
+        self._admit(verified)
+        return verified
+
+    # -- answering ----------------------------------------------------------------
+    def _check_answers(self, survey: Survey, answers: object) -> dict[str, Any]:
+        if not isinstance(answers, Mapping):
+            raise InvalidValue("answers must be a mapping {question_id: true answer}")
+        ids = survey.question_ids
+        unknown = [k for k in answers if k not in ids]
+        if unknown:
+            raise InvalidValue(f"survey {survey.id!r} has no question(s) {unknown!r}")
+        missing = [k for k in ids if k not in answers]
+        if missing:
+            raise InvalidValue(f"every question must be answered; missing {missing!r}")
+        return {q.id: q.check_answer(answers[q.id]) for q in survey.questions}
+
+    def answer(self, survey: VerifiedSurvey | str, answers: Mapping[str, Any]) -> Receipt:
+        """Randomize and submit one batch for ``survey``; see the module docstring."""
+        if isinstance(survey, str):
+            survey = self.fetch(survey)
+        if not isinstance(survey, VerifiedSurvey):
+            raise InvalidParameter("answer() needs a survey from fetch() or a survey id")
+        if survey.origin != self.origin:
+            raise InvalidParameter(f"survey {survey.id!r} was fetched from {survey.origin}")
+        key, key_id = self._pinned_key()
+        if key != survey.public_key:
+            raise SignatureError(f"survey {survey.id!r} was not verified under the pinned key")
+        try:
+            Ed25519PublicKey.from_public_bytes(key).verify(
+                survey.signature, survey.survey.canonical_bytes()
+            )
+        except InvalidSignature:
+            raise SignatureError(f"survey {survey.id!r} was altered after fetch()") from None
+        checked = self._check_answers(survey.survey, answers)
+        self._admit(survey)
+        batch_id = uuid.uuid4().hex
+        with self.store.transaction() as state:
+            answered_key = self._answered_key(survey.id)
+            if answered_key in state.answered:
+                raise AlreadyAnswered(f"this device already answered survey {survey.id!r}")
+            ledger = Ledger(state, self.policy, self.clock)
+            ledger.check(survey.total_epsilon, f"answering survey {survey.id!r}")
+            reports, charges, tags = [], [], {}
+            for question in survey.survey.questions:
+                value = checked[question.id]
+                oracle = question.oracle
+                cost = question_cost(question)
+                if is_longitudinal(question):
+                    permanent = permanent_response(state.device_secret, question, value)
+                    report = oracle.randomize(value, permanent=permanent)  # type: ignore[call-arg]
+                    tag = memo_tag(state.device_secret, question, value)
+                    if tag in state.memo or tag in tags:
+                        charges.append((question.id, "memoized", 0.0))
+                    else:
+                        tags[tag] = question.longitudinal.key  # type: ignore[union-attr]
+                        charges.append((question.id, "permanent", cost))
+                else:
+                    report = oracle.randomize(value)  # rng=None: the OS CSPRNG
+                    charges.append((question.id, "report", cost))
+                payload = oracle.encode(report)
+                if len(payload) != oracle.report_length:  # pragma: no cover - mechanism bug
+                    raise InvalidParameter(f"question {question.id!r}: payload length varies")
+                reports.append({"id": str(uuid.uuid4()), "question": question.id,
+                                "payload": payload})  # fmt: skip
+            body = json.dumps({"reports": reports}, separators=(",", ":"), ensure_ascii=True)
+            charged = ledger.charge(answered_key, charges)
+            now = self.clock()
+            for tag, memo_key in tags.items():
+                state.memo[tag] = {"key": memo_key, "at": now}
+            report_ids = [r["id"] for r in reports]
+            state.answered[answered_key] = {"at": now, "batch": batch_id, "reports": report_ids}
+            state.outbox.append({
+                "batch": batch_id, "origin": self.origin, "survey": survey.id,
+                "path": f"/api/v1/surveys/{survey.id}/reports", "body": body, "created_at": now,
+            })  # fmt: skip
+        # The charge, the "answered" mark and the batch are on disk: now send.
+        try:
+            self.flush()
+        except TransportError as error:
+            if error.status is not None and 400 <= error.status < 500 and error.status != 429:
+                raise
+        pending = any(e["batch"] == batch_id for e in self.store.load().outbox)
+        return Receipt(survey=survey.id, report_ids=tuple(report_ids),
+                       epsilon_charged=charged, delivered=not pending)  # fmt: skip
+
+    def pending(self) -> int:
+        """Batches for this aggregator waiting in the outbox."""
+        return sum(1 for e in self.store.load().outbox if e.get("origin") == self.origin)
+
+    def flush(self) -> FlushResult:
+        """Deliver this aggregator's outbox, oldest first; stop at the first unreachable try.
+
+        A batch leaves the outbox only when acknowledged (2xx) or refused for good
+        (4xx other than 429: then TransportError is raised after the rest is tried).
+        """
+        delivered = 0
+        refused: TransportError | None = None
+        with self.store.transaction() as state:
+            for entry in list(state.outbox):
+                if entry.get("origin") != self.origin:
+                    continue
+                path = entry["path"]
+                try:
+                    response = self._request("POST", path, entry["body"].encode("utf-8"))
+                except TransportError:
+                    break  # still unreachable: keep this and later batches, in order
+                if response.status_code in (200, 201):
+                    delivered += 1
+                else:
+                    refused = refused or self._http_error("POST", path, response)
+                    answered = state.answered.get(f"{self.origin}#{entry['survey']}")
+                    if answered is not None:
+                        answered["refused"] = response.status_code
+                state.outbox.remove(entry)
+                self.store.save_now()
+            pending = sum(1 for e in state.outbox if e.get("origin") == self.origin)
+        if refused is not None:
+            raise refused
+        return FlushResult(delivered=delivered, pending=pending)
+
+    # -- the ledger, for display ------------------------------------------------
+    def budget(self) -> dict[str, float]:
+        """ε spent and remaining on this device."""
+        ledger = Ledger(self.store.load(), self.policy, self.clock)
+        remaining = ledger.remaining()
+        return {
+            "spent_total": ledger.total(),
+            "spent_period": ledger.in_period(),
+            "remaining_lifetime": remaining["lifetime"],
+            "remaining_period": remaining["period"],
+        }
