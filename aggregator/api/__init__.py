@@ -1,0 +1,15 @@
+"""The HTTP API (docs/api.md): one blueprint per area, all under ``/api/v1``."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+PREFIX = "/api/v1"
+
+
+def init_app(app: Flask) -> None:
+    """Register every blueprint of the v1 API."""
+    from . import health, openapi, reports, results, surveys
+
+    for module in (health, surveys, reports, results, openapi):
+        app.register_blueprint(module.blueprint, url_prefix=PREFIX)

@@ -1,0 +1,104 @@
+"""Helpers every blueprint shares: operator authentication and survey documents."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+from flask import Response, current_app, request
+
+from deniable import __version__
+from deniable.errors import AuthenticationError, Forbidden, InvalidParameter
+
+from ..signing import current_key
+from ..storage import SurveyRecord, current_storage
+
+VERSION = __version__
+
+
+def bearer_token() -> str | None:
+    """The bearer token of the request, or None if there is none."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def is_operator() -> bool:
+    """True if the request carries a valid operator token (Forbidden if a wrong one)."""
+    token = bearer_token()
+    if token is None:
+        return False
+    if not current_storage().verify_operator_token(token):
+        raise Forbidden("the bearer token is not a valid operator token")
+    return True
+
+
+def require_operator() -> None:
+    """401 without a bearer token, 403 with a wrong one."""
+    if not is_operator():
+        raise AuthenticationError("this request needs an operator token (Authorization: Bearer)")
+
+
+def _plain(value: Any) -> Any:
+    # Why: numpy scalars are not JSON, and NaN/Infinity would make the body invalid JSON.
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
+
+
+def json_response(document: Any, status: int = 200) -> Response:
+    """A JSON response from plain data (numpy values converted, non-finite → null)."""
+    body = json.dumps(_plain(document), ensure_ascii=False, allow_nan=False)
+    return current_app.response_class(body, status=status, mimetype="application/json")
+
+
+def survey_summary(record: SurveyRecord) -> dict[str, Any]:
+    """One entry of ``GET /surveys``."""
+    return {
+        "id": record.id,
+        "title": record.survey.title,
+        "status": record.status,
+        "results_public": record.results_public,
+        "total_epsilon": record.survey.total_epsilon,
+        "n_reports": record.n_reports,
+        "created_at": record.created_at,
+        "closed_at": record.closed_at,
+    }
+
+
+def survey_document(record: SurveyRecord) -> dict[str, Any]:
+    """The signed survey document of ``GET /surveys/{id}``."""
+    key = current_key()
+    return {
+        "id": record.id,
+        "status": record.status,
+        "results_public": record.results_public,
+        "created_at": record.created_at,
+        "closed_at": record.closed_at,
+        "definition": record.survey.to_dict(),
+        "signature": key.sign(record.survey.canonical_bytes()),
+        "key_id": key.key_id,
+    }
+
+
+def choice_parameter(name: str, allowed: tuple[str, ...], default: str) -> str:
+    """A query parameter restricted to ``allowed`` (400 invalid-parameter otherwise)."""
+    value = request.args.get(name, default)
+    if value not in allowed:
+        raise InvalidParameter(f"{name} must be one of {', '.join(allowed)}, got {value[:40]!r}")
+    return value

@@ -1,0 +1,403 @@
+"""``GET /openapi.json``: the OpenAPI 3.1 document of the v1 API.
+
+It is built from the same constants the handlers use (identifier pattern,
+batch limit, problem types), so the contract and the behaviour cannot drift;
+tests/aggregator/test_openapi.py runs schemathesis against it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app
+
+from deniable.estimation import DEFAULT_BETA
+from deniable.survey import FORMAT, IDENTIFIER, QUESTION_TYPES
+
+from ..problems import PROBLEM_MEDIA_TYPE
+from .common import VERSION, json_response
+
+blueprint = Blueprint("openapi", __name__)
+
+UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+ID_PATTERN = f"^{IDENTIFIER.pattern}$"
+# Why: payloads are whole bytes in lowercase hex (docs/wire-format.md).
+PAYLOAD_PATTERN = "^(?:[0-9a-f]{2})+$"
+
+ERRORS: dict[int, str] = {
+    400: "Body is not strict JSON, or a query parameter is invalid.",
+    401: "Operator token missing.",
+    403: "Operator token invalid or revoked.",
+    404: "Unknown survey.",
+    409: "Survey closed, survey id taken, or report id reused with another body.",
+    413: "Body or batch over the configured limit.",
+    415: "Body is not application/json.",
+    422: "Strict validation of the survey or report failed.",
+    503: "Database unavailable; retry.",
+}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}
+
+
+def _operation(
+    summary: str,
+    responses: dict[int, dict[str, Any]],
+    errors: tuple[int, ...],
+    *,
+    operator: bool = False,
+    body: dict[str, Any] | None = None,
+    parameters: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    operation: dict[str, Any] = {"summary": summary, "responses": {}}
+    for status, response in responses.items():
+        operation["responses"][str(status)] = response
+    for status in errors:
+        operation["responses"][str(status)] = {"$ref": f"#/components/responses/E{status}"}
+    if operator:
+        operation["security"] = [{"operator": []}]
+    if body is not None:
+        operation["requestBody"] = {"required": True, "content": _json(body)}
+    if parameters:
+        operation["parameters"] = parameters
+    return operation
+
+
+def _ok(description: str, schema: dict[str, Any], extra: dict[str, Any] | None = None):
+    return {"description": description, "content": {**_json(schema), **(extra or {})}}
+
+
+SURVEY_ID = {
+    "name": "survey_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": ID_PATTERN},
+}
+
+
+def schemas(max_batch: int) -> dict[str, Any]:
+    """Component schemas; ``max_batch`` is the configured batch limit."""
+    nullable_time = {"type": ["string", "null"], "format": "date-time"}
+    return {
+        "Problem": {
+            "type": "object",
+            "required": ["type", "title", "status", "detail"],
+            "properties": {
+                "type": {"type": "string", "pattern": "^urn:deniable:problem:[a-z-]+$"},
+                "title": {"type": "string"},
+                "status": {"type": "integer", "minimum": 400, "maximum": 599},
+                "detail": {"type": "string"},
+            },
+        },
+        "Report": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["id", "question", "payload"],
+            "properties": {
+                "id": {"type": "string", "pattern": UUID_PATTERN},
+                "question": {"type": "string", "pattern": ID_PATTERN},
+                "payload": {"type": "string", "pattern": PAYLOAD_PATTERN, "maxLength": 4096},
+            },
+        },
+        "Batch": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["reports"],
+            "properties": {
+                "reports": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": max_batch,
+                    "items": _ref("Report"),
+                }
+            },
+        },
+        "Submission": {"oneOf": [_ref("Report"), _ref("Batch")]},
+        "Acknowledgement": {
+            "type": "object",
+            "required": ["survey", "received", "reports"],
+            "properties": {
+                "survey": {"type": "string"},
+                "received": {"type": "integer", "minimum": 1},
+                "reports": {"type": "array", "items": {"type": "string", "pattern": UUID_PATTERN}},
+            },
+        },
+        "Question": {
+            "type": "object",
+            "required": ["id", "type", "text", "epsilon"],
+            "properties": {
+                "id": {"type": "string", "pattern": ID_PATTERN},
+                "type": {"enum": list(QUESTION_TYPES)},
+                "text": {"type": "string", "minLength": 1},
+                "epsilon": {"type": "number", "exclusiveMinimum": 0},
+                "mechanism": {"type": "string"},
+                "options": {"type": "array", "items": {"type": "string"}},
+                "lo": {"type": "number"},
+                "hi": {"type": "number"},
+                "parameters": {"type": "object"},
+                "longitudinal": {"type": "object"},
+            },
+        },
+        "SurveyDefinition": {
+            "type": "object",
+            "required": ["format", "id", "title", "questions"],
+            "properties": {
+                "format": {"const": FORMAT},
+                "id": {"type": "string", "pattern": ID_PATTERN},
+                "title": {"type": "string", "minLength": 1},
+                "description": {"type": "string"},
+                "questions": {"type": "array", "minItems": 1, "items": _ref("Question")},
+            },
+        },
+        "CreateSurvey": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["definition"],
+            "properties": {
+                "definition": _ref("SurveyDefinition"),
+                "results_public": {"type": "boolean", "default": True},
+            },
+        },
+        "SurveyDocument": {
+            "type": "object",
+            "required": [
+                "id",
+                "status",
+                "results_public",
+                "created_at",
+                "closed_at",
+                "definition",
+                "signature",
+                "key_id",
+            ],  # fmt: skip
+            "properties": {
+                "id": {"type": "string"},
+                "status": {"enum": ["open", "closed"]},
+                "results_public": {"type": "boolean"},
+                "created_at": {"type": "string", "format": "date-time"},
+                "closed_at": nullable_time,
+                "definition": _ref("SurveyDefinition"),
+                "signature": {"type": "string"},
+                "key_id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+            },
+        },
+        "SurveySummary": {
+            "type": "object",
+            "required": [
+                "id",
+                "title",
+                "status",
+                "results_public",
+                "total_epsilon",
+                "n_reports",
+                "created_at",
+                "closed_at",
+            ],  # fmt: skip
+            "properties": {
+                "id": {"type": "string"},
+                "title": {"type": "string"},
+                "status": {"enum": ["open", "closed"]},
+                "results_public": {"type": "boolean"},
+                "total_epsilon": {"type": "number"},
+                "n_reports": {"type": "integer", "minimum": 0},
+                "created_at": {"type": "string", "format": "date-time"},
+                "closed_at": nullable_time,
+            },
+        },
+        "Results": {
+            "type": "object",
+            "required": ["survey", "title", "status", "beta", "n_reports", "questions"],
+            "properties": {
+                "survey": {"type": "string"},
+                "title": {"type": "string"},
+                "status": {"enum": ["open", "closed"]},
+                "beta": {"type": "number"},
+                "n_reports": {"type": "integer", "minimum": 0},
+                "questions": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["question", "type", "mechanism", "epsilon", "n"],
+                    },
+                },
+            },
+        },
+    }
+
+
+def document(max_batch: int) -> dict[str, Any]:
+    """The whole OpenAPI 3.1 document."""
+    operator_errors = (401, 403)
+    body_errors = (400, 413, 415, 422)
+    beta = {
+        "name": "beta",
+        "in": "query",
+        "required": False,
+        "description": "Allowed failure probability of the Chebyshev intervals, in (0, 1).",
+        "schema": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
+                   "default": DEFAULT_BETA},
+    }  # fmt: skip
+    results_format = {
+        "name": "format",
+        "in": "query",
+        "required": False,
+        "schema": {"enum": ["json", "csv"]},
+    }
+    export_format = {
+        "name": "format",
+        "in": "query",
+        "required": False,
+        "schema": {"enum": ["jsonl", "csv"], "default": "jsonl"},
+    }
+    text = {"type": "string"}
+    paths = {
+        "/api/v1/health": {
+            "get": _operation(
+                "Liveness and storage backend",
+                {
+                    200: _ok(
+                        "Healthy",
+                        {
+                            "type": "object",
+                            "required": ["status", "storage", "version"],
+                            "properties": {
+                                "status": {"const": "ok"},
+                                "storage": {"enum": ["sqlite", "postgresql"]},
+                                "version": {"type": "string"},
+                            },
+                        },
+                    )
+                },  # fmt: skip
+                (503,),
+            )
+        },
+        "/api/v1/key": {
+            "get": _operation(
+                "The public key that signs survey definitions",
+                {
+                    200: _ok(
+                        "The key",
+                        {
+                            "type": "object",
+                            "required": ["algorithm", "public_key", "key_id"],
+                            "properties": {
+                                "algorithm": {"const": "Ed25519"},
+                                "public_key": {"type": "string"},
+                                "key_id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+                            },
+                        },
+                    )
+                },  # fmt: skip
+                (),
+            )
+        },
+        "/api/v1/surveys": {
+            "get": _operation(
+                "Every survey",
+                {
+                    200: _ok(
+                        "Surveys",
+                        {
+                            "type": "object",
+                            "required": ["surveys"],
+                            "properties": {
+                                "surveys": {"type": "array", "items": _ref("SurveySummary")}
+                            },
+                        },
+                    )
+                },  # fmt: skip
+                (503,),
+            ),
+            "post": _operation(
+                "Create a survey",
+                {201: _ok("Created", _ref("SurveyDocument"))},
+                (*body_errors, *operator_errors, 409, 503),
+                operator=True,
+                body=_ref("CreateSurvey"),
+            ),
+        },
+        "/api/v1/surveys/{survey_id}": {
+            "get": _operation(
+                "The signed survey document",
+                {200: _ok("The survey", _ref("SurveyDocument"))},
+                (404, 503),
+                parameters=[SURVEY_ID],
+            )
+        },
+        "/api/v1/surveys/{survey_id}/close": {
+            "post": _operation(
+                "Close a survey (idempotent)",
+                {200: _ok("Closed", _ref("SurveyDocument"))},
+                (*operator_errors, 404, 503),
+                operator=True,
+                parameters=[SURVEY_ID],
+            )
+        },
+        "/api/v1/surveys/{survey_id}/reports": {
+            "post": _operation(
+                "Submit one report or a batch (idempotent, all-or-nothing)",
+                {201: _ok("Stored", _ref("Acknowledgement"))},
+                (*body_errors, 404, 409, 503),
+                body=_ref("Submission"),
+                parameters=[SURVEY_ID],
+            )
+        },
+        "/api/v1/surveys/{survey_id}/results": {
+            "get": _operation(
+                "Estimates with Chebyshev intervals (operator token if results are private)",
+                {200: _ok("Results", _ref("Results"), {"text/csv": {"schema": text}})},
+                (400, *operator_errors, 404, 503),
+                parameters=[SURVEY_ID, beta, results_format],
+            )
+        },
+        "/api/v1/surveys/{survey_id}/export": {
+            "get": _operation(
+                "Every stored raw report, in append-only order",
+                {
+                    200: {
+                        "description": "Reports",
+                        "content": {
+                            "application/jsonl": {"schema": text},
+                            "text/csv": {"schema": text},
+                        },
+                    }
+                },
+                (400, *operator_errors, 404, 503),
+                operator=True,
+                parameters=[SURVEY_ID, export_format],
+            )  # fmt: skip
+        },
+        "/api/v1/openapi.json": {
+            "get": _operation("This document", {200: _ok("OpenAPI 3.1", {"type": "object"})}, ())
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Deniable aggregator",
+            "version": VERSION,
+            "description": "Local differential privacy surveys (docs/api.md).",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas(max_batch),
+            "securitySchemes": {"operator": {"type": "http", "scheme": "bearer"}},
+            "responses": {
+                f"E{status}": {
+                    "description": description,
+                    "content": {PROBLEM_MEDIA_TYPE: {"schema": _ref("Problem")}},
+                }
+                for status, description in ERRORS.items()
+            },
+        },
+    }
+
+
+@blueprint.get("/openapi.json")
+def openapi() -> Response:
+    return json_response(document(current_app.config["MAX_BATCH"]))

@@ -1,0 +1,68 @@
+"""Reports: submit one or a batch (idempotent, all-or-nothing); export (operator)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+
+from flask import Blueprint, Response, current_app, stream_with_context
+
+from deniable.errors import Conflict
+from deniable.wire import parse_submission
+
+from ..problems import read_json
+from ..storage import StoredReport, current_storage
+from .common import choice_parameter, json_response, require_operator
+
+blueprint = Blueprint("reports", __name__)
+
+EXPORT_COLUMNS = ("seq", "id", "question", "payload", "received_at")
+
+
+@blueprint.post("/surveys/<survey_id>/reports")
+def submit(survey_id: str) -> Response:
+    """Store reports; the acknowledgement means they are committed."""
+    storage = current_storage()
+    record = storage.get_survey(survey_id)
+    body = read_json()
+    if not record.is_open:
+        raise Conflict(f"survey {survey_id!r} is closed")
+    reports = parse_submission(body, record.survey, max_batch=current_app.config["MAX_BATCH"])
+    ids = storage.add_reports(survey_id, reports)
+    return json_response({"survey": survey_id, "received": len(ids), "reports": ids}, 201)
+
+
+def _jsonl(reports: Iterator[StoredReport]) -> Iterator[str]:
+    for report in reports:
+        yield json.dumps(report.to_dict()) + "\n"
+
+
+def _csv(reports: Iterator[StoredReport]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(EXPORT_COLUMNS)
+    for report in reports:
+        row = report.to_dict()
+        writer.writerow([row[column] for column in EXPORT_COLUMNS])
+        if buffer.tell() > 65_536:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+@blueprint.get("/surveys/<survey_id>/export")
+def export(survey_id: str) -> Response:
+    """Every stored raw report in append-only order, streamed."""
+    require_operator()
+    kind = choice_parameter("format", ("jsonl", "csv"), "jsonl")
+    reports = current_storage().export_reports(survey_id)
+    if kind == "csv":
+        body, mimetype = _csv(reports), "text/csv"
+    else:
+        body, mimetype = _jsonl(reports), "application/jsonl"
+    response = Response(stream_with_context(body), mimetype=mimetype)
+    response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}.{kind}"'
+    return response

@@ -1,0 +1,69 @@
+"""Surveys: list, create (operator), read the signed document, close (operator)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from flask import Blueprint, Response
+
+from deniable.errors import InvalidSurvey
+from deniable.survey import Survey
+
+from ..problems import read_json
+from ..storage import current_storage
+from .common import json_response, require_operator, survey_document, survey_summary
+
+blueprint = Blueprint("surveys", __name__)
+
+CREATE_FIELDS = frozenset({"definition", "results_public"})
+
+
+def parse_create(body: object) -> tuple[Survey, bool]:
+    """``{"definition": ..., "results_public": bool}`` validated strictly."""
+    if not isinstance(body, Mapping):
+        raise InvalidSurvey(f"body: must be an object, got {type(body).__name__}")
+    extra = set(body) - CREATE_FIELDS
+    if extra:
+        raise InvalidSurvey(f"body: unknown field(s) {', '.join(sorted(extra))}")
+    if "definition" not in body:
+        raise InvalidSurvey("body: missing field definition")
+    public = body.get("results_public", True)
+    if not isinstance(public, bool):
+        raise InvalidSurvey("body.results_public: must be true or false")
+    try:
+        survey = Survey.from_dict(body["definition"])
+    except InvalidSurvey:
+        raise
+    except (ValueError, TypeError, ArithmeticError) as error:
+        # Why: a mechanism constructor may reject odd parameters with a plain
+        # ValueError/TypeError; to the caller it is still an invalid survey.
+        raise InvalidSurvey(f"survey: {str(error)[:300]}") from None
+    return survey, public
+
+
+@blueprint.get("/surveys")
+def list_surveys() -> Response:
+    return json_response(
+        {"surveys": [survey_summary(record) for record in current_storage().list_surveys()]}
+    )
+
+
+@blueprint.post("/surveys")
+def create_survey() -> Response:
+    require_operator()
+    survey, public = parse_create(read_json())
+    record = current_storage().create_survey(survey, results_public=public)
+    response = json_response(survey_document(record), 201)
+    response.headers["Location"] = f"/api/v1/surveys/{record.id}"
+    return response
+
+
+@blueprint.get("/surveys/<survey_id>")
+def get_survey(survey_id: str) -> Response:
+    return json_response(survey_document(current_storage().get_survey(survey_id)))
+
+
+@blueprint.post("/surveys/<survey_id>/close")
+def close_survey(survey_id: str) -> Response:
+    require_operator()
+    return json_response(survey_document(current_storage().close_survey(survey_id)))

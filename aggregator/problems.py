@@ -1,0 +1,235 @@
+"""Every error response, in one place: RFC 9457 ``application/problem+json``.
+
+:data:`PROBLEMS` maps each :class:`~deniable.errors.DeniableError` class to one
+status and problem type (docs/api.md); HTTP errors raised by Flask/werkzeug
+(unknown route, wrong method, body too large, ...) get the same shape, and a
+catch-all turns any other exception into a 500 ``internal`` problem that is
+logged on the server but never shows a traceback to the caller.
+
+:func:`read_json` is the one strict JSON reader of request bodies: it rejects
+bodies that are not ``application/json``, not UTF-8, not JSON, or that use
+NaN/Infinity, duplicate keys, absurd nesting or numbers too large to represent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import Any
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from deniable.errors import (
+    AuthenticationError,
+    Conflict,
+    DeniableError,
+    Forbidden,
+    InvalidParameter,
+    InvalidReport,
+    InvalidSurvey,
+    InvalidValue,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    StorageError,
+)
+
+from .settings import SettingsError
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+TYPE_PREFIX = "urn:deniable:problem:"
+
+logger = logging.getLogger(__name__)
+
+
+class InvalidJson(DeniableError, ValueError):
+    """A request body is not strict JSON (HTTP 400 ``invalid-json``)."""
+
+
+class UnsupportedMediaType(DeniableError):
+    """A request body is not ``application/json`` (HTTP 415)."""
+
+
+# Most specific first: Forbidden before its parent AuthenticationError.
+PROBLEMS: tuple[tuple[type[BaseException], int, str, str], ...] = (
+    (InvalidJson, 400, "invalid-json", "Invalid JSON"),
+    (InvalidParameter, 400, "invalid-parameter", "Invalid parameter"),
+    (Forbidden, 403, "forbidden", "Forbidden"),
+    (AuthenticationError, 401, "unauthorized", "Unauthorized"),
+    (NotFound, 404, "not-found", "Not found"),
+    (Conflict, 409, "conflict", "Conflict"),
+    (PayloadTooLarge, 413, "payload-too-large", "Payload too large"),
+    (UnsupportedMediaType, 415, "unsupported-media-type", "Unsupported media type"),
+    (InvalidReport, 422, "invalid-report", "Invalid report"),
+    (InvalidSurvey, 422, "invalid-survey", "Invalid survey"),
+    (InvalidValue, 422, "invalid-value", "Invalid value"),
+    (RateLimited, 429, "rate-limited", "Too many requests"),
+    (StorageError, 503, "storage-unavailable", "Storage unavailable"),
+    (SettingsError, 500, "internal", "Internal error"),
+)
+
+# Problem types for statuses werkzeug raises on its own.
+HTTP_TYPES: dict[int, tuple[str, str]] = {
+    400: ("invalid-json", "Bad request"),
+    401: ("unauthorized", "Unauthorized"),
+    403: ("forbidden", "Forbidden"),
+    404: ("not-found", "Not found"),
+    405: ("method-not-allowed", "Method not allowed"),
+    406: ("not-acceptable", "Not acceptable"),
+    409: ("conflict", "Conflict"),
+    413: ("payload-too-large", "Payload too large"),
+    414: ("uri-too-long", "URI too long"),
+    415: ("unsupported-media-type", "Unsupported media type"),
+    429: ("rate-limited", "Too many requests"),
+    431: ("headers-too-large", "Request headers too large"),
+    503: ("storage-unavailable", "Service unavailable"),
+}
+
+# Deeper than this, a survey or report body is an attack, not data.
+MAX_JSON_DEPTH = 64
+
+
+def problem(
+    status: int, kind: str, title: str, detail: str, headers: dict[str, str] | None = None
+) -> Response:
+    """One problem+json response."""
+    body = {"type": TYPE_PREFIX + kind, "title": title, "status": status, "detail": detail}
+    response = Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def classify(error: BaseException) -> tuple[int, str, str]:
+    """(status, type suffix, title) of a Deniable error."""
+    for cls, status, kind, title in PROBLEMS:
+        if isinstance(error, cls):
+            return status, kind, title
+    return 500, "internal", "Internal error"
+
+
+def _deniable_error(error: DeniableError) -> Response:
+    status, kind, title = classify(error)
+    headers = {}
+    if isinstance(error, RateLimited):
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    if isinstance(error, AuthenticationError) and not isinstance(error, Forbidden):
+        headers["WWW-Authenticate"] = 'Bearer realm="deniable"'
+    if isinstance(error, StorageError):
+        # Why: the real database message may name hosts or schemas; log it, say less.
+        logger.error("storage error on %s %s: %s", request.method, request.path, error)
+        headers["Retry-After"] = "1"
+        return problem(status, kind, title, "the database is unavailable; retry later", headers)
+    if status == 500:
+        logger.error("misconfiguration: %s", error)
+        return problem(500, kind, title, "internal server error")
+    return problem(status, kind, title, str(error), headers)
+
+
+def _http_error(error: HTTPException) -> Response:
+    status = error.code or 500
+    kind, title = HTTP_TYPES.get(status, ("internal" if status >= 500 else "bad-request", ""))
+    title = title or error.name
+    headers = {}
+    if status == 405 and error.valid_methods:  # type: ignore[attr-defined]
+        headers["Allow"] = ", ".join(sorted(error.valid_methods))  # type: ignore[attr-defined]
+    detail = error.description or title
+    if status == 404:
+        detail = f"no such resource: {request.path}"
+    elif status == 413:
+        detail = "request body is larger than the configured limit"
+    return problem(status, kind, title, detail, headers)
+
+
+def _unexpected(error: Exception) -> Response:
+    if isinstance(error, HTTPException):
+        return _http_error(error)
+    if isinstance(error, DeniableError):
+        return _deniable_error(error)
+    logger.exception("unhandled error on %s %s", request.method, request.path)
+    return problem(500, "internal", "Internal error", "internal server error")
+
+
+def init_app(app: Flask) -> None:
+    """Register the handlers; after this every error response is problem+json."""
+    app.register_error_handler(DeniableError, _deniable_error)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)
+
+
+# -- strict request bodies ------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidJson(f"body: {name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InvalidJson(f"body: number {text[:40]} is out of range")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise InvalidJson(f"body: duplicate key {key[:80]!r}")
+        result[key] = value
+    return result
+
+
+def _depth(text: str) -> int:
+    """Deepest bracket nesting outside strings (a linear scan, before any parsing)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for character in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif character == "\\":
+                escaped = True
+            elif character == '"':
+                in_string = False
+        elif character == '"':
+            in_string = True
+        elif character in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif character in "]}":
+            depth -= 1
+    return deepest
+
+
+def parse_json(data: bytes) -> Any:
+    """Strictly parse a JSON document from bytes; InvalidJson on anything doubtful."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidJson(f"body: not UTF-8 ({error.reason} at byte {error.start})") from None
+    if _depth(text) > MAX_JSON_DEPTH:
+        raise InvalidJson(f"body: nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
+        )
+    except InvalidJson:
+        raise
+    except (ValueError, RecursionError) as error:
+        # ValueError covers JSONDecodeError and integers past the digit limit.
+        raise InvalidJson(f"body: not valid JSON ({str(error)[:200]})") from None
+
+
+def read_json() -> Any:
+    """The current request's body as strict JSON (415 unless ``application/json``)."""
+    if request.mimetype != "application/json":
+        shown = request.mimetype or "none"
+        raise UnsupportedMediaType(f"body must be application/json, got {shown}")
+    # get_data enforces MAX_CONTENT_LENGTH (413) even without a Content-Length header.
+    return parse_json(request.get_data(cache=True))

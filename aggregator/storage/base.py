@@ -1,0 +1,304 @@
+"""What every storage backend offers, and the logic they share.
+
+Tables (see ``migrations/<backend>/``):
+
+* ``surveys``: one row per survey: resolved definition, status, visibility.
+* ``reports``: every accepted report, append-only (``seq`` order); a report id
+  is unique per survey, and its ``digest`` tells a retry from a reused id.
+* ``pending``: the seqs of reports not yet folded into the statistics, with
+  their question and payload.  Ingest inserts into ``reports`` and ``pending``
+  only, so concurrent writers never update a shared row.
+* ``question_statistics``: per question, ``n`` and the additive int64
+  statistics vector of every folded report (``Question.statistics``).  Only
+  readers of results lock these rows: :meth:`Storage.fold` moves pending rows
+  into them in a transaction, so results cost O(domain size + unfolded
+  reports) and never rescan ``reports``.
+* ``operator_tokens``: SHA-256 hashes of operator bearer tokens.
+* ``schema_version``: applied migrations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from deniable.errors import StorageError
+from deniable.survey import Survey
+from deniable.wire import Report
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+TOKEN_PREFIX = "dnb_"
+OPEN, CLOSED = "open", "closed"
+# Parsed definitions are immutable once stored, so each process keeps a few.
+SURVEY_CACHE_SIZE = 256
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(value: datetime | str | None) -> str | None:
+    """A timestamp as ISO 8601 UTC with a ``Z`` suffix (None stays None)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def hash_token(token: str) -> str:
+    """The only form in which an operator token is stored."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Migration:
+    """One versioned schema change: ``NNNN_name.sql``."""
+
+    version: int
+    name: str
+    sql: str
+
+
+def migrations(backend: str) -> list[Migration]:
+    """The migrations of one backend, in version order."""
+    found = []
+    for path in sorted((MIGRATIONS / backend).glob("*.sql")):
+        number, _, name = path.stem.partition("_")
+        found.append(Migration(version=int(number), name=name, sql=path.read_text("utf-8")))
+    versions = [m.version for m in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise StorageError(f"migrations for {backend} are not numbered 1..n: {versions}")
+    return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class SurveyRecord:
+    """A stored survey: its validated definition and its state."""
+
+    survey: Survey
+    status: str
+    results_public: bool
+    created_at: str
+    closed_at: str | None
+    n_reports: int
+
+    @property
+    def id(self) -> str:
+        return self.survey.id
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == OPEN
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredReport:
+    """One row of the append-only report log, as exported."""
+
+    seq: int
+    id: str
+    question: str
+    payload: str
+    received_at: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "id": self.id,
+            "question": self.question,
+            "payload": self.payload,
+            "received_at": self.received_at,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuestionStatistics:
+    """Folded sufficient statistics of one question."""
+
+    question: str
+    n: int
+    statistics: np.ndarray
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperatorToken:
+    """An operator token's metadata (the plaintext is never stored)."""
+
+    id: int
+    label: str
+    created_at: str
+    revoked_at: str | None
+
+
+def fold_into(
+    survey: Survey, current: dict[str, QuestionStatistics], rows: Iterable[tuple[str, str]]
+) -> dict[str, QuestionStatistics]:
+    """Statistics after adding pending ``(question_id, payload)`` rows to ``current``.
+
+    Statistics are additive, so folding in chunks gives exactly the vector that
+    ``Question.statistics`` computes over all payloads at once.
+    """
+    grouped: dict[str, list[str]] = {}
+    for question_id, payload in rows:
+        grouped.setdefault(question_id, []).append(payload)
+    updated = dict(current)
+    for question_id, payloads in grouped.items():
+        if question_id not in current:
+            raise StorageError(f"survey {survey.id!r}: stored report for unknown {question_id!r}")
+        try:
+            added = survey.question(question_id).statistics(payloads)
+        except ValueError as error:
+            raise StorageError(
+                f"survey {survey.id!r}: unreadable stored report ({error})"
+            ) from None
+        before = current[question_id]
+        updated[question_id] = QuestionStatistics(
+            question=question_id,
+            n=before.n + len(payloads),
+            statistics=np.asarray(before.statistics, dtype=np.int64) + added,
+        )
+    return updated
+
+
+def initial_statistics(survey: Survey) -> list[tuple[str, int, list[int]]]:
+    """``(question_id, position, zero vector)`` for every question of a new survey."""
+    return [
+        (question.id, position, question.statistics([]).tolist())
+        for position, question in enumerate(survey.questions)
+    ]
+
+
+def statistics_from_json(text: str) -> np.ndarray:
+    return np.asarray(json.loads(text), dtype=np.int64)
+
+
+class Storage(ABC):
+    """The storage protocol: every method is one or a few short transactions.
+
+    An acknowledgement (a method returning normally after a write) means the
+    write is committed.  Database failures raise :class:`StorageError`.
+    """
+
+    backend: str
+
+    def __init__(self) -> None:
+        self._surveys: OrderedDict[tuple[str, str], Survey] = OrderedDict()
+        self._surveys_lock = threading.Lock()
+
+    # -- lifecycle ------------------------------------------------------------
+    @abstractmethod
+    def migrate(self) -> int:
+        """Apply pending migrations; return the schema version."""
+
+    @abstractmethod
+    def schema_version(self) -> int:
+        """The highest applied migration (0 for an empty database)."""
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Raise StorageError unless the database answers."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook: only pooled backends need it
+        """Release connections (pools)."""
+
+    # -- operator tokens --------------------------------------------------------
+    @abstractmethod
+    def create_operator_token(self, label: str = "") -> str:
+        """Create an operator token; return its plaintext, which is never stored."""
+
+    @abstractmethod
+    def verify_operator_token(self, token: str) -> bool:
+        """True if ``token`` is a stored, unrevoked operator token."""
+
+    @abstractmethod
+    def list_operator_tokens(self) -> list[OperatorToken]:
+        """Every operator token's metadata."""
+
+    @abstractmethod
+    def revoke_operator_token(self, token_id: int) -> bool:
+        """Revoke a token by id; False if no such unrevoked token."""
+
+    # -- surveys ------------------------------------------------------------------
+    @abstractmethod
+    def create_survey(self, survey: Survey, *, results_public: bool) -> SurveyRecord:
+        """Store a new survey (Conflict if the id exists)."""
+
+    @abstractmethod
+    def get_survey(self, survey_id: str) -> SurveyRecord:
+        """One survey (NotFound if unknown)."""
+
+    @abstractmethod
+    def list_surveys(self) -> list[SurveyRecord]:
+        """Every survey, oldest first."""
+
+    @abstractmethod
+    def close_survey(self, survey_id: str) -> SurveyRecord:
+        """Close a survey (idempotent); closed surveys reject reports."""
+
+    # -- reports ------------------------------------------------------------------
+    @abstractmethod
+    def add_reports(self, survey_id: str, reports: list[Report]) -> list[str]:
+        """Store validated reports all-or-nothing; return their ids.
+
+        A report whose id is stored with the same digest is acknowledged again
+        and not counted twice; with another digest the whole batch fails with
+        Conflict.  A closed survey raises Conflict.
+        """
+
+    @abstractmethod
+    def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
+        """Every stored report of a survey in append-only (seq) order, from one snapshot."""
+
+    @abstractmethod
+    def count_reports(self, survey_id: str | None = None) -> int:
+        """Stored report rows (of one survey, or all)."""
+
+    # -- results --------------------------------------------------------------------
+    @abstractmethod
+    def fold(self, survey_id: str, *, chunk: int = 10_000) -> dict[str, QuestionStatistics]:
+        """Fold every pending report into the statistics; return them, by question id.
+
+        Every report acknowledged before the call is counted in the result.
+        """
+
+    # -- shared helpers ---------------------------------------------------------------
+    def _parse_definition(self, survey_id: str, definition: str) -> Survey:
+        """The stored definition as a Survey, cached (definitions never change)."""
+        key = (survey_id, definition)
+        with self._surveys_lock:
+            cached = self._surveys.get(key)
+            if cached is not None:
+                self._surveys.move_to_end(key)
+                return cached
+        try:
+            survey = Survey.from_json(definition)
+        except ValueError as error:
+            raise StorageError(f"survey {survey_id!r}: unreadable stored definition") from error
+        with self._surveys_lock:
+            self._surveys[key] = survey
+            while len(self._surveys) > SURVEY_CACHE_SIZE:
+                self._surveys.popitem(last=False)
+        return survey
+
+
+def definition_text(survey: Survey) -> str:
+    """The resolved definition as stored: canonical JSON text."""
+    return survey.canonical_bytes().decode("utf-8")

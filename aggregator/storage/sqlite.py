@@ -1,0 +1,330 @@
+"""SQLite storage: WAL, ``synchronous=FULL``, one short-lived connection per operation.
+
+Writers take the database lock up front (``BEGIN IMMEDIATE``) and wait up to
+``BUSY_TIMEOUT_MS`` for it; a write returns only after its COMMIT, which with
+``synchronous=FULL`` is on disk, so an acknowledgement is never lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from deniable.errors import Conflict, NotFound, StorageError
+from deniable.survey import Survey
+from deniable.wire import Report
+
+from .base import (
+    CLOSED,
+    OPEN,
+    OperatorToken,
+    QuestionStatistics,
+    Storage,
+    StoredReport,
+    SurveyRecord,
+    definition_text,
+    fold_into,
+    hash_token,
+    initial_statistics,
+    iso,
+    migrations,
+    new_token,
+    statistics_from_json,
+    utc_now,
+)
+
+_SURVEY_COLUMNS = """
+    s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
+    (SELECT COALESCE(SUM(n), 0) FROM question_statistics WHERE survey_id = s.id)
+      + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports
+"""
+
+
+def _split_statements(script: str) -> list[str]:
+    """A script as single statements (sqlite3 can only run a script by committing first)."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    if current.strip() and not current.strip().startswith("--"):
+        statements.append(current.strip())
+    return [s for s in statements if s]
+
+
+class SqliteStorage(Storage):
+    """Storage in one SQLite file."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
+        super().__init__()
+        self.path = Path(path.removeprefix("sqlite:///").removeprefix("sqlite://"))
+        self.busy_timeout_ms = busy_timeout_ms
+
+    # -- connections --------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout_ms / 1000,
+                isolation_level=None,  # Why: we issue BEGIN/COMMIT ourselves.
+                check_same_thread=False,
+            )
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+            connection.execute("PRAGMA synchronous = FULL")
+            connection.execute("PRAGMA foreign_keys = ON")
+        except (OSError, sqlite3.Error) as error:
+            raise StorageError(f"sqlite {self.path}: {error}") from None
+        return connection
+
+    @contextlib.contextmanager
+    def _transaction(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        """One transaction on a fresh connection: COMMIT on success, else ROLLBACK."""
+        connection = self._connect()
+        try:
+            connection.execute(f"BEGIN {mode}")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+        except sqlite3.Error as error:
+            raise StorageError(f"sqlite {self.path}: {error}") from None
+        finally:
+            connection.close()
+
+    # -- lifecycle ----------------------------------------------------------------
+    def migrate(self) -> int:
+        connection = self._connect()
+        try:
+            # Why: WAL is a property of the file; set once, outside any transaction.
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+        except sqlite3.Error as error:
+            raise StorageError(f"sqlite {self.path}: {error}") from None
+        finally:
+            connection.close()
+        with self._transaction() as connection:
+            current = connection.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version"
+            ).fetchone()[0]
+            for migration in migrations(self.backend):
+                if migration.version <= current:
+                    continue
+                for statement in _split_statements(migration.sql):
+                    connection.execute(statement)
+                connection.execute(
+                    "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, iso(utc_now())),
+                )
+                current = migration.version
+        return current
+
+    def schema_version(self) -> int:
+        with self._transaction("DEFERRED") as connection:
+            exists = connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+            ).fetchone()
+            if not exists:
+                return 0
+            row = connection.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+            return row.fetchone()[0]
+
+    def ping(self) -> None:
+        with self._transaction("DEFERRED") as connection:
+            connection.execute("SELECT 1").fetchone()
+
+    # -- operator tokens --------------------------------------------------------------
+    def create_operator_token(self, label: str = "") -> str:
+        token = new_token()
+        with self._transaction() as connection:
+            connection.execute(
+                "INSERT INTO operator_tokens (token_hash, label, created_at) VALUES (?, ?, ?)",
+                (hash_token(token), label, iso(utc_now())),
+            )
+        return token
+
+    def verify_operator_token(self, token: str) -> bool:
+        with self._transaction("DEFERRED") as connection:
+            row = connection.execute(
+                "SELECT 1 FROM operator_tokens WHERE token_hash = ? AND revoked_at IS NULL",
+                (hash_token(token),),
+            ).fetchone()
+        return row is not None
+
+    def list_operator_tokens(self) -> list[OperatorToken]:
+        with self._transaction("DEFERRED") as connection:
+            rows = connection.execute(
+                "SELECT id, label, created_at, revoked_at FROM operator_tokens ORDER BY id"
+            ).fetchall()
+        return [
+            OperatorToken(id=r[0], label=r[1], created_at=iso(r[2]), revoked_at=iso(r[3]))
+            for r in rows
+        ]
+
+    def revoke_operator_token(self, token_id: int) -> bool:
+        with self._transaction() as connection:
+            cursor = connection.execute(
+                "UPDATE operator_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (iso(utc_now()), token_id),
+            )
+        return cursor.rowcount == 1
+
+    # -- surveys ------------------------------------------------------------------------
+    def _record(self, row: tuple) -> SurveyRecord:
+        survey_id, definition, status, public, created, closed, n_reports = row
+        return SurveyRecord(
+            survey=self._parse_definition(survey_id, definition),
+            status=status,
+            results_public=bool(public),
+            created_at=iso(created),
+            closed_at=iso(closed),
+            n_reports=int(n_reports),
+        )
+
+    def _fetch(self, connection: sqlite3.Connection, survey_id: str) -> SurveyRecord:
+        row = connection.execute(
+            f"SELECT {_SURVEY_COLUMNS} FROM surveys s WHERE s.id = ?", (survey_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no survey {survey_id!r}")
+        return self._record(row)
+
+    def create_survey(self, survey: Survey, *, results_public: bool) -> SurveyRecord:
+        with self._transaction() as connection:
+            try:
+                connection.execute(
+                    "INSERT INTO surveys (id, definition, results_public, status, created_at)"
+                    " VALUES (?, ?, ?, ?, ?)",
+                    (survey.id, definition_text(survey), int(results_public), OPEN,
+                     iso(utc_now())),
+                )  # fmt: skip
+            except sqlite3.IntegrityError:
+                raise Conflict(f"survey id {survey.id!r} is taken") from None
+            connection.executemany(
+                "INSERT INTO question_statistics (survey_id, question_id, position, statistics)"
+                " VALUES (?, ?, ?, ?)",
+                [(survey.id, qid, pos, json.dumps(zeros))
+                 for qid, pos, zeros in initial_statistics(survey)],
+            )  # fmt: skip
+            return self._fetch(connection, survey.id)
+
+    def get_survey(self, survey_id: str) -> SurveyRecord:
+        with self._transaction("DEFERRED") as connection:
+            return self._fetch(connection, survey_id)
+
+    def list_surveys(self) -> list[SurveyRecord]:
+        with self._transaction("DEFERRED") as connection:
+            rows = connection.execute(
+                f"SELECT {_SURVEY_COLUMNS} FROM surveys s ORDER BY s.created_at, s.id"
+            ).fetchall()
+        return [self._record(row) for row in rows]
+
+    def close_survey(self, survey_id: str) -> SurveyRecord:
+        with self._transaction() as connection:
+            connection.execute(
+                "UPDATE surveys SET status = ?, closed_at = ? WHERE id = ? AND status = ?",
+                (CLOSED, iso(utc_now()), survey_id, OPEN),
+            )
+            return self._fetch(connection, survey_id)
+
+    # -- reports ---------------------------------------------------------------------------
+    def add_reports(self, survey_id: str, reports: list[Report]) -> list[str]:
+        received_at = iso(utc_now())
+        with self._transaction() as connection:
+            row = connection.execute(
+                "SELECT status FROM surveys WHERE id = ?", (survey_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no survey {survey_id!r}")
+            if row[0] != OPEN:
+                raise Conflict(f"survey {survey_id!r} is closed")
+            for report in reports:
+                inserted = connection.execute(
+                    "INSERT INTO reports"
+                    " (survey_id, report_id, question_id, payload, digest, received_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (survey_id, report_id) DO NOTHING RETURNING seq",
+                    (survey_id, report.id, report.question, report.payload, report.digest,
+                     received_at),
+                ).fetchone()  # fmt: skip
+                if inserted is not None:
+                    connection.execute(
+                        "INSERT INTO pending (seq, survey_id, question_id, payload)"
+                        " VALUES (?, ?, ?, ?)",
+                        (inserted[0], survey_id, report.question, report.payload),
+                    )
+                    continue
+                (digest,) = connection.execute(
+                    "SELECT digest FROM reports WHERE survey_id = ? AND report_id = ?",
+                    (survey_id, report.id),
+                ).fetchone()
+                if digest != report.digest:
+                    raise Conflict(f"report id {report.id} was already used with another body")
+        return [report.id for report in reports]
+
+    def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
+        self.get_survey(survey_id)  # Why: NotFound before the first byte is streamed.
+        return self._export(survey_id)
+
+    def _export(self, survey_id: str) -> Iterator[StoredReport]:
+        # Why: one read transaction is one WAL snapshot for the whole export.
+        with self._transaction("DEFERRED") as connection:
+            cursor = connection.execute(
+                "SELECT seq, report_id, question_id, payload, received_at FROM reports"
+                " WHERE survey_id = ? ORDER BY seq",
+                (survey_id,),
+            )
+            while rows := cursor.fetchmany(1000):
+                for seq, report_id, question_id, payload, received_at in rows:
+                    yield StoredReport(seq=seq, id=report_id, question=question_id,
+                                       payload=payload, received_at=iso(received_at))  # fmt: skip
+
+    def count_reports(self, survey_id: str | None = None) -> int:
+        with self._transaction("DEFERRED") as connection:
+            if survey_id is None:
+                return connection.execute("SELECT COUNT(*) FROM reports").fetchone()[0]
+            return connection.execute(
+                "SELECT COUNT(*) FROM reports WHERE survey_id = ?", (survey_id,)
+            ).fetchone()[0]
+
+    # -- results ---------------------------------------------------------------------------
+    def fold(self, survey_id: str, *, chunk: int = 10_000) -> dict[str, QuestionStatistics]:
+        while True:
+            with self._transaction() as connection:
+                record = self._fetch(connection, survey_id)
+                current = {
+                    qid: QuestionStatistics(question=qid, n=n, statistics=statistics_from_json(s))
+                    for qid, n, s in connection.execute(
+                        "SELECT question_id, n, statistics FROM question_statistics"
+                        " WHERE survey_id = ? ORDER BY position",
+                        (survey_id,),
+                    )
+                }
+                rows = connection.execute(
+                    "DELETE FROM pending WHERE seq IN"
+                    " (SELECT seq FROM pending WHERE survey_id = ? ORDER BY seq LIMIT ?)"
+                    " RETURNING question_id, payload",
+                    (survey_id, chunk),
+                ).fetchall()
+                if not rows:
+                    return current
+                updated = fold_into(record.survey, current, rows)
+                connection.executemany(
+                    "UPDATE question_statistics SET n = ?, statistics = ?"
+                    " WHERE survey_id = ? AND question_id = ?",
+                    [(s.n, json.dumps(s.statistics.tolist()), survey_id, qid)
+                     for qid, s in updated.items() if s is not current[qid]],
+                )  # fmt: skip
+            if len(rows) < chunk:
+                return updated
