@@ -1,0 +1,87 @@
+"""The dashboard: server-rendered HTML pages of published results, no JavaScript.
+
+``/`` lists the surveys; ``/surveys/<id>`` shows, per question, a bar chart (or
+the mean) as inline SVG with per-category Chebyshev whiskers, n, ε and the
+mechanism, computed by the same function as ``GET /api/v1/surveys/{id}/results``
+so the page and the API cannot disagree.  Surveys whose results are private show
+a notice instead of numbers.  Register with :func:`init_app`.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Flask, Response, render_template, request, url_for
+
+from deniable.errors import InvalidParameter, NotFound
+
+from ..api.common import survey_summary
+from ..api.results import compute_results
+from ..storage import current_storage
+from .present import question_view
+
+blueprint = Blueprint("dashboard", __name__, template_folder="templates")
+
+# Why: pages embed only inline CSS and SVG; nothing else may load or run.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def _beta() -> float:
+    from ..api.results import parse_beta
+
+    return parse_beta()
+
+
+@blueprint.after_request
+def _headers(response: Response) -> Response:
+    if response.mimetype == "text/html":
+        response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@blueprint.get("/")
+def index() -> str:
+    surveys = [survey_summary(record) for record in current_storage().list_surveys()]
+    return render_template("index.html", surveys=surveys)
+
+
+@blueprint.get("/surveys/<survey_id>")
+def survey(survey_id: str) -> str | tuple[str, int]:
+    try:
+        record = current_storage().get_survey(survey_id)
+    except NotFound:
+        return render_template("missing.html", survey_id=survey_id), 404
+    try:
+        beta = _beta()
+    except InvalidParameter as error:
+        return render_template("missing.html", survey_id=survey_id, error=str(error)), 400
+    summary = survey_summary(record)
+    summary["description"] = record.survey.description
+    questions = []
+    if record.results_public:
+        document = compute_results(record, beta)
+        summary["n_reports"] = document["n_reports"]
+        definitions = {q.id: q.to_dict() for q in record.survey.questions}
+        questions = [
+            question_view(definitions[result["question"]], result)
+            for result in document["questions"]
+        ]
+    extra = {"beta": beta} if "beta" in request.args else {}
+    return render_template(
+        "survey.html",
+        survey=summary,
+        questions=questions,
+        beta=beta,
+        results_url=url_for("results.results", survey_id=record.id, **extra),
+        csv_url=url_for("results.results", survey_id=record.id, format="csv", **extra),
+        survey_url=url_for("surveys.get_survey", survey_id=record.id),
+    )
+
+
+def init_app(app: Flask) -> None:
+    """Register the dashboard's pages at ``/`` and ``/surveys/<id>`` (once)."""
+    if blueprint.name not in app.blueprints:
+        app.register_blueprint(blueprint)
