@@ -1,0 +1,825 @@
+"""``deniable-aggregator``: run, administer and demonstrate the aggregator.
+
+Every command reads the same settings as the server (``DENIABLE_*`` environment
+variables, see ``deniable-aggregator settings``); ``--database`` and
+``--signing-key`` override the two that matter most.  Commands that change state
+(``init``, ``create-survey``, ``close-survey``, ``token create``) call the
+aggregator's storage and signing modules directly, on the same database the
+server uses; ``demo`` talks to a server it starts over real HTTP, like a fleet
+of respondents would.
+
+Bad input prints one line ``deniable-aggregator: error: ...`` on stderr and exits
+with status 2 (usage) or 1 (the command failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from importlib import resources
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from deniable.errors import DeniableError
+from deniable.survey import Question, Survey
+
+PROG = "deniable-aggregator"
+DEMO_RESPONDENTS = 2000
+DEMO_PORT = 8000
+
+
+class CommandError(Exception):
+    """A command failed for a reason worth one line on stderr (exit status 1)."""
+
+
+# -- output helpers -------------------------------------------------------------------
+
+
+def _fail(message: str) -> CommandError:
+    return CommandError(message)
+
+
+class Progress:
+    """A progress bar on stderr: redrawn in place on a terminal, a few lines otherwise."""
+
+    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
+        self.total = max(total, 1)
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.done = 0
+        self.tty = self.stream.isatty()
+        self._next_line = 0
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+
+    def advance(self, count: int = 1) -> None:
+        with self._lock:
+            self.done += count
+            self._draw()
+
+    def _draw(self) -> None:
+        fraction = min(self.done / self.total, 1.0)
+        rate = self.done / max(time.monotonic() - self._started, 1e-9)
+        filled = int(fraction * 30)
+        bar = "#" * filled + "-" * (30 - filled)
+        text = f"{self.label} [{bar}] {self.done}/{self.total} ({rate:,.0f}/s)"
+        if self.tty:
+            self.stream.write("\r" + text)
+            if self.done >= self.total:
+                self.stream.write("\n")
+        elif fraction * 100 >= self._next_line or self.done >= self.total:
+            self.stream.write(text + "\n")
+            self._next_line = int(fraction * 4 + 1) * 25
+        self.stream.flush()
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain text table; numbers are right-aligned."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    numeric = [all(_is_number(row[i]) for row in rows) and bool(rows) for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if right else v.ljust(w)
+            for v, w, right in zip(values, widths, numeric, strict=True)
+        ).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, int | float):
+        return True
+    text = str(value).rstrip("%").replace(",", "")
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def results_table(
+    results: Mapping[str, Any],
+    survey: Mapping[str, Any] | None = None,
+    truth: Mapping[str, Sequence[float]] | None = None,
+) -> str:
+    """The results document of ``GET /results`` as text, one block per question.
+
+    ``survey`` (the survey document) adds the question texts; ``truth`` (the demo's
+    simulated true shares or means, by question id) adds a column to compare with.
+    """
+    texts = {}
+    if survey:
+        texts = {q["id"]: q["text"] for q in survey["definition"]["questions"]}
+    level = f"{100 * (1 - float(results['beta'])):g}%"
+    blocks = [
+        f"{results['title']} ({results['survey']}, {results['status']}): "
+        f"{results['n_reports']:,} reports; intervals: {level} Chebyshev, per category"
+    ]
+    for q in results["questions"]:
+        head = f"\n[{q['question']}] {texts.get(q['question'], '')}".rstrip()
+        head += (
+            f"\n  {q['type']}, mechanism {q['mechanism']}, epsilon {q['epsilon']:g}, n {q['n']:,}"
+        )
+        if q.get("estimate", 0) is None or not q["n"]:
+            blocks.append(head + "\n  no reports yet")
+            continue
+        if "mean" in q:
+            rows = [["mean", f"{q['mean']:.4g}", f"{q['lower']:.4g}", f"{q['upper']:.4g}"]]
+            shown = [f"{v:.4g}" for v in (truth or {}).get(q["question"], [])]
+        else:
+            rows = [
+                [c["label"], f"{100 * c['estimate']:.1f}%", f"{100 * c['lower']:.1f}%",
+                 f"{100 * c['upper']:.1f}%"]
+                for c in q["categories"]
+            ]  # fmt: skip
+            shown = [f"{100 * v:.1f}%" for v in (truth or {}).get(q["question"], [])]
+        headers = ["answer", "estimate", "lower", "upper"]
+        if truth is not None and len(shown) == len(rows):
+            headers.append("true (simulated)")
+            rows = [[*row, value] for row, value in zip(rows, shown, strict=True)]
+        table = format_table(headers, rows)
+        blocks.append(head + "\n" + "\n".join("  " + line for line in table.splitlines()))
+    return "\n".join(blocks)
+
+
+# -- simulated respondents ------------------------------------------------------------
+
+
+def simulate_answers(survey: Survey, respondents: int, rng: np.random.Generator) -> list[dict]:
+    """True answers of ``respondents`` people, drawn with numpy from a fixed population.
+
+    Each question gets a population distribution drawn once from ``rng`` (uneven,
+    so the chart has something to show), then every respondent's answer is drawn
+    from it.  Returns one ``{question id: answer}`` per respondent, answers in the
+    types :meth:`Question.check_answer` accepts.
+    """
+    columns: dict[str, list[Any]] = {}
+    for q in survey.questions:
+        if q.type == "yes_no":
+            share = rng.uniform(0.25, 0.75)
+            columns[q.id] = [bool(v) for v in rng.random(respondents) < share]
+        elif q.type == "single_choice":
+            weights = rng.dirichlet(np.full(len(q.options), 1.5))
+            picks = rng.choice(len(q.options), size=respondents, p=weights)
+            columns[q.id] = [q.options[i] for i in picks]
+        elif q.type == "multiple_choice":
+            shares = rng.uniform(0.1, 0.8, size=len(q.options))
+            chosen = rng.random((respondents, len(q.options))) < shares
+            columns[q.id] = [[q.options[i] for i in np.flatnonzero(row)] for row in chosen]
+        else:
+            lo, hi = float(q.oracle.lo), float(q.oracle.hi)
+            values = lo + (hi - lo) * rng.beta(2.0, 5.0, size=respondents)
+            columns[q.id] = [float(v) for v in values]
+    return [{qid: column[i] for qid, column in columns.items()} for i in range(respondents)]
+
+
+def true_summary(question: Question, answers: list[Any]) -> list[float]:
+    """The exact shares (or the mean) of simulated true answers, in the results' order."""
+    if question.type == "numeric":
+        return [float(np.mean(answers))]
+    if question.type == "yes_no":
+        yes = float(np.mean([bool(a) for a in answers]))
+        return [1.0 - yes, yes]
+    if question.type == "single_choice":
+        return [sum(a == label for a in answers) / len(answers) for label in question.options]
+    return [sum(label in a for a in answers) / len(answers) for label in question.options]
+
+
+def respondent_reports(survey: Survey, answers: Mapping[str, Any]) -> dict[str, list]:
+    """One respondent's batch: each answer randomized on 'the device' (CSPRNG), uuid4 ids."""
+    return {
+        "reports": [
+            {"id": str(uuid.uuid4()), "question": q.id, "payload": q.randomize(answers[q.id])}
+            for q in survey.questions
+        ]
+    }
+
+
+def submit_all(
+    base_url: str,
+    survey_id: str,
+    bodies: Sequence[Mapping[str, Any]],
+    *,
+    threads: int = 8,
+    progress: Progress | None = None,
+    attempts: int = 5,
+) -> int:
+    """POST every body to the reports endpoint over HTTP; retries 429/503 and lost connections."""
+    import requests
+
+    url = f"{base_url}/api/v1/surveys/{survey_id}/reports"
+    local = threading.local()
+
+    def post(body: Mapping[str, Any]) -> int:
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = requests.Session()
+        delay = 0.2
+        for attempt in range(attempts):
+            try:
+                response = session.post(url, json=body, timeout=30)
+            except requests.ConnectionError:
+                if attempt == attempts - 1:
+                    raise
+            else:
+                if response.status_code == 201:
+                    if progress:
+                        progress.advance()
+                    return int(response.json()["received"])
+                if response.status_code not in (429, 503) or attempt == attempts - 1:
+                    raise _fail(
+                        f"the server refused a report batch: HTTP {response.status_code} "
+                        f"{response.text[:300]}"
+                    )
+                delay = float(response.headers.get("Retry-After", delay))
+            time.sleep(delay)
+            delay *= 2
+        return 0  # pragma: no cover - the loop returns or raises
+
+    received = 0
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = [pool.submit(post, body) for body in bodies]
+        for future in as_completed(futures):
+            received += future.result()
+    return received
+
+
+# -- settings, storage and the server --------------------------------------------------
+
+
+def load_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The server's settings (defaults < DENIABLE_* environment < command-line overrides)."""
+    from flask import Flask
+
+    from . import settings
+
+    overrides = {}
+    if getattr(args, "database", None):
+        overrides["DATABASE"] = args.database
+    if getattr(args, "signing_key", None):
+        overrides["SIGNING_KEY_PATH"] = args.signing_key
+    # Why: the same default instance folder as create_app, so both find one database.
+    instance = Flask("deniable.aggregator", instance_relative_config=True).instance_path
+    return settings.load(overrides, instance_path=instance)
+
+
+@contextlib.contextmanager
+def opened_storage(config: Mapping[str, Any], *, migrated: bool = True) -> Iterator[Any]:
+    """The configured storage; with ``migrated``, refuse a database ``init`` never ran on."""
+    from .storage import open_storage
+
+    storage = open_storage(config)
+    try:
+        if migrated and storage.schema_version() == 0:
+            raise _fail(
+                f"database {_shown_database(config)} is not initialised; run '{PROG} init' first"
+            )
+        yield storage
+    finally:
+        storage.close()
+
+
+def _shown_database(config: Mapping[str, Any]) -> str:
+    """The database setting without a password, for messages."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    database = str(config["DATABASE"])
+    parts = urlsplit(database)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return database
+
+
+def survey_results(
+    config: Mapping[str, Any], survey_id: str, beta: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(results document, survey definition), computed exactly as the API computes them."""
+    from . import create_app
+    from .api.results import compute_results
+    from .storage import current_storage
+
+    app = create_app({**config, "MIGRATE": False})
+    with app.app_context():
+        record = current_storage().get_survey(survey_id)
+        return compute_results(record, beta), record.survey.to_dict()
+
+
+def _bind(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"must be HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
+    return number
+
+
+def _port(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number 0-65535, got {value!r}")
+    return number
+
+
+def _beta(value: str) -> float:
+    from deniable.estimation import check_beta
+
+    try:
+        return check_beta(float(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {value!r}") from None
+
+
+def run_gunicorn(config: Mapping[str, Any], bind: str, workers: int, timeout: int = 60) -> None:
+    """Serve ``create_app(config)`` with gunicorn's sync workers (blocks until stopped)."""
+    from gunicorn.app.base import BaseApplication
+
+    from . import create_app
+
+    app_config = dict(config)
+
+    class Application(BaseApplication):
+        def load_config(self) -> None:
+            self.cfg.set("bind", [bind])
+            self.cfg.set("workers", workers)
+            self.cfg.set("timeout", timeout)
+            self.cfg.set("proc_name", PROG)
+
+        def load(self):
+            # Why: built in each worker after fork, so no connection crosses a fork.
+            return create_app(app_config)
+
+    Application().run()
+
+
+# -- commands -----------------------------------------------------------------------------
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from . import signing
+
+    config = load_settings(args)
+    with opened_storage(config, migrated=False) as storage:
+        version = storage.migrate()
+    created = signing.create_key(config["SIGNING_KEY_PATH"])
+    key = signing.load_key(config["SIGNING_KEY_PATH"])
+    print(f"database {_shown_database(config)}: schema version {version}")
+    print(
+        f"signing key {config['SIGNING_KEY_PATH']}: {'created' if created else 'kept'}, "
+        f"key id {key.key_id}"
+    )
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from . import signing
+
+    config = load_settings(args)
+    host, port = args.bind
+    # Why: migrate and create the key once, here, rather than racing in every worker.
+    with opened_storage(config, migrated=False) as storage:
+        storage.migrate()
+    signing.create_key(config["SIGNING_KEY_PATH"])
+    if args.dev:
+        from . import create_app
+
+        print(f"development server on http://{host}:{port}/ (not for production)", file=sys.stderr)
+        create_app(config).run(host=host, port=port, debug=False, use_reloader=False)
+        return 0
+    run_gunicorn(config, f"{host}:{port}", args.workers, args.timeout)
+    return 0
+
+
+def _read_definition(path: str) -> Survey:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text("utf-8")
+    except OSError as error:
+        raise _fail(f"cannot read {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise _fail(f"{path} is not UTF-8 text") from None
+    data: Any
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise _fail(f"{path} is not valid JSON: {error}") from None
+    if isinstance(data, dict) and "definition" in data and "format" not in data:
+        data = data["definition"]  # accept the API's request body shape too
+    return Survey.from_dict(data)
+
+
+def cmd_create_survey(args: argparse.Namespace) -> int:
+    survey = _read_definition(args.file)
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        record = storage.create_survey(survey, results_public=not args.private)
+    visibility = "public" if record.results_public else "private"
+    print(
+        f"created survey {record.id!r}: {len(survey.questions)} questions, "
+        f"total epsilon {survey.total_epsilon:g}, {visibility} results"
+    )
+    return 0
+
+
+def cmd_close_survey(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        record = storage.close_survey(args.survey)
+    print(f"survey {record.id!r} is closed ({record.n_reports:,} reports)")
+    return 0
+
+
+def cmd_token_create(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        token = storage.create_operator_token(args.label)
+    print(token)
+    print("This operator token is shown once and stored only as a hash; keep it safe.",
+          file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def cmd_token_list(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        tokens = storage.list_operator_tokens()
+    rows = [[t.id, t.label or "-", t.created_at, t.revoked_at or "-"] for t in tokens]
+    print(format_table(["id", "label", "created", "revoked"], rows))
+    return 0
+
+
+def cmd_token_revoke(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        if not storage.revoke_operator_token(args.id):
+            raise _fail(f"no unrevoked operator token with id {args.id}")
+    print(f"revoked operator token {args.id}")
+    return 0
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    with opened_storage(config):
+        pass  # Why: a clear message for a database that init never ran on.
+    document, definition = survey_results(config, args.survey, args.beta)
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        print(results_table(document, {"definition": definition}))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    with contextlib.ExitStack() as stack:
+        storage = stack.enter_context(opened_storage(config))
+        reports = storage.export_reports(args.survey)
+        if args.output:
+            try:
+                out = stack.enter_context(open(args.output, "w", encoding="utf-8", newline=""))
+            except OSError as error:
+                raise _fail(f"cannot write {args.output}: {error.strerror}") from None
+        else:
+            out = sys.stdout
+        count = write_export(reports, args.format, out)
+    print(f"exported {count:,} reports of {args.survey!r}", file=sys.stderr)
+    return 0
+
+
+def write_export(reports: Iterator[Any], fmt: str, out: TextIO) -> int:
+    """Stored reports as CSV (with a header) or JSON lines; returns how many."""
+    count = 0
+    if fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["seq", "id", "question", "payload", "received_at"])
+        for report in reports:
+            writer.writerow([report.seq, report.id, report.question, report.payload,
+                             report.received_at])  # fmt: skip
+            count += 1
+    else:
+        for report in reports:
+            out.write(json.dumps(report.to_dict(), separators=(",", ":")) + "\n")
+            count += 1
+    return count
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    from . import settings
+
+    print(settings.describe())
+    return 0
+
+
+# -- demo ---------------------------------------------------------------------------------
+
+
+def demo_survey() -> Survey:
+    """The packaged demo survey (aggregator/demo_survey.json)."""
+    text = resources.files("deniable.aggregator").joinpath("demo_survey.json").read_text("utf-8")
+    return Survey.from_json(text)
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def start_server(
+    config: Mapping[str, Any], port: int, *, workers: int = 2, host: str = "127.0.0.1"
+) -> subprocess.Popen:
+    """``deniable-aggregator serve`` in a child process, returned once it answers /health."""
+    import requests
+
+    command = [
+        sys.executable, "-m", "deniable.aggregator.cli",
+        "--database", str(config["DATABASE"]), "--signing-key", str(config["SIGNING_KEY_PATH"]),
+        "serve", "--bind", f"{host}:{port}", "--workers", str(workers),
+    ]  # fmt: skip
+    log = tempfile.TemporaryFile(mode="w+")
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    server.log = log  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 60
+    url = f"http://{host}:{port}/api/v1/health"
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            log.seek(0)
+            tail = log.read()[-2000:]
+            raise _fail(f"the server exited with status {server.returncode}:\n{tail}")
+        try:
+            if requests.get(url, timeout=2).status_code == 200:
+                return server
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    stop_server(server)
+    raise _fail(f"the server did not answer {url} within 60 s")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    log = getattr(server, "log", None)
+    if log is not None:
+        log.close()
+
+
+def verify_signature(document: Mapping[str, Any], key: Mapping[str, Any]) -> Survey:
+    """Check a served survey's Ed25519 signature as a respondent's device would."""
+    import base64
+
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    survey = Survey.from_dict(document["definition"])
+    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key["public_key"]))
+    try:
+        public.verify(base64.b64decode(document["signature"]), survey.canonical_bytes())
+    except InvalidSignature:
+        raise _fail(f"survey {survey.id!r}: the served signature does not verify") from None
+    return survey
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import requests
+
+    if args.dir:
+        directory = Path(args.dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        created_directory = False
+    else:
+        directory = Path(tempfile.mkdtemp(prefix="deniable-demo-"))
+        created_directory = True
+    database = directory / "deniable.sqlite3"
+    if database.exists():
+        raise _fail(f"{database} already exists; the demo needs a fresh directory")
+    config = load_settings(
+        argparse.Namespace(database=str(database), signing_key=str(directory / "signing_key.pem"))
+    )
+    port = args.port
+    if port is None:
+        port = DEMO_PORT if port_is_free(DEMO_PORT) else free_port()
+    elif port == 0:
+        port = free_port()
+    elif not port_is_free(port):
+        raise _fail(f"port {port} on 127.0.0.1 is in use; pick another with --port")
+
+    from . import signing
+
+    survey = demo_survey()
+    with opened_storage(config, migrated=False) as storage:
+        storage.migrate()
+        storage.create_survey(survey, results_public=True)
+        token = storage.create_operator_token("demo")
+    signing.create_key(config["SIGNING_KEY_PATH"])
+    print(f"demo data in {directory}", file=sys.stderr)
+
+    server = start_server(config, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        session = requests.Session()
+        document = session.get(f"{base}/api/v1/surveys/{survey.id}", timeout=10).json()
+        key = session.get(f"{base}/api/v1/key", timeout=10).json()
+        served = verify_signature(document, key)
+        rng = np.random.default_rng(args.seed)
+        answers = simulate_answers(served, args.respondents, rng)
+        bodies = [respondent_reports(served, a) for a in answers]
+        progress = Progress(len(bodies), f"submitting {args.respondents:,} respondents")
+        received = submit_all(base, served.id, bodies, progress=progress)
+        results = session.get(f"{base}/api/v1/surveys/{served.id}/results", timeout=30).json()
+        truth = {q.id: true_summary(q, [a[q.id] for a in answers]) for q in served.questions}
+        print(f"{received:,} reports from {args.respondents:,} simulated respondents\n")
+        print(results_table(results, document, truth))
+        print(f"\ndashboard:      {base}/surveys/{served.id}")
+        print(f"results (JSON): {base}/api/v1/surveys/{served.id}/results")
+        print(f"operator token: {token}")
+        sys.stdout.flush()
+        if args.no_serve:
+            return 0
+        print("serving; press Ctrl-C to stop", file=sys.stderr)
+        try:
+            status = server.wait()
+        except KeyboardInterrupt:
+            print("\nstopping", file=sys.stderr)
+            return 0
+        raise _fail(f"the server stopped unexpectedly (status {status})")
+    finally:
+        stop_server(server)
+        if created_directory and not args.keep:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+# -- argument parsing -----------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit status 2
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Run and administer the Deniable aggregator.",
+        epilog=f"Settings come from DENIABLE_* environment variables; see '{PROG} settings'.",
+    )
+    parser.add_argument(
+        "--database",
+        metavar="PATH_OR_DSN",
+        help="SQLite file or postgresql:// DSN (overrides DENIABLE_DATABASE)",
+    )
+    parser.add_argument("--signing-key", metavar="PATH",
+                        help="Ed25519 key file (overrides DENIABLE_SIGNING_KEY_PATH)")  # fmt: skip
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    sub = commands.add_parser("init", help="apply database migrations and create the signing key")
+    sub.set_defaults(func=cmd_init)
+
+    sub = commands.add_parser("serve", help="serve the API and dashboard (gunicorn)")
+    sub.add_argument(
+        "--bind",
+        type=_bind,
+        default=("127.0.0.1", 8000),
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:8000)",
+    )
+    sub.add_argument("--workers", type=_positive, default=2, help="gunicorn workers (default 2)")
+    sub.add_argument("--timeout", type=_positive, default=60, help="worker timeout, seconds")
+    sub.add_argument("--dev", action="store_true", help="Flask's development server instead")
+    sub.set_defaults(func=cmd_serve)  # fmt: skip
+
+    sub = commands.add_parser("create-survey", help="create a survey from a definition file")
+    sub.add_argument("file", help="survey definition JSON ('-' for stdin)")
+    sub.add_argument("--private", action="store_true",
+                     help="results need an operator token (default: public)")  # fmt: skip
+    sub.set_defaults(func=cmd_create_survey)
+
+    sub = commands.add_parser("close-survey", help="close a survey: no more reports")
+    sub.add_argument("survey", metavar="ID")
+    sub.set_defaults(func=cmd_close_survey)
+
+    token = commands.add_parser("token", help="operator tokens")
+    token_commands = token.add_subparsers(dest="token_command", metavar="ACTION",
+                                          parser_class=_Parser)  # fmt: skip
+    token_commands.required = True
+    sub = token_commands.add_parser("create", help="create an operator token (printed once)")
+    sub.add_argument("--label", default="", help="a note on who or what holds the token")
+    sub.set_defaults(func=cmd_token_create)
+    sub = token_commands.add_parser("list", help="list operator tokens (never their values)")
+    sub.set_defaults(func=cmd_token_list)
+    sub = token_commands.add_parser("revoke", help="revoke an operator token by id")
+    sub.add_argument("id", type=_positive)
+    sub.set_defaults(func=cmd_token_revoke)
+
+    sub = commands.add_parser("results", help="a survey's estimates as a table")
+    sub.add_argument("survey", metavar="ID")
+    sub.add_argument(
+        "--beta",
+        type=_beta,
+        default=0.05,
+        help="allowed failure probability of each interval (default 0.05)",
+    )
+    sub.add_argument("--json", action="store_true", help="the API's JSON document instead")
+    sub.set_defaults(func=cmd_results)  # fmt: skip
+
+    sub = commands.add_parser("export", help="every raw report of a survey")
+    sub.add_argument("survey", metavar="ID")
+    sub.add_argument("--format", choices=("csv", "jsonl"), default="jsonl")
+    sub.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    sub.set_defaults(func=cmd_export)
+
+    sub = commands.add_parser(
+        "demo", help="a throw-away aggregator with simulated respondents and the dashboard"
+    )
+    sub.add_argument(
+        "--respondents",
+        type=_positive,
+        default=DEMO_RESPONDENTS,
+        help=f"simulated respondents (default {DEMO_RESPONDENTS})",
+    )
+    sub.add_argument(
+        "--port",
+        type=_port,
+        default=None,
+        help=f"port on 127.0.0.1 (default {DEMO_PORT}, or a free one; 0: any free)",
+    )
+    sub.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="directory for the demo database (default: a new temporary one)",
+    )
+    sub.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the simulated true answers (the noise is always CSPRNG)",
+    )
+    sub.add_argument("--no-serve", action="store_true", help="exit after submitting")
+    sub.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    sub.set_defaults(func=cmd_demo)  # fmt: skip
+
+    sub = commands.add_parser("settings", help="list every DENIABLE_* setting")
+    sub.set_defaults(func=cmd_settings)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (CommandError, DeniableError) as error:
+        message = str(error).strip() or type(error).__name__
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

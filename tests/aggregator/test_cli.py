@@ -1,0 +1,418 @@
+"""deniable-aggregator: every command, its output, and one-line errors with the right status."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+
+from deniable.aggregator import cli
+from deniable.aggregator.storage import open_storage
+from deniable.survey import Survey
+from deniable.wire import Report
+
+PROG = "deniable-aggregator"
+DEMO = json.loads((Path(cli.__file__).with_name("demo_survey.json")).read_text("utf-8"))
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> dict[str, Path]:
+    return {"database": tmp_path / "db.sqlite3", "key": tmp_path / "key.pem", "dir": tmp_path}
+
+
+def run(paths: dict[str, Path], *args: str) -> list[str]:
+    return ["--database", str(paths["database"]), "--signing-key", str(paths["key"]), *args]
+
+
+def call(capsys, argv: list[str]) -> tuple[int, str, str]:
+    try:
+        status = cli.main(argv)
+    except SystemExit as exit_:  # argparse usage errors
+        status = exit_.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def single_error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"{PROG}") and "error:" in lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def initialised(paths, capsys) -> dict[str, Path]:
+    status, _, err = call(capsys, run(paths, "init"))
+    assert status == 0, err
+    return paths
+
+
+@pytest.fixture
+def with_survey(initialised, capsys) -> dict[str, Path]:
+    definition = initialised["dir"] / "survey.json"
+    definition.write_text(json.dumps(DEMO), "utf-8")
+    status, _, err = call(capsys, run(initialised, "create-survey", str(definition)))
+    assert status == 0, err
+    return initialised
+
+
+def add_reports(paths: dict[str, Path], count: int, seed: int = 3) -> list[Report]:
+    """``count`` respondents' reports, stored directly (randomize_many for speed)."""
+    survey = Survey.from_dict(DEMO)
+    rng = np.random.default_rng(seed)
+    reports = []
+    for question in survey.questions:
+        oracle = question.oracle
+        if question.type == "numeric":
+            values = rng.uniform(0, 20, count)
+        elif question.type == "multiple_choice":
+            values = (rng.random((count, len(question.options))) < 0.4).astype(np.int64)
+        else:
+            values = rng.integers(0, question.domain_size, count)
+        payloads = oracle.encode_many(oracle.randomize_many(values, rng))
+        reports += [Report(id=str(uuid.uuid4()), question=question.id, payload=p)
+                    for p in payloads]  # fmt: skip
+    storage = open_storage({"DATABASE": str(paths["database"])})
+    try:
+        storage.add_reports(DEMO["id"], reports)
+    finally:
+        storage.close()
+    return reports
+
+
+# -- init ---------------------------------------------------------------------------
+
+
+def test_init_migrates_and_creates_a_private_key_once(paths, capsys) -> None:
+    status, out, _ = call(capsys, run(paths, "init"))
+    assert status == 0
+    assert "schema version 1" in out and "created" in out
+    assert paths["database"].exists()
+    assert stat.S_IMODE(paths["key"].stat().st_mode) == 0o600
+    key_before = paths["key"].read_bytes()
+    status, out, _ = call(capsys, run(paths, "init"))
+    assert status == 0 and "kept" in out
+    assert paths["key"].read_bytes() == key_before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["create-survey", "x.json"], ["close-survey", "s"], ["token", "create"], ["results", "s"],
+     ["export", "s"]],
+)  # fmt: skip
+def test_commands_refuse_a_database_init_never_ran_on(paths, capsys, command) -> None:
+    if command[0] == "create-survey":
+        (paths["dir"] / "x.json").write_text(json.dumps(DEMO))
+        command = ["create-survey", str(paths["dir"] / "x.json")]
+    status, _, err = call(capsys, run(paths, *command))
+    assert status == 1
+    assert "not initialised" in single_error_line(err) and f"{PROG} init" in err
+
+
+# -- surveys ------------------------------------------------------------------------
+
+
+def test_create_survey_stores_the_resolved_definition(with_survey, capsys) -> None:
+    storage = open_storage({"DATABASE": str(with_survey["database"])})
+    record = storage.get_survey(DEMO["id"])
+    storage.close()
+    assert record.results_public and record.is_open
+    assert record.survey == Survey.from_dict(DEMO)
+
+
+def test_create_survey_private_and_from_stdin(initialised, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps({**DEMO, "id": "from-stdin"})))
+    status, out, _ = call(capsys, run(initialised, "create-survey", "-", "--private"))
+    assert status == 0 and "'from-stdin'" in out and "private results" in out
+    storage = open_storage({"DATABASE": str(initialised["database"])})
+    assert storage.get_survey("from-stdin").results_public is False
+    storage.close()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read"),
+        ("{not json", "not valid JSON"),
+        (json.dumps({**DEMO, "questions": []}), "survey.questions"),
+        (json.dumps({**DEMO, "id": "Bad Id!"}), "survey.id"),
+        (b"\xff\xfe", "not UTF-8"),
+    ],
+)
+def test_create_survey_bad_input_is_one_line_and_status_1(initialised, capsys, content, message):
+    path = initialised["dir"] / "bad.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    status, out, err = call(capsys, run(initialised, "create-survey", str(path)))
+    assert status == 1 and out == ""
+    assert message in single_error_line(err)
+
+
+def test_create_survey_twice_is_a_conflict(with_survey, capsys) -> None:
+    definition = with_survey["dir"] / "survey.json"
+    status, _, err = call(capsys, run(with_survey, "create-survey", str(definition)))
+    assert status == 1 and "taken" in single_error_line(err)
+
+
+def test_close_survey(with_survey, capsys) -> None:
+    add_reports(with_survey, 10)
+    status, out, _ = call(capsys, run(with_survey, "close-survey", DEMO["id"]))
+    assert status == 0 and "is closed (40 reports)" in out
+    storage = open_storage({"DATABASE": str(with_survey["database"])})
+    assert storage.get_survey(DEMO["id"]).status == "closed"
+    storage.close()
+    status, _, err = call(capsys, run(with_survey, "close-survey", "no-such-survey"))
+    assert status == 1 and "no-such-survey" in single_error_line(err)
+
+
+# -- tokens -------------------------------------------------------------------------
+
+
+def test_token_create_prints_a_working_token_once(initialised, capsys) -> None:
+    status, out, err = call(capsys, run(initialised, "token", "create", "--label", "ci"))
+    token = out.strip()
+    assert status == 0 and token.startswith("dnb_") and len(out.splitlines()) == 1
+    assert "shown once" in err
+    storage = open_storage({"DATABASE": str(initialised["database"])})
+    assert storage.verify_operator_token(token)
+    assert not storage.verify_operator_token(token + "x")
+    storage.close()
+    status, out, _ = call(capsys, run(initialised, "token", "list"))
+    assert status == 0 and "ci" in out and token not in out
+    status, out, _ = call(capsys, run(initialised, "token", "revoke", "1"))
+    assert status == 0
+    storage = open_storage({"DATABASE": str(initialised["database"])})
+    assert not storage.verify_operator_token(token)
+    storage.close()
+    status, _, err = call(capsys, run(initialised, "token", "revoke", "1"))
+    assert status == 1 and "no unrevoked operator token" in single_error_line(err)
+
+
+# -- results and export ---------------------------------------------------------------
+
+
+def test_results_table_and_json_match_the_estimator(with_survey, capsys) -> None:
+    add_reports(with_survey, 400)
+    status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"], "--json"))
+    assert status == 0
+    document = json.loads(out)
+    assert document["n_reports"] == 1600 and document["beta"] == 0.05
+    commute = next(q for q in document["questions"] if q["question"] == "commute")
+    assert commute["n"] == 400 and [c["label"] for c in commute["categories"]] == \
+        DEMO["questions"][1]["options"]  # fmt: skip
+    status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"]))
+    assert status == 0
+    assert "How do you usually get to work?" in out
+    for category in commute["categories"]:
+        row = next(line for line in out.splitlines() if line.strip().startswith(category["label"]))
+        assert f"{100 * category['estimate']:.1f}%" in row
+        assert f"{100 * category['upper']:.1f}%" in row
+    overtime = next(q for q in document["questions"] if q["question"] == "overtime")
+    assert f"{overtime['mean']:.4g}" in out
+    status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"], "--beta", "0.2"))
+    assert status == 0 and "80% Chebyshev" in out
+
+
+def test_results_of_unknown_survey_and_bad_beta(with_survey, capsys) -> None:
+    status, _, err = call(capsys, run(with_survey, "results", "nope"))
+    assert status == 1 and "nope" in single_error_line(err)
+    status, _, err = call(capsys, run(with_survey, "results", DEMO["id"], "--beta", "1.5"))
+    assert status == 2 and "--beta" in single_error_line(err)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_export_writes_every_report_in_order(with_survey, capsys, fmt) -> None:
+    reports = add_reports(with_survey, 25)
+    output = with_survey["dir"] / f"out.{fmt}"
+    status, out, err = call(
+        capsys, run(with_survey, "export", DEMO["id"], "--format", fmt, "-o", str(output))
+    )
+    assert status == 0 and out == "" and "exported 100 reports" in err
+    text = output.read_text("utf-8")
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(text)))
+    else:
+        rows = [json.loads(line) for line in text.splitlines()]
+    assert [r["id"] for r in rows] == [r.id for r in reports]
+    assert [r["payload"] for r in rows] == [r.payload for r in reports]
+    assert [int(r["seq"]) for r in rows] == sorted(int(r["seq"]) for r in rows)
+    assert set(rows[0]) == {"seq", "id", "question", "payload", "received_at"}
+
+
+def test_export_to_stdout_and_errors(with_survey, capsys) -> None:
+    add_reports(with_survey, 2)
+    status, out, _ = call(capsys, run(with_survey, "export", DEMO["id"]))
+    assert status == 0 and len(out.splitlines()) == 8
+    status, _, err = call(capsys, run(with_survey, "export", DEMO["id"], "--format", "xml"))
+    assert status == 2 and "invalid choice" in single_error_line(err)
+    status, _, err = call(capsys, run(with_survey, "export", "nope"))
+    assert status == 1 and "nope" in single_error_line(err)
+    missing = with_survey["dir"] / "no" / "such" / "dir.csv"
+    status, _, err = call(capsys, run(with_survey, "export", DEMO["id"], "-o", str(missing)))
+    assert status == 1 and "cannot write" in single_error_line(err)
+
+
+# -- usage errors ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "required"),
+        (["frobnicate"], "invalid choice"),
+        (["serve", "--bind", "nonsense"], "HOST:PORT"),
+        (["serve", "--workers", "0"], "positive integer"),
+        (["demo", "--respondents", "-5"], "positive integer"),
+        (["demo", "--port", "70000"], "port number"),
+        (["token"], "required"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(capsys, argv, message) -> None:
+    status, _, err = call(capsys, argv)
+    assert status == 2
+    assert message in single_error_line(err)
+
+
+def test_console_script_is_installed() -> None:
+    script = shutil.which(PROG, path=str(Path(sys.executable).parent))
+    assert script, f"{PROG} is not on the venv's PATH"
+    result = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    for command in ("init", "serve", "create-survey", "close-survey", "token", "results",
+                    "export", "demo"):  # fmt: skip
+        assert command in result.stdout
+
+
+def test_settings_lists_every_setting(capsys) -> None:
+    status, out, _ = call(capsys, ["settings"])
+    assert status == 0 and "DENIABLE_DATABASE" in out and "DENIABLE_MAX_BATCH" in out
+
+
+# -- serve and demo (real processes, real HTTP) -------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> requests.Response:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[0]
+        try:
+            return requests.get(url, timeout=2)
+        except requests.ConnectionError:
+            time.sleep(0.1)
+    raise AssertionError(f"{url} did not answer")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", [["--workers", "2"], ["--dev"]])
+def test_serve_answers_api_and_dashboard_then_stops_on_sigterm(with_survey, mode) -> None:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "deniable.aggregator.cli",
+         *run(with_survey, "serve", "--bind", f"127.0.0.1:{port}", *mode)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        health = _wait_for(f"http://127.0.0.1:{port}/api/v1/health", process)
+        assert health.json()["status"] == "ok" and health.json()["storage"] == "sqlite"
+        page = requests.get(f"http://127.0.0.1:{port}/", timeout=10)
+        assert page.status_code == 200 and DEMO["title"] in page.text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+    output = process.stdout.read()
+    assert process.returncode in (0, -signal.SIGTERM), output
+    if "--dev" not in mode:
+        assert "Booting worker" in output
+
+
+@pytest.mark.slow
+def test_demo_no_serve_submits_over_http_and_prints_results(tmp_path: Path) -> None:
+    directory = tmp_path / "demo"
+    result = subprocess.run(
+        [sys.executable, "-m", "deniable.aggregator.cli", "demo", "--no-serve",
+         "--respondents", "300", "--port", "0", "--dir", str(directory), "--seed", "5"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "1,200 reports from 300 simulated respondents" in result.stdout
+    assert "/surveys/demo-workplace" in result.stdout
+    assert "true (simulated)" in result.stdout
+    assert "300/300" in result.stderr  # the progress bar reached the end
+    storage = open_storage({"DATABASE": str(directory / "deniable.sqlite3")})
+    try:
+        assert storage.count_reports("demo-workplace") == 1200
+        statistics = storage.fold("demo-workplace")
+        assert {s.n for s in statistics.values()} == {300}
+    finally:
+        storage.close()
+    # A second run in the same directory would mix two demos: refused, one line.
+    again = subprocess.run(
+        [sys.executable, "-m", "deniable.aggregator.cli", "demo", "--no-serve",
+         "--dir", str(directory)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 1
+    assert "already exists" in single_error_line(again.stderr)
+
+
+def test_demo_refuses_a_busy_port(tmp_path: Path, capsys) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        status, _, err = call(capsys, ["demo", "--no-serve", "--dir", str(tmp_path),
+                                       "--port", str(port)])  # fmt: skip
+    assert status == 1 and "in use" in single_error_line(err)
+
+
+def test_demo_survey_has_every_question_type() -> None:
+    survey = cli.demo_survey()
+    assert sorted(q.type for q in survey.questions) == [
+        "multiple_choice", "numeric", "single_choice", "yes_no"
+    ]  # fmt: skip
+
+
+def test_simulated_answers_are_valid_and_reports_decode() -> None:
+    survey = cli.demo_survey()
+    answers = cli.simulate_answers(survey, 50, np.random.default_rng(0))
+    assert len(answers) == 50
+    for answer in answers:
+        body = cli.respondent_reports(survey, answer)
+        assert [r["question"] for r in body["reports"]] == survey.question_ids
+        for report in body["reports"]:
+            survey.question(report["question"]).oracle.decode(report["payload"])
+    truth = cli.true_summary(survey.question("commute"), [a["commute"] for a in answers])
+    assert sum(truth) == pytest.approx(1.0)
+
+
+def test_environment_settings_are_honoured(paths, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("DENIABLE_DATABASE", str(paths["database"]))
+    monkeypatch.setenv("DENIABLE_SIGNING_KEY_PATH", str(paths["key"]))
+    status, _, _ = call(capsys, ["init"])
+    assert status == 0 and paths["database"].exists() and paths["key"].exists()
+    monkeypatch.setenv("DENIABLE_MAX_BATCH", "zero")
+    status, _, err = call(capsys, ["init"])
+    assert status == 1 and "MAX_BATCH" in single_error_line(err)
+    assert os.environ["DENIABLE_DATABASE"] == str(paths["database"])
