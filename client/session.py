@@ -70,7 +70,15 @@ RETRYABLE_EXCEPTIONS = (
     requests.exceptions.ChunkedEncodingError,
 )
 
-__all__ = ["FlushResult", "Receipt", "SurveyClient", "SurveyClosed", "VerifiedSurvey"]
+__all__ = [
+    "FlushResult",
+    "Randomized",
+    "Receipt",
+    "SurveyClient",
+    "SurveyClosed",
+    "VerifiedSurvey",
+    "randomize_answers",
+]
 
 
 class SurveyClosed(ClientError):
@@ -127,6 +135,52 @@ class Receipt:
     report_ids: tuple[str, ...]
     epsilon_charged: float
     delivered: bool
+
+
+@dataclass(frozen=True)
+class Randomized:
+    """The randomized payloads of one survey answer, and what the ledger must charge."""
+
+    payloads: dict[str, str]
+    charges: list[tuple[str, str, float]]
+    new_tags: dict[str, str]
+
+
+def randomize_answers(
+    survey: Survey, checked: Mapping[str, Any], device_secret: bytes, memo: Mapping[str, Any]
+) -> Randomized:
+    """Randomize checked true answers exactly as :meth:`SurveyClient.answer` does.
+
+    Plain questions: the question's mechanism with the OS CSPRNG.  Longitudinal
+    questions: the permanent response derived from ``device_secret`` (HMAC
+    stream), then a fresh instantaneous randomization with the CSPRNG; the
+    permanent ε is charged only for a (key, value) whose tag is not in ``memo``.
+    Payload lengths depend only on the question, never on the answer.
+    """
+    payloads: dict[str, str] = {}
+    charges: list[tuple[str, str, float]] = []
+    new_tags: dict[str, str] = {}
+    for question in survey.questions:
+        value = checked[question.id]
+        oracle = question.oracle
+        cost = question_cost(question)
+        if is_longitudinal(question):
+            permanent = permanent_response(device_secret, question, value)
+            report = oracle.randomize(value, permanent=permanent)  # type: ignore[call-arg]
+            tag = memo_tag(device_secret, question, value)
+            if tag in memo or tag in new_tags:
+                charges.append((question.id, "memoized", 0.0))
+            else:
+                new_tags[tag] = question.longitudinal.key  # type: ignore[union-attr]
+                charges.append((question.id, "permanent", cost))
+        else:
+            report = oracle.randomize(value)  # rng=None: the OS CSPRNG
+            charges.append((question.id, "report", cost))
+        payload = oracle.encode(report)
+        if len(payload) != oracle.report_length:  # pragma: no cover - a mechanism bug
+            raise InvalidParameter(f"question {question.id!r}: payload length varies")
+        payloads[question.id] = payload
+    return Randomized(payloads=payloads, charges=charges, new_tags=new_tags)
 
 
 class SurveyClient:
@@ -404,7 +458,7 @@ class SurveyClient:
             raise InvalidParameter("answer() needs a survey from fetch() or a survey id")
         if survey.origin != self.origin:
             raise InvalidParameter(f"survey {survey.id!r} was fetched from {survey.origin}")
-        key, key_id = self._pinned_key()
+        key, _ = self._pinned_key()
         if key != survey.public_key:
             raise SignatureError(f"survey {survey.id!r} was not verified under the pinned key")
         try:
@@ -422,32 +476,15 @@ class SurveyClient:
                 raise AlreadyAnswered(f"this device already answered survey {survey.id!r}")
             ledger = Ledger(state, self.policy, self.clock)
             ledger.check(survey.total_epsilon, f"answering survey {survey.id!r}")
-            reports, charges, tags = [], [], {}
-            for question in survey.survey.questions:
-                value = checked[question.id]
-                oracle = question.oracle
-                cost = question_cost(question)
-                if is_longitudinal(question):
-                    permanent = permanent_response(state.device_secret, question, value)
-                    report = oracle.randomize(value, permanent=permanent)  # type: ignore[call-arg]
-                    tag = memo_tag(state.device_secret, question, value)
-                    if tag in state.memo or tag in tags:
-                        charges.append((question.id, "memoized", 0.0))
-                    else:
-                        tags[tag] = question.longitudinal.key  # type: ignore[union-attr]
-                        charges.append((question.id, "permanent", cost))
-                else:
-                    report = oracle.randomize(value)  # rng=None: the OS CSPRNG
-                    charges.append((question.id, "report", cost))
-                payload = oracle.encode(report)
-                if len(payload) != oracle.report_length:  # pragma: no cover - mechanism bug
-                    raise InvalidParameter(f"question {question.id!r}: payload length varies")
-                reports.append({"id": str(uuid.uuid4()), "question": question.id,
-                                "payload": payload})  # fmt: skip
+            randomized = randomize_answers(survey.survey, checked, state.device_secret, state.memo)
+            reports = [
+                {"id": str(uuid.uuid4()), "question": question_id, "payload": payload}
+                for question_id, payload in randomized.payloads.items()
+            ]
             body = json.dumps({"reports": reports}, separators=(",", ":"), ensure_ascii=True)
-            charged = ledger.charge(answered_key, charges)
+            charged = ledger.charge(answered_key, randomized.charges)
             now = self.clock()
-            for tag, memo_key in tags.items():
+            for tag, memo_key in randomized.new_tags.items():
                 state.memo[tag] = {"key": memo_key, "at": now}
             report_ids = [r["id"] for r in reports]
             state.answered[answered_key] = {"at": now, "batch": batch_id, "reports": report_ids}
@@ -455,12 +492,9 @@ class SurveyClient:
                 "batch": batch_id, "origin": self.origin, "survey": survey.id,
                 "path": f"/api/v1/surveys/{survey.id}/reports", "body": body, "created_at": now,
             })  # fmt: skip
-        # The charge, the "answered" mark and the batch are on disk: now send.
-        try:
-            self.flush()
-        except TransportError as error:
-            if error.status is not None and 400 <= error.status < 500 and error.status != 429:
-                raise
+        # The charge, the "answered" mark and the batch are on disk: now send.  flush()
+        # keeps the batch if the aggregator is unreachable and raises if it refuses it.
+        self.flush()
         pending = any(e["batch"] == batch_id for e in self.store.load().outbox)
         return Receipt(survey=survey.id, report_ids=tuple(report_ids),
                        epsilon_charged=charged, delivered=not pending)  # fmt: skip

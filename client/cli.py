@@ -1,0 +1,300 @@
+"""``deniable``: answer a survey in the terminal, flush the outbox, or simulate respondents.
+
+    deniable answer URL SURVEY_ID [--state PATH] [--trusted-key B64] [--yes]
+    deniable flush URL [--state PATH]
+    deniable budget [--state PATH]
+    deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed] [--seed S]
+
+Exit status: 0 on success, 1 when Deniable refuses or fails (one line on
+stderr says why), 2 for bad command-line usage, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from deniable.errors import DeniableError, InvalidValue
+from deniable.mechanisms.base import FrequencyOracle
+from deniable.mechanisms.longitudinal import LongitudinalGRR
+from deniable.survey import Question
+
+from .policy import Policy, question_cost
+from .session import SurveyClient, VerifiedSurvey
+from .simulate import DISTRIBUTIONS, simulate
+from .state import StateStore
+
+
+class Aborted(Exception):
+    """The respondent declined or closed the input."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deniable", description="Answer local-differential-privacy surveys."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def common(sub: argparse.ArgumentParser, *, url: bool = True) -> None:
+        if url:
+            sub.add_argument("url", help="aggregator base URL, e.g. https://surveys.example.org")
+        sub.add_argument("--state", help="device state file (default: $DENIABLE_STATE or "
+                         "~/.local/share/deniable/state.bin)")  # fmt: skip
+        sub.add_argument("--timeout", type=_positive_float, default=10.0, help="seconds")
+
+    answer = commands.add_parser("answer", help="answer a survey interactively")
+    common(answer)
+    answer.add_argument("survey_id")
+    answer.add_argument("--trusted-key", help="pin this base64 Ed25519 key instead of TOFU")
+    answer.add_argument("--max-question-epsilon", type=_positive_float, default=4.0)
+    answer.add_argument("--max-survey-epsilon", type=_positive_float, default=10.0)
+    answer.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    flush = commands.add_parser("flush", help="deliver reports queued while offline")
+    common(flush)
+
+    budget = commands.add_parser("budget", help="show the privacy budget spent on this device")
+    common(budget, url=False)
+
+    sim = commands.add_parser(
+        "simulate", help="SIMULATION: post synthetic respondents (seeded numpy noise)"
+    )
+    sim.add_argument("url")
+    sim.add_argument("survey_id")
+    sim.add_argument("--respondents", type=_positive_int, required=True)
+    sim.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform")
+    sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("--batch-reports", type=_positive_int, default=500)
+    sim.add_argument("--trusted-key")
+    sim.add_argument("--timeout", type=_positive_float, default=30.0)
+    sim.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+# -- explaining a question ---------------------------------------------------------
+def explain(question: Question) -> str:
+    """Plain words: what the aggregator will see for this question, and what ε means."""
+    oracle = question.oracle
+    cost = question_cost(question)
+    ratio = math.exp(cost)
+    lines = []
+    if isinstance(oracle, LongitudinalGRR):
+        keep = oracle.p_star
+        lines.append(
+            "This question may be asked again. Your device remembers a randomized version of "
+            "your answer and randomizes it afresh each time, so asking many times reveals no "
+            f"more than ε = {oracle.epsilon_implemented:.2f} about one answer in total; this "
+            f"report alone reveals at most ε = {oracle.report_epsilon:.2f}. The report equals "
+            f"your true answer with probability {keep:.0%}."
+        )
+    elif question.type == "multiple_choice":
+        per = oracle.option_oracle  # type: ignore[attr-defined]
+        lines.append(
+            "For every option the server gets a yes/no that matches your true choice with "
+            f"probability {per.p_star:.0%} and is flipped otherwise."
+        )
+    elif question.type == "numeric":
+        lines.append(
+            "The server does not get your number: it gets one randomized value whose "
+            "distribution depends only slightly on it; only averages over many people are "
+            "meaningful."
+        )
+    elif isinstance(oracle, FrequencyOracle) and question.mechanism in ("binary_rr", "grr"):
+        lines.append(
+            f"The server gets your true answer with probability {oracle.p_star:.0%}; "
+            "otherwise one of the other answers picked at random."
+        )
+    else:
+        lines.append(
+            f"The server gets a randomized report ({question.mechanism}) that fits your true "
+            "answer only slightly better than any other answer."
+        )
+    lines.append(
+        f"Privacy cost ε = {cost:.2f}: whatever the server sees, it is at most {ratio:.1f}× "
+        "more likely under your true answer than under any other, so the report alone can "
+        "never prove what you answered."
+    )
+    return "\n".join("    " + line for line in lines)
+
+
+# -- prompting -------------------------------------------------------------------------
+def _read(prompt: str, read: Callable[[str], str]) -> str:
+    try:
+        return read(prompt).strip()
+    except EOFError:
+        raise Aborted("input closed before the survey was complete") from None
+
+
+def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -> Any:
+    """Ask until the input is a valid true answer for ``question``."""
+    while True:
+        if question.type == "yes_no":
+            text = _read("  your answer [y/n]: ", read).lower()
+            value: Any = {"y": True, "yes": True, "n": False, "no": False}.get(text, text)
+        elif question.type == "single_choice":
+            for number, label in enumerate(question.options, 1):
+                out.write(f"    {number}. {label}\n")
+            text = _read("  your choice (number): ", read)
+            value = _pick(question.options, text)
+        elif question.type == "multiple_choice":
+            for number, label in enumerate(question.options, 1):
+                out.write(f"    {number}. {label}\n")
+            text = _read("  your choices (numbers separated by commas, empty for none): ", read)
+            value = [_pick(question.options, part) for part in text.split(",") if part.strip()]
+        else:
+            lo, hi = question.oracle.lo, question.oracle.hi  # type: ignore[attr-defined]
+            text = _read(f"  a number from {lo:g} to {hi:g}: ", read)
+            try:
+                value = float(text)
+            except ValueError:
+                value = text
+        try:
+            question.check_answer(value)
+        except InvalidValue as error:
+            out.write(f"  not a valid answer ({error}); please try again\n")
+            continue
+        return value
+
+
+def _pick(options: Sequence[str], text: str) -> Any:
+    try:
+        number = int(text.strip())
+    except ValueError:
+        return text.strip()
+    return options[number - 1] if 1 <= number <= len(options) else text
+
+
+def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO) -> int:
+    policy = Policy(
+        max_question_epsilon=args.max_question_epsilon, max_survey_epsilon=args.max_survey_epsilon
+    )
+    with SurveyClient(args.url, trusted_key=args.trusted_key, state=StateStore(args.state),
+                      policy=policy, timeout=args.timeout) as client:  # fmt: skip
+        verified: VerifiedSurvey = client.fetch(args.survey_id)
+        survey = verified.survey
+        out.write(f"\n{survey.title}\n{'=' * len(survey.title)}\n")
+        if survey.description:
+            out.write(f"{survey.description}\n")
+        out.write(
+            f"Signature verified (aggregator key {verified.key_id}). Your answers are randomized "
+            "on this device; only the randomized reports leave it.\n"
+        )
+        answers = {}
+        for number, question in enumerate(survey.questions, 1):
+            out.write(f"\n{number}. {question.text}\n{explain(question)}\n")
+            answers[question.id] = prompt_answer(question, read, out)
+        budget = client.budget()
+        out.write(
+            f"\nThis survey costs at most ε = {verified.total_epsilon:.2f} in total. "
+            f"Spent on this device so far: {budget['spent_total']:.2f} "
+            f"(remaining this period: {budget['remaining_period']:.2f}).\n"
+        )
+        if not args.yes:
+            confirm = _read("Send the randomized answers? [y/N]: ", read).lower()
+            if confirm not in ("y", "yes"):
+                raise Aborted("nothing was sent")
+        receipt = client.answer(verified, answers)
+        if receipt.delivered:
+            out.write(f"Sent {len(receipt.report_ids)} randomized reports. Thank you!\n")
+        else:
+            out.write(
+                "The aggregator is unreachable: the randomized reports are saved on this device "
+                "and will be sent by `deniable flush` or with your next answer.\n"
+            )
+    return 0
+
+
+def run_flush(args: argparse.Namespace, out: TextIO) -> int:
+    with SurveyClient(args.url, state=StateStore(args.state), timeout=args.timeout) as client:
+        result = client.flush()
+    out.write(f"delivered {result.delivered} batch(es); {result.pending} still pending\n")
+    return 0 if result.pending == 0 else 1
+
+
+def run_budget(args: argparse.Namespace, out: TextIO) -> int:
+    with SurveyClient("http://localhost", state=StateStore(args.state)) as client:
+        budget = client.budget()
+    for name, value in budget.items():
+        out.write(f"{name.replace('_', ' ')}: {value:.3f}\n")
+    return 0
+
+
+def run_simulate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    out.write("SIMULATION: synthetic respondents, noise from a seeded numpy generator "
+              "(not the CSPRNG used for real answers)\n")  # fmt: skip
+    result = simulate(
+        args.url,
+        args.survey_id,
+        respondents=args.respondents,
+        distribution=args.distribution,
+        seed=args.seed,
+        batch_reports=args.batch_reports,
+        trusted_key=args.trusted_key,
+        progress=None if args.quiet else err,
+        timeout=args.timeout,
+    )
+    out.write(
+        f"posted {result.respondents} respondents ({result.reports} reports) in "
+        f"{result.seconds:.2f} s: {result.respondents_per_second:,.0f} respondents/s\n"
+    )
+    return 0
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    read: Callable[[str], str] = input,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    try:
+        if args.command == "answer":
+            return run_answer(args, read, out)
+        if args.command == "flush":
+            return run_flush(args, out)
+        if args.command == "budget":
+            return run_budget(args, out)
+        return run_simulate(args, out, err)
+    except Aborted as error:
+        err.write(f"deniable: aborted: {error}\n")
+        return 1
+    except DeniableError as error:
+        err.write(f"deniable: {type(error).__name__}: {error}\n")
+        return 1
+    except KeyboardInterrupt:
+        err.write("deniable: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

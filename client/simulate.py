@@ -1,0 +1,179 @@
+"""SIMULATION ONLY: synthetic respondents for load tests and demos.
+
+Real answers go through :meth:`SurveyClient.answer` (CSPRNG, one report at a
+time, ledger, memoization).  Here, for speed, both the synthetic true answers
+and the noise come from one seeded numpy ``Generator`` through the mechanisms'
+vectorized ``randomize_many`` and ``encode_many``; longitudinal questions draw
+both layers afresh (each synthetic respondent is a new device).  The survey's
+signature is still verified before anything is posted, and report ids are
+``uuid4`` as always.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from deniable.errors import InvalidParameter
+from deniable.survey import Question, Survey
+
+from .policy import Policy
+from .session import SurveyClient
+from .state import StateStore
+
+DISTRIBUTIONS = ("uniform", "skewed")
+SIMULATION_POLICY = Policy(
+    max_question_epsilon=20.0,
+    max_survey_epsilon=1e9,
+    lifetime_epsilon=1e12,
+    period_epsilon=1e12,
+)
+
+
+def _category_weights(size: int, distribution: str) -> np.ndarray:
+    if distribution == "uniform":
+        weights = np.ones(size)
+    else:
+        weights = 1.0 / np.arange(1, size + 1)
+    return weights / weights.sum()
+
+
+def true_answers(
+    question: Question, count: int, distribution: str, rng: np.random.Generator
+) -> np.ndarray:
+    """Synthetic true answers in mechanism terms (indices, bit rows or numbers)."""
+    if question.type == "numeric":
+        lo, hi = question.oracle.lo, question.oracle.hi  # type: ignore[attr-defined]
+        share = rng.random(count) if distribution == "uniform" else rng.beta(1.0, 3.0, count)
+        return lo + (hi - lo) * share
+    if question.type == "multiple_choice":
+        m = len(question.options)
+        if distribution == "uniform":
+            chance = np.full(m, 0.5)
+        else:
+            chance = 1.0 / np.arange(2, m + 2)
+        return (rng.random((count, m)) < chance).astype(np.int64)
+    weights = _category_weights(question.domain_size, distribution)
+    return rng.choice(question.domain_size, size=count, p=weights).astype(np.int64)
+
+
+def expected_truth(question: Question, distribution: str) -> dict[str, float]:
+    """The population value the estimates should approach (for the summary)."""
+    if question.type == "numeric":
+        lo, hi = question.oracle.lo, question.oracle.hi  # type: ignore[attr-defined]
+        return {"mean": lo + (hi - lo) * (0.5 if distribution == "uniform" else 0.25)}
+    if question.type == "multiple_choice":
+        m = len(question.options)
+        chance = [0.5] * m if distribution == "uniform" else [1 / (i + 2) for i in range(m)]
+        return dict(zip(question.options, chance, strict=True))
+    return dict(zip(question.labels, _category_weights(question.domain_size, distribution),
+                    strict=True))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    respondents: int
+    reports: int
+    seconds: float
+
+    @property
+    def respondents_per_second(self) -> float:
+        return self.respondents / self.seconds if self.seconds > 0 else math.inf
+
+
+class Progress:
+    """A plain-text progress bar on a stream (stderr), redrawn at most 10 times a second."""
+
+    def __init__(self, total: int, stream: TextIO | None, width: int = 30) -> None:
+        self.total, self.stream, self.width = total, stream, width
+        self.start = time.perf_counter()
+        self.last = 0.0
+
+    def update(self, done: int, *, final: bool = False) -> None:
+        if self.stream is None:
+            return
+        now = time.perf_counter()
+        if not final and now - self.last < 0.1:
+            return
+        self.last = now
+        filled = self.width * done // max(self.total, 1)
+        rate = done / max(now - self.start, 1e-9)
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r[{bar}] {done}/{self.total} respondents  {rate:,.0f}/s")
+        if final:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def batches(survey: Survey, respondents: int, batch_reports: int) -> list[int]:
+    per = max(1, batch_reports // len(survey.questions))
+    return [min(per, respondents - start) for start in range(0, respondents, per)]
+
+
+def simulate(
+    base_url: str,
+    survey_id: str,
+    *,
+    respondents: int,
+    distribution: str = "uniform",
+    seed: int | None = None,
+    batch_reports: int = 500,
+    trusted_key: str | None = None,
+    progress: TextIO | None = sys.stderr,
+    client_factory: Callable[..., SurveyClient] = SurveyClient,
+    **client_options: Any,
+) -> SimulationResult:
+    """Post ``respondents`` synthetic respondents' reports in batches; SIMULATION ONLY."""
+    if isinstance(respondents, bool) or not isinstance(respondents, int) or respondents < 1:
+        raise InvalidParameter(f"respondents must be a positive integer, got {respondents!r}")
+    if distribution not in DISTRIBUTIONS:
+        raise InvalidParameter(f"distribution must be one of {', '.join(DISTRIBUTIONS)}")
+    if isinstance(batch_reports, bool) or not isinstance(batch_reports, int) or batch_reports < 1:
+        raise InvalidParameter(f"batch size must be a positive integer, got {batch_reports!r}")
+    rng = np.random.default_rng(seed)
+    with tempfile.TemporaryDirectory(prefix="deniable-sim-") as scratch:
+        # A throwaway device: the simulation never touches the real ledger or pins.
+        store = StateStore(Path(scratch) / "state.bin", key=bytes(32))
+        with client_factory(base_url, trusted_key=trusted_key, state=store,
+                            policy=SIMULATION_POLICY, **client_options) as client:  # fmt: skip
+            verified = client.fetch(survey_id)
+            survey = verified.survey
+            path = f"/api/v1/surveys/{survey.id}/reports"
+            bar = Progress(respondents, progress)
+            start = time.perf_counter()
+            done = reports = 0
+            for size in batches(survey, respondents, batch_reports):
+                columns = []
+                for question in survey.questions:
+                    oracle = question.oracle
+                    truth = true_answers(question, size, distribution, rng)
+                    columns.append(oracle.encode_many(oracle.randomize_many(truth, rng)))
+                items = [
+                    {"id": str(uuid.uuid4()), "question": question.id, "payload": column[row]}
+                    for row in range(size)
+                    for question, column in zip(survey.questions, columns, strict=True)
+                ]
+                body = _dumps({"reports": items})
+                response = client._request("POST", path, body)
+                if response.status_code not in (200, 201):
+                    raise client._http_error("POST", path, response)
+                done += size
+                reports += len(items)
+                bar.update(done)
+            seconds = time.perf_counter() - start
+            bar.update(done, final=True)
+    return SimulationResult(respondents=done, reports=reports, seconds=seconds)
+
+
+def _dumps(data: object) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode("utf-8")
