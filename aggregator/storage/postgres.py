@@ -1,0 +1,369 @@
+"""PostgreSQL storage: psycopg 3 with a connection pool, READ COMMITTED transactions.
+
+Ingest only inserts (into ``reports`` and ``pending``) and takes a share lock
+on its survey row, so concurrent writers never wait for each other; closing a
+survey (an UPDATE) waits for in-flight ingests, so nothing is acknowledged for
+a closed survey.  Folding locks the survey's ``question_statistics`` rows
+(only results readers do) and moves pending rows with ``DELETE ... RETURNING``:
+no seq watermark, because identity values commit out of order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from deniable.errors import Conflict, DeniableError, NotFound, StorageError
+from deniable.survey import Survey
+from deniable.wire import Report
+
+from .base import (
+    CLOSED,
+    OPEN,
+    OperatorToken,
+    QuestionStatistics,
+    Storage,
+    StoredReport,
+    SurveyRecord,
+    definition_text,
+    fold_into,
+    hash_token,
+    initial_statistics,
+    iso,
+    migrations,
+    new_token,
+)
+
+_SURVEY_COLUMNS = """
+    s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
+    (SELECT COALESCE(SUM(n), 0) FROM question_statistics WHERE survey_id = s.id)
+      + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports
+"""
+# Deadlocks (two batches sharing ids) and serialization failures are retried whole.
+RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+ATTEMPTS = 5
+# An arbitrary constant: the advisory lock that serializes concurrent migrations.
+MIGRATION_LOCK = 0x6465_6E69
+
+
+class PostgresStorage(Storage):
+    """Storage in a PostgreSQL database, shared by any number of aggregator processes."""
+
+    backend = "postgresql"
+
+    def __init__(self, dsn: str, *, pool_size: int = 10, pool_timeout: float = 10) -> None:
+        super().__init__()
+        self.dsn = dsn
+        self.pool_size = pool_size
+        self.pool_timeout = pool_timeout
+        self._pool: ConnectionPool | None = None
+        self._pool_lock = threading.Lock()
+
+    # -- connections -------------------------------------------------------------------
+    def _get_pool(self) -> ConnectionPool:
+        # Why: opened lazily so that gunicorn workers forked after create_app own theirs.
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ConnectionPool(
+                    self.dsn,
+                    min_size=1,
+                    max_size=self.pool_size,
+                    timeout=self.pool_timeout,
+                    open=False,
+                    name="deniable",
+                )
+                try:
+                    self._pool.open(wait=True, timeout=self.pool_timeout)
+                except PoolTimeout as error:
+                    self._pool.close()
+                    self._pool = None
+                    raise StorageError(f"postgresql: cannot connect ({error})") from None
+            return self._pool
+
+    @contextlib.contextmanager
+    def _transaction(self, *, retryable: bool = False) -> Iterator[psycopg.Connection]:
+        """One committed-or-rolled-back transaction on a pooled connection.
+
+        With ``retryable``, deadlocks and serialization failures propagate as they
+        are, for the caller to run the transaction again.
+        """
+        try:
+            with self._get_pool().connection() as connection, connection.transaction():
+                yield connection
+        except DeniableError:
+            raise
+        except PoolTimeout as error:
+            raise StorageError(f"postgresql: no connection available ({error})") from None
+        except psycopg.Error as error:
+            if retryable and isinstance(error, RETRYABLE):
+                raise
+            raise StorageError(f"postgresql: {type(error).__name__}: {error}") from None
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def migrate(self) -> int:
+        with self._transaction() as connection:
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            (current,) = connection.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_version"
+            ).fetchone()
+            for migration in migrations(self.backend):
+                if migration.version <= current:
+                    continue
+                connection.execute(migration.sql.encode("utf-8"))
+                connection.execute(
+                    "INSERT INTO schema_version (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
+                current = migration.version
+        return current
+
+    def schema_version(self) -> int:
+        with self._transaction() as connection:
+            (exists,) = connection.execute("SELECT to_regclass('schema_version')").fetchone()
+            if exists is None:
+                return 0
+            row = connection.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version")
+            return row.fetchone()[0]
+
+    def ping(self) -> None:
+        with self._transaction() as connection:
+            connection.execute("SELECT 1").fetchone()
+
+    # -- operator tokens -------------------------------------------------------------------
+    def create_operator_token(self, label: str = "") -> str:
+        token = new_token()
+        with self._transaction() as connection:
+            connection.execute(
+                "INSERT INTO operator_tokens (token_hash, label) VALUES (%s, %s)",
+                (hash_token(token), label),
+            )
+        return token
+
+    def verify_operator_token(self, token: str) -> bool:
+        with self._transaction() as connection:
+            row = connection.execute(
+                "SELECT 1 FROM operator_tokens WHERE token_hash = %s AND revoked_at IS NULL",
+                (hash_token(token),),
+            ).fetchone()
+        return row is not None
+
+    def list_operator_tokens(self) -> list[OperatorToken]:
+        with self._transaction() as connection:
+            rows = connection.execute(
+                "SELECT id, label, created_at, revoked_at FROM operator_tokens ORDER BY id"
+            ).fetchall()
+        return [
+            OperatorToken(id=r[0], label=r[1], created_at=iso(r[2]), revoked_at=iso(r[3]))
+            for r in rows
+        ]
+
+    def revoke_operator_token(self, token_id: int) -> bool:
+        with self._transaction() as connection:
+            cursor = connection.execute(
+                "UPDATE operator_tokens SET revoked_at = now()"
+                " WHERE id = %s AND revoked_at IS NULL",
+                (token_id,),
+            )
+        return cursor.rowcount == 1
+
+    # -- surveys ---------------------------------------------------------------------------
+    def _record(self, row: tuple) -> SurveyRecord:
+        survey_id, definition, status, public, created, closed, n_reports = row
+        return SurveyRecord(
+            survey=self._parse_definition(survey_id, definition),
+            status=status,
+            results_public=bool(public),
+            created_at=iso(created),
+            closed_at=iso(closed),
+            n_reports=int(n_reports),
+        )
+
+    def _fetch(self, connection: psycopg.Connection, survey_id: str) -> SurveyRecord:
+        row = connection.execute(
+            f"SELECT {_SURVEY_COLUMNS} FROM surveys s WHERE s.id = %s", (survey_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no survey {survey_id!r}")
+        return self._record(row)
+
+    def create_survey(self, survey: Survey, *, results_public: bool) -> SurveyRecord:
+        with self._transaction() as connection:
+            inserted = connection.execute(
+                "INSERT INTO surveys (id, definition, results_public, status)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id",
+                (survey.id, definition_text(survey), results_public, OPEN),
+            ).fetchone()
+            if inserted is None:
+                raise Conflict(f"survey id {survey.id!r} is taken")
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO question_statistics (survey_id, question_id, position, statistics)"
+                    " VALUES (%s, %s, %s, %s)",
+                    [
+                        (survey.id, qid, pos, zeros)
+                        for qid, pos, zeros in initial_statistics(survey)
+                    ],
+                )
+            return self._fetch(connection, survey.id)
+
+    def get_survey(self, survey_id: str) -> SurveyRecord:
+        with self._transaction() as connection:
+            return self._fetch(connection, survey_id)
+
+    def list_surveys(self) -> list[SurveyRecord]:
+        with self._transaction() as connection:
+            rows = connection.execute(
+                f"SELECT {_SURVEY_COLUMNS} FROM surveys s ORDER BY s.created_at, s.id"
+            ).fetchall()
+        return [self._record(row) for row in rows]
+
+    def close_survey(self, survey_id: str) -> SurveyRecord:
+        with self._transaction() as connection:
+            connection.execute(
+                "UPDATE surveys SET status = %s, closed_at = now() WHERE id = %s AND status = %s",
+                (CLOSED, survey_id, OPEN),
+            )
+            return self._fetch(connection, survey_id)
+
+    # -- reports ---------------------------------------------------------------------------
+    def add_reports(self, survey_id: str, reports: list[Report]) -> list[str]:
+        # Why retry: two concurrent batches sharing ids in opposite orders can deadlock;
+        # PostgreSQL aborts one, and its rerun then finds the other's rows committed.
+        # (Sorting by id would avoid that but lose the body's order in the log.)
+        for attempt in range(ATTEMPTS):
+            try:
+                self._add_reports(survey_id, reports)
+                break
+            except RETRYABLE as error:
+                if attempt == ATTEMPTS - 1:
+                    raise StorageError(f"postgresql: {type(error).__name__}") from None
+        return [report.id for report in reports]
+
+    def _add_reports(self, survey_id: str, reports: list[Report]) -> None:
+        with self._transaction(retryable=True) as connection:
+            row = connection.execute(
+                "SELECT status FROM surveys WHERE id = %s FOR SHARE", (survey_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no survey {survey_id!r}")
+            if row[0] != OPEN:
+                raise Conflict(f"survey {survey_id!r} is closed")
+            columns = (
+                [r.id for r in reports],
+                [r.question for r in reports],
+                [r.payload for r in reports],
+                [r.digest for r in reports],
+            )
+            inserted = connection.execute(
+                """
+                WITH incoming AS (
+                    SELECT * FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[])
+                        WITH ORDINALITY AS r (report_id, question_id, payload, digest, position)
+                ), inserted AS (
+                    INSERT INTO reports (survey_id, report_id, question_id, payload, digest)
+                    SELECT %s, report_id, question_id, payload, digest
+                    FROM incoming ORDER BY position
+                    ON CONFLICT (survey_id, report_id) DO NOTHING
+                    RETURNING seq, survey_id, report_id, question_id, payload
+                ), queued AS (
+                    INSERT INTO pending (seq, survey_id, question_id, payload)
+                    SELECT seq, survey_id, question_id, payload FROM inserted
+                )
+                SELECT report_id::text FROM inserted
+                """,
+                (*columns, survey_id),
+            ).fetchall()
+            if len(inserted) == len(reports):
+                return
+            new = {report_id for (report_id,) in inserted}
+            retried = [r for r in reports if r.id not in new]
+            stored = dict(
+                connection.execute(
+                    "SELECT report_id::text, digest FROM reports"
+                    " WHERE survey_id = %s AND report_id = ANY(%s::uuid[])",
+                    (survey_id, [r.id for r in retried]),
+                ).fetchall()
+            )
+            for report in retried:
+                if stored.get(report.id) != report.digest:
+                    raise Conflict(f"report id {report.id} was already used with another body")
+
+    def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
+        self.get_survey(survey_id)  # Why: NotFound before the first byte is streamed.
+        return self._export(survey_id)
+
+    def _export(self, survey_id: str) -> Iterator[StoredReport]:
+        with self._transaction() as connection:
+            # Why: one snapshot for the whole export, read through a server-side cursor.
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            with connection.cursor(name="deniable_export") as cursor:
+                cursor.itersize = 2000
+                cursor.execute(
+                    "SELECT seq, report_id::text, question_id, payload, received_at FROM reports"
+                    " WHERE survey_id = %s ORDER BY seq",
+                    (survey_id,),
+                )
+                for seq, report_id, question_id, payload, received_at in cursor:
+                    yield StoredReport(seq=seq, id=report_id, question=question_id,
+                                       payload=payload, received_at=iso(received_at))  # fmt: skip
+
+    def count_reports(self, survey_id: str | None = None) -> int:
+        with self._transaction() as connection:
+            if survey_id is None:
+                return connection.execute("SELECT COUNT(*) FROM reports").fetchone()[0]
+            return connection.execute(
+                "SELECT COUNT(*) FROM reports WHERE survey_id = %s", (survey_id,)
+            ).fetchone()[0]
+
+    # -- results ---------------------------------------------------------------------------
+    def fold(self, survey_id: str, *, chunk: int = 10_000) -> dict[str, QuestionStatistics]:
+        while True:
+            with self._transaction() as connection:
+                record = self._fetch(connection, survey_id)
+                # Why FOR UPDATE: only results readers lock these rows, so one fold at a
+                # time per survey; ingest never touches them.
+                current = {
+                    qid: QuestionStatistics(
+                        question=qid, n=n, statistics=np.asarray(s, dtype=np.int64)
+                    )
+                    for qid, n, s in connection.execute(
+                        "SELECT question_id, n, statistics FROM question_statistics"
+                        " WHERE survey_id = %s ORDER BY position FOR UPDATE",
+                        (survey_id,),
+                    ).fetchall()
+                }
+                rows = connection.execute(
+                    "DELETE FROM pending WHERE seq IN"
+                    " (SELECT seq FROM pending WHERE survey_id = %s LIMIT %s)"
+                    " RETURNING question_id, payload",
+                    (survey_id, chunk),
+                ).fetchall()
+                if not rows:
+                    return current
+                updated = fold_into(record.survey, current, rows)
+                with connection.cursor() as cursor:
+                    cursor.executemany(
+                        "UPDATE question_statistics SET n = %s, statistics = %s"
+                        " WHERE survey_id = %s AND question_id = %s",
+                        [(s.n, s.statistics.tolist(), survey_id, qid)
+                         for qid, s in updated.items() if s is not current[qid]],
+                    )  # fmt: skip
+            if len(rows) < chunk:
+                return updated

@@ -1,0 +1,162 @@
+"""Submitting reports: acknowledgements, idempotency, all-or-nothing batches, export."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from conftest import assert_problem, random_reports
+
+URL = "/api/v1/surveys/demo/reports"
+
+
+def test_single_report_is_acknowledged(client, created_survey, demo_definition, storage):
+    (report,) = random_reports(demo_definition, 1)
+    response = client.post(URL, json=report)
+    assert response.status_code == 201
+    assert response.get_json() == {"survey": "demo", "received": 1, "reports": [report["id"]]}
+    assert storage.count_reports("demo") == 1
+
+
+def test_batch_retry_is_identical_and_not_double_counted(client, created_survey, demo_definition,
+                                                          storage):  # fmt: skip
+    reports = random_reports(demo_definition, 40)
+    first = client.post(URL, json={"reports": reports})
+    assert first.status_code == 201
+    assert first.get_json() == {"survey": "demo", "received": 40,
+                                "reports": [r["id"] for r in reports]}  # fmt: skip
+    again = client.post(URL, json={"reports": reports})
+    assert (again.status_code, again.get_json()) == (201, first.get_json())
+    # A batch mixing new reports and retried ones stores only the new ones.
+    more = random_reports(demo_definition, 10, seed=1)
+    mixed = client.post(URL, json={"reports": reports[:5] + more})
+    assert mixed.get_json()["received"] == 15
+    assert storage.count_reports("demo") == 50
+    results = client.get("/api/v1/surveys/demo/results").get_json()
+    assert results["n_reports"] == 50
+
+
+def test_same_id_in_one_batch_with_same_body_counts_once(client, created_survey, demo_definition,
+                                                         storage):  # fmt: skip
+    (report,) = random_reports(demo_definition, 1)
+    response = client.post(URL, json={"reports": [report, report]})
+    assert response.get_json()["reports"] == [report["id"]]
+    assert storage.count_reports("demo") == 1
+
+
+def test_reused_id_with_another_body_is_409_and_stores_nothing(
+    client, created_survey, demo_definition, storage
+):
+    reports = random_reports(demo_definition, 4)
+    client.post(URL, json=reports[0])
+    forged = dict(reports[0], payload="00" if reports[0]["payload"] != "00" else "01")
+    assert_problem(client.post(URL, json=forged), 409, "conflict")
+    batch = {"reports": [reports[1], reports[2], forged, reports[3]]}
+    assert_problem(client.post(URL, json=batch), 409, "conflict")
+    assert storage.count_reports("demo") == 1
+    exported = storage.export_reports("demo")
+    assert [r.id for r in exported] == [reports[0]["id"]]
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda r: r.update(payload="zz"),
+        lambda r: r.update(payload="0"),
+        lambda r: r.update(payload="FF"),
+        lambda r: r.update(id="not-a-uuid"),
+        lambda r: r.update(id=r["id"].upper()),
+        lambda r: r.update(question="unknown"),
+        lambda r: r.update(extra=1),
+        lambda r: r.pop("payload"),
+        lambda r: r.update(payload=7),
+    ],
+    ids=["hex", "length", "uppercase", "uuid", "uuid-case", "question", "extra", "missing",
+         "type"],
+)  # fmt: skip
+def test_any_invalid_report_rejects_the_whole_batch(client, created_survey, demo_definition,
+                                                    storage, mutate):  # fmt: skip
+    reports = random_reports(demo_definition, 8)
+    mutate(reports[5])
+    assert_problem(client.post(URL, json={"reports": reports}), 422, "invalid-report")
+    assert storage.count_reports() == 0
+
+
+def test_batch_shapes_are_checked(client, created_survey, demo_definition, storage):
+    reports = random_reports(demo_definition, 2)
+    for body in ({"reports": []}, {"reports": reports, "x": 1}, {"reports": "no"}, [reports[0]],
+                 "report", 3, None):  # fmt: skip
+        data = json.dumps(body)
+        response = client.post(URL, data=data, content_type="application/json")
+        assert_problem(response, 422, "invalid-report")
+    twice = dict(reports[1], id=reports[0]["id"])
+    assert_problem(client.post(URL, json={"reports": [reports[0], twice]}), 422)
+    assert storage.count_reports() == 0
+
+
+def test_batch_and_body_limits_are_413(app_config, demo_definition):
+    from deniable.aggregator import create_app
+
+    app = create_app({**app_config, "MAX_BATCH": 5, "MAX_BODY_BYTES": 4096})
+    storage = app.extensions["deniable.storage"]
+    try:
+        client = app.test_client()
+        headers = {"Authorization": f"Bearer {storage.create_operator_token()}"}
+        client.post("/api/v1/surveys", json={"definition": demo_definition}, headers=headers)
+        reports = random_reports(demo_definition, 6)
+        assert_problem(client.post(URL, json={"reports": reports}), 413, "payload-too-large")
+        assert client.post(URL, json={"reports": reports[:5]}).status_code == 201
+        padding = {"reports": random_reports(demo_definition, 5, seed=2), "pad": "x" * 5000}
+        assert_problem(client.post(URL, json=padding), 413, "payload-too-large")
+        assert storage.count_reports() == 5
+    finally:
+        storage.close()
+
+
+def test_wrong_media_type_and_bad_json(client, created_survey, demo_definition, storage):
+    (report,) = random_reports(demo_definition, 1)
+    text = json.dumps(report)
+    assert_problem(client.post(URL, data=text, content_type="text/plain"), 415)
+    assert_problem(client.post(URL, data=text), 415, "unsupported-media-type")
+    bodies = [b"{", b'{"id": NaN}', b"\xff\xfe", b"[" * 5000 + b"]" * 5000, b"1" * 5000]
+    bodies += [b'{"id": 1e999}', b'{"id": "a", "id": "b"}', b'{"id": Infinity}', b""]
+    for body in bodies:
+        response = client.post(URL, data=body, content_type="application/json")
+        assert_problem(response, 400, "invalid-json")
+    assert storage.count_reports() == 0
+
+
+def test_closed_and_unknown_surveys(client, created_survey, demo_definition, operator_headers,
+                                    storage):  # fmt: skip
+    reports = random_reports(demo_definition, 3)
+    assert_problem(client.post("/api/v1/surveys/nope/reports", json=reports[0]), 404)
+    client.post(URL, json=reports[0])
+    client.post("/api/v1/surveys/demo/close", headers=operator_headers)
+    assert_problem(client.post(URL, json=reports[1]), 409, "conflict")
+    assert_problem(client.post(URL, json=reports[0]), 409)
+    assert storage.count_reports() == 1
+
+
+def test_export_in_append_order(client, created_survey, demo_definition, operator_headers):
+    reports = random_reports(demo_definition, 12)
+    client.post(URL, json={"reports": reports[:7]})
+    client.post(URL, json={"reports": reports[7:]})
+    export = "/api/v1/surveys/demo/export"
+    assert_problem(client.get(export), 401)
+    assert_problem(client.get(export, headers={"Authorization": "Bearer nope"}), 403)
+    assert_problem(client.get(export + "?format=xml", headers=operator_headers), 400)
+    assert_problem(client.get("/api/v1/surveys/nope/export", headers=operator_headers), 404)
+    response = client.get(export, headers=operator_headers)
+    assert response.status_code == 200
+    rows = [json.loads(line) for line in response.data.decode().splitlines()]
+    assert [(r["id"], r["question"], r["payload"]) for r in rows] == [
+        (r["id"], r["question"], r["payload"]) for r in reports
+    ]
+    assert [r["seq"] for r in rows] == sorted(r["seq"] for r in rows)
+    assert all(set(r) == {"seq", "id", "question", "payload", "received_at"} for r in rows)
+    response = client.get(export + "?format=csv", headers=operator_headers)
+    assert response.mimetype == "text/csv"
+    table = list(csv.DictReader(io.StringIO(response.data.decode())))
+    assert [r["id"] for r in table] == [r["id"] for r in reports]
