@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
 import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pytest
+import requests
 
+from deniable.aggregator import cli, create_app
 from deniable.aggregator.dashboard import svg
+from deniable.aggregator.storage import current_storage
 from deniable.survey import Survey
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -124,3 +136,243 @@ def test_chart_for_dispatches_and_draws_nothing_without_reports() -> None:
 )
 def test_format_share(value: float, expected: str) -> None:
     assert svg.format_share(value) == expected
+
+
+# -- the pages, against the API ----------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+class DataElements(HTMLParser):
+    """Every element carrying data-* attributes, as (tag, class, {attr: value})."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, str, dict[str, str]]] = []
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        self.tags.append((tag, attributes))
+        data = {k: v for k, v in attributes.items() if k.startswith("data-") and v is not None}
+        if data:
+            self.elements.append((tag, attributes.get("class") or "", data))
+
+    handle_startendtag = handle_starttag
+
+
+def parse_page(text: str) -> DataElements:
+    parser = DataElements()
+    parser.feed(text)
+    return parser
+
+
+def page_numbers(text: str) -> dict[str, dict]:
+    """Per question id: its data-n/epsilon/mechanism and the bars or mean shown."""
+    questions: dict[str, dict] = {}
+    current = None
+    for tag, cls, data in parse_page(text).elements:
+        if "question" in cls.split() and tag == "section":
+            current = questions.setdefault(data["data-question"], {**data, "bars": [], "means": []})
+        elif cls == "bar" and current is not None:
+            current["bars"].append(data)
+        elif cls == "mean" and current is not None:
+            current["means"].append(data)
+    return questions
+
+
+def assert_page_matches_results(page: str, results: dict) -> None:
+    shown = page_numbers(page)
+    assert list(shown) == [q["question"] for q in results["questions"]]
+    for result in results["questions"]:
+        numbers = shown[result["question"]]
+        assert int(numbers["data-n"]) == result["n"]
+        assert float(numbers["data-epsilon"]) == result["epsilon"]
+        assert numbers["data-mechanism"] == result["mechanism"]
+        if "categories" in result:
+            assert [b["data-label"] for b in numbers["bars"]] == [
+                c["label"] for c in result["categories"]
+            ]
+            for bar, category in zip(numbers["bars"], result["categories"], strict=True):
+                assert float(bar["data-estimate"]) == category["estimate"]
+                assert float(bar["data-lower"]) == category["lower"]
+                assert float(bar["data-upper"]) == category["upper"]
+        else:
+            assert len(numbers["means"]) == 1  # the SVG group (the text has its own copy)
+            for key in ("mean", "lower", "upper"):
+                assert float(numbers["means"][0][f"data-{key}"]) == result[key]
+
+
+def fill(client, survey: Survey, count: int, seed: int = 11) -> None:
+    """``count`` respondents' reports through the API, in batches."""
+    rng = np.random.default_rng(seed)
+    reports = []
+    for question in survey.questions:
+        if question.type == "numeric":
+            values = rng.uniform(question.oracle.lo, question.oracle.hi, count)
+        elif question.type == "multiple_choice":
+            values = (rng.random((count, len(question.options))) < 0.3).astype(np.int64)
+        else:
+            values = rng.choice(question.domain_size, count,
+                                p=rng.dirichlet(np.ones(question.domain_size)))  # fmt: skip
+        payloads = question.oracle.encode_many(question.oracle.randomize_many(values, rng))
+        reports += [{"id": str(uuid.uuid4()), "question": question.id, "payload": p}
+                    for p in payloads]  # fmt: skip
+    for start in range(0, len(reports), 1000):
+        response = client.post(f"/api/v1/surveys/{survey.id}/reports",
+                               json={"reports": reports[start:start + 1000]})  # fmt: skip
+        assert response.status_code == 201, response.get_data(as_text=True)
+
+
+@pytest.fixture
+def dash(tmp_path: Path):
+    app = create_app({"DATABASE": str(tmp_path / "db.sqlite3"),
+                      "SIGNING_KEY_PATH": str(tmp_path / "key.pem"), "TESTING": True})  # fmt: skip
+    survey = cli.demo_survey()
+    with app.app_context():
+        current_storage().create_survey(survey, results_public=True)
+    return app, app.test_client(), survey
+
+
+def test_survey_page_shows_the_api_numbers(dash) -> None:
+    app, client, survey = dash
+    fill(client, survey, 700)
+    page = client.get(f"/surveys/{survey.id}")
+    assert page.status_code == 200 and page.mimetype == "text/html"
+    results = client.get(f"/api/v1/surveys/{survey.id}/results").get_json()
+    text = page.get_data(as_text=True)
+    assert_page_matches_results(text, results)
+    assert "With probability at least 95% the true share lies inside each bar" in text
+    assert "the true mean of all respondents" in text
+    assert text.count("<svg") == len(survey.questions)
+    article = next(d for t, c, d in parse_page(text).elements if t == "article")
+    assert int(article["data-n-reports"]) == results["n_reports"] == 2800
+    assert float(article["data-total-epsilon"]) == survey.total_epsilon
+
+
+def test_beta_in_the_query_changes_the_intervals_like_the_api(dash) -> None:
+    _, client, survey = dash
+    fill(client, survey, 300)
+    wide = page_numbers(client.get(f"/surveys/{survey.id}").get_data(as_text=True))
+    narrow_page = client.get(f"/surveys/{survey.id}?beta=0.2").get_data(as_text=True)
+    results = client.get(f"/api/v1/surveys/{survey.id}/results?beta=0.2").get_json()
+    assert_page_matches_results(narrow_page, results)
+    assert "at least 80%" in narrow_page
+    narrow = page_numbers(narrow_page)
+    assert float(narrow["burnout"]["bars"][1]["data-upper"]) < float(
+        wide["burnout"]["bars"][1]["data-upper"]
+    )
+    assert client.get(f"/surveys/{survey.id}?beta=2").status_code == 400
+
+
+def test_pages_are_self_contained_and_locked_down(dash) -> None:
+    _, client, survey = dash
+    fill(client, survey, 50)
+    for url in ("/", f"/surveys/{survey.id}"):
+        response = client.get(url)
+        text = response.get_data(as_text=True)
+        assert "default-src 'none'" in response.headers["Content-Security-Policy"]
+        tags = parse_page(text).tags
+        assert not [t for t, _ in tags if t in ("script", "link", "img", "iframe")]
+        external = [
+            a.get("href") or a.get("src")
+            for _, a in tags
+            if (a.get("href") or a.get("src") or "").startswith(("http:", "https:", "//"))
+        ]
+        assert external == []  # fmt: skip
+
+
+def test_index_lists_surveys_and_escapes_titles(dash) -> None:
+    app, client, survey = dash
+    hostile = Survey.from_dict({**survey.to_dict(), "id": "hostile",
+                                "title": "<script>alert(1)</script>"})  # fmt: skip
+    with app.app_context():
+        current_storage().create_survey(hostile, results_public=True)
+    fill(client, survey, 20)
+    text = client.get("/").get_data(as_text=True)
+    rows = {d["data-survey"]: d for t, c, d in parse_page(text).elements if t == "tr"}
+    assert set(rows) == {survey.id, "hostile"}
+    assert int(rows[survey.id]["data-n-reports"]) == 80
+    assert f'href="/surveys/{survey.id}"' in text
+    assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    page = client.get("/surveys/hostile").get_data(as_text=True)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_private_results_show_a_notice_and_no_numbers(dash) -> None:
+    app, client, survey = dash
+    private = Survey.from_dict({**survey.to_dict(), "id": "private"})
+    with app.app_context():
+        current_storage().create_survey(private, results_public=False)
+    fill(client, private, 100)
+    text = client.get("/surveys/private").get_data(as_text=True)
+    assert 'id="private-notice"' in text and "Results are private" in text
+    assert "data-estimate" not in text and "data-mean" not in text and "<svg" not in text
+    assert client.get("/api/v1/surveys/private/results").status_code == 401
+
+
+def test_empty_survey_and_unknown_survey(dash) -> None:
+    _, client, survey = dash
+    text = client.get(f"/surveys/{survey.id}").get_data(as_text=True)
+    assert text.count("No reports yet.") == len(survey.questions) and "<svg" not in text
+    missing = client.get("/surveys/<nope>")
+    assert missing.status_code == 404 and missing.mimetype == "text/html"
+    assert "&lt;nope&gt;" in missing.get_data(as_text=True)
+    assert client.get("/api/v1/surveys/nope").status_code == 404  # API 404s stay problem+json
+
+
+# -- a real browser against a real server ------------------------------------------------
+
+
+def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={profile}", *args],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is not installed")
+def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
+    directory = tmp_path / "server"
+    database, key = directory / "deniable.sqlite3", directory / "key.pem"
+    assert cli.main(["--database", str(database), "--signing-key", str(key), "init"]) == 0
+    definition = tmp_path / "survey.json"
+    definition.write_text(json.dumps(cli.demo_survey().to_dict()))
+    assert cli.main(["--database", str(database), "--signing-key", str(key),
+                     "create-survey", str(definition)]) == 0  # fmt: skip
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = cli.start_server({"DATABASE": str(database), "SIGNING_KEY_PATH": str(key)}, port)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        survey = cli.demo_survey()
+        answers = cli.simulate_answers(survey, 400, np.random.default_rng(2))
+        bodies = [cli.respondent_reports(survey, a) for a in answers]
+        assert cli.submit_all(base, survey.id, bodies) == 1600
+        results = requests.get(f"{base}/api/v1/surveys/{survey.id}/results", timeout=30).json()
+        url = f"{base}/surveys/{survey.id}"
+        screenshot = tmp_path / "dashboard.png"
+        started = time.monotonic()
+        shot = _chromium("--screenshot=" + str(screenshot), "--window-size=1200,1600", url,
+                         profile=tmp_path / "profile-1")  # fmt: skip
+        assert shot.returncode == 0, shot.stderr[-2000:]
+        dom = _chromium("--dump-dom", url, profile=tmp_path / "profile-2")
+        assert dom.returncode == 0, dom.stderr[-2000:]
+    finally:
+        cli.stop_server(server)
+    data = screenshot.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (1200, 1600)
+    assert len(data) > 30_000, "the screenshot is (nearly) blank"
+    assert_page_matches_results(dom.stdout, results)  # what the browser built, not our HTML
+    assert "<svg" in dom.stdout and "Workplace wellbeing" in dom.stdout
+    keep = os.environ.get("DENIABLE_KEEP_SCREENSHOT")
+    if keep:
+        shutil.copy(screenshot, keep)
+    assert time.monotonic() - started < 240
