@@ -416,3 +416,30 @@ def test_environment_settings_are_honoured(paths, capsys, monkeypatch) -> None:
     status, _, err = call(capsys, ["init"])
     assert status == 1 and "MAX_BATCH" in single_error_line(err)
     assert os.environ["DENIABLE_DATABASE"] == str(paths["database"])
+
+
+@pytest.mark.postgres
+def test_the_admin_commands_on_postgresql(postgres_database, tmp_path, capsys) -> None:
+    paths = {"database": postgres_database, "key": tmp_path / "key.pem", "dir": tmp_path}
+    status, out, _ = call(capsys, run(paths, "results", "x"))
+    assert status == 1  # not initialised yet
+    status, out, err = call(capsys, run(paths, "init"))
+    assert status == 0 and "schema version" in out, err
+    (tmp_path / "s.json").write_text(json.dumps(DEMO))
+    assert call(capsys, run(paths, "create-survey", str(tmp_path / "s.json")))[0] == 0
+    status, out, _ = call(capsys, run(paths, "token", "create"))
+    assert status == 0 and out.startswith("dnb_")
+    reports = add_reports(paths, 30)
+    status, out, _ = call(capsys, run(paths, "results", DEMO["id"], "--json"))
+    assert status == 0 and json.loads(out)["n_reports"] == 120
+    status, out, _ = call(capsys, run(paths, "export", DEMO["id"], "--format", "csv"))
+    assert status == 0
+    assert [row["id"] for row in csv.DictReader(io.StringIO(out))] == [r.id for r in reports]
+    status, out, _ = call(capsys, run(paths, "close-survey", DEMO["id"]))
+    assert status == 0 and "closed (120 reports)" in out
+
+
+def test_messages_never_show_a_database_password() -> None:
+    shown = cli._shown_database({"DATABASE": "postgresql://app:s3cret@db.example:5432/deniable"})
+    assert shown == "postgresql://app:***@db.example:5432/deniable"
+    assert cli._shown_database({"DATABASE": "/var/lib/deniable.sqlite3"}).endswith(".sqlite3")

@@ -17,9 +17,8 @@ import numpy as np
 import pytest
 import requests
 
-from deniable.aggregator import cli, create_app
+from deniable.aggregator import cli
 from deniable.aggregator.dashboard import svg
-from deniable.aggregator.storage import current_storage
 from deniable.survey import Survey
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -225,12 +224,10 @@ def fill(client, survey: Survey, count: int, seed: int = 11) -> None:
 
 
 @pytest.fixture
-def dash(tmp_path: Path):
-    app = create_app({"DATABASE": str(tmp_path / "db.sqlite3"),
-                      "SIGNING_KEY_PATH": str(tmp_path / "key.pem"), "TESTING": True})  # fmt: skip
+def dash(app, storage):
+    """The shared ``app`` (SQLite and PostgreSQL) with the packaged demo survey."""
     survey = cli.demo_survey()
-    with app.app_context():
-        current_storage().create_survey(survey, results_public=True)
+    storage.create_survey(survey, results_public=True)
     return app, app.test_client(), survey
 
 
@@ -286,8 +283,7 @@ def test_index_lists_surveys_and_escapes_titles(dash) -> None:
     app, client, survey = dash
     hostile = Survey.from_dict({**survey.to_dict(), "id": "hostile",
                                 "title": "<script>alert(1)</script>"})  # fmt: skip
-    with app.app_context():
-        current_storage().create_survey(hostile, results_public=True)
+    app.extensions["deniable.storage"].create_survey(hostile, results_public=True)
     fill(client, survey, 20)
     text = client.get("/").get_data(as_text=True)
     rows = {d["data-survey"]: d for t, c, d in parse_page(text).elements if t == "tr"}
@@ -302,8 +298,7 @@ def test_index_lists_surveys_and_escapes_titles(dash) -> None:
 def test_private_results_show_a_notice_and_no_numbers(dash) -> None:
     app, client, survey = dash
     private = Survey.from_dict({**survey.to_dict(), "id": "private"})
-    with app.app_context():
-        current_storage().create_survey(private, results_public=False)
+    app.extensions["deniable.storage"].create_survey(private, results_public=False)
     fill(client, private, 100)
     text = client.get("/surveys/private").get_data(as_text=True)
     assert 'id="private-notice"' in text and "Results are private" in text
