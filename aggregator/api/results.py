@@ -17,6 +17,7 @@ from flask import Blueprint, Response, current_app, request
 
 from deniable.errors import InvalidParameter
 from deniable.estimation import DEFAULT_BETA, check_beta
+from deniable.survey import Survey
 
 from ..storage import SurveyRecord, current_storage
 from .common import choice_parameter, is_operator, json_response, require_operator
@@ -112,10 +113,10 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-def csv_rows(document: dict[str, Any]) -> list[dict[str, Any]]:
+def csv_rows(document: dict[str, Any], survey: Survey) -> list[dict[str, Any]]:
     """One row per question category (per question for numeric questions)."""
     rows = []
-    for result in document["questions"]:
+    for question, result in zip(survey.questions, document["questions"], strict=True):
         common = {name: result.get(name) for name in ("question", "type", "mechanism", "epsilon")}
         common |= {"n": result["n"], "beta": result.get("beta", document["beta"])}
         common |= {name: result.get(name) for name in
@@ -128,15 +129,15 @@ def csv_rows(document: dict[str, Any]) -> list[dict[str, Any]]:
                          "lower": result["lower"], "upper": result["upper"],
                          "clipped": result["clipped"]})  # fmt: skip
         else:
-            rows.append({**common, "label": None, "estimate": None})
+            rows.extend({**common, "label": label, "estimate": None} for label in question.labels)
     return rows
 
 
-def to_csv(document: dict[str, Any]) -> str:
+def to_csv(document: dict[str, Any], survey: Survey) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    for row in csv_rows(document):
+    for row in csv_rows(document, survey):
         writer.writerow({column: _cell(row.get(column)) for column in CSV_COLUMNS})
     return buffer.getvalue()
 
@@ -162,7 +163,7 @@ def results(survey_id: str) -> Response:
     csv_wanted = wants_csv()
     document = compute_results(record, beta)
     if csv_wanted:
-        response = Response(to_csv(document), mimetype="text/csv")
+        response = Response(to_csv(document, record.survey), mimetype="text/csv")
         response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-results.csv"'
         return response
     return json_response(document)

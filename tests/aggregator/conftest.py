@@ -224,3 +224,16 @@ def random_reports(
             }
         )
     return reports
+
+
+def expected_results(
+    definition: dict[str, Any], reports: list[dict[str, str]], beta: float = 0.05
+) -> list[dict[str, Any]]:
+    """Results computed directly by deniable.survey from the same payloads."""
+    survey = Survey.from_dict(definition)
+    questions = []
+    for question in survey.questions:
+        payloads = [r["payload"] for r in reports if r["question"] == question.id]
+        questions.append(question.results(question.statistics(payloads), len(payloads), beta=beta))
+    # Why a JSON round trip: the API serves JSON, and repr-based floats round-trip exactly.
+    return json.loads(json.dumps(questions))

@@ -1,0 +1,116 @@
+"""Results: exactly ``Question.results`` of the stored payloads, read-your-writes, no rescan."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from conftest import assert_problem, demo_survey_dict, random_reports
+from conftest import expected_results as expected
+
+RESULTS = "/api/v1/surveys/demo/results"
+REPORTS = "/api/v1/surveys/demo/reports"
+
+
+def test_empty_survey_has_null_estimates(client, created_survey):
+    document = client.get(RESULTS).get_json()
+    assert document["n_reports"] == 0
+    assert [q["estimate"] for q in document["questions"]] == [None] * 4
+
+
+def test_estimates_equal_question_results_exactly(client, created_survey, demo_definition):
+    reports = random_reports(demo_definition, 400, seed=7)
+    for start in range(0, 400, 100):
+        assert (
+            client.post(REPORTS, json={"reports": reports[start : start + 100]}).status_code == 201
+        )
+    document = client.get(RESULTS + "?beta=0.1").get_json()
+    assert document["survey"] == "demo" and document["title"] == "Demo survey"
+    assert document["status"] == "open" and document["beta"] == 0.1
+    assert document["n_reports"] == 400
+    assert document["questions"] == expected(demo_definition, reports, beta=0.1)
+
+
+def test_read_your_writes_across_partial_folds(app_config, demo_definition):
+    from deniable.aggregator import create_app
+
+    app = create_app({**app_config, "FOLD_CHUNK": 7, "RESULTS_CACHE": 4})
+    storage = app.extensions["deniable.storage"]
+    try:
+        client = app.test_client()
+        headers = {"Authorization": f"Bearer {storage.create_operator_token()}"}
+        client.post("/api/v1/surveys", json={"definition": demo_definition}, headers=headers)
+        reports = random_reports(demo_definition, 90, seed=3)
+        sent = []
+        for size in (1, 5, 13, 2, 30, 1, 38):
+            batch, reports = reports[:size], reports[size:]
+            assert client.post(REPORTS, json={"reports": batch}).status_code == 201
+            sent += batch
+            document = client.get(RESULTS).get_json()
+            assert document["n_reports"] == len(sent)
+            assert document["questions"] == expected(demo_definition, sent)
+            # The list view counts folded and pending reports alike.
+            (summary,) = client.get("/api/v1/surveys").get_json()["surveys"]
+            assert summary["n_reports"] == len(sent)
+    finally:
+        storage.close()
+
+
+def test_results_never_rescan_the_report_log(client, created_survey, demo_definition, storage):
+    reports = random_reports(demo_definition, 20)
+    client.post(REPORTS, json={"reports": reports})
+    before = client.get(RESULTS).get_json()
+    # Folded reports leave ``pending``; a later fold reads only ``pending`` rows,
+    # so the folded statistics stand without the log being read again.
+    statistics = storage.fold("demo")
+    assert sum(s.n for s in statistics.values()) == 20
+    assert client.get(RESULTS).get_json() == before
+
+
+def test_private_results_need_an_operator(client, operator_headers, demo_definition):
+    definition = demo_survey_dict("private")
+    client.post("/api/v1/surveys", json={"definition": definition, "results_public": False},
+                headers=operator_headers)  # fmt: skip
+    url = "/api/v1/surveys/private/results"
+    assert_problem(client.get(url), 401, "unauthorized")
+    assert_problem(client.get(url, headers={"Authorization": "Bearer forged"}), 403)
+    assert client.get(url, headers=operator_headers).status_code == 200
+
+
+@pytest.mark.parametrize("beta", ["0", "1", "-0.5", "nan", "inf", "abc", ""])
+def test_bad_beta_is_400(client, created_survey, beta):
+    assert_problem(client.get(f"{RESULTS}?beta={beta}"), 400, "invalid-parameter")
+
+
+def test_unknown_survey_and_format(client, created_survey):
+    assert_problem(client.get("/api/v1/surveys/nope/results"), 404)
+    assert_problem(client.get(RESULTS + "?format=xml"), 400, "invalid-parameter")
+
+
+def test_csv_has_one_row_per_category(client, created_survey, demo_definition):
+    client.post(REPORTS, json={"reports": random_reports(demo_definition, 80)})
+    by_query = client.get(RESULTS + "?format=csv")
+    by_accept = client.get(RESULTS, headers={"Accept": "text/csv"})
+    assert by_query.mimetype == by_accept.mimetype == "text/csv"
+    assert by_query.data == by_accept.data
+    rows = list(csv.DictReader(io.StringIO(by_query.data.decode())))
+    assert [(r["question"], r["label"]) for r in rows] == [
+        ("smoker", "no"), ("smoker", "yes"),
+        ("transport", "car"), ("transport", "bus"), ("transport", "bicycle"),
+        ("transport", "foot"),
+        ("tools", "email"), ("tools", "chat"), ("tools", "meetings"),
+        ("overtime", "mean"),
+    ]  # fmt: skip
+    document = client.get(RESULTS).get_json()
+    assert float(rows[0]["estimate"]) == document["questions"][0]["categories"][0]["estimate"]
+    assert float(rows[-1]["estimate"]) == document["questions"][3]["mean"]
+
+
+def test_csv_cells_cannot_be_formulas(client, operator_headers):
+    definition = demo_survey_dict("formula")
+    definition["questions"][1]["options"] = ["=HYPERLINK(1)", "+1", "@x", "plain"]
+    client.post("/api/v1/surveys", json={"definition": definition}, headers=operator_headers)
+    text = client.get("/api/v1/surveys/formula/results?format=csv").data.decode()
+    labels = [row["label"] for row in csv.DictReader(io.StringIO(text))]
+    assert "'=HYPERLINK(1)" in labels and "'+1" in labels and "'@x" in labels
