@@ -624,6 +624,10 @@ def verify_signature(document: Mapping[str, Any], key: Mapping[str, Any]) -> Sur
     return survey
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     import requests
 
@@ -681,6 +685,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.no_serve:
             return 0
         print("serving; press Ctrl-C to stop", file=sys.stderr)
+        # Why: `kill` (SIGTERM) must stop the server too, not orphan it.
+        signal.signal(signal.SIGTERM, _interrupt)
         try:
             status = server.wait()
         except KeyboardInterrupt:

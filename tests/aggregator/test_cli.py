@@ -443,3 +443,34 @@ def test_messages_never_show_a_database_password() -> None:
     shown = cli._shown_database({"DATABASE": "postgresql://app:s3cret@db.example:5432/deniable"})
     assert shown == "postgresql://app:***@db.example:5432/deniable"
     assert cli._shown_database({"DATABASE": "/var/lib/deniable.sqlite3"}).endswith(".sqlite3")
+
+
+@pytest.mark.slow
+def test_demo_keeps_serving_until_terminated_and_then_stops_its_server(tmp_path: Path) -> None:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "deniable.aggregator.cli", "demo", "--respondents", "20",
+         "--port", str(port), "--dir", str(tmp_path / "demo")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        page = None
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                page = requests.get(f"http://127.0.0.1:{port}/surveys/demo-workplace", timeout=2)
+                if "data-estimate" in page.text:
+                    break
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.2)
+        assert page is not None and "data-estimate" in page.text
+        time.sleep(0.5)
+        assert process.poll() is None  # still serving after submitting
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert f"http://127.0.0.1:{port}/surveys/demo-workplace" in out
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=2)
