@@ -18,8 +18,10 @@ thresholds, so the ε they report is the ε of the code that runs.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
+from fractions import Fraction
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -38,13 +40,26 @@ __all__ = [
     "RandomSource",
     "SystemRandomSource",
     "as_source",
+    "exact_exp",
     "threshold",
 ]
 
 
-def threshold(probability: float) -> int:
-    """The integer ``t`` with ``t / 2**53`` nearest ``probability``, kept in (0, 2**53)."""
-    t = round(probability * RESOLUTION)
+def exact_exp(epsilon: float) -> Fraction:
+    """``math.exp(epsilon)`` as an exact fraction, for exact threshold arithmetic."""
+    return Fraction(math.exp(epsilon))
+
+
+def threshold(probability: float | Fraction, *, round_up: bool = False) -> int:
+    """``floor`` (or ``ceil``) of ``probability * 2**53``, kept in (0, 2**53).
+
+    Mechanisms pass probabilities as exact fractions of ``exact_exp(ε)`` and
+    round the larger probability of a likelihood ratio down (the default) and
+    the smaller one up, so the implemented ε never exceeds
+    ``log(math.exp(ε))``, the claimed ε to within one rounding of ``exp``.
+    """
+    scaled = probability * RESOLUTION  # exact for floats and fractions alike
+    t = math.ceil(scaled) if round_up else math.floor(scaled)
     return min(max(t, 1), RESOLUTION - 1)
 
 

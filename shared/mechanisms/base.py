@@ -22,10 +22,12 @@ characters (docs/wire-format.md): the size never depends on the true value.
 
 from __future__ import annotations
 
+import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -42,6 +44,15 @@ MAX_ENUMERATED_OUTPUTS = 1 << 16
 # Poisoning guards may reject a report only if an honest client produces such a
 # report with at most this probability (docs/threat-model.md).
 FALSE_REJECTION = 1e-9
+
+
+def log_ratio(numerator: int, denominator: int) -> float:
+    """log(numerator / denominator) for positive integers, accurate to an ulp of the result.
+
+    ``log1p`` of the exact fraction avoids the cancellation that ``log(a) - log(b)``
+    or ``log(a / b)`` suffer when the ratio is near one (small ε).
+    """
+    return math.log1p(Fraction(numerator - denominator, denominator))
 
 
 def width_bytes(upper: int) -> int:

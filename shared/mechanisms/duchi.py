@@ -35,8 +35,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import InvalidParameter, InvalidReport
-from ..randomness import RESOLUTION, RngLike, as_source, threshold
-from .base import NumericMechanism, check_numbers, probability_of
+from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
+from .base import NumericMechanism, check_numbers, log_ratio, probability_of
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,8 +55,8 @@ class Duchi(NumericMechanism):
         self._set("_bound", (e + 1) / (e - 1))
         self._set("_slope", (e - 1) / (2 * (e + 1)))
         # Thresholds of P[+B] at t = -1 and t = +1: every other t lies between.
-        self._set("_low", threshold(1 / (e + 1)))
-        self._set("_high", threshold(e / (e + 1)))
+        self._set("_low", threshold(1 / (exact_exp(self.epsilon) + 1), round_up=True))
+        self._set("_high", RESOLUTION - self._low)
 
     @property
     def bound(self) -> float:
@@ -69,8 +69,8 @@ class Duchi(NumericMechanism):
 
     @property
     def epsilon_implemented(self) -> float:
-        plus = math.log(self._high / self._low)
-        minus = math.log((RESOLUTION - self._low) / (RESOLUTION - self._high))
+        plus = log_ratio(self._high, self._low)
+        minus = log_ratio(RESOLUTION - self._low, RESOLUTION - self._high)
         return max(plus, minus)
 
     def _scaled(self, value: float) -> float:

@@ -11,17 +11,17 @@ big-endian unsigned integer of ``ceil(log2(d) / 8)`` bytes.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from ..errors import InvalidReport
-from ..randomness import RngLike, as_source, threshold
+from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
     FrequencyOracle,
     check_categories,
+    log_ratio,
     pack_uints,
     probability_of,
     unpack_uints,
@@ -39,7 +39,7 @@ class GRR(FrequencyOracle):
     _width: int = field(init=False, repr=False, compare=False, default=0)
 
     def _prepare(self) -> None:
-        e = math.exp(self.epsilon)
+        e = exact_exp(self.epsilon)
         self._set("_keep", threshold(e / (e + self.domain_size - 1)))
         self._set("_width", width_bytes(self.domain_size))
 
@@ -53,7 +53,7 @@ class GRR(FrequencyOracle):
 
     @property
     def epsilon_implemented(self) -> float:
-        return math.log(self.p_star / self.q_star)
+        return log_ratio(self._keep * (self.domain_size - 1), RESOLUTION - self._keep)
 
     @property
     def report_bytes(self) -> int:

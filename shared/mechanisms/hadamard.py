@@ -24,7 +24,6 @@ then one byte, 0x01 for +1 and 0x00 for -1.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -32,10 +31,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import InvalidReport
-from ..randomness import RESOLUTION, RngLike, as_source, threshold
+from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
     FrequencyOracle,
     check_categories,
+    log_ratio,
     pack_uints,
     probability_of,
     unpack_uints,
@@ -83,7 +83,7 @@ class HRR(FrequencyOracle):
     _width: int = field(init=False, repr=False, compare=False, default=0)
 
     def _prepare(self) -> None:
-        e = math.exp(self.epsilon)
+        e = exact_exp(self.epsilon)
         self._set("_keep", threshold(e / (1 + e)))
         self._set("_order", 1 << self.domain_size.bit_length())  # smallest 2^m >= d + 1
         self._set("_width", width_bytes(self._order))
@@ -103,7 +103,7 @@ class HRR(FrequencyOracle):
 
     @property
     def epsilon_implemented(self) -> float:
-        return math.log(self._keep / (RESOLUTION - self._keep))
+        return log_ratio(self._keep, RESOLUTION - self._keep)
 
     @property
     def report_bytes(self) -> int:

@@ -52,10 +52,11 @@ import numpy as np
 
 from ..errors import InvalidReport
 from ..parameters import check_int
-from ..randomness import RESOLUTION, RngLike, as_source, threshold
+from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
     FrequencyOracle,
     check_categories,
+    log_ratio,
     pack_uints,
     probability_of,
     unpack_uints,
@@ -162,7 +163,8 @@ class OLH(FrequencyOracle):
         else:
             g = check_int("hash_range", self.hash_range, 2, MAX_HASH_RANGE)
         self._set("hash_range", g)
-        self._set("_keep", threshold(e / (e + g - 1)))
+        exact = exact_exp(self.epsilon)
+        self._set("_keep", threshold(exact / (exact + g - 1)))
         self._set("_width", width_bytes(g))
         self._set("_multiplied", _multiplied(np.arange(self.domain_size)))
 
@@ -177,7 +179,7 @@ class OLH(FrequencyOracle):
     @property
     def epsilon_implemented(self) -> float:
         # Fixed seed: GRR over [g] with realised p and (1 - p) / (g - 1).
-        return math.log(self._keep * (self.hash_range - 1) / (RESOLUTION - self._keep))
+        return log_ratio(self._keep * (self.hash_range - 1), RESOLUTION - self._keep)
 
     @property
     def report_bytes(self) -> int:

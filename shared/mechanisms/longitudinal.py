@@ -67,8 +67,7 @@ class LongitudinalGRR(GRR):
     @property
     def epsilon_implemented(self) -> float:
         """ε of the permanent layer: the bound per value over all reports."""
-        p1 = super().p_star
-        return math.log(p1 * (self.domain_size - 1) / (1.0 - p1))
+        return super().epsilon_implemented
 
     @property
     def report_epsilon(self) -> float:

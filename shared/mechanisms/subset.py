@@ -36,10 +36,11 @@ import numpy as np
 
 from ..errors import InvalidReport
 from ..parameters import check_int
-from ..randomness import RESOLUTION, RngLike, as_source, threshold
+from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
     FrequencyOracle,
     check_categories,
+    log_ratio,
     pack_uints,
     probability_of,
     unpack_uints,
@@ -69,7 +70,8 @@ class SubsetSelection(FrequencyOracle):
         else:
             k = check_int("subset_size", self.subset_size, 1, d - 1)
         self._set("subset_size", k)
-        self._set("_keep", threshold(k * e / (k * e + d - k)))
+        exact = exact_exp(self.epsilon)
+        self._set("_keep", threshold(k * exact / (k * exact + d - k)))
         self._set("_width", width_bytes(d))
 
     @property
@@ -84,7 +86,7 @@ class SubsetSelection(FrequencyOracle):
     @property
     def epsilon_implemented(self) -> float:
         k, d = self.subset_size, self.domain_size
-        return math.log(self._keep * (d - k) / ((RESOLUTION - self._keep) * k))
+        return log_ratio(self._keep * (d - k), (RESOLUTION - self._keep) * k)
 
     @property
     def report_bytes(self) -> int:

@@ -35,8 +35,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import InvalidReport
-from ..randomness import RESOLUTION, RESOLUTION_BITS, RngLike, as_source, threshold
-from .base import FALSE_REJECTION, FrequencyOracle, check_categories, probability_of
+from ..randomness import RESOLUTION, RESOLUTION_BITS, RngLike, as_source, exact_exp, threshold
+from .base import FALSE_REJECTION, FrequencyOracle, check_categories, log_ratio, probability_of
 
 
 def gammaln(x: np.ndarray | int) -> np.ndarray:
@@ -95,7 +95,7 @@ class UnaryEncoding(FrequencyOracle):
     def epsilon_implemented(self) -> float:
         # Exact integer ratio of the realised probabilities, then one log.
         p, q = self._one_if_true, self._one_if_other
-        return math.log(p * (RESOLUTION - q) / (q * (RESOLUTION - p)))
+        return log_ratio(p * (RESOLUTION - q), q * (RESOLUTION - p))
 
     @property
     def report_bytes(self) -> int:
@@ -212,7 +212,7 @@ class SUE(UnaryEncoding):
     name: ClassVar[str] = "sue"
 
     def _thresholds(self) -> tuple[int, int]:
-        half = math.exp(self.epsilon / 2)
+        half = exact_exp(self.epsilon / 2)
         keep = threshold(half / (half + 1))
         # q = 1 - p exactly in the realised probabilities.
         return keep, RESOLUTION - keep
@@ -225,4 +225,4 @@ class OUE(UnaryEncoding):
     name: ClassVar[str] = "oue"
 
     def _thresholds(self) -> tuple[int, int]:
-        return RESOLUTION // 2, threshold(1 / (math.exp(self.epsilon) + 1))
+        return RESOLUTION // 2, threshold(1 / (exact_exp(self.epsilon) + 1), round_up=True)
