@@ -43,11 +43,14 @@ BACKENDS = [
 def assert_problem(response: Any, status: int, kind: str | None = None) -> dict[str, Any]:
     """Assert ``response`` is an RFC 9457 problem with ``status`` (and type suffix ``kind``).
 
-    Works for Flask test responses and ``requests`` responses; returns the body.
+    Works for Flask test, ``requests`` and schemathesis responses; returns the body.
     """
     body_bytes = response.data if hasattr(response, "data") else response.content
     assert response.status_code == status, (response.status_code, body_bytes[:500])
-    content_type = response.headers.get("Content-Type", "")
+    headers = {str(k).lower(): v for k, v in response.headers.items()}
+    content_type = headers.get("content-type", "")
+    if isinstance(content_type, list):  # schemathesis responses hold lists of values
+        content_type = content_type[0]
     assert content_type.split(";")[0].strip() == PROBLEM_MEDIA_TYPE, content_type
     body = json.loads(body_bytes)
     assert set(body) == {"type", "title", "status", "detail"}, body
