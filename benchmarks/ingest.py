@@ -1,0 +1,645 @@
+"""Ingest and results benchmark: the real aggregator against a bare Flask app.
+
+For each backend (SQLite, PostgreSQL) this starts, on 127.0.0.1 only:
+
+* the real aggregator: ``deniable-aggregator serve`` (gunicorn, 2 sync workers) on a
+  fresh database (a new SQLite file; a new PostgreSQL schema, dropped at the end);
+* a bare Flask app defined below (gunicorn, 2 workers, same database, tables
+  ``bare_reports``/``bare_pending`` shaped like the real ``reports``/``pending``)
+  that inserts the same rows with no validation, no idempotency check and no folding,
+
+and measures both the same way, with one survey holding a single_choice question
+of domain size 1,024 (ε = 1; its default mechanism):
+
+1. single-report POSTs from 16 concurrent clients (4 processes x 4 threads) for
+   ``--duration`` seconds: reports/s, p50, p99;
+2. batches of 1,000 reports from 4 concurrent clients until ``--reports`` (1,000,000)
+   are stored: reports/s;
+3. ``GET /results`` with all of them stored: the first call (which folds every pending
+   report), then the steady state (no new reports: p50/p99), then "live" calls each
+   preceded by one new batch of 1,000 (fold + recompute: p50/p99).  The bare app's
+   results endpoint is a ``GROUP BY payload`` scan, the obvious design without folding.
+
+Targets: single-report ingest >= 70% of bare; batches >= 50,000 reports/s; results
+p50 < 50 ms at 1M reports.  ``--profile`` adds an in-process cProfile of the real
+app's request path (single reports and batches) to show where the time goes.
+
+Usage::
+
+    python benchmarks/ingest.py [--postgres-dsn postgresql://postgres@127.0.0.1:5432/test]
+        [--backends sqlite,postgresql] [--reports 1000000] [--duration 8] [--profile]
+
+The DSN defaults to ``$DENIABLE_BENCH_POSTGRES_DSN``, then
+``$DENIABLE_TEST_POSTGRES_DSN``, then postgresql://postgres@127.0.0.1:5432/test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import hashlib
+import http.client
+import io
+import json
+import os
+import pstats
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+HOST = "127.0.0.1"
+SURVEY_ID = "bench"
+QUESTION_ID = "item"
+DOMAIN = 1024
+EPSILON = 1.0
+BATCH = 1000
+SINGLE_CLIENTS = 16
+SINGLE_PROCESSES = 4
+BATCH_CLIENTS = 4
+PAYLOAD_POOL = 20_000
+DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+
+TARGET_SINGLE_RATIO = 0.70
+TARGET_BATCH = 50_000
+TARGET_RESULTS_P50_MS = 50.0
+
+
+def definition() -> dict[str, Any]:
+    return {
+        "format": "deniable.survey/1",
+        "id": SURVEY_ID,
+        "title": "Ingest benchmark",
+        "questions": [
+            {"id": QUESTION_ID, "type": "single_choice", "text": "Which item?",
+             "epsilon": EPSILON, "options": [f"item {i}" for i in range(DOMAIN)]},
+        ],
+    }  # fmt: skip
+
+
+def payload_pool(size: int = PAYLOAD_POOL, seed: int = 1) -> list[str]:
+    """Valid, honestly randomized payloads (Zipf-ish true values), reused with fresh ids."""
+    from deniable.survey import Survey
+
+    question = Survey.from_dict(definition()).question(QUESTION_ID)
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, DOMAIN + 1)
+    values = rng.choice(DOMAIN, size=size, p=weights / weights.sum())
+    return question.oracle.encode_many(question.oracle.randomize_many(values, rng))
+
+
+# -- the bare baseline -----------------------------------------------------------------
+
+BARE_SQLITE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS bare_reports (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, survey_id TEXT NOT NULL, report_id TEXT NOT NULL,
+    question_id TEXT NOT NULL, payload TEXT NOT NULL, digest TEXT NOT NULL,
+    received_at TEXT NOT NULL, UNIQUE (survey_id, report_id));
+CREATE TABLE IF NOT EXISTS bare_pending (
+    seq INTEGER PRIMARY KEY, survey_id TEXT NOT NULL, question_id TEXT NOT NULL,
+    payload TEXT NOT NULL);
+"""
+BARE_POSTGRES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS bare_reports (
+    seq BIGSERIAL PRIMARY KEY, survey_id TEXT NOT NULL, report_id TEXT NOT NULL,
+    question_id TEXT NOT NULL, payload TEXT NOT NULL, digest TEXT NOT NULL,
+    received_at TIMESTAMPTZ NOT NULL, UNIQUE (survey_id, report_id));
+CREATE TABLE IF NOT EXISTS bare_pending (
+    seq BIGINT PRIMARY KEY, survey_id TEXT NOT NULL, question_id TEXT NOT NULL,
+    payload TEXT NOT NULL);
+"""
+
+
+def _digest(report: dict[str, Any]) -> str:
+    body = json.dumps(report, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def bare_app():
+    """A minimal Flask app: parse JSON, insert rows, nothing else (one connection per worker).
+
+    SQLite uses the real storage's durability (WAL, synchronous=FULL), so the two
+    differ only in what the aggregator does on top.
+    """
+    from datetime import UTC, datetime
+
+    from flask import Flask, jsonify, request
+
+    database = os.environ["BARE_DATABASE"]
+    postgres = database.startswith("postgresql://")
+    app = Flask("bare")
+    local = threading.local()
+
+    def connection():
+        if getattr(local, "connection", None) is None:
+            if postgres:
+                import psycopg
+
+                local.connection = psycopg.connect(database, autocommit=False)
+            else:
+                local.connection = sqlite3.connect(database, isolation_level=None,
+                                                   check_same_thread=False)  # fmt: skip
+                local.connection.execute("PRAGMA journal_mode = WAL")
+                local.connection.execute("PRAGMA synchronous = FULL")
+                local.connection.execute("PRAGMA busy_timeout = 30000")
+        return local.connection
+
+    def insert(survey_id: str, reports: list[dict[str, Any]]) -> None:
+        now = datetime.now(UTC)
+        rows = [(survey_id, r["id"], r["question"], r["payload"], _digest(r), now.isoformat())
+                for r in reports]  # fmt: skip
+        db = connection()
+        if postgres:
+            with db.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO bare_reports (survey_id, report_id, question_id, payload,"
+                    " digest, received_at) VALUES (%s, %s, %s, %s, %s, %s) RETURNING seq",
+                    rows, returning=True,
+                )  # fmt: skip
+                seqs = []
+                while True:
+                    seqs.append(cursor.fetchone()[0])
+                    if not cursor.nextset():
+                        break
+                cursor.executemany(
+                    "INSERT INTO bare_pending VALUES (%s, %s, %s, %s)",
+                    [(seq, row[0], row[2], row[3]) for seq, row in zip(seqs, rows, strict=True)],
+                )
+            db.commit()
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            (last,) = db.execute("SELECT COALESCE(MAX(seq), 0) FROM bare_reports").fetchone()
+            db.executemany(
+                "INSERT INTO bare_reports (survey_id, report_id, question_id, payload, digest,"
+                " received_at) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            db.execute(
+                "INSERT INTO bare_pending SELECT seq, survey_id, question_id, payload"
+                " FROM bare_reports WHERE seq > ?",
+                (last,),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    @app.post("/api/v1/surveys/<survey_id>/reports")
+    def reports(survey_id: str):
+        body = request.get_json()
+        items = body["reports"] if "reports" in body else [body]
+        insert(survey_id, items)
+        return jsonify({"survey": survey_id, "received": len(items),
+                        "reports": [r["id"] for r in items]}), 201  # fmt: skip
+
+    @app.get("/api/v1/surveys/<survey_id>/results")
+    def results(survey_id: str):
+        marker = "%s" if postgres else "?"
+        db = connection()
+        rows = db.execute(
+            f"SELECT payload, COUNT(*) FROM bare_reports WHERE survey_id = {marker}"
+            " GROUP BY payload",
+            (survey_id,),
+        ).fetchall()
+        if postgres:
+            db.commit()
+        return jsonify({"survey": survey_id, "n": sum(r[1] for r in rows), "distinct": len(rows)})
+
+    @app.get("/api/v1/health")
+    def health():
+        return jsonify({"status": "ok"})
+
+    return app
+
+
+def setup_bare_tables(database: str) -> None:
+    if database.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(database, autocommit=True) as connection:
+            connection.execute(BARE_POSTGRES_SCHEMA)
+        return
+    connection = sqlite3.connect(database)
+    connection.executescript(BARE_SQLITE_SCHEMA)
+    connection.close()
+
+
+# -- servers ----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+def wait_healthy(port: int, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"server exited early:\n{log.read_text()[-3000:]}")
+        try:
+            connection = http.client.HTTPConnection(HOST, port, timeout=2)
+            connection.request("GET", "/api/v1/health")
+            if connection.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"server on port {port} did not become healthy")
+
+
+def start_real(database: str, key: Path, logdir: Path) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    log = logdir / f"real-{port}.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "deniable.aggregator.cli", "--database", database,
+         "--signing-key", str(key), "serve", "--bind", f"{HOST}:{port}", "--workers", "2"],
+        stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    wait_healthy(port, process, log)
+    return process, port
+
+
+def start_bare(database: str, logdir: Path) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    log = logdir / f"bare-{port}.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--workers", "2", "--bind", f"{HOST}:{port}",
+         "--chdir", str(Path(__file__).resolve().parent), "ingest:bare_app()"],
+        stdout=log.open("w"), stderr=subprocess.STDOUT,
+        env={**os.environ, "BARE_DATABASE": database},
+    )  # fmt: skip
+    wait_healthy(port, process, log)
+    return process, port
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- load generators ---------------------------------------------------------------------
+
+
+def _post(connection: http.client.HTTPConnection, path: str, body: bytes) -> int:
+    connection.request("POST", path, body, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    response.read()
+    if response.status != 201:
+        raise RuntimeError(f"POST {path}: HTTP {response.status}")
+    return response.status
+
+
+def _single_thread(port: int, payloads: list[str], stop_at: float, offset: int) -> list[float]:
+    connection = http.client.HTTPConnection(HOST, port, timeout=60)
+    path = f"/api/v1/surveys/{SURVEY_ID}/reports"
+    latencies = []
+    index = offset
+    while time.monotonic() < stop_at:
+        report = {"id": str(uuid.uuid4()), "question": QUESTION_ID,
+                  "payload": payloads[index % len(payloads)]}  # fmt: skip
+        index += 1
+        body = json.dumps(report).encode()
+        started = time.perf_counter()
+        _post(connection, path, body)
+        latencies.append(time.perf_counter() - started)
+    connection.close()
+    return latencies
+
+
+def _single_process(port: int, payloads: list[str], start_at: float, duration: float,
+                    threads: int, seed: int) -> list[float]:  # fmt: skip
+    while time.time() < start_at:
+        time.sleep(0.005)
+    stop_at = time.monotonic() + duration
+    with ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(_single_thread, port, payloads, stop_at, seed * 1000 + i * 97)
+                   for i in range(threads)]  # fmt: skip
+        return [latency for future in futures for latency in future.result()]
+
+
+def measure_single(port: int, payloads: list[str], duration: float) -> dict[str, float]:
+    """16 concurrent clients posting one report per request for ``duration`` seconds."""
+    threads = SINGLE_CLIENTS // SINGLE_PROCESSES
+    start_at = time.time() + 1.0
+    with ProcessPoolExecutor(SINGLE_PROCESSES) as pool:
+        futures = [pool.submit(_single_process, port, payloads, start_at, duration, threads, p)
+                   for p in range(SINGLE_PROCESSES)]  # fmt: skip
+        latencies = [latency for future in futures for latency in future.result()]
+    latencies.sort()
+    return {
+        "reports": len(latencies),
+        "rate": len(latencies) / duration,
+        "p50_ms": 1000 * latencies[len(latencies) // 2],
+        "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+    }
+
+
+def batch_body(payloads: list[str], start: int) -> bytes:
+    reports = ",".join(
+        f'{{"id":"{uuid.uuid4()}","question":"{QUESTION_ID}","payload":"'
+        f'{payloads[(start + i) % len(payloads)]}"}}'
+        for i in range(BATCH)
+    )
+    return f'{{"reports":[{reports}]}}'.encode()
+
+
+def measure_batches(port: int, payloads: list[str], total: int, label: str) -> dict[str, float]:
+    """Batches of 1,000 from 4 concurrent clients until ``total`` reports are stored."""
+    batches = total // BATCH
+    counter = iter(range(batches))
+    lock = threading.Lock()
+    done = [0]
+    path = f"/api/v1/surveys/{SURVEY_ID}/reports"
+
+    def client() -> None:
+        connection = http.client.HTTPConnection(HOST, port, timeout=300)
+        while True:
+            with lock:
+                number = next(counter, None)
+            if number is None:
+                break
+            _post(connection, path, batch_body(payloads, number * BATCH))
+            with lock:
+                done[0] += 1
+                if done[0] % max(1, batches // 10) == 0:
+                    print(f"    {label}: {done[0] * BATCH:,} reports", file=sys.stderr)
+        connection.close()
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(BATCH_CLIENTS) as pool:
+        for future in [pool.submit(client) for _ in range(BATCH_CLIENTS)]:
+            future.result()
+    elapsed = time.perf_counter() - started
+    return {"reports": batches * BATCH, "seconds": elapsed, "rate": batches * BATCH / elapsed}
+
+
+def _get(port: int, path: str) -> tuple[float, bytes]:
+    connection = http.client.HTTPConnection(HOST, port, timeout=600)
+    started = time.perf_counter()
+    connection.request("GET", path)
+    response = connection.getresponse()
+    body = response.read()
+    elapsed = time.perf_counter() - started
+    connection.close()
+    if response.status != 200:
+        raise RuntimeError(f"GET {path}: HTTP {response.status} {body[:300]!r}")
+    return elapsed, body
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50_ms": 1000 * statistics.median(ordered),
+        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+        "count": len(ordered),
+    }
+
+
+def measure_results(port: int, payloads: list[str], steady: int, live: int) -> dict[str, Any]:
+    path = f"/api/v1/surveys/{SURVEY_ID}/results"
+    first, body = _get(port, path)
+    document = json.loads(body)
+    samples = [_get(port, path)[0] for _ in range(steady)]
+    live_samples = []
+    connection = http.client.HTTPConnection(HOST, port, timeout=300)
+    for i in range(live):
+        _post(connection, f"/api/v1/surveys/{SURVEY_ID}/reports",
+              batch_body(payloads, 7919 * (i + 1)))  # fmt: skip
+        live_samples.append(_get(port, path)[0])
+    connection.close()
+    return {
+        "first_ms": 1000 * first,
+        "n_reports": document.get("n_reports", document.get("n")),
+        "steady": percentiles(samples),
+        "live": percentiles(live_samples) if live_samples else None,
+    }
+
+
+# -- one backend ---------------------------------------------------------------------------
+
+
+def prepare_database(backend: str, workdir: Path, dsn: str) -> tuple[str, Any]:
+    """(DATABASE setting, cleanup) for a fresh database of ``backend``."""
+    if backend == "sqlite":
+        return str(workdir / "bench.sqlite3"), lambda: None
+    import psycopg
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute(f'CREATE SCHEMA "{schema}"')
+
+    def cleanup() -> None:
+        with psycopg.connect(dsn, autocommit=True) as connection:
+            connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+    separator = "&" if "?" in dsn else "?"
+    return f"{dsn}{separator}options={quote(f'-c search_path={schema}')}", cleanup
+
+
+def create_survey(database: str, key: Path) -> str:
+    from deniable.aggregator import cli
+    from deniable.aggregator.storage import open_storage
+    from deniable.survey import Survey
+
+    with contextlib.redirect_stdout(sys.stderr):
+        assert cli.main(["--database", database, "--signing-key", str(key), "init"]) == 0
+    storage = open_storage({"DATABASE": database})
+    try:
+        record = storage.create_survey(Survey.from_dict(definition()), results_public=True)
+    finally:
+        storage.close()
+    return record.survey.question(QUESTION_ID).mechanism
+
+
+def run_backend(backend: str, args: argparse.Namespace, payloads: list[str]) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix=f"deniable-bench-{backend}-", dir=args.dir))
+    database, cleanup = prepare_database(backend, workdir, args.postgres_dsn)
+    servers = []
+    try:
+        mechanism = create_survey(database, workdir / "key.pem")
+        setup_bare_tables(database)
+        real, real_port = start_real(database, workdir / "key.pem", workdir)
+        servers.append(real)
+        bare, bare_port = start_bare(database, workdir)
+        servers.append(bare)
+        print(f"[{backend}] single-report POSTs, {SINGLE_CLIENTS} clients, {args.duration:g} s",
+              file=sys.stderr)  # fmt: skip
+        single_real = measure_single(real_port, payloads, args.duration)
+        single_bare = measure_single(bare_port, payloads, args.duration)
+        print(f"[{backend}] batches of {BATCH:,} up to {args.reports:,} reports", file=sys.stderr)
+        batch_real = measure_batches(real_port, payloads, args.reports, "real")
+        batch_bare = measure_batches(bare_port, payloads, args.reports, "bare")
+        print(f"[{backend}] results", file=sys.stderr)
+        results_real = measure_results(real_port, payloads, args.results_calls, args.live_calls)
+        results_bare = measure_results(bare_port, payloads, max(3, args.results_calls // 10), 0)
+        return {
+            "backend": backend, "mechanism": mechanism,
+            "single": {"real": single_real, "bare": single_bare},
+            "batch": {"real": batch_real, "bare": batch_bare},
+            "results": {"real": results_real, "bare": results_bare},
+        }  # fmt: skip
+    finally:
+        for server in servers:
+            stop(server)
+        cleanup()
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+# -- profiling --------------------------------------------------------------------------------
+
+
+def profile_real(payloads: list[str], backend: str, dsn: str, top: int = 18) -> str:
+    """cProfile of the real app's request path, in process (Flask test client)."""
+    from deniable.aggregator import create_app
+
+    workdir = Path(tempfile.mkdtemp(prefix="deniable-profile-"))
+    database, cleanup = prepare_database(backend, workdir, dsn)
+    out = io.StringIO()
+    try:
+        create_survey(database, workdir / "key.pem")
+        app = create_app({"DATABASE": database, "SIGNING_KEY_PATH": str(workdir / "key.pem")})
+        client = app.test_client()
+        path = f"/api/v1/surveys/{SURVEY_ID}/reports"
+        cases = {
+            "2,000 single-report POSTs": lambda: [
+                client.post(path, data=json.dumps({"id": str(uuid.uuid4()), "question": QUESTION_ID,
+                            "payload": payloads[i]}), content_type="application/json")
+                for i in range(2000)
+            ],
+            "20 batches of 1,000": lambda: [
+                client.post(path, data=batch_body(payloads, i * BATCH),
+                            content_type="application/json")
+                for i in range(20)
+            ],
+        }  # fmt: skip
+        for label, case in cases.items():
+            profiler = cProfile.Profile()
+            started = time.perf_counter()
+            profiler.enable()
+            responses = case()
+            profiler.disable()
+            elapsed = time.perf_counter() - started
+            assert all(r.status_code == 201 for r in responses)
+            out.write(f"\n--- profile ({backend}, in-process, no HTTP server): {label}: "
+                      f"{elapsed:.2f} s\n")  # fmt: skip
+            stats = pstats.Stats(profiler, stream=out)
+            stats.sort_stats("cumulative").print_stats(top)
+            stats.sort_stats("tottime").print_stats(top)
+        app.extensions["deniable.storage"].close()
+    finally:
+        cleanup()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return out.getvalue()
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def verdict(ok: bool) -> str:
+    return "meets target" if ok else "MISSES target"
+
+
+def report(result: dict[str, Any]) -> str:
+    single, batch, results = result["single"], result["batch"], result["results"]
+    ratio = single["real"]["rate"] / single["bare"]["rate"]
+    real_results = results["real"]
+    lines = [
+        f"== {result['backend']} (single_choice, d = {DOMAIN}, epsilon = {EPSILON:g}, "
+        f"mechanism {result['mechanism']}; gunicorn 2 sync workers each)",
+        f"single-report POSTs, {SINGLE_CLIENTS} clients:",
+    ]
+    for name in ("real", "bare"):
+        s = single[name]
+        lines.append(f"  {name:4}  {s['rate']:9,.0f} reports/s   p50 {s['p50_ms']:7.2f} ms   "
+                     f"p99 {s['p99_ms']:7.2f} ms   ({s['reports']:,} reports)")  # fmt: skip
+    lines.append(f"  ratio real/bare = {ratio:.2f}  (target >= {TARGET_SINGLE_RATIO:.2f}: "
+                 f"{verdict(ratio >= TARGET_SINGLE_RATIO)})")  # fmt: skip
+    lines.append(f"batches of {BATCH:,}, {BATCH_CLIENTS} clients:")
+    for name in ("real", "bare"):
+        b = batch[name]
+        lines.append(f"  {name:4}  {b['rate']:9,.0f} reports/s   ({b['reports']:,} reports in "
+                     f"{b['seconds']:.1f} s)")  # fmt: skip
+    batch_ratio = batch["real"]["rate"] / batch["bare"]["rate"]
+    lines.append(f"  real vs target {TARGET_BATCH:,} reports/s: "
+                 f"{verdict(batch['real']['rate'] >= TARGET_BATCH)}; "
+                 f"ratio real/bare = {batch_ratio:.2f}")  # fmt: skip
+    lines.append(f"results at {real_results['n_reports']:,} stored reports:")
+    lines.append(f"  real  first call (folds every pending report): "
+                 f"{real_results['first_ms']:,.0f} ms")  # fmt: skip
+    steady = real_results["steady"]
+    lines.append(f"  real  steady, no new reports:  p50 {steady['p50_ms']:7.2f} ms   "
+                 f"p99 {steady['p99_ms']:7.2f} ms   ({steady['count']} calls)  "
+                 f"(target p50 < {TARGET_RESULTS_P50_MS:g} ms: "
+                 f"{verdict(steady['p50_ms'] < TARGET_RESULTS_P50_MS)})")  # fmt: skip
+    live = real_results["live"]
+    if live:
+        lines.append(f"  real  live, +{BATCH:,} reports before each call: p50 {live['p50_ms']:7.2f}"
+                     f" ms   p99 {live['p99_ms']:7.2f} ms   ({live['count']} calls)  "
+                     f"(target: {verdict(live['p50_ms'] < TARGET_RESULTS_P50_MS)})")  # fmt: skip
+    bare = results["bare"]
+    lines.append(
+        f"  bare  GROUP BY scan: p50 {bare['steady']['p50_ms']:7.2f} ms   "
+        f"p99 {bare['steady']['p99_ms']:7.2f} ms   ({bare['steady']['count']} calls)"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--postgres-dsn",
+        default=os.environ.get(
+            "DENIABLE_BENCH_POSTGRES_DSN", os.environ.get("DENIABLE_TEST_POSTGRES_DSN", DEFAULT_DSN)
+        ),
+    )
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--reports", type=int, default=1_000_000)
+    parser.add_argument("--duration", type=float, default=8.0, help="seconds per single test")
+    parser.add_argument("--results-calls", type=int, default=50)
+    parser.add_argument("--live-calls", type=int, default=20)
+    parser.add_argument("--dir", default=None, help="where the SQLite files go (default: TMPDIR)")
+    parser.add_argument("--keep", action="store_true", help="keep databases and server logs")
+    parser.add_argument("--profile", action="store_true", help="also profile the request path")
+    args = parser.parse_args(argv)  # fmt: skip
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = set(backends) - {"sqlite", "postgresql"}
+    if unknown or args.reports < BATCH:
+        parser.error(f"bad --backends {sorted(unknown)} or --reports < {BATCH}")
+
+    started = time.monotonic()
+    payloads = payload_pool()
+    print(f"deniable ingest benchmark: {os.cpu_count()} CPUs, Python "
+          f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, loopback {HOST}",
+          flush=True)  # fmt: skip
+    for backend in backends:
+        result = run_backend(backend, args, payloads)
+        print(report(result), flush=True)
+        if args.profile:
+            print(profile_real(payloads, backend, args.postgres_dsn), flush=True)
+    print(f"total run time {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
