@@ -52,11 +52,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="deniable", description="Answer local-differential-privacy surveys."
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="deniable", description="Answer local-differential-privacy surveys.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def common(sub: argparse.ArgumentParser, *, url: bool = True) -> None:
         if url:

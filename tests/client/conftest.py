@@ -284,11 +284,10 @@ class LiveServer:
         return [json.loads(line) for line in response.text.splitlines() if line.strip()]
 
 
-@pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+def launch(directory: Path) -> LiveServer:
     config = {
-        "DATABASE": str(tmp_path / "live.sqlite3"),
-        "SIGNING_KEY_PATH": str(tmp_path / "live-key.pem"),
+        "DATABASE": str(directory / "live.sqlite3"),
+        "SIGNING_KEY_PATH": str(directory / "live-key.pem"),
     }
     server = LiveServer(config=config, port=free_port())
     server.start()
@@ -297,6 +296,23 @@ def live_server(tmp_path: Path) -> Iterator[LiveServer]:
         server.token = storage.create_operator_token("client-tests")
     finally:
         storage.close()
+    return server
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    """A gunicorn aggregator of this test's own (it may stop and restart it)."""
+    server = launch(tmp_path)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """One gunicorn aggregator for a whole test module (tests must not stop it)."""
+    server = launch(tmp_path_factory.mktemp("live"))
     try:
         yield server
     finally:

@@ -1,0 +1,131 @@
+"""The client against the real aggregator running as a gunicorn subprocess on loopback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ANSWERS, STATE_KEY, LiveServer, definition
+
+from deniable.client import StateStore, SurveyClient, TransportError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "deniable.client.cli", *args],
+        input=stdin, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )  # fmt: skip
+
+
+def test_offline_then_restart_then_flush_stores_every_report_once(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
+    for name in ("s1", "s2"):
+        live_server.operator("POST", "/api/v1/surveys", {"definition": definition(name)})
+    store = StateStore(tmp_path / "device" / "state.bin", key=STATE_KEY)
+    client = SurveyClient(live_server.url, state=store, timeout=2, retries=1, backoff=0.05)
+    first, second = client.fetch("s1"), client.fetch("s2")
+
+    live_server.stop()
+    receipt = client.answer(first, ANSWERS)
+    assert not receipt.delivered and client.pending() == 1
+    assert client.flush().pending == 1  # still down
+
+    live_server.start()  # same port, same database, same signing key
+    result = client.flush()
+    assert (result.delivered, result.pending) == (1, 0)
+    assert client.flush().delivered == 0
+    stored = live_server.export("s1")
+    assert sorted(r["id"] for r in stored) == sorted(receipt.report_ids)
+
+    # Down again: the queued batch goes out with the next answer, ahead of it.
+    live_server.stop()
+    client2 = SurveyClient(live_server.url, state=store, timeout=2, retries=0)
+    assert not client2.answer(second, ANSWERS).delivered
+    live_server.start()
+    assert client2.flush().delivered == 1
+    assert len(live_server.export("s2")) == 4
+    assert len(live_server.export("s1")) == 4
+
+
+def test_unreachable_aggregator_at_fetch_is_a_transport_error(tmp_path: Path) -> None:
+    from deniable.aggregator.cli import free_port
+
+    store = StateStore(tmp_path / "state.bin", key=STATE_KEY)
+    client = SurveyClient(f"http://127.0.0.1:{free_port()}", state=store, timeout=1, retries=1,
+                          backoff=0.01)  # fmt: skip
+    with pytest.raises(TransportError, match="unreachable"):
+        client.fetch("s1")
+
+
+def test_cli_simulate_posts_every_respondent(shared_live_server: LiveServer) -> None:
+    server = shared_live_server
+    server.operator("POST", "/api/v1/surveys", {"definition": definition("sim")})
+    result = run_cli("simulate", server.url, "sim", "--respondents", "600", "--seed", "3",
+                     "--distribution", "skewed")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "SIMULATION" in result.stdout and "respondents/s" in result.stdout
+    assert "600/600 respondents" in result.stderr  # the progress bar
+    assert len(server.export("sim")) == 600 * 4
+    results = server.operator("GET", "/api/v1/surveys/sim/results")
+    assert results["n_reports"] == 600 * 4
+
+
+def test_cli_answer_walks_through_the_survey(shared_live_server: LiveServer, tmp_path) -> None:
+    server = shared_live_server
+    server.operator("POST", "/api/v1/surveys", {"definition": definition("walk")})
+    env = {"DENIABLE_STATE": str(tmp_path / "state.bin")}
+    # yes/no: an invalid answer first, then y; choice 3; options 1 and 3; 7.5 hours; confirm.
+    result = run_cli("answer", server.url, "walk", stdin="maybe\ny\n3\n1,3\n7.5\ny\n", env=env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Signature verified" in out and "not a valid answer" in out
+    assert "Privacy cost ε = 1.00" in out and "Sent 4 randomized reports" in out
+    assert len(server.export("walk")) == 4
+    again = run_cli("answer", server.url, "walk", stdin="y\n", env=env)
+    assert again.returncode == 1
+    assert again.stderr.strip().count("\n") == 0
+    assert "AlreadyAnswered" in again.stderr
+    budget = run_cli("budget", env=env)
+    assert "spent total: 4.000" in budget.stdout
+
+
+def test_cli_declined_confirmation_sends_nothing(shared_live_server: LiveServer, tmp_path) -> None:
+    server = shared_live_server
+    server.operator("POST", "/api/v1/surveys", {"definition": definition("declined")})
+    env = {"DENIABLE_STATE": str(tmp_path / "state.bin")}
+    result = run_cli("answer", server.url, "declined", stdin="n\n1\n\n0\nn\n", env=env)
+    assert result.returncode == 1 and "nothing was sent" in result.stderr
+    assert server.export("declined") == []
+    closed = run_cli("answer", server.url, "declined", stdin="", env=env)  # EOF mid-survey
+    assert closed.returncode == 1 and "input closed" in closed.stderr
+    assert server.export("declined") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["answer", "{url}", "no-such-survey"], "404"),
+        (["answer", "{url}", "Bad Id"], "survey id must match"),
+        (["answer", "not-a-url", "s"], "base_url"),
+        (["simulate", "{url}", "no-such-survey", "--respondents", "5"], "404"),
+        (["simulate", "{url}", "x", "--respondents", "0"], "must be at least 1"),
+        (["simulate", "{url}", "x", "--respondents", "5", "--distribution", "odd"], "invalid"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_nonzero(
+    shared_live_server: LiveServer, tmp_path, args, message
+) -> None:
+    args = [a.format(url=shared_live_server.url) for a in args]
+    result = run_cli(*args, env={"DENIABLE_STATE": str(tmp_path / "state.bin")})
+    assert result.returncode in (1, 2)
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr  # one clear line
+    assert "Traceback" not in result.stderr
