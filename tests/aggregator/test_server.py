@@ -87,5 +87,10 @@ def test_create_submit_and_read_results_over_http(server, demo_definition, backe
         json_type = {"Content-Type": "application/json"}
         bad = session.post(f"{base}/surveys/demo/reports", data=b"\xff", headers=json_type)
         assert_problem(bad, 400)
+        # A chunked body (no Content-Length) over MAX_BODY_BYTES is refused too.
+        chunks = iter([b'{"definition": "', b"a" * 2_000_000, b'"}'])
+        chunked = session.post(f"{base}/surveys", data=chunks, timeout=10,
+                               headers={**operator, **json_type})  # fmt: skip
+        assert_problem(chunked, 413, "payload-too-large")
         exported = session.get(f"{base}/surveys/demo/export", headers=operator, timeout=10)
         assert len(exported.text.splitlines()) == 300

@@ -1,0 +1,64 @@
+"""The signing key: 0600 from birth, reused, refused when readable by others, never served."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import stat
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from deniable.aggregator.settings import SettingsError
+from deniable.aggregator.signing import create_key, load_key
+
+
+def test_key_file_is_private_and_reused(tmp_path):
+    path = tmp_path / "keys" / "signing.pem"
+    old_umask = os.umask(0)  # Why: the mode must not depend on a permissive umask.
+    try:
+        assert create_key(path)
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    first = load_key(path)
+    assert not create_key(path)
+    assert load_key(path).public_key == first.public_key
+    assert [p.name for p in path.parent.iterdir()] == ["signing.pem"]  # no temporary left
+
+
+def test_signatures_verify_with_the_public_key(tmp_path):
+    create_key(tmp_path / "k.pem")
+    key = load_key(tmp_path / "k.pem")
+    raw = base64.b64decode(key.public_key)
+    assert len(raw) == 32 and key.key_id == hashlib.sha256(raw).hexdigest()[:16]
+    Ed25519PublicKey.from_public_bytes(raw).verify(base64.b64decode(key.sign(b"m")), b"m")
+
+
+def test_readable_key_files_are_refused(tmp_path):
+    path = tmp_path / "k.pem"
+    create_key(path)
+    path.chmod(0o644)
+    with pytest.raises(SettingsError, match="chmod 600"):
+        load_key(path)
+
+
+def test_garbage_and_missing_key_files_are_refused(tmp_path):
+    path = tmp_path / "k.pem"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(descriptor, b"not a key")
+    os.close(descriptor)
+    with pytest.raises(SettingsError, match="not a PEM"):
+        load_key(path)
+    with pytest.raises(SettingsError, match="cannot read"):
+        load_key(tmp_path / "missing.pem")
+
+
+def test_the_private_key_is_never_served(client, app, created_survey):
+    pem = open(app.config["SIGNING_KEY_PATH"], "rb").read()
+    secret_body = b"".join(pem.splitlines()[1:-1])
+    key = client.get("/api/v1/key").get_json()
+    assert set(key) == {"algorithm", "public_key", "key_id"} and key["algorithm"] == "Ed25519"
+    for url in ("/api/v1/key", "/api/v1/surveys/demo", "/api/v1/surveys", "/api/v1/openapi.json"):
+        assert secret_body not in client.get(url).data
