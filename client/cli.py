@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform")
     sim.add_argument("--seed", type=int, default=None)
     sim.add_argument("--batch-reports", type=_positive_int, default=500)
+    sim.add_argument("--concurrency", type=_positive_int, default=4, help="parallel senders")
     sim.add_argument("--trusted-key")
     sim.add_argument("--timeout", type=_positive_float, default=30.0)
     sim.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -257,6 +258,7 @@ def run_simulate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         distribution=args.distribution,
         seed=args.seed,
         batch_reports=args.batch_reports,
+        concurrency=args.concurrency,
         trusted_key=args.trusted_key,
         progress=None if args.quiet else err,
         timeout=args.timeout,

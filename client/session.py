@@ -511,7 +511,8 @@ class SurveyClient:
         """
         delivered = 0
         refused: TransportError | None = None
-        with self.store.transaction() as state:
+        # Every change is saved at once (save_now), so the batch that left is never resent.
+        with self.store.transaction(write=False) as state:
             for entry in list(state.outbox):
                 if entry.get("origin") != self.origin:
                     continue

@@ -15,9 +15,11 @@ import json
 import math
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -128,6 +130,7 @@ def simulate(
     distribution: str = "uniform",
     seed: int | None = None,
     batch_reports: int = 500,
+    concurrency: int = 4,
     trusted_key: str | None = None,
     progress: TextIO | None = sys.stderr,
     client_factory: Callable[..., SurveyClient] = SurveyClient,
@@ -140,6 +143,8 @@ def simulate(
         raise InvalidParameter(f"distribution must be one of {', '.join(DISTRIBUTIONS)}")
     if isinstance(batch_reports, bool) or not isinstance(batch_reports, int) or batch_reports < 1:
         raise InvalidParameter(f"batch size must be a positive integer, got {batch_reports!r}")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise InvalidParameter(f"concurrency must be a positive integer, got {concurrency!r}")
     rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory(prefix="deniable-sim-") as scratch:
         # A throwaway device: the simulation never touches the real ledger or pins.
@@ -149,30 +154,65 @@ def simulate(
             verified = client.fetch(survey_id)
             survey = verified.survey
             path = f"/api/v1/surveys/{survey.id}/reports"
+            local = threading.local()
+            posters: list[SurveyClient] = []
+
+            def post(body: bytes) -> None:
+                # One connection per sender thread; same timeouts and retries as real answers.
+                poster = getattr(local, "client", None)
+                if poster is None:
+                    poster = local.client = client_factory(
+                        base_url, trusted_key=trusted_key, state=store,
+                        policy=SIMULATION_POLICY, **client_options,
+                    )  # fmt: skip
+                    posters.append(poster)
+                response = poster._request("POST", path, body)
+                if response.status_code not in (200, 201):
+                    raise poster._http_error("POST", path, response)
+
             bar = Progress(respondents, progress)
             start = time.perf_counter()
             done = reports = 0
-            for size in batches(survey, respondents, batch_reports):
-                columns = []
-                for question in survey.questions:
-                    oracle = question.oracle
-                    truth = true_answers(question, size, distribution, rng)
-                    columns.append(oracle.encode_many(oracle.randomize_many(truth, rng)))
-                items = [
-                    {"id": str(uuid.uuid4()), "question": question.id, "payload": column[row]}
-                    for row in range(size)
-                    for question, column in zip(survey.questions, columns, strict=True)
-                ]
-                body = _dumps({"reports": items})
-                response = client._request("POST", path, body)
-                if response.status_code not in (200, 201):
-                    raise client._http_error("POST", path, response)
-                done += size
-                reports += len(items)
-                bar.update(done)
+            in_flight: dict[Future[None], int] = {}
+            with ThreadPoolExecutor(max_workers=concurrency) as pool:
+                try:
+                    for size in batches(survey, respondents, batch_reports):
+                        columns = []
+                        for question in survey.questions:
+                            oracle = question.oracle
+                            truth = true_answers(question, size, distribution, rng)
+                            columns.append(oracle.encode_many(oracle.randomize_many(truth, rng)))
+                        items = [
+                            {"id": str(uuid.uuid4()), "question": q.id, "payload": column[row]}
+                            for row in range(size)
+                            for q, column in zip(survey.questions, columns, strict=True)
+                        ]
+                        in_flight[pool.submit(post, _dumps({"reports": items}))] = size
+                        reports += len(items)
+                        while len(in_flight) >= 2 * concurrency:
+                            done += _collect(in_flight, FIRST_COMPLETED)
+                            bar.update(done)
+                    while in_flight:
+                        done += _collect(in_flight, FIRST_COMPLETED)
+                        bar.update(done)
+                finally:
+                    for future in in_flight:
+                        future.cancel()
+                    for poster in posters:
+                        poster.close()
             seconds = time.perf_counter() - start
             bar.update(done, final=True)
     return SimulationResult(respondents=done, reports=reports, seconds=seconds)
+
+
+def _collect(in_flight: dict[Future[None], int], when: str) -> int:
+    """Wait for some sends; the respondents they carried (re-raises a failed send)."""
+    finished, _ = wait(list(in_flight), return_when=when)
+    count = 0
+    for future in finished:
+        count += in_flight.pop(future)
+        future.result()
+    return count
 
 
 def _dumps(data: object) -> bytes:
