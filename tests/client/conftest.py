@@ -240,6 +240,29 @@ def longitudinal_definition(survey_id: str, *, epsilon: float = 1.0, inst: float
     }  # fmt: skip
 
 
+# Every kind of question, for the side-channel canary and the CLI explanations.
+CANARY_DEFINITION: dict[str, Any] = {
+    "format": "deniable.survey/1",
+    "id": "canary",
+    "title": "Side-channel canary",
+    "questions": [
+        {"id": "yn", "type": "yes_no", "text": "?", "epsilon": 1.0},
+        {"id": "one", "type": "single_choice", "text": "?", "epsilon": 1.0,
+         "options": ["a", "b", "c", "d", "e"]},
+        {"id": "olh", "type": "single_choice", "text": "?", "epsilon": 1.0,
+         "mechanism": "olh", "options": ["a", "b", "c"]},
+        {"id": "many", "type": "multiple_choice", "text": "?", "epsilon": 1.0,
+         "options": ["x", "y", "z"]},
+        {"id": "num", "type": "numeric", "text": "?", "epsilon": 1.0, "lo": -5, "hi": 300},
+        {"id": "lap", "type": "numeric", "text": "?", "epsilon": 1.0, "lo": 0, "hi": 10,
+         "mechanism": "discrete_laplace"},
+        {"id": "memo", "type": "single_choice", "text": "?", "epsilon": 1.0,
+         "mechanism": "grr", "options": ["p", "q", "r"],
+         "longitudinal": {"key": "memo", "instantaneous_epsilon": 1.0}},
+    ],
+}  # fmt: skip
+
+
 GENEROUS = Policy(lifetime_epsilon=1e6, period_epsilon=1e6, max_survey_epsilon=50)
 
 

@@ -12,6 +12,7 @@ import pytest
 from conftest import (
     ANSWERS,
     BASE,
+    CANARY_DEFINITION,
     GENEROUS,
     STATE_KEY,
     Aggregator,
@@ -449,26 +450,7 @@ def test_outbox_survives_a_new_process(aggregator, adapter, http, tmp_path) -> N
 
 
 # -- no side channels ------------------------------------------------------------------------
-CANARY = {
-    "format": "deniable.survey/1",
-    "id": "canary",
-    "title": "Side-channel canary",
-    "questions": [
-        {"id": "yn", "type": "yes_no", "text": "?", "epsilon": 1.0},
-        {"id": "one", "type": "single_choice", "text": "?", "epsilon": 1.0,
-         "options": ["a", "b", "c", "d", "e"]},
-        {"id": "olh", "type": "single_choice", "text": "?", "epsilon": 1.0,
-         "mechanism": "olh", "options": ["a", "b", "c"]},
-        {"id": "many", "type": "multiple_choice", "text": "?", "epsilon": 1.0,
-         "options": ["x", "y", "z"]},
-        {"id": "num", "type": "numeric", "text": "?", "epsilon": 1.0, "lo": -5, "hi": 300},
-        {"id": "lap", "type": "numeric", "text": "?", "epsilon": 1.0, "lo": 0, "hi": 10,
-         "mechanism": "discrete_laplace"},
-        {"id": "memo", "type": "single_choice", "text": "?", "epsilon": 1.0,
-         "mechanism": "grr", "options": ["p", "q", "r"],
-         "longitudinal": {"key": "memo", "instantaneous_epsilon": 1.0}},
-    ],
-}  # fmt: skip
+CANARY = CANARY_DEFINITION
 BASELINE = {"yn": True, "one": "a", "olh": "a", "many": [], "num": 0, "lap": 0, "memo": "p"}
 ALTERNATIVES: dict[str, list[Any]] = {
     "yn": [True, False],

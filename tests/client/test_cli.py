@@ -1,0 +1,77 @@
+"""The ``deniable`` command in-process: explanations, prompts, argument errors."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from conftest import CANARY_DEFINITION, definition
+
+from deniable.client.cli import explain, main, prompt_answer
+from deniable.mechanisms import CATEGORICAL
+from deniable.survey import Survey
+
+
+def every_question() -> list:
+    questions = list(Survey.from_dict(definition()).questions)
+    questions += list(Survey.from_dict(CANARY_DEFINITION).questions)
+    for name in sorted(CATEGORICAL):
+        if name == "binary_rr":
+            continue
+        spec = {"id": "q", "type": "single_choice", "text": "?", "epsilon": 1.0,
+                "mechanism": name, "options": ["a", "b", "c", "d"]}  # fmt: skip
+        questions += list(Survey.from_dict(definition(questions=[spec])).questions)
+    return questions
+
+
+@pytest.mark.parametrize("question", every_question(), ids=lambda q: f"{q.id}-{q.mechanism}")
+def test_every_question_is_explained_in_plain_words(question) -> None:
+    text = explain(question)
+    assert "ε =" in text and "more likely" in text
+    if question.longitudinal is not None:
+        assert "asked again" in text
+
+
+def scripted(*lines: str):
+    feed = iter(lines)
+
+    def read(prompt: str) -> str:
+        try:
+            return next(feed)
+        except StopIteration:
+            raise EOFError from None
+
+    return read
+
+
+def test_prompts_reask_until_the_answer_is_valid() -> None:
+    survey = Survey.from_dict(definition())
+    smoker, commute, tools, hours = survey.questions
+    out = io.StringIO()
+    assert prompt_answer(smoker, scripted("perhaps", "YES"), out) is True
+    assert prompt_answer(commute, scripted("9", "bus", "2"), out) == "bus"
+    assert prompt_answer(tools, scripted("1, 4", "1, 3"), out) == ["email", "meetings"]
+    assert prompt_answer(tools, scripted(""), out) == []
+    assert prompt_answer(hours, scripted("lots", "-1", "20"), out) == 20.0
+    assert out.getvalue().count("not a valid answer") == 5
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["answer"], ["simulate", "http://x", "s"], ["simulate", "http://x", "s", "--respondents",
+     "-3"], ["answer", "http://x", "s", "--timeout", "0"]],
+)  # fmt: skip
+def test_usage_errors_exit_2_with_one_line(argv, capsys) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_unreachable_aggregator_exits_1_with_one_line(tmp_path, monkeypatch) -> None:
+    from deniable.aggregator.cli import free_port
+
+    monkeypatch.setenv("DENIABLE_STATE", str(tmp_path / "state.bin"))
+    err = io.StringIO()
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["answer", url, "s1", "--timeout", "0.5"], err=err, out=io.StringIO()) == 1
+    assert err.getvalue().startswith("deniable: TransportError:")
+    assert err.getvalue().count("\n") == 1
