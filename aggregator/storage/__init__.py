@@ -66,6 +66,9 @@ def init_app(app: Flask) -> None:
     storage = open_storage(app.config)
     if app.config.get("MIGRATE", True):
         storage.migrate()
+        # Why: a server that forks after create_app (gunicorn --preload) must not share
+        # the parent's pooled connections; each process reopens its own on first use.
+        storage.close()
     app.extensions[EXTENSION] = storage
     atexit.register(storage.close)
 

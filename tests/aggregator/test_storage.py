@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from conftest import demo_survey_dict, random_reports
+from conftest import assert_problem, demo_survey_dict, random_reports
 
 from deniable.aggregator import create_app
 from deniable.aggregator.storage import hash_token, open_storage
@@ -111,8 +111,6 @@ def test_export_is_the_whole_log_in_order(storage):
 
 
 def test_unreachable_postgresql_is_503(tmp_path):
-    from conftest import assert_problem
-
     app = create_app({
         "DATABASE": "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1",
         "SIGNING_KEY_PATH": str(tmp_path / "k.pem"), "MIGRATE": False, "POOL_TIMEOUT": 1,
@@ -127,8 +125,6 @@ def test_unreachable_postgresql_is_503(tmp_path):
 
 
 def test_unwritable_sqlite_is_503(tmp_path):
-    from conftest import assert_problem
-
     database = tmp_path / "db.sqlite3"
     app = create_app({"DATABASE": str(database), "SIGNING_KEY_PATH": str(tmp_path / "k.pem")})
     storage = app.extensions["deniable.storage"]
