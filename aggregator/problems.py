@@ -213,7 +213,7 @@ def parse_json(data: bytes) -> Any:
     if _depth(text) > MAX_JSON_DEPTH:
         raise InvalidJson(f"body: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(
+        document = json.loads(
             text,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
@@ -224,6 +224,25 @@ def parse_json(data: bytes) -> Any:
     except (ValueError, RecursionError) as error:
         # ValueError covers JSONDecodeError and integers past the digit limit.
         raise InvalidJson(f"body: not valid JSON ({str(error)[:200]})") from None
+    if "\\u" in text:
+        _check_unicode(document)
+    return document
+
+
+def _check_unicode(value: Any) -> None:
+    """Reject lone surrogates (``"\\ud800"``): legal JSON escapes, but not text (RFC 7493)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidJson("body: string with a lone surrogate escape") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_unicode(key)
+            _check_unicode(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_unicode(item)
 
 
 def read_json() -> Any:
