@@ -573,7 +573,7 @@ def report(result: dict[str, Any]) -> str:
         s = single[name]
         lines.append(f"  {name:4}  {s['rate']:9,.0f} reports/s   p50 {s['p50_ms']:7.2f} ms   "
                      f"p99 {s['p99_ms']:7.2f} ms   ({s['reports']:,} reports)")  # fmt: skip
-    lines.append(f"  ratio real/bare = {ratio:.2f}  (target >= {TARGET_SINGLE_RATIO:.2f}: "
+    lines.append(f"  ratio real/bare = {ratio:.3f}  (target >= {TARGET_SINGLE_RATIO:.2f}: "
                  f"{verdict(ratio >= TARGET_SINGLE_RATIO)})")  # fmt: skip
     lines.append(f"batches of {BATCH:,}, {BATCH_CLIENTS} clients:")
     for name in ("real", "bare"):
