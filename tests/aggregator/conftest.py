@@ -8,9 +8,9 @@ that variable is unset, unless ``DENIABLE_REQUIRE_POSTGRES=1`` makes it fail).
 Reusable pieces: ``app``, ``client``, ``storage``, ``operator_token``,
 ``operator_headers``, ``demo_definition``, ``created_survey``, and the one
 error-shape helper :func:`assert_problem`; :func:`random_reports` makes valid
-reports for a definition with a seeded generator.  Import helpers at module
-level (``from conftest import assert_problem``): inside a test function the name
-``conftest`` may already refer to another directory's conftest.
+reports for a definition with a seeded generator.  The test folders are
+packages, so helpers are imported relatively: ``from .conftest import
+assert_problem`` (or ``from tests.aggregator.conftest import ...`` elsewhere).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from conftest import expected_results as expected
-from conftest import random_reports
+from .conftest import expected_results as expected
+from .conftest import random_reports
 
 REPORTS = "/api/v1/surveys/demo/reports"
 THREADS = 16

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import schemathesis
-from conftest import assert_problem
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
@@ -25,6 +24,8 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+
+from .conftest import assert_problem
 
 CHECKS = [
     not_a_server_error,

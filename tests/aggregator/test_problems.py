@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assert_problem
 
 from deniable.aggregator import create_app
 from deniable.aggregator.problems import InvalidJson, parse_json
+
+from .conftest import assert_problem
 
 
 def test_unknown_route_and_wrong_method(client):

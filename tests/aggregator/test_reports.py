@@ -7,7 +7,8 @@ import io
 import json
 
 import pytest
-from conftest import assert_problem, random_reports
+
+from .conftest import assert_problem, random_reports
 
 URL = "/api/v1/surveys/demo/reports"
 

@@ -6,8 +6,9 @@ import csv
 import io
 
 import pytest
-from conftest import assert_problem, demo_survey_dict, random_reports
-from conftest import expected_results as expected
+
+from .conftest import assert_problem, demo_survey_dict, random_reports
+from .conftest import expected_results as expected
 
 RESULTS = "/api/v1/surveys/demo/results"
 REPORTS = "/api/v1/surveys/demo/reports"

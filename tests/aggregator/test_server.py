@@ -11,11 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 import requests
-from conftest import assert_problem, random_reports
-from conftest import expected_results as expected
 
 from deniable.aggregator import settings
 from deniable.aggregator.storage import open_storage
+
+from .conftest import assert_problem, random_reports
+from .conftest import expected_results as expected
 
 
 def free_port() -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from conftest import assert_problem, demo_survey_dict, random_reports
 
 from deniable.aggregator import create_app
 from deniable.aggregator.storage import hash_token, open_storage
@@ -13,6 +12,8 @@ from deniable.aggregator.storage.base import migrations
 from deniable.errors import Conflict, NotFound
 from deniable.survey import Survey
 from deniable.wire import parse_submission
+
+from .conftest import assert_problem, demo_survey_dict, random_reports
 
 SURVEY = Survey.from_dict(demo_survey_dict())
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 
-from conftest import assert_problem, demo_survey_dict
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from deniable.survey import Survey
+
+from .conftest import assert_problem, demo_survey_dict
 
 
 def test_health_names_the_backend(client, backend):

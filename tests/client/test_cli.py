@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 
 import pytest
-from conftest import CANARY_DEFINITION, definition
 
 from deniable.client.cli import explain, main, prompt_answer
 from deniable.mechanisms import CATEGORICAL
 from deniable.survey import Survey
+
+from .conftest import CANARY_DEFINITION, definition
 
 
 def every_question() -> list:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import GENEROUS, longitudinal_definition
 
 from deniable.client import BudgetExceeded, DeviceState, Ledger, Policy
+
+from .conftest import GENEROUS, longitudinal_definition
 
 DAY = 86_400.0
 

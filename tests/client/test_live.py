@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ANSWERS, STATE_KEY, LiveServer, definition
 
 from deniable.client import StateStore, SurveyClient, TransportError
+
+from .conftest import ANSWERS, STATE_KEY, LiveServer, definition
 
 ROOT = Path(__file__).resolve().parents[2]
 

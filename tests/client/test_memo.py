@@ -13,12 +13,13 @@ import uuid
 
 import numpy as np
 import pytest
-from conftest import GENEROUS, longitudinal_definition
 
 from deniable.client.memo import HmacSource, is_longitudinal, memo_tag, permanent_response
 from deniable.client.session import randomize_answers
 from deniable.randomness import RESOLUTION, RandomSource
 from deniable.survey import Survey
+
+from .conftest import GENEROUS, longitudinal_definition
 
 FALSE_ALARM = 1e-6
 
@@ -166,9 +167,9 @@ def test_aggregator_estimate_for_a_longitudinal_question_is_unbiased(
     aggregator, adapter, http, tmp_path
 ) -> None:
     """Devices randomize with the client's own code; the aggregator estimates the share."""
-    from conftest import BASE, STATE_KEY
-
     from deniable.client import StateStore, SurveyClient
+
+    from .conftest import BASE, STATE_KEY
 
     definition = longitudinal_definition("panel", epsilon=2.0, inst=2.0)
     aggregator.create(definition)

@@ -9,16 +9,6 @@ import json
 from typing import Any
 
 import pytest
-from conftest import (
-    ANSWERS,
-    BASE,
-    CANARY_DEFINITION,
-    GENEROUS,
-    STATE_KEY,
-    Aggregator,
-    definition,
-    make_app,
-)
 
 from deniable.client import (
     AlreadyAnswered,
@@ -34,6 +24,17 @@ from deniable.client import (
     TransportError,
 )
 from deniable.mechanisms import MECHANISMS
+
+from .conftest import (
+    ANSWERS,
+    BASE,
+    CANARY_DEFINITION,
+    GENEROUS,
+    STATE_KEY,
+    Aggregator,
+    definition,
+    make_app,
+)
 
 
 def test_answer_delivers_one_batch_stored_once(aggregator, client, adapter) -> None:
@@ -132,7 +133,7 @@ def test_changed_aggregator_key_is_refused(tmp_path, aggregator, adapter, client
     client.fetch("s1")  # pins the key (trust on first use)
     impostor = make_app(tmp_path, "impostor")  # same API, another signing key
     impostor_aggregator = Aggregator(app=impostor, token="")
-    from conftest import operator_token
+    from .conftest import operator_token
 
     impostor_aggregator.token = operator_token(impostor)
     impostor_aggregator.create(definition())

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ANSWERS, BASE, STATE_KEY, definition
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from deniable.client import DeviceState, InvalidParameter, StateError, StateStore, SurveyClient
 from deniable.client.state import MAGIC
+
+from .conftest import ANSWERS, BASE, STATE_KEY, definition
 
 ROOT = Path(__file__).resolve().parents[2]
 

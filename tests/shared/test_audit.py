@@ -21,11 +21,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from audit import epsilon_lower_bound
-from conftest import ALL_NAMES, CATEGORICAL, make_any
 
 from deniable.mechanisms import GRR, Duchi, FrequencyOracle, Mechanism
 from deniable.randomness import RandomSource, as_source, threshold
+
+from .audit import epsilon_lower_bound
+from .conftest import ALL_NAMES, CATEGORICAL, make_any
 
 N = 100_000
 FALSE_ALARM = 1e-6

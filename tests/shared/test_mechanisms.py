@@ -13,18 +13,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from conftest import (
-    ALL_NAMES,
-    CATEGORICAL_NAMES,
-    NUMERIC_NAMES,
-    NUMERIC_RANGE,
-    distribution_seeds,
-    make_any,
-    make_mechanism,
-    make_numeric,
-    sample_values,
-    supports,
-)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -38,6 +26,19 @@ from deniable.mechanisms.discrete_laplace import (
 )
 from deniable.mechanisms.duchi import Duchi
 from deniable.randomness import GeneratorSource
+
+from .conftest import (
+    ALL_NAMES,
+    CATEGORICAL_NAMES,
+    NUMERIC_NAMES,
+    NUMERIC_RANGE,
+    distribution_seeds,
+    make_any,
+    make_mechanism,
+    make_numeric,
+    sample_values,
+    supports,
+)
 
 FALSE_ALARM = 1e-6
 HYPOTHESIS = settings(

@@ -9,11 +9,12 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import ALL_NAMES, make_any, sample_values
 from scipy import stats
 
 from deniable import randomness
 from deniable.randomness import SYSTEM, as_source, threshold
+
+from .conftest import ALL_NAMES, make_any, sample_values
 
 FALSE_ALARM = 1e-6
 
