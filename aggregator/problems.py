@@ -52,6 +52,10 @@ class UnsupportedMediaType(DeniableError):
     """A request body is not ``application/json`` (HTTP 415)."""
 
 
+class EnrolmentRequired(AuthenticationError):
+    """A survey that requires enrolment got no token (HTTP 401, challenge ``Enrolment``)."""
+
+
 # Most specific first: Forbidden before its parent AuthenticationError.
 PROBLEMS: tuple[tuple[type[BaseException], int, str, str], ...] = (
     (InvalidJson, 400, "invalid-json", "Invalid JSON"),
@@ -115,7 +119,9 @@ def _deniable_error(error: DeniableError) -> Response:
     headers = {}
     if isinstance(error, RateLimited):
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
-    if isinstance(error, AuthenticationError) and not isinstance(error, Forbidden):
+    if isinstance(error, EnrolmentRequired):
+        headers["WWW-Authenticate"] = 'Enrolment realm="deniable"'
+    elif isinstance(error, AuthenticationError) and not isinstance(error, Forbidden):
         headers["WWW-Authenticate"] = 'Bearer realm="deniable"'
     if isinstance(error, StorageError):
         # Why: the real database message may name hosts or schemas; log it, say less.
@@ -182,26 +188,21 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _depth(text: str) -> int:
-    """Deepest bracket nesting outside strings (a linear scan, before any parsing)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for character in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif character == "\\":
-                escaped = True
-            elif character == '"':
-                in_string = False
-        elif character == '"':
-            in_string = True
-        elif character in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif character in "]}":
-            depth -= 1
-    return deepest
+def _too_deep(document: Any, limit: int) -> bool:
+    """True if containers nest deeper than ``limit`` (an explicit stack, no recursion).
+
+    The walk visits containers only, so a batch of flat reports costs one step
+    per report; json.loads itself already refuses nesting beyond Python's
+    recursion limit (RecursionError), which bounds this walk too.
+    """
+    stack = [(document, 1)] if isinstance(document, dict | list) else []
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
 
 
 def parse_json(data: bytes) -> Any:
@@ -210,8 +211,6 @@ def parse_json(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InvalidJson(f"body: not UTF-8 ({error.reason} at byte {error.start})") from None
-    if _depth(text) > MAX_JSON_DEPTH:
-        raise InvalidJson(f"body: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         document = json.loads(
             text,
@@ -224,6 +223,8 @@ def parse_json(data: bytes) -> Any:
     except (ValueError, RecursionError) as error:
         # ValueError covers JSONDecodeError and integers past the digit limit.
         raise InvalidJson(f"body: not valid JSON ({str(error)[:200]})") from None
+    if _too_deep(document, MAX_JSON_DEPTH):
+        raise InvalidJson(f"body: nested deeper than {MAX_JSON_DEPTH} levels")
     if "\\u" in text:
         _check_unicode(document)
     return document

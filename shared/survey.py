@@ -458,12 +458,19 @@ class Survey:
     def total_epsilon(self) -> float:
         return sum(q.epsilon for q in self.questions)
 
+    @cached_property
+    def _by_id(self) -> dict[str, Question]:
+        return {q.id: q for q in self.questions}
+
     def question(self, question_id: str) -> Question:
-        for q in self.questions:
-            if q.id == question_id:
-                return q
-        raise InvalidValue(f"survey {self.id!r} has no question {question_id!r}")
+        try:
+            return self._by_id[question_id]
+        except (KeyError, TypeError):
+            raise InvalidValue(f"survey {self.id!r} has no question {question_id!r}") from None
 
     @property
     def question_ids(self) -> list[str]:
-        return [q.id for q in self.questions]
+        return list(self._by_id)
+
+    def has_question(self, question_id: str) -> bool:
+        return isinstance(question_id, str) and question_id in self._by_id

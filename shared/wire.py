@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidReport, InvalidValue, PayloadTooLarge
+import numpy as np
+
+from .errors import InvalidReport, PayloadTooLarge
 from .mechanisms.base import FALSE_REJECTION
 from .survey import Survey
 
@@ -51,8 +53,8 @@ class Report:
         return hashlib.sha256(body.encode()).hexdigest()
 
 
-def parse_report(data: object, survey: Survey, where: str = "report") -> Report:
-    """Validate one report object against a survey, strictly."""
+def _check_envelope(data: object, survey: Survey, where: str) -> Report:
+    """The fields of one report, without decoding its payload."""
     if not isinstance(data, Mapping):
         raise InvalidReport(f"{where}: must be an object, got {type(data).__name__}")
     keys = set(data.keys())
@@ -70,22 +72,47 @@ def parse_report(data: object, survey: Survey, where: str = "report") -> Report:
         raise InvalidReport(f"{where}.id: must be a UUID in canonical lowercase form")
     if not isinstance(question_id, str):
         raise InvalidReport(f"{where}.question: must be a string")
-    try:
-        question = survey.question(question_id)
-    except InvalidValue:
+    if not survey.has_question(question_id):
         raise InvalidReport(
             f"{where}.question: survey {survey.id!r} has no question {question_id!r}"
-        ) from None
-    try:
-        batch = question.oracle.decode_many([payload])
-    except InvalidReport as error:
-        raise InvalidReport(f"{where}.payload: {error}") from None
-    if question.oracle.implausible(batch).any():
-        raise InvalidReport(
-            f"{where}.payload: implausible {question.mechanism} report (an honest client "
-            f"sends one like it with probability below {FALSE_REJECTION:g})"
         )
     return Report(id=report_id, question=question_id, payload=payload)
+
+
+def _check_payloads(reports: list[Report], wheres: list[str], survey: Survey) -> None:
+    """Decode every payload strictly, one vectorized call per question.
+
+    Only when a question's batch fails are its reports decoded one by one, to
+    name the first bad report in the error.
+    """
+    by_question: dict[str, list[int]] = {}
+    for index, report in enumerate(reports):
+        by_question.setdefault(report.question, []).append(index)
+    for question_id, indices in by_question.items():
+        question = survey.question(question_id)
+        try:
+            batch = question.oracle.decode_many([reports[i].payload for i in indices])
+            implausible = question.oracle.implausible(batch)
+        except InvalidReport:
+            for i in indices:
+                try:
+                    question.oracle.decode_many([reports[i].payload])
+                except InvalidReport as error:
+                    raise InvalidReport(f"{wheres[i]}.payload: {error}") from None
+            raise  # pragma: no cover - the batch failed, so one report must fail too
+        if implausible.any():
+            where = wheres[indices[int(np.flatnonzero(implausible)[0])]]
+            raise InvalidReport(
+                f"{where}.payload: implausible {question.mechanism} report (an honest client "
+                f"sends one like it with probability below {FALSE_REJECTION:g})"
+            )
+
+
+def parse_report(data: object, survey: Survey, where: str = "report") -> Report:
+    """Validate one report object against a survey, strictly."""
+    report = _check_envelope(data, survey, where)
+    _check_payloads([report], [where], survey)
+    return report
 
 
 def parse_submission(data: object, survey: Survey, *, max_batch: int) -> list[Report]:
@@ -99,9 +126,13 @@ def parse_submission(data: object, survey: Survey, *, max_batch: int) -> list[Re
             raise InvalidReport("batch: reports must be a non-empty list")
         if len(items) > max_batch:
             raise PayloadTooLarge(f"batch: at most {max_batch} reports, got {len(items)}")
-        reports = [parse_report(item, survey, f"reports[{i}]") for i, item in enumerate(items)]
+        wheres = [f"reports[{i}]" for i in range(len(items))]
     else:
-        reports = [parse_report(data, survey)]
+        items, wheres = [data], ["report"]
+    reports = [
+        _check_envelope(item, survey, where) for item, where in zip(items, wheres, strict=True)
+    ]
+    _check_payloads(reports, wheres, survey)
     seen: dict[str, Report] = {}
     for report in reports:
         previous = seen.setdefault(report.id, report)
