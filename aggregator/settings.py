@@ -17,6 +17,8 @@ from typing import Any
 
 from deniable.errors import DeniableError
 
+from .ratelimit import parse_networks, parse_proxies, parse_rate
+
 ENVIRONMENT_PREFIX = "DENIABLE_"
 
 
@@ -131,6 +133,37 @@ SETTINGS: tuple[Setting, ...] = (
         default=30_000,
         help="SQLite: milliseconds a writer waits for the database lock before answering 503.",
         parse=_integer(0, 3_600_000),
+    ),
+    Setting(
+        name="RATE_LIMIT_PER_ADDRESS",
+        default="600/minute",
+        help="Report submissions per client address: N/second|minute|hour|day, a token bucket "
+        "holding N (0 disables). In memory, per process: the effective limit is this times "
+        "the number of processes. Over it: 429 with Retry-After.",
+        parse=parse_rate,
+    ),
+    Setting(
+        name="RATE_LIMIT_PER_TOKEN",
+        default="10/minute",
+        help="Report submissions per enrolment token (surveys that require enrolment), as "
+        "RATE_LIMIT_PER_ADDRESS; each token admits one batch, so this only bounds retries.",
+        parse=parse_rate,
+    ),
+    Setting(
+        name="RATE_LIMIT_EXEMPT",
+        default="127.0.0.0/8,::1",
+        help="Client addresses or networks never limited by address (comma-separated; empty: "
+        "none). Loopback by default: local benchmarks, the demo, a same-host proxy without "
+        "TRUST_PROXY.",
+        parse=parse_networks,
+    ),
+    Setting(
+        name="TRUST_PROXY",
+        default=0,
+        help="Number of reverse proxies in front of the server (0: none). With N > 0 the "
+        "client address is the N-th entry from the right of X-Forwarded-For; never set it "
+        "without such proxies, or clients choose their own address.",
+        parse=parse_proxies,
     ),
     Setting(
         name="MIGRATE",

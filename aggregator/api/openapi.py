@@ -26,14 +26,23 @@ PAYLOAD_PATTERN = "^(?:[0-9a-f]{2})+$"
 
 ERRORS: dict[int, str] = {
     400: "Body is not strict JSON, or a query parameter is invalid.",
-    401: "Operator token missing.",
-    403: "Operator token invalid or revoked.",
+    401: "Operator token missing; or enrolment token missing for a survey that requires one.",
+    403: "Operator token invalid or revoked; or enrolment token forged, spent or for another "
+    "survey.",
     404: "Unknown survey.",
     409: "Survey closed, survey id taken, or report id reused with another body.",
     413: "Body or batch over the configured limit.",
     415: "Body is not application/json.",
     422: "Strict validation of the survey or report failed.",
+    429: "Too many submissions from this client address or with this enrolment token.",
     503: "Database unavailable; retry.",
+}
+
+
+RETRY_AFTER = {
+    "description": "Whole seconds to wait before retrying (at least 1).",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[1-9][0-9]*$"},
 }
 
 
@@ -71,6 +80,16 @@ def _operation(
 def _ok(description: str, schema: dict[str, Any], extra: dict[str, Any] | None = None):
     return {"description": description, "content": {**_json(schema), **(extra or {})}}
 
+
+ENROLMENT = {
+    "name": "X-Deniable-Enrolment",
+    "in": "header",
+    "required": False,
+    "description": "One-time enrolment token; required by surveys with require_enrolment "
+    "(missing: 401, forged or spent: 403), ignored by others. A token admits one batch; "
+    "resending that same batch with it is acknowledged again.",
+    "schema": {"type": "string", "pattern": "^dne_[A-Za-z0-9_-]{43}$"},
+}
 
 SURVEY_ID = {
     "name": "survey_id",
@@ -161,6 +180,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
             "properties": {
                 "definition": _ref("SurveyDefinition"),
                 "results_public": {"type": "boolean", "default": True},
+                "require_enrolment": {"type": "boolean", "default": False},
             },
         },
         "SurveyDocument": {
@@ -169,6 +189,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
                 "id",
                 "status",
                 "results_public",
+                "require_enrolment",
                 "created_at",
                 "closed_at",
                 "definition",
@@ -179,6 +200,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
                 "id": {"type": "string"},
                 "status": {"enum": ["open", "closed"]},
                 "results_public": {"type": "boolean"},
+                "require_enrolment": {"type": "boolean"},
                 "created_at": {"type": "string", "format": "date-time"},
                 "closed_at": nullable_time,
                 "definition": _ref("SurveyDefinition"),
@@ -193,6 +215,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
                 "title",
                 "status",
                 "results_public",
+                "require_enrolment",
                 "total_epsilon",
                 "n_reports",
                 "created_at",
@@ -203,6 +226,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
                 "title": {"type": "string"},
                 "status": {"enum": ["open", "closed"]},
                 "results_public": {"type": "boolean"},
+                "require_enrolment": {"type": "boolean"},
                 "total_epsilon": {"type": "number"},
                 "n_reports": {"type": "integer", "minimum": 0},
                 "created_at": {"type": "string", "format": "date-time"},
@@ -342,9 +366,9 @@ def document(max_batch: int) -> dict[str, Any]:
             "post": _operation(
                 "Submit one report or a batch (idempotent, all-or-nothing)",
                 {201: _ok("Stored", _ref("Acknowledgement"))},
-                (*body_errors, 404, 409, 503),
+                (*body_errors, 401, 403, 404, 409, 429, 503),
                 body=_ref("Submission"),
-                parameters=[SURVEY_ID],
+                parameters=[SURVEY_ID, ENROLMENT],
             )
         },
         "/api/v1/surveys/{survey_id}/results": {
@@ -391,6 +415,7 @@ def document(max_batch: int) -> dict[str, Any]:
                 f"E{status}": {
                     "description": description,
                     "content": {PROBLEM_MEDIA_TYPE: {"schema": _ref("Problem")}},
+                    **({"headers": {"Retry-After": RETRY_AFTER}} if status == 429 else {}),
                 }
                 for status, description in ERRORS.items()
             },

@@ -7,30 +7,58 @@ import io
 import json
 from collections.abc import Iterator
 
-from flask import Blueprint, Response, current_app, stream_with_context
+from flask import Blueprint, Response, current_app, request, stream_with_context
 
-from deniable.errors import Conflict
+from deniable.errors import Conflict, Forbidden
 from deniable.wire import parse_submission
 
-from ..problems import read_json
+from ..problems import EnrolmentRequired, read_json
+from ..ratelimit import check_submission_address, current_limits
 from ..storage import StoredReport, current_storage
+from ..storage.base import is_enrolment_token
 from .common import choice_parameter, json_response, require_operator
 
 blueprint = Blueprint("reports", __name__)
 
 EXPORT_COLUMNS = ("seq", "id", "question", "payload", "received_at")
+# The one header that carries an enrolment token (docs/api.md).
+ENROLMENT_HEADER = "X-Deniable-Enrolment"
+
+
+def enrolment_token(survey_id: str) -> str:
+    """The request's enrolment token: 401 if missing, 403 if it cannot be an issued one."""
+    token = request.headers.get(ENROLMENT_HEADER, "").strip()
+    if not token:
+        raise EnrolmentRequired(
+            f"survey {survey_id!r} requires an enrolment token (header {ENROLMENT_HEADER})"
+        )
+    if not is_enrolment_token(token):
+        raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r}")
+    return token
 
 
 @blueprint.post("/surveys/<survey_id>/reports")
 def submit(survey_id: str) -> Response:
-    """Store reports; the acknowledgement means they are committed."""
+    """Store reports; the acknowledgement means they are committed.
+
+    Order of refusals: rate limit by address (429), survey (404), body (400/413/415),
+    closed (409), enrolment token missing (401) or malformed (403), rate limit by
+    token (429), validation (422/413); then, in the storing transaction, token
+    forged or spent (403) and report id reuse (409).  Nothing refused is stored,
+    and a refused batch never spends its token.
+    """
+    check_submission_address()
     storage = current_storage()
     record = storage.get_survey(survey_id)
     body = read_json()
     if not record.is_open:
         raise Conflict(f"survey {survey_id!r} is closed")
+    token = None
+    if record.require_enrolment:
+        token = enrolment_token(survey_id)
+        current_limits().check_token(token)
     reports = parse_submission(body, record.survey, max_batch=current_app.config["MAX_BATCH"])
-    ids = storage.add_reports(survey_id, reports)
+    ids = storage.add_reports(survey_id, reports, enrolment_token=token)
     return json_response({"survey": survey_id, "received": len(ids), "reports": ids}, 201)
 
 

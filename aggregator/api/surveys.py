@@ -15,11 +15,11 @@ from .common import json_response, require_operator, survey_document, survey_sum
 
 blueprint = Blueprint("surveys", __name__)
 
-CREATE_FIELDS = frozenset({"definition", "results_public"})
+CREATE_FIELDS = frozenset({"definition", "results_public", "require_enrolment"})
 
 
-def parse_create(body: object) -> tuple[Survey, bool]:
-    """``{"definition": ..., "results_public": bool}`` validated strictly."""
+def parse_create(body: object) -> tuple[Survey, bool, bool]:
+    """``{"definition": ..., "results_public": bool, "require_enrolment": bool}``, strictly."""
     if not isinstance(body, Mapping):
         raise InvalidSurvey(f"body: must be an object, got {type(body).__name__}")
     extra = set(body) - CREATE_FIELDS
@@ -30,6 +30,9 @@ def parse_create(body: object) -> tuple[Survey, bool]:
     public = body.get("results_public", True)
     if not isinstance(public, bool):
         raise InvalidSurvey("body.results_public: must be true or false")
+    enrolment = body.get("require_enrolment", False)
+    if not isinstance(enrolment, bool):
+        raise InvalidSurvey("body.require_enrolment: must be true or false")
     try:
         survey = Survey.from_dict(body["definition"])
     except InvalidSurvey:
@@ -38,7 +41,7 @@ def parse_create(body: object) -> tuple[Survey, bool]:
         # Why: a mechanism constructor may reject odd parameters with a plain
         # ValueError/TypeError; to the caller it is still an invalid survey.
         raise InvalidSurvey(f"survey: {str(error)[:300]}") from None
-    return survey, public
+    return survey, public, enrolment
 
 
 @blueprint.get("/surveys")
@@ -51,8 +54,10 @@ def list_surveys() -> Response:
 @blueprint.post("/surveys")
 def create_survey() -> Response:
     require_operator()
-    survey, public = parse_create(read_json())
-    record = current_storage().create_survey(survey, results_public=public)
+    survey, public, enrolment = parse_create(read_json())
+    record = current_storage().create_survey(
+        survey, results_public=public, require_enrolment=enrolment
+    )
     response = json_response(survey_document(record), 201)
     response.headers["Location"] = f"/api/v1/surveys/{record.id}"
     return response

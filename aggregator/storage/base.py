@@ -14,6 +14,10 @@ Tables (see ``migrations/<backend>/``):
   into them in a transaction, so results cost O(domain size + unfolded
   reports) and never rescan ``reports``.
 * ``operator_tokens``: SHA-256 hashes of operator bearer tokens.
+* ``enrolment_tokens``: SHA-256 hashes of one-time enrolment tokens, per survey
+  (migration 0002).  A token is spent, with the digest of the batch it admitted,
+  in the same transaction that stores that batch; ``surveys.require_enrolment``
+  says whether a survey needs one per submission.
 * ``schema_version``: applied migrations.
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
 import threading
 from abc import ABC, abstractmethod
@@ -33,12 +38,16 @@ from typing import Any
 
 import numpy as np
 
-from deniable.errors import StorageError
+from deniable.errors import Conflict, Forbidden, InvalidParameter, StorageError
 from deniable.survey import Survey
 from deniable.wire import Report
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 TOKEN_PREFIX = "dnb_"
+ENROLMENT_PREFIX = "dne_"
+# Enrolment tokens as issued: the prefix and 43 URL-safe base64 characters (32 bytes).
+ENROLMENT_TOKEN = re.compile(r"dne_[A-Za-z0-9_-]{43}")
+MAX_ENROLMENT_ISSUE = 1_000_000
 OPEN, CLOSED = "open", "closed"
 # Parsed definitions are immutable once stored, so each process keeps a few.
 SURVEY_CACHE_SIZE = 256
@@ -66,6 +75,29 @@ def hash_token(token: str) -> str:
 
 def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def new_enrolment_token() -> str:
+    return ENROLMENT_PREFIX + secrets.token_urlsafe(32)
+
+
+def is_enrolment_token(token: str) -> bool:
+    """True if ``token`` has the shape of an issued enrolment token (checked before any lookup)."""
+    return ENROLMENT_TOKEN.fullmatch(token) is not None
+
+
+def batch_digest(reports: list[Report]) -> str:
+    """SHA-256 hex of a batch: its reports' digests, in order (the same body gives the same)."""
+    return hashlib.sha256("\n".join(r.digest for r in reports).encode("ascii")).hexdigest()
+
+
+def check_issue_count(count: int) -> None:
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise InvalidParameter("the number of enrolment tokens must be an integer")
+    if not 1 <= count <= MAX_ENROLMENT_ISSUE:
+        raise InvalidParameter(
+            f"the number of enrolment tokens must be in [1, {MAX_ENROLMENT_ISSUE:,}], got {count}"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +131,7 @@ class SurveyRecord:
     created_at: str
     closed_at: str | None
     n_reports: int
+    require_enrolment: bool = False
 
     @property
     def id(self) -> str:
@@ -238,7 +271,9 @@ class Storage(ABC):
 
     # -- surveys ------------------------------------------------------------------
     @abstractmethod
-    def create_survey(self, survey: Survey, *, results_public: bool) -> SurveyRecord:
+    def create_survey(
+        self, survey: Survey, *, results_public: bool, require_enrolment: bool = False
+    ) -> SurveyRecord:
         """Store a new survey (Conflict if the id exists)."""
 
     @abstractmethod
@@ -253,14 +288,37 @@ class Storage(ABC):
     def close_survey(self, survey_id: str) -> SurveyRecord:
         """Close a survey (idempotent); closed surveys reject reports."""
 
+    # -- enrolment tokens -------------------------------------------------------------
+    @abstractmethod
+    def issue_enrolment_tokens(self, survey_id: str, count: int) -> list[str]:
+        """Create ``count`` one-time tokens for a survey that requires enrolment.
+
+        Returns the plaintexts, which are never stored (only their SHA-256).
+        NotFound for an unknown survey; Conflict if it is closed or does not
+        require enrolment.
+        """
+
+    @abstractmethod
+    def enrolment_token_counts(self, survey_id: str) -> tuple[int, int]:
+        """(issued, spent) enrolment tokens of a survey."""
+
     # -- reports ------------------------------------------------------------------
     @abstractmethod
-    def add_reports(self, survey_id: str, reports: list[Report]) -> list[str]:
+    def add_reports(
+        self, survey_id: str, reports: list[Report], *, enrolment_token: str | None = None
+    ) -> list[str]:
         """Store validated reports all-or-nothing; return their ids.
 
         A report whose id is stored with the same digest is acknowledged again
         and not counted twice; with another digest the whole batch fails with
         Conflict.  A closed survey raises Conflict.
+
+        A survey that requires enrolment needs ``enrolment_token`` (else
+        AuthenticationError): an issued, unspent token of this survey is spent
+        in the same transaction, recording :func:`batch_digest`; a token spent
+        by this very batch admits it again (an idempotent retry); any other
+        token raises Forbidden.  If anything fails, nothing is stored and the
+        token stays unspent.  Surveys that do not require enrolment ignore it.
         """
 
     @abstractmethod
@@ -297,6 +355,25 @@ class Storage(ABC):
             while len(self._surveys) > SURVEY_CACHE_SIZE:
                 self._surveys.popitem(last=False)
         return survey
+
+
+def check_issuable(record: SurveyRecord) -> None:
+    """Conflict unless enrolment tokens can be issued for ``record``."""
+    if not record.require_enrolment:
+        raise Conflict(
+            f"survey {record.id!r} does not require enrolment tokens "
+            "(it was created without require_enrolment)"
+        )
+    if not record.is_open:
+        raise Conflict(f"survey {record.id!r} is closed")
+
+
+def check_spent(survey_id: str, row: tuple | None, digest: str) -> None:
+    """After a failed spend: allow only a retry of the batch that spent the token."""
+    if row is None:
+        raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r}")
+    if row[0] != digest:
+        raise Forbidden("the enrolment token was already spent on another submission")
 
 
 def definition_text(survey: Survey) -> str:

@@ -19,7 +19,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from deniable.errors import Conflict, DeniableError, NotFound, StorageError
+from deniable.errors import AuthenticationError, Conflict, DeniableError, NotFound, StorageError
 from deniable.survey import Survey
 from deniable.wire import Report
 
@@ -31,19 +31,25 @@ from .base import (
     Storage,
     StoredReport,
     SurveyRecord,
+    batch_digest,
+    check_issuable,
+    check_issue_count,
+    check_spent,
     definition_text,
     fold_into,
     hash_token,
     initial_statistics,
     iso,
     migrations,
+    new_enrolment_token,
     new_token,
 )
 
 _SURVEY_COLUMNS = """
     s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
     (SELECT COALESCE(SUM(n), 0) FROM question_statistics WHERE survey_id = s.id)
-      + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports
+      + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports,
+    s.require_enrolment
 """
 # Deadlocks (two batches sharing ids) and serialization failures are retried whole.
 RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
@@ -185,7 +191,7 @@ class PostgresStorage(Storage):
 
     # -- surveys ---------------------------------------------------------------------------
     def _record(self, row: tuple) -> SurveyRecord:
-        survey_id, definition, status, public, created, closed, n_reports = row
+        survey_id, definition, status, public, created, closed, n_reports, enrolment = row
         return SurveyRecord(
             survey=self._parse_definition(survey_id, definition),
             status=status,
@@ -193,6 +199,7 @@ class PostgresStorage(Storage):
             created_at=iso(created),
             closed_at=iso(closed),
             n_reports=int(n_reports),
+            require_enrolment=bool(enrolment),
         )
 
     def _fetch(self, connection: psycopg.Connection, survey_id: str) -> SurveyRecord:
@@ -203,12 +210,14 @@ class PostgresStorage(Storage):
             raise NotFound(f"no survey {survey_id!r}")
         return self._record(row)
 
-    def create_survey(self, survey: Survey, *, results_public: bool) -> SurveyRecord:
+    def create_survey(
+        self, survey: Survey, *, results_public: bool, require_enrolment: bool = False
+    ) -> SurveyRecord:
         with self._transaction() as connection:
             inserted = connection.execute(
-                "INSERT INTO surveys (id, definition, results_public, status)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id",
-                (survey.id, definition_text(survey), results_public, OPEN),
+                "INSERT INTO surveys (id, definition, results_public, status, require_enrolment)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id",
+                (survey.id, definition_text(survey), results_public, OPEN, require_enrolment),
             ).fetchone()
             if inserted is None:
                 raise Conflict(f"survey id {survey.id!r} is taken")
@@ -242,29 +251,91 @@ class PostgresStorage(Storage):
             )
             return self._fetch(connection, survey_id)
 
+    # -- enrolment tokens ---------------------------------------------------------------------
+    def issue_enrolment_tokens(self, survey_id: str, count: int) -> list[str]:
+        check_issue_count(count)
+        tokens = [new_enrolment_token() for _ in range(count)]
+        with self._transaction() as connection:
+            # Why FOR SHARE: a concurrent close waits, so no token is issued for a closed survey.
+            row = connection.execute(
+                "SELECT id FROM surveys WHERE id = %s FOR SHARE", (survey_id,)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no survey {survey_id!r}")
+            check_issuable(self._fetch(connection, survey_id))
+            connection.execute(
+                "INSERT INTO enrolment_tokens (token_hash, survey_id)"
+                " SELECT unnest(%s::text[]), %s",
+                ([hash_token(token) for token in tokens], survey_id),
+            )
+        return tokens
+
+    def enrolment_token_counts(self, survey_id: str) -> tuple[int, int]:
+        with self._transaction() as connection:
+            self._fetch(connection, survey_id)
+            issued, spent = connection.execute(
+                "SELECT COUNT(*), COUNT(spent_at) FROM enrolment_tokens WHERE survey_id = %s",
+                (survey_id,),
+            ).fetchone()
+        return int(issued), int(spent)
+
+    @staticmethod
+    def _spend(
+        connection: psycopg.Connection, survey_id: str, token: str | None, digest: str
+    ) -> None:
+        """Spend ``token`` on the batch ``digest`` in the caller's transaction (or refuse).
+
+        Under READ COMMITTED a concurrent spender of the same token waits for this
+        row lock, then re-checks ``spent_at IS NULL`` against the committed row: one
+        UPDATE wins, every other sees the winner's digest (or the row unspent again
+        if the winner rolled back).
+        """
+        if token is None:
+            raise AuthenticationError(f"survey {survey_id!r} requires an enrolment token")
+        token_hash = hash_token(token)
+        spent = connection.execute(
+            "UPDATE enrolment_tokens SET spent_at = now(), batch_digest = %s"
+            " WHERE token_hash = %s AND survey_id = %s AND spent_at IS NULL",
+            (digest, token_hash, survey_id),
+        ).rowcount
+        if spent == 1:
+            return
+        row = connection.execute(
+            "SELECT batch_digest FROM enrolment_tokens WHERE token_hash = %s AND survey_id = %s",
+            (token_hash, survey_id),
+        ).fetchone()
+        check_spent(survey_id, row, digest)
+
     # -- reports ---------------------------------------------------------------------------
-    def add_reports(self, survey_id: str, reports: list[Report]) -> list[str]:
+    def add_reports(
+        self, survey_id: str, reports: list[Report], *, enrolment_token: str | None = None
+    ) -> list[str]:
         # Why retry: two concurrent batches sharing ids in opposite orders can deadlock;
         # PostgreSQL aborts one, and its rerun then finds the other's rows committed.
         # (Sorting by id would avoid that but lose the body's order in the log.)
         for attempt in range(ATTEMPTS):
             try:
-                self._add_reports(survey_id, reports)
+                self._add_reports(survey_id, reports, enrolment_token)
                 break
             except RETRYABLE as error:
                 if attempt == ATTEMPTS - 1:
                     raise StorageError(f"postgresql: {type(error).__name__}") from None
         return [report.id for report in reports]
 
-    def _add_reports(self, survey_id: str, reports: list[Report]) -> None:
+    def _add_reports(
+        self, survey_id: str, reports: list[Report], enrolment_token: str | None
+    ) -> None:
         with self._transaction(retryable=True) as connection:
             row = connection.execute(
-                "SELECT status FROM surveys WHERE id = %s FOR SHARE", (survey_id,)
+                "SELECT status, require_enrolment FROM surveys WHERE id = %s FOR SHARE",
+                (survey_id,),
             ).fetchone()
             if row is None:
                 raise NotFound(f"no survey {survey_id!r}")
             if row[0] != OPEN:
                 raise Conflict(f"survey {survey_id!r} is closed")
+            if row[1]:
+                self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
             columns = (
                 [r.id for r in reports],
                 [r.question for r in reports],

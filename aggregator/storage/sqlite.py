@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
-from deniable.errors import Conflict, NotFound, StorageError
+from deniable.errors import AuthenticationError, Conflict, NotFound, StorageError
 from deniable.survey import Survey
 from deniable.wire import Report
 
@@ -25,12 +25,17 @@ from .base import (
     Storage,
     StoredReport,
     SurveyRecord,
+    batch_digest,
+    check_issuable,
+    check_issue_count,
+    check_spent,
     definition_text,
     fold_into,
     hash_token,
     initial_statistics,
     iso,
     migrations,
+    new_enrolment_token,
     new_token,
     statistics_from_json,
     utc_now,
@@ -39,7 +44,8 @@ from .base import (
 _SURVEY_COLUMNS = """
     s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
     (SELECT COALESCE(SUM(n), 0) FROM question_statistics WHERE survey_id = s.id)
-      + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports
+      + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports,
+    s.require_enrolment
 """
 
 
@@ -182,7 +188,7 @@ class SqliteStorage(Storage):
 
     # -- surveys ------------------------------------------------------------------------
     def _record(self, row: tuple) -> SurveyRecord:
-        survey_id, definition, status, public, created, closed, n_reports = row
+        survey_id, definition, status, public, created, closed, n_reports, enrolment = row
         return SurveyRecord(
             survey=self._parse_definition(survey_id, definition),
             status=status,
@@ -190,6 +196,7 @@ class SqliteStorage(Storage):
             created_at=iso(created),
             closed_at=iso(closed),
             n_reports=int(n_reports),
+            require_enrolment=bool(enrolment),
         )
 
     def _fetch(self, connection: sqlite3.Connection, survey_id: str) -> SurveyRecord:
@@ -200,14 +207,16 @@ class SqliteStorage(Storage):
             raise NotFound(f"no survey {survey_id!r}")
         return self._record(row)
 
-    def create_survey(self, survey: Survey, *, results_public: bool) -> SurveyRecord:
+    def create_survey(
+        self, survey: Survey, *, results_public: bool, require_enrolment: bool = False
+    ) -> SurveyRecord:
         with self._transaction() as connection:
             try:
                 connection.execute(
-                    "INSERT INTO surveys (id, definition, results_public, status, created_at)"
-                    " VALUES (?, ?, ?, ?, ?)",
+                    "INSERT INTO surveys (id, definition, results_public, status, created_at,"
+                    " require_enrolment) VALUES (?, ?, ?, ?, ?, ?)",
                     (survey.id, definition_text(survey), int(results_public), OPEN,
-                     iso(utc_now())),
+                     iso(utc_now()), int(require_enrolment)),
                 )  # fmt: skip
             except sqlite3.IntegrityError:
                 raise Conflict(f"survey id {survey.id!r} is taken") from None
@@ -238,17 +247,65 @@ class SqliteStorage(Storage):
             )
             return self._fetch(connection, survey_id)
 
+    # -- enrolment tokens ---------------------------------------------------------------------
+    def issue_enrolment_tokens(self, survey_id: str, count: int) -> list[str]:
+        check_issue_count(count)
+        tokens = [new_enrolment_token() for _ in range(count)]
+        created_at = iso(utc_now())
+        with self._transaction() as connection:
+            record = self._fetch(connection, survey_id)
+            check_issuable(record)
+            connection.executemany(
+                "INSERT INTO enrolment_tokens (token_hash, survey_id, created_at) VALUES (?, ?, ?)",
+                [(hash_token(token), survey_id, created_at) for token in tokens],
+            )
+        return tokens
+
+    def enrolment_token_counts(self, survey_id: str) -> tuple[int, int]:
+        with self._transaction("DEFERRED") as connection:
+            self._fetch(connection, survey_id)
+            issued, spent = connection.execute(
+                "SELECT COUNT(*), COUNT(spent_at) FROM enrolment_tokens WHERE survey_id = ?",
+                (survey_id,),
+            ).fetchone()
+        return int(issued), int(spent)
+
+    @staticmethod
+    def _spend(
+        connection: sqlite3.Connection, survey_id: str, token: str | None, digest: str
+    ) -> None:
+        """Spend ``token`` on the batch ``digest`` in the caller's transaction (or refuse)."""
+        if token is None:
+            raise AuthenticationError(f"survey {survey_id!r} requires an enrolment token")
+        token_hash = hash_token(token)
+        spent = connection.execute(
+            "UPDATE enrolment_tokens SET spent_at = ?, batch_digest = ?"
+            " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL",
+            (iso(utc_now()), digest, token_hash, survey_id),
+        ).rowcount
+        if spent == 1:
+            return
+        row = connection.execute(
+            "SELECT batch_digest FROM enrolment_tokens WHERE token_hash = ? AND survey_id = ?",
+            (token_hash, survey_id),
+        ).fetchone()
+        check_spent(survey_id, row, digest)
+
     # -- reports ---------------------------------------------------------------------------
-    def add_reports(self, survey_id: str, reports: list[Report]) -> list[str]:
+    def add_reports(
+        self, survey_id: str, reports: list[Report], *, enrolment_token: str | None = None
+    ) -> list[str]:
         received_at = iso(utc_now())
         with self._transaction() as connection:
             row = connection.execute(
-                "SELECT status FROM surveys WHERE id = ?", (survey_id,)
+                "SELECT status, require_enrolment FROM surveys WHERE id = ?", (survey_id,)
             ).fetchone()
             if row is None:
                 raise NotFound(f"no survey {survey_id!r}")
             if row[0] != OPEN:
                 raise Conflict(f"survey {survey_id!r} is closed")
+            if row[1]:
+                self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
             for report in reports:
                 inserted = connection.execute(
                     "INSERT INTO reports"
