@@ -3,7 +3,7 @@
 Every command reads the same settings as the server (``DENIABLE_*`` environment
 variables, see ``deniable-aggregator settings``); ``--database`` and
 ``--signing-key`` override the two that matter most.  Commands that change state
-(``init``, ``create-survey``, ``close-survey``, ``token create``) call the
+(``init``, ``create-survey``, ``close-survey``, ``token create``, ``token issue``) call the
 aggregator's storage and signing modules directly, on the same database the
 server uses; ``demo`` talks to a server it starts over real HTTP, like a fleet
 of respondents would.
@@ -442,11 +442,14 @@ def cmd_create_survey(args: argparse.Namespace) -> int:
     survey = _read_definition(args.file)
     config = load_settings(args)
     with opened_storage(config) as storage:
-        record = storage.create_survey(survey, results_public=not args.private)
+        record = storage.create_survey(
+            survey, results_public=not args.private, require_enrolment=args.require_enrolment
+        )
     visibility = "public" if record.results_public else "private"
+    enrolment = "; enrolment tokens required" if record.require_enrolment else ""
     print(
         f"created survey {record.id!r}: {len(survey.questions)} questions, "
-        f"total epsilon {survey.total_epsilon:g}, {visibility} results"
+        f"total epsilon {survey.total_epsilon:g}, {visibility} results{enrolment}"
     )
     return 0
 
@@ -466,6 +469,44 @@ def cmd_token_create(args: argparse.Namespace) -> int:
     print(token)
     print("This operator token is shown once and stored only as a hash; keep it safe.",
           file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def cmd_token_issue(args: argparse.Namespace) -> int:
+    """One-time enrolment tokens for a survey: one per line, on stdout or in a new 0600 file."""
+    import os
+
+    config = load_settings(args)
+    out = None
+    if args.output:
+        try:
+            # Why O_EXCL: never overwrite (and so lose) tokens issued earlier.
+            descriptor = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise _fail(f"{args.output} exists; refusing to overwrite it") from None
+        except OSError as error:
+            raise _fail(f"cannot create {args.output}: {error.strerror}") from None
+        out = os.fdopen(descriptor, "w", encoding="ascii")
+    try:
+        with opened_storage(config) as storage:
+            tokens = storage.issue_enrolment_tokens(args.survey, args.count)
+        text = "".join(token + "\n" for token in tokens)
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        if out is not None:
+            out.close()
+            Path(args.output).unlink(missing_ok=True)
+        raise
+    if out is not None:
+        out.close()
+    where = f" to {args.output} (mode 0600)" if out is not None else ""
+    print(f"issued {len(tokens):,} enrolment tokens for survey {args.survey!r}{where}; each "
+          "admits one submission; they are stored only as hashes", file=sys.stderr)  # fmt: skip
     return 0
 
 
@@ -743,13 +784,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("file", help="survey definition JSON ('-' for stdin)")
     sub.add_argument("--private", action="store_true",
                      help="results need an operator token (default: public)")  # fmt: skip
+    sub.add_argument("--require-enrolment", action="store_true",
+                     help="each submission needs a one-time token ('token issue')")  # fmt: skip
     sub.set_defaults(func=cmd_create_survey)
 
     sub = commands.add_parser("close-survey", help="close a survey: no more reports")
     sub.add_argument("survey", metavar="ID")
     sub.set_defaults(func=cmd_close_survey)
 
-    token = commands.add_parser("token", help="operator tokens")
+    token = commands.add_parser("token", help="operator tokens; enrolment tokens ('issue')")
     token_commands = token.add_subparsers(dest="token_command", metavar="ACTION",
                                           parser_class=_Parser)  # fmt: skip
     token_commands.required = True
@@ -761,6 +804,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = token_commands.add_parser("revoke", help="revoke an operator token by id")
     sub.add_argument("id", type=_positive)
     sub.set_defaults(func=cmd_token_revoke)
+    sub = token_commands.add_parser(
+        "issue", help="issue one-time enrolment tokens for a survey (printed once)"
+    )
+    sub.add_argument("survey", metavar="SURVEY")
+    sub.add_argument("--count", type=_positive, required=True, help="how many tokens")
+    sub.add_argument("--output", "-o", metavar="FILE",
+                     help="write them to this new file (mode 0600) instead of stdout")  # fmt: skip
+    sub.set_defaults(func=cmd_token_issue)
 
     sub = commands.add_parser("results", help="a survey's estimates as a table")
     sub.add_argument("survey", metavar="ID")
