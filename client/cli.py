@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     answer.add_argument("--max-question-epsilon", type=_positive_float, default=4.0)
     answer.add_argument("--max-survey-epsilon", type=_positive_float, default=10.0)
     answer.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    answer.add_argument("--enrolment-token", metavar="TOKEN",
+                        help="one-time token, for a survey that requires enrolment")  # fmt: skip
 
     flush = commands.add_parser("flush", help="deliver reports queued while offline")
     common(flush)
@@ -222,7 +224,7 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
             confirm = _read("Send the randomized answers? [y/N]: ", read).lower()
             if confirm not in ("y", "yes"):
                 raise Aborted("nothing was sent")
-        receipt = client.answer(verified, answers)
+        receipt = client.answer(verified, answers, enrolment_token=args.enrolment_token)
         if receipt.delivered:
             out.write(f"Sent {len(receipt.report_ids)} randomized reports. Thank you!\n")
         else:

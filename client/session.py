@@ -23,6 +23,13 @@ Order of operations for one survey, and why:
 No side channels: every report body for a survey has the same size and key
 order whatever the true answers are (fixed-length payloads and UUIDs), the
 headers are fixed, and exactly one batch is posted per answered survey.
+
+Enrolment: a survey created with ``require_enrolment`` admits one batch per
+one-time token the operator issued.  ``answer(..., enrolment_token=...)``
+stores the token with the outbox entry, so every retry resends it (header
+``X-Deniable-Enrolment``) with the identical body; the aggregator acknowledges
+such a retry again even though the token is already spent.  The token depends
+on nothing but the respondent's enrolment, never on the answers.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import secrets
 import time
 import uuid
@@ -64,6 +72,9 @@ from .policy import Policy, question_cost
 from .state import StateStore
 
 USER_AGENT = f"deniable-client/{__version__}"
+ENROLMENT_HEADER = "X-Deniable-Enrolment"
+# Printable ASCII without spaces: nothing that could split or fold an HTTP header.
+ENROLMENT_TOKEN = re.compile(r"[!-~]{1,256}")
 RETRYABLE_EXCEPTIONS = (
     requests.exceptions.ConnectionError,
     requests.exceptions.Timeout,
@@ -291,12 +302,16 @@ class SurveyClient:
         return TransportError(f"{message}{': ' + detail if detail else ''}",
                               status=response.status_code)  # fmt: skip
 
-    def _request(self, method: str, path: str, body: bytes | None = None) -> requests.Response:
+    def _request(
+        self, method: str, path: str, body: bytes | None = None, enrolment: str | None = None
+    ) -> requests.Response:
         """One request with timeouts and retries; the same bytes on every attempt."""
         url = self.base_url + path
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if body is not None:
             headers["Content-Type"] = "application/json"
+        if enrolment is not None:
+            headers[ENROLMENT_HEADER] = enrolment
         error: TransportError | None = None
         for attempt in range(self.retries + 1):
             try:
@@ -450,8 +465,24 @@ class SurveyClient:
             raise InvalidValue(f"every question must be answered; missing {missing!r}")
         return {q.id: q.check_answer(answers[q.id]) for q in survey.questions}
 
-    def answer(self, survey: VerifiedSurvey | str, answers: Mapping[str, Any]) -> Receipt:
-        """Randomize and submit one batch for ``survey``; see the module docstring."""
+    def answer(
+        self,
+        survey: VerifiedSurvey | str,
+        answers: Mapping[str, Any],
+        *,
+        enrolment_token: str | None = None,
+    ) -> Receipt:
+        """Randomize and submit one batch for ``survey``; see the module docstring.
+
+        ``enrolment_token``: the one-time token for a survey that requires
+        enrolment; kept with the queued batch and sent with every attempt.
+        """
+        if enrolment_token is not None and (
+            not isinstance(enrolment_token, str) or not ENROLMENT_TOKEN.fullmatch(enrolment_token)
+        ):
+            raise InvalidParameter(
+                "enrolment_token must be the token text (printable ASCII, no spaces)"
+            )
         if isinstance(survey, str):
             survey = self.fetch(survey)
         if not isinstance(survey, VerifiedSurvey):
@@ -488,10 +519,13 @@ class SurveyClient:
                 state.memo[tag] = {"key": memo_key, "at": now}
             report_ids = [r["id"] for r in reports]
             state.answered[answered_key] = {"at": now, "batch": batch_id, "reports": report_ids}
-            state.outbox.append({
+            entry = {
                 "batch": batch_id, "origin": self.origin, "survey": survey.id,
                 "path": f"/api/v1/surveys/{survey.id}/reports", "body": body, "created_at": now,
-            })  # fmt: skip
+            }  # fmt: skip
+            if enrolment_token is not None:
+                entry["enrolment"] = enrolment_token
+            state.outbox.append(entry)
         # The charge, the "answered" mark and the batch are on disk: now send.  flush()
         # keeps the batch if the aggregator is unreachable and raises if it refuses it.
         self.flush()
@@ -518,7 +552,9 @@ class SurveyClient:
                     continue
                 path = entry["path"]
                 try:
-                    response = self._request("POST", path, entry["body"].encode("utf-8"))
+                    response = self._request(
+                        "POST", path, entry["body"].encode("utf-8"), entry.get("enrolment")
+                    )
                 except TransportError:
                     break  # still unreachable: keep this and later batches, in order
                 if response.status_code in (200, 201):
