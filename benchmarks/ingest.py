@@ -20,6 +20,12 @@ of domain size 1,024 (ε = 1; its default mechanism):
    preceded by one new batch of 1,000 (fold + recompute: p50/p99).  The bare app's
    results endpoint is a ``GROUP BY payload`` scan, the obvious design without folding.
 
+4. the token-required path, last (so the figures above are undisturbed): a second survey
+   created with ``require_enrolment``, N one-time enrolment tokens issued up front, and the
+   single-report and batch loads of 1. and 2. again, every request with a fresh token
+   (header ``X-Deniable-Enrolment``), printed next to the open path.  It runs on a database
+   already holding the reports above, which if anything favours the open path.
+
 Targets: single-report ingest >= 70% of bare; batches >= 50,000 reports/s; results
 p50 < 50 ms at 1M reports.  ``--profile`` adds an in-process cProfile of the real
 app's request path (single reports and batches) to show where the time goes.
@@ -63,6 +69,8 @@ import numpy as np
 
 HOST = "127.0.0.1"
 SURVEY_ID = "bench"
+GATED_ID = "bench-gated"
+ENROLMENT_HEADER = "X-Deniable-Enrolment"
 QUESTION_ID = "item"
 DOMAIN = 1024
 EPSILON = 1.0
@@ -78,10 +86,10 @@ TARGET_BATCH = 50_000
 TARGET_RESULTS_P50_MS = 50.0
 
 
-def definition() -> dict[str, Any]:
+def definition(survey_id: str = SURVEY_ID) -> dict[str, Any]:
     return {
         "format": "deniable.survey/1",
-        "id": SURVEY_ID,
+        "id": survey_id,
         "title": "Ingest benchmark",
         "questions": [
             {"id": QUESTION_ID, "type": "single_choice", "text": "Which item?",
@@ -300,8 +308,13 @@ def stop(process: subprocess.Popen) -> None:
 # -- load generators ---------------------------------------------------------------------
 
 
-def _post(connection: http.client.HTTPConnection, path: str, body: bytes) -> int:
-    connection.request("POST", path, body, {"Content-Type": "application/json"})
+def _post(
+    connection: http.client.HTTPConnection, path: str, body: bytes, token: str | None = None
+) -> int:
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers[ENROLMENT_HEADER] = token
+    connection.request("POST", path, body, headers)
     response = connection.getresponse()
     response.read()
     if response.status != 201:
@@ -309,40 +322,62 @@ def _post(connection: http.client.HTTPConnection, path: str, body: bytes) -> int
     return response.status
 
 
-def _single_thread(port: int, payloads: list[str], stop_at: float, offset: int) -> list[float]:
+def _single_thread(
+    port: int,
+    payloads: list[str],
+    stop_at: float,
+    offset: int,
+    survey_id: str = SURVEY_ID,
+    tokens: list[str] | None = None,
+) -> list[float]:
+    """Single-report POSTs until ``stop_at``; with ``tokens``, a fresh one per request."""
     connection = http.client.HTTPConnection(HOST, port, timeout=60)
-    path = f"/api/v1/surveys/{SURVEY_ID}/reports"
+    path = f"/api/v1/surveys/{survey_id}/reports"
     latencies = []
     index = offset
+    fresh = iter(tokens) if tokens is not None else None
     while time.monotonic() < stop_at:
+        token = None
+        if fresh is not None:
+            token = next(fresh, None)
+            if token is None:
+                raise RuntimeError("ran out of enrolment tokens; issue more")
         report = {"id": str(uuid.uuid4()), "question": QUESTION_ID,
                   "payload": payloads[index % len(payloads)]}  # fmt: skip
         index += 1
         body = json.dumps(report).encode()
         started = time.perf_counter()
-        _post(connection, path, body)
+        _post(connection, path, body, token)
         latencies.append(time.perf_counter() - started)
     connection.close()
     return latencies
 
 
 def _single_process(port: int, payloads: list[str], start_at: float, duration: float,
-                    threads: int, seed: int) -> list[float]:  # fmt: skip
+                    threads: int, seed: int, survey_id: str = SURVEY_ID,
+                    tokens: list[str] | None = None) -> list[float]:  # fmt: skip
     while time.time() < start_at:
         time.sleep(0.005)
     stop_at = time.monotonic() + duration
     with ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(_single_thread, port, payloads, stop_at, seed * 1000 + i * 97)
+        futures = [pool.submit(_single_thread, port, payloads, stop_at, seed * 1000 + i * 97,
+                               survey_id, None if tokens is None else tokens[i::threads])
                    for i in range(threads)]  # fmt: skip
         return [latency for future in futures for latency in future.result()]
 
 
-def measure_single(port: int, payloads: list[str], duration: float) -> dict[str, float]:
-    """16 concurrent clients posting one report per request for ``duration`` seconds."""
+def measure_single(port: int, payloads: list[str], duration: float, survey_id: str = SURVEY_ID,
+                   tokens: list[str] | None = None) -> dict[str, float]:  # fmt: skip
+    """16 concurrent clients posting one report per request for ``duration`` seconds.
+
+    With ``tokens`` (for a survey that requires enrolment) each request spends a fresh one.
+    """
     threads = SINGLE_CLIENTS // SINGLE_PROCESSES
     start_at = time.time() + 1.0
     with ProcessPoolExecutor(SINGLE_PROCESSES) as pool:
-        futures = [pool.submit(_single_process, port, payloads, start_at, duration, threads, p)
+        futures = [pool.submit(_single_process, port, payloads, start_at, duration, threads, p,
+                               survey_id,
+                               None if tokens is None else tokens[p::SINGLE_PROCESSES])
                    for p in range(SINGLE_PROCESSES)]  # fmt: skip
         latencies = [latency for future in futures for latency in future.result()]
     latencies.sort()
@@ -363,13 +398,20 @@ def batch_body(payloads: list[str], start: int) -> bytes:
     return f'{{"reports":[{reports}]}}'.encode()
 
 
-def measure_batches(port: int, payloads: list[str], total: int, label: str) -> dict[str, float]:
-    """Batches of 1,000 from 4 concurrent clients until ``total`` reports are stored."""
+def measure_batches(port: int, payloads: list[str], total: int, label: str,
+                    survey_id: str = SURVEY_ID,
+                    tokens: list[str] | None = None) -> dict[str, float]:  # fmt: skip
+    """Batches of 1,000 from 4 concurrent clients until ``total`` reports are stored.
+
+    With ``tokens`` (for a survey that requires enrolment) each batch spends a fresh one.
+    """
     batches = total // BATCH
+    if tokens is not None and len(tokens) < batches:
+        raise RuntimeError(f"{batches} batches need as many enrolment tokens")
     counter = iter(range(batches))
     lock = threading.Lock()
     done = [0]
-    path = f"/api/v1/surveys/{SURVEY_ID}/reports"
+    path = f"/api/v1/surveys/{survey_id}/reports"
 
     def client() -> None:
         connection = http.client.HTTPConnection(HOST, port, timeout=300)
@@ -378,7 +420,8 @@ def measure_batches(port: int, payloads: list[str], total: int, label: str) -> d
                 number = next(counter, None)
             if number is None:
                 break
-            _post(connection, path, batch_body(payloads, number * BATCH))
+            token = None if tokens is None else tokens[number]
+            _post(connection, path, batch_body(payloads, number * BATCH), token)
             with lock:
                 done[0] += 1
                 if done[0] % max(1, batches // 10) == 0:
@@ -471,6 +514,32 @@ def create_survey(database: str, key: Path) -> str:
     return record.survey.question(QUESTION_ID).mechanism
 
 
+def create_gated_survey(database: str) -> None:
+    """The benchmark survey again, as ``GATED_ID``, requiring an enrolment token per submission."""
+    from deniable.aggregator.storage import open_storage
+    from deniable.survey import Survey
+
+    storage = open_storage({"DATABASE": database})
+    try:
+        storage.create_survey(Survey.from_dict(definition(GATED_ID)), results_public=True,
+                              require_enrolment=True)  # fmt: skip
+    finally:
+        storage.close()
+
+
+def issue_tokens(database: str, count: int) -> tuple[list[str], float]:
+    """(``count`` fresh enrolment tokens of the gated survey, seconds it took to issue them)."""
+    from deniable.aggregator.storage import open_storage
+
+    storage = open_storage({"DATABASE": database})
+    try:
+        started = time.perf_counter()
+        tokens = storage.issue_enrolment_tokens(GATED_ID, count)
+        return tokens, time.perf_counter() - started
+    finally:
+        storage.close()
+
+
 def run_backend(backend: str, args: argparse.Namespace, payloads: list[str]) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix=f"deniable-bench-{backend}-", dir=args.dir))
     database, cleanup = prepare_database(backend, workdir, args.postgres_dsn)
@@ -492,11 +561,26 @@ def run_backend(backend: str, args: argparse.Namespace, payloads: list[str]) -> 
         print(f"[{backend}] results", file=sys.stderr)
         results_real = measure_results(real_port, payloads, args.results_calls, args.live_calls)
         results_bare = measure_results(bare_port, payloads, max(3, args.results_calls // 10), 0)
+        # The token path last, so the open-path figures above are measured as before.
+        create_gated_survey(database)
+        # Enough for the open path's single-report rate with room to spare.
+        needed = int(single_real["rate"] * args.duration * 2) + 10_000
+        single_tokens, issue_seconds = issue_tokens(database, needed)
+        print(f"[{backend}] token path: {needed:,} enrolment tokens issued in "
+              f"{issue_seconds:.1f} s; single-report POSTs, one fresh token each",
+              file=sys.stderr)  # fmt: skip
+        single_token = measure_single(real_port, payloads, args.duration, GATED_ID, single_tokens)
+        batch_tokens, _ = issue_tokens(database, args.reports // BATCH)
+        print(f"[{backend}] token path: batches of {BATCH:,}, one fresh token each",
+              file=sys.stderr)  # fmt: skip
+        batch_token = measure_batches(real_port, payloads, args.reports, "token", GATED_ID,
+                                      batch_tokens)  # fmt: skip
         return {
             "backend": backend, "mechanism": mechanism,
-            "single": {"real": single_real, "bare": single_bare},
-            "batch": {"real": batch_real, "bare": batch_bare},
+            "single": {"real": single_real, "bare": single_bare, "token": single_token},
+            "batch": {"real": batch_real, "bare": batch_bare, "token": batch_token},
             "results": {"real": results_real, "bare": results_bare},
+            "tokens": {"issued": needed, "issue_seconds": issue_seconds},
         }  # fmt: skip
     finally:
         for server in servers:
@@ -602,6 +686,23 @@ def report(result: dict[str, Any]) -> str:
         f"  bare  GROUP BY scan: p50 {bare['steady']['p50_ms']:7.2f} ms   "
         f"p99 {bare['steady']['p99_ms']:7.2f} ms   ({bare['steady']['count']} calls)"
     )
+    if "token" in single:
+        tokens = result["tokens"]
+        lines.append(
+            f"token-required path (a fresh enrolment token per request; "
+            f"{tokens['issued']:,} tokens issued in {tokens['issue_seconds']:.1f} s):"
+        )
+        kinds = (
+            ("single", single, f"single, {SINGLE_CLIENTS} clients"),
+            ("batch", batch, f"batches of {BATCH:,}, {BATCH_CLIENTS} clients"),
+        )
+        for kind, figures, label in kinds:
+            opened, gated = figures["real"], figures["token"]
+            extra = (f"   p50 {gated['p50_ms']:7.2f} ms   p99 {gated['p99_ms']:7.2f} ms"
+                     if kind == "single" else "")  # fmt: skip
+            lines.append(f"  {label}: open {opened['rate']:9,.0f} reports/s   token "
+                         f"{gated['rate']:9,.0f} reports/s{extra}   "
+                         f"ratio token/open = {gated['rate'] / opened['rate']:.3f}")  # fmt: skip
     return "\n".join(lines)
 
 
