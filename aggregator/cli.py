@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import csv
 import json
+import logging
 import shutil
 import signal
 import socket
@@ -337,8 +338,9 @@ def _positive(value: str) -> int:
         number = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
+    # Why the ceiling: ids are 64-bit in both databases (SQLite raised OverflowError past it).
+    if not 1 <= number < 2**63:
+        raise argparse.ArgumentTypeError(f"must be a positive integer below 2^63, got {value!r}")
     return number
 
 
@@ -868,6 +870,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.func is not cmd_serve:
+        # Why: the PostgreSQL pool logs every failed connection attempt, which Python prints
+        # on stderr when logging is not configured; a failed command says so in one line.
+        logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     try:
         return args.func(args)
     except (CommandError, DeniableError) as error:

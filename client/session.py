@@ -214,7 +214,14 @@ class SurveyClient:
     ) -> None:
         if not isinstance(base_url, str):
             raise InvalidParameter("base_url must be a string such as https://host/")
-        parts = urlsplit(base_url)
+        try:
+            parts = urlsplit(base_url)
+            parts.port  # noqa: B018 - ValueError for a port that is not a number in range
+            # Why: requests' own URL parser refuses more (spaces or bad labels in the host), and
+            # its InvalidURL is a ValueError that would otherwise escape from the first request.
+            requests.PreparedRequest().prepare_url(base_url, None)
+        except ValueError:
+            raise InvalidParameter(f"base_url must be an http(s) URL, got {base_url!r}") from None
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
             raise InvalidParameter(f"base_url must be an http(s) URL, got {base_url!r}")
         self.base_url = base_url.rstrip("/")
