@@ -49,7 +49,7 @@ def submit(survey_id: str) -> Response:
     """
     check_submission_address()
     storage = current_storage()
-    record = storage.get_survey(survey_id)
+    record = storage.get_survey(survey_id, count=False)
     body = read_json()
     if not record.is_open:
         raise Conflict(f"survey {survey_id!r} is closed")

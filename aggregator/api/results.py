@@ -154,7 +154,7 @@ def wants_csv() -> bool:
 
 @blueprint.get("/surveys/<survey_id>/results")
 def results(survey_id: str) -> Response:
-    record = current_storage().get_survey(survey_id)
+    record = current_storage().get_survey(survey_id, count=False)
     if not record.results_public:
         require_operator()
     else:

@@ -130,7 +130,7 @@ class SurveyRecord:
     results_public: bool
     created_at: str
     closed_at: str | None
-    n_reports: int
+    n_reports: int | None  # None when fetched with count=False (the hot paths)
     require_enrolment: bool = False
 
     @property
@@ -277,8 +277,8 @@ class Storage(ABC):
         """Store a new survey (Conflict if the id exists)."""
 
     @abstractmethod
-    def get_survey(self, survey_id: str) -> SurveyRecord:
-        """One survey (NotFound if unknown)."""
+    def get_survey(self, survey_id: str, *, count: bool = True) -> SurveyRecord:
+        """The survey (NotFound if unknown); ``count=False`` skips counting its reports."""
 
     @abstractmethod
     def list_surveys(self) -> list[SurveyRecord]:

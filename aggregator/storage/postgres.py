@@ -51,6 +51,11 @@ _SURVEY_COLUMNS = """
       + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports,
     s.require_enrolment
 """
+# Why: the hot paths (ingest, results) need the state, not a count of pending rows.
+_SURVEY_COLUMNS_UNCOUNTED = """
+    s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
+    NULL AS n_reports, s.require_enrolment
+"""
 # Deadlocks (two batches sharing ids) and serialization failures are retried whole.
 RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
 ATTEMPTS = 5
@@ -198,13 +203,16 @@ class PostgresStorage(Storage):
             results_public=bool(public),
             created_at=iso(created),
             closed_at=iso(closed),
-            n_reports=int(n_reports),
+            n_reports=None if n_reports is None else int(n_reports),
             require_enrolment=bool(enrolment),
         )
 
-    def _fetch(self, connection: psycopg.Connection, survey_id: str) -> SurveyRecord:
+    def _fetch(
+        self, connection: psycopg.Connection, survey_id: str, *, count: bool = True
+    ) -> SurveyRecord:
+        columns = _SURVEY_COLUMNS if count else _SURVEY_COLUMNS_UNCOUNTED
         row = connection.execute(
-            f"SELECT {_SURVEY_COLUMNS} FROM surveys s WHERE s.id = %s", (survey_id,)
+            f"SELECT {columns} FROM surveys s WHERE s.id = %s", (survey_id,)
         ).fetchone()
         if row is None:
             raise NotFound(f"no survey {survey_id!r}")
@@ -232,9 +240,9 @@ class PostgresStorage(Storage):
                 )
             return self._fetch(connection, survey.id)
 
-    def get_survey(self, survey_id: str) -> SurveyRecord:
+    def get_survey(self, survey_id: str, *, count: bool = True) -> SurveyRecord:
         with self._transaction() as connection:
-            return self._fetch(connection, survey_id)
+            return self._fetch(connection, survey_id, count=count)
 
     def list_surveys(self) -> list[SurveyRecord]:
         with self._transaction() as connection:
@@ -377,7 +385,7 @@ class PostgresStorage(Storage):
                     raise Conflict(f"report id {report.id} was already used with another body")
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
-        self.get_survey(survey_id)  # Why: NotFound before the first byte is streamed.
+        self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.
         return self._export(survey_id)
 
     def _export(self, survey_id: str) -> Iterator[StoredReport]:
@@ -407,7 +415,7 @@ class PostgresStorage(Storage):
     def fold(self, survey_id: str, *, chunk: int = 10_000) -> dict[str, QuestionStatistics]:
         while True:
             with self._transaction() as connection:
-                record = self._fetch(connection, survey_id)
+                record = self._fetch(connection, survey_id, count=False)
                 # Why FOR UPDATE: only results readers lock these rows, so one fold at a
                 # time per survey; ingest never touches them.
                 current = {
@@ -421,8 +429,10 @@ class PostgresStorage(Storage):
                     ).fetchall()
                 }
                 rows = connection.execute(
+                    # Why ORDER BY seq: it walks the (survey_id, seq) index instead of
+                    # scanning a table full of rows deleted by earlier folds.
                     "DELETE FROM pending WHERE seq IN"
-                    " (SELECT seq FROM pending WHERE survey_id = %s LIMIT %s)"
+                    " (SELECT seq FROM pending WHERE survey_id = %s ORDER BY seq LIMIT %s)"
                     " RETURNING question_id, payload",
                     (survey_id, chunk),
                 ).fetchall()

@@ -1,15 +1,22 @@
-"""SQLite storage: WAL, ``synchronous=FULL``, one short-lived connection per operation.
+"""SQLite storage: WAL, ``synchronous=FULL``, one long-lived connection per thread.
 
 Writers take the database lock up front (``BEGIN IMMEDIATE``) and wait up to
 ``BUSY_TIMEOUT_MS`` for it; a write returns only after its COMMIT, which with
 ``synchronous=FULL`` is on disk, so an acknowledgement is never lost.
+
+Connections are kept per thread (and per process: a forked worker opens its
+own) because closing the last connection to a WAL database checkpoints and
+syncs it, which cost more than the write itself.  A connection that saw an
+error is closed and replaced.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +54,11 @@ _SURVEY_COLUMNS = """
       + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports,
     s.require_enrolment
 """
+# Why: the hot paths (ingest, results) need the state, not a count of pending rows.
+_SURVEY_COLUMNS_UNCOUNTED = """
+    s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
+    NULL AS n_reports, s.require_enrolment
+"""
 
 
 def _split_statements(script: str) -> list[str]:
@@ -71,6 +83,7 @@ class SqliteStorage(Storage):
         super().__init__()
         self.path = Path(path.removeprefix("sqlite:///").removeprefix("sqlite://"))
         self.busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
 
     # -- connections --------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -89,22 +102,53 @@ class SqliteStorage(Storage):
             raise StorageError(f"sqlite {self.path}: {error}") from None
         return connection
 
+    def _thread_connection(self) -> sqlite3.Connection:
+        """This thread's connection in this process, opened on first use."""
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            local.connection = self._connect()
+            local.pid = os.getpid()
+        return local.connection
+
+    def _drop_thread_connection(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        self._local.pid = None
+        if connection is not None:
+            with contextlib.suppress(sqlite3.Error):
+                connection.close()
+
     @contextlib.contextmanager
-    def _transaction(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
-        """One transaction on a fresh connection: COMMIT on success, else ROLLBACK."""
-        connection = self._connect()
+    def _transaction(
+        self, mode: str = "IMMEDIATE", *, fresh: bool = False
+    ) -> Iterator[sqlite3.Connection]:
+        """One transaction: COMMIT on success, else ROLLBACK.
+
+        ``fresh`` uses a connection of its own (closed afterwards), for a
+        transaction that stays open while other work runs on this thread, such
+        as a streamed export.
+        """
+        connection = self._connect() if fresh else self._thread_connection()
+        healthy = False
         try:
             connection.execute(f"BEGIN {mode}")
             try:
                 yield connection
             except BaseException:
                 connection.execute("ROLLBACK")
+                healthy = True
                 raise
             connection.execute("COMMIT")
+            healthy = True
         except sqlite3.Error as error:
             raise StorageError(f"sqlite {self.path}: {error}") from None
         finally:
-            connection.close()
+            if fresh:
+                connection.close()
+            elif not healthy:
+                self._drop_thread_connection()
+
+    def close(self) -> None:
+        self._drop_thread_connection()
 
     # -- lifecycle ----------------------------------------------------------------
     def migrate(self) -> int:
@@ -195,13 +239,16 @@ class SqliteStorage(Storage):
             results_public=bool(public),
             created_at=iso(created),
             closed_at=iso(closed),
-            n_reports=int(n_reports),
+            n_reports=None if n_reports is None else int(n_reports),
             require_enrolment=bool(enrolment),
         )
 
-    def _fetch(self, connection: sqlite3.Connection, survey_id: str) -> SurveyRecord:
+    def _fetch(
+        self, connection: sqlite3.Connection, survey_id: str, *, count: bool = True
+    ) -> SurveyRecord:
+        columns = _SURVEY_COLUMNS if count else _SURVEY_COLUMNS_UNCOUNTED
         row = connection.execute(
-            f"SELECT {_SURVEY_COLUMNS} FROM surveys s WHERE s.id = ?", (survey_id,)
+            f"SELECT {columns} FROM surveys s WHERE s.id = ?", (survey_id,)
         ).fetchone()
         if row is None:
             raise NotFound(f"no survey {survey_id!r}")
@@ -228,9 +275,9 @@ class SqliteStorage(Storage):
             )  # fmt: skip
             return self._fetch(connection, survey.id)
 
-    def get_survey(self, survey_id: str) -> SurveyRecord:
+    def get_survey(self, survey_id: str, *, count: bool = True) -> SurveyRecord:
         with self._transaction("DEFERRED") as connection:
-            return self._fetch(connection, survey_id)
+            return self._fetch(connection, survey_id, count=count)
 
     def list_surveys(self) -> list[SurveyRecord]:
         with self._transaction("DEFERRED") as connection:
@@ -306,37 +353,57 @@ class SqliteStorage(Storage):
                 raise Conflict(f"survey {survey_id!r} is closed")
             if row[1]:
                 self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
-            for report in reports:
-                inserted = connection.execute(
-                    "INSERT INTO reports"
-                    " (survey_id, report_id, question_id, payload, digest, received_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (survey_id, report_id) DO NOTHING RETURNING seq",
-                    (survey_id, report.id, report.question, report.payload, report.digest,
-                     received_at),
-                ).fetchone()  # fmt: skip
-                if inserted is not None:
-                    connection.execute(
-                        "INSERT INTO pending (seq, survey_id, question_id, payload)"
-                        " VALUES (?, ?, ?, ?)",
-                        (inserted[0], survey_id, report.question, report.payload),
-                    )
-                    continue
-                (digest,) = connection.execute(
-                    "SELECT digest FROM reports WHERE survey_id = ? AND report_id = ?",
-                    (survey_id, report.id),
-                ).fetchone()
-                if digest != report.digest:
-                    raise Conflict(f"report id {report.id} was already used with another body")
+            self._insert_reports(connection, survey_id, reports, received_at)
         return [report.id for report in reports]
 
+    @staticmethod
+    def _insert_reports(
+        connection: sqlite3.Connection, survey_id: str, reports: list[Report], received_at: str
+    ) -> None:
+        """Insert the new reports and queue them for folding; refuse a reused id.
+
+        The caller holds the write lock (BEGIN IMMEDIATE), so the existence check
+        and the inserts cannot interleave with another writer, and the new rows
+        are exactly those with seq above the current maximum.
+        """
+        ids = [report.id for report in reports]
+        stored: dict[str, str] = {}
+        for start in range(0, len(ids), 500):  # Why: SQLite caps bound parameters.
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            stored.update(
+                connection.execute(
+                    "SELECT report_id, digest FROM reports"
+                    f" WHERE survey_id = ? AND report_id IN ({marks})",
+                    (survey_id, *part),
+                ).fetchall()
+            )
+        for report in reports:
+            if report.id in stored and stored[report.id] != report.digest:
+                raise Conflict(f"report id {report.id} was already used with another body")
+        new = [report for report in reports if report.id not in stored]
+        if not new:
+            return
+        (before,) = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM reports").fetchone()
+        connection.executemany(
+            "INSERT INTO reports"
+            " (survey_id, report_id, question_id, payload, digest, received_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [(survey_id, r.id, r.question, r.payload, r.digest, received_at) for r in new],
+        )
+        connection.execute(
+            "INSERT INTO pending (seq, survey_id, question_id, payload)"
+            " SELECT seq, survey_id, question_id, payload FROM reports WHERE seq > ?",
+            (before,),
+        )
+
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
-        self.get_survey(survey_id)  # Why: NotFound before the first byte is streamed.
+        self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.
         return self._export(survey_id)
 
     def _export(self, survey_id: str) -> Iterator[StoredReport]:
         # Why: one read transaction is one WAL snapshot for the whole export.
-        with self._transaction("DEFERRED") as connection:
+        with self._transaction("DEFERRED", fresh=True) as connection:
             cursor = connection.execute(
                 "SELECT seq, report_id, question_id, payload, received_at FROM reports"
                 " WHERE survey_id = ? ORDER BY seq",
@@ -359,7 +426,7 @@ class SqliteStorage(Storage):
     def fold(self, survey_id: str, *, chunk: int = 10_000) -> dict[str, QuestionStatistics]:
         while True:
             with self._transaction() as connection:
-                record = self._fetch(connection, survey_id)
+                record = self._fetch(connection, survey_id, count=False)
                 current = {
                     qid: QuestionStatistics(question=qid, n=n, statistics=statistics_from_json(s))
                     for qid, n, s in connection.execute(
