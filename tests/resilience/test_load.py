@@ -17,7 +17,11 @@ Checked: no 5xx and no failed connection; every valid report acknowledged and
 stored; every invalid request rejected with its documented status as
 problem+json (``assert_problem``) and none of its fresh ids stored; reused ids
 keep their first body; results ``n`` equals the stored rows, which are exactly
-the acknowledged reports; the generator reached at least ``MIN_ACHIEVED`` x R;
+the acknowledged reports; the pacer offered OVERLOAD x R and the server still
+answered at least ``MIN_ACHIEVED`` x R (throughput under overload did not collapse;
+when the server cannot keep up, requests wait in the generator's queue, and
+beyond ``BACKLOG_SECONDS`` of backlog they are shed and counted, which bounds the
+run's time);
 and the workers' memory stayed flat: RSS of each gunicorn worker sampled from
 /proc every ``SAMPLE_SECONDS``, median of the last quarter of the load phase <=
 ``RSS_FACTOR`` x median of the first quarter + ``RSS_SLACK_BYTES``, with the same
@@ -52,7 +56,7 @@ pytestmark = pytest.mark.slow
 WARMUP_SECONDS = env_float("DENIABLE_LOAD_WARMUP_SECONDS", 5.0)
 LOAD_SECONDS = env_float("DENIABLE_LOAD_SECONDS", 60.0)
 OVERLOAD = 1.5
-MIN_ACHIEVED = 1.4  # the generator must really have offered >= 1.4 R requests/s
+MIN_ACHIEVED = 1.0  # answered requests/s under overload, in units of R
 CLIENTS = 16  # warm-up: closed-loop clients
 SENDERS = 48  # load: threads that send the open-loop schedule
 BACKLOG_SECONDS = 2.0  # queued work beyond this is shed by the generator (and counted)
@@ -305,7 +309,7 @@ def test_overload_with_half_invalid_traffic(tmp_path, make_server):
     assert not errors, (len(errors), errors[:3])
     statuses = Counter((o.kind.name, o.response.status_code) for o in outcomes)
     assert not [key for key in statuses if key[1] >= 500], statuses
-    achieved = stats["sent"] / LOAD_SECONDS
+    achieved = stats["sent"] / stats["seconds"]  # the drain of the last backlog included
     late = sorted(o.late for o in outcomes)
 
     for outcome in outcomes:
@@ -328,7 +332,8 @@ def test_overload_with_half_invalid_traffic(tmp_path, make_server):
     assert results["n_reports"] == len(stored)
     assert sum(q["n"] for q in results["questions"]) == len(stored)
 
-    # -- the generator really overloaded the server -----------------------------------------
+    # -- the pacer offered OVERLOAD x R; the server's throughput did not collapse --------------
+    assert abs(stats["scheduled"] - OVERLOAD * rate * LOAD_SECONDS) <= 2 + 0.01 * stats["scheduled"]
     assert achieved >= MIN_ACHIEVED * rate, (achieved, rate, stats)
 
     # -- memory flat ---------------------------------------------------------------------------
@@ -344,7 +349,8 @@ def test_overload_with_half_invalid_traffic(tmp_path, make_server):
     print(
         f"\n[load/sqlite] sustained single-report rate R = {rate:.0f}/s ({len(warm)} reports in "
         f"{WARMUP_SECONDS:g} s, {CLIENTS} clients); target {OVERLOAD} R = {OVERLOAD * rate:.0f}/s"
-        f" for {LOAD_SECONDS:g} s: {stats['sent']} requests sent = {achieved:.0f}/s "
+        f" for {LOAD_SECONDS:g} s: {stats['scheduled']} scheduled, {stats['sent']} sent and "
+        f"answered = {achieved:.0f}/s "
         f"({achieved / rate:.2f} R), {stats['shed']} shed; lateness p50 "
         f"{1000 * late[len(late) // 2]:.1f} ms, p99 {1000 * late[int(len(late) * 0.99)]:.1f} ms; "
         f"valid {kinds['valid']}, invalid {len(outcomes) - kinds['valid']}; stored rows "
