@@ -188,6 +188,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+_CONTAINERS = (dict, list)
+
+
 def _too_deep(document: Any, limit: int) -> bool:
     """True if containers nest deeper than ``limit`` (an explicit stack, no recursion).
 
@@ -195,13 +198,14 @@ def _too_deep(document: Any, limit: int) -> bool:
     per report; json.loads itself already refuses nesting beyond Python's
     recursion limit (RecursionError), which bounds this walk too.
     """
-    stack = [(document, 1)] if isinstance(document, dict | list) else []
+    stack = [(document, 1)] if type(document) in _CONTAINERS else []
     while stack:
         value, depth = stack.pop()
         if depth > limit:
             return True
-        children = value.values() if isinstance(value, dict) else value
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+        for child in value.values() if type(value) is dict else value:
+            if type(child) in _CONTAINERS:  # json.loads makes exactly dict and list
+                stack.append((child, depth + 1))
     return False
 
 

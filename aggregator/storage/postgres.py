@@ -353,7 +353,7 @@ class PostgresStorage(Storage):
             inserted = connection.execute(
                 """
                 WITH incoming AS (
-                    SELECT * FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[])
+                    SELECT * FROM unnest(%b::text[]::uuid[], %b::text[], %b::text[], %b::text[])
                         WITH ORDINALITY AS r (report_id, question_id, payload, digest, position)
                 ), inserted AS (
                     INSERT INTO reports (survey_id, report_id, question_id, payload, digest)

@@ -98,3 +98,27 @@ def test_arbitrary_objects_parse_or_raise_invalid_report(body) -> None:
         parse_report(body, SURVEY)
     except InvalidReport:
         pass
+
+
+@given(
+    st.text(max_size=12),
+    st.text(max_size=12),
+    st.text(max_size=12),
+)
+@settings(max_examples=300, deadline=None)
+def test_digest_is_sha256_of_the_sorted_compact_json(report_id, question, payload) -> None:
+    import hashlib
+    import json
+
+    report = Report(id=report_id, question=question, payload=payload)
+    body = json.dumps(report.to_dict(), sort_keys=True, separators=(",", ":"))
+    assert report.digest == hashlib.sha256(body.encode()).hexdigest()
+
+
+def test_digest_fast_path_matches_json_for_a_valid_report() -> None:
+    import hashlib
+    import json
+
+    body = report()
+    expected = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    assert Report(**body).digest == hashlib.sha256(expected.encode()).hexdigest()
