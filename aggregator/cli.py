@@ -21,248 +21,35 @@ import json
 import logging
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
-import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 
 from deniable.errors import DeniableError
-from deniable.survey import Question, Survey
+from deniable.survey import Survey
+
+from .demo import (
+    _interrupt,
+    demo_survey,
+    free_port,
+    port_is_free,
+    respondent_reports,
+    simulate_answers,
+    start_server,
+    stop_server,
+    submit_all,
+    true_summary,
+    verify_signature,
+)
+from .terminal import CommandError, Progress, _fail, format_table, results_table
 
 PROG = "deniable-aggregator"
 DEMO_RESPONDENTS = 2000
 DEMO_PORT = 8000
-
-
-class CommandError(Exception):
-    """A command failed for a reason worth one line on stderr (exit status 1)."""
-
-
-# -- output helpers -------------------------------------------------------------------
-
-
-def _fail(message: str) -> CommandError:
-    return CommandError(message)
-
-
-class Progress:
-    """A progress bar on stderr: redrawn in place on a terminal, a few lines otherwise."""
-
-    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
-        self.total = max(total, 1)
-        self.label = label
-        self.stream = stream or sys.stderr
-        self.done = 0
-        self.tty = self.stream.isatty()
-        self._next_line = 0
-        self._lock = threading.Lock()
-        self._started = time.monotonic()
-
-    def advance(self, count: int = 1) -> None:
-        with self._lock:
-            self.done += count
-            self._draw()
-
-    def _draw(self) -> None:
-        fraction = min(self.done / self.total, 1.0)
-        rate = self.done / max(time.monotonic() - self._started, 1e-9)
-        filled = int(fraction * 30)
-        bar = "#" * filled + "-" * (30 - filled)
-        text = f"{self.label} [{bar}] {self.done}/{self.total} ({rate:,.0f}/s)"
-        if self.tty:
-            self.stream.write("\r" + text)
-            if self.done >= self.total:
-                self.stream.write("\n")
-        elif fraction * 100 >= self._next_line or self.done >= self.total:
-            self.stream.write(text + "\n")
-            self._next_line = int(fraction * 4 + 1) * 25
-        self.stream.flush()
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain text table; numbers are right-aligned."""
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    numeric = [all(_is_number(row[i]) for row in rows) and bool(rows) for i in range(len(headers))]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(
-            v.rjust(w) if right else v.ljust(w)
-            for v, w, right in zip(values, widths, numeric, strict=True)
-        ).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
-
-
-def _is_number(value: object) -> bool:
-    if isinstance(value, int | float):
-        return True
-    text = str(value).rstrip("%").replace(",", "")
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def results_table(
-    results: Mapping[str, Any],
-    survey: Mapping[str, Any] | None = None,
-    truth: Mapping[str, Sequence[float]] | None = None,
-) -> str:
-    """The results document of ``GET /results`` as text, one block per question.
-
-    ``survey`` (the survey document) adds the question texts; ``truth`` (the demo's
-    simulated true shares or means, by question id) adds a column to compare with.
-    """
-    texts = {}
-    if survey:
-        texts = {q["id"]: q["text"] for q in survey["definition"]["questions"]}
-    level = f"{100 * (1 - float(results['beta'])):g}%"
-    blocks = [
-        f"{results['title']} ({results['survey']}, {results['status']}): "
-        f"{results['n_reports']:,} reports; intervals: {level} Chebyshev, per category"
-    ]
-    for q in results["questions"]:
-        head = f"\n[{q['question']}] {texts.get(q['question'], '')}".rstrip()
-        head += (
-            f"\n  {q['type']}, mechanism {q['mechanism']}, epsilon {q['epsilon']:g}, n {q['n']:,}"
-        )
-        if q.get("estimate", 0) is None or not q["n"]:
-            blocks.append(head + "\n  no reports yet")
-            continue
-        if "mean" in q:
-            rows = [["mean", f"{q['mean']:.4g}", f"{q['lower']:.4g}", f"{q['upper']:.4g}"]]
-            shown = [f"{v:.4g}" for v in (truth or {}).get(q["question"], [])]
-        else:
-            rows = [
-                [c["label"], f"{100 * c['estimate']:.1f}%", f"{100 * c['lower']:.1f}%",
-                 f"{100 * c['upper']:.1f}%"]
-                for c in q["categories"]
-            ]  # fmt: skip
-            shown = [f"{100 * v:.1f}%" for v in (truth or {}).get(q["question"], [])]
-        headers = ["answer", "estimate", "lower", "upper"]
-        if truth is not None and len(shown) == len(rows):
-            headers.append("true (simulated)")
-            rows = [[*row, value] for row, value in zip(rows, shown, strict=True)]
-        table = format_table(headers, rows)
-        blocks.append(head + "\n" + "\n".join("  " + line for line in table.splitlines()))
-    return "\n".join(blocks)
-
-
-# -- simulated respondents ------------------------------------------------------------
-
-
-def simulate_answers(survey: Survey, respondents: int, rng: np.random.Generator) -> list[dict]:
-    """True answers of ``respondents`` people, drawn with numpy from a fixed population.
-
-    Each question gets a population distribution drawn once from ``rng`` (uneven,
-    so the chart has something to show), then every respondent's answer is drawn
-    from it.  Returns one ``{question id: answer}`` per respondent, answers in the
-    types :meth:`Question.check_answer` accepts.
-    """
-    columns: dict[str, list[Any]] = {}
-    for q in survey.questions:
-        if q.type == "yes_no":
-            share = rng.uniform(0.25, 0.75)
-            columns[q.id] = [bool(v) for v in rng.random(respondents) < share]
-        elif q.type == "single_choice":
-            weights = rng.dirichlet(np.full(len(q.options), 1.5))
-            picks = rng.choice(len(q.options), size=respondents, p=weights)
-            columns[q.id] = [q.options[i] for i in picks]
-        elif q.type == "multiple_choice":
-            shares = rng.uniform(0.1, 0.8, size=len(q.options))
-            chosen = rng.random((respondents, len(q.options))) < shares
-            columns[q.id] = [[q.options[i] for i in np.flatnonzero(row)] for row in chosen]
-        else:
-            lo, hi = float(q.oracle.lo), float(q.oracle.hi)
-            values = lo + (hi - lo) * rng.beta(2.0, 5.0, size=respondents)
-            columns[q.id] = [float(v) for v in values]
-    return [{qid: column[i] for qid, column in columns.items()} for i in range(respondents)]
-
-
-def true_summary(question: Question, answers: list[Any]) -> list[float]:
-    """The exact shares (or the mean) of simulated true answers, in the results' order."""
-    if question.type == "numeric":
-        return [float(np.mean(answers))]
-    if question.type == "yes_no":
-        yes = float(np.mean([bool(a) for a in answers]))
-        return [1.0 - yes, yes]
-    if question.type == "single_choice":
-        return [sum(a == label for a in answers) / len(answers) for label in question.options]
-    return [sum(label in a for a in answers) / len(answers) for label in question.options]
-
-
-def respondent_reports(survey: Survey, answers: Mapping[str, Any]) -> dict[str, list]:
-    """One respondent's batch: each answer randomized on 'the device' (CSPRNG), uuid4 ids."""
-    return {
-        "reports": [
-            {"id": str(uuid.uuid4()), "question": q.id, "payload": q.randomize(answers[q.id])}
-            for q in survey.questions
-        ]
-    }
-
-
-def submit_all(
-    base_url: str,
-    survey_id: str,
-    bodies: Sequence[Mapping[str, Any]],
-    *,
-    threads: int = 8,
-    progress: Progress | None = None,
-    attempts: int = 5,
-) -> int:
-    """POST every body to the reports endpoint over HTTP; retries 429/503 and lost connections."""
-    import requests
-
-    url = f"{base_url}/api/v1/surveys/{survey_id}/reports"
-    local = threading.local()
-
-    def post(body: Mapping[str, Any]) -> int:
-        session = getattr(local, "session", None)
-        if session is None:
-            session = local.session = requests.Session()
-        delay = 0.2
-        for attempt in range(attempts):
-            try:
-                response = session.post(url, json=body, timeout=30)
-            except requests.ConnectionError:
-                if attempt == attempts - 1:
-                    raise
-            else:
-                if response.status_code == 201:
-                    if progress:
-                        progress.advance()
-                    return int(response.json()["received"])
-                if response.status_code not in (429, 503) or attempt == attempts - 1:
-                    raise _fail(
-                        f"the server refused a report batch: HTTP {response.status_code} "
-                        f"{response.text[:300]}"
-                    )
-                delay = float(response.headers.get("Retry-After", delay))
-            time.sleep(delay)
-            delay *= 2
-        return 0  # pragma: no cover - the loop returns or raises
-
-    received = 0
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        futures = [pool.submit(post, body) for body in bodies]
-        for future in as_completed(futures):
-            received += future.result()
-    return received
 
 
 # -- settings, storage and the server --------------------------------------------------
@@ -584,91 +371,6 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 # -- demo ---------------------------------------------------------------------------------
-
-
-def demo_survey() -> Survey:
-    """The packaged demo survey (aggregator/demo_survey.json)."""
-    text = resources.files("deniable.aggregator").joinpath("demo_survey.json").read_text("utf-8")
-    return Survey.from_json(text)
-
-
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
-
-
-def start_server(
-    config: Mapping[str, Any], port: int, *, workers: int = 2, host: str = "127.0.0.1"
-) -> subprocess.Popen:
-    """``deniable-aggregator serve`` in a child process, returned once it answers /health."""
-    import requests
-
-    command = [
-        sys.executable, "-m", "deniable.aggregator.cli",
-        "--database", str(config["DATABASE"]), "--signing-key", str(config["SIGNING_KEY_PATH"]),
-        "serve", "--bind", f"{host}:{port}", "--workers", str(workers),
-    ]  # fmt: skip
-    log = tempfile.TemporaryFile(mode="w+")
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    server.log = log  # type: ignore[attr-defined]
-    deadline = time.monotonic() + 60
-    url = f"http://{host}:{port}/api/v1/health"
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            log.seek(0)
-            tail = log.read()[-2000:]
-            raise _fail(f"the server exited with status {server.returncode}:\n{tail}")
-        try:
-            if requests.get(url, timeout=2).status_code == 200:
-                return server
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    stop_server(server)
-    raise _fail(f"the server did not answer {url} within 60 s")
-
-
-def stop_server(server: subprocess.Popen) -> None:
-    if server.poll() is None:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-    log = getattr(server, "log", None)
-    if log is not None:
-        log.close()
-
-
-def verify_signature(document: Mapping[str, Any], key: Mapping[str, Any]) -> Survey:
-    """Check a served survey's Ed25519 signature as a respondent's device would."""
-    import base64
-
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    survey = Survey.from_dict(document["definition"])
-    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key["public_key"]))
-    try:
-        public.verify(base64.b64decode(document["signature"]), survey.canonical_bytes())
-    except InvalidSignature:
-        raise _fail(f"survey {survey.id!r}: the served signature does not verify") from None
-    return survey
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

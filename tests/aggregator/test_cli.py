@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import requests
 
-from deniable.aggregator import cli
+from deniable.aggregator import cli, demo
 from deniable.aggregator.storage import open_storage
 from deniable.aggregator.storage.base import migrations
 from deniable.survey import Survey
@@ -389,22 +389,22 @@ def test_demo_refuses_a_busy_port(tmp_path: Path, capsys) -> None:
 
 
 def test_demo_survey_has_every_question_type() -> None:
-    survey = cli.demo_survey()
+    survey = demo.demo_survey()
     assert sorted(q.type for q in survey.questions) == [
         "multiple_choice", "numeric", "single_choice", "yes_no"
     ]  # fmt: skip
 
 
 def test_simulated_answers_are_valid_and_reports_decode() -> None:
-    survey = cli.demo_survey()
-    answers = cli.simulate_answers(survey, 50, np.random.default_rng(0))
+    survey = demo.demo_survey()
+    answers = demo.simulate_answers(survey, 50, np.random.default_rng(0))
     assert len(answers) == 50
     for answer in answers:
-        body = cli.respondent_reports(survey, answer)
+        body = demo.respondent_reports(survey, answer)
         assert [r["question"] for r in body["reports"]] == survey.question_ids
         for report in body["reports"]:
             survey.question(report["question"]).oracle.decode(report["payload"])
-    truth = cli.true_summary(survey.question("commute"), [a["commute"] for a in answers])
+    truth = demo.true_summary(survey.question("commute"), [a["commute"] for a in answers])
     assert sum(truth) == pytest.approx(1.0)
 
 

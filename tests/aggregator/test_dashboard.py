@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import requests
 
-from deniable.aggregator import cli
+from deniable.aggregator import cli, demo
 from deniable.aggregator.dashboard import svg
 from deniable.survey import Survey
 
@@ -226,7 +226,7 @@ def fill(client, survey: Survey, count: int, seed: int = 11) -> None:
 @pytest.fixture
 def dash(app, storage):
     """The shared ``app`` (SQLite and PostgreSQL) with the packaged demo survey."""
-    survey = cli.demo_survey()
+    survey = demo.demo_survey()
     storage.create_survey(survey, results_public=True)
     return app, app.test_client(), survey
 
@@ -336,19 +336,19 @@ def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
     database, key = directory / "deniable.sqlite3", directory / "key.pem"
     assert cli.main(["--database", str(database), "--signing-key", str(key), "init"]) == 0
     definition = tmp_path / "survey.json"
-    definition.write_text(json.dumps(cli.demo_survey().to_dict()))
+    definition.write_text(json.dumps(demo.demo_survey().to_dict()))
     assert cli.main(["--database", str(database), "--signing-key", str(key),
                      "create-survey", str(definition)]) == 0  # fmt: skip
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = cli.start_server({"DATABASE": str(database), "SIGNING_KEY_PATH": str(key)}, port)
+    server = demo.start_server({"DATABASE": str(database), "SIGNING_KEY_PATH": str(key)}, port)
     base = f"http://127.0.0.1:{port}"
     try:
-        survey = cli.demo_survey()
-        answers = cli.simulate_answers(survey, 400, np.random.default_rng(2))
-        bodies = [cli.respondent_reports(survey, a) for a in answers]
-        assert cli.submit_all(base, survey.id, bodies) == 1600
+        survey = demo.demo_survey()
+        answers = demo.simulate_answers(survey, 400, np.random.default_rng(2))
+        bodies = [demo.respondent_reports(survey, a) for a in answers]
+        assert demo.submit_all(base, survey.id, bodies) == 1600
         results = requests.get(f"{base}/api/v1/surveys/{survey.id}/results", timeout=30).json()
         url = f"{base}/surveys/{survey.id}"
         screenshot = tmp_path / "dashboard.png"
@@ -359,7 +359,7 @@ def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
         dom = _chromium("--dump-dom", url, profile=tmp_path / "profile-2")
         assert dom.returncode == 0, dom.stderr[-2000:]
     finally:
-        cli.stop_server(server)
+        demo.stop_server(server)
     data = screenshot.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")

@@ -25,7 +25,7 @@ from requests.adapters import BaseAdapter
 from requests.structures import CaseInsensitiveDict
 
 from deniable.aggregator import create_app
-from deniable.aggregator.cli import free_port, start_server, stop_server
+from deniable.aggregator.demo import free_port, start_server, stop_server
 from deniable.aggregator.storage import current_storage, open_storage
 from deniable.client import Policy, StateStore, SurveyClient
 

@@ -68,7 +68,7 @@ def test_usage_errors_exit_2_with_one_line(argv, capsys) -> None:
 
 
 def test_unreachable_aggregator_exits_1_with_one_line(tmp_path, monkeypatch) -> None:
-    from deniable.aggregator.cli import free_port
+    from deniable.aggregator.demo import free_port
 
     monkeypatch.setenv("DENIABLE_STATE", str(tmp_path / "state.bin"))
     err = io.StringIO()

@@ -56,7 +56,7 @@ def test_offline_then_restart_then_flush_stores_every_report_once(
 
 
 def test_unreachable_aggregator_at_fetch_is_a_transport_error(tmp_path: Path) -> None:
-    from deniable.aggregator.cli import free_port
+    from deniable.aggregator.demo import free_port
 
     store = StateStore(tmp_path / "state.bin", key=STATE_KEY)
     client = SurveyClient(f"http://127.0.0.1:{free_port()}", state=store, timeout=1, retries=1,

@@ -1,0 +1,128 @@
+"""Terminal output shared by the command lines: one-line errors, progress bars, tables."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, TextIO
+
+
+class CommandError(Exception):
+    """A command failed for a reason worth one line on stderr (exit status 1)."""
+
+
+# -- output helpers -------------------------------------------------------------------
+
+
+def _fail(message: str) -> CommandError:
+    return CommandError(message)
+
+
+class Progress:
+    """A progress bar on stderr: redrawn in place on a terminal, a few lines otherwise."""
+
+    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
+        self.total = max(total, 1)
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.done = 0
+        self.tty = self.stream.isatty()
+        self._next_line = 0
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+
+    def advance(self, count: int = 1) -> None:
+        with self._lock:
+            self.done += count
+            self._draw()
+
+    def _draw(self) -> None:
+        fraction = min(self.done / self.total, 1.0)
+        rate = self.done / max(time.monotonic() - self._started, 1e-9)
+        filled = int(fraction * 30)
+        bar = "#" * filled + "-" * (30 - filled)
+        text = f"{self.label} [{bar}] {self.done}/{self.total} ({rate:,.0f}/s)"
+        if self.tty:
+            self.stream.write("\r" + text)
+            if self.done >= self.total:
+                self.stream.write("\n")
+        elif fraction * 100 >= self._next_line or self.done >= self.total:
+            self.stream.write(text + "\n")
+            self._next_line = int(fraction * 4 + 1) * 25
+        self.stream.flush()
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain text table; numbers are right-aligned."""
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    numeric = [all(_is_number(row[i]) for row in rows) and bool(rows) for i in range(len(headers))]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if right else v.ljust(w)
+            for v, w, right in zip(values, widths, numeric, strict=True)
+        ).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, int | float):
+        return True
+    text = str(value).rstrip("%").replace(",", "")
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def results_table(
+    results: Mapping[str, Any],
+    survey: Mapping[str, Any] | None = None,
+    truth: Mapping[str, Sequence[float]] | None = None,
+) -> str:
+    """The results document of ``GET /results`` as text, one block per question.
+
+    ``survey`` (the survey document) adds the question texts; ``truth`` (the demo's
+    simulated true shares or means, by question id) adds a column to compare with.
+    """
+    texts = {}
+    if survey:
+        texts = {q["id"]: q["text"] for q in survey["definition"]["questions"]}
+    level = f"{100 * (1 - float(results['beta'])):g}%"
+    blocks = [
+        f"{results['title']} ({results['survey']}, {results['status']}): "
+        f"{results['n_reports']:,} reports; intervals: {level} Chebyshev, per category"
+    ]
+    for q in results["questions"]:
+        head = f"\n[{q['question']}] {texts.get(q['question'], '')}".rstrip()
+        head += (
+            f"\n  {q['type']}, mechanism {q['mechanism']}, epsilon {q['epsilon']:g}, n {q['n']:,}"
+        )
+        if q.get("estimate", 0) is None or not q["n"]:
+            blocks.append(head + "\n  no reports yet")
+            continue
+        if "mean" in q:
+            rows = [["mean", f"{q['mean']:.4g}", f"{q['lower']:.4g}", f"{q['upper']:.4g}"]]
+            shown = [f"{v:.4g}" for v in (truth or {}).get(q["question"], [])]
+        else:
+            rows = [
+                [c["label"], f"{100 * c['estimate']:.1f}%", f"{100 * c['lower']:.1f}%",
+                 f"{100 * c['upper']:.1f}%"]
+                for c in q["categories"]
+            ]  # fmt: skip
+            shown = [f"{100 * v:.1f}%" for v in (truth or {}).get(q["question"], [])]
+        headers = ["answer", "estimate", "lower", "upper"]
+        if truth is not None and len(shown) == len(rows):
+            headers.append("true (simulated)")
+            rows = [[*row, value] for row, value in zip(rows, shown, strict=True)]
+        table = format_table(headers, rows)
+        blocks.append(head + "\n" + "\n".join("  " + line for line in table.splitlines()))
+    return "\n".join(blocks)
