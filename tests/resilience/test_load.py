@@ -17,11 +17,14 @@ Checked: no 5xx and no failed connection; every valid report acknowledged and
 stored; every invalid request rejected with its documented status as
 problem+json (``assert_problem``) and none of its fresh ids stored; reused ids
 keep their first body; results ``n`` equals the stored rows, which are exactly
-the acknowledged reports; the pacer offered OVERLOAD x R and the server still
-answered at least ``MIN_ACHIEVED`` x R (throughput under overload did not collapse;
-when the server cannot keep up, requests wait in the generator's queue, and
-beyond ``BACKLOG_SECONDS`` of backlog they are shed and counted, which bounds the
-run's time);
+the acknowledged reports; the pacer offered OVERLOAD x R; and the server's
+throughput did not collapse (>= ``MIN_ACHIEVED`` x R answered per second).  When the
+server cannot keep up, requests wait in the generator's queue, and beyond
+``BACKLOG_SECONDS`` of backlog they are shed and counted, which bounds the run's
+time.  R is mostly the disk's fsync rate (SQLite commits in WAL mode with synchronous=FULL;
+client and workers use well under the machine's CPUs), which other processes'
+I/O can change between warm-up and load, so the throughput floor is loose and
+the achieved rate is printed rather than asserted near 1.5 R;
 and the workers' memory stayed flat: RSS of each gunicorn worker sampled from
 /proc every ``SAMPLE_SECONDS``, median of the last quarter of the load phase <=
 ``RSS_FACTOR`` x median of the first quarter + ``RSS_SLACK_BYTES``, with the same
@@ -56,10 +59,10 @@ pytestmark = pytest.mark.slow
 WARMUP_SECONDS = env_float("DENIABLE_LOAD_WARMUP_SECONDS", 5.0)
 LOAD_SECONDS = env_float("DENIABLE_LOAD_SECONDS", 60.0)
 OVERLOAD = 1.5
-MIN_ACHIEVED = 1.0  # answered requests/s under overload, in units of R
+MIN_ACHIEVED = 0.25  # answered requests/s under overload, in units of R: no collapse
 CLIENTS = 16  # warm-up: closed-loop clients
 SENDERS = 48  # load: threads that send the open-loop schedule
-BACKLOG_SECONDS = 2.0  # queued work beyond this is shed by the generator (and counted)
+BACKLOG_SECONDS = 3.0  # queued work beyond this is shed by the generator (and counted)
 MAX_BODY_BYTES = 16_384  # the server's limit in this test, so oversized bodies stay cheap
 SAMPLE_SECONDS = 0.25
 RSS_FACTOR = 1.20
