@@ -24,11 +24,9 @@ import hashlib
 import hmac
 import json
 
-import numpy as np
-
 from deniable.errors import InvalidParameter
 from deniable.mechanisms.longitudinal import LongitudinalGRR
-from deniable.randomness import RESOLUTION_BITS
+from deniable.randomness import ByteStreamSource
 from deniable.survey import Question
 
 _PERMANENT = b"deniable.client.memo/permanent/1"
@@ -38,14 +36,13 @@ _BLOCK = hashlib.sha256().digest_size
 __all__ = ["HmacSource", "is_longitudinal", "memo_tag", "permanent_response"]
 
 
-class HmacSource:
+class HmacSource(ByteStreamSource):
     """A deterministic RandomSource: HMAC-SHA256 in counter mode under a secret key.
 
     ``secure`` is True in the sense that matters here: without the key the
     stream cannot be predicted or told apart from random bytes (HMAC is a PRF).
+    Every draw is derived from ``token_bytes`` exactly as for the CSPRNG.
     """
-
-    secure = True
 
     def __init__(self, key: bytes, info: bytes) -> None:
         if not isinstance(key, bytes) or len(key) < 16:
@@ -62,26 +59,6 @@ class HmacSource:
             self._buffer += mac.digest()
         out, self._buffer = self._buffer[:count], self._buffer[count:]
         return out
-
-    def uniform53(self) -> int:
-        return int.from_bytes(self.token_bytes(7), "little") >> 3
-
-    def randbelow(self, upper: int) -> int:
-        if upper < 1:
-            raise InvalidParameter(f"randbelow needs upper >= 1, got {upper}")
-        if upper == 1:
-            return 0
-        bits = (upper - 1).bit_length()
-        size = (bits + 7) // 8
-        mask = (1 << bits) - 1
-        while True:
-            candidate = int.from_bytes(self.token_bytes(size), "little") & mask
-            if candidate < upper:
-                return candidate
-
-    def uniform53_array(self, size: int) -> np.ndarray:
-        raw = np.frombuffer(self.token_bytes(8 * size), dtype="<u8")
-        return raw >> np.uint64(64 - RESOLUTION_BITS)
 
 
 def is_longitudinal(question: Question) -> bool:

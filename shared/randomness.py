@@ -35,6 +35,7 @@ _BLOCK_BYTES = 4096
 __all__ = [
     "RESOLUTION",
     "RESOLUTION_BITS",
+    "ByteStreamSource",
     "GeneratorSource",
     "RngLike",
     "RandomSource",
@@ -103,23 +104,17 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class SystemRandomSource:
-    """The CSPRNG: ``os.urandom``, buffered per thread and per process."""
+class ByteStreamSource:
+    """A RandomSource built on ``token_bytes``: every other draw is derived from bytes.
+
+    Subclasses supply the byte stream (the OS CSPRNG here; an HMAC stream for
+    the client's memoized permanent responses).
+    """
 
     secure = True
 
     def token_bytes(self, count: int) -> bytes:
-        buffer = _buffer
-        start = buffer.position
-        end = start + count
-        if end > len(buffer.data) or buffer.generation != _generation:
-            if count > _BLOCK_BYTES:
-                return os.urandom(count)
-            buffer.data = os.urandom(_BLOCK_BYTES)
-            buffer.generation = _generation
-            start, end = 0, count
-        buffer.position = end
-        return buffer.data[start:end]
+        raise NotImplementedError
 
     def uniform53(self) -> int:
         return int.from_bytes(self.token_bytes(7), "little") >> 3
@@ -142,6 +137,23 @@ class SystemRandomSource:
     def uniform53_array(self, size: int) -> np.ndarray:
         raw = np.frombuffer(self.token_bytes(8 * size), dtype="<u8")
         return raw >> np.uint64(64 - RESOLUTION_BITS)
+
+
+class SystemRandomSource(ByteStreamSource):
+    """The CSPRNG: ``os.urandom``, buffered per thread and per process."""
+
+    def token_bytes(self, count: int) -> bytes:
+        buffer = _buffer
+        start = buffer.position
+        end = start + count
+        if end > len(buffer.data) or buffer.generation != _generation:
+            if count > _BLOCK_BYTES:
+                return os.urandom(count)
+            buffer.data = os.urandom(_BLOCK_BYTES)
+            buffer.generation = _generation
+            start, end = 0, count
+        buffer.position = end
+        return buffer.data[start:end]
 
 
 class GeneratorSource:
