@@ -223,6 +223,19 @@ def statistics_from_json(text: str) -> np.ndarray:
     return np.asarray(json.loads(text), dtype=np.int64)
 
 
+SURVEY_COLUMNS = """
+    s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
+    (SELECT COALESCE(SUM(n), 0) FROM question_statistics WHERE survey_id = s.id)
+      + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports,
+    s.require_enrolment
+"""
+# Why: the hot paths (ingest, results) need the state, not a count of pending rows.
+SURVEY_COLUMNS_UNCOUNTED = """
+    s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
+    NULL AS n_reports, s.require_enrolment
+"""
+
+
 class Storage(ABC):
     """The storage protocol: every method is one or a few short transactions.
 
@@ -338,6 +351,19 @@ class Storage(ABC):
         """
 
     # -- shared helpers ---------------------------------------------------------------
+    def _record(self, row: tuple) -> SurveyRecord:
+        """A row selected with SURVEY_COLUMNS (or SURVEY_COLUMNS_UNCOUNTED) as a record."""
+        survey_id, definition, status, public, created, closed, n_reports, enrolment = row
+        return SurveyRecord(
+            survey=self._parse_definition(survey_id, definition),
+            status=status,
+            results_public=bool(public),
+            created_at=iso(created),
+            closed_at=iso(closed),
+            n_reports=None if n_reports is None else int(n_reports),
+            require_enrolment=bool(enrolment),
+        )
+
     def _parse_definition(self, survey_id: str, definition: str) -> Survey:
         """The stored definition as a Survey, cached (definitions never change)."""
         key = (survey_id, definition)

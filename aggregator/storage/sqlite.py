@@ -27,6 +27,8 @@ from deniable.wire import Report
 from .base import (
     CLOSED,
     OPEN,
+    SURVEY_COLUMNS,
+    SURVEY_COLUMNS_UNCOUNTED,
     OperatorToken,
     QuestionStatistics,
     Storage,
@@ -47,18 +49,6 @@ from .base import (
     statistics_from_json,
     utc_now,
 )
-
-_SURVEY_COLUMNS = """
-    s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
-    (SELECT COALESCE(SUM(n), 0) FROM question_statistics WHERE survey_id = s.id)
-      + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports,
-    s.require_enrolment
-"""
-# Why: the hot paths (ingest, results) need the state, not a count of pending rows.
-_SURVEY_COLUMNS_UNCOUNTED = """
-    s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
-    NULL AS n_reports, s.require_enrolment
-"""
 
 
 def _split_statements(script: str) -> list[str]:
@@ -231,22 +221,10 @@ class SqliteStorage(Storage):
         return cursor.rowcount == 1
 
     # -- surveys ------------------------------------------------------------------------
-    def _record(self, row: tuple) -> SurveyRecord:
-        survey_id, definition, status, public, created, closed, n_reports, enrolment = row
-        return SurveyRecord(
-            survey=self._parse_definition(survey_id, definition),
-            status=status,
-            results_public=bool(public),
-            created_at=iso(created),
-            closed_at=iso(closed),
-            n_reports=None if n_reports is None else int(n_reports),
-            require_enrolment=bool(enrolment),
-        )
-
     def _fetch(
         self, connection: sqlite3.Connection, survey_id: str, *, count: bool = True
     ) -> SurveyRecord:
-        columns = _SURVEY_COLUMNS if count else _SURVEY_COLUMNS_UNCOUNTED
+        columns = SURVEY_COLUMNS if count else SURVEY_COLUMNS_UNCOUNTED
         row = connection.execute(
             f"SELECT {columns} FROM surveys s WHERE s.id = ?", (survey_id,)
         ).fetchone()
@@ -282,7 +260,7 @@ class SqliteStorage(Storage):
     def list_surveys(self) -> list[SurveyRecord]:
         with self._transaction("DEFERRED") as connection:
             rows = connection.execute(
-                f"SELECT {_SURVEY_COLUMNS} FROM surveys s ORDER BY s.created_at, s.id"
+                f"SELECT {SURVEY_COLUMNS} FROM surveys s ORDER BY s.created_at, s.id"
             ).fetchall()
         return [self._record(row) for row in rows]
 
