@@ -75,6 +75,14 @@ def unpack_uints(data: np.ndarray) -> np.ndarray:
     return result
 
 
+def integer_rows(batch: object, columns: int, expected: str) -> np.ndarray:
+    """``batch`` as int64 rows of ``columns`` integers; InvalidReport saying ``expected``."""
+    array = np.asarray(batch)
+    if array.ndim != 2 or array.shape[1] != columns or not np.issubdtype(array.dtype, np.integer):
+        raise InvalidReport(f"{expected}, got {array.dtype} {array.shape}")
+    return array.astype(np.int64, copy=False)
+
+
 def check_category(value: object, domain_size: int) -> int:
     """A respondent's categorical answer as an int in ``[0, domain_size)``, or InvalidValue."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
@@ -153,9 +161,24 @@ class Mechanism(ABC):
         return np.zeros(len(batch), dtype=bool)
 
     # -- batches of Python-level reports --------------------------------------
+    batch_dtype: ClassVar[type] = np.int64
+
+    @property
+    def batch_columns(self) -> int | None:
+        """Columns of a batch row, or None when a batch holds one value per report."""
+        return None
+
     def stack(self, reports: Sequence[Any]) -> np.ndarray:
-        """Python-level reports (as ``randomize`` returns them) to a batch array."""
-        return np.asarray(list(reports), dtype=np.int64)
+        """Python-level reports (as ``randomize`` returns them) to a checked batch array."""
+        rows = list(reports)
+        if not rows:
+            columns = self.batch_columns
+            return np.zeros((0,) if columns is None else (0, columns), dtype=self.batch_dtype)
+        return self._check_batch(np.asarray(rows))
+
+    def _check_batch(self, batch: object) -> np.ndarray:
+        """A batch array in this mechanism's shape and dtype (InvalidReport otherwise)."""
+        return np.asarray(batch, dtype=self.batch_dtype)
 
     def unstack(self, batch: np.ndarray) -> list[Any]:
         """A batch array to Python-level reports."""

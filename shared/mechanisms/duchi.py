@@ -28,9 +28,8 @@ Wire: one byte, ``00`` for -B and ``01`` for +B; anything else is rejected.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -92,8 +91,7 @@ class Duchi(NumericMechanism):
         plus = rng.random(x.size) < 0.5 + t * self._slope
         return np.where(plus, 1, -1).astype(np.int8)
 
-    def stack(self, reports: Sequence[Any]) -> np.ndarray:
-        return np.asarray(list(reports), dtype=np.int8)
+    batch_dtype: ClassVar[type] = np.int8
 
     def estimate(self, statistics: np.ndarray, n: int) -> np.ndarray:
         if n <= 0:

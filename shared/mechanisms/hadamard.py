@@ -24,9 +24,8 @@ then one byte, 0x01 for +1 and 0x00 for -1.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -35,6 +34,7 @@ from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
     FrequencyOracle,
     check_categories,
+    integer_rows,
     log_ratio,
     pack_uints,
     probability_of,
@@ -150,19 +150,12 @@ class HRR(FrequencyOracle):
         return result
 
     # -- batches and wire ------------------------------------------------------
-    def stack(self, reports: Sequence[Any]) -> np.ndarray:
-        rows = list(reports)
-        if not rows:
-            return np.zeros((0, 2), dtype=np.int64)
-        return self._check_batch(np.asarray(rows))
+    @property
+    def batch_columns(self) -> int:
+        return 2
 
     def _check_batch(self, batch: object) -> np.ndarray:
-        array = np.asarray(batch)
-        if array.ndim != 2 or array.shape[1] != 2 or not np.issubdtype(array.dtype, np.integer):
-            raise InvalidReport(
-                f"hrr reports must be (index, sign) integer pairs, got {array.dtype} {array.shape}"
-            )
-        array = array.astype(np.int64, copy=False)
+        array = integer_rows(batch, 2, "hrr reports must be (index, sign) integer pairs")
         if array.size and (
             array[:, 0].min() < 0
             or array[:, 0].max() >= self._order

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -56,6 +55,7 @@ from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
     FrequencyOracle,
     check_categories,
+    integer_rows,
     log_ratio,
     pack_uints,
     probability_of,
@@ -244,19 +244,12 @@ class OLH(FrequencyOracle):
         return {self.encode((seed, y)): p if y == hashed else other for y in range(g)}
 
     # -- batches and wire ------------------------------------------------------
-    def stack(self, reports: Sequence[Any]) -> np.ndarray:
-        rows = list(reports)
-        if not rows:
-            return np.zeros((0, 2), dtype=np.int64)
-        return self._check_batch(np.asarray(rows))
+    @property
+    def batch_columns(self) -> int:
+        return 2
 
     def _check_batch(self, batch: object) -> np.ndarray:
-        array = np.asarray(batch)
-        if array.ndim != 2 or array.shape[1] != 2 or not np.issubdtype(array.dtype, np.integer):
-            raise InvalidReport(
-                f"olh reports must be (seed, y) integer pairs, got {array.dtype} {array.shape}"
-            )
-        array = array.astype(np.int64, copy=False)
+        array = integer_rows(batch, 2, "olh reports must be (seed, y) integer pairs")
         if array.size and (
             array.min() < 0 or array[:, 0].max() > _MASK32 or array[:, 1].max() >= self.hash_range
         ):

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -40,6 +39,7 @@ from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
     FrequencyOracle,
     check_categories,
+    integer_rows,
     log_ratio,
     pack_uints,
     probability_of,
@@ -152,20 +152,13 @@ class SubsetSelection(FrequencyOracle):
         }
 
     # -- batches and wire ------------------------------------------------------
-    def stack(self, reports: Sequence[Any]) -> np.ndarray:
-        rows = list(reports)
-        if not rows:
-            return np.zeros((0, self.subset_size), dtype=np.int64)
-        return self._check_batch(np.asarray(rows))
+    @property
+    def batch_columns(self) -> int:
+        return self.subset_size
 
     def _check_batch(self, batch: object) -> np.ndarray:
-        array = np.asarray(batch)
         k = self.subset_size
-        if array.ndim != 2 or array.shape[1] != k or not np.issubdtype(array.dtype, np.integer):
-            raise InvalidReport(
-                f"subset reports must be rows of {k} integers, got {array.dtype} {array.shape}"
-            )
-        array = array.astype(np.int64, copy=False)
+        array = integer_rows(batch, k, f"subset reports must be rows of {k} integers")
         self._check_rows(array)
         return array
 

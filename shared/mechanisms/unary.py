@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -171,11 +170,11 @@ class UnaryEncoding(FrequencyOracle):
         return result
 
     # -- batches and wire ------------------------------------------------------
-    def stack(self, reports: Sequence[Any]) -> np.ndarray:
-        rows = list(reports)
-        if not rows:
-            return np.zeros((0, self.domain_size), dtype=np.uint8)
-        return self._check_batch(np.asarray(rows))
+    batch_dtype: ClassVar[type] = np.uint8
+
+    @property
+    def batch_columns(self) -> int:
+        return self.domain_size
 
     def _check_batch(self, batch: object) -> np.ndarray:
         """A batch as a (n, d) uint8 array of 0/1, or InvalidReport."""
