@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import requests
 
-from deniable.aggregator.cli import free_port
+from deniable.aggregator.demo import free_port
 from deniable.aggregator.storage import open_storage
 from deniable.survey import Survey
 from tests.aggregator.conftest import (  # noqa: F401 - fixtures are used by name
