@@ -235,11 +235,17 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
     return 0
 
 
-def run_flush(args: argparse.Namespace, out: TextIO) -> int:
+def run_flush(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with SurveyClient(args.url, state=StateStore(args.state), timeout=args.timeout) as client:
         result = client.flush()
     out.write(f"delivered {result.delivered} batch(es); {result.pending} still pending\n")
-    return 0 if result.pending == 0 else 1
+    if result.pending:
+        err.write(
+            f"deniable: {result.pending} batch(es) still pending: the aggregator did not accept "
+            "them yet; run `deniable flush` again later\n"
+        )
+        return 1
+    return 0
 
 
 def run_budget(args: argparse.Namespace, out: TextIO) -> int:
@@ -290,7 +296,7 @@ def main(
         if args.command == "answer":
             return run_answer(args, read, out)
         if args.command == "flush":
-            return run_flush(args, out)
+            return run_flush(args, out, err)
         if args.command == "budget":
             return run_budget(args, out)
         return run_simulate(args, out, err)

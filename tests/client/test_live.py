@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -37,6 +38,13 @@ def test_offline_then_restart_then_flush_stores_every_report_once(
     receipt = client.answer(first, ANSWERS)
     assert not receipt.delivered and client.pending() == 1
     assert client.flush().pending == 1  # still down
+    flushed = run_cli(
+        "flush", live_server.url, "--state", str(store.path),
+        env={"DENIABLE_STATE_KEY": base64.b64encode(STATE_KEY).decode()},
+    )  # fmt: skip
+    assert flushed.returncode == 1
+    assert "1 still pending" in flushed.stdout
+    assert flushed.stderr.count("\n") == 1 and "still pending" in flushed.stderr
 
     live_server.start()  # same port, same database, same signing key
     result = client.flush()
