@@ -98,9 +98,11 @@ def prepare_database(config: Mapping[str, Any], definitions: list[dict[str, Any]
         storage_.close()
 
 
-def process_group_members(pgid: int) -> list[int]:
-    """PIDs of live (not zombie) processes in process group ``pgid``, from /proc."""
-    members = []
+def _live_processes() -> Iterator[tuple[int, list[str]]]:
+    """(pid, stat fields after the command) of every live, non-zombie process, from /proc.
+
+    The fields start: state ppid pgrp ...
+    """
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -109,27 +111,18 @@ def process_group_members(pgid: int) -> list[int]:
                 stat = handle.read()
         except OSError:
             continue
-        # Fields after the parenthesised command: state ppid pgrp ...
         fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry))
-    return members
+        if fields and fields[0] != "Z":
+            yield int(entry), fields
+
+
+def process_group_members(pgid: int) -> list[int]:
+    """PIDs of live processes in process group ``pgid``."""
+    return [pid for pid, fields in _live_processes() if int(fields[2]) == pgid]
 
 
 def children_of(pid: int) -> list[int]:
-    children = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            children.append(int(entry))
-    return sorted(children)
+    return sorted(child for child, fields in _live_processes() if int(fields[1]) == pid)
 
 
 def rss_bytes(pid: int) -> int | None:
