@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -94,7 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--respondents", type=_positive_int, required=True)
     sim.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform")
     sim.add_argument("--seed", type=int, default=None)
-    sim.add_argument("--batch-reports", type=_positive_int, default=500)
+    sim.add_argument("--batch-reports", type=_positive_int, default=500,
+                     help="reports per request on the bulk route (needs --operator-token)")
+    sim.add_argument("--operator-token", default=os.environ.get("DENIABLE_OPERATOR_TOKEN"),
+                     help="operator token (default: $DENIABLE_OPERATOR_TOKEN): many respondents "
+                     "per request on the operator-only bulk route; without it, one per request")
     sim.add_argument("--concurrency", type=_positive_int, default=4, help="parallel senders")
     sim.add_argument("--trusted-key")
     sim.add_argument("--timeout", type=_positive_float, default=30.0)
@@ -268,6 +273,7 @@ def run_simulate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         batch_reports=args.batch_reports,
         concurrency=args.concurrency,
         trusted_key=args.trusted_key,
+        operator_token=args.operator_token,
         progress=None if args.quiet else err,
         timeout=args.timeout,
     )

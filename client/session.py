@@ -310,11 +310,22 @@ class SurveyClient:
                               status=response.status_code)  # fmt: skip
 
     def _request(
-        self, method: str, path: str, body: bytes | None = None, enrolment: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        enrolment: str | None = None,
+        authorization: str | None = None,
     ) -> requests.Response:
-        """One request with timeouts and retries; the same bytes on every attempt."""
+        """One request with timeouts and retries; the same bytes on every attempt.
+
+        ``authorization``: an operator bearer token (only the simulator's bulk
+        route uses one; a respondent's device never does).
+        """
         url = self.base_url + path
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if authorization is not None:
+            headers["Authorization"] = f"Bearer {authorization}"
         if body is not None:
             headers["Content-Type"] = "application/json"
         if enrolment is not None:

@@ -318,7 +318,12 @@ class Storage(ABC):
     # -- reports ------------------------------------------------------------------
     @abstractmethod
     def add_reports(
-        self, survey_id: str, reports: list[Report], *, enrolment_token: str | None = None
+        self,
+        survey_id: str,
+        reports: list[Report],
+        *,
+        enrolment_token: str | None = None,
+        operator: bool = False,
     ) -> list[str]:
         """Store validated reports all-or-nothing; return their ids.
 
@@ -332,6 +337,8 @@ class Storage(ABC):
         by this very batch admits it again (an idempotent retry); any other
         token raises Forbidden.  If anything fails, nothing is stored and the
         token stays unspent.  Surveys that do not require enrolment ignore it.
+        ``operator``: the caller authenticated as the operator (the bulk route),
+        which needs no enrolment token.
         """
 
     @abstractmethod

@@ -318,7 +318,12 @@ class SqliteStorage(Storage):
 
     # -- reports ---------------------------------------------------------------------------
     def add_reports(
-        self, survey_id: str, reports: list[Report], *, enrolment_token: str | None = None
+        self,
+        survey_id: str,
+        reports: list[Report],
+        *,
+        enrolment_token: str | None = None,
+        operator: bool = False,
     ) -> list[str]:
         received_at = iso(utc_now())
         with self._transaction() as connection:
@@ -329,7 +334,7 @@ class SqliteStorage(Storage):
                 raise NotFound(f"no survey {survey_id!r}")
             if row[0] != OPEN:
                 raise Conflict(f"survey {survey_id!r} is closed")
-            if row[1]:
+            if row[1] and not operator:
                 self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
             self._insert_reports(connection, survey_id, reports, received_at)
         return [report.id for report in reports]

@@ -21,6 +21,8 @@ from deniable.aggregator import cli, demo
 from deniable.aggregator.dashboard import svg
 from deniable.survey import Survey
 
+from .conftest import post_bulk
+
 SVG_NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = "<script>alert('x')</script> & \"quoted\""
 
@@ -218,8 +220,7 @@ def fill(client, survey: Survey, count: int, seed: int = 11) -> None:
         reports += [{"id": str(uuid.uuid4()), "question": question.id, "payload": p}
                     for p in payloads]  # fmt: skip
     for start in range(0, len(reports), 1000):
-        response = client.post(f"/api/v1/surveys/{survey.id}/reports",
-                               json={"reports": reports[start:start + 1000]})  # fmt: skip
+        response = post_bulk(client, survey.id, reports[start:start + 1000])
         assert response.status_code == 201, response.get_data(as_text=True)
 
 

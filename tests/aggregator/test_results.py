@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from .conftest import assert_problem, demo_survey_dict, random_reports
+from .conftest import assert_problem, demo_survey_dict, post_bulk, random_reports
 from .conftest import expected_results as expected
 
 RESULTS = "/api/v1/surveys/demo/results"
@@ -23,9 +23,7 @@ def test_empty_survey_has_null_estimates(client, created_survey):
 def test_estimates_equal_question_results_exactly(client, created_survey, demo_definition):
     reports = random_reports(demo_definition, 400, seed=7)
     for start in range(0, 400, 100):
-        assert (
-            client.post(REPORTS, json={"reports": reports[start : start + 100]}).status_code == 201
-        )
+        assert post_bulk(client, "demo", reports[start : start + 100]).status_code == 201
     document = client.get(RESULTS + "?beta=0.1").get_json()
     assert document["survey"] == "demo" and document["title"] == "Demo survey"
     assert document["status"] == "open" and document["beta"] == 0.1
@@ -46,7 +44,7 @@ def test_read_your_writes_across_partial_folds(app_config, demo_definition):
         sent = []
         for size in (1, 5, 13, 2, 30, 1, 38):
             batch, reports = reports[:size], reports[size:]
-            assert client.post(REPORTS, json={"reports": batch}).status_code == 201
+            assert post_bulk(client, "demo", batch).status_code == 201
             sent += batch
             document = client.get(RESULTS).get_json()
             assert document["n_reports"] == len(sent)
@@ -60,7 +58,7 @@ def test_read_your_writes_across_partial_folds(app_config, demo_definition):
 
 def test_results_never_rescan_the_report_log(client, created_survey, demo_definition, storage):
     reports = random_reports(demo_definition, 20)
-    client.post(REPORTS, json={"reports": reports})
+    post_bulk(client, "demo", reports)
     before = client.get(RESULTS).get_json()
     # Folded reports leave ``pending``; a later fold reads only ``pending`` rows,
     # so the folded statistics stand without the log being read again.
@@ -90,7 +88,7 @@ def test_unknown_survey_and_format(client, created_survey):
 
 
 def test_csv_has_one_row_per_category(client, created_survey, demo_definition):
-    client.post(REPORTS, json={"reports": random_reports(demo_definition, 80)})
+    post_bulk(client, "demo", random_reports(demo_definition, 80))
     by_query = client.get(RESULTS + "?format=csv")
     by_accept = client.get(RESULTS, headers={"Accept": "text/csv"})
     assert by_query.mimetype == by_accept.mimetype == "text/csv"

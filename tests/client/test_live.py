@@ -76,11 +76,19 @@ def test_unreachable_aggregator_at_fetch_is_a_transport_error(tmp_path: Path) ->
 def test_cli_simulate_posts_every_respondent(shared_live_server: LiveServer) -> None:
     server = shared_live_server
     server.operator("POST", "/api/v1/surveys", {"definition": definition("sim")})
-    result = run_cli("simulate", server.url, "sim", "--respondents", "600", "--seed", "3",
+    # Without a token: one respondent per POST on the public route; with the operator
+    # token: batches on the operator-only bulk route.
+    result = run_cli("simulate", server.url, "sim", "--respondents", "200", "--seed", "3",
                      "--distribution", "skewed")  # fmt: skip
     assert result.returncode == 0, result.stderr
+    assert "200/200 respondents" in result.stderr  # the progress bar
+    refused = run_cli("simulate", server.url, "sim", "--respondents", "5",
+                      "--operator-token", "dnb_wrong")  # fmt: skip
+    assert refused.returncode == 1 and "403" in refused.stderr
+    result = run_cli("simulate", server.url, "sim", "--respondents", "400", "--seed", "4",
+                     "--operator-token", server.token)  # fmt: skip
+    assert result.returncode == 0, result.stderr
     assert "SIMULATION" in result.stdout and "respondents/s" in result.stdout
-    assert "600/600 respondents" in result.stderr  # the progress bar
     assert len(server.export("sim")) == 600 * 4
     results = server.operator("GET", "/api/v1/surveys/sim/results")
     assert results["n_reports"] == 600 * 4
