@@ -169,7 +169,8 @@ def test_export_in_append_order(client, created_survey, demo_definition, operato
 
 def test_one_submission_is_one_respondent(client, created_survey, demo_definition, storage):
     """Regression (issue 8.1): 1,000 reports for one question in one public batch were stored."""
-    sybil = [dict(r, question="smoker", payload="01") for r in random_reports(demo_definition, 1000)]
+    many = random_reports(demo_definition, 1000)
+    sybil = [dict(r, question="smoker", payload="01") for r in many]
     assert_problem(client.post(URL, json={"reports": sybil}), 422, "invalid-report")
     two = {"reports": sybil[:2]}
     problem = assert_problem(client.post(URL, json=two), 422, "invalid-report")
