@@ -10,12 +10,26 @@ import numpy as np
 from flask import Response, current_app, request
 
 from deniable import __version__
-from deniable.errors import AuthenticationError, Forbidden, InvalidParameter
+from deniable.errors import AuthenticationError, Forbidden, InvalidParameter, NotFound
+from deniable.survey import IDENTIFIER
 
 from ..signing import current_key
 from ..storage import SurveyRecord, current_storage
 
 VERSION = __version__
+
+
+def check_survey_id(endpoint: str | None, values: dict[str, Any] | None) -> None:
+    """404 for a ``survey_id`` in the URL that no survey can have, before any storage call.
+
+    Why: such ids (a NUL byte, say) can only be refused; some drivers refuse them
+    with a data error that looked like an outage (503).
+    """
+    if endpoint is not None and endpoint.startswith("dashboard."):
+        return  # the dashboard answers with its own HTML page
+    survey_id = (values or {}).get("survey_id")
+    if survey_id is not None and not IDENTIFIER.fullmatch(survey_id):
+        raise NotFound(f"no survey {survey_id[:80]!r}")
 
 
 def bearer_token() -> str | None:

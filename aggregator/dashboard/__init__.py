@@ -13,7 +13,7 @@ from flask import Blueprint, Flask, Response, render_template, request, url_for
 
 from deniable.errors import InvalidParameter, NotFound
 
-from ..api.common import survey_summary
+from ..api.common import check_survey_id, survey_summary
 from ..api.results import compute_results
 from ..storage import current_storage
 from .present import question_view
@@ -51,6 +51,7 @@ def index() -> str:
 @blueprint.get("/surveys/<survey_id>")
 def survey(survey_id: str) -> str | tuple[str, int]:
     try:
+        check_survey_id(None, {"survey_id": survey_id})
         record = current_storage().get_survey(survey_id)
     except NotFound:
         return render_template("missing.html", survey_id=survey_id), 404

@@ -260,7 +260,7 @@ class Storage(ABC):
 
     @abstractmethod
     def ping(self) -> None:
-        """Raise StorageError unless the database answers."""
+        """Raise StorageError unless the database answers and would accept writes."""
 
     def close(self) -> None:  # noqa: B027 - optional hook: only pooled backends need it
         """Release connections (pools)."""

@@ -19,7 +19,14 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from deniable.errors import AuthenticationError, Conflict, DeniableError, NotFound, StorageError
+from deniable.errors import (
+    AuthenticationError,
+    Conflict,
+    DeniableError,
+    InvalidParameter,
+    NotFound,
+    StorageError,
+)
 from deniable.survey import Survey
 from deniable.wire import Report
 
@@ -102,6 +109,12 @@ class PostgresStorage(Storage):
             raise
         except PoolTimeout as error:
             raise StorageError(f"postgresql: no connection available ({error})") from None
+        except psycopg.DataError as error:
+            # Why: a value the database cannot hold (a NUL byte in text, say) came from the
+            # request; it is the caller's mistake, not an outage to retry (issue 8.5).
+            raise InvalidParameter(
+                f"a value of this request cannot be stored ({error.sqlstate})"
+            ) from None
         except psycopg.Error as error:
             if retryable and isinstance(error, RETRYABLE):
                 raise
@@ -146,7 +159,11 @@ class PostgresStorage(Storage):
 
     def ping(self) -> None:
         with self._transaction() as connection:
-            connection.execute("SELECT 1").fetchone()
+            (read_only,) = connection.execute(
+                "SELECT current_setting('transaction_read_only') = 'on' OR pg_is_in_recovery()"
+            ).fetchone()
+        if read_only:
+            raise StorageError("postgresql: the database refuses writes (read-only)")
 
     # -- operator tokens -------------------------------------------------------------------
     def create_operator_token(self, label: str = "") -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -49,6 +50,9 @@ from .base import (
     statistics_from_json,
     utc_now,
 )
+
+# Below this much free space on the database's file system, /health reports degraded.
+MIN_FREE_BYTES = 8 << 20
 
 
 def _split_statements(script: str) -> list[str]:
@@ -183,6 +187,12 @@ class SqliteStorage(Storage):
     def ping(self) -> None:
         with self._transaction("DEFERRED") as connection:
             connection.execute("SELECT 1").fetchone()
+        # Why: a read answers on a full disk or a read-only file too; writes would not.
+        folder = self.path.parent
+        if not os.access(self.path, os.W_OK) or not os.access(folder, os.W_OK):
+            raise StorageError(f"sqlite {self.path}: the database file is not writable")
+        if shutil.disk_usage(folder).free < MIN_FREE_BYTES:
+            raise StorageError(f"sqlite {self.path}: the disk is full")
 
     # -- operator tokens --------------------------------------------------------------
     def create_operator_token(self, label: str = "") -> str:
