@@ -13,7 +13,7 @@ from flask import Blueprint, Flask, Response, render_template, request, url_for
 
 from deniable.errors import InvalidParameter, NotFound
 
-from ..api.common import check_survey_id, survey_summary
+from ..api.common import check_survey_id, page_parameters, survey_summary
 from ..api.results import compute_results
 from ..storage import current_storage
 from .present import question_view
@@ -43,16 +43,28 @@ def _headers(response: Response) -> Response:
 
 
 @blueprint.get("/")
-def index() -> str:
-    surveys = [survey_summary(record) for record in current_storage().list_surveys()]
-    return render_template("index.html", surveys=surveys)
+def index() -> str | tuple[str, int]:
+    """One page of surveys (the dashboard has no operator: private counts stay hidden)."""
+    try:
+        page, limit = page_parameters()
+    except InvalidParameter as error:
+        return render_template("missing.html", survey_id="", error=str(error)), 400
+    records = current_storage().list_surveys(offset=(page - 1) * limit, limit=limit + 1)
+    surveys = [survey_summary(record) for record in records[:limit]]
+    shown = request.args.get("limit")  # kept in the links when given (url_for drops None)
+    return render_template(
+        "index.html", surveys=surveys, page=page,
+        previous_url=url_for("dashboard.index", page=page - 1, limit=shown) if page > 1 else None,
+        next_url=(url_for("dashboard.index", page=page + 1, limit=shown)
+                  if len(records) > limit else None),
+    )  # fmt: skip
 
 
 @blueprint.get("/surveys/<survey_id>")
 def survey(survey_id: str) -> str | tuple[str, int]:
     try:
         check_survey_id(None, {"survey_id": survey_id})
-        record = current_storage().get_survey(survey_id)
+        record = current_storage().get_survey(survey_id, count=False)
     except NotFound:
         return render_template("missing.html", survey_id=survey_id), 404
     try:

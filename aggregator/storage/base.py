@@ -294,8 +294,8 @@ class Storage(ABC):
         """The survey (NotFound if unknown); ``count=False`` skips counting its reports."""
 
     @abstractmethod
-    def list_surveys(self) -> list[SurveyRecord]:
-        """Every survey, oldest first."""
+    def list_surveys(self, *, offset: int = 0, limit: int | None = None) -> list[SurveyRecord]:
+        """Surveys oldest first: ``limit`` of them (None: all) after skipping ``offset``."""
 
     @abstractmethod
     def close_survey(self, survey_id: str) -> SurveyRecord:

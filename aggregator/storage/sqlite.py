@@ -267,10 +267,12 @@ class SqliteStorage(Storage):
         with self._transaction("DEFERRED") as connection:
             return self._fetch(connection, survey_id, count=count)
 
-    def list_surveys(self) -> list[SurveyRecord]:
+    def list_surveys(self, *, offset: int = 0, limit: int | None = None) -> list[SurveyRecord]:
         with self._transaction("DEFERRED") as connection:
             rows = connection.execute(
                 f"SELECT {SURVEY_COLUMNS} FROM surveys s ORDER BY s.created_at, s.id"
+                " LIMIT ? OFFSET ?",
+                (-1 if limit is None else limit, offset),
             ).fetchall()
         return [self._record(row) for row in rows]
 
