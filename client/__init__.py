@@ -29,7 +29,14 @@ from deniable.errors import (
 
 from .ledger import Ledger
 from .policy import Policy
-from .session import FlushResult, Receipt, SurveyClient, SurveyClosed, VerifiedSurvey
+from .session import (
+    EnrolmentTokenRequired,
+    FlushResult,
+    Receipt,
+    SurveyClient,
+    SurveyClosed,
+    VerifiedSurvey,
+)
 from .state import DeviceState, StateStore
 
 __all__ = [
@@ -38,6 +45,7 @@ __all__ = [
     "ClientError",
     "DeniableError",
     "DeviceState",
+    "EnrolmentTokenRequired",
     "FlushResult",
     "InvalidParameter",
     "InvalidValue",

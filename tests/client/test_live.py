@@ -146,3 +146,42 @@ def test_cli_bad_input_is_one_line_and_nonzero(
     assert message in result.stderr
     assert result.stderr.count("\n") == 1, result.stderr  # one clear line
     assert "Traceback" not in result.stderr
+
+
+def test_cli_enrolment_refuses_before_asking_and_flush_takes_a_token(
+    shared_live_server: LiveServer, tmp_path
+) -> None:
+    """Regression (issue 8.7): without a token `deniable answer` asked every question, was
+    refused, dropped the batch and then refused the respondent for ever."""
+    from deniable.aggregator.storage import open_storage
+
+    server = shared_live_server
+    server.operator("POST", "/api/v1/surveys", {"definition": definition("gated"),
+                                                "require_enrolment": True})  # fmt: skip
+    storage = open_storage(server.config)
+    try:
+        first, second = storage.issue_enrolment_tokens("gated", 2)
+    finally:
+        storage.close()
+    env = {"DENIABLE_STATE": str(tmp_path / "a.bin")}
+    refused = run_cli("answer", server.url, "gated", stdin="y\n3\n1\n7\ny\n", env=env)
+    assert refused.returncode == 1 and "EnrolmentTokenRequired" in refused.stderr
+    assert "1." not in refused.stdout and "--enrolment-token" in refused.stderr
+    assert "spent total: 0.000" in run_cli("budget", env=env).stdout
+    answers = "y\n3\n1\n7\ny\n"
+    done = run_cli("answer", server.url, "gated", "--enrolment-token", first, stdin=answers,
+                   env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # Another device reuses the spent token: refused (403), but its batch is kept ...
+    other = {"DENIABLE_STATE": str(tmp_path / "b.bin")}
+    reused = run_cli("answer", server.url, "gated", "--enrolment-token", first, stdin=answers,
+                     env=other)  # fmt: skip
+    assert reused.returncode == 1 and "403" in reused.stderr
+    waiting = run_cli("flush", server.url, env=other)
+    assert waiting.returncode == 1 and "--enrolment-token" in waiting.stderr
+    # ... and delivered with a fresh token, charged once.
+    flushed = run_cli("flush", server.url, "--enrolment-token", second, env=other)
+    assert flushed.returncode == 0, flushed.stderr
+    assert "delivered 1 batch(es)" in flushed.stdout
+    assert "spent total: 4.000" in run_cli("budget", env=other).stdout
+    assert len(server.export("gated")) == 8
