@@ -10,9 +10,12 @@ Question types and their true answers:
 * ``yes_no``: ``True``/``False``; binary randomized response by default.
 * ``single_choice``: one of ``options`` (the label); mechanism chosen by
   :func:`deniable.mechanisms.recommend` when omitted.
-* ``multiple_choice``: a set of ``options`` labels; every option gets its own
-  binary randomized response with ``epsilon / len(options)``, so the question
-  costs ``epsilon`` by sequential composition (Dwork & Roth 2014, Thm 3.14).
+* ``multiple_choice``: a set of ``options`` labels.  ``option_sampling``
+  reports one option drawn uniformly at random with its membership bit at the
+  full ``epsilon`` (``deniable.mechanisms.option_sampling``); ``binary_rr``
+  gives every option its own binary randomized response with
+  ``epsilon / len(options)``, so the question costs ``epsilon`` by sequential
+  composition (Dwork & Roth 2014, Thm 3.14).
 * ``numeric``: a number in ``[lo, hi]``; ``duchi`` by default.
 
 A question may be ``longitudinal`` (yes/no and single choice with ``grr``):
@@ -39,6 +42,7 @@ from .mechanisms import CATEGORICAL, NUMERIC, recommend
 from .mechanisms.base import Mechanism, NumericMechanism
 from .mechanisms.binary_rr import BinaryRR
 from .mechanisms.longitudinal import LongitudinalGRR
+from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_epsilon
 from .randomness import RngLike
 
@@ -230,8 +234,12 @@ class Question:
     def oracle(self) -> Mechanism:
         """The mechanism whose reports the aggregator receives for this question."""
         if self.type == "multiple_choice":
+            if self.mechanism == OptionSampling.name:
+                return OptionSampling(epsilon=self.epsilon, options=len(self.options))
             if self.mechanism != BinaryRR.name:
-                raise InvalidParameter("multiple_choice questions use binary_rr per option")
+                raise InvalidParameter(
+                    "multiple_choice questions use option_sampling or binary_rr per option"
+                )
             return OptionwiseRR(epsilon=self.epsilon, options=len(self.options))
         if self.type == "numeric":
             if self.mechanism not in NUMERIC:
@@ -271,7 +279,11 @@ class Question:
 
     @property
     def statistics_size(self) -> int:
-        return len(self.labels) if self.type != "numeric" else 1
+        if self.type == "numeric":
+            return 1
+        if self.mechanism == OptionSampling.name:
+            return 2 * len(self.options)  # reports (v, 1), then reports (v, 0)
+        return len(self.labels)
 
     # -- respondent side --------------------------------------------------------
     def check_answer(self, answer: object) -> Any:
