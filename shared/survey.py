@@ -338,9 +338,10 @@ class Question:
         oracle = self.oracle
         if isinstance(oracle, NumericMechanism):
             return {**summary, **estimate_mean(oracle, statistics, n, beta=beta).to_dict()}
-        if isinstance(oracle, OptionwiseRR):
+        if isinstance(oracle, OptionwiseRR | OptionSampling):
+            per_option = oracle.option_oracle if isinstance(oracle, OptionwiseRR) else oracle
             result = estimate_frequencies(
-                oracle.option_oracle, statistics, n, beta=beta,
+                per_option, statistics, n, beta=beta,
                 categories=len(self.options), normalize=False,
             )  # fmt: skip
         else:
