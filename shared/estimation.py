@@ -112,9 +112,7 @@ def score_model(mechanism: Any) -> ScoreModel:
     if isinstance(mechanism, OptionSampling):
         gap = (2 * mechanism.keep_probability - 1) / mechanism.options
         # s = +1 for (v, 1), -1 for (v, 0), else 0: E s = -gap + 2 gap x, E s² = 1/m.
-        return ScoreModel(
-            slope=2 * gap, c0=1 / mechanism.options - gap * gap, deviation=1 + gap
-        )
+        return ScoreModel(slope=2 * gap, c0=1 / mechanism.options - gap * gap, deviation=1 + gap)
     if isinstance(mechanism, FrequencyOracle):
         p, q = mechanism.p_star, mechanism.q_star
         # The support indicator is Bernoulli(p*) for holders of v, Bernoulli(q*) otherwise.
