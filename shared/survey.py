@@ -10,7 +10,8 @@ Question types and their true answers:
 * ``yes_no``: ``True``/``False``; binary randomized response by default.
 * ``single_choice``: one of ``options`` (the label); mechanism chosen by
   :func:`deniable.mechanisms.recommend` when omitted.
-* ``multiple_choice``: a set of ``options`` labels.  ``option_sampling``
+* ``multiple_choice``: a set of ``options`` labels; mechanism chosen by
+  ``recommend(..., multiple=True)`` when omitted.  ``option_sampling``
   reports one option drawn uniformly at random with its membership bit at the
   full ``epsilon`` (``deniable.mechanisms.option_sampling``); ``binary_rr``
   gives every option its own binary randomized response with
@@ -185,8 +186,10 @@ class Question:
 
     @staticmethod
     def _default_mechanism(kind: str, options: tuple[str, ...], epsilon: float) -> str:
-        if kind in ("yes_no", "multiple_choice"):
+        if kind == "yes_no":
             return BinaryRR.name
+        if kind == "multiple_choice":
+            return recommend(domain_size=len(options), epsilon=epsilon, multiple=True).mechanism
         if kind == "numeric":
             return "duchi"
         return recommend(domain_size=len(options), epsilon=epsilon).mechanism
