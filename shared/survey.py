@@ -35,10 +35,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-import numpy as np
-
 from .errors import InvalidParameter, InvalidReport, InvalidSurvey, InvalidValue
-from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+from .lazy import np, numpy_type
 from .mechanisms import CATEGORICAL, NUMERIC, recommend
 from .mechanisms.base import Mechanism, NumericMechanism
 from .mechanisms.binary_rr import BinaryRR
@@ -293,7 +291,7 @@ class Question:
         """The true answer in mechanism terms; InvalidValue if it does not fit."""
         where = f"question {self.id!r}"
         if self.type == "yes_no":
-            if not isinstance(answer, bool | np.bool_):
+            if not (answer is True or answer is False or numpy_type(answer, "bool_")):
                 raise InvalidValue(f"{where}: answer must be True or False, got {answer!r}")
             return int(answer)
         if self.type == "single_choice":
@@ -326,9 +324,14 @@ class Question:
         return np.asarray(self.oracle.statistics(self.oracle.decode_many(payloads)), np.int64)
 
     def results(
-        self, statistics: np.ndarray, n: int, *, beta: float = DEFAULT_BETA
+        self, statistics: np.ndarray, n: int, *, beta: float | None = None
     ) -> dict[str, Any]:
         """The published result for this question: estimates and Chebyshev intervals."""
+        # Imported here: the device never estimates, and estimation needs numpy.
+        from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+
+        if beta is None:
+            beta = DEFAULT_BETA
         summary: dict[str, Any] = {
             "question": self.id,
             "type": self.type,
@@ -404,6 +407,17 @@ class OptionwiseRR(Mechanism):
 
     def report_distribution(self, value: Any) -> dict[str, float]:
         raise InvalidParameter("multiple choice distributions are per option (binary_rr)")
+
+    def encode(self, report: Any) -> str:
+        if not isinstance(report, tuple | list) or len(report) != self.options:
+            raise InvalidReport(f"multiple choice report must be a tuple of {self.options} bits")
+        try:
+            data = bytes(report)
+        except (TypeError, ValueError):
+            data = b"\x02"
+        if data.translate(None, b"\x00\x01"):
+            raise InvalidReport("multiple choice report bits must be 0 or 1")
+        return data.hex()
 
     def _pack_many(self, batch: np.ndarray) -> np.ndarray:
         return np.asarray(batch, dtype=np.uint8).reshape(-1, self.options)

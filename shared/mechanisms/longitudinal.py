@@ -31,8 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import numpy as np
-
+from ..lazy import np
 from ..parameters import check_epsilon
 from ..randomness import RngLike
 from .grr import GRR
