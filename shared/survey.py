@@ -326,7 +326,7 @@ class Question:
     def results(
         self, statistics: np.ndarray, n: int, *, beta: float | None = None
     ) -> dict[str, Any]:
-        """The published result for this question: estimates and Chebyshev intervals."""
+        """The published result for this question: estimates and every interval family."""
         # Imported here: the device never estimates, and estimation needs numpy.
         from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
 
