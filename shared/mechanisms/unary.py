@@ -56,6 +56,7 @@ def gammaln(x: np.ndarray | int) -> np.ndarray:
 _LOW_BITS = RESOLUTION_BITS - 8
 _LOW_MASK = (1 << _LOW_BITS) - 1
 _CHUNK_ROWS = 256  # 256 KiB of bytes per chunk stays in cache: ~5x faster than 4096
+_LANE_ROWS = 255  # rows of bits summed in uint64 words before a byte lane could overflow
 _WORD_SHIFT = 64 - RESOLUTION_BITS  # uniform53 = (64-bit little-endian word) >> 11
 _BIT_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
 
@@ -252,11 +253,28 @@ class UnaryEncoding(FrequencyOracle):
     def _pack_many(self, batch: np.ndarray) -> np.ndarray:
         return np.packbits(self._check_batch(batch), axis=1, bitorder="little")
 
-    def _unpack_many(self, data: np.ndarray) -> np.ndarray:
+    def _check_padding(self, data: np.ndarray) -> None:
         spare = 8 * self._bytes - self.domain_size
         if spare and data.shape[0] and np.any(data[:, -1] >> (8 - spare)):
             raise InvalidReport(f"{self.name} report has nonzero padding bits")
+
+    def _unpack_many(self, data: np.ndarray) -> np.ndarray:
+        self._check_padding(data)
         return np.unpackbits(data, axis=1, count=self.domain_size, bitorder="little")
+
+    def _rows_statistics(self, data: np.ndarray) -> np.ndarray:
+        """Support counts straight from packed rows, 255 rows at a time.
+
+        The unpacked bits of up to 255 rows are summed as uint64 words, eight
+        byte lanes each: no lane can exceed 255, so no carry crosses lanes and
+        the sum's bytes are the per-bit counts (whatever the byte order).
+        """
+        self._check_padding(data)
+        counts = np.zeros(8 * self._bytes, dtype=np.int64)
+        for start in range(0, data.shape[0], _LANE_ROWS):
+            bits = np.unpackbits(data[start : start + _LANE_ROWS], axis=1, bitorder="little")
+            counts += bits.view(np.uint64).sum(axis=0, dtype=np.uint64).view(np.uint8)
+        return counts[: self.domain_size]
 
 
 @dataclass(frozen=True, kw_only=True)
