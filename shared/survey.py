@@ -321,7 +321,7 @@ class Question:
         """Additive statistics of encoded reports (decoded strictly)."""
         if not payloads:
             return np.zeros(self.statistics_size, dtype=np.int64)
-        return np.asarray(self.oracle.statistics(self.oracle.decode_many(payloads)), np.int64)
+        return np.asarray(self.oracle.wire_statistics(payloads), np.int64)
 
     def results(
         self, statistics: np.ndarray, n: int, *, beta: float | None = None
