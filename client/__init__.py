@@ -11,7 +11,8 @@ Typical use::
         if not receipt.delivered:
             client.flush()                               # later, when back online
 
-Base install only (requests, numpy, cryptography); never Flask.
+Base install only (requests, cryptography); never Flask, and never numpy: the
+device path is pure Python (``deniable simulate`` needs ``deniable[sim]``).
 """
 
 from deniable.errors import (

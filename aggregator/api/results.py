@@ -1,4 +1,4 @@
-"""Results: estimates and Chebyshev intervals from the folded statistics (JSON or CSV).
+"""Results: estimates and every interval family from the folded statistics (JSON or CSV).
 
 Every call first folds pending reports (read-your-writes), then hands each
 question's stored statistics to ``Question.results``: the aggregator never
@@ -34,6 +34,11 @@ CSV_COLUMNS = (
     "question", "type", "mechanism", "epsilon", "n", "beta", "label", "estimate", "lower",
     "upper", "simultaneous_lower", "simultaneous_upper", "clipped", "norm_sub", "projected",
     "variance_bound", "half_width", "simultaneous_half_width",
+    # Tighter interval families beside today's Chebyshev (deniable.estimation).
+    "chebyshev_exact_lower", "chebyshev_exact_upper", "chebyshev_exact_simultaneous_lower",
+    "chebyshev_exact_simultaneous_upper", "bernstein_lower", "bernstein_upper",
+    "bernstein_simultaneous_lower", "bernstein_simultaneous_upper", "tightest",
+    "simultaneous_tightest", "precision",
 )  # fmt: skip
 # Why: a spreadsheet runs a cell starting with one of these as a formula (or, after
 # stripping leading whitespace or NUL, one that follows them).
@@ -209,12 +214,15 @@ def question_rows(question: Question, result: dict[str, Any], beta: float) -> li
     common = {name: result.get(name) for name in ("question", "type", "mechanism", "epsilon")}
     common |= {"n": result["n"], "beta": result.get("beta", beta)}
     common |= {name: result.get(name) for name in
-               ("variance_bound", "half_width", "simultaneous_half_width")}  # fmt: skip
+               ("variance_bound", "half_width", "simultaneous_half_width", "tightest",
+                "simultaneous_tightest", "precision")}  # fmt: skip
     if "categories" in result:
         return [{**common, **category} for category in result["categories"]]
     if "mean" in result:
         return [{**common, "label": "mean", "estimate": result["mean"], "lower": result["lower"],
-                 "upper": result["upper"], "clipped": result["clipped"]}]  # fmt: skip
+                 "upper": result["upper"], "clipped": result["clipped"],
+                 **{key: value for key, value in result.items()
+                    if key.startswith(("chebyshev_exact_", "bernstein_"))}}]  # fmt: skip
     return [{**common, "label": label, "estimate": None} for label in question.labels]
 
 
