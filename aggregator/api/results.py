@@ -13,6 +13,7 @@ import io
 import json
 import math
 import threading
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -44,8 +45,12 @@ CSV_COLUMNS = (
 # stripping leading whitespace or NUL, one that follows them).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 EXTENSION = "deniable.results_cache"
-# A serialized body, in pieces (one per question) that concatenate to the whole.
+# A serialized body in zlib-compressed pieces (one per question); decompressed and
+# concatenated they are the whole body.
 Body = tuple[bytes, ...]
+QUESTIONS_KEY = b', "questions": ['
+# Why level 1: results JSON shrinks ~50x even at the fastest level (0.4 s for 46 MB).
+COMPRESSION_LEVEL = 1
 # The β levels served over HTTP: 99.9%, 99%, 98%, 95%, 90% and 80% confidence.
 BETAS = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2)
 
@@ -54,13 +59,13 @@ class ResultsCache:
     """An LRU of serialized result bodies, bounded in bytes, computed one at a time.
 
     Keys are (survey, status, β, format, digest of the folded statistics), so an
-    entry is only reused while no report arrived since.  Why bytes and not
-    documents: a document of the largest allowed survey (100 questions x 1,024
-    options) is ~50 MB of Python objects but ~21 MB of JSON, and an entry count
-    is no bound at all (issue 8.3).  Why one computation at a time per process,
-    on one thread: each allocates a document's worth of objects; concurrent
-    requests for the same key wait and then hit the cache instead of computing
-    it again.
+    entry is only reused while no report arrived since.  Why compressed bytes and
+    not documents: the results of the largest allowed survey (100 questions x
+    1,024 options) are ~46 MB of JSON (far more as Python objects) but ~1 MB
+    compressed, and an entry count is no bound at all (issue 8.3).  Why one
+    computation at a time per process, on one thread: each allocates a
+    question's worth of objects at a time; concurrent requests for the same key
+    wait and then hit the cache instead of computing it again.
     """
 
     def __init__(self, max_bytes: int) -> None:
@@ -94,7 +99,7 @@ class ResultsCache:
                 self.size -= dropped
 
 
-def _cache() -> ResultsCache:
+def results_cache() -> ResultsCache:
     cache = current_app.extensions.get(EXTENSION)
     if cache is None:
         cache = current_app.extensions.setdefault(
@@ -125,7 +130,7 @@ def parse_beta() -> float:
     )
 
 
-def _statistics_key(record: SurveyRecord, beta: float, kind: str) -> tuple[Any, ...]:
+def statistics_key(record: SurveyRecord, beta: float, kind: str) -> tuple[Any, ...]:
     statistics = current_storage().fold(record.id, chunk=current_app.config["FOLD_CHUNK"])
     digest = hashlib.sha256()
     for question_id, folded in statistics.items():
@@ -161,11 +166,21 @@ def _json_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) ->
     level after each computation instead of fragmenting (issue 8.3).
     """
     head = json_text(_header(record, statistics, beta))
-    pieces = [head[:-1].encode("utf-8") + b', "questions": [']
+    pieces = [_pack(head[:-1].encode("utf-8") + QUESTIONS_KEY)]
     for index, (_, result) in enumerate(_question_results(record, statistics, beta)):
-        pieces.append((b", " if index else b"") + json_text(result).encode("utf-8"))
-    pieces.append(b"]}")
+        pieces.append(_pack((b", " if index else b"") + json_text(result).encode("utf-8")))
+    pieces.append(_pack(b"]}"))
     return tuple(pieces)
+
+
+def _pack(piece: bytes) -> bytes:
+    return zlib.compress(piece, COMPRESSION_LEVEL)
+
+
+def unpacked(body: Body) -> Iterator[bytes]:
+    """The body's bytes, piece by piece (never all at once)."""
+    for piece in body:
+        yield zlib.decompress(piece)
 
 
 def _csv_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> Body:
@@ -176,7 +191,7 @@ def _csv_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> 
     for question, result in _question_results(record, statistics, beta):
         for row in question_rows(question, result, beta):
             writer.writerow({column: _cell(row.get(column)) for column in CSV_COLUMNS})
-        pieces.append(buffer.getvalue().encode("utf-8"))
+        pieces.append(_pack(buffer.getvalue().encode("utf-8")))
         buffer.seek(0)
         buffer.truncate()
     return tuple(pieces)
@@ -184,8 +199,8 @@ def _csv_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> 
 
 def results_body(record: SurveyRecord, beta: float, kind: str = "json") -> Body:
     """The results of a survey as JSON or CSV body pieces: fold pending reports, then estimate."""
-    key, statistics = _statistics_key(record, beta, kind)
-    cache = _cache()
+    key, statistics = statistics_key(record, beta, kind)
+    cache = results_cache()
     body = cache.get(key)
     if body is not None:
         return body
@@ -199,8 +214,25 @@ def results_body(record: SurveyRecord, beta: float, kind: str = "json") -> Body:
 
 
 def compute_results(record: SurveyRecord, beta: float) -> dict[str, Any]:
-    """The results document of a survey (the dashboard's and the CLI's view of the API body)."""
-    return json.loads(b"".join(results_body(record, beta, "json")))
+    """The results document of a survey (the CLI's view of the API body)."""
+    return json.loads(b"".join(unpacked(results_body(record, beta, "json"))))
+
+
+def results_by_question(
+    record: SurveyRecord, beta: float
+) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """(the document without ``questions``, each question's results in turn).
+
+    The dashboard's view of the same cached body, parsed one question at a time.
+    """
+    body = results_body(record, beta, "json")
+    head = json.loads(zlib.decompress(body[0])[: -len(QUESTIONS_KEY)] + b"}")
+
+    def questions() -> Iterator[dict[str, Any]]:
+        for piece in body[1:-1]:
+            yield json.loads(zlib.decompress(piece).removeprefix(b", "))
+
+    return head, questions()
 
 
 def _cell(value: Any) -> Any:
@@ -270,7 +302,7 @@ def results(survey_id: str) -> Response:
         require_operator()
     else:
         is_operator()  # Why: a wrong token is refused (403) even where none is needed.
-    body = results_body(record, beta, "csv" if csv_wanted else "json")
+    body = unpacked(results_body(record, beta, "csv" if csv_wanted else "json"))
     if csv_wanted:
         response = Response(body, mimetype="text/csv")
         response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-results.csv"'
