@@ -60,8 +60,10 @@ def signing_key() -> Ed25519PrivateKey:
 
 
 def public_key_b64() -> str:
-    raw = signing_key().public_key().public_bytes(
-        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    raw = (
+        signing_key()
+        .public_key()
+        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     )
     return base64.b64encode(raw).decode()
 
@@ -76,35 +78,85 @@ CASES: list[tuple[dict[str, Any], list[Any]]] = [
     (q("yes", "yes_no", 1.0), [True, False]),
     (q("yes_small", "yes_no", 0.1), [True]),
     (q("grr5", "single_choice", 2.0, options=FIVE, mechanism="grr"), ["Car", "Home", "Bus"]),
-    (q("grr300", "single_choice", 1.5, options=[f"{i}" for i in range(300)], mechanism="grr"),
-     ["0", "299"]),
+    (
+        q("grr300", "single_choice", 1.5, options=[f"{i}" for i in range(300)], mechanism="grr"),
+        ["0", "299"],
+    ),
     (q("sue", "single_choice", 1.0, options=FIVE, mechanism="sue"), ["Bus", "Home"]),
-    (q("oue", "single_choice", 2.5, options=[f"v{i}" for i in range(11)], mechanism="oue"),
-     ["v0", "v10"]),
+    (
+        q("oue", "single_choice", 2.5, options=[f"v{i}" for i in range(11)], mechanism="oue"),
+        ["v0", "v10"],
+    ),
     (q("olh", "single_choice", 2.0, options=FIVE, mechanism="olh"), ["Car", "Foot"]),
-    (q("blh", "single_choice", 1.0, options=[f"{i}" for i in range(1024)], mechanism="olh",
-       parameters={"hash_range": 2}), ["7"]),
-    (q("olh1024", "single_choice", 3.0, options=[f"{i}" for i in range(1024)],
-       mechanism="olh"), ["1023"]),
+    (
+        q(
+            "blh",
+            "single_choice",
+            1.0,
+            options=[f"{i}" for i in range(1024)],
+            mechanism="olh",
+            parameters={"hash_range": 2},
+        ),
+        ["7"],
+    ),
+    (
+        q("olh1024", "single_choice", 3.0, options=[f"{i}" for i in range(1024)], mechanism="olh"),
+        ["1023"],
+    ),
     (q("hrr", "single_choice", 1.0, options=FIVE, mechanism="hrr"), ["Car", "Home"]),
-    (q("hrr300", "single_choice", 0.5, options=[f"{i}" for i in range(300)], mechanism="hrr"),
-     ["17"]),
-    (q("subset", "single_choice", 0.5, options=[f"v{i}" for i in range(12)],
-       mechanism="subset"), ["v0", "v11"]),
-    (q("subset_k", "single_choice", 1.0, options=FIVE, mechanism="subset",
-       parameters={"subset_size": 3}), ["Foot"]),
-    (q("tools", "multiple_choice", 3.0, options=["Email", "Chat", "Meetings", "Tickets"]),
-     [["Email", "Meetings"], []]),
+    (
+        q("hrr300", "single_choice", 0.5, options=[f"{i}" for i in range(300)], mechanism="hrr"),
+        ["17"],
+    ),
+    (
+        q("subset", "single_choice", 0.5, options=[f"v{i}" for i in range(12)], mechanism="subset"),
+        ["v0", "v11"],
+    ),
+    (
+        q(
+            "subset_k",
+            "single_choice",
+            1.0,
+            options=FIVE,
+            mechanism="subset",
+            parameters={"subset_size": 3},
+        ),
+        ["Foot"],
+    ),
+    (
+        q("tools", "multiple_choice", 3.0, options=["Email", "Chat", "Meetings", "Tickets"]),
+        [["Email", "Meetings"], []],
+    ),
     (q("duchi", "numeric", 1.5, lo=0, hi=20), [0, 20, 3.5, 7.123456789]),
     (q("duchi_tricky", "numeric", 0.30000000000000004, lo=-1e-6, hi=1e21), [12345.678]),
-    (q("laplace", "numeric", 1.0, lo=-2, hi=6, mechanism="discrete_laplace",
-       parameters={"grid_size": 4}), [-2, 6, 1.37]),
-    (q("laplace_fine", "numeric", 0.1, lo=0, hi=100, mechanism="discrete_laplace"),
-     [42.0, 99.99]),
-    (q("habit", "yes_no", 2.0, longitudinal={"key": "habit", "instantaneous_epsilon": 1.0}),
-     [True]),
-    (q("mood", "single_choice", 3.0, options=FIVE, mechanism="grr",
-       longitudinal={"key": "mood", "instantaneous_epsilon": 1.5}), ["Bicycle", "Home"]),
+    (
+        q(
+            "laplace",
+            "numeric",
+            1.0,
+            lo=-2,
+            hi=6,
+            mechanism="discrete_laplace",
+            parameters={"grid_size": 4},
+        ),
+        [-2, 6, 1.37],
+    ),
+    (q("laplace_fine", "numeric", 0.1, lo=0, hi=100, mechanism="discrete_laplace"), [42.0, 99.99]),
+    (
+        q("habit", "yes_no", 2.0, longitudinal={"key": "habit", "instantaneous_epsilon": 1.0}),
+        [True],
+    ),
+    (
+        q(
+            "mood",
+            "single_choice",
+            3.0,
+            options=FIVE,
+            mechanism="grr",
+            longitudinal={"key": "mood", "instantaneous_epsilon": 1.5},
+        ),
+        ["Bicycle", "Home"],
+    ),
 ]
 
 
@@ -175,14 +227,21 @@ def decode_vectors(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
 TRICKY_SURVEY = {
     "format": FORMAT,
     "id": "tricky-ünïcode"[:6] + "-1",
-    "title": "Überstunden — 残業 🕐 \"quoted\" \\ back\u2028slash",
+    "title": 'Überstunden — 残業 🕐 "quoted" \\ back\u2028slash',
     "description": "Tab\there, bell \u0007, e\u0301 (combining), 𝄞, \u00e9, <script>",
     "questions": [
         q("tiny", "numeric", 0.001, lo=-1e-6, hi=1e21),
         q("third", "numeric", 0.30000000000000004, lo=5e-324, hi=0.1, mechanism="duchi"),
         q("big", "single_choice", 20.0, options=["α", "β", "🙂", "A", "a", "\u00e9", "e\u0301"]),
-        q("grid", "numeric", 1e-3, lo=-1.5e300, hi=1.5e300, mechanism="discrete_laplace",
-          parameters={"grid_size": 1000000}),
+        q(
+            "grid",
+            "numeric",
+            1e-3,
+            lo=-1.5e300,
+            hi=1.5e300,
+            mechanism="discrete_laplace",
+            parameters={"grid_size": 1000000},
+        ),
     ],
 }
 
@@ -214,17 +273,26 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         variant("format /1 (needs defaults)", lambda d: d.update(format="deniable.survey/1")),
         variant("unknown top-level field", lambda d: d.update(extra=1)),
-        variant("threshold implies more ε than declared",
-                lambda d: d["questions"][first]["parameters"].update(keep=2**53 - 2)),
-        variant("missing resolved parameter",
-                lambda d: d["questions"][1]["parameters"].pop("keep")),
+        variant(
+            "threshold implies more ε than declared",
+            lambda d: d["questions"][first]["parameters"].update(keep=2**53 - 2),
+        ),
+        variant(
+            "missing resolved parameter", lambda d: d["questions"][1]["parameters"].pop("keep")
+        ),
         variant("unknown parameter", lambda d: d["questions"][1]["parameters"].update(g=3)),
-        variant("per-option ε is not ε/m",
-                lambda d: d["questions"][2]["parameters"].update(option_epsilon=3.0)),
-        variant("duchi thresholds not symmetric",
-                lambda d: d["questions"][3]["parameters"].update(high=2**53 - 1)),
-        variant("threshold not an integer",
-                lambda d: d["questions"][first]["parameters"].update(keep=0.5)),
+        variant(
+            "per-option ε is not ε/m",
+            lambda d: d["questions"][2]["parameters"].update(option_epsilon=3.0),
+        ),
+        variant(
+            "duchi thresholds not symmetric",
+            lambda d: d["questions"][3]["parameters"].update(high=2**53 - 1),
+        ),
+        variant(
+            "threshold not an integer",
+            lambda d: d["questions"][first]["parameters"].update(keep=0.5),
+        ),
         variant("ε out of range", lambda d: d["questions"][first].update(epsilon=25)),
         variant("duplicate question ids", lambda d: d["questions"][1].update(id="burnout")),
         variant("unknown mechanism", lambda d: d["questions"][1].update(mechanism="laplace")),

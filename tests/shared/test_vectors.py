@@ -26,7 +26,9 @@ from .generate_vectors import StreamSource
 
 VECTORS = json.loads(resources.files("deniable").joinpath("vectors/protocol-vectors.json")
                      .read_text("utf-8"))  # fmt: skip
-QUESTIONS = {qid: Question.from_dict(d, "question", FORMAT) for qid, d in VECTORS["questions"].items()}
+QUESTIONS = {
+    qid: Question.from_dict(d, "question", FORMAT) for qid, d in VECTORS["questions"].items()
+}
 
 
 def test_the_vector_file_is_what_the_committed_script_writes() -> None:
@@ -74,7 +76,9 @@ def test_reports_from_a_fixed_byte_stream(vector) -> None:
     assert source.position == len(source.data), "every byte of the stream is used"
 
 
-@pytest.mark.parametrize("vector", VECTORS["decode"], ids=lambda v: f"{v['question']}-{v['payload'][:16]}")
+@pytest.mark.parametrize(
+    "vector", VECTORS["decode"], ids=lambda v: f"{v['question']}-{v['payload'][:16]}"
+)
 def test_decode(vector) -> None:
     oracle = QUESTIONS[vector["question"]].oracle
     if vector["valid"]:
@@ -91,7 +95,11 @@ def test_the_aggregator_accepts_every_vector_report() -> None:
         resolved=True,
     )  # fmt: skip
     reports = [
-        {"id": f"00000000-0000-4000-8000-{i:012x}", "question": v["question"], "payload": v["report"]}
+        {
+            "id": f"00000000-0000-4000-8000-{i:012x}",
+            "question": v["question"],
+            "payload": v["report"],
+        }
         for i, v in enumerate(VECTORS["reports"])
     ]
     parsed = parse_submission({"reports": reports}, survey, max_batch=1000)
