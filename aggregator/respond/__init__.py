@@ -45,16 +45,21 @@ MODULES = (
 )  # fmt: skip
 STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
 
-STYLE = (
-    "body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1f2328;background:#f6f8fa}"
-    "main{max-width:720px;margin:0 auto;padding:16px 24px 40px}"
-    "fieldset{border:1px solid #d8dee4;border-radius:8px;background:#fff;margin:12px 0;padding:12px 16px}"
-    "legend{font-weight:600;padding:0 4px}.choice{margin:4px 0}.epsilon{font-size:13px;color:#59636e;margin:6px 0 0}"
-    "button{font:inherit;padding:8px 16px;margin:8px 8px 0 0;border-radius:6px;border:1px solid #1f6feb;"
-    "background:#1f6feb;color:#fff;cursor:pointer}button:focus,input:focus{outline:3px solid #f0b72f}"
-    ".status.error{color:#a40e26;font-weight:600}.status.ok{color:#116329;font-weight:600}"
-    "dt{font-weight:600;margin-top:8px}dd{margin:0 0 0 16px;font-family:ui-monospace,monospace}"
-    ".review{background:#fff;border:1px solid #d8dee4;border-radius:8px;padding:12px 16px}"
+STYLE = " ".join(
+    """
+    body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1f2328;background:#f6f8fa}
+    main{max-width:720px;margin:0 auto;padding:16px 24px 40px}
+    fieldset{border:1px solid #d8dee4;border-radius:8px;background:#fff;margin:12px 0;
+      padding:12px 16px}
+    legend{font-weight:600;padding:0 4px} .choice{margin:4px 0}
+    .epsilon{font-size:13px;color:#59636e;margin:6px 0 0}
+    button{font:inherit;padding:8px 16px;margin:8px 8px 0 0;border-radius:6px;
+      border:1px solid #1f6feb;background:#1f6feb;color:#fff;cursor:pointer}
+    button:focus,input:focus{outline:3px solid #f0b72f}
+    .status.error{color:#a40e26;font-weight:600} .status.ok{color:#116329;font-weight:600}
+    dt{font-weight:600;margin-top:8px} dd{margin:0 0 0 16px;font-family:ui-monospace,monospace}
+    .review{background:#fff;border:1px solid #d8dee4;border-radius:8px;padding:12px 16px}
+    """.split()
 )
 
 
@@ -103,7 +108,8 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
     try:
         record = current_storage().get_survey(survey_id, count=False)
     except NotFound:
-        return render_template("respond_missing.html", survey_id=survey_id, style=STYLE), 404, _headers()
+        page = render_template("respond_missing.html", survey_id=survey_id, style=STYLE)
+        return page, 404, _headers()
     hashes = integrity()
     modules = [(url_for("respond.static", name=n), hashes[n]) for n in MODULES]
     page = render_template(

@@ -280,4 +280,3 @@ def test_respond_page_headers(stack) -> None:
     assert "form-action 'none'" in policy
     assert 'integrity="sha384-' in response.text
     assert requests.get(f"{stack['base']}/surveys/nope/respond", timeout=10).status_code == 404
-
