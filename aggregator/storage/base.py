@@ -410,5 +410,9 @@ def check_spent(survey_id: str, row: tuple | None, digest: str) -> None:
 
 
 def definition_text(survey: Survey) -> str:
-    """The resolved definition as stored: canonical JSON text."""
-    return survey.canonical_bytes().decode("utf-8")
+    """The resolved definition as stored: canonical JSON text, in the current format.
+
+    New surveys are always stored as ``deniable.survey/2``; rows stored as /1 are
+    parsed as /1 and keep their canonical bytes (and so their signatures).
+    """
+    return survey.upgraded().canonical_bytes().decode("utf-8")
