@@ -17,7 +17,7 @@ from typing import Any
 
 from deniable.errors import DeniableError
 
-from .ratelimit import parse_networks, parse_proxies, parse_rate
+from .ratelimit import parse_key_prefix, parse_networks, parse_proxies, parse_rate, parse_storage
 
 ENVIRONMENT_PREFIX = "DENIABLE_"
 
@@ -137,9 +137,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         name="RATE_LIMIT_PER_ADDRESS",
         default="600/minute",
-        help="Report submissions per client address: N/second|minute|hour|day, a token bucket "
-        "holding N (0 disables). In memory, per process: the effective limit is this times "
-        "the number of processes. Over it: 429 with Retry-After.",
+        help="Report submissions per client address: N/second|minute|hour|day, at most N in "
+        "any such moving window (0 disables). Counted where RATE_LIMIT_STORAGE says. Over it: "
+        "429 with Retry-After.",
         parse=parse_rate,
     ),
     Setting(
@@ -148,6 +148,21 @@ SETTINGS: tuple[Setting, ...] = (
         help="Report submissions per enrolment token (surveys that require enrolment), as "
         "RATE_LIMIT_PER_ADDRESS; each token admits one batch, so this only bounds retries.",
         parse=parse_rate,
+    ),
+    Setting(
+        name="RATE_LIMIT_STORAGE",
+        default="memory://",
+        help="Where rate limits are counted: memory:// (each process on its own: the effective "
+        "limit is this times the number of processes) or redis://HOST:PORT/DB (also rediss://, "
+        "redis+unix://): one count shared by every process and machine using that Redis.",
+        parse=parse_storage,
+    ),
+    Setting(
+        name="RATE_LIMIT_KEY_PREFIX",
+        default="deniable",
+        help="Prefix of the rate-limit keys in RATE_LIMIT_STORAGE; aggregators that share a "
+        "Redis share limits exactly when their prefixes are equal.",
+        parse=parse_key_prefix,
     ),
     Setting(
         name="RATE_LIMIT_EXEMPT",
