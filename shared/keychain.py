@@ -193,8 +193,10 @@ def follow_chain(pin: Pin, document: Mapping[str, Any]) -> Pin:
         )
     if pin.sequence is not None and links[start]["sequence"] != pin.sequence + 1:
         raise SignatureError(
-            f"key chain: the pinned key {pin.key_id} was rotated at sequence "
-            f"{links[start]['sequence']}, but this device pinned it at sequence {pin.sequence}"
+            f"key chain: the rotation away from the pinned key {pin.key_id} is numbered "
+            f"{links[start]['sequence']}, but this device pinned that key at sequence "
+            f"{pin.sequence} (so expects {pin.sequence + 1}): a truncated or renumbered chain; "
+            "refusing"
         )
     seen = {pin.key_id, *pin.retired}
     previous = pin.public_key
