@@ -95,7 +95,7 @@ def test_cli_answer_walks_through_the_survey(shared_live_server: LiveServer, tmp
     result = run_cli("answer", server.url, "walk", stdin="maybe\ny\n3\n1,3\n7.5\ny\n", env=env)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "Signature verified" in out and "not a valid answer" in out
+    assert "Signature verified" in out and "please answer yes or no" in out
     assert "Privacy cost ε = 1.00" in out and "Sent 4 randomized reports" in out
     assert len(server.export("walk")) == 4
     again = run_cli("answer", server.url, "walk", stdin="y\n", env=env)
@@ -111,7 +111,7 @@ def test_cli_declined_confirmation_sends_nothing(shared_live_server: LiveServer,
     server.operator("POST", "/api/v1/surveys", {"definition": definition("declined")})
     env = {"DENIABLE_STATE": str(tmp_path / "state.bin")}
     result = run_cli("answer", server.url, "declined", stdin="n\n1\n\n0\nn\n", env=env)
-    assert result.returncode == 1 and "nothing was sent" in result.stderr
+    assert result.returncode == 4 and "nothing was sent" in result.stderr  # refused, by you
     assert server.export("declined") == []
     closed = run_cli("answer", server.url, "declined", stdin="", env=env)  # EOF mid-survey
     assert closed.returncode == 1 and "input closed" in closed.stderr
@@ -119,23 +119,23 @@ def test_cli_declined_confirmation_sends_nothing(shared_live_server: LiveServer,
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "status"),
     [
-        (["answer", "{url}", "no-such-survey"], "404"),
-        (["answer", "{url}", "Bad Id"], "survey id must match"),
-        (["answer", "not-a-url", "s"], "base_url"),
-        (["simulate", "{url}", "no-such-survey", "--respondents", "5"], "404"),
-        (["simulate", "{url}", "x", "--respondents", "0"], "must be at least 1"),
-        (["simulate", "{url}", "x", "--respondents", "5", "--distribution", "odd"], "invalid"),
-        (["frobnicate"], "invalid choice"),
+        (["answer", "{url}", "no-such-survey"], "404", 3),
+        (["answer", "{url}", "Bad Id"], "survey id must match", 2),
+        (["answer", "not-a-url", "s"], "base_url", 2),
+        (["simulate", "{url}", "no-such-survey", "--respondents", "5"], "404", 3),
+        (["simulate", "{url}", "x", "--respondents", "0"], "must be at least 1", 2),
+        (["simulate", "{url}", "x", "--respondents", "5", "--distribution", "odd"], "invalid", 2),
+        (["frobnicate"], "invalid choice", 2),
     ],
 )
-def test_cli_bad_input_is_one_line_and_nonzero(
-    shared_live_server: LiveServer, tmp_path, args, message
+def test_cli_bad_input_is_one_line_and_the_documented_status(
+    shared_live_server: LiveServer, tmp_path, args, message, status
 ) -> None:
     args = [a.format(url=shared_live_server.url) for a in args]
     result = run_cli(*args, env={"DENIABLE_STATE": str(tmp_path / "state.bin")})
-    assert result.returncode in (1, 2)
+    assert result.returncode == status, result.stderr
     assert message in result.stderr
     assert result.stderr.count("\n") == 1, result.stderr  # one clear line
     assert "Traceback" not in result.stderr
