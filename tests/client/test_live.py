@@ -99,7 +99,7 @@ def test_cli_answer_walks_through_the_survey(shared_live_server: LiveServer, tmp
     assert "Privacy cost ε = 1.00" in out and "Sent 4 randomized reports" in out
     assert len(server.export("walk")) == 4
     again = run_cli("answer", server.url, "walk", stdin="y\n", env=env)
-    assert again.returncode == 1
+    assert again.returncode == 4  # refused: already answered
     assert again.stderr.strip().count("\n") == 0
     assert "AlreadyAnswered" in again.stderr
     budget = run_cli("budget", env=env)
@@ -114,7 +114,7 @@ def test_cli_declined_confirmation_sends_nothing(shared_live_server: LiveServer,
     assert result.returncode == 4 and "nothing was sent" in result.stderr  # refused, by you
     assert server.export("declined") == []
     closed = run_cli("answer", server.url, "declined", stdin="", env=env)  # EOF mid-survey
-    assert closed.returncode == 1 and "input closed" in closed.stderr
+    assert closed.returncode == 4 and "input closed" in closed.stderr
     assert server.export("declined") == []
 
 
