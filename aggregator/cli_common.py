@@ -45,7 +45,7 @@ def load_settings(args: argparse.Namespace) -> dict[str, Any]:
     from . import settings
 
     try:
-        resolved = settings.resolve(overrides(args), config_source="the command line")
+        resolved = settings.resolve(overrides(args), config_source="command line")
         return {item.setting.name: item.value for item in resolved}
     except settings.SettingsError as error:
         raise _fail(str(error), EXIT_USAGE) from None
