@@ -37,7 +37,7 @@ import numpy as np
 from deniable.errors import DeniableError
 from deniable.survey import Survey
 
-from . import cli_keys, cli_tokens
+from . import cli_keys, cli_tokens, planning
 from .cli_common import (
     PROG,
     Parser,
@@ -121,33 +121,17 @@ def startup_line(config: Mapping[str, Any], bind: str, workers: int | str) -> st
 
 
 def run_gunicorn(config: Mapping[str, Any], bind: str, workers: int, timeout: int = 60) -> None:
-    """Serve ``create_app(config)`` with gunicorn's sync workers (blocks until stopped)."""
+    """Serve ``create_app(config)``: gunicorn processes, waitress reading requests (serving.py)."""
     import os
 
-    from gunicorn.app.base import BaseApplication
+    from . import metrics
+    from .serving import serve
 
-    from . import create_app, metrics
-
-    app_config = dict(config)
-    shared_metrics = os.environ.get(metrics.MULTIPROCESS_ENVIRONMENT)
-    if config.get("METRICS") and workers > 1 and not shared_metrics:
+    shared = os.environ.get(metrics.MULTIPROCESS_ENVIRONMENT)
+    if config.get("METRICS") and workers > 1 and not shared:
         # Why: every worker writes its counts where any worker can sum them for a scrape.
-        directory = tempfile.mkdtemp(prefix="deniable-metrics-")
-        os.environ[metrics.MULTIPROCESS_ENVIRONMENT] = directory
-
-    class Application(BaseApplication):
-        def load_config(self) -> None:
-            self.cfg.set("bind", [bind])
-            self.cfg.set("workers", workers)
-            self.cfg.set("timeout", timeout)
-            self.cfg.set("proc_name", PROG)
-            self.cfg.set("child_exit", metrics.child_exit)
-
-        def load(self):
-            # Why: built in each worker after fork, so no connection crosses a fork.
-            return create_app(app_config)
-
-    Application().run()
+        os.environ[metrics.MULTIPROCESS_ENVIRONMENT] = tempfile.mkdtemp(prefix="deniable-metrics-")
+    serve(config, bind, workers, timeout)
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -494,6 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="allowed failure probability of each interval (default 0.05)")
     add_json(sub, "the API's results document")
     sub.set_defaults(func=cmd_results)
+
+    planning.add_parser(commands)
 
     sub = command("export", "every raw report of a survey (CSV or JSON lines)")
     sub.add_argument("survey", metavar="ID", help="id of the survey")

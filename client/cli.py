@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -24,10 +26,11 @@ from typing import Any, TextIO
 from deniable.errors import DeniableError, InvalidValue
 from deniable.mechanisms.base import FrequencyOracle
 from deniable.mechanisms.longitudinal import LongitudinalGRR
+from deniable.mechanisms.option_sampling import OptionSampling
 from deniable.survey import Question
 
 from .policy import Policy, question_cost
-from .session import SurveyClient, VerifiedSurvey
+from .session import EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
 from .simulate import DISTRIBUTIONS, simulate
 from .state import StateStore
 from .terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet_pipe
@@ -55,6 +58,23 @@ def _positive_float(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
+
+
+# Terminal escape sequences (CSI, OSC, other ESC), then any C0/C1 control character left.
+ESCAPE_SEQUENCE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\\\)?|[@-_]?)")
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str, *, newlines: bool = False) -> str:
+    """Server-supplied text made safe to print: escape sequences and control characters go.
+
+    Why: a survey title or an error detail is written by someone else; on a terminal,
+    ESC sequences could recolour, retitle, hide earlier lines or fake a prompt.
+    """
+    text = ESCAPE_SEQUENCE.sub("", text)
+    if newlines:
+        return "\n".join(CONTROL.sub("", line) for line in text.split("\n"))
+    return CONTROL.sub("", text)
 
 
 class Parser(argparse.ArgumentParser):
@@ -103,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Send the randomized reports waiting on this "
                                 "device; exit status 5 if some are still waiting.")
     common(flush)
+    flush.add_argument("--enrolment-token", metavar="TOKEN",
+                       help="one-time token for a batch the aggregator refused for enrolment")
+    flush.add_argument("--survey", metavar="SURVEY_ID",
+                       help="which survey's waiting batch the token is for (if several wait)")
 
     budget = commands.add_parser("budget", help="show the privacy budget spent on this device",
                                  description="Show the privacy loss (ε) spent on this device "
@@ -122,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="synthetic true answers: uniform (default) or skewed")
     sim.add_argument("--seed", type=int, default=None, help="seed of the numpy generator")
     sim.add_argument("--batch-reports", type=_positive_int, default=500,
-                     help="reports per request (default 500)")
+                     help="reports per request on the bulk route (needs --operator-token)")
+    sim.add_argument("--operator-token", default=os.environ.get("DENIABLE_OPERATOR_TOKEN"),
+                     help="operator token (default: $DENIABLE_OPERATOR_TOKEN): many respondents "
+                     "per request on the operator-only bulk route; without it, one per request")
     sim.add_argument("--concurrency", type=_positive_int, default=4,
                      help="parallel senders (default 4)")
     sim.add_argument("--trusted-key", help="pin this base64 Ed25519 key")
@@ -147,6 +174,12 @@ def explain(question: Question) -> str:
             f"more than ε = {oracle.epsilon_implemented:.2f} about one answer in total; this "
             f"report alone reveals at most ε = {oracle.report_epsilon:.2f}. The report equals "
             f"your true answer with probability {keep:.0%}."
+        )
+    elif isinstance(oracle, OptionSampling):
+        lines.append(
+            "The server gets one option picked at random, independently of your answer, and a "
+            f"yes/no for that option that matches your true choice with probability "
+            f"{oracle.keep_probability:.0%} and is flipped otherwise."
         )
     elif question.type == "multiple_choice":
         per = oracle.option_oracle  # type: ignore[attr-defined]
@@ -195,13 +228,13 @@ def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -
             hint = "please answer yes or no (y/n)"
         elif question.type == "single_choice":
             for number, label in enumerate(question.options, 1):
-                out.write(f"    {number}. {label}\n")
+                out.write(f"    {number}. {terminal_text(label)}\n")
             text = _read("  your choice (number): ", read)
             value = _pick(question.options, text)
             hint = f"please enter one number from 1 to {len(question.options)}"
         elif question.type == "multiple_choice":
             for number, label in enumerate(question.options, 1):
-                out.write(f"    {number}. {label}\n")
+                out.write(f"    {number}. {terminal_text(label)}\n")
             text = _read("  your choices (numbers separated by commas, empty for none): ", read)
             value = [_pick(question.options, part) for part in text.split(",") if part.strip()]
             hint = (f"please enter numbers from 1 to {len(question.options)} separated by "
@@ -238,16 +271,23 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
                       policy=policy, timeout=args.timeout) as client:  # fmt: skip
         verified: VerifiedSurvey = client.fetch(args.survey_id)
         survey = verified.survey
-        out.write(f"\n{survey.title}\n{'=' * len(survey.title)}\n")
+        if verified.require_enrolment and args.enrolment_token is None:
+            # Before any question: without a token the aggregator must refuse the answers.
+            raise EnrolmentTokenRequired(
+                f"survey {survey.id!r} admits only enrolled respondents: run again with "
+                "--enrolment-token TOKEN (from the survey's operator); nothing was asked or sent"
+            )
+        title = terminal_text(survey.title)
+        out.write(f"\n{title}\n{'=' * len(title)}\n")
         if survey.description:
-            out.write(f"{survey.description}\n")
+            out.write(f"{terminal_text(survey.description, newlines=True)}\n")
         out.write(
             f"Signature verified (aggregator key {verified.key_id}). Your answers are randomized "
             "on this device; only the randomized reports leave it.\n"
         )
         answers = {}
         for number, question in enumerate(survey.questions, 1):
-            out.write(f"\n{number}. {question.text}\n{explain(question)}\n")
+            out.write(f"\n{number}. {terminal_text(question.text)}\n{explain(question)}\n")
             answers[question.id] = prompt_answer(question, read, out)
         budget = client.budget()
         out.write(
@@ -272,12 +312,13 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
 
 def run_flush(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with SurveyClient(args.url, state=StateStore(args.state), timeout=args.timeout) as client:
-        result = client.flush()
+        result = client.flush(enrolment_token=args.enrolment_token, survey_id=args.survey)
     out.write(f"delivered {result.delivered} batch(es); {result.pending} still pending\n")
     if result.pending:
         err.write(
             f"deniable: {result.pending} batch(es) still pending: the aggregator did not accept "
-            "them yet; run `deniable flush` again later\n"
+            "them yet; run `deniable flush` again later (with --enrolment-token TOKEN for a "
+            "batch refused for enrolment)\n"
         )
         return EXIT_UNAVAILABLE
     return 0
@@ -303,6 +344,7 @@ def run_simulate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         batch_reports=args.batch_reports,
         concurrency=args.concurrency,
         trusted_key=args.trusted_key,
+        operator_token=args.operator_token,
         progress=None if args.quiet else err,
         timeout=args.timeout,
     )
@@ -340,7 +382,7 @@ def main(
         err.write(f"deniable: aborted: {error}\n")
         return EXIT_REFUSED
     except DeniableError as error:
-        err.write(f"deniable: {type(error).__name__}: {error}\n")
+        err.write(f"deniable: {type(error).__name__}: {terminal_text(str(error))}\n")
         return exit_status(error)
     except KeyboardInterrupt:
         err.write("deniable: interrupted\n")

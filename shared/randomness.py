@@ -4,7 +4,9 @@ Real reports draw every random bit from the operating system's CSPRNG
 (``os.urandom``, the source behind :mod:`secrets`).  Python's :mod:`random`
 and :mod:`numpy.random` are never touched on that path; numpy generators are
 only for simulation (``randomize_many``) and for deterministic tests, wrapped
-in :class:`GeneratorSource` so both paths share one interface.
+in :class:`GeneratorSource` so both paths share one interface.  This module
+does not import numpy (see :mod:`deniable.lazy`): only ``uniform53_array``
+and a numpy Generator passed as ``rng`` need it.
 
 Bytes are read from ``os.urandom`` in blocks of 4 KiB per thread because a
 system call per report would cost more than the whole randomization.  The
@@ -18,15 +20,15 @@ thresholds, so the ε they report is the ε of the code that runs.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import threading
 from fractions import Fraction
-from typing import Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 from .errors import InvalidParameter
+from .lazy import np, numpy_type
 
 RESOLUTION_BITS = 53
 RESOLUTION = 1 << RESOLUTION_BITS
@@ -85,20 +87,15 @@ class RandomSource(Protocol):
         ...
 
 
-class _ThreadBuffer(threading.local):
-    def __init__(self) -> None:
-        self.data = b""
-        self.position = 0
-        self.generation = -1
-
-
-_buffer = _ThreadBuffer()
-_generation = 0
+# Each thread reads its own block through ``_local.stream`` (an io.BytesIO: one
+# C call per draw).  A forked child gets a fresh ``_local``, so no thread of the
+# child can read a block its parent has already handed out.
+_local = threading.local()
 
 
 def _after_fork_in_child() -> None:
-    global _generation
-    _generation += 1
+    global _local
+    _local = threading.local()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -143,17 +140,17 @@ class SystemRandomSource(ByteStreamSource):
     """The CSPRNG: ``os.urandom``, buffered per thread and per process."""
 
     def token_bytes(self, count: int) -> bytes:
-        buffer = _buffer
-        start = buffer.position
-        end = start + count
-        if end > len(buffer.data) or buffer.generation != _generation:
-            if count > _BLOCK_BYTES:
-                return os.urandom(count)
-            buffer.data = os.urandom(_BLOCK_BYTES)
-            buffer.generation = _generation
-            start, end = 0, count
-        buffer.position = end
-        return buffer.data[start:end]
+        try:
+            data = _local.stream.read(count)
+        except AttributeError:  # this thread's first draw
+            data = b""
+        if len(data) == count:
+            return data
+        # The rest of the block is too short: it is dropped, never reused.
+        if count > _BLOCK_BYTES:
+            return os.urandom(count)
+        stream = _local.stream = io.BytesIO(os.urandom(_BLOCK_BYTES))
+        return stream.read(count)
 
 
 class GeneratorSource:
@@ -181,14 +178,19 @@ class GeneratorSource:
 
 SYSTEM = SystemRandomSource()
 
-RngLike = RandomSource | np.random.Generator | None
+if TYPE_CHECKING:
+    RngLike: TypeAlias = RandomSource | np.random.Generator | None
+else:
+    RngLike: TypeAlias = "RandomSource | np.random.Generator | None"
 
 
 def as_source(rng: RngLike) -> RandomSource:
     """``None`` means the CSPRNG; a numpy Generator is wrapped for tests."""
     if rng is None:
         return SYSTEM
-    if isinstance(rng, np.random.Generator):
+    if isinstance(rng, ByteStreamSource):  # the common case, before the slow Protocol check
+        return rng
+    if numpy_type(rng, "random.Generator"):
         return GeneratorSource(rng)
     if isinstance(rng, RandomSource):
         return rng

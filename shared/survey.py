@@ -10,9 +10,13 @@ Question types and their true answers:
 * ``yes_no``: ``True``/``False``; binary randomized response by default.
 * ``single_choice``: one of ``options`` (the label); mechanism chosen by
   :func:`deniable.mechanisms.recommend` when omitted.
-* ``multiple_choice``: a set of ``options`` labels; every option gets its own
-  binary randomized response with ``epsilon / len(options)``, so the question
-  costs ``epsilon`` by sequential composition (Dwork & Roth 2014, Thm 3.14).
+* ``multiple_choice``: a set of ``options`` labels; mechanism chosen by
+  ``recommend(..., multiple=True)`` when omitted.  ``option_sampling``
+  reports one option drawn uniformly at random with its membership bit at the
+  full ``epsilon`` (``deniable.mechanisms.option_sampling``); ``binary_rr``
+  gives every option its own binary randomized response with
+  ``epsilon / len(options)``, so the question costs ``epsilon`` by sequential
+  composition (Dwork & Roth 2014, Thm 3.14).
 * ``numeric``: a number in ``[lo, hi]``; ``duchi`` by default.
 
 A question may be ``longitudinal`` (yes/no and single choice with ``grr``):
@@ -31,14 +35,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-import numpy as np
-
 from .errors import InvalidParameter, InvalidReport, InvalidSurvey, InvalidValue
-from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+from .lazy import np, numpy_type
 from .mechanisms import CATEGORICAL, NUMERIC, recommend
 from .mechanisms.base import Mechanism, NumericMechanism
 from .mechanisms.binary_rr import BinaryRR
 from .mechanisms.longitudinal import LongitudinalGRR
+from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_epsilon
 from .randomness import RngLike
 
@@ -49,6 +52,9 @@ MAX_OPTIONS = 1024
 MAX_MULTIPLE_OPTIONS = 64
 MAX_TEXT = 2000
 MAX_LABEL = 200
+# C0 and C1 control characters and DEL; descriptions may keep line feeds.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+NEWLINE_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
 LONGITUDINAL_MECHANISMS = ("binary_rr", "grr")
@@ -69,11 +75,21 @@ def _require_keys(where: str, data: Mapping[str, Any], required: set[str], allow
         raise _fail(where, f"unknown field(s) {', '.join(sorted(map(str, extra)))}")
 
 
-def _text(where: str, value: object, limit: int = MAX_TEXT, *, empty: bool = False) -> str:
+def _text(
+    where: str, value: object, limit: int = MAX_TEXT, *, empty: bool = False, newlines: bool = False
+) -> str:
+    """Survey text: no C0/C1 control characters (``newlines``: ``\\n`` allowed).
+
+    Why: labels and titles reach CSV files, terminals and logs; a ``\\r`` split a
+    CSV row and planted a formula cell (issue 8.4), an ESC would drive a terminal.
+    """
     if not isinstance(value, str):
         raise _fail(where, f"must be a string, got {type(value).__name__}")
     if len(value) > limit or (not empty and not value.strip()):
         raise _fail(where, f"must be a non-empty string of at most {limit} characters")
+    control = (NEWLINE_CONTROL if newlines else CONTROL).search(value)
+    if control is not None:
+        raise _fail(where, f"must not contain control character U+{ord(control.group()):04X}")
     return value
 
 
@@ -181,8 +197,10 @@ class Question:
 
     @staticmethod
     def _default_mechanism(kind: str, options: tuple[str, ...], epsilon: float) -> str:
-        if kind in ("yes_no", "multiple_choice"):
+        if kind == "yes_no":
             return BinaryRR.name
+        if kind == "multiple_choice":
+            return recommend(domain_size=len(options), epsilon=epsilon, multiple=True).mechanism
         if kind == "numeric":
             return "duchi"
         return recommend(domain_size=len(options), epsilon=epsilon).mechanism
@@ -230,8 +248,12 @@ class Question:
     def oracle(self) -> Mechanism:
         """The mechanism whose reports the aggregator receives for this question."""
         if self.type == "multiple_choice":
+            if self.mechanism == OptionSampling.name:
+                return OptionSampling(epsilon=self.epsilon, options=len(self.options))
             if self.mechanism != BinaryRR.name:
-                raise InvalidParameter("multiple_choice questions use binary_rr per option")
+                raise InvalidParameter(
+                    "multiple_choice questions use option_sampling or binary_rr per option"
+                )
             return OptionwiseRR(epsilon=self.epsilon, options=len(self.options))
         if self.type == "numeric":
             if self.mechanism not in NUMERIC:
@@ -271,14 +293,18 @@ class Question:
 
     @property
     def statistics_size(self) -> int:
-        return len(self.labels) if self.type != "numeric" else 1
+        if self.type == "numeric":
+            return 1
+        if self.mechanism == OptionSampling.name:
+            return 2 * len(self.options)  # reports (v, 1), then reports (v, 0)
+        return len(self.labels)
 
     # -- respondent side --------------------------------------------------------
     def check_answer(self, answer: object) -> Any:
         """The true answer in mechanism terms; InvalidValue if it does not fit."""
         where = f"question {self.id!r}"
         if self.type == "yes_no":
-            if not isinstance(answer, bool | np.bool_):
+            if not (answer is True or answer is False or numpy_type(answer, "bool_")):
                 raise InvalidValue(f"{where}: answer must be True or False, got {answer!r}")
             return int(answer)
         if self.type == "single_choice":
@@ -308,12 +334,17 @@ class Question:
         """Additive statistics of encoded reports (decoded strictly)."""
         if not payloads:
             return np.zeros(self.statistics_size, dtype=np.int64)
-        return np.asarray(self.oracle.statistics(self.oracle.decode_many(payloads)), np.int64)
+        return np.asarray(self.oracle.wire_statistics(payloads), np.int64)
 
     def results(
-        self, statistics: np.ndarray, n: int, *, beta: float = DEFAULT_BETA
+        self, statistics: np.ndarray, n: int, *, beta: float | None = None
     ) -> dict[str, Any]:
-        """The published result for this question: estimates and Chebyshev intervals."""
+        """The published result for this question: estimates and every interval family."""
+        # Imported here: the device never estimates, and estimation needs numpy.
+        from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+
+        if beta is None:
+            beta = DEFAULT_BETA
         summary: dict[str, Any] = {
             "question": self.id,
             "type": self.type,
@@ -326,9 +357,10 @@ class Question:
         oracle = self.oracle
         if isinstance(oracle, NumericMechanism):
             return {**summary, **estimate_mean(oracle, statistics, n, beta=beta).to_dict()}
-        if isinstance(oracle, OptionwiseRR):
+        if isinstance(oracle, OptionwiseRR | OptionSampling):
+            per_option = oracle.option_oracle if isinstance(oracle, OptionwiseRR) else oracle
             result = estimate_frequencies(
-                oracle.option_oracle, statistics, n, beta=beta,
+                per_option, statistics, n, beta=beta,
                 categories=len(self.options), normalize=False,
             )  # fmt: skip
         else:
@@ -389,6 +421,17 @@ class OptionwiseRR(Mechanism):
     def report_distribution(self, value: Any) -> dict[str, float]:
         raise InvalidParameter("multiple choice distributions are per option (binary_rr)")
 
+    def encode(self, report: Any) -> str:
+        if not isinstance(report, tuple | list) or len(report) != self.options:
+            raise InvalidReport(f"multiple choice report must be a tuple of {self.options} bits")
+        try:
+            data = bytes(report)
+        except (TypeError, ValueError):
+            data = b"\x02"
+        if data.translate(None, b"\x00\x01"):
+            raise InvalidReport("multiple choice report bits must be 0 or 1")
+        return data.hex()
+
     def _pack_many(self, batch: np.ndarray) -> np.ndarray:
         return np.asarray(batch, dtype=np.uint8).reshape(-1, self.options)
 
@@ -417,7 +460,9 @@ class Survey:
             raise _fail("survey.format", f"must be {FORMAT!r}, got {data['format']!r}")
         sid = _identifier("survey.id", data["id"])
         title = _text("survey.title", data["title"], MAX_LABEL)
-        description = _text("survey.description", data.get("description", ""), empty=True)
+        description = _text(
+            "survey.description", data.get("description", ""), empty=True, newlines=True
+        )
         raw = data["questions"]
         if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_QUESTIONS:
             raise _fail("survey.questions", f"must be a list of 1 to {MAX_QUESTIONS} questions")

@@ -18,25 +18,31 @@ fixed number of bytes, and ``statistics`` (support counts, vectorized).
 
 Reports travel as lowercase hex strings of exactly ``2 * report_bytes``
 characters (docs/wire-format.md): the size never depends on the true value.
+
+Two paths, one module per mechanism: the device path (``check_value``,
+``randomize``, ``encode``) is pure Python on the CSPRNG and never imports
+numpy; the batch path (``randomize_many``, ``decode_many``, ``statistics``)
+is vectorized with numpy, imported on first use (:mod:`deniable.lazy`).
+Both encode a report to the same bytes (tests/shared/test_device_path.py).
 """
 
 from __future__ import annotations
 
 import math
-import re
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..errors import InvalidParameter, InvalidReport, InvalidValue
+from ..lazy import np, numpy_type
 from ..parameters import MAX_DOMAIN_SIZE, check_domain_size, check_epsilon, check_range
 from ..randomness import RESOLUTION, RngLike
 
-_HEX = re.compile(r"[0-9a-f]*")
+# Wire statistics decode about this many characters of hex text at a time.
+_CHUNK_TEXT = 1 << 20
 
 # Above this many outputs an exact distribution is not something to enumerate.
 MAX_ENUMERATED_OUTPUTS = 1 << 16
@@ -69,10 +75,26 @@ def pack_uints(values: np.ndarray, width: int) -> np.ndarray:
 
 def unpack_uints(data: np.ndarray) -> np.ndarray:
     """The inverse of :func:`pack_uints`: rows of big-endian bytes to int64."""
+    width = data.shape[1]
+    if width in (1, 2, 4):  # one view of the bytes as big-endian integers
+        words = np.ascontiguousarray(data).view(f">u{width}")
+        return words.reshape(data.shape[0]).astype(np.int64)
     result = np.zeros(data.shape[0], dtype=np.int64)
     for column in range(data.shape[1]):
         result = (result << 8) | data[:, column].astype(np.int64)
     return result
+
+
+def report_int(value: object, upper: int, what: str) -> int:
+    """One integer of a Python-level report, checked to lie in ``[0, upper)`` (InvalidReport)."""
+    if type(value) is not int:
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise InvalidReport(f"{what} must be an int, got {type(value).__name__}") from None
+    if not 0 <= value < upper:
+        raise InvalidReport(f"{what} must be in [0, {upper}), got {value}")
+    return value
 
 
 def integer_rows(batch: object, columns: int, expected: str) -> np.ndarray:
@@ -85,7 +107,12 @@ def integer_rows(batch: object, columns: int, expected: str) -> np.ndarray:
 
 def check_category(value: object, domain_size: int) -> int:
     """A respondent's categorical answer as an int in ``[0, domain_size)``, or InvalidValue."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+    if type(value) is int:  # the device path: no numpy scalar types to consider
+        if 0 <= value < domain_size:
+            return value
+    elif isinstance(value, bool) or not (
+        isinstance(value, int) or numpy_type(value, "integer")
+    ):
         raise InvalidValue(
             f"value must be an int in [0, {domain_size}), got {type(value).__name__} {value!r}"
         )
@@ -161,7 +188,7 @@ class Mechanism(ABC):
         return np.zeros(len(batch), dtype=bool)
 
     # -- batches of Python-level reports --------------------------------------
-    batch_dtype: ClassVar[type] = np.int64
+    batch_dtype: ClassVar[str] = "int64"  # a numpy dtype name (numpy is imported lazily)
 
     @property
     def batch_columns(self) -> int | None:
@@ -192,6 +219,11 @@ class Mechanism(ABC):
         return 2 * self.report_bytes
 
     def encode(self, report: Any) -> str:
+        """One Python-level report as its wire text.
+
+        Every mechanism overrides this with pure Python (the device path, no
+        numpy); this vectorized fallback is the reference it must agree with.
+        """
         return self.encode_many(self.stack([report]))[0]
 
     def decode(self, text: object) -> Any:
@@ -205,24 +237,67 @@ class Mechanism(ABC):
 
     def decode_many(self, payloads: Sequence[object]) -> np.ndarray:
         """Strictly decode encoded reports; any bad one raises InvalidReport."""
+        return self._unpack_many(self._payload_rows(payloads))
+
+    def wire_statistics(self, payloads: Sequence[object]) -> np.ndarray:
+        """``statistics(decode_many(payloads))`` without holding every decoded report.
+
+        Payloads are decoded about a megabyte of text at a time, so each chunk
+        stays in cache; a mechanism may count a chunk without unpacking it
+        (``_rows_statistics``).  Every payload is checked as strictly as by
+        :meth:`decode_many`.
+        """
+        payloads = payloads if isinstance(payloads, list | tuple) else list(payloads)
+        rows = max(1, _CHUNK_TEXT // self.report_length)
+        total = None
+        for start in range(0, len(payloads), rows):
+            data = self._payload_rows(payloads[start : start + rows], start)
+            part = np.asarray(self._rows_statistics(data), dtype=np.int64)
+            total = part if total is None else total + part
+        if total is None:
+            return np.asarray(self.statistics(self._unpack_many(self._payload_rows([]))), np.int64)
+        return total
+
+    def _rows_statistics(self, data: np.ndarray) -> np.ndarray:
+        """Statistics of uint8 report rows (strictly checked); unpacks by default."""
+        return self.statistics(self._unpack_many(data))
+
+    def _payload_rows(self, payloads: Sequence[object], offset: int = 0) -> np.ndarray:
+        """Payloads as uint8 rows of ``report_bytes``: one join, one ``bytes.fromhex``.
+
+        No Python work per report: ``join`` refuses non-strings, the lengths are
+        compared in C, and ``fromhex`` refuses any character but hex digits and
+        whitespace; whitespace shortens the output and uppercase digits are
+        searched for, so what passes is exactly lowercase hex of the right size.
+        """
         width = self.report_length
-        for index, payload in enumerate(payloads):
+        try:
+            text = "".join(payloads)  # type: ignore[arg-type]
+            if (payloads and set(map(len, payloads)) != {width}) or any(
+                digit in text for digit in "ABCDEF"
+            ):
+                raise ValueError
+            data = bytes.fromhex(text)
+            if len(data) != len(payloads) * self.report_bytes:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise self._first_bad_payload(payloads, offset) from None
+        return np.frombuffer(data, dtype=np.uint8).reshape(len(payloads), self.report_bytes)
+
+    def _first_bad_payload(self, payloads: Sequence[object], offset: int) -> InvalidReport:
+        """The error naming the first bad payload (a failed batch only: one loop)."""
+        width = self.report_length
+        for index, payload in enumerate(payloads, start=offset):
             if not isinstance(payload, str):
-                raise InvalidReport(
+                return InvalidReport(
                     f"report {index}: must be a string, got {type(payload).__name__}"
                 )
             if len(payload) != width:
-                raise InvalidReport(
+                return InvalidReport(
                     f"report {index}: must be {width} hex characters for {self.name}, "
                     f"got {len(payload)}"
                 )
-        text = "".join(payloads)  # type: ignore[arg-type]
-        if not _HEX.fullmatch(text):
-            raise InvalidReport(f"reports must be lowercase hexadecimal ({self.name})")
-        data = np.frombuffer(bytes.fromhex(text), dtype=np.uint8).reshape(
-            len(payloads), self.report_bytes
-        )
-        return self._unpack_many(data)
+        return InvalidReport(f"reports must be lowercase hexadecimal ({self.name})")
 
     def spec(self) -> dict[str, Any]:
         return {"mechanism": self.name, **self.parameters()}
@@ -314,8 +389,10 @@ class FrequencyOracle(Mechanism):
 
 def check_number(value: object, lo: float, hi: float) -> float:
     """A respondent's numeric answer as a float in ``[lo, hi]``, or InvalidValue."""
-    if isinstance(value, bool | np.bool_) or not isinstance(
-        value, int | float | np.integer | np.floating
+    if isinstance(value, bool) or not (
+        isinstance(value, int | float)
+        or numpy_type(value, "integer")
+        or numpy_type(value, "floating")
     ):
         raise InvalidValue(
             f"value must be a number in [{lo}, {hi}], got {type(value).__name__} {value!r}"

@@ -76,12 +76,21 @@ def test_unreachable_aggregator_at_fetch_is_a_transport_error(tmp_path: Path) ->
 def test_cli_simulate_posts_every_respondent(shared_live_server: LiveServer) -> None:
     server = shared_live_server
     server.operator("POST", "/api/v1/surveys", {"definition": definition("sim")})
-    result = run_cli("simulate", server.url, "sim", "--respondents", "600", "--seed", "3",
+    # Without a token: one respondent per POST on the public route; with the operator
+    # token: batches on the operator-only bulk route.
+    result = run_cli("simulate", server.url, "sim", "--respondents", "200", "--seed", "3",
                      "--distribution", "skewed")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "200/200" in result.stderr  # the progress bar
+    refused = run_cli("simulate", server.url, "sim", "--respondents", "5",
+                      "--operator-token", "dnb_wrong")  # fmt: skip
+    assert refused.returncode == 4 and "403" in refused.stderr  # refused
+    result = run_cli("simulate", server.url, "sim", "--respondents", "400", "--seed", "4",
+                     "--operator-token", server.token)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "SIMULATION" in result.stdout and "respondents/s" in result.stdout
     # The shared progress bar: not a terminal here, so one line per quarter at most.
-    assert "600/600" in result.stderr and len(result.stderr.splitlines()) <= 5
+    assert "400/400" in result.stderr and len(result.stderr.splitlines()) <= 5
     assert len(server.export("sim")) == 600 * 4
     results = server.operator("GET", "/api/v1/surveys/sim/results")
     assert results["n_reports"] == 600 * 4
@@ -139,3 +148,73 @@ def test_cli_bad_input_is_one_line_and_the_documented_status(
     assert message in result.stderr
     assert result.stderr.count("\n") == 1, result.stderr  # one clear line
     assert "Traceback" not in result.stderr
+
+
+LEAN_CLIENT = """
+import json, sys
+from deniable.client import Policy, StateStore, SurveyClient
+url, survey_id, state, answers = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+policy = Policy(max_survey_epsilon=20.0)
+with SurveyClient(url, state=StateStore(state, key=bytes(32)), policy=policy) as client:
+    receipt = client.answer(survey_id, answers)
+print(json.dumps({"delivered": receipt.delivered, "numpy": "numpy" in sys.modules}))
+"""
+
+
+def test_answering_every_question_type_never_imports_numpy(
+    shared_live_server: LiveServer, tmp_path: Path
+) -> None:
+    """Fetch, signature check, ledger, outbox and POST: the whole device path without numpy."""
+    import json
+
+    from tests.shared.test_device_path import EVERY_ANSWER, EVERY_QUESTION
+
+    server = shared_live_server
+    server.operator("POST", "/api/v1/surveys", {"definition": EVERY_QUESTION})
+    result = subprocess.run(
+        [sys.executable, "-c", LEAN_CLIENT, server.url, EVERY_QUESTION["id"],
+         str(tmp_path / "state.bin"), json.dumps(EVERY_ANSWER)],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"delivered": True, "numpy": False}
+    assert len(server.export(EVERY_QUESTION["id"])) == len(EVERY_QUESTION["questions"])
+
+def test_cli_enrolment_refuses_before_asking_and_flush_takes_a_token(
+    shared_live_server: LiveServer, tmp_path
+) -> None:
+    """Regression (issue 8.7): without a token `deniable answer` asked every question, was
+    refused, dropped the batch and then refused the respondent for ever."""
+    from deniable.aggregator.storage import open_storage
+
+    server = shared_live_server
+    server.operator("POST", "/api/v1/surveys", {"definition": definition("gated"),
+                                                "require_enrolment": True})  # fmt: skip
+    storage = open_storage(server.config)
+    try:
+        first, second = storage.issue_enrolment_tokens("gated", 2)
+    finally:
+        storage.close()
+    env = {"DENIABLE_STATE": str(tmp_path / "a.bin")}
+    refused = run_cli("answer", server.url, "gated", stdin="y\n3\n1\n7\ny\n", env=env)
+    assert refused.returncode == 4 and "EnrolmentTokenRequired" in refused.stderr
+    assert "1." not in refused.stdout and "--enrolment-token" in refused.stderr
+    assert "spent total: 0.000" in run_cli("budget", env=env).stdout
+    answers = "y\n3\n1\n7\ny\n"
+    done = run_cli("answer", server.url, "gated", "--enrolment-token", first, stdin=answers,
+                   env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # Another device reuses the spent token: refused (403), but its batch is kept ...
+    other = {"DENIABLE_STATE": str(tmp_path / "b.bin")}
+    reused = run_cli("answer", server.url, "gated", "--enrolment-token", first, stdin=answers,
+                     env=other)  # fmt: skip
+    assert reused.returncode == 4 and "403" in reused.stderr
+    waiting = run_cli("flush", server.url, env=other)
+    assert waiting.returncode == 5 and "--enrolment-token" in waiting.stderr  # still queued
+    # ... and delivered with a fresh token, charged once.
+    flushed = run_cli("flush", server.url, "--enrolment-token", second, env=other)
+    assert flushed.returncode == 0, flushed.stderr
+    assert "delivered 1 batch(es)" in flushed.stdout
+    assert "spent total: 4.000" in run_cli("budget", env=other).stdout
+    assert len(server.export("gated")) == 8
