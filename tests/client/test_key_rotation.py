@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from deniable.client import StateStore, SurveyClient
-from deniable.errors import SignatureError
+from deniable.errors import AlreadyAnswered, SignatureError
 
 from .conftest import ANSWERS, GENEROUS, STATE_KEY, definition
 
@@ -125,6 +125,9 @@ def test_a_pinned_device_follows_rotations_and_refuses_forgery_truncation_and_ro
         assert client.answer(survey, ANSWERS).delivered
     pin = StateStore(tmp_path / "device.bin", key=STATE_KEY).load().keys[server.url]
     assert pin["sequence"] == 1 and pin["retired"] == [key0]
+    with new_client() as client:  # the same aggregator: a survey answered before stays answered
+        with pytest.raises(AlreadyAnswered):
+            client.fetch("before")
 
     key2 = rotate(server)  # a second rotation: the device follows link 2
     server.operator("POST", "/api/v1/surveys", {"definition": definition("later")})
