@@ -1,57 +1,43 @@
-"""Terminal output shared by the command lines: one-line errors, progress bars, tables."""
+"""Terminal output of ``deniable-aggregator``: one-line errors and tables.
+
+The progress bar and the exit-status table are the client's (:mod:`deniable.client.terminal`),
+shared with ``deniable``; they are re-exported here.
+"""
 
 from __future__ import annotations
 
-import sys
-import threading
-import time
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any
+
+from deniable.client.terminal import (  # noqa: F401 - re-exported for the aggregator's modules
+    EXIT_FAILURE,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    Progress,
+    exit_status,
+    quiet_pipe,
+)
 
 
 class CommandError(Exception):
-    """A command failed for a reason worth one line on stderr (exit status 1)."""
+    """A command failed for a reason worth one line on stderr.
+
+    ``exit_status``: see the table in :mod:`deniable.client.terminal` (default 1).
+    """
+
+    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.exit_status = status
 
 
 # -- output helpers -------------------------------------------------------------------
 
 
-def _fail(message: str) -> CommandError:
-    return CommandError(message)
-
-
-class Progress:
-    """A progress bar on stderr: redrawn in place on a terminal, a few lines otherwise."""
-
-    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
-        self.total = max(total, 1)
-        self.label = label
-        self.stream = stream or sys.stderr
-        self.done = 0
-        self.tty = self.stream.isatty()
-        self._next_line = 0
-        self._lock = threading.Lock()
-        self._started = time.monotonic()
-
-    def advance(self, count: int = 1) -> None:
-        with self._lock:
-            self.done += count
-            self._draw()
-
-    def _draw(self) -> None:
-        fraction = min(self.done / self.total, 1.0)
-        rate = self.done / max(time.monotonic() - self._started, 1e-9)
-        filled = int(fraction * 30)
-        bar = "#" * filled + "-" * (30 - filled)
-        text = f"{self.label} [{bar}] {self.done}/{self.total} ({rate:,.0f}/s)"
-        if self.tty:
-            self.stream.write("\r" + text)
-            if self.done >= self.total:
-                self.stream.write("\n")
-        elif fraction * 100 >= self._next_line or self.done >= self.total:
-            self.stream.write(text + "\n")
-            self._next_line = int(fraction * 4 + 1) * 25
-        self.stream.flush()
+def _fail(message: str, status: int = EXIT_FAILURE) -> CommandError:
+    return CommandError(message, status)
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

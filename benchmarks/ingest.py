@@ -26,6 +26,13 @@ of domain size 1,024 (ε = 1; its default mechanism):
    (header ``X-Deniable-Enrolment``), printed next to the open path.  It runs on a database
    already holding the reports above, which if anything favours the open path.
 
+5. the rate limiter (``--rate-limits``): single-report POSTs to the real aggregator on a
+   fresh SQLite database with the per-address limit off, counted in memory, and counted
+   in Redis (``RATE_LIMIT_STORAGE``, ``--redis-url``), in rounds that alternate the three
+   servers so drift hits them alike; loopback is not exempt there and the limit is far
+   above the load, so every request is counted and none refused.  Target: the Redis
+   limiter keeps >= 85% of the in-memory limiter's single-report throughput.
+
 Targets: single-report ingest >= 70% of bare; batches >= 50,000 reports/s; results
 p50 < 50 ms at 1M reports.  ``--profile`` adds an in-process cProfile of the real
 app's request path (single reports and batches) to show where the time goes.
@@ -34,6 +41,7 @@ Usage::
 
     python benchmarks/ingest.py [--postgres-dsn postgresql://postgres@127.0.0.1:5432/test]
         [--backends sqlite,postgresql] [--reports 1000000] [--duration 8] [--profile]
+        [--rate-limits auto|only|off] [--redis-url redis://127.0.0.1:6379/0]
 
 The DSN defaults to ``$DENIABLE_BENCH_POSTGRES_DSN``, then
 ``$DENIABLE_TEST_POSTGRES_DSN``, then postgresql://postgres@127.0.0.1:5432/test.
@@ -65,7 +73,8 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
-from bare_app import setup_bare_tables  # the sibling module of this script
+import rate_limit_phase  # sibling modules of this script
+from bare_app import setup_bare_tables
 
 HOST = "127.0.0.1"
 SURVEY_ID = "bench"
@@ -133,13 +142,15 @@ def wait_healthy(port: int, process: subprocess.Popen, log: Path) -> None:
     raise SystemExit(f"server on port {port} did not become healthy")
 
 
-def start_real(database: str, key: Path, logdir: Path) -> tuple[subprocess.Popen, int]:
+def start_real(
+    database: str, key: Path, logdir: Path, environment: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, int]:
     port = free_port()
     log = logdir / f"real-{port}.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "deniable.aggregator.cli", "--database", database,
          "--signing-key", str(key), "serve", "--bind", f"{HOST}:{port}", "--workers", "2"],
-        stdout=log.open("w"), stderr=subprocess.STDOUT,
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, **(environment or {})},
     )  # fmt: skip
     wait_healthy(port, process, log)
     return process, port
@@ -230,7 +241,8 @@ def _single_process(port: int, payloads: list[str], start_at: float, duration: f
 
 
 def measure_single(port: int, payloads: list[str], duration: float, survey_id: str = SURVEY_ID,
-                   tokens: list[str] | None = None) -> dict[str, float]:  # fmt: skip
+                   tokens: list[str] | None = None,
+                   keep_latencies: bool = False) -> dict[str, Any]:  # fmt: skip
     """16 concurrent clients posting one report per request for ``duration`` seconds.
 
     With ``tokens`` (for a survey that requires enrolment) each request spends a fresh one.
@@ -249,6 +261,7 @@ def measure_single(port: int, payloads: list[str], duration: float, survey_id: s
         "rate": len(latencies) / duration,
         "p50_ms": 1000 * latencies[len(latencies) // 2],
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        **({"latencies": latencies} if keep_latencies else {}),
     }
 
 
@@ -585,6 +598,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="where the SQLite files go (default: TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep databases and server logs")
     parser.add_argument("--profile", action="store_true", help="also profile the request path")
+    parser.add_argument("--rate-limits", choices=("auto", "only", "off"), default="auto",
+                        help="the limiter phase: auto (when Redis answers), only, off")
+    parser.add_argument("--redis-url", default=os.environ.get(
+        "DENIABLE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
     args = parser.parse_args(argv)  # fmt: skip
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(backends) - {"sqlite", "postgresql"}
@@ -596,11 +613,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"deniable ingest benchmark: {os.cpu_count()} CPUs, Python "
           f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, loopback {HOST}",
           flush=True)  # fmt: skip
-    for backend in backends:
+    for backend in backends if args.rate_limits != "only" else ():
         result = run_backend(backend, args, payloads)
         print(report(result), flush=True)
         if args.profile:
             print(profile_real(payloads, backend, args.postgres_dsn), flush=True)
+    if args.rate_limits != "off":
+        missing = rate_limit_phase.redis_reachable(args.redis_url)
+        if missing is None:
+            limits = rate_limit_phase.run_rate_limits(
+                args, payloads, create_survey=create_survey, start_real=start_real, stop=stop,
+                measure_single=measure_single,
+            )
+            print(rate_limit_phase.report(limits, SINGLE_CLIENTS), flush=True)
+        else:
+            print(f"rate limiter phase skipped: {missing}", flush=True)
     print(f"total run time {time.monotonic() - started:.0f} s")
     return 0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -35,7 +36,6 @@ from .base import (
     OPEN,
     SURVEY_COLUMNS,
     SURVEY_COLUMNS_UNCOUNTED,
-    OperatorToken,
     QuestionStatistics,
     Storage,
     StoredReport,
@@ -51,7 +51,7 @@ from .base import (
     iso,
     migrations,
     new_enrolment_token,
-    new_token,
+    utc_now,
 )
 
 # Deadlocks (two batches sharing ids) and serialization failures are retried whole.
@@ -165,42 +165,17 @@ class PostgresStorage(Storage):
         if read_only:
             raise StorageError("postgresql: the database refuses writes (read-only)")
 
-    # -- operator tokens -------------------------------------------------------------------
-    def create_operator_token(self, label: str = "") -> str:
-        token = new_token()
-        with self._transaction() as connection:
-            connection.execute(
-                "INSERT INTO operator_tokens (token_hash, label) VALUES (%s, %s)",
-                (hash_token(token), label),
-            )
-        return token
+    # -- dialect hooks ------------------------------------------------------------------
+    placeholder = "%s"
 
-    def verify_operator_token(self, token: str) -> bool:
-        with self._transaction() as connection:
-            row = connection.execute(
-                "SELECT 1 FROM operator_tokens WHERE token_hash = %s AND revoked_at IS NULL",
-                (hash_token(token),),
-            ).fetchone()
-        return row is not None
+    def _read(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
+        return self._transaction()
 
-    def list_operator_tokens(self) -> list[OperatorToken]:
-        with self._transaction() as connection:
-            rows = connection.execute(
-                "SELECT id, label, created_at, revoked_at FROM operator_tokens ORDER BY id"
-            ).fetchall()
-        return [
-            OperatorToken(id=r[0], label=r[1], created_at=iso(r[2]), revoked_at=iso(r[3]))
-            for r in rows
-        ]
+    def _write(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
+        return self._transaction()
 
-    def revoke_operator_token(self, token_id: int) -> bool:
-        with self._transaction() as connection:
-            cursor = connection.execute(
-                "UPDATE operator_tokens SET revoked_at = now()"
-                " WHERE id = %s AND revoked_at IS NULL",
-                (token_id,),
-            )
-        return cursor.rowcount == 1
+    def _timestamp(self) -> Any:
+        return utc_now()
 
     # -- surveys ---------------------------------------------------------------------------
     def _fetch(
@@ -301,13 +276,15 @@ class PostgresStorage(Storage):
         token_hash = hash_token(token)
         spent = connection.execute(
             "UPDATE enrolment_tokens SET spent_at = now(), batch_digest = %s"
-            " WHERE token_hash = %s AND survey_id = %s AND spent_at IS NULL",
+            " WHERE token_hash = %s AND survey_id = %s AND spent_at IS NULL"
+            " AND revoked_at IS NULL",
             (digest, token_hash, survey_id),
         ).rowcount
         if spent == 1:
             return
         row = connection.execute(
-            "SELECT batch_digest FROM enrolment_tokens WHERE token_hash = %s AND survey_id = %s",
+            "SELECT batch_digest, revoked_at FROM enrolment_tokens"
+            " WHERE token_hash = %s AND survey_id = %s",
             (token_hash, survey_id),
         ).fetchone()
         check_spent(survey_id, row, digest)

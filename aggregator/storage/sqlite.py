@@ -30,7 +30,6 @@ from .base import (
     OPEN,
     SURVEY_COLUMNS,
     SURVEY_COLUMNS_UNCOUNTED,
-    OperatorToken,
     QuestionStatistics,
     Storage,
     StoredReport,
@@ -46,7 +45,6 @@ from .base import (
     iso,
     migrations,
     new_enrolment_token,
-    new_token,
     statistics_from_json,
     utc_now,
 )
@@ -194,41 +192,12 @@ class SqliteStorage(Storage):
         if shutil.disk_usage(folder).free < MIN_FREE_BYTES:
             raise StorageError(f"sqlite {self.path}: the disk is full")
 
-    # -- operator tokens --------------------------------------------------------------
-    def create_operator_token(self, label: str = "") -> str:
-        token = new_token()
-        with self._transaction() as connection:
-            connection.execute(
-                "INSERT INTO operator_tokens (token_hash, label, created_at) VALUES (?, ?, ?)",
-                (hash_token(token), label, iso(utc_now())),
-            )
-        return token
+    # -- dialect hooks ------------------------------------------------------------------
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._transaction("DEFERRED")
 
-    def verify_operator_token(self, token: str) -> bool:
-        with self._transaction("DEFERRED") as connection:
-            row = connection.execute(
-                "SELECT 1 FROM operator_tokens WHERE token_hash = ? AND revoked_at IS NULL",
-                (hash_token(token),),
-            ).fetchone()
-        return row is not None
-
-    def list_operator_tokens(self) -> list[OperatorToken]:
-        with self._transaction("DEFERRED") as connection:
-            rows = connection.execute(
-                "SELECT id, label, created_at, revoked_at FROM operator_tokens ORDER BY id"
-            ).fetchall()
-        return [
-            OperatorToken(id=r[0], label=r[1], created_at=iso(r[2]), revoked_at=iso(r[3]))
-            for r in rows
-        ]
-
-    def revoke_operator_token(self, token_id: int) -> bool:
-        with self._transaction() as connection:
-            cursor = connection.execute(
-                "UPDATE operator_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (iso(utc_now()), token_id),
-            )
-        return cursor.rowcount == 1
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._transaction()
 
     # -- surveys ------------------------------------------------------------------------
     def _fetch(
@@ -317,13 +286,14 @@ class SqliteStorage(Storage):
         token_hash = hash_token(token)
         spent = connection.execute(
             "UPDATE enrolment_tokens SET spent_at = ?, batch_digest = ?"
-            " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL",
+            " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL AND revoked_at IS NULL",
             (iso(utc_now()), digest, token_hash, survey_id),
         ).rowcount
         if spent == 1:
             return
         row = connection.execute(
-            "SELECT batch_digest FROM enrolment_tokens WHERE token_hash = ? AND survey_id = ?",
+            "SELECT batch_digest, revoked_at FROM enrolment_tokens"
+            " WHERE token_hash = ? AND survey_id = ?",
             (token_hash, survey_id),
         ).fetchone()
         check_spent(survey_id, row, digest)
