@@ -186,11 +186,12 @@ SETTINGS: tuple[Setting, ...] = (
         parse=_integer(1, 100_000),
     ),
     Setting(
-        name="RESULTS_CACHE",
-        default=256,
-        help="Result documents kept in memory per process, keyed by the folded statistics "
-        "(0 disables). A cached entry is only reused when no report arrived since.",
-        parse=_integer(0, 1_000_000),
+        name="RESULTS_CACHE_BYTES",
+        default=32 << 20,
+        help="Bytes of serialized results (JSON/CSV bodies) kept in memory per process, keyed "
+        "by the folded statistics and beta (0 disables). An entry is only reused when no "
+        "report arrived since.",
+        parse=_integer(0, 1 << 34),
     ),
     Setting(
         name="FOLD_CHUNK",

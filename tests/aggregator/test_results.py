@@ -34,7 +34,7 @@ def test_estimates_equal_question_results_exactly(client, created_survey, demo_d
 def test_read_your_writes_across_partial_folds(app_config, demo_definition):
     from deniable.aggregator import create_app
 
-    app = create_app({**app_config, "FOLD_CHUNK": 7, "RESULTS_CACHE": 4})
+    app = create_app({**app_config, "FOLD_CHUNK": 7, "RESULTS_CACHE_BYTES": 4096})
     storage = app.extensions["deniable.storage"]
     try:
         client = app.test_client()
@@ -77,7 +77,7 @@ def test_private_results_need_an_operator(client, operator_headers, demo_definit
     assert client.get(url, headers=operator_headers).status_code == 200
 
 
-@pytest.mark.parametrize("beta", ["0", "1", "-0.5", "nan", "inf", "abc", ""])
+@pytest.mark.parametrize("beta", ["0", "1", "-0.5", "nan", "inf", "abc", "", "0.07", "0.0500001"])
 def test_bad_beta_is_400(client, created_survey, beta):
     assert_problem(client.get(f"{RESULTS}?beta={beta}"), 400, "invalid-parameter")
 
