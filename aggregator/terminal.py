@@ -136,8 +136,11 @@ def results_table(
             ]  # fmt: skip
             shown = [f"{100 * v:.1f}%" for v in (truth or {}).get(q["question"], [])]
         warning = PRECISION_WORDS.get(q.get("precision", "ok"), "")
+        ten = "±10% of the answer range" if "mean" in q else "±10 points"
+        if "mean" in q:
+            warning = warning.replace("±10 points", ten)
         if warning and q.get("respondents_for_ten_points"):
-            warning += f" (about {q['respondents_for_ten_points']:,} needed for ±10 points)"
+            warning += f" (about {q['respondents_for_ten_points']:,} needed for {ten})"
         if warning:
             head += f"\n  {warning}"
         headers = ["answer", "estimate", "lower", "upper"]
