@@ -164,7 +164,10 @@ def _invert(
     """The hull of {θ : |θ̂ - θ| <= a sqrt(v(θ)) + c}, before intersecting with the range.
 
     Beyond θ̂ ± c the condition squares to a quadratic in θ (leading coefficient
-    1 - a² c2 > 0 since c2 <= 0), whose larger (smaller) root ends the set.
+    1 - a² c2 > 0 since c2 <= 0), whose larger (smaller) root ends the set.  The
+    hull is also cut to θ̂ ± (a sqrt(max v) + c): inside the range v(θ) <= max v,
+    so this removes only points outside the range, where the quadratic
+    extension of v means nothing (it keeps unclipped widths comparable).
     """
     theta = np.asarray(estimates, dtype=np.float64)
     lead = 1.0 - a * a * model.c2
@@ -178,7 +181,8 @@ def _invert(
         reach = np.where(disc >= 0, root, m)
         ends.append(np.maximum(reach, m) if sign > 0 else np.minimum(reach, m))
     upper, lower = ends
-    return lower, upper
+    widest = a * math.sqrt(model.worst_variance) + c
+    return np.maximum(lower, theta - widest), np.minimum(upper, theta + widest)
 
 
 def chebyshev_exact_interval(

@@ -247,6 +247,20 @@ def schemas(max_batch: int) -> dict[str, Any]:
                     "items": {
                         "type": "object",
                         "required": ["question", "type", "mechanism", "epsilon", "n"],
+                        "properties": {
+                            "intervals": {
+                                "type": "array",
+                                "description": "Every interval family: family, method, "
+                                "guarantee, nominal_half_width (docs/api.md).",
+                            },
+                            "tightest": {"enum": ["chebyshev", "chebyshev_exact", "bernstein"]},
+                            "simultaneous_tightest": {
+                                "enum": ["chebyshev", "chebyshev_exact", "bernstein"]
+                            },
+                            "covers": {"enum": ["respondents"]},
+                            "precision": {"enum": ["ok", "imprecise", "uninformative"]},
+                            "uninformative": {"type": "boolean"},
+                        },
                     },
                 },
             },
