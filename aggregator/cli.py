@@ -32,6 +32,7 @@ import numpy as np
 from deniable.errors import DeniableError
 from deniable.survey import Survey
 
+from . import planning
 from .demo import (
     _interrupt,
     demo_survey,
@@ -527,6 +528,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("--json", action="store_true", help="the API's JSON document instead")
     sub.set_defaults(func=cmd_results)  # fmt: skip
+
+    planning.add_parser(commands)
 
     sub = commands.add_parser("export", help="every raw report of a survey")
     sub.add_argument("survey", metavar="ID")

@@ -1,8 +1,9 @@
 """The dashboard: server-rendered HTML pages of published results, no JavaScript.
 
 ``/`` lists the surveys; ``/surveys/<id>`` shows, per question, a bar chart (or
-the mean) as inline SVG with per-category Chebyshev whiskers, n, ε and the
-mechanism, computed by the same function as ``GET /api/v1/surveys/{id}/results``
+the mean) as inline SVG with the tightest per-category interval as whiskers
+(named), n, ε and the mechanism, and words when there are too few respondents,
+computed by the same function as ``GET /api/v1/surveys/{id}/results``
 so the page and the API cannot disagree.  Surveys whose results are private show
 a notice instead of numbers.  Register with :func:`init_app`.
 """
@@ -42,9 +43,20 @@ def _headers(response: Response) -> Response:
     return response
 
 
+def respondents(statistics: dict) -> int:
+    """Respondents of a survey: the most reports any one question has (one per respondent)."""
+    return max((s.n for s in statistics.values()), default=0)
+
+
 @blueprint.get("/")
 def index() -> str:
-    surveys = [survey_summary(record) for record in current_storage().list_surveys()]
+    storage = current_storage()
+    surveys = []
+    for record in storage.list_surveys():
+        summary = survey_summary(record)
+        # Reports summed over questions count each respondent once per question.
+        summary["respondents"] = respondents(storage.fold(record.id))
+        surveys.append(summary)
     return render_template("index.html", surveys=surveys)
 
 
@@ -61,6 +73,7 @@ def survey(survey_id: str) -> str | tuple[str, int]:
     summary = survey_summary(record)
     summary["description"] = record.survey.description
     questions = []
+    summary["respondents"] = respondents(current_storage().fold(record.id))
     if record.results_public:
         document = compute_results(record, beta)
         summary["n_reports"] = document["n_reports"]

@@ -84,7 +84,9 @@ class LongitudinalGRR(GRR):
         return self._instantaneous.randomize(permanent, rng)
 
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
-        first = super().randomize_many(values, rng)
+        # The permanent layer keeps the truth with p1 (its own ε), not with the
+        # composite p* of both layers that this class's p_star reports.
+        first = self.permanent.randomize_many(values, rng)
         return self._instantaneous.randomize_many(first, rng)
 
     def parameters(self) -> dict[str, object]:

@@ -174,6 +174,7 @@ INVALID_REPORTS = {
     "subset": [(), (3, 2, 1, 0), (0, 0, 1, 2), (-1, 0, 1, 2), (0, 1, 2, 16), (0, 1, 2), "0123"],
     "duchi": [0, 2, -2, "1", None, (1,)],
     "discrete_laplace": [2**63, -(2**63) - 1, 1.5, "3", None],
+    "option_sampling": [(16, 0), (-1, 1), (0, 2), (0, -1), (0,), 3, ("x", 1), None],
 }
 
 
@@ -183,6 +184,13 @@ def test_encode_refuses_invalid_reports(name: str) -> None:
     if name == "subset":
         assert mechanism.subset_size == 4
     for report in INVALID_REPORTS[name]:
+        with pytest.raises(InvalidReport):
+            mechanism.encode(report)
+
+
+def test_option_sampling_encode_refuses_invalid_reports() -> None:
+    mechanism = MECHANISMS["option_sampling"](epsilon=1.0, options=16)
+    for report in INVALID_REPORTS["option_sampling"]:
         with pytest.raises(InvalidReport):
             mechanism.encode(report)
 
@@ -206,7 +214,9 @@ EVERY_QUESTION = {
          "options": ["a", "b", "c"],
          "longitudinal": {"key": "weekly", "instantaneous_epsilon": 1.0}},
         {"id": "many", "type": "multiple_choice", "text": "?", "epsilon": 0.5,
-         "options": ["x", "y", "z"]},
+         "options": ["x", "y", "z"], "mechanism": "binary_rr"},
+        {"id": "sampled", "type": "multiple_choice", "text": "?", "epsilon": 0.5,
+         "options": ["x", "y", "z"], "mechanism": "option_sampling"},
         {"id": "duchi", "type": "numeric", "text": "?", "epsilon": 0.5, "lo": 0, "hi": 10},
         {"id": "lap", "type": "numeric", "text": "?", "epsilon": 0.5, "lo": 0, "hi": 10,
          "mechanism": "discrete_laplace"},
@@ -214,7 +224,8 @@ EVERY_QUESTION = {
 }  # fmt: skip
 
 EVERY_ANSWER = {
-    "yn": True, "memo": False, "weekly": "b", "many": ["x", "z"], "duchi": 3.5, "lap": 7,
+    "yn": True, "memo": False, "weekly": "b", "many": ["x", "z"], "sampled": ["y"],
+    "duchi": 3.5, "lap": 7,
     **{f"c-{name}": "o17" for name in CATEGORICAL_NAMES if name != "binary_rr"},
 }  # fmt: skip
 
