@@ -26,6 +26,11 @@ of domain size 1,024 (ε = 1; its default mechanism):
    (header ``X-Deniable-Enrolment``), printed next to the open path.  It runs on a database
    already holding the reports above, which if anything favours the open path.
 
+``--storage-rows`` prints instead the storage and memory rows of one worker's
+storage without HTTP (benchmarks/storage_rows.py): bulk ingest next to a bare
+insert, the first results call after 1,000,000 reports, results p50, the RSS
+after the ingest, and the results document of the largest allowed survey.
+
 Targets: single-report ingest >= 70% of bare; batches >= 50,000 reports/s; results
 p50 < 50 ms at 1M reports.  ``--profile`` adds an in-process cProfile of the real
 app's request path (single reports and batches) to show where the time goes.
@@ -585,12 +590,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="where the SQLite files go (default: TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep databases and server logs")
     parser.add_argument("--profile", action="store_true", help="also profile the request path")
+    parser.add_argument("--storage-rows", action="store_true",
+                        help="only the storage and memory rows (benchmarks/storage_rows.py)")
     args = parser.parse_args(argv)  # fmt: skip
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(backends) - {"sqlite", "postgresql"}
     if unknown or args.reports < BATCH:
         parser.error(f"bad --backends {sorted(unknown)} or --reports < {BATCH}")
 
+    if args.storage_rows:
+        from storage_rows import storage_rows  # the sibling module of this script
+
+        storage_rows(backends, args.postgres_dsn, args.reports, args.results_calls)
+        return 0
     started = time.monotonic()
     payloads = payload_pool()
     print(f"deniable ingest benchmark: {os.cpu_count()} CPUs, Python "
