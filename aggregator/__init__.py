@@ -13,7 +13,7 @@ from flask import Flask
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """Build the app: settings (defaults < DENIABLE_* environment < ``config``), then subsystems."""
-    from . import api, dashboard, problems, ratelimit, settings, signing, storage
+    from . import api, cors, dashboard, problems, ratelimit, respond, settings, signing, storage
 
     app = Flask(__name__, instance_relative_config=True)
     app.config.from_mapping(settings.load(config, instance_path=app.instance_path))
@@ -26,4 +26,13 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     ratelimit.init_app(app)
     api.init_app(app)
     dashboard.init_app(app)
+    app.after_request(_nosniff)
+    respond.init_app(app)
+    cors.init_app(app)
     return app
+
+
+def _nosniff(response):
+    """Every response the app writes: its media type is the one declared, never sniffed."""
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response

@@ -17,6 +17,7 @@ from typing import Any
 
 from deniable.errors import DeniableError
 
+from .cors import parse_origins
 from .ratelimit import parse_networks, parse_proxies, parse_rate
 
 ENVIRONMENT_PREFIX = "DENIABLE_"
@@ -164,6 +165,14 @@ SETTINGS: tuple[Setting, ...] = (
         "client address is the N-th entry from the right of X-Forwarded-For; never set it "
         "without such proxies, or clients choose their own address.",
         parse=parse_proxies,
+    ),
+    Setting(
+        name="CORS_ORIGINS",
+        default="",
+        help="Origins (https://host[:port], comma-separated; empty: none) whose pages may fetch "
+        "the key and signed surveys and post reports from the browser (embedded respond form, "
+        "docs/embedding.md). Nothing else is shared cross-origin; credentials never are.",
+        parse=parse_origins,
     ),
     Setting(
         name="MIGRATE",

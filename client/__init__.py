@@ -30,7 +30,14 @@ from deniable.errors import (
 
 from .ledger import Ledger
 from .policy import Policy
-from .session import FlushResult, Receipt, SurveyClient, SurveyClosed, VerifiedSurvey
+from .session import (
+    EnrolmentTokenRequired,
+    FlushResult,
+    Receipt,
+    SurveyClient,
+    SurveyClosed,
+    VerifiedSurvey,
+)
 from .state import DeviceState, StateStore
 
 __all__ = [
@@ -39,6 +46,7 @@ __all__ = [
     "ClientError",
     "DeniableError",
     "DeviceState",
+    "EnrolmentTokenRequired",
     "FlushResult",
     "InvalidParameter",
     "InvalidValue",

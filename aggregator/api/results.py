@@ -34,8 +34,9 @@ CSV_COLUMNS = (
     "bernstein_simultaneous_lower", "bernstein_simultaneous_upper", "tightest",
     "simultaneous_tightest", "precision",
 )  # fmt: skip
-# Why: a spreadsheet runs a cell starting with one of these as a formula.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Why: a spreadsheet runs a cell starting with one of these as a formula (or, after
+# stripping leading whitespace or NUL, one that follows them).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 EXTENSION = "deniable.results_cache"
 
 
@@ -143,7 +144,9 @@ def csv_rows(document: dict[str, Any], survey: Survey) -> list[dict[str, Any]]:
 
 def to_csv(document: dict[str, Any], survey: Survey) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    # RFC 4180: CRLF rows, and any field holding a quote, comma, CR or LF is quoted.
+    writer = csv.DictWriter(buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\r\n",
+                            quoting=csv.QUOTE_MINIMAL)  # fmt: skip
     writer.writeheader()
     for row in csv_rows(document, survey):
         writer.writerow({column: _cell(row.get(column)) for column in CSV_COLUMNS})

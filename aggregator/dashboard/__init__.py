@@ -14,7 +14,7 @@ from flask import Blueprint, Flask, Response, render_template, request, url_for
 
 from deniable.errors import InvalidParameter, NotFound
 
-from ..api.common import survey_summary
+from ..api.common import check_survey_id, page_parameters, survey_summary
 from ..api.results import compute_results
 from ..storage import current_storage
 from .present import question_view
@@ -49,21 +49,37 @@ def respondents(statistics: dict) -> int:
 
 
 @blueprint.get("/")
-def index() -> str:
+def index() -> str | tuple[str, int]:
+    """One page of surveys (the dashboard has no operator: private counts stay hidden)."""
+    try:
+        page, limit = page_parameters()
+    except InvalidParameter as error:
+        return render_template("missing.html", survey_id="", error=str(error)), 400
     storage = current_storage()
+    records = storage.list_surveys(offset=(page - 1) * limit, limit=limit + 1)
     surveys = []
-    for record in storage.list_surveys():
+    for record in records[:limit]:
         summary = survey_summary(record)
-        # Reports summed over questions count each respondent once per question.
-        summary["respondents"] = respondents(storage.fold(record.id))
+        # Reports summed over questions count each respondent once per question; a
+        # private survey's count stays hidden (it would time each submission).
+        summary["respondents"] = (
+            respondents(storage.fold(record.id)) if record.results_public else None
+        )
         surveys.append(summary)
-    return render_template("index.html", surveys=surveys)
+    shown = request.args.get("limit")  # kept in the links when given (url_for drops None)
+    return render_template(
+        "index.html", surveys=surveys, page=page,
+        previous_url=url_for("dashboard.index", page=page - 1, limit=shown) if page > 1 else None,
+        next_url=(url_for("dashboard.index", page=page + 1, limit=shown)
+                  if len(records) > limit else None),
+    )  # fmt: skip
 
 
 @blueprint.get("/surveys/<survey_id>")
 def survey(survey_id: str) -> str | tuple[str, int]:
     try:
-        record = current_storage().get_survey(survey_id)
+        check_survey_id(None, {"survey_id": survey_id})
+        record = current_storage().get_survey(survey_id, count=False)
     except NotFound:
         return render_template("missing.html", survey_id=survey_id), 404
     try:
@@ -73,8 +89,9 @@ def survey(survey_id: str) -> str | tuple[str, int]:
     summary = survey_summary(record)
     summary["description"] = record.survey.description
     questions = []
-    summary["respondents"] = respondents(current_storage().fold(record.id))
+    summary["respondents"] = None  # private: hidden like the report count
     if record.results_public:
+        summary["respondents"] = respondents(current_storage().fold(record.id))
         document = compute_results(record, beta)
         summary["n_reports"] = document["n_reports"]
         definitions = {q.id: q.to_dict() for q in record.survey.questions}

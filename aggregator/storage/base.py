@@ -270,7 +270,7 @@ class Storage(ABC):
 
     @abstractmethod
     def ping(self) -> None:
-        """Raise StorageError unless the database answers."""
+        """Raise StorageError unless the database answers and would accept writes."""
 
     def close(self) -> None:  # noqa: B027 - optional hook: only pooled backends need it
         """Release connections (pools)."""
@@ -304,8 +304,8 @@ class Storage(ABC):
         """The survey (NotFound if unknown); ``count=False`` skips counting its reports."""
 
     @abstractmethod
-    def list_surveys(self) -> list[SurveyRecord]:
-        """Every survey, oldest first."""
+    def list_surveys(self, *, offset: int = 0, limit: int | None = None) -> list[SurveyRecord]:
+        """Surveys oldest first: ``limit`` of them (None: all) after skipping ``offset``."""
 
     @abstractmethod
     def close_survey(self, survey_id: str) -> SurveyRecord:
@@ -328,7 +328,12 @@ class Storage(ABC):
     # -- reports ------------------------------------------------------------------
     @abstractmethod
     def add_reports(
-        self, survey_id: str, reports: list[Report], *, enrolment_token: str | None = None
+        self,
+        survey_id: str,
+        reports: list[Report],
+        *,
+        enrolment_token: str | None = None,
+        operator: bool = False,
     ) -> list[str]:
         """Store validated reports all-or-nothing; return their ids.
 
@@ -342,6 +347,8 @@ class Storage(ABC):
         by this very batch admits it again (an idempotent retry); any other
         token raises Forbidden.  If anything fails, nothing is stored and the
         token stays unspent.  Surveys that do not require enrolment ignore it.
+        ``operator``: the caller authenticated as the operator (the bulk route),
+        which needs no enrolment token.
         """
 
     @abstractmethod
@@ -413,5 +420,9 @@ def check_spent(survey_id: str, row: tuple | None, digest: str) -> None:
 
 
 def definition_text(survey: Survey) -> str:
-    """The resolved definition as stored: canonical JSON text."""
-    return survey.canonical_bytes().decode("utf-8")
+    """The resolved definition as stored: canonical JSON text, in the current format.
+
+    New surveys are always stored as ``deniable.survey/2``; rows stored as /1 are
+    parsed as /1 and keep their canonical bytes (and so their signatures).
+    """
+    return survey.upgraded().canonical_bytes().decode("utf-8")

@@ -132,7 +132,7 @@ def test_create_survey_stores_the_resolved_definition(with_survey, capsys) -> No
     record = storage.get_survey(DEMO["id"])
     storage.close()
     assert record.results_public and record.is_open
-    assert record.survey == Survey.from_dict(DEMO)
+    assert record.survey == Survey.from_dict(DEMO).upgraded()  # new surveys are stored as /2
 
 
 def test_create_survey_private_and_from_stdin(initialised, capsys, monkeypatch) -> None:

@@ -21,6 +21,8 @@ from deniable.aggregator import cli, demo
 from deniable.aggregator.dashboard import svg
 from deniable.survey import Survey
 
+from .conftest import post_bulk
+
 SVG_NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = "<script>alert('x')</script> & \"quoted\""
 
@@ -267,8 +269,7 @@ def fill(client, survey: Survey, count: int, seed: int = 11) -> None:
         reports += [{"id": str(uuid.uuid4()), "question": question.id, "payload": p}
                     for p in payloads]  # fmt: skip
     for start in range(0, len(reports), 1000):
-        response = client.post(f"/api/v1/surveys/{survey.id}/reports",
-                               json={"reports": reports[start:start + 1000]})  # fmt: skip
+        response = post_bulk(client, survey.id, reports[start:start + 1000])
         assert response.status_code == 201, response.get_data(as_text=True)
 
 
@@ -356,6 +357,31 @@ def test_private_results_show_a_notice_and_no_numbers(dash) -> None:
     assert 'id="private-notice"' in text and "Results are private" in text
     assert "data-estimate" not in text and "data-mean" not in text and "<svg" not in text
     assert client.get("/api/v1/surveys/private/results").status_code == 401
+    # Regression (issue 8.6): the live count of a private survey timed each submission.
+    assert 'data-n-reports=""' in text and "100" not in text.split('id="survey"')[1][:400]
+    index = client.get("/").get_data(as_text=True)
+    row = index.split('data-survey="private"')[1].split("</tr>")[0]
+    assert 'data-n-reports=""' in row and "400" not in row
+
+
+def test_survey_list_is_paginated(dash) -> None:
+    app, client, survey = dash
+    storage = app.extensions["deniable.storage"]
+    for index in range(3):
+        storage.create_survey(Survey.from_dict({**survey.to_dict(), "id": f"more-{index}"}),
+                              results_public=True)  # fmt: skip
+    first = client.get("/api/v1/surveys?limit=3").get_json()
+    assert [s["id"] for s in first["surveys"]] == [survey.id, "more-0", "more-1"]
+    assert first["page"] == 1 and first["limit"] == 3
+    second = client.get(first["next"]).get_json()
+    assert [s["id"] for s in second["surveys"]] == ["more-2"] and second["next"] is None
+    for bad in ("page=0", "limit=0", "limit=201", "page=x", "limit=%00"):
+        assert client.get(f"/api/v1/surveys?{bad}").status_code == 400
+    page = client.get("/?limit=2&page=2").get_data(as_text=True)
+    assert 'data-survey="more-1"' in page and 'data-survey="more-2"' in page
+    assert 'href="/?page=1&amp;limit=2"' in page and 'rel="next"' not in page
+    assert survey.id not in page.split("<table")[1]
+    assert 'rel="next"' in client.get("/?limit=2").get_data(as_text=True)
 
 
 def test_empty_survey_and_unknown_survey(dash) -> None:
