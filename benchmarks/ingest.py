@@ -40,6 +40,11 @@ of domain size 1,024 (ε = 1; its default mechanism):
    above the load, so every request is counted and none refused.  Target: the Redis
    limiter keeps >= 85% of the in-memory limiter's single-report throughput.
 
+``--storage-rows`` prints instead the storage and memory rows of one worker's
+storage without HTTP (benchmarks/storage_rows.py): bulk ingest next to a bare
+insert, the first results call after 1,000,000 reports, results p50, the RSS
+after the ingest, and the results document of the largest allowed survey.
+
 Targets: single-report ingest >= 70% of bare; bulk batches >= 50,000 reports/s and >= 0.7
 of bare; results p50 < 50 ms at 1M reports; with 100 slow connections /health p99 < 1 s and
 single-report ingest >= half its unloaded rate.  ``--profile`` adds an in-process cProfile
@@ -663,12 +668,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="the limiter phase: auto (when Redis answers), only, off")
     parser.add_argument("--redis-url", default=os.environ.get(
         "DENIABLE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--storage-rows", action="store_true",
+                        help="only the storage and memory rows (benchmarks/storage_rows.py)")
     args = parser.parse_args(argv)  # fmt: skip
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(backends) - {"sqlite", "postgresql"}
     if unknown or args.reports < BATCH:
         parser.error(f"bad --backends {sorted(unknown)} or --reports < {BATCH}")
 
+    if args.storage_rows:
+        from storage_rows import storage_rows  # the sibling module of this script
+
+        storage_rows(backends, args.postgres_dsn, args.reports, args.results_calls)
+        return 0
     started = time.monotonic()
     payloads = payload_pool()
     print(f"deniable ingest benchmark: {os.cpu_count()} CPUs, Python "
