@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from deniable.errors import DeniableError, InvalidValue
 from deniable.mechanisms.base import FrequencyOracle
 from deniable.mechanisms.longitudinal import LongitudinalGRR
+from deniable.mechanisms.option_sampling import OptionSampling
 from deniable.survey import Question
 
 from .policy import Policy, question_cost
@@ -117,6 +118,12 @@ def explain(question: Question) -> str:
             f"more than ε = {oracle.epsilon_implemented:.2f} about one answer in total; this "
             f"report alone reveals at most ε = {oracle.report_epsilon:.2f}. The report equals "
             f"your true answer with probability {keep:.0%}."
+        )
+    elif isinstance(oracle, OptionSampling):
+        lines.append(
+            "The server gets one option picked at random, independently of your answer, and a "
+            f"yes/no for that option that matches your true choice with probability "
+            f"{oracle.keep_probability:.0%} and is flipped otherwise."
         )
     elif question.type == "multiple_choice":
         per = oracle.option_oracle  # type: ignore[attr-defined]

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import email.utils
 import hashlib
 import json
 import math
@@ -47,10 +46,9 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import requests
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -75,11 +73,20 @@ USER_AGENT = f"deniable-client/{__version__}"
 ENROLMENT_HEADER = "X-Deniable-Enrolment"
 # Printable ASCII without spaces: nothing that could split or fold an HTTP header.
 ENROLMENT_TOKEN = re.compile(r"[!-~]{1,256}")
-RETRYABLE_EXCEPTIONS = (
-    requests.exceptions.ConnectionError,
-    requests.exceptions.Timeout,
-    requests.exceptions.ChunkedEncodingError,
-)
+if TYPE_CHECKING:
+    import requests
+
+
+def _requests() -> Any:
+    """requests, imported by the first client (it is a third of ``import deniable.client``)."""
+    import requests
+
+    return requests
+
+
+def retryable_exceptions() -> tuple[type[BaseException], ...]:
+    exceptions = _requests().exceptions
+    return (exceptions.ConnectionError, exceptions.Timeout, exceptions.ChunkedEncodingError)
 
 __all__ = [
     "FlushResult",
@@ -219,7 +226,7 @@ class SurveyClient:
             parts.port  # noqa: B018 - ValueError for a port that is not a number in range
             # Why: requests' own URL parser refuses more (spaces or bad labels in the host), and
             # its InvalidURL is a ValueError that would otherwise escape from the first request.
-            requests.PreparedRequest().prepare_url(base_url, None)
+            _requests().PreparedRequest().prepare_url(base_url, None)
         except ValueError:
             raise InvalidParameter(f"base_url must be an http(s) URL, got {base_url!r}") from None
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
@@ -242,7 +249,7 @@ class SurveyClient:
         if not isinstance(policy, Policy):
             raise InvalidParameter("policy must be a deniable.client.Policy")
         self.policy = policy
-        self.session = session if session is not None else requests.Session()
+        self.session = session if session is not None else _requests().Session()
         self.timeout = self._check_timeout(timeout)
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 20:
             raise InvalidParameter(f"retries must be an int in [0, 20], got {retries!r}")
@@ -289,6 +296,8 @@ class SurveyClient:
             return max(0.0, float(value))
         except ValueError:
             pass
+        import email.utils  # only for an HTTP-date Retry-After
+
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError):
@@ -320,13 +329,14 @@ class SurveyClient:
         if enrolment is not None:
             headers[ENROLMENT_HEADER] = enrolment
         error: TransportError | None = None
+        retryable = retryable_exceptions()
         for attempt in range(self.retries + 1):
             try:
                 response = self.session.request(
                     method, url, data=body, headers=headers, timeout=self.timeout,
                     allow_redirects=False,
                 )  # fmt: skip
-            except RETRYABLE_EXCEPTIONS as exc:
+            except retryable as exc:
                 error = TransportError(
                     f"aggregator at {self.base_url} unreachable ({type(exc).__name__})"
                 )

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
-
 from deniable.errors import InvalidParameter
+from deniable.lazy import np
 from deniable.survey import Question, Survey
 
 from .policy import Policy

@@ -17,6 +17,7 @@ expects ``ValueError`` keeps working::
     ├── RateLimited                         too many requests; carries ``retry_after``
     ├── PayloadTooLarge                     request body or batch over the configured limit
     ├── StorageError                        the database failed or holds an unreadable row
+    ├── MissingDependency     (ImportError) numpy (simulation, aggregation) is not installed
     └── ClientError                         raised only on the respondent's device
         ├── SignatureError                  survey signature missing, wrong, or key changed
         ├── PolicyViolation                 survey asks more than the respondent allows
@@ -82,6 +83,10 @@ class PayloadTooLarge(DeniableError):
 
 class StorageError(DeniableError):
     """The database failed, or a stored row cannot be read back."""
+
+
+class MissingDependency(DeniableError, ImportError):
+    """An optional dependency is not installed (the device install leaves numpy out)."""
 
 
 class ClientError(DeniableError):

@@ -4,7 +4,9 @@ Real reports draw every random bit from the operating system's CSPRNG
 (``os.urandom``, the source behind :mod:`secrets`).  Python's :mod:`random`
 and :mod:`numpy.random` are never touched on that path; numpy generators are
 only for simulation (``randomize_many``) and for deterministic tests, wrapped
-in :class:`GeneratorSource` so both paths share one interface.
+in :class:`GeneratorSource` so both paths share one interface.  This module
+does not import numpy (see :mod:`deniable.lazy`): only ``uniform53_array``
+and a numpy Generator passed as ``rng`` need it.
 
 Bytes are read from ``os.urandom`` in blocks of 4 KiB per thread because a
 system call per report would cost more than the whole randomization.  The
@@ -22,11 +24,10 @@ import math
 import os
 import threading
 from fractions import Fraction
-from typing import Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 from .errors import InvalidParameter
+from .lazy import np, numpy_type
 
 RESOLUTION_BITS = 53
 RESOLUTION = 1 << RESOLUTION_BITS
@@ -181,14 +182,19 @@ class GeneratorSource:
 
 SYSTEM = SystemRandomSource()
 
-RngLike = RandomSource | np.random.Generator | None
+if TYPE_CHECKING:
+    RngLike: TypeAlias = RandomSource | np.random.Generator | None
+else:
+    RngLike: TypeAlias = "RandomSource | np.random.Generator | None"
 
 
 def as_source(rng: RngLike) -> RandomSource:
     """``None`` means the CSPRNG; a numpy Generator is wrapped for tests."""
     if rng is None:
         return SYSTEM
-    if isinstance(rng, np.random.Generator):
+    if isinstance(rng, ByteStreamSource):  # the common case, before the slow Protocol check
+        return rng
+    if numpy_type(rng, "random.Generator"):
         return GeneratorSource(rng)
     if isinstance(rng, RandomSource):
         return rng

@@ -23,6 +23,7 @@ more than it declares (docs/protocol.md §4).
 | duchi | low, high, slope |
 | discrete_laplace | grid_size |
 | multiple choice (binary_rr per option) | option_epsilon, keep |
+| multiple choice (option_sampling) | keep |
 | longitudinal (grr, binary_rr) | keep, instantaneous_keep |
 """
 
@@ -63,6 +64,8 @@ def resolved_parameters(oracle: Any) -> dict[str, Any]:
             "keep": threshold_of(oracle.permanent.p_star),
             "instantaneous_keep": threshold_of(oracle._instantaneous.p_star),
         }
+    if name == "option_sampling":  # multiple choice at the full ε, one option per report
+        return {"keep": threshold_of(oracle.keep_probability)}
     if name in ("binary_rr", "grr"):
         return {"keep": threshold_of(oracle.p_star)}
     if name in ("sue", "oue"):

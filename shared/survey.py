@@ -11,9 +11,13 @@ Question types and their true answers:
 * ``yes_no``: ``True``/``False``; binary randomized response by default.
 * ``single_choice``: one of ``options`` (the label); mechanism chosen by
   :func:`deniable.mechanisms.recommend` when omitted.
-* ``multiple_choice``: a set of ``options`` labels; every option gets its own
-  binary randomized response with ``epsilon / len(options)``, so the question
-  costs ``epsilon`` by sequential composition (Dwork & Roth 2014, Thm 3.14).
+* ``multiple_choice``: a set of ``options`` labels; mechanism chosen by
+  ``recommend(..., multiple=True)`` when omitted.  ``option_sampling``
+  reports one option drawn uniformly at random with its membership bit at the
+  full ``epsilon`` (``deniable.mechanisms.option_sampling``); ``binary_rr``
+  gives every option its own binary randomized response with
+  ``epsilon / len(options)``, so the question costs ``epsilon`` by sequential
+  composition (Dwork & Roth 2014, Thm 3.14).
 * ``numeric``: a number in ``[lo, hi]``; ``duchi`` by default.
 
 A question may be ``longitudinal`` (yes/no and single choice with ``grr``):
@@ -37,15 +41,14 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar
 
-import numpy as np
-
 from .canonical import jcs, legacy_bytes
 from .errors import InvalidParameter, InvalidReport, InvalidSurvey, InvalidValue
-from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+from .lazy import np, numpy_type
 from .mechanisms import CATEGORICAL, NUMERIC, recommend
 from .mechanisms.base import Mechanism, NumericMechanism
 from .mechanisms.binary_rr import BinaryRR
 from .mechanisms.longitudinal import LongitudinalGRR
+from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_epsilon
 from .randomness import RngLike
 from .resolution import CONSTRUCTOR_KEYWORDS, check_resolved, resolved_parameters
@@ -202,8 +205,10 @@ class Question:
 
     @staticmethod
     def _default_mechanism(kind: str, options: tuple[str, ...], epsilon: float) -> str:
-        if kind in ("yes_no", "multiple_choice"):
+        if kind == "yes_no":
             return BinaryRR.name
+        if kind == "multiple_choice":
+            return recommend(domain_size=len(options), epsilon=epsilon, multiple=True).mechanism
         if kind == "numeric":
             return "duchi"
         return recommend(domain_size=len(options), epsilon=epsilon).mechanism
@@ -253,8 +258,12 @@ class Question:
     def oracle(self) -> Mechanism:
         """The mechanism whose reports the aggregator receives for this question."""
         if self.type == "multiple_choice":
+            if self.mechanism == OptionSampling.name:
+                return OptionSampling(epsilon=self.epsilon, options=len(self.options))
             if self.mechanism != BinaryRR.name:
-                raise InvalidParameter("multiple_choice questions use binary_rr per option")
+                raise InvalidParameter(
+                    "multiple_choice questions use option_sampling or binary_rr per option"
+                )
             return OptionwiseRR(epsilon=self.epsilon, options=len(self.options))
         if self.type == "numeric":
             if self.mechanism not in NUMERIC:
@@ -294,14 +303,18 @@ class Question:
 
     @property
     def statistics_size(self) -> int:
-        return len(self.labels) if self.type != "numeric" else 1
+        if self.type == "numeric":
+            return 1
+        if self.mechanism == OptionSampling.name:
+            return 2 * len(self.options)  # reports (v, 1), then reports (v, 0)
+        return len(self.labels)
 
     # -- respondent side --------------------------------------------------------
     def check_answer(self, answer: object) -> Any:
         """The true answer in mechanism terms; InvalidValue if it does not fit."""
         where = f"question {self.id!r}"
         if self.type == "yes_no":
-            if not isinstance(answer, bool | np.bool_):
+            if not (answer is True or answer is False or numpy_type(answer, "bool_")):
                 raise InvalidValue(f"{where}: answer must be True or False, got {answer!r}")
             return int(answer)
         if self.type == "single_choice":
@@ -334,9 +347,14 @@ class Question:
         return np.asarray(self.oracle.statistics(self.oracle.decode_many(payloads)), np.int64)
 
     def results(
-        self, statistics: np.ndarray, n: int, *, beta: float = DEFAULT_BETA
+        self, statistics: np.ndarray, n: int, *, beta: float | None = None
     ) -> dict[str, Any]:
         """The published result for this question: estimates and Chebyshev intervals."""
+        # Imported here: the device never estimates, and estimation needs numpy.
+        from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+
+        if beta is None:
+            beta = DEFAULT_BETA
         summary: dict[str, Any] = {
             "question": self.id,
             "type": self.type,
@@ -349,9 +367,10 @@ class Question:
         oracle = self.oracle
         if isinstance(oracle, NumericMechanism):
             return {**summary, **estimate_mean(oracle, statistics, n, beta=beta).to_dict()}
-        if isinstance(oracle, OptionwiseRR):
+        if isinstance(oracle, OptionwiseRR | OptionSampling):
+            per_option = oracle.option_oracle if isinstance(oracle, OptionwiseRR) else oracle
             result = estimate_frequencies(
-                oracle.option_oracle, statistics, n, beta=beta,
+                per_option, statistics, n, beta=beta,
                 categories=len(self.options), normalize=False,
             )  # fmt: skip
         else:
@@ -411,6 +430,17 @@ class OptionwiseRR(Mechanism):
 
     def report_distribution(self, value: Any) -> dict[str, float]:
         raise InvalidParameter("multiple choice distributions are per option (binary_rr)")
+
+    def encode(self, report: Any) -> str:
+        if not isinstance(report, tuple | list) or len(report) != self.options:
+            raise InvalidReport(f"multiple choice report must be a tuple of {self.options} bits")
+        try:
+            data = bytes(report)
+        except (TypeError, ValueError):
+            data = b"\x02"
+        if data.translate(None, b"\x00\x01"):
+            raise InvalidReport("multiple choice report bits must be 0 or 1")
+        return data.hex()
 
     def _pack_many(self, batch: np.ndarray) -> np.ndarray:
         return np.asarray(batch, dtype=np.uint8).reshape(-1, self.options)

@@ -23,9 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .errors import InvalidReport, PayloadTooLarge
+from .lazy import np
 from .mechanisms.base import FALSE_REJECTION
 from .survey import Survey
 

@@ -1,7 +1,9 @@
 """Mechanisms: one module each, listed in explicit tables (no registry magic).
 
 ``CATEGORICAL`` holds the pure frequency oracles, ``NUMERIC`` the mechanisms for
-a number in a range; ``MECHANISMS`` is both.  A new mechanism is added here and,
+a number in a range, ``SET_VALUED`` the mechanisms for a set of options
+(multiple choice; the per-option split lives in ``deniable.survey``);
+``MECHANISMS`` is all three.  A new mechanism is added here and,
 for the tests, to the list in ``tests/shared/conftest.py``.
 """
 
@@ -14,6 +16,7 @@ from .duchi import Duchi
 from .grr import GRR
 from .hadamard import HRR
 from .local_hashing import OLH
+from .option_sampling import OptionSampling
 from .recommend import Recommendation, recommend
 from .subset import SubsetSelection
 from .unary import OUE, SUE
@@ -33,7 +36,11 @@ NUMERIC: dict[str, type[NumericMechanism]] = {
     DiscreteLaplace.name: DiscreteLaplace,
 }
 
-MECHANISMS: dict[str, type[Mechanism]] = {**CATEGORICAL, **NUMERIC}
+SET_VALUED: dict[str, type[Mechanism]] = {
+    OptionSampling.name: OptionSampling,
+}
+
+MECHANISMS: dict[str, type[Mechanism]] = {**CATEGORICAL, **NUMERIC, **SET_VALUED}
 
 __all__ = [
     "CATEGORICAL",
@@ -43,6 +50,7 @@ __all__ = [
     "NUMERIC",
     "OLH",
     "OUE",
+    "SET_VALUED",
     "SUE",
     "BinaryRR",
     "DiscreteLaplace",
@@ -50,6 +58,7 @@ __all__ = [
     "FrequencyOracle",
     "Mechanism",
     "NumericMechanism",
+    "OptionSampling",
     "Recommendation",
     "SubsetSelection",
     "recommend",

@@ -18,11 +18,18 @@ fixed number of bytes, and ``statistics`` (support counts, vectorized).
 
 Reports travel as lowercase hex strings of exactly ``2 * report_bytes``
 characters (docs/wire-format.md): the size never depends on the true value.
+
+Two paths, one module per mechanism: the device path (``check_value``,
+``randomize``, ``encode``) is pure Python on the CSPRNG and never imports
+numpy; the batch path (``randomize_many``, ``decode_many``, ``statistics``)
+is vectorized with numpy, imported on first use (:mod:`deniable.lazy`).
+Both encode a report to the same bytes (tests/shared/test_device_path.py).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -30,9 +37,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..errors import InvalidParameter, InvalidReport, InvalidValue
+from ..lazy import np, numpy_type
 from ..parameters import MAX_DOMAIN_SIZE, check_domain_size, check_epsilon, check_range
 from ..randomness import RESOLUTION, RngLike
 
@@ -75,6 +81,18 @@ def unpack_uints(data: np.ndarray) -> np.ndarray:
     return result
 
 
+def report_int(value: object, upper: int, what: str) -> int:
+    """One integer of a Python-level report, checked to lie in ``[0, upper)`` (InvalidReport)."""
+    if type(value) is not int:
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise InvalidReport(f"{what} must be an int, got {type(value).__name__}") from None
+    if not 0 <= value < upper:
+        raise InvalidReport(f"{what} must be in [0, {upper}), got {value}")
+    return value
+
+
 def integer_rows(batch: object, columns: int, expected: str) -> np.ndarray:
     """``batch`` as int64 rows of ``columns`` integers; InvalidReport saying ``expected``."""
     array = np.asarray(batch)
@@ -85,7 +103,12 @@ def integer_rows(batch: object, columns: int, expected: str) -> np.ndarray:
 
 def check_category(value: object, domain_size: int) -> int:
     """A respondent's categorical answer as an int in ``[0, domain_size)``, or InvalidValue."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+    if type(value) is int:  # the device path: no numpy scalar types to consider
+        if 0 <= value < domain_size:
+            return value
+    elif isinstance(value, bool) or not (
+        isinstance(value, int) or numpy_type(value, "integer")
+    ):
         raise InvalidValue(
             f"value must be an int in [0, {domain_size}), got {type(value).__name__} {value!r}"
         )
@@ -161,7 +184,7 @@ class Mechanism(ABC):
         return np.zeros(len(batch), dtype=bool)
 
     # -- batches of Python-level reports --------------------------------------
-    batch_dtype: ClassVar[type] = np.int64
+    batch_dtype: ClassVar[str] = "int64"  # a numpy dtype name (numpy is imported lazily)
 
     @property
     def batch_columns(self) -> int | None:
@@ -192,6 +215,11 @@ class Mechanism(ABC):
         return 2 * self.report_bytes
 
     def encode(self, report: Any) -> str:
+        """One Python-level report as its wire text.
+
+        Every mechanism overrides this with pure Python (the device path, no
+        numpy); this vectorized fallback is the reference it must agree with.
+        """
         return self.encode_many(self.stack([report]))[0]
 
     def decode(self, text: object) -> Any:
@@ -314,8 +342,10 @@ class FrequencyOracle(Mechanism):
 
 def check_number(value: object, lo: float, hi: float) -> float:
     """A respondent's numeric answer as a float in ``[lo, hi]``, or InvalidValue."""
-    if isinstance(value, bool | np.bool_) or not isinstance(
-        value, int | float | np.integer | np.floating
+    if isinstance(value, bool) or not (
+        isinstance(value, int | float)
+        or numpy_type(value, "integer")
+        or numpy_type(value, "floating")
     ):
         raise InvalidValue(
             f"value must be a number in [{lo}, {hi}], got {type(value).__name__} {value!r}"

@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
-
 from ..errors import InvalidValue
+from ..lazy import np, numpy_type
 from .grr import GRR
 
 
@@ -31,9 +30,9 @@ class BinaryRR(GRR):
     domain_size: int = 2
 
     def check_value(self, value: object) -> int:
-        if isinstance(value, bool | np.bool_):
+        if value is True or value is False or numpy_type(value, "bool_"):
             return int(value)
-        if isinstance(value, int | np.integer) and value in (0, 1):
+        if (isinstance(value, int) or numpy_type(value, "integer")) and value in (0, 1):
             return int(value)
         raise InvalidValue(f"value must be True/False or 0/1, got {type(value).__name__} {value!r}")
 

@@ -46,13 +46,13 @@ P[|Z| > T] = 2a^(T+1)/(1 + a) < 2**-64.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..errors import InvalidParameter, InvalidReport
+from ..lazy import np
 from ..parameters import check_int
 from ..randomness import RESOLUTION, RandomSource, RngLike, as_source
 from .base import NumericMechanism, check_numbers, probability_of
@@ -156,6 +156,14 @@ class DiscreteLaplace(NumericMechanism):
         source = as_source(rng)
         k += source.uniform53() < up
         return k + sample_discrete_laplace(source, self._s, self._t)
+
+    def encode(self, report: object) -> str:
+        try:
+            return operator.index(report).to_bytes(8, "big", signed=True).hex()
+        except (TypeError, OverflowError):
+            raise InvalidReport(
+                f"discrete_laplace report must be a 64-bit int, got {report!r}"
+            ) from None
 
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
         x = check_numbers(values, self.lo, self.hi)

@@ -31,9 +31,8 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import numpy as np
-
 from ..errors import InvalidParameter, InvalidReport
+from ..lazy import np
 from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import NumericMechanism, check_numbers, log_ratio, probability_of
 
@@ -91,7 +90,14 @@ class Duchi(NumericMechanism):
         plus = rng.random(x.size) < 0.5 + t * self._slope
         return np.where(plus, 1, -1).astype(np.int8)
 
-    batch_dtype: ClassVar[type] = np.int8
+    batch_dtype: ClassVar[str] = "int8"
+
+    def encode(self, report: object) -> str:
+        if report == 1:
+            return "01"
+        if report == -1:
+            return "00"
+        raise InvalidReport(f"duchi reports are signs, +1 or -1, got {report!r}")
 
     def estimate(self, statistics: np.ndarray, n: int) -> np.ndarray:
         if n <= 0:

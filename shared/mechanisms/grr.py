@@ -14,9 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import numpy as np
-
 from ..errors import InvalidReport
+from ..lazy import np
 from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
     FrequencyOracle,
@@ -24,6 +23,7 @@ from .base import (
     log_ratio,
     pack_uints,
     probability_of,
+    report_int,
     unpack_uints,
     width_bytes,
 )
@@ -68,6 +68,10 @@ class GRR(FrequencyOracle):
         other = source.randbelow(self.domain_size - 1)
         other += other >= true
         return true if keep else other
+
+    def encode(self, report: object) -> str:
+        value = report_int(report, self.domain_size, f"{self.name} report")
+        return value.to_bytes(self._width, "big").hex()
 
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
         true = check_categories(values, self.domain_size)

@@ -27,9 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import numpy as np
-
 from ..errors import InvalidReport
+from ..lazy import np
 from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
     FrequencyOracle,
@@ -38,6 +37,7 @@ from .base import (
     log_ratio,
     pack_uints,
     probability_of,
+    report_int,
     unpack_uints,
     width_bytes,
 )
@@ -116,6 +116,12 @@ class HRR(FrequencyOracle):
         keep = source.uniform53() < self._keep
         sign = -1 if ((true + 1) & column).bit_count() & 1 else 1
         return column, sign if keep else -sign
+
+    def encode(self, report: object) -> str:
+        if not isinstance(report, tuple | list) or len(report) != 2 or report[1] not in (1, -1):
+            raise InvalidReport("hrr report must be an (index, sign) pair with sign +1 or -1")
+        column = report_int(report[0], self._order, "hrr index")
+        return ((column << 8) | (report[1] == 1)).to_bytes(self._width + 1, "big").hex()
 
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
         true = check_categories(values, self.domain_size)

@@ -43,13 +43,12 @@ from __future__ import annotations
 
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..errors import InvalidReport
+from ..lazy import np
 from ..parameters import check_int
 from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
@@ -59,6 +58,7 @@ from .base import (
     log_ratio,
     pack_uints,
     probability_of,
+    report_int,
     unpack_uints,
     width_bytes,
 )
@@ -154,7 +154,6 @@ class OLH(FrequencyOracle):
 
     _keep: int = field(init=False, repr=False, compare=False, default=0)
     _width: int = field(init=False, repr=False, compare=False, default=0)
-    _multiplied: np.ndarray = field(init=False, repr=False, compare=False, default=None)
 
     def _prepare(self) -> None:
         e = math.exp(self.epsilon)
@@ -166,7 +165,11 @@ class OLH(FrequencyOracle):
         exact = exact_exp(self.epsilon)
         self._set("_keep", threshold(exact / (exact + g - 1)))
         self._set("_width", width_bytes(g))
-        self._set("_multiplied", _multiplied(np.arange(self.domain_size)))
+
+    @cached_property
+    def _multiplied(self) -> np.ndarray:
+        """(v * MULTIPLIER) mod 2**32 for every value v: aggregation only."""
+        return _multiplied(np.arange(self.domain_size))
 
     @property
     def p_star(self) -> float:
@@ -200,6 +203,13 @@ class OLH(FrequencyOracle):
         other += other >= hashed
         return seed, hashed if keep else other
 
+    def encode(self, report: object) -> str:
+        if not isinstance(report, tuple | list) or len(report) != 2:
+            raise InvalidReport("olh report must be a (seed, y) pair")
+        seed = report_int(report[0], 1 << 32, "olh seed")
+        y = report_int(report[1], self.hash_range, "olh bucket")
+        return ((seed << (8 * self._width)) | y).to_bytes(SEED_BYTES + self._width, "big").hex()
+
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
         true = check_categories(values, self.domain_size)
         g = self.hash_range
@@ -219,6 +229,8 @@ class OLH(FrequencyOracle):
         if workers < 2 or n * d < _PARALLEL_MIN_CELLS:
             return _count_rows(seeds, ys, self._multiplied, self.hash_range)
         # numpy releases the GIL inside these ufunc loops, so threads run in parallel.
+        from concurrent.futures import ThreadPoolExecutor
+
         bounds = np.linspace(0, n, workers + 1).astype(int)
         with ThreadPoolExecutor(max_workers=workers) as pool:
             parts = pool.map(

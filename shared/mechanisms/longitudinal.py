@@ -31,8 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-import numpy as np
-
+from ..lazy import np
 from ..parameters import check_epsilon
 from ..randomness import RngLike
 from .grr import GRR
@@ -85,7 +84,9 @@ class LongitudinalGRR(GRR):
         return self._instantaneous.randomize(permanent, rng)
 
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
-        first = super().randomize_many(values, rng)
+        # The permanent layer keeps the truth with p1 (its own ε), not with the
+        # composite p* of both layers that this class's p_star reports.
+        first = self.permanent.randomize_many(values, rng)
         return self._instantaneous.randomize_many(first, rng)
 
     def parameters(self) -> dict[str, object]:

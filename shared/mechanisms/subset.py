@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
+import struct
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import numpy as np
-
 from ..errors import InvalidReport
+from ..lazy import np, numpy_type
 from ..parameters import check_int
 from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import (
@@ -61,6 +62,7 @@ class SubsetSelection(FrequencyOracle):
 
     _keep: int = field(init=False, repr=False, compare=False, default=0)
     _width: int = field(init=False, repr=False, compare=False, default=0)
+    _format: str = field(init=False, repr=False, compare=False, default="")
 
     def _prepare(self) -> None:
         d = self.domain_size
@@ -73,6 +75,7 @@ class SubsetSelection(FrequencyOracle):
         exact = exact_exp(self.epsilon)
         self._set("_keep", threshold(k * exact / (k * exact + d - k)))
         self._set("_width", width_bytes(d))
+        self._set("_format", f">{k}{'B' if self._width == 1 else 'H'}")
 
     @property
     def p_star(self) -> float:
@@ -112,6 +115,21 @@ class SubsetSelection(FrequencyOracle):
         if keep:
             chosen[-1] = true
         return tuple(sorted(chosen))
+
+    def encode(self, report: object) -> str:
+        k, d = self.subset_size, self.domain_size
+        if numpy_type(report, "ndarray"):
+            report = report.tolist()  # type: ignore[union-attr]
+        try:
+            if not isinstance(report, tuple | list) or len(report) != k:
+                raise TypeError
+            values = [operator.index(v) for v in report]
+        except TypeError:
+            raise InvalidReport(f"subset report must be a tuple of {k} ints") from None
+        increasing = all(a < b for a, b in zip(values, values[1:], strict=False))
+        if values[0] < 0 or values[-1] >= d or not increasing:
+            raise InvalidReport(f"subset report must be {k} strictly increasing values in [0, {d})")
+        return struct.pack(self._format, *values).hex()
 
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
         true = check_categories(values, self.domain_size)

@@ -31,10 +31,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
 
-import numpy as np
-
 from ..errors import InvalidReport
-from ..randomness import RESOLUTION, RESOLUTION_BITS, RngLike, as_source, exact_exp, threshold
+from ..lazy import np, numpy_type
+from ..randomness import (
+    RESOLUTION,
+    RESOLUTION_BITS,
+    ByteStreamSource,
+    RngLike,
+    as_source,
+    exact_exp,
+    threshold,
+)
 from .base import FALSE_REJECTION, FrequencyOracle, check_categories, log_ratio, probability_of
 
 
@@ -49,6 +56,8 @@ def gammaln(x: np.ndarray | int) -> np.ndarray:
 _LOW_BITS = RESOLUTION_BITS - 8
 _LOW_MASK = (1 << _LOW_BITS) - 1
 _CHUNK_ROWS = 256  # 256 KiB of bytes per chunk stays in cache: ~5x faster than 4096
+_WORD_SHIFT = 64 - RESOLUTION_BITS  # uniform53 = (64-bit little-endian word) >> 11
+_BIT_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
 
 
 def _bernoulli_rows(rng: np.random.Generator, out: np.ndarray, limit: int) -> None:
@@ -71,6 +80,9 @@ class UnaryEncoding(FrequencyOracle):
     _one_if_true: int = field(init=False, repr=False, compare=False, default=0)
     _one_if_other: int = field(init=False, repr=False, compare=False, default=0)
     _bytes: int = field(init=False, repr=False, compare=False, default=0)
+    _true_word: int = field(init=False, repr=False, compare=False, default=0)
+    _other_word: int = field(init=False, repr=False, compare=False, default=0)
+    _top_bits: bytes = field(init=False, repr=False, compare=False, default=b"")
 
     def _thresholds(self) -> tuple[int, int]:
         """(threshold for the true bit, threshold for every other bit)."""
@@ -81,6 +93,13 @@ class UnaryEncoding(FrequencyOracle):
         self._set("_one_if_true", one_if_true)
         self._set("_one_if_other", one_if_other)
         self._set("_bytes", (self.domain_size + 7) // 8)
+        # The device path compares 64-bit words with t << 11 (see ``randomize``):
+        # a word whose top byte is below that of t << 11 gives 1, above gives 0,
+        # equal (the 2 here) needs the whole word.
+        self._set("_true_word", one_if_true << _WORD_SHIFT)
+        self._set("_other_word", one_if_other << _WORD_SHIFT)
+        top = self._other_word >> 56
+        self._set("_top_bits", bytes(1 if b < top else 2 if b == top else 0 for b in range(256)))
 
     @property
     def p_star(self) -> float:
@@ -103,11 +122,47 @@ class UnaryEncoding(FrequencyOracle):
     def randomize(self, value: object, rng: RngLike = None) -> tuple[int, ...]:
         true = self.check_value(value)
         source = as_source(rng)
-        limits = np.full(self.domain_size, self._one_if_other, dtype=np.uint64)
-        limits[true] = self._one_if_true
+        d = self.domain_size
         # d uniforms are drawn and compared whatever the value.
-        bits = source.uniform53_array(self.domain_size) < limits
-        return tuple(bits.astype(np.uint8).tolist())
+        if not isinstance(source, ByteStreamSource):  # a numpy Generator (tests, simulation)
+            limits = np.full(d, self._one_if_other, dtype=np.uint64)
+            limits[true] = self._one_if_true
+            bits = source.uniform53_array(d) < limits
+            return tuple(bits.astype(np.uint8).tolist())
+        # The device path, in pure Python: uniform i is word i of the 8 d bytes
+        # (little-endian) shifted right by 11, and u < t exactly when word < t << 11.
+        # The word's top byte settles that for all but 1 in 256 bits; ties
+        # compare whole words.  Same bytes, same bits as ``uniform53_array``.
+        words = source.token_bytes(8 * d)
+        bits = bytearray(words[7::8].translate(self._top_bits))
+        tie = bits.find(2)
+        while tie >= 0:
+            bits[tie] = self._other_word > int.from_bytes(words[8 * tie : 8 * tie + 8], "little")
+            tie = bits.find(2, tie + 1)
+        bits[true] = self._true_word > int.from_bytes(words[8 * true : 8 * true + 8], "little")
+        return tuple(bits)
+
+    def encode(self, report: object) -> str:
+        # Bit v is bit v of a little-endian integer: int() of the bits in reverse order.
+        bits = self._report_bits(report)
+        number = int(bits[::-1].translate(_BIT_DIGITS), 2)
+        return number.to_bytes(self._bytes, "little").hex()
+
+    def _report_bits(self, report: object) -> bytes:
+        """A Python-level report (d values 0/1) as d bytes 0/1, or InvalidReport."""
+        if numpy_type(report, "ndarray"):
+            report = report.tolist()  # type: ignore[union-attr]
+        try:
+            if not isinstance(report, tuple | list):
+                raise TypeError
+            bits = bytes(report)
+        except (TypeError, ValueError):
+            raise InvalidReport(
+                f"{self.name} report must be a tuple of {self.domain_size} bits 0/1"
+            ) from None
+        if len(bits) != self.domain_size or bits.translate(None, b"\x00\x01"):
+            raise InvalidReport(f"{self.name} report must be {self.domain_size} bits 0/1")
+        return bits
 
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
         true = check_categories(values, self.domain_size)
@@ -170,7 +225,7 @@ class UnaryEncoding(FrequencyOracle):
         return result
 
     # -- batches and wire ------------------------------------------------------
-    batch_dtype: ClassVar[type] = np.uint8
+    batch_dtype: ClassVar[str] = "uint8"
 
     @property
     def batch_columns(self) -> int:
@@ -179,7 +234,7 @@ class UnaryEncoding(FrequencyOracle):
     def _check_batch(self, batch: object) -> np.ndarray:
         """A batch as a (n, d) uint8 array of 0/1, or InvalidReport."""
         array = np.asarray(batch)
-        if array.dtype == np.bool_:
+        if array.dtype == bool:
             array = array.view(np.uint8)
         if (
             array.ndim != 2

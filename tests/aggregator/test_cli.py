@@ -320,7 +320,7 @@ def _wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> reque
         assert process.poll() is None, process.communicate()[0]
         try:
             return requests.get(url, timeout=2)
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):
             time.sleep(0.1)
     raise AssertionError(f"{url} did not answer")
 
@@ -462,7 +462,7 @@ def test_demo_keeps_serving_until_terminated_and_then_stops_its_server(tmp_path:
                 page = requests.get(f"http://127.0.0.1:{port}/surveys/demo-workplace", timeout=2)
                 if "data-estimate" in page.text:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 pass
             time.sleep(0.2)
         assert page is not None and "data-estimate" in page.text

@@ -13,6 +13,7 @@ import json
 import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 import requests
@@ -280,3 +281,42 @@ def test_respond_page_headers(stack) -> None:
     assert "form-action 'none'" in policy
     assert 'integrity="sha384-' in response.text
     assert requests.get(f"{stack['base']}/surveys/nope/respond", timeout=10).status_code == 404
+
+
+def test_example_site_relays_only_noisy_reports(stack) -> None:
+    """examples/webform/site.py (design B): the site's server receives only noisy batches."""
+    import importlib.util
+
+    from werkzeug.serving import make_server
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "webform" / "site.py"
+    spec = importlib.util.spec_from_file_location("webform_site", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    base = stack["base"]
+    key = requests.get(f"{base}/api/v1/key", timeout=10).json()["public_key"]
+    site = module.create_site(base, SURVEY, key)
+    server = make_server("127.0.0.1", 0, site, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    before = _counts(base)
+    context = stack["browser"].new_context()
+    try:
+        page = context.new_page()
+        recorder = Recorder(page)
+        page.goto(f"http://127.0.0.1:{server.server_port}/")
+        assert _state(page, "ready", "refused") == "ready"
+        _fill(page)
+        page.get_by_role("button", name="Randomize my answers").click()
+        _state(page, "review")
+        page.get_by_role("button", name="Send these noisy values").click()
+        assert _state(page, "sent", "queued") == "sent"
+        recorder.assert_no_true_answer()
+    finally:
+        context.close()
+        server.shutdown()
+    received = site.config["RECEIVED"]
+    assert len(received) == 1 and len(received[0]["reports"]) == 4
+    text = json.dumps(received)
+    assert not any(answer in text for answer in TRUE_TEXT)
+    assert _counts(base) == [n + 1 for n in before]

@@ -50,7 +50,7 @@ def server(database: str, tmp_path) -> Iterator[tuple[str, str]]:
             try:
                 if requests.get(f"{base}/health", timeout=2).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
                 output = process.stdout.read().decode(errors="replace") if process.stdout else ""

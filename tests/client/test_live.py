@@ -138,3 +138,35 @@ def test_cli_bad_input_is_one_line_and_nonzero(
     assert message in result.stderr
     assert result.stderr.count("\n") == 1, result.stderr  # one clear line
     assert "Traceback" not in result.stderr
+
+
+LEAN_CLIENT = """
+import json, sys
+from deniable.client import Policy, StateStore, SurveyClient
+url, survey_id, state, answers = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+policy = Policy(max_survey_epsilon=20.0)
+with SurveyClient(url, state=StateStore(state, key=bytes(32)), policy=policy) as client:
+    receipt = client.answer(survey_id, answers)
+print(json.dumps({"delivered": receipt.delivered, "numpy": "numpy" in sys.modules}))
+"""
+
+
+def test_answering_every_question_type_never_imports_numpy(
+    shared_live_server: LiveServer, tmp_path: Path
+) -> None:
+    """Fetch, signature check, ledger, outbox and POST: the whole device path without numpy."""
+    import json
+
+    from tests.shared.test_device_path import EVERY_ANSWER, EVERY_QUESTION
+
+    server = shared_live_server
+    server.operator("POST", "/api/v1/surveys", {"definition": EVERY_QUESTION})
+    result = subprocess.run(
+        [sys.executable, "-c", LEAN_CLIENT, server.url, EVERY_QUESTION["id"],
+         str(tmp_path / "state.bin"), json.dumps(EVERY_ANSWER)],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"delivered": True, "numpy": False}
+    assert len(server.export(EVERY_QUESTION["id"])) == len(EVERY_QUESTION["questions"])

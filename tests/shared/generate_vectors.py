@@ -124,8 +124,24 @@ CASES: list[tuple[dict[str, Any], list[Any]]] = [
         ["Foot"],
     ),
     (
-        q("tools", "multiple_choice", 3.0, options=["Email", "Chat", "Meetings", "Tickets"]),
+        q(
+            "tools",
+            "multiple_choice",
+            3.0,
+            options=["Email", "Chat", "Meetings", "Tickets"],
+            mechanism="binary_rr",
+        ),
         [["Email", "Meetings"], []],
+    ),
+    (
+        q(
+            "tools_sampled",
+            "multiple_choice",
+            2.0,
+            options=["Email", "Chat", "Meetings"],
+            mechanism="option_sampling",
+        ),
+        [["Email", "Meetings"], [], ["Chat"]],
     ),
     (q("duchi", "numeric", 1.5, lo=0, hi=20), [0, 20, 3.5, 7.123456789]),
     (q("duchi_tricky", "numeric", 0.30000000000000004, lo=-1e-6, hi=1e21), [12345.678]),

@@ -371,7 +371,7 @@ def test_recommend_grr_for_small_domains(domain_size, epsilon):
 
 @pytest.mark.parametrize(("domain_size", "epsilon"), [(1024, 1.0), (64, 2.5), (16, 0.5)])
 def test_recommend_is_the_smallest_variance_bound(domain_size, epsilon):
-    result = recommend(domain_size=domain_size, epsilon=epsilon)
+    result = recommend(domain_size=domain_size, epsilon=epsilon, criterion="worst_case")
     best = min(c.variance_bound for c in result.candidates)
     chosen = result.candidates[0]
     assert chosen.mechanism == result.mechanism
@@ -381,7 +381,7 @@ def test_recommend_is_the_smallest_variance_bound(domain_size, epsilon):
 
 
 def test_recommend_at_1024_and_ties(monkeypatch):
-    result = recommend(1024, 1.0)
+    result = recommend(1024, 1.0, criterion="worst_case")
     table = {c.mechanism: c for c in result.candidates}
     # The worst-case bound: SUE's is symmetric in f, OUE's peaks at f = 1; HRR ties OUE.
     assert result.mechanism == "sue"
@@ -394,7 +394,7 @@ def test_recommend_at_1024_and_ties(monkeypatch):
     # Without SUE and subset selection, OUE and HRR tie at the best: the 3-byte report wins.
     monkeypatch.delitem(CATEGORICAL, "sue")
     monkeypatch.delitem(CATEGORICAL, "subset")
-    result = recommend(1024, 1.0)
+    result = recommend(1024, 1.0, criterion="worst_case")
     assert [c.mechanism for c in result.candidates[:2]] == ["hrr", "oue"]
 
 
@@ -404,3 +404,42 @@ def test_recommend_candidates_cover_the_table():
     assert {c.mechanism for c in recommend(5000, 1.0).candidates} == {"grr", "olh", "hrr"}
     for d, e in itertools.product((2, 9, 200), (0.3, 3.0)):
         assert recommend(d, e).candidates[0].mechanism == recommend(d, e).mechanism
+
+
+@pytest.mark.parametrize(("domain_size", "epsilon"), [(1024, 1.0), (64, 2.5), (16, 0.5), (4, 1.0)])
+def test_recommend_by_default_minimises_the_summed_error_at_uniform(domain_size, epsilon):
+    result = recommend(domain_size, epsilon)
+    assert result.criterion == "uniform"
+    best = min(c.expected_squared_error for c in result.candidates)
+    assert result.candidates[0].expected_squared_error <= best * (1 + 1e-12)
+    built = CATEGORICAL[result.mechanism](epsilon=epsilon, domain_size=domain_size)
+    uniform = np.full(domain_size, 1.0 / domain_size)
+    assert result.candidates[0].expected_squared_error == pytest.approx(
+        built.variance(uniform, 1).sum(), rel=1e-12
+    )
+    for candidate in result.candidates:
+        assert candidate.worst_case_squared_error >= candidate.expected_squared_error * (1 - 1e-12)
+
+
+def test_recommend_ranks_by_the_papers_rule_at_1024():
+    """At f = 1/d OUE beats SUE (the papers' ranking), unlike by the worst-case bound."""
+    table = {c.mechanism: c for c in recommend(1024, 1.0).candidates}
+    assert table["oue"].expected_squared_error < table["sue"].expected_squared_error
+    assert table["oue"].worst_case_squared_error > table["sue"].worst_case_squared_error
+
+
+@pytest.mark.parametrize(
+    ("options", "epsilon", "expected"),
+    [(16, 1.0, "option_sampling"), (64, 4.0, "option_sampling"), (2, 8.0, "binary_rr")],
+)
+def test_recommend_multiple_choice(options, epsilon, expected):
+    result = recommend(options, epsilon, multiple=True)
+    assert result.mechanism == expected
+    assert {c.mechanism for c in result.candidates} == {"option_sampling", "binary_rr"}
+    first, second = result.candidates
+    assert first.expected_squared_error <= second.expected_squared_error
+
+
+def test_recommend_rejects_an_unknown_criterion():
+    with pytest.raises(InvalidParameter, match="criterion"):
+        recommend(4, 1.0, criterion="median")

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from deniable.errors import InvalidSurvey, InvalidValue
 from deniable.mechanisms import recommend
+from deniable.randomness import GeneratorSource
 from deniable.survey import FORMAT, Survey
 
 DEFINITION = {
@@ -52,13 +53,22 @@ def test_defaults_are_resolved_and_total_epsilon_is_the_sum() -> None:
     mechanisms = {q.id: q.mechanism for q in survey.questions}
     assert mechanisms["smoker"] == "binary_rr"
     assert mechanisms["party"] == recommend(domain_size=4, epsilon=2.0).mechanism
-    assert mechanisms["symptoms"] == "binary_rr"
+    assert mechanisms["symptoms"] == "option_sampling"
+    assert mechanisms["symptoms"] == recommend(3, 1.5, multiple=True).mechanism
     assert mechanisms["age"] == "duchi"
     assert survey.total_epsilon == pytest.approx(1 + 2 + 1.5 + 0.5 + 2)
 
 
+def _with_mechanism(question_id: str, mechanism: str) -> dict:
+    definition = json.loads(json.dumps(DEFINITION))
+    for question in definition["questions"]:
+        if question["id"] == question_id:
+            question["mechanism"] = mechanism
+    return definition
+
+
 def test_multiple_choice_splits_epsilon_over_options() -> None:
-    question = Survey.from_dict(DEFINITION).question("symptoms")
+    question = Survey.from_dict(_with_mechanism("symptoms", "binary_rr")).question("symptoms")
     assert question.oracle.option_oracle.epsilon == pytest.approx(1.5 / 3)
     assert question.oracle.epsilon_implemented == pytest.approx(1.5, abs=1e-9)
 
@@ -239,3 +249,18 @@ def test_statistics_and_results_for_every_question_type() -> None:
     assert by_label["cough"]["lower"] <= 1.0 <= by_label["cough"]["upper"]
     assert by_label["fever"]["lower"] <= 0.0 <= by_label["fever"]["upper"]
     assert question.results(question.statistics([]), 0)["estimate"] is None
+
+
+def test_multiple_choice_option_sampling_round_trip() -> None:
+    question = Survey.from_dict(DEFINITION).question("symptoms")
+    assert question.oracle.name == "option_sampling"
+    assert question.oracle.epsilon_implemented == pytest.approx(1.5, abs=1e-9)
+    assert question.statistics_size == 6
+    rng = np.random.default_rng(1)
+    payloads = [question.randomize(["cough", "fatigue"], GeneratorSource(rng)) for _ in range(50)]
+    assert {len(p) for p in payloads} == {4}
+    statistics = question.statistics(payloads)
+    assert statistics.sum() == 50 and statistics.shape == (6,)
+    result = question.results(statistics, 50)
+    assert [c["label"] for c in result["categories"]] == ["cough", "fever", "fatigue"]
+    assert "bernstein_lower" in result["categories"][0]
