@@ -26,6 +26,13 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     ratelimit.init_app(app)
     api.init_app(app)
     dashboard.init_app(app)
+    app.after_request(_nosniff)
     respond.init_app(app)
     cors.init_app(app)
     return app
+
+
+def _nosniff(response):
+    """Every response the app writes: its media type is the one declared, never sniffed."""
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response

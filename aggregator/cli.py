@@ -32,6 +32,7 @@ import numpy as np
 from deniable.errors import DeniableError
 from deniable.survey import Survey
 
+from . import planning
 from .demo import (
     _interrupt,
     demo_survey,
@@ -151,25 +152,10 @@ def _beta(value: str) -> float:
 
 
 def run_gunicorn(config: Mapping[str, Any], bind: str, workers: int, timeout: int = 60) -> None:
-    """Serve ``create_app(config)`` with gunicorn's sync workers (blocks until stopped)."""
-    from gunicorn.app.base import BaseApplication
+    """Serve ``create_app(config)``: gunicorn processes, waitress reading requests (serving.py)."""
+    from .serving import serve
 
-    from . import create_app
-
-    app_config = dict(config)
-
-    class Application(BaseApplication):
-        def load_config(self) -> None:
-            self.cfg.set("bind", [bind])
-            self.cfg.set("workers", workers)
-            self.cfg.set("timeout", timeout)
-            self.cfg.set("proc_name", PROG)
-
-        def load(self):
-            # Why: built in each worker after fork, so no connection crosses a fork.
-            return create_app(app_config)
-
-    Application().run()
+    serve(config, bind, workers, timeout)
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -527,6 +513,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("--json", action="store_true", help="the API's JSON document instead")
     sub.set_defaults(func=cmd_results)  # fmt: skip
+
+    planning.add_parser(commands)
 
     sub = commands.add_parser("export", help="every raw report of a survey")
     sub.add_argument("survey", metavar="ID")

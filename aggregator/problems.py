@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from typing import Any
 
 from flask import Flask, Response, request
@@ -93,13 +94,25 @@ HTTP_TYPES: dict[int, tuple[str, str]] = {
 
 # Deeper than this, a survey or report body is an attack, not data.
 MAX_JSON_DEPTH = 64
+# C0 and C1 control characters and DEL: never echoed raw into a problem body or a log line.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character as a visible escape (``\\x0a``).
+
+    Why: a ``%0A`` in a path once forged a log line; a terminal that prints a
+    problem's detail must not receive escape sequences either.
+    """
+    return CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
 
 
 def problem(
     status: int, kind: str, title: str, detail: str, headers: dict[str, str] | None = None
 ) -> Response:
     """One problem+json response."""
-    body = {"type": TYPE_PREFIX + kind, "title": title, "status": status, "detail": detail}
+    body = {"type": TYPE_PREFIX + kind, "title": title, "status": status,
+            "detail": printable(detail)}  # fmt: skip
     response = Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
     for name, value in (headers or {}).items():
         response.headers[name] = value
@@ -125,11 +138,12 @@ def _deniable_error(error: DeniableError) -> Response:
         headers["WWW-Authenticate"] = 'Bearer realm="deniable"'
     if isinstance(error, StorageError):
         # Why: the real database message may name hosts or schemas; log it, say less.
-        logger.error("storage error on %s %s: %s", request.method, request.path, error)
+        logger.error("storage error on %s %s: %s", request.method, printable(request.path),
+                     printable(str(error)))  # fmt: skip
         headers["Retry-After"] = "1"
         return problem(status, kind, title, "the database is unavailable; retry later", headers)
     if status == 500:
-        logger.error("misconfiguration: %s", error)
+        logger.error("misconfiguration: %s", printable(str(error)))
         return problem(500, kind, title, "internal server error")
     return problem(status, kind, title, str(error), headers)
 
@@ -154,7 +168,7 @@ def _unexpected(error: Exception) -> Response:
         return _http_error(error)
     if isinstance(error, DeniableError):
         return _deniable_error(error)
-    logger.exception("unhandled error on %s %s", request.method, request.path)
+    logger.exception("unhandled error on %s %s", request.method, printable(request.path))
     return problem(500, "internal", "Internal error", "internal server error")
 
 

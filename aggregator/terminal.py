@@ -83,6 +83,17 @@ def _is_number(value: object) -> bool:
     return True
 
 
+INTERVAL_NAMES = {
+    "chebyshev": "Chebyshev (worst-case variance)",
+    "chebyshev_exact": "Chebyshev (exact variance)",
+    "bernstein": "Bernstein",
+}
+PRECISION_WORDS = {
+    "uninformative": "WARNING: too few respondents: the interval spans half the range or more",
+    "imprecise": "note: few respondents: intervals wider than ±10 points",
+}
+
+
 def results_table(
     results: Mapping[str, Any],
     survey: Mapping[str, Any] | None = None,
@@ -99,7 +110,8 @@ def results_table(
     level = f"{100 * (1 - float(results['beta'])):g}%"
     blocks = [
         f"{results['title']} ({results['survey']}, {results['status']}): "
-        f"{results['n_reports']:,} reports; intervals: {level} Chebyshev, per category"
+        f"{results['n_reports']:,} reports; intervals: {level}, per category, the tightest "
+        "published family (named per question); they cover the respondents' own answers"
     ]
     for q in results["questions"]:
         head = f"\n[{q['question']}] {texts.get(q['question'], '')}".rstrip()
@@ -109,16 +121,25 @@ def results_table(
         if q.get("estimate", 0) is None or not q["n"]:
             blocks.append(head + "\n  no reports yet")
             continue
+        family = q.get("tightest", "chebyshev")
+        ends = ("lower", "upper") if family == "chebyshev" else (f"{family}_lower",
+                                                                 f"{family}_upper")  # fmt: skip
+        head += f", interval {INTERVAL_NAMES.get(family, family)}"
         if "mean" in q:
-            rows = [["mean", f"{q['mean']:.4g}", f"{q['lower']:.4g}", f"{q['upper']:.4g}"]]
+            rows = [["mean", f"{q['mean']:.4g}", f"{q[ends[0]]:.4g}", f"{q[ends[1]]:.4g}"]]
             shown = [f"{v:.4g}" for v in (truth or {}).get(q["question"], [])]
         else:
             rows = [
-                [c["label"], f"{100 * c['estimate']:.1f}%", f"{100 * c['lower']:.1f}%",
-                 f"{100 * c['upper']:.1f}%"]
+                [c["label"], f"{100 * c['estimate']:.1f}%", f"{100 * c[ends[0]]:.1f}%",
+                 f"{100 * c[ends[1]]:.1f}%"]
                 for c in q["categories"]
             ]  # fmt: skip
             shown = [f"{100 * v:.1f}%" for v in (truth or {}).get(q["question"], [])]
+        warning = PRECISION_WORDS.get(q.get("precision", "ok"), "")
+        if warning and q.get("respondents_for_ten_points"):
+            warning += f" (about {q['respondents_for_ten_points']:,} needed for ±10 points)"
+        if warning:
+            head += f"\n  {warning}"
         headers = ["answer", "estimate", "lower", "upper"]
         if truth is not None and len(shown) == len(rows):
             headers.append("true (simulated)")

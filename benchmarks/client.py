@@ -1,5 +1,17 @@
-"""Client benchmark: single-answer latency per mechanism, and end-to-end respondents/s.
+"""Client benchmark: single reports side by side with baselines, latency, end to end.
 
+0. Side by side in the same run (``--n`` reports each, ε = 1, best of ``--runs``
+   interleaved runs), one report at a time through the public API
+   (``randomize`` + ``encode`` on the OS CSPRNG):
+   * GRR d = 16 against a bare loop drawing the same values (a 53-bit uniform
+     and a uniform below d - 1) from ``secrets.SystemRandom()``: the practical
+     limit for a CSPRNG;
+   * GRR d = 16, OLH and OUE at d = 1,024 against pure-ldp's ``privatise``
+     (Python's non-cryptographic ``random`` and numpy) and multi-freq-ldpy's
+     clients, when those peers can be imported (``--peers SITE_PACKAGES`` adds
+     a scratch venv's site-packages; pure-ldp 1.2.0 needs xxhash < 2);
+   * ``import deniable.client`` in a fresh interpreter (best of 7): milliseconds,
+     whether numpy was loaded, and ``import numpy`` measured the same way.
 1. Latency of one real answer without network: ``oracle.randomize`` with the OS
    CSPRNG followed by ``oracle.encode``, for every mechanism (categorical ones at
    domain size 16, numeric ones on [0, 100], ε = 1), plus a longitudinal question
@@ -15,7 +27,8 @@
 
 Usage::
 
-    python benchmarks/client.py [--respondents 20000] [--devices 200] [--repeat 2000]
+    python benchmarks/client.py [--n 20000] [--runs 5] [--peers DIR]
+                                [--respondents 20000] [--devices 200] [--repeat 2000]
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import secrets
 import statistics
 import subprocess
 import sys
@@ -36,7 +50,7 @@ from deniable.aggregator.demo import demo_survey, free_port, start_server, stop_
 from deniable.aggregator.storage import open_storage  # noqa: E402
 from deniable.client import StateStore, SurveyClient  # noqa: E402
 from deniable.client.session import randomize_answers  # noqa: E402
-from deniable.mechanisms import CATEGORICAL, NUMERIC  # noqa: E402
+from deniable.mechanisms import CATEGORICAL, GRR, NUMERIC, OLH, OUE  # noqa: E402
 from deniable.survey import Survey  # noqa: E402
 
 LONGITUDINAL = {
@@ -49,6 +63,125 @@ LONGITUDINAL = {
          "longitudinal": {"key": "bench", "instantaneous_epsilon": 1.0}},
     ],
 }  # fmt: skip
+
+
+def rates(functions: dict[str, object], n: int, runs: int) -> dict[str, float]:
+    """Calls per CPU second of each function, best of ``runs`` runs taken in turn.
+
+    CPU time of this process (user + system, so the CSPRNG's kernel time
+    counts): on a shared machine, wall time mostly measures the neighbours.
+    """
+    best = dict.fromkeys(functions, float("inf"))
+    for _ in range(runs):
+        for name, function in functions.items():
+            start = time.process_time()
+            for _ in range(n):
+                function()
+            best[name] = min(best[name], time.process_time() - start)
+    return {name: n / seconds for name, seconds in best.items()}
+
+
+def load_peers(path: str | None) -> tuple[object, object, str]:
+    """pure-ldp and multi-freq-ldpy if importable (never project dependencies)."""
+    if path:
+        sys.path.append(path)
+    notes, pure, multi = [], None, None
+    try:
+        from pure_ldp.frequency_oracles import DEClient, LHClient, UEClient
+
+        pure = (DEClient, LHClient, UEClient)
+    except Exception as error:  # noqa: BLE001 - any failure just means "absent"
+        notes.append(f"pure-ldp absent ({type(error).__name__}: {error})")
+    try:
+        from multi_freq_ldpy.pure_frequency_oracles import GRR as mGRR
+        from multi_freq_ldpy.pure_frequency_oracles import LH as mLH
+        from multi_freq_ldpy.pure_frequency_oracles import UE as mUE
+
+        multi = (mGRR, mLH, mUE)
+    except Exception as error:  # noqa: BLE001
+        notes.append(f"multi-freq-ldpy absent ({type(error).__name__}: {error})")
+    return pure, multi, "; ".join(notes)
+
+
+def import_ms(module: str, runs: int = 7) -> tuple[float, bool]:
+    """Best wall time of ``import module`` in a fresh interpreter, and whether numpy got loaded."""
+    script = (
+        "import sys, time\n"
+        f"start = time.perf_counter(); import {module}; elapsed = time.perf_counter() - start\n"
+        "print(elapsed * 1000, 'numpy' in sys.modules)"
+    )
+    best, numpy_loaded = float("inf"), False
+    for _ in range(runs):
+        output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                check=True).stdout.split()  # fmt: skip
+        best = min(best, float(output[0]))
+        numpy_loaded = output[1] == "True"
+    return best, numpy_loaded
+
+
+def side_by_side(n: int, runs: int, peers_path: str | None) -> None:
+    pure, multi, note = load_peers(peers_path)
+    print(f"single reports, one at a time, n = {n:,} per run, best of {runs} interleaved runs, "
+          "ε = 1 (reports per CPU second; ratio = Deniable / baseline, > 1: Deniable faster)")
+    # fmt: skip
+    print(f"  {'work':<40} {'Deniable/s':>11} {'baseline/s':>11} {'ratio':>7}  baseline")
+    system = secrets.SystemRandom()
+    grr = GRR(epsilon=1.0, domain_size=16)
+    keep, others = grr._keep, grr.domain_size - 1
+
+    def bare(value: int = 5) -> int:
+        kept = system.getrandbits(53) < keep
+        other = system.randrange(others)
+        other += other >= value
+        return value if kept else other
+
+    rows: list[tuple[str, object, str, object]] = [
+        ("GRR d=16 randomize+encode, CSPRNG", lambda: grr.encode(grr.randomize(5)),
+         "bare secrets.SystemRandom() loop, same draws", bare),
+    ]  # fmt: skip
+    olh = OLH(epsilon=1.0, domain_size=1024)
+    oue = OUE(epsilon=1.0, domain_size=1024)
+    ours = {
+        "GRR d=16": lambda: grr.encode(grr.randomize(5)),
+        "OLH d=1024": lambda: olh.encode(olh.randomize(5)),
+        "OUE d=1024": lambda: oue.encode(oue.randomize(5)),
+    }
+    if pure is not None:
+        de_client, lh_client, ue_client = pure
+        peer = {
+            "GRR d=16": de_client(epsilon=1.0, d=16).privatise,
+            "OLH d=1024": lh_client(epsilon=1.0, d=1024, use_olh=True).privatise,
+            "OUE d=1024": ue_client(epsilon=1.0, d=1024, use_oue=True).privatise,
+        }
+        for label, function in ours.items():
+            rows.append((f"{label} randomize+encode", function,
+                         "pure-ldp 1.2.0 privatise", lambda f=peer[label]: f(6)))  # fmt: skip
+    if multi is not None:
+        m_grr, m_lh, m_ue = multi
+        peer = {
+            "GRR d=16": lambda: m_grr.GRR_Client(5, 16, 1.0),
+            "OLH d=1024": lambda: m_lh.LH_Client(5, 1024, 1.0),
+            "OUE d=1024": lambda: m_ue.UE_Client(5, 1024, 1.0),
+        }
+        for label, function in ours.items():
+            peer[label]()  # numba compiles on the first call
+            rows.append((f"{label} randomize+encode", function,
+                         "multi-freq-ldpy 0.2.5 client", peer[label]))  # fmt: skip
+    for label, function, baseline, peer_function in rows:
+        size = n if "OUE" not in label else max(1, n // 4)
+        result = rates({"ours": function, "peer": peer_function}, size, runs)
+        print(f"  {label:<40} {result['ours']:>11,.0f} {result['peer']:>11,.0f} "
+              f"{result['ours'] / result['peer']:>7.2f}  {baseline}")  # fmt: skip
+    parts = rates({"randomize": lambda: grr.randomize(5), "encode": lambda: grr.encode(5)}, n, runs)
+    print(f"  {'GRR d=16 randomize alone / encode alone':<40} {parts['randomize']:>11,.0f} "
+          f"{parts['encode']:>11,.0f}")  # fmt: skip
+    if note:
+        print(f"  note: {note}; pass --peers <venv site-packages> to compare")
+    client_ms, client_numpy = import_ms("deniable.client")
+    numpy_ms, _ = import_ms("numpy")
+    print(f"  import deniable.client: {client_ms:.0f} ms (best of 7, fresh interpreter), numpy "
+          f"loaded: {'yes' if client_numpy else 'no'}; import numpy alone: {numpy_ms:.0f} ms "
+          f"(ratio {client_ms / numpy_ms:.2f})\n")  # fmt: skip
 
 
 def timed(function, repeat: int) -> tuple[float, float]:
@@ -128,10 +261,17 @@ def end_to_end(respondents: int, devices: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20_000, help="reports per side-by-side run")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--peers", help="site-packages of a scratch venv with the peer libraries")
+    parser.add_argument("--side-by-side-only", action="store_true")
     parser.add_argument("--respondents", type=int, default=20_000)
     parser.add_argument("--devices", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=2000)
     args = parser.parse_args()
+    side_by_side(args.n, args.runs, args.peers)
+    if args.side_by_side_only:
+        return
     latency(args.repeat)
     end_to_end(args.respondents, args.devices)
 

@@ -11,7 +11,8 @@ Typical use::
         if not receipt.delivered:
             client.flush()                               # later, when back online
 
-Base install only (requests, numpy, cryptography); never Flask.
+Base install only (requests, cryptography); never Flask, and never numpy: the
+device path is pure Python (``deniable simulate`` needs ``deniable[sim]``).
 """
 
 from deniable.errors import (
@@ -29,7 +30,14 @@ from deniable.errors import (
 
 from .ledger import Ledger
 from .policy import Policy
-from .session import FlushResult, Receipt, SurveyClient, SurveyClosed, VerifiedSurvey
+from .session import (
+    EnrolmentTokenRequired,
+    FlushResult,
+    Receipt,
+    SurveyClient,
+    SurveyClosed,
+    VerifiedSurvey,
+)
 from .state import DeviceState, StateStore
 
 __all__ = [
@@ -38,6 +46,7 @@ __all__ = [
     "ClientError",
     "DeniableError",
     "DeviceState",
+    "EnrolmentTokenRequired",
     "FlushResult",
     "InvalidParameter",
     "InvalidValue",

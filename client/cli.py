@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -24,7 +26,7 @@ from deniable.mechanisms.option_sampling import OptionSampling
 from deniable.survey import Question
 
 from .policy import Policy, question_cost
-from .session import SurveyClient, VerifiedSurvey
+from .session import EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
 from .simulate import DISTRIBUTIONS, simulate
 from .state import StateStore
 
@@ -51,6 +53,23 @@ def _positive_float(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
+
+
+# Terminal escape sequences (CSI, OSC, other ESC), then any C0/C1 control character left.
+ESCAPE_SEQUENCE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\\\)?|[@-_]?)")
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str, *, newlines: bool = False) -> str:
+    """Server-supplied text made safe to print: escape sequences and control characters go.
+
+    Why: a survey title or an error detail is written by someone else; on a terminal,
+    ESC sequences could recolour, retitle, hide earlier lines or fake a prompt.
+    """
+    text = ESCAPE_SEQUENCE.sub("", text)
+    if newlines:
+        return "\n".join(CONTROL.sub("", line) for line in text.split("\n"))
+    return CONTROL.sub("", text)
 
 
 class Parser(argparse.ArgumentParser):
@@ -83,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     flush = commands.add_parser("flush", help="deliver reports queued while offline")
     common(flush)
+    flush.add_argument("--enrolment-token", metavar="TOKEN",
+                       help="one-time token for a batch the aggregator refused for enrolment")
+    flush.add_argument("--survey", metavar="SURVEY_ID",
+                       help="which survey's waiting batch the token is for (if several wait)")
 
     budget = commands.add_parser("budget", help="show the privacy budget spent on this device")
     common(budget, url=False)
@@ -95,7 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--respondents", type=_positive_int, required=True)
     sim.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform")
     sim.add_argument("--seed", type=int, default=None)
-    sim.add_argument("--batch-reports", type=_positive_int, default=500)
+    sim.add_argument("--batch-reports", type=_positive_int, default=500,
+                     help="reports per request on the bulk route (needs --operator-token)")
+    sim.add_argument("--operator-token", default=os.environ.get("DENIABLE_OPERATOR_TOKEN"),
+                     help="operator token (default: $DENIABLE_OPERATOR_TOKEN): many respondents "
+                     "per request on the operator-only bulk route; without it, one per request")
     sim.add_argument("--concurrency", type=_positive_int, default=4, help="parallel senders")
     sim.add_argument("--trusted-key")
     sim.add_argument("--timeout", type=_positive_float, default=30.0)
@@ -171,12 +198,12 @@ def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -
             value: Any = {"y": True, "yes": True, "n": False, "no": False}.get(text, text)
         elif question.type == "single_choice":
             for number, label in enumerate(question.options, 1):
-                out.write(f"    {number}. {label}\n")
+                out.write(f"    {number}. {terminal_text(label)}\n")
             text = _read("  your choice (number): ", read)
             value = _pick(question.options, text)
         elif question.type == "multiple_choice":
             for number, label in enumerate(question.options, 1):
-                out.write(f"    {number}. {label}\n")
+                out.write(f"    {number}. {terminal_text(label)}\n")
             text = _read("  your choices (numbers separated by commas, empty for none): ", read)
             value = [_pick(question.options, part) for part in text.split(",") if part.strip()]
         else:
@@ -210,16 +237,23 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
                       policy=policy, timeout=args.timeout) as client:  # fmt: skip
         verified: VerifiedSurvey = client.fetch(args.survey_id)
         survey = verified.survey
-        out.write(f"\n{survey.title}\n{'=' * len(survey.title)}\n")
+        if verified.require_enrolment and args.enrolment_token is None:
+            # Before any question: without a token the aggregator must refuse the answers.
+            raise EnrolmentTokenRequired(
+                f"survey {survey.id!r} admits only enrolled respondents: run again with "
+                "--enrolment-token TOKEN (from the survey's operator); nothing was asked or sent"
+            )
+        title = terminal_text(survey.title)
+        out.write(f"\n{title}\n{'=' * len(title)}\n")
         if survey.description:
-            out.write(f"{survey.description}\n")
+            out.write(f"{terminal_text(survey.description, newlines=True)}\n")
         out.write(
             f"Signature verified (aggregator key {verified.key_id}). Your answers are randomized "
             "on this device; only the randomized reports leave it.\n"
         )
         answers = {}
         for number, question in enumerate(survey.questions, 1):
-            out.write(f"\n{number}. {question.text}\n{explain(question)}\n")
+            out.write(f"\n{number}. {terminal_text(question.text)}\n{explain(question)}\n")
             answers[question.id] = prompt_answer(question, read, out)
         budget = client.budget()
         out.write(
@@ -244,12 +278,13 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
 
 def run_flush(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with SurveyClient(args.url, state=StateStore(args.state), timeout=args.timeout) as client:
-        result = client.flush()
+        result = client.flush(enrolment_token=args.enrolment_token, survey_id=args.survey)
     out.write(f"delivered {result.delivered} batch(es); {result.pending} still pending\n")
     if result.pending:
         err.write(
             f"deniable: {result.pending} batch(es) still pending: the aggregator did not accept "
-            "them yet; run `deniable flush` again later\n"
+            "them yet; run `deniable flush` again later (with --enrolment-token TOKEN for a "
+            "batch refused for enrolment)\n"
         )
         return 1
     return 0
@@ -275,6 +310,7 @@ def run_simulate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         batch_reports=args.batch_reports,
         concurrency=args.concurrency,
         trusted_key=args.trusted_key,
+        operator_token=args.operator_token,
         progress=None if args.quiet else err,
         timeout=args.timeout,
     )
@@ -311,7 +347,7 @@ def main(
         err.write(f"deniable: aborted: {error}\n")
         return 1
     except DeniableError as error:
-        err.write(f"deniable: {type(error).__name__}: {error}\n")
+        err.write(f"deniable: {type(error).__name__}: {terminal_text(str(error))}\n")
         return 1
     except KeyboardInterrupt:
         err.write("deniable: interrupted\n")

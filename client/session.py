@@ -93,6 +93,7 @@ __all__ = [
     "Randomized",
     "Receipt",
     "SurveyClient",
+    "EnrolmentTokenRequired",
     "SurveyClosed",
     "VerifiedSurvey",
     "randomize_answers",
@@ -101,6 +102,10 @@ __all__ = [
 
 class SurveyClosed(ClientError):
     """The survey no longer accepts answers."""
+
+
+class EnrolmentTokenRequired(ClientError):
+    """The survey admits only enrolled respondents, and no enrolment token was given."""
 
 
 def key_id_of(raw: bytes) -> str:
@@ -129,6 +134,8 @@ class VerifiedSurvey:
     key_id: str
     signature: bytes = field(repr=False)
     public_key: bytes = field(repr=False)
+    # Whether the aggregator admits only respondents with a one-time enrolment token.
+    require_enrolment: bool = False
 
     @property
     def id(self) -> str:
@@ -319,11 +326,22 @@ class SurveyClient:
                               status=response.status_code)  # fmt: skip
 
     def _request(
-        self, method: str, path: str, body: bytes | None = None, enrolment: str | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        enrolment: str | None = None,
+        authorization: str | None = None,
     ) -> requests.Response:
-        """One request with timeouts and retries; the same bytes on every attempt."""
+        """One request with timeouts and retries; the same bytes on every attempt.
+
+        ``authorization``: an operator bearer token (only the simulator's bulk
+        route uses one; a respondent's device never does).
+        """
         url = self.base_url + path
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if authorization is not None:
+            headers["Authorization"] = f"Bearer {authorization}"
         if body is not None:
             headers["Content-Type"] = "application/json"
         if enrolment is not None:
@@ -434,13 +452,36 @@ class SurveyClient:
         status = document.get("status")
         if status not in ("open", "closed"):
             raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
+        require_enrolment = document.get("require_enrolment", False)
+        if not isinstance(require_enrolment, bool):
+            raise TransportError(f"survey {survey_id!r}: require_enrolment is not a boolean")
         return VerifiedSurvey(
             survey=survey, status=status, origin=self.origin, key_id=key_id,
-            signature=signature, public_key=key,
+            signature=signature, public_key=key, require_enrolment=require_enrolment,
         )  # fmt: skip
 
-    def _answered_key(self, survey_id: str) -> str:
-        return f"{self.origin}#{survey_id}"
+    @staticmethod
+    def _answered_key(key_id: str, survey_id: str) -> str:
+        """Who was answered: the aggregator's pinned key identity and the survey id.
+
+        Why not the URL: ``http://localhost:8000`` and ``http://127.0.0.1:8000`` are one
+        aggregator (one key), and must not admit two answers to one survey.
+        """
+        return f"key:{key_id}#{survey_id}"
+
+    def _answered(self, state: Any, key_id: str, survey_id: str) -> bool:
+        # The second form: state files written before answers were keyed by the pinned key.
+        return (self._answered_key(key_id, survey_id) in state.answered
+                or f"{self.origin}#{survey_id}" in state.answered)  # fmt: skip
+
+    def _refuse_answered(self, state: Any, key_id: str, survey_id: str) -> None:
+        if not self._answered(state, key_id, survey_id):
+            return
+        waiting = any(e.get("survey") == survey_id and e.get("refused") in (401, 403)
+                      for e in state.outbox)  # fmt: skip
+        hint = (" (its batch waits for an enrolment token: flush with enrolment_token=..., "
+                "or `deniable flush --enrolment-token`)") if waiting else ""  # fmt: skip
+        raise AlreadyAnswered(f"this device already answered survey {survey_id!r}{hint}")
 
     def _admit(self, verified: VerifiedSurvey) -> None:
         """Everything but the signature: policy, status, already answered, budget."""
@@ -448,8 +489,7 @@ class SurveyClient:
         if verified.status != "open":
             raise SurveyClosed(f"survey {verified.id!r} is closed")
         state = self.store.load()
-        if self._answered_key(verified.id) in state.answered:
-            raise AlreadyAnswered(f"this device already answered survey {verified.id!r}")
+        self._refuse_answered(state, verified.key_id, verified.id)
         Ledger(state, self.policy, self.clock).check(
             verified.total_epsilon, f"answering survey {verified.id!r}"
         )
@@ -458,9 +498,8 @@ class SurveyClient:
         """Download, verify and admit a survey; raise a typed error otherwise."""
         if not isinstance(survey_id, str) or not IDENTIFIER.fullmatch(survey_id):
             raise InvalidParameter(f"survey id must match {IDENTIFIER.pattern}, got {survey_id!r}")
-        if self._answered_key(survey_id) in self.store.load().answered:
-            raise AlreadyAnswered(f"this device already answered survey {survey_id!r}")
         key, key_id = self._pinned_key()
+        self._refuse_answered(self.store.load(), key_id, survey_id)
         path = f"/api/v1/surveys/{survey_id}"
         response = self._request("GET", path)
         if response.status_code != 200:
@@ -515,13 +554,19 @@ class SurveyClient:
             )
         except InvalidSignature:
             raise SignatureError(f"survey {survey.id!r} was altered after fetch()") from None
+        if survey.require_enrolment and enrolment_token is None:
+            # Why before anything: answering without a token would charge the ledger and
+            # mark the survey answered for a batch the aggregator must refuse (issue 8.7).
+            raise EnrolmentTokenRequired(
+                f"survey {survey.id!r} admits only enrolled respondents: give the one-time "
+                "enrolment token from its operator (enrolment_token=...)"
+            )
         checked = self._check_answers(survey.survey, answers)
         self._admit(survey)
         batch_id = uuid.uuid4().hex
         with self.store.transaction() as state:
-            answered_key = self._answered_key(survey.id)
-            if answered_key in state.answered:
-                raise AlreadyAnswered(f"this device already answered survey {survey.id!r}")
+            answered_key = self._answered_key(survey.key_id, survey.id)
+            self._refuse_answered(state, survey.key_id, survey.id)
             ledger = Ledger(state, self.policy, self.clock)
             ledger.check(survey.total_epsilon, f"answering survey {survey.id!r}")
             randomized = randomize_answers(survey.survey, checked, state.device_secret, state.memo)
@@ -539,6 +584,7 @@ class SurveyClient:
             entry = {
                 "batch": batch_id, "origin": self.origin, "survey": survey.id,
                 "path": f"/api/v1/surveys/{survey.id}/reports", "body": body, "created_at": now,
+                "answered": answered_key,
             }  # fmt: skip
             if enrolment_token is not None:
                 entry["enrolment"] = enrolment_token
@@ -554,19 +600,36 @@ class SurveyClient:
         """Batches for this aggregator waiting in the outbox."""
         return sum(1 for e in self.store.load().outbox if e.get("origin") == self.origin)
 
-    def flush(self) -> FlushResult:
+    def flush(
+        self, *, enrolment_token: str | None = None, survey_id: str | None = None
+    ) -> FlushResult:
         """Deliver this aggregator's outbox, oldest first; stop at the first unreachable try.
 
         A batch leaves the outbox only when acknowledged (2xx) or refused for good
-        (4xx other than 429: then TransportError is raised after the rest is tried).
+        (4xx other than 401, 403 and 429: then TransportError is raised after the
+        rest is tried).  A batch refused for its enrolment (401 no token, 403 a
+        token not valid) stays, byte for byte, and is not resent until a token is
+        given: ``enrolment_token`` attaches one to such a batch (``survey_id``
+        picks which, if several wait) and resends it.  The same randomized
+        reports cost no new privacy, so the ledger is not charged again.
         """
+        if enrolment_token is not None and (
+            not isinstance(enrolment_token, str) or not ENROLMENT_TOKEN.fullmatch(enrolment_token)
+        ):
+            raise InvalidParameter(
+                "enrolment_token must be the token text (printable ASCII, no spaces)"
+            )
         delivered = 0
         refused: TransportError | None = None
         # Every change is saved at once (save_now), so the batch that left is never resent.
         with self.store.transaction(write=False) as state:
-            for entry in list(state.outbox):
-                if entry.get("origin") != self.origin:
-                    continue
+            mine = [e for e in state.outbox if e.get("origin") == self.origin]
+            if enrolment_token is not None:
+                self._attach_token(mine, enrolment_token, survey_id)
+                self.store.save_now()
+            for entry in mine:
+                if entry.get("refused") in (401, 403):
+                    continue  # waiting for an enrolment token; resending cannot help
                 path = entry["path"]
                 try:
                     response = self._request(
@@ -574,19 +637,41 @@ class SurveyClient:
                     )
                 except TransportError:
                     break  # still unreachable: keep this and later batches, in order
-                if response.status_code in (200, 201):
-                    delivered += 1
-                else:
+                status = response.status_code
+                if status not in (200, 201):
                     refused = refused or self._http_error("POST", path, response)
-                    answered = state.answered.get(f"{self.origin}#{entry['survey']}")
+                    answered = state.answered.get(
+                        entry.get("answered", f"{self.origin}#{entry['survey']}")
+                    )
                     if answered is not None:
-                        answered["refused"] = response.status_code
-                state.outbox.remove(entry)
+                        answered["refused"] = status
+                if status in (401, 403):
+                    entry["refused"] = status  # kept: the body is never touched
+                else:
+                    state.outbox.remove(entry)
+                    delivered += status in (200, 201)
                 self.store.save_now()
             pending = sum(1 for e in state.outbox if e.get("origin") == self.origin)
         if refused is not None:
             raise refused
         return FlushResult(delivered=delivered, pending=pending)
+
+    @staticmethod
+    def _attach_token(entries: list[dict[str, Any]], token: str, survey_id: str | None) -> None:
+        """Give ``token`` to the one batch waiting for enrolment (of ``survey_id``)."""
+        waiting = [e for e in entries if e.get("refused") in (401, 403)
+                   and (survey_id is None or e.get("survey") == survey_id)]  # fmt: skip
+        if not waiting:
+            raise InvalidParameter("no batch in the outbox is waiting for an enrolment token")
+        if len(waiting) > 1:
+            surveys = sorted({str(e.get("survey")) for e in waiting})
+            raise InvalidParameter(
+                f"batches of several surveys wait for enrolment tokens ({', '.join(surveys)}): "
+                "name the survey the token is for"
+            )
+        (entry,) = waiting
+        entry["enrolment"] = token
+        entry.pop("refused")
 
     # -- the ledger, for display ------------------------------------------------
     def budget(self) -> dict[str, float]:

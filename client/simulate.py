@@ -7,12 +7,18 @@ vectorized ``randomize_many`` and ``encode_many``; longitudinal questions draw
 both layers afresh (each synthetic respondent is a new device).  The survey's
 signature is still verified before anything is posted, and report ids are
 ``uuid4`` as always.
+
+Without an operator token each synthetic respondent is one POST to the public
+route (one report per question, as a device sends).  With ``operator_token``
+many respondents go per request to the operator-only bulk route
+(``.../reports/bulk``), up to ``batch_reports`` reports each.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import tempfile
 import threading
@@ -33,6 +39,7 @@ from .session import SurveyClient
 from .state import StateStore
 
 DISTRIBUTIONS = ("uniform", "skewed")
+OPERATOR_TOKEN = re.compile(r"[!-~]{1,256}")
 SIMULATION_POLICY = Policy(
     max_question_epsilon=20.0,
     max_survey_epsilon=1e9,
@@ -131,11 +138,16 @@ def simulate(
     batch_reports: int = 500,
     concurrency: int = 4,
     trusted_key: str | None = None,
+    operator_token: str | None = None,
     progress: TextIO | None = sys.stderr,
     client_factory: Callable[..., SurveyClient] = SurveyClient,
     **client_options: Any,
 ) -> SimulationResult:
-    """Post ``respondents`` synthetic respondents' reports in batches; SIMULATION ONLY."""
+    """Post ``respondents`` synthetic respondents' reports; SIMULATION ONLY.
+
+    One respondent per request on the public route, or batches of about
+    ``batch_reports`` reports on the bulk route when ``operator_token`` is given.
+    """
     if isinstance(respondents, bool) or not isinstance(respondents, int) or respondents < 1:
         raise InvalidParameter(f"respondents must be a positive integer, got {respondents!r}")
     if distribution not in DISTRIBUTIONS:
@@ -144,6 +156,10 @@ def simulate(
         raise InvalidParameter(f"batch size must be a positive integer, got {batch_reports!r}")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise InvalidParameter(f"concurrency must be a positive integer, got {concurrency!r}")
+    if operator_token is not None and (
+        not isinstance(operator_token, str) or not OPERATOR_TOKEN.fullmatch(operator_token)
+    ):
+        raise InvalidParameter("operator_token must be the token text (printable ASCII)")
     rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory(prefix="deniable-sim-") as scratch:
         # A throwaway device: the simulation never touches the real ledger or pins.
@@ -153,6 +169,10 @@ def simulate(
             verified = client.fetch(survey_id)
             survey = verified.survey
             path = f"/api/v1/surveys/{survey.id}/reports"
+            if operator_token is None:
+                batch_reports = len(survey.questions)  # one respondent per request
+            else:
+                path += "/bulk"
             local = threading.local()
             posters: list[SurveyClient] = []
 
@@ -165,7 +185,7 @@ def simulate(
                         policy=SIMULATION_POLICY, **client_options,
                     )  # fmt: skip
                     posters.append(poster)
-                response = poster._request("POST", path, body)
+                response = poster._request("POST", path, body, authorization=operator_token)
                 if response.status_code not in (200, 201):
                     raise poster._http_error("POST", path, response)
 

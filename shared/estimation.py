@@ -336,10 +336,13 @@ class Interval:
         }
 
 
-def _intervals(
+def interval_families(
     estimates: np.ndarray, n: int, model: ScoreModel, beta: float, categories: int, bound: float
 ) -> dict[str, Interval]:
-    """Every family at β and β/categories; ``bound`` is today's variance bound (output units)."""
+    """Every family at β and β/categories; ``bound`` is today's variance bound (output units).
+
+    ``estimates`` may have any shape (e.g. collections x categories in simulations).
+    """
     theta = (np.asarray(estimates, dtype=np.float64) - model.origin) / model.scale
     result = {}
     for family in available_families(model):
@@ -493,7 +496,7 @@ def estimate_frequencies(
         half_width=chebyshev_half_width(bound, beta),
         simultaneous_half_width=chebyshev_half_width(bound, beta / covered),
         postprocessed=processed,
-        intervals=_intervals(estimates, n, model, beta, covered, bound),
+        intervals=interval_families(estimates, n, model, beta, covered, bound),
         tightest=tightest_family(n, model, beta),
         simultaneous_tightest=tightest_family(n, model, beta / covered),
         respondents_for_ten_points=respondents_needed(model, beta),
@@ -581,7 +584,7 @@ def estimate_mean(
         half_width=chebyshev_half_width(bound, beta),
         lo=mechanism.lo,
         hi=mechanism.hi,
-        intervals=_intervals(np.array([mean]), n, model, beta, 1, bound),
+        intervals=interval_families(np.array([mean]), n, model, beta, 1, bound),
         tightest=tightest_family(n, model, beta),
         respondents_for_ten_points=respondents_needed(model, beta),
     )

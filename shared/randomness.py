@@ -20,6 +20,7 @@ thresholds, so the ε they report is the ε of the code that runs.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import threading
@@ -86,20 +87,15 @@ class RandomSource(Protocol):
         ...
 
 
-class _ThreadBuffer(threading.local):
-    def __init__(self) -> None:
-        self.data = b""
-        self.position = 0
-        self.generation = -1
-
-
-_buffer = _ThreadBuffer()
-_generation = 0
+# Each thread reads its own block through ``_local.stream`` (an io.BytesIO: one
+# C call per draw).  A forked child gets a fresh ``_local``, so no thread of the
+# child can read a block its parent has already handed out.
+_local = threading.local()
 
 
 def _after_fork_in_child() -> None:
-    global _generation
-    _generation += 1
+    global _local
+    _local = threading.local()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -144,17 +140,17 @@ class SystemRandomSource(ByteStreamSource):
     """The CSPRNG: ``os.urandom``, buffered per thread and per process."""
 
     def token_bytes(self, count: int) -> bytes:
-        buffer = _buffer
-        start = buffer.position
-        end = start + count
-        if end > len(buffer.data) or buffer.generation != _generation:
-            if count > _BLOCK_BYTES:
-                return os.urandom(count)
-            buffer.data = os.urandom(_BLOCK_BYTES)
-            buffer.generation = _generation
-            start, end = 0, count
-        buffer.position = end
-        return buffer.data[start:end]
+        try:
+            data = _local.stream.read(count)
+        except AttributeError:  # this thread's first draw
+            data = b""
+        if len(data) == count:
+            return data
+        # The rest of the block is too short: it is dropped, never reused.
+        if count > _BLOCK_BYTES:
+            return os.urandom(count)
+        stream = _local.stream = io.BytesIO(os.urandom(_BLOCK_BYTES))
+        return stream.read(count)
 
 
 class GeneratorSource:

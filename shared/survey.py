@@ -62,6 +62,9 @@ MAX_OPTIONS = 1024
 MAX_MULTIPLE_OPTIONS = 64
 MAX_TEXT = 2000
 MAX_LABEL = 200
+# C0 and C1 control characters and DEL; descriptions may keep line feeds.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+NEWLINE_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
 LONGITUDINAL_MECHANISMS = ("binary_rr", "grr")
@@ -82,11 +85,21 @@ def _require_keys(where: str, data: Mapping[str, Any], required: set[str], allow
         raise _fail(where, f"unknown field(s) {', '.join(sorted(map(str, extra)))}")
 
 
-def _text(where: str, value: object, limit: int = MAX_TEXT, *, empty: bool = False) -> str:
+def _text(
+    where: str, value: object, limit: int = MAX_TEXT, *, empty: bool = False, newlines: bool = False
+) -> str:
+    """Survey text: no C0/C1 control characters (``newlines``: ``\\n`` allowed).
+
+    Why: labels and titles reach CSV files, terminals and logs; a ``\\r`` split a
+    CSV row and planted a formula cell (issue 8.4), an ESC would drive a terminal.
+    """
     if not isinstance(value, str):
         raise _fail(where, f"must be a string, got {type(value).__name__}")
     if len(value) > limit or (not empty and not value.strip()):
         raise _fail(where, f"must be a non-empty string of at most {limit} characters")
+    control = (NEWLINE_CONTROL if newlines else CONTROL).search(value)
+    if control is not None:
+        raise _fail(where, f"must not contain control character U+{ord(control.group()):04X}")
     return value
 
 
@@ -344,12 +357,12 @@ class Question:
         """Additive statistics of encoded reports (decoded strictly)."""
         if not payloads:
             return np.zeros(self.statistics_size, dtype=np.int64)
-        return np.asarray(self.oracle.statistics(self.oracle.decode_many(payloads)), np.int64)
+        return np.asarray(self.oracle.wire_statistics(payloads), np.int64)
 
     def results(
         self, statistics: np.ndarray, n: int, *, beta: float | None = None
     ) -> dict[str, Any]:
-        """The published result for this question: estimates and Chebyshev intervals."""
+        """The published result for this question: estimates and every interval family."""
         # Imported here: the device never estimates, and estimation needs numpy.
         from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
 
@@ -478,7 +491,9 @@ class Survey:
             raise _fail("survey.format", f"must be one of {', '.join(FORMATS)}, got {format!r}")
         sid = _identifier("survey.id", data["id"])
         title = _text("survey.title", data["title"], MAX_LABEL)
-        description = _text("survey.description", data.get("description", ""), empty=True)
+        description = _text(
+            "survey.description", data.get("description", ""), empty=True, newlines=True
+        )
         raw = data["questions"]
         if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_QUESTIONS:
             raise _fail("survey.questions", f"must be a list of 1 to {MAX_QUESTIONS} questions")

@@ -123,8 +123,18 @@ def parse_report(data: object, survey: Survey, where: str = "report") -> Report:
     return report
 
 
-def parse_submission(data: object, survey: Survey, *, max_batch: int) -> list[Report]:
-    """A single report or a batch, validated whole: any bad report rejects all."""
+def parse_submission(
+    data: object, survey: Survey, *, max_batch: int, one_respondent: bool = False
+) -> list[Report]:
+    """A single report or a batch, validated whole: any bad report rejects all.
+
+    ``one_respondent`` (the public route): the submission is one respondent's
+    answers, so it holds at most one report per question of the survey; more
+    would let one respondent (or one enrolment token) weigh like many and
+    poison the estimates (docs/threat-model.md).
+    """
+    if one_respondent:
+        max_batch = min(max_batch, len(survey.questions))
     if isinstance(data, Mapping) and "reports" in data:
         extra = set(data.keys()) - BATCH_FIELDS
         if extra:
@@ -133,6 +143,11 @@ def parse_submission(data: object, survey: Survey, *, max_batch: int) -> list[Re
         if not isinstance(items, list) or not items:
             raise InvalidReport("batch: reports must be a non-empty list")
         if len(items) > max_batch:
+            if one_respondent:
+                raise InvalidReport(
+                    f"batch: one respondent's submission holds at most one report per question "
+                    f"({max_batch}), got {len(items)}; bulk ingest needs the operator route"
+                )
             raise PayloadTooLarge(f"batch: at most {max_batch} reports, got {len(items)}")
         wheres = [f"reports[{i}]" for i in range(len(items))]
     else:
@@ -140,12 +155,21 @@ def parse_submission(data: object, survey: Survey, *, max_batch: int) -> list[Re
     reports = [
         _check_envelope(item, survey, where) for item, where in zip(items, wheres, strict=True)
     ]
-    _check_payloads(reports, wheres, survey)
     seen: dict[str, Report] = {}
     for report in reports:
         previous = seen.setdefault(report.id, report)
         if previous is not report and previous != report:
             raise InvalidReport(f"batch: report id {report.id} appears twice with different bodies")
+    if one_respondent:
+        questions: set[str] = set()
+        for report in seen.values():
+            if report.question in questions:
+                raise InvalidReport(
+                    f"batch: question {report.question!r} is answered more than once; one "
+                    "respondent's submission holds at most one report per question"
+                )
+            questions.add(report.question)
+    _check_payloads(reports, wheres, survey)
     return list(seen.values())
 
 

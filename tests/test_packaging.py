@@ -61,3 +61,28 @@ def test_shared_core_needs_no_io_libraries(module: str) -> None:
 def test_client_never_imports_flask() -> None:
     result = _import_blocked("deniable.client", ["flask", "werkzeug", "psycopg", "gunicorn"])
     assert result.returncode == 0, result.stderr
+
+
+DEVICE_WITHOUT_NUMPY = """
+import sys
+sys.modules["numpy"] = None  # as on a base install: any import of numpy fails
+import deniable.client
+from deniable.mechanisms import CATEGORICAL, NUMERIC
+for cls in CATEGORICAL.values():
+    oracle = cls(epsilon=1.0) if cls.name == "binary_rr" else cls(epsilon=1.0, domain_size=8)
+    oracle.encode(oracle.randomize(1))
+for cls in NUMERIC.values():
+    oracle = cls(epsilon=1.0, lo=0.0, hi=1.0)
+    oracle.encode(oracle.randomize(0.5))
+from deniable.client.cli import main
+sys.exit(main(["simulate", "http://127.0.0.1:9", "s1", "--respondents", "1"]))
+"""
+
+
+def test_the_device_runs_without_numpy_and_simulate_says_what_to_install() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", DEVICE_WITHOUT_NUMPY], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "pip install 'deniable[sim]'" in result.stderr

@@ -10,12 +10,26 @@ import numpy as np
 from flask import Response, current_app, request
 
 from deniable import __version__
-from deniable.errors import AuthenticationError, Forbidden, InvalidParameter
+from deniable.errors import AuthenticationError, Forbidden, InvalidParameter, NotFound
+from deniable.survey import IDENTIFIER
 
 from ..signing import current_key
 from ..storage import SurveyRecord, current_storage
 
 VERSION = __version__
+
+
+def check_survey_id(endpoint: str | None, values: dict[str, Any] | None) -> None:
+    """404 for a ``survey_id`` in the URL that no survey can have, before any storage call.
+
+    Why: such ids (a NUL byte, say) can only be refused; some drivers refuse them
+    with a data error that looked like an outage (503).
+    """
+    if endpoint is not None and endpoint.startswith("dashboard."):
+        return  # the dashboard answers with its own HTML page
+    survey_id = (values or {}).get("survey_id")
+    if survey_id is not None and not IDENTIFIER.fullmatch(survey_id):
+        raise NotFound(f"no survey {survey_id[:80]!r}")
 
 
 def bearer_token() -> str | None:
@@ -71,8 +85,13 @@ def json_response(document: Any, status: int = 200) -> Response:
     return current_app.response_class(body, status=status, mimetype="application/json")
 
 
-def survey_summary(record: SurveyRecord) -> dict[str, Any]:
-    """One entry of ``GET /surveys``."""
+def survey_summary(record: SurveyRecord, *, operator: bool = False) -> dict[str, Any]:
+    """One entry of ``GET /surveys``.
+
+    The report count of a survey with private results is shown to operators
+    only (null otherwise): polling it would time each submission (issue 8.6).
+    """
+    shown = record.results_public or operator
     return {
         "id": record.id,
         "title": record.survey.title,
@@ -80,7 +99,7 @@ def survey_summary(record: SurveyRecord) -> dict[str, Any]:
         "results_public": record.results_public,
         "require_enrolment": record.require_enrolment,
         "total_epsilon": record.survey.total_epsilon,
-        "n_reports": record.n_reports,
+        "n_reports": record.n_reports if shown else None,
         "created_at": record.created_at,
         "closed_at": record.closed_at,
     }
@@ -100,6 +119,22 @@ def survey_document(record: SurveyRecord) -> dict[str, Any]:
         "signature": key.sign(record.survey.canonical_bytes()),
         "key_id": key.key_id,
     }
+
+
+SURVEYS_PER_PAGE = 50
+MAX_SURVEYS_PER_PAGE = 200
+
+
+def page_parameters() -> tuple[int, int]:
+    """``(page, limit)`` from ``?page=`` (1-based) and ``?limit=`` (400 if malformed)."""
+    values = []
+    for name, default, most in (("page", 1, 1_000_000), ("limit", SURVEYS_PER_PAGE,
+                                                         MAX_SURVEYS_PER_PAGE)):  # fmt: skip
+        text = request.args.get(name, str(default))
+        if not (text.isascii() and text.isdigit() and 1 <= int(text) <= most):
+            raise InvalidParameter(f"{name} must be an integer in [1, {most}], got {text[:40]!r}")
+        values.append(int(text))
+    return values[0], values[1]
 
 
 def choice_parameter(name: str, allowed: tuple[str, ...], default: str) -> str:

@@ -262,7 +262,7 @@ def document(max_batch: int) -> dict[str, Any]:
         "name": "beta",
         "in": "query",
         "required": False,
-        "description": "Allowed failure probability of the Chebyshev intervals, in (0, 1).",
+        "description": "Allowed failure probability of each interval (every family), in (0, 1).",
         "schema": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
                    "default": DEFAULT_BETA},
     }  # fmt: skip
@@ -373,7 +373,7 @@ def document(max_batch: int) -> dict[str, Any]:
         },
         "/api/v1/surveys/{survey_id}/results": {
             "get": _operation(
-                "Estimates with Chebyshev intervals (operator token if results are private)",
+                "Estimates with every interval family (operator token if results are private)",
                 {200: _ok("Results", _ref("Results"), {"text/csv": {"schema": text}})},
                 (400, *operator_errors, 404, 503),
                 parameters=[SURVEY_ID, beta, results_format],

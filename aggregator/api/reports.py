@@ -1,4 +1,11 @@
-"""Reports: submit one or a batch (idempotent, all-or-nothing); export (operator)."""
+"""Reports: one respondent's submission (public), bulk ingest and export (operator).
+
+The public route takes one respondent's answers per request: a single report
+or a batch with at most one report per question.  Many respondents per request
+(a relay, an import, a benchmark) go to the bulk route, which needs an operator
+token: otherwise one client, or one enrolment token, could weigh like a
+thousand respondents (docs/threat-model.md).
+"""
 
 from __future__ import annotations
 
@@ -57,8 +64,30 @@ def submit(survey_id: str) -> Response:
     if record.require_enrolment:
         token = enrolment_token(survey_id)
         current_limits().check_token(token)
-    reports = parse_submission(body, record.survey, max_batch=current_app.config["MAX_BATCH"])
+    reports = parse_submission(
+        body, record.survey, max_batch=current_app.config["MAX_BATCH"], one_respondent=True
+    )
     ids = storage.add_reports(survey_id, reports, enrolment_token=token)
+    return json_response({"survey": survey_id, "received": len(ids), "reports": ids}, 201)
+
+
+@blueprint.post("/surveys/<survey_id>/reports/bulk")
+def submit_bulk(survey_id: str) -> Response:
+    """Operator only: many respondents' reports in one all-or-nothing batch.
+
+    Order of refusals: operator token missing (401) or wrong (403), survey
+    (404), body (400/413/415), closed (409), validation (422/413), report id
+    reuse (409).  No enrolment token is needed or spent: the operator vouches
+    for every report (a relay or an import of reports randomized on devices).
+    """
+    require_operator()
+    storage = current_storage()
+    record = storage.get_survey(survey_id, count=False)
+    body = read_json()
+    if not record.is_open:
+        raise Conflict(f"survey {survey_id!r} is closed")
+    reports = parse_submission(body, record.survey, max_batch=current_app.config["MAX_BATCH"])
+    ids = storage.add_reports(survey_id, reports, operator=True)
     return json_response({"survey": survey_id, "received": len(ids), "reports": ids}, 201)
 
 
@@ -69,7 +98,7 @@ def _jsonl(reports: Iterator[StoredReport]) -> Iterator[str]:
 
 def _csv(reports: Iterator[StoredReport]) -> Iterator[str]:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
     writer.writerow(EXPORT_COLUMNS)
     for report in reports:
         row = report.to_dict()

@@ -1,4 +1,4 @@
-"""Results: estimates and Chebyshev intervals from the folded statistics (JSON or CSV).
+"""Results: estimates and every interval family from the folded statistics (JSON or CSV).
 
 Every call first folds pending reports (read-your-writes), then hands each
 question's stored statistics to ``Question.results``: the aggregator never
@@ -28,9 +28,15 @@ CSV_COLUMNS = (
     "question", "type", "mechanism", "epsilon", "n", "beta", "label", "estimate", "lower",
     "upper", "simultaneous_lower", "simultaneous_upper", "clipped", "norm_sub", "projected",
     "variance_bound", "half_width", "simultaneous_half_width",
+    # Tighter interval families beside today's Chebyshev (deniable.estimation).
+    "chebyshev_exact_lower", "chebyshev_exact_upper", "chebyshev_exact_simultaneous_lower",
+    "chebyshev_exact_simultaneous_upper", "bernstein_lower", "bernstein_upper",
+    "bernstein_simultaneous_lower", "bernstein_simultaneous_upper", "tightest",
+    "simultaneous_tightest", "precision",
 )  # fmt: skip
-# Why: a spreadsheet runs a cell starting with one of these as a formula.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Why: a spreadsheet runs a cell starting with one of these as a formula (or, after
+# stripping leading whitespace or NUL, one that follows them).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 EXTENSION = "deniable.results_cache"
 
 
@@ -120,14 +126,17 @@ def csv_rows(document: dict[str, Any], survey: Survey) -> list[dict[str, Any]]:
         common = {name: result.get(name) for name in ("question", "type", "mechanism", "epsilon")}
         common |= {"n": result["n"], "beta": result.get("beta", document["beta"])}
         common |= {name: result.get(name) for name in
-                   ("variance_bound", "half_width", "simultaneous_half_width")}  # fmt: skip
+                   ("variance_bound", "half_width", "simultaneous_half_width", "tightest",
+                    "simultaneous_tightest", "precision")}  # fmt: skip
         if "categories" in result:
             for category in result["categories"]:
                 rows.append({**common, **category})
         elif "mean" in result:
             rows.append({**common, "label": "mean", "estimate": result["mean"],
                          "lower": result["lower"], "upper": result["upper"],
-                         "clipped": result["clipped"]})  # fmt: skip
+                         "clipped": result["clipped"],
+                         **{key: value for key, value in result.items()
+                            if key.startswith(("chebyshev_exact_", "bernstein_"))}})  # fmt: skip
         else:
             rows.extend({**common, "label": label, "estimate": None} for label in question.labels)
     return rows
@@ -135,7 +144,9 @@ def csv_rows(document: dict[str, Any], survey: Survey) -> list[dict[str, Any]]:
 
 def to_csv(document: dict[str, Any], survey: Survey) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    # RFC 4180: CRLF rows, and any field holding a quote, comma, CR or LF is quoted.
+    writer = csv.DictWriter(buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\r\n",
+                            quoting=csv.QUOTE_MINIMAL)  # fmt: skip
     writer.writeheader()
     for row in csv_rows(document, survey):
         writer.writerow({column: _cell(row.get(column)) for column in CSV_COLUMNS})

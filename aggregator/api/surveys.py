@@ -11,7 +11,14 @@ from deniable.survey import Survey
 
 from ..problems import read_json
 from ..storage import current_storage
-from .common import json_response, require_operator, survey_document, survey_summary
+from .common import (
+    is_operator,
+    json_response,
+    page_parameters,
+    require_operator,
+    survey_document,
+    survey_summary,
+)
 
 blueprint = Blueprint("surveys", __name__)
 
@@ -46,9 +53,16 @@ def parse_create(body: object) -> tuple[Survey, bool, bool]:
 
 @blueprint.get("/surveys")
 def list_surveys() -> Response:
-    return json_response(
-        {"surveys": [survey_summary(record) for record in current_storage().list_surveys()]}
-    )
+    """One page of surveys, oldest first; ``next`` is the following page's URL or null."""
+    operator = is_operator()
+    page, limit = page_parameters()
+    # Why one extra: it tells whether a next page exists without counting every survey.
+    records = current_storage().list_surveys(offset=(page - 1) * limit, limit=limit + 1)
+    following = f"/api/v1/surveys?page={page + 1}&limit={limit}" if len(records) > limit else None
+    return json_response({
+        "surveys": [survey_summary(record, operator=operator) for record in records[:limit]],
+        "page": page, "limit": limit, "next": following,
+    })  # fmt: skip
 
 
 @blueprint.post("/surveys")
@@ -65,7 +79,7 @@ def create_survey() -> Response:
 
 @blueprint.get("/surveys/<survey_id>")
 def get_survey(survey_id: str) -> Response:
-    return json_response(survey_document(current_storage().get_survey(survey_id)))
+    return json_response(survey_document(current_storage().get_survey(survey_id, count=False)))
 
 
 @blueprint.post("/surveys/<survey_id>/close")

@@ -1,8 +1,9 @@
 """The dashboard: server-rendered HTML pages of published results, no JavaScript.
 
 ``/`` lists the surveys; ``/surveys/<id>`` shows, per question, a bar chart (or
-the mean) as inline SVG with per-category Chebyshev whiskers, n, ε and the
-mechanism, computed by the same function as ``GET /api/v1/surveys/{id}/results``
+the mean) as inline SVG with the tightest per-category interval as whiskers
+(named), n, ε and the mechanism, and words when there are too few respondents,
+computed by the same function as ``GET /api/v1/surveys/{id}/results``
 so the page and the API cannot disagree.  Surveys whose results are private show
 a notice instead of numbers.  Register with :func:`init_app`.
 """
@@ -13,7 +14,7 @@ from flask import Blueprint, Flask, Response, render_template, request, url_for
 
 from deniable.errors import InvalidParameter, NotFound
 
-from ..api.common import survey_summary
+from ..api.common import check_survey_id, page_parameters, survey_summary
 from ..api.results import compute_results
 from ..storage import current_storage
 from .present import question_view
@@ -42,16 +43,43 @@ def _headers(response: Response) -> Response:
     return response
 
 
+def respondents(statistics: dict) -> int:
+    """Respondents of a survey: the most reports any one question has (one per respondent)."""
+    return max((s.n for s in statistics.values()), default=0)
+
+
 @blueprint.get("/")
-def index() -> str:
-    surveys = [survey_summary(record) for record in current_storage().list_surveys()]
-    return render_template("index.html", surveys=surveys)
+def index() -> str | tuple[str, int]:
+    """One page of surveys (the dashboard has no operator: private counts stay hidden)."""
+    try:
+        page, limit = page_parameters()
+    except InvalidParameter as error:
+        return render_template("missing.html", survey_id="", error=str(error)), 400
+    storage = current_storage()
+    records = storage.list_surveys(offset=(page - 1) * limit, limit=limit + 1)
+    surveys = []
+    for record in records[:limit]:
+        summary = survey_summary(record)
+        # Reports summed over questions count each respondent once per question; a
+        # private survey's count stays hidden (it would time each submission).
+        summary["respondents"] = (
+            respondents(storage.fold(record.id)) if record.results_public else None
+        )
+        surveys.append(summary)
+    shown = request.args.get("limit")  # kept in the links when given (url_for drops None)
+    return render_template(
+        "index.html", surveys=surveys, page=page,
+        previous_url=url_for("dashboard.index", page=page - 1, limit=shown) if page > 1 else None,
+        next_url=(url_for("dashboard.index", page=page + 1, limit=shown)
+                  if len(records) > limit else None),
+    )  # fmt: skip
 
 
 @blueprint.get("/surveys/<survey_id>")
 def survey(survey_id: str) -> str | tuple[str, int]:
     try:
-        record = current_storage().get_survey(survey_id)
+        check_survey_id(None, {"survey_id": survey_id})
+        record = current_storage().get_survey(survey_id, count=False)
     except NotFound:
         return render_template("missing.html", survey_id=survey_id), 404
     try:
@@ -61,7 +89,9 @@ def survey(survey_id: str) -> str | tuple[str, int]:
     summary = survey_summary(record)
     summary["description"] = record.survey.description
     questions = []
+    summary["respondents"] = None  # private: hidden like the report count
     if record.results_public:
+        summary["respondents"] = respondents(current_storage().fold(record.id))
         document = compute_results(record, beta)
         summary["n_reports"] = document["n_reports"]
         definitions = {q.id: q.to_dict() for q in record.survey.questions}

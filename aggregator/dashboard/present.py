@@ -19,7 +19,13 @@ MECHANISM_NAMES = {
     "olh": "optimized local hashing",
     "hrr": "Hadamard randomized response",
     "subset": "subset selection",
+    "option_sampling": "option sampling",
 }
+
+COVERS = (
+    "The intervals are about the people who answered (their own true answers); a wider "
+    "population they were drawn from at random would need wider intervals."
+)
 
 
 def confidence_text(beta: float) -> str:
@@ -27,20 +33,42 @@ def confidence_text(beta: float) -> str:
     return f"{100.0 * (1.0 - float(beta)):.6g}%"
 
 
+def _family(result: Mapping[str, Any], key: str = "tightest") -> str:
+    return svg.FAMILY_NAMES.get(str(result.get(key, "chebyshev")), "Chebyshev")
+
+
 def interval_sentence(result: Mapping[str, Any]) -> str:
-    """One plain-language sentence on what the whisker means."""
+    """Plain-language sentences on what the whisker means, which interval it is, and whom
+    it covers."""
     level = confidence_text(result["beta"])
+    family = _family(result)
+    others = "the tightest of the intervals published for this question; all are in the JSON"
     if "mean" in result:
         return (
             f"With probability at least {level} the true mean of all respondents' answers lies "
             "inside the whisker, whatever the true answers are; this holds for any number of "
-            "respondents (Chebyshev bound)."
+            f"respondents ({family} bound, {others}). {COVERS}"
         )
     return (
         f"With probability at least {level} the true share lies inside each bar's whisker, "
         "whatever the true answers are; this holds for any number of respondents "
-        "(Chebyshev bound)."
+        f"({family} bound, {others}). {COVERS}"
     )
+
+
+def precision_sentence(result: Mapping[str, Any]) -> str:
+    """Words for small samples: '' when the intervals are narrower than ±10 points."""
+    precision = result.get("precision", "ok")
+    needed = result.get("respondents_for_ten_points")
+    need = f" About {needed:,} respondents are needed for ±10 points." if needed else ""
+    if precision == "uninformative":
+        return (
+            "Too few respondents to say anything useful here: the interval covers half of the "
+            f"possible range or more, so read these numbers as noise.{need}"
+        )
+    if precision == "imprecise":
+        return f"Few respondents: the intervals are wider than ±10 points.{need}"
+    return ""
 
 
 def simultaneous_sentence(result: Mapping[str, Any]) -> str:
@@ -53,11 +81,18 @@ def simultaneous_sentence(result: Mapping[str, Any]) -> str:
         or "simultaneous_half_width" not in result
     ):
         return ""
+    family = str(result.get("simultaneous_tightest", "chebyshev"))
+    described = {i["family"]: i for i in result.get("intervals", [])}
+    half = result["half_width"]
+    both = result["simultaneous_half_width"]
+    if family in described:
+        half = described[str(result.get("tightest", family))]["nominal_half_width"]
+        both = described[family]["simultaneous_nominal_half_width"]
     return (
-        f"Each whisker is ±{svg.format_share(result['half_width'])} wide for its own bar; to be "
+        f"Each whisker is at most ±{svg.format_share(half)} wide for its own bar; to be "
         f"{confidence_text(result['beta'])} sure about all {len(categories)} bars at once, read "
-        f"them as ±{svg.format_share(result['simultaneous_half_width'])} "
-        "(simultaneous interval, clipped to 0–100%)."
+        f"them as at most ±{svg.format_share(both)} "
+        f"(simultaneous {_family(result, 'simultaneous_tightest')} interval, clipped to 0–100%)."
     )
 
 
@@ -74,14 +109,21 @@ def question_view(question: Mapping[str, Any], result: Mapping[str, Any]) -> dic
         "confidence": confidence_text(result["beta"]),
         "sentence": "",
         "simultaneous": "",
+        "precision": "",
     }
     if not view["chart"]:
         return view
     view["sentence"] = interval_sentence(result)
     view["simultaneous"] = simultaneous_sentence(result)
+    view["precision"] = precision_sentence(result)
     if "mean" in result:
-        view["data"] = {key: svg.number(result[key]) for key in ("mean", "lower", "upper")}
-        view["mean_text"] = svg.format_number(result["mean"])
-        view["lower_text"] = svg.format_number(result["lower"])
-        view["upper_text"] = svg.format_number(result["upper"])
+        lower, upper, _ = svg.shown_interval(result, result)
+        lo, hi = question.get("lo", lower), question.get("hi", upper)
+        shown = min(max(float(result["mean"]), float(lo)), float(hi))
+        view["data"] = {"mean": svg.number(result["mean"]), "shown": svg.number(shown),
+                        "lower": svg.number(lower), "upper": svg.number(upper)}  # fmt: skip
+        view["mean_text"] = svg.format_number(shown)
+        view["raw_text"] = "" if shown == result["mean"] else svg.format_number(result["mean"])
+        view["lower_text"] = svg.format_number(lower)
+        view["upper_text"] = svg.format_number(upper)
     return view

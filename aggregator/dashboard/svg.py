@@ -6,14 +6,17 @@ string.  All text that reaches the markup (labels, titles) goes through
 :func:`html.escape`, and every number the chart shows is also written, at full
 precision, into ``data-*`` attributes so tests and scrapers can check it:
 
-* frequency questions: one ``<g class="bar" data-label data-estimate data-lower
-  data-upper>`` per category; the bar is the raw unbiased estimate, the whisker the
-  per-category Chebyshev interval (already clipped to [0, 1]).
-* numeric questions: one ``<g class="mean" data-mean data-lower data-upper>`` on
-  the question's ``[lo, hi]`` scale.
+* frequency questions: one ``<g class="bar" data-label data-estimate data-shown
+  data-lower data-upper data-interval>`` per category; the whisker is the
+  tightest published per-category interval (``result["tightest"]``, named in the
+  chart and in ``data-interval``; already clipped to [0, 1]).
+* numeric questions: one ``<g class="mean" data-mean data-shown data-lower
+  data-upper data-interval>`` on the question's ``[lo, hi]`` scale.
 
-Raw estimates may fall below 0 or above 1 (they are unbiased, not clipped); the
-axis stretches to show them rather than hiding the fact.
+Raw unbiased estimates may fall below 0 or above 1 (or outside [lo, hi]).  The
+bar (the dot) then shows the post-processed value, the raw one clipped to the
+range (``data-shown``), with the raw value written beside it and a marker, so
+nothing is drawn outside its axis and nothing is hidden.
 """
 
 from __future__ import annotations
@@ -38,7 +41,31 @@ WHISKER = "#1b1b1b"
 GRID = "#d9d9d9"
 TEXT = "#222222"
 
-__all__ = ["bar_chart", "chart_for", "format_number", "format_share", "mean_chart", "number"]
+FAMILY_NAMES = {
+    "chebyshev": "Chebyshev",
+    "chebyshev_exact": "exact-variance Chebyshev",
+    "bernstein": "Bernstein",
+}
+
+
+def shown_interval(result: Mapping[str, Any], item: Mapping[str, Any]) -> tuple[float, float, str]:
+    """(lower, upper, family) of the tightest published interval of one category or mean."""
+    family = str(result.get("tightest", "chebyshev"))
+    if family != "chebyshev" and f"{family}_lower" in item:
+        return float(item[f"{family}_lower"]), float(item[f"{family}_upper"]), family
+    return float(item["lower"]), float(item["upper"]), "chebyshev"
+
+
+__all__ = [
+    "FAMILY_NAMES",
+    "bar_chart",
+    "chart_for",
+    "format_number",
+    "format_share",
+    "mean_chart",
+    "number",
+    "shown_interval",
+]
 
 
 def number(value: float) -> str:
@@ -140,9 +167,12 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
     if not categories:
         raise ValueError("a bar chart needs at least one category")
     estimates = [float(c["estimate"]) for c in categories]
-    lowers = [float(c["lower"]) for c in categories]
-    uppers = [float(c["upper"]) for c in categories]
-    lo, hi, ticks = _ticks(min(0.0, *estimates, *lowers), max(*estimates, *uppers, 0.1))
+    intervals = [shown_interval(result, c) for c in categories]
+    lowers = [i[0] for i in intervals]
+    uppers = [i[1] for i in intervals]
+    family = intervals[0][2]
+    shown = [min(max(e, 0.0), 1.0) for e in estimates]
+    lo, hi, ticks = _ticks(0.0, max(*shown, *uppers, 0.1))
     plot_left, plot_right = LABEL_WIDTH + 10, WIDTH - VALUE_WIDTH
     span = hi - lo
 
@@ -159,8 +189,8 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
     confidence = 1.0 - float(result.get("beta", 0.05))
     parts.append(
         f'<text x="{plot_left}" y="16" fill="{TEXT}" font-size="11">Estimated share '
-        f"(bar) with {escape(format_share(confidence).replace('.0%', '%'))} Chebyshev "
-        f"interval (whisker)</text>"
+        f"(bar) with {escape(format_share(confidence).replace('.0%', '%'))} "
+        f"{FAMILY_NAMES[family]} interval (whisker)</text>"
     )
     parts.extend(_axis(scale, ticks, TOP - 4, chart_bottom, format_share_tick, 0.0))
     zero_x = scale(0.0)
@@ -170,13 +200,17 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
         label = str(category["label"])
         y = TOP + row * ROW_HEIGHT
         mid = y + ROW_HEIGHT / 2
-        x_est = scale(estimate)
+        value = min(max(estimate, 0.0), 1.0)
+        outside = value != estimate
+        x_est = scale(value)
         left, width = min(zero_x, x_est), abs(x_est - zero_x)
-        fill = BAR_FILL if estimate >= 0 else NEGATIVE_FILL
+        fill = NEGATIVE_FILL if outside else BAR_FILL
+        raw = f" (raw {format_share(estimate)})" if outside else ""
         parts.append(
             f'<g class="bar" data-label="{_attr(label)}" data-estimate="{number(estimate)}" '
-            f'data-lower="{number(lower)}" data-upper="{number(upper)}">'
-            f"<title>{escape(label)}: {format_share(estimate)}, interval "
+            f'data-shown="{number(value)}" data-lower="{number(lower)}" '
+            f'data-upper="{number(upper)}" data-interval="{family}">'
+            f"<title>{escape(label)}: {format_share(value)}{raw}, interval "
             f"{format_share(lower)} to {format_share(upper)}</title>"
             f'<text x="{LABEL_WIDTH}" y="{mid + 4:.1f}" text-anchor="end" fill="{TEXT}">'
             f"{escape(_shorten(label))}</text>"
@@ -184,8 +218,9 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
             f'height="{BAR_HEIGHT}" fill="{fill}" rx="2"/>'
             + _whisker(scale(lower), scale(upper), mid)
             + f'<text x="{plot_right + 8}" y="{mid + 4:.1f}" fill="{TEXT}">'
-            f'<tspan font-weight="600">{format_share(estimate)}</tspan>'
-            f'<tspan fill="#555"> [{format_share(lower)}, {format_share(upper)}]</tspan>'
+            f'<tspan font-weight="600">{format_share(value)}</tspan>'
+            + (f'<tspan class="raw" fill="{NEGATIVE_FILL}">{escape(raw)}</tspan>' if raw else "")
+            + f'<tspan fill="#555"> [{format_share(lower)}, {format_share(upper)}]</tspan>'
             "</text></g>"
         )
     parts.append("</svg>")
@@ -198,10 +233,18 @@ def format_share_tick(value: float) -> str:
 
 
 def mean_chart(result: Mapping[str, Any], lo: float, hi: float, title: str = "") -> str:
-    """The estimated mean as a point on the ``[lo, hi]`` scale with its Chebyshev whisker."""
-    mean, lower, upper = float(result["mean"]), float(result["lower"]), float(result["upper"])
+    """The estimated mean as a point on the ``[lo, hi]`` scale with its tightest whisker.
+
+    A raw mean outside [lo, hi] is drawn clipped to the edge with a marker, and
+    the raw value is written in the text.
+    """
+    mean = float(result["mean"])
+    lower, upper, family = shown_interval(result, result)
     lo, hi = float(lo), float(hi)
-    axis_lo, axis_hi, ticks = _ticks(min(lo, mean), max(hi, mean))
+    value = min(max(mean, lo), hi)
+    outside = value != mean
+    raw = f" (raw {format_number(mean)})" if outside else ""
+    axis_lo, axis_hi, ticks = _ticks(lo, hi)
     plot_left, plot_right = LABEL_WIDTH + 10, WIDTH - VALUE_WIDTH
     span = axis_hi - axis_lo
 
@@ -212,28 +255,41 @@ def mean_chart(result: Mapping[str, Any], lo: float, hi: float, title: str = "")
     mid = TOP + ROW_HEIGHT / 2
     confidence = 1.0 - float(result.get("beta", 0.05))
     description = (
-        f"mean {format_number(mean)}, interval {format_number(lower)} to {format_number(upper)}"
+        f"mean {format_number(value)}{raw}, interval {format_number(lower)} to "
+        f"{format_number(upper)}"
     )
-    x_mean = scale(mean)
+    x_mean = scale(value)
+    marker = ""
+    if outside:
+        tip = 1 if mean > hi else -1  # an arrowhead at the edge, pointing off the axis
+        marker = (
+            f'<path class="clipped-marker" fill="{NEGATIVE_FILL}" d="M{x_mean + 14 * tip:.1f} '
+            f"{mid:.1f} L{x_mean + 7 * tip:.1f} {mid - 6:.1f} L{x_mean + 7 * tip:.1f} "
+            f'{mid + 6:.1f} Z"/>'
+        )
     parts = [
         _svg_open(height, title or "Estimated mean", description, "mean-chart"),
         f'<text x="{plot_left}" y="16" fill="{TEXT}" font-size="11">Estimated mean (dot) '
-        f"with {escape(format_share(confidence).replace('.0%', '%'))} Chebyshev interval "
-        f"(whisker) on the answer range [{escape(format_number(lo))}, "
+        f"with {escape(format_share(confidence).replace('.0%', '%'))} "
+        f"{FAMILY_NAMES[family]} interval (whisker) on the answer range "
+        f"[{escape(format_number(lo))}, "
         f"{escape(format_number(hi))}]</text>",
         *_axis(scale, ticks, TOP - 4, TOP + ROW_HEIGHT, format_number, None),
         f'<rect x="{scale(lo):.1f}" y="{mid - 3:.1f}" width="{scale(hi) - scale(lo):.1f}" '
         f'height="6" fill="#e8eef5"/>',
-        f'<g class="mean" data-mean="{number(mean)}" data-lower="{number(lower)}" '
-        f'data-upper="{number(upper)}">'
-        f"<title>mean {format_number(mean)}, interval {format_number(lower)} to "
+        f'<g class="mean" data-mean="{number(mean)}" data-shown="{number(value)}" '
+        f'data-lower="{number(lower)}" data-upper="{number(upper)}" data-interval="{family}">'
+        f"<title>mean {format_number(value)}{escape(raw)}, interval {format_number(lower)} to "
         f"{format_number(upper)}</title>"
         f'<text x="{LABEL_WIDTH}" y="{mid + 4:.1f}" text-anchor="end" fill="{TEXT}">mean</text>'
         + _whisker(scale(lower), scale(upper), mid)
-        + f'<circle cx="{x_mean:.1f}" cy="{mid:.1f}" r="6" fill="{BAR_FILL}"/>'
-        f'<text x="{plot_right + 8}" y="{mid + 4:.1f}" fill="{TEXT}">'
-        f'<tspan font-weight="600">{format_number(mean)}</tspan>'
-        f'<tspan fill="#555"> [{format_number(lower)}, {format_number(upper)}]</tspan>'
+        + f'<circle cx="{x_mean:.1f}" cy="{mid:.1f}" r="6" '
+        f'fill="{NEGATIVE_FILL if outside else BAR_FILL}"/>'
+        + marker
+        + f'<text x="{plot_right + 8}" y="{mid + 4:.1f}" fill="{TEXT}">'
+        f'<tspan font-weight="600">{format_number(value)}</tspan>'
+        + (f'<tspan class="raw" fill="{NEGATIVE_FILL}">{escape(raw)}</tspan>' if raw else "")
+        + f'<tspan fill="#555"> [{format_number(lower)}, {format_number(upper)}]</tspan>'
         "</text></g>",
         "</svg>",
     ]

@@ -260,7 +260,7 @@ class Storage(ABC):
 
     @abstractmethod
     def ping(self) -> None:
-        """Raise StorageError unless the database answers."""
+        """Raise StorageError unless the database answers and would accept writes."""
 
     def close(self) -> None:  # noqa: B027 - optional hook: only pooled backends need it
         """Release connections (pools)."""
@@ -294,8 +294,8 @@ class Storage(ABC):
         """The survey (NotFound if unknown); ``count=False`` skips counting its reports."""
 
     @abstractmethod
-    def list_surveys(self) -> list[SurveyRecord]:
-        """Every survey, oldest first."""
+    def list_surveys(self, *, offset: int = 0, limit: int | None = None) -> list[SurveyRecord]:
+        """Surveys oldest first: ``limit`` of them (None: all) after skipping ``offset``."""
 
     @abstractmethod
     def close_survey(self, survey_id: str) -> SurveyRecord:
@@ -318,7 +318,12 @@ class Storage(ABC):
     # -- reports ------------------------------------------------------------------
     @abstractmethod
     def add_reports(
-        self, survey_id: str, reports: list[Report], *, enrolment_token: str | None = None
+        self,
+        survey_id: str,
+        reports: list[Report],
+        *,
+        enrolment_token: str | None = None,
+        operator: bool = False,
     ) -> list[str]:
         """Store validated reports all-or-nothing; return their ids.
 
@@ -332,6 +337,8 @@ class Storage(ABC):
         by this very batch admits it again (an idempotent retry); any other
         token raises Forbidden.  If anything fails, nothing is stored and the
         token stays unspent.  Surveys that do not require enrolment ignore it.
+        ``operator``: the caller authenticated as the operator (the bulk route),
+        which needs no enrolment token.
         """
 
     @abstractmethod

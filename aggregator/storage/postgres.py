@@ -19,7 +19,14 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from deniable.errors import AuthenticationError, Conflict, DeniableError, NotFound, StorageError
+from deniable.errors import (
+    AuthenticationError,
+    Conflict,
+    DeniableError,
+    InvalidParameter,
+    NotFound,
+    StorageError,
+)
 from deniable.survey import Survey
 from deniable.wire import Report
 
@@ -102,6 +109,12 @@ class PostgresStorage(Storage):
             raise
         except PoolTimeout as error:
             raise StorageError(f"postgresql: no connection available ({error})") from None
+        except psycopg.DataError as error:
+            # Why: a value the database cannot hold (a NUL byte in text, say) came from the
+            # request; it is the caller's mistake, not an outage to retry (issue 8.5).
+            raise InvalidParameter(
+                f"a value of this request cannot be stored ({error.sqlstate})"
+            ) from None
         except psycopg.Error as error:
             if retryable and isinstance(error, RETRYABLE):
                 raise
@@ -146,7 +159,11 @@ class PostgresStorage(Storage):
 
     def ping(self) -> None:
         with self._transaction() as connection:
-            connection.execute("SELECT 1").fetchone()
+            (read_only,) = connection.execute(
+                "SELECT current_setting('transaction_read_only') = 'on' OR pg_is_in_recovery()"
+            ).fetchone()
+        if read_only:
+            raise StorageError("postgresql: the database refuses writes (read-only)")
 
     # -- operator tokens -------------------------------------------------------------------
     def create_operator_token(self, label: str = "") -> str:
@@ -223,10 +240,12 @@ class PostgresStorage(Storage):
         with self._transaction() as connection:
             return self._fetch(connection, survey_id, count=count)
 
-    def list_surveys(self) -> list[SurveyRecord]:
+    def list_surveys(self, *, offset: int = 0, limit: int | None = None) -> list[SurveyRecord]:
         with self._transaction() as connection:
             rows = connection.execute(
                 f"SELECT {SURVEY_COLUMNS} FROM surveys s ORDER BY s.created_at, s.id"
+                " LIMIT %s OFFSET %s",
+                (None if limit is None else limit, offset),
             ).fetchall()
         return [self._record(row) for row in rows]
 
@@ -295,14 +314,19 @@ class PostgresStorage(Storage):
 
     # -- reports ---------------------------------------------------------------------------
     def add_reports(
-        self, survey_id: str, reports: list[Report], *, enrolment_token: str | None = None
+        self,
+        survey_id: str,
+        reports: list[Report],
+        *,
+        enrolment_token: str | None = None,
+        operator: bool = False,
     ) -> list[str]:
         # Why retry: two concurrent batches sharing ids in opposite orders can deadlock;
         # PostgreSQL aborts one, and its rerun then finds the other's rows committed.
         # (Sorting by id would avoid that but lose the body's order in the log.)
         for attempt in range(ATTEMPTS):
             try:
-                self._add_reports(survey_id, reports, enrolment_token)
+                self._add_reports(survey_id, reports, enrolment_token, operator)
                 break
             except RETRYABLE as error:
                 if attempt == ATTEMPTS - 1:
@@ -310,7 +334,7 @@ class PostgresStorage(Storage):
         return [report.id for report in reports]
 
     def _add_reports(
-        self, survey_id: str, reports: list[Report], enrolment_token: str | None
+        self, survey_id: str, reports: list[Report], enrolment_token: str | None, operator: bool
     ) -> None:
         with self._transaction(retryable=True) as connection:
             row = connection.execute(
@@ -321,7 +345,7 @@ class PostgresStorage(Storage):
                 raise NotFound(f"no survey {survey_id!r}")
             if row[0] != OPEN:
                 raise Conflict(f"survey {survey_id!r} is closed")
-            if row[1]:
+            if row[1] and not operator:
                 self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
             columns = (
                 [r.id for r in reports],

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -49,6 +50,9 @@ from .base import (
     statistics_from_json,
     utc_now,
 )
+
+# Below this much free space on the database's file system, /health reports degraded.
+MIN_FREE_BYTES = 8 << 20
 
 
 def _split_statements(script: str) -> list[str]:
@@ -183,6 +187,12 @@ class SqliteStorage(Storage):
     def ping(self) -> None:
         with self._transaction("DEFERRED") as connection:
             connection.execute("SELECT 1").fetchone()
+        # Why: a read answers on a full disk or a read-only file too; writes would not.
+        folder = self.path.parent
+        if not os.access(self.path, os.W_OK) or not os.access(folder, os.W_OK):
+            raise StorageError(f"sqlite {self.path}: the database file is not writable")
+        if shutil.disk_usage(folder).free < MIN_FREE_BYTES:
+            raise StorageError(f"sqlite {self.path}: the disk is full")
 
     # -- operator tokens --------------------------------------------------------------
     def create_operator_token(self, label: str = "") -> str:
@@ -257,10 +267,12 @@ class SqliteStorage(Storage):
         with self._transaction("DEFERRED") as connection:
             return self._fetch(connection, survey_id, count=count)
 
-    def list_surveys(self) -> list[SurveyRecord]:
+    def list_surveys(self, *, offset: int = 0, limit: int | None = None) -> list[SurveyRecord]:
         with self._transaction("DEFERRED") as connection:
             rows = connection.execute(
                 f"SELECT {SURVEY_COLUMNS} FROM surveys s ORDER BY s.created_at, s.id"
+                " LIMIT ? OFFSET ?",
+                (-1 if limit is None else limit, offset),
             ).fetchall()
         return [self._record(row) for row in rows]
 
@@ -318,7 +330,12 @@ class SqliteStorage(Storage):
 
     # -- reports ---------------------------------------------------------------------------
     def add_reports(
-        self, survey_id: str, reports: list[Report], *, enrolment_token: str | None = None
+        self,
+        survey_id: str,
+        reports: list[Report],
+        *,
+        enrolment_token: str | None = None,
+        operator: bool = False,
     ) -> list[str]:
         received_at = iso(utc_now())
         with self._transaction() as connection:
@@ -329,7 +346,7 @@ class SqliteStorage(Storage):
                 raise NotFound(f"no survey {survey_id!r}")
             if row[0] != OPEN:
                 raise Conflict(f"survey {survey_id!r} is closed")
-            if row[1]:
+            if row[1] and not operator:
                 self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
             self._insert_reports(connection, survey_id, reports, received_at)
         return [report.id for report in reports]

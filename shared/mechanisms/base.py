@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import operator
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,7 +41,8 @@ from ..lazy import np, numpy_type
 from ..parameters import MAX_DOMAIN_SIZE, check_domain_size, check_epsilon, check_range
 from ..randomness import RESOLUTION, RngLike
 
-_HEX = re.compile(r"[0-9a-f]*")
+# Wire statistics decode about this many characters of hex text at a time.
+_CHUNK_TEXT = 1 << 20
 
 # Above this many outputs an exact distribution is not something to enumerate.
 MAX_ENUMERATED_OUTPUTS = 1 << 16
@@ -75,6 +75,10 @@ def pack_uints(values: np.ndarray, width: int) -> np.ndarray:
 
 def unpack_uints(data: np.ndarray) -> np.ndarray:
     """The inverse of :func:`pack_uints`: rows of big-endian bytes to int64."""
+    width = data.shape[1]
+    if width in (1, 2, 4):  # one view of the bytes as big-endian integers
+        words = np.ascontiguousarray(data).view(f">u{width}")
+        return words.reshape(data.shape[0]).astype(np.int64)
     result = np.zeros(data.shape[0], dtype=np.int64)
     for column in range(data.shape[1]):
         result = (result << 8) | data[:, column].astype(np.int64)
@@ -233,24 +237,67 @@ class Mechanism(ABC):
 
     def decode_many(self, payloads: Sequence[object]) -> np.ndarray:
         """Strictly decode encoded reports; any bad one raises InvalidReport."""
+        return self._unpack_many(self._payload_rows(payloads))
+
+    def wire_statistics(self, payloads: Sequence[object]) -> np.ndarray:
+        """``statistics(decode_many(payloads))`` without holding every decoded report.
+
+        Payloads are decoded about a megabyte of text at a time, so each chunk
+        stays in cache; a mechanism may count a chunk without unpacking it
+        (``_rows_statistics``).  Every payload is checked as strictly as by
+        :meth:`decode_many`.
+        """
+        payloads = payloads if isinstance(payloads, list | tuple) else list(payloads)
+        rows = max(1, _CHUNK_TEXT // self.report_length)
+        total = None
+        for start in range(0, len(payloads), rows):
+            data = self._payload_rows(payloads[start : start + rows], start)
+            part = np.asarray(self._rows_statistics(data), dtype=np.int64)
+            total = part if total is None else total + part
+        if total is None:
+            return np.asarray(self.statistics(self._unpack_many(self._payload_rows([]))), np.int64)
+        return total
+
+    def _rows_statistics(self, data: np.ndarray) -> np.ndarray:
+        """Statistics of uint8 report rows (strictly checked); unpacks by default."""
+        return self.statistics(self._unpack_many(data))
+
+    def _payload_rows(self, payloads: Sequence[object], offset: int = 0) -> np.ndarray:
+        """Payloads as uint8 rows of ``report_bytes``: one join, one ``bytes.fromhex``.
+
+        No Python work per report: ``join`` refuses non-strings, the lengths are
+        compared in C, and ``fromhex`` refuses any character but hex digits and
+        whitespace; whitespace shortens the output and uppercase digits are
+        searched for, so what passes is exactly lowercase hex of the right size.
+        """
         width = self.report_length
-        for index, payload in enumerate(payloads):
+        try:
+            text = "".join(payloads)  # type: ignore[arg-type]
+            if (payloads and set(map(len, payloads)) != {width}) or any(
+                digit in text for digit in "ABCDEF"
+            ):
+                raise ValueError
+            data = bytes.fromhex(text)
+            if len(data) != len(payloads) * self.report_bytes:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise self._first_bad_payload(payloads, offset) from None
+        return np.frombuffer(data, dtype=np.uint8).reshape(len(payloads), self.report_bytes)
+
+    def _first_bad_payload(self, payloads: Sequence[object], offset: int) -> InvalidReport:
+        """The error naming the first bad payload (a failed batch only: one loop)."""
+        width = self.report_length
+        for index, payload in enumerate(payloads, start=offset):
             if not isinstance(payload, str):
-                raise InvalidReport(
+                return InvalidReport(
                     f"report {index}: must be a string, got {type(payload).__name__}"
                 )
             if len(payload) != width:
-                raise InvalidReport(
+                return InvalidReport(
                     f"report {index}: must be {width} hex characters for {self.name}, "
                     f"got {len(payload)}"
                 )
-        text = "".join(payloads)  # type: ignore[arg-type]
-        if not _HEX.fullmatch(text):
-            raise InvalidReport(f"reports must be lowercase hexadecimal ({self.name})")
-        data = np.frombuffer(bytes.fromhex(text), dtype=np.uint8).reshape(
-            len(payloads), self.report_bytes
-        )
-        return self._unpack_many(data)
+        return InvalidReport(f"reports must be lowercase hexadecimal ({self.name})")
 
     def spec(self) -> dict[str, Any]:
         return {"mechanism": self.name, **self.parameters()}

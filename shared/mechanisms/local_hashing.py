@@ -206,8 +206,11 @@ class OLH(FrequencyOracle):
     def encode(self, report: object) -> str:
         if not isinstance(report, tuple | list) or len(report) != 2:
             raise InvalidReport("olh report must be a (seed, y) pair")
-        seed = report_int(report[0], 1 << 32, "olh seed")
-        y = report_int(report[1], self.hash_range, "olh bucket")
+        seed, y = report
+        plain = type(seed) is int and type(y) is int  # what randomize returns: no conversion
+        if not (plain and 0 <= seed <= _MASK32 and 0 <= y < self.hash_range):
+            seed = report_int(seed, 1 << 32, "olh seed")
+            y = report_int(y, self.hash_range, "olh bucket")
         return ((seed << (8 * self._width)) | y).to_bytes(SEED_BYTES + self._width, "big").hex()
 
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:

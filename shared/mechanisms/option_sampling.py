@@ -199,11 +199,11 @@ class OptionSampling(Mechanism):
         return np.concatenate([yes, no]).astype(np.int64)
 
     def scores(self, statistics: np.ndarray) -> np.ndarray:
-        """T_v = reports (v, 1) minus reports (v, 0), for every option v."""
+        """T_v = reports (v, 1) minus reports (v, 0), for every option v (last axis)."""
         import numpy as np
 
         counts = np.asarray(statistics, dtype=np.float64)
-        return counts[: self.options] - counts[self.options :]
+        return counts[..., : self.options] - counts[..., self.options :]
 
     def estimate(self, statistics: np.ndarray, n: int) -> np.ndarray:
         """Unbiased estimates of the share of respondents holding each option."""

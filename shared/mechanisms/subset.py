@@ -200,3 +200,16 @@ class SubsetSelection(FrequencyOracle):
         values = unpack_uints(data.reshape(n * k, self._width)).reshape(n, k)
         self._check_rows(values)
         return values
+
+    def _rows_statistics(self, data: np.ndarray) -> np.ndarray:
+        """Support counts from packed rows, checked as strictly, in the wire's own width."""
+        n, k = data.shape[0], self.subset_size
+        values = np.ascontiguousarray(data).view(f">u{self._width}").reshape(n, k)
+        values = values.astype(values.dtype.newbyteorder("="))
+        if n and (
+            values[:, -1].max() >= self.domain_size or not np.all(values[:, 1:] > values[:, :-1])
+        ):
+            raise InvalidReport(
+                f"subset reports must be strictly increasing values in [0, {self.domain_size})"
+            )
+        return np.bincount(values.ravel(), minlength=self.domain_size).astype(np.int64)

@@ -242,3 +242,10 @@ def expected_results(
         questions.append(question.results(question.statistics(payloads), len(payloads), beta=beta))
     # Why a JSON round trip: the API serves JSON, and repr-based floats round-trip exactly.
     return json.loads(json.dumps(questions))
+
+
+def post_bulk(client: FlaskClient, survey_id: str, reports: list[dict[str, str]]) -> Any:
+    """POST many respondents' reports to the operator-only bulk route (a fresh operator token)."""
+    token = client.application.extensions["deniable.storage"].create_operator_token("bulk")
+    return client.post(f"/api/v1/surveys/{survey_id}/reports/bulk", json={"reports": reports},
+                       headers={"Authorization": f"Bearer {token}"})  # fmt: skip

@@ -220,14 +220,46 @@ def test_results_table_and_json_match_the_estimator(with_survey, capsys) -> None
     status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"]))
     assert status == 0
     assert "How do you usually get to work?" in out
+    family = commute["tightest"]
+    upper = "upper" if family == "chebyshev" else f"{family}_upper"
     for category in commute["categories"]:
         row = next(line for line in out.splitlines() if line.strip().startswith(category["label"]))
         assert f"{100 * category['estimate']:.1f}%" in row
-        assert f"{100 * category['upper']:.1f}%" in row
+        assert f"{100 * category[upper]:.1f}%" in row
     overtime = next(q for q in document["questions"] if q["question"] == "overtime")
     assert f"{overtime['mean']:.4g}" in out
+    assert "interval Bernstein" in out and "cover the respondents' own answers" in out
     status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"], "--beta", "0.2"))
-    assert status == 0 and "80% Chebyshev" in out
+    assert status == 0 and "intervals: 80%" in out
+
+
+def test_results_say_in_words_when_there_are_too_few_respondents(with_survey, capsys) -> None:
+    add_reports(with_survey, 3)
+    status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"]))
+    assert status == 0
+    assert out.count("WARNING: too few respondents") == len(DEMO["questions"])
+    assert "needed for ±10 points" in out
+    status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"], "--json"))
+    document = json.loads(out)
+    assert all(q["uninformative"] for q in document["questions"])
+
+
+def test_plan_prints_a_table_and_json(capsys) -> None:
+    status, out, _ = call(capsys, ["plan", "--type", "multiple_choice", "--options", "16",
+                                   "--epsilon", "1", "--n", "10000"])  # fmt: skip
+    assert status == 0
+    assert "option_sampling *" in out and "bernstein" in out and "± simultaneous" in out
+    status, out, _ = call(capsys, ["plan", "--options", "16", "--epsilon", "1",
+                                   "--half-width", "0.05", "--json"])  # fmt: skip
+    assert status == 0
+    document = json.loads(out)
+    assert document["target_half_width"] == 0.05
+    rows = {(r["mechanism"], r["family"]): r for r in document["rows"]}
+    assert rows[("grr", "bernstein")]["n_for_half_width"] < rows[("grr", "chebyshev")][
+        "n_for_half_width"
+    ]
+    status, _, err = call(capsys, ["plan", "--epsilon", "1", "--n", "5"])
+    assert status == 1 and "number of options" in single_error_line(err)
 
 
 def test_results_of_unknown_survey_and_bad_beta(with_survey, capsys) -> None:

@@ -9,6 +9,7 @@ from .conftest import expected_results as expected
 from .conftest import random_reports
 
 REPORTS = "/api/v1/surveys/demo/reports"
+BULK = REPORTS + "/bulk"  # many respondents per request: operator only
 THREADS = 16
 PER_THREAD = 500
 BATCH = 10
@@ -27,7 +28,7 @@ def run_together(count: int, work) -> list:
 
 
 def test_sixteen_writers_store_and_count_every_report(app, created_survey, demo_definition,
-                                                      storage):  # fmt: skip
+                                                      storage, operator_headers):  # fmt: skip
     reports = random_reports(demo_definition, THREADS * PER_THREAD, seed=11)
 
     def write(index: int) -> int:
@@ -39,7 +40,8 @@ def test_sixteen_writers_store_and_count_every_report(app, created_survey, demo_
             if start == 0:
                 response = client.post(REPORTS, json=mine[0])
                 assert response.status_code == 201, response.data
-            response = client.post(REPORTS, json={"reports": mine[start : start + BATCH]})
+            response = client.post(BULK, json={"reports": mine[start : start + BATCH]},
+                                   headers=operator_headers)  # fmt: skip
             assert response.status_code == 201, response.data
             acknowledged += response.get_json()["received"]
         return acknowledged
@@ -78,15 +80,15 @@ def test_conflicting_bodies_race_one_wins(app, created_survey, demo_definition, 
     assert storage.count_reports("demo") == 1
 
 
-def test_folds_race_with_writers(app, created_survey, demo_definition, storage):
+def test_folds_race_with_writers(app, created_survey, demo_definition, storage, operator_headers):
     reports = random_reports(demo_definition, 600, seed=9)
 
     def work(index: int):
         client = app.test_client()
         if index % 2:
             mine = reports[(index // 2) * 100 : (index // 2 + 1) * 100]
-            for start in range(0, 100, 10):
-                assert client.post(REPORTS, json={"reports": mine[start:start + 10]}).status_code \
+            for start in range(0, 100, 4):  # one respondent (four questions) per request
+                assert client.post(REPORTS, json={"reports": mine[start:start + 4]}).status_code \
                     == 201  # fmt: skip
         else:
             for _ in range(10):

@@ -21,6 +21,8 @@ from deniable.aggregator import cli, demo
 from deniable.aggregator.dashboard import svg
 from deniable.survey import Survey
 
+from .conftest import post_bulk
+
 SVG_NS = "{http://www.w3.org/2000/svg}"
 HOSTILE = "<script>alert('x')</script> & \"quoted\""
 
@@ -46,6 +48,14 @@ def _result(question, values, seed: int = 7) -> dict:
     rng = np.random.default_rng(seed)
     batch = question.oracle.randomize_many(np.asarray(values), rng)
     return question.results(question.oracle.statistics(batch), len(values))
+
+
+def shown_bounds(result: dict, item: dict) -> tuple[float, float]:
+    """The interval a chart must show: the tightest family's, named by the result."""
+    family = result["tightest"]
+    if family == "chebyshev":
+        return item["lower"], item["upper"]
+    return item[f"{family}_lower"], item[f"{family}_upper"]
 
 
 def _parse(text: str) -> ET.Element:
@@ -74,8 +84,10 @@ def test_bar_chart_data_attributes_are_the_results_at_full_precision() -> None:
     assert len(bars) == 3
     for bar, category in zip(bars, result["categories"], strict=True):
         assert float(bar.get("data-estimate")) == category["estimate"]
-        assert float(bar.get("data-lower")) == category["lower"]
-        assert float(bar.get("data-upper")) == category["upper"]
+        assert bar.get("data-interval") == result["tightest"]
+        assert (float(bar.get("data-lower")), float(bar.get("data-upper"))) == shown_bounds(
+            result, category
+        )
         whisker = bar.find(f"{SVG_NS}g")
         assert whisker.get("class") == "whisker"
         x1 = float(whisker.find(f"{SVG_NS}line").get("x1"))
@@ -83,25 +95,58 @@ def test_bar_chart_data_attributes_are_the_results_at_full_precision() -> None:
         assert x1 <= x2
 
 
-def test_bar_lengths_follow_estimates_and_negative_estimates_go_left() -> None:
+def test_bar_lengths_follow_estimates_and_raw_values_outside_0_1_are_clipped_and_shown() -> None:
     result = {
-        "question": "q", "type": "single_choice", "beta": 0.05, "n": 100,
+        "question": "q", "type": "single_choice", "beta": 0.05, "n": 3,
         "categories": [
             {"label": "a", "estimate": 0.8, "lower": 0.6, "upper": 1.0},
             {"label": "b", "estimate": 0.4, "lower": 0.2, "upper": 0.6},
-            {"label": "c", "estimate": -0.1, "lower": 0.0, "upper": 0.1},
+            {"label": "c", "estimate": -1.54, "lower": 0.0, "upper": 0.1},
+            {"label": "d", "estimate": 2.54, "lower": 0.9, "upper": 1.0},
         ],
     }  # fmt: skip
     root = _parse(svg.bar_chart(result))
-    rects = [g.find(f"{SVG_NS}rect") for g in root.iter(f"{SVG_NS}g") if g.get("class") == "bar"]
+    bars = [g for g in root.iter(f"{SVG_NS}g") if g.get("class") == "bar"]
+    rects = [g.find(f"{SVG_NS}rect") for g in bars]
     widths = [float(r.get("width")) for r in rects]
     assert widths[0] == pytest.approx(2 * widths[1], rel=0.01)
-    assert widths[2] == pytest.approx(widths[1] / 4, rel=0.02)
-    assert float(rects[2].get("x")) < float(rects[1].get("x"))  # drawn left of zero
-    assert rects[2].get("fill") == svg.NEGATIVE_FILL
+    assert widths[2] <= 0.5  # clipped to 0: no bar drawn left of the axis
+    assert widths[3] == pytest.approx(widths[0] / 0.8, rel=0.01)  # clipped to 100%
+    assert float(rects[2].get("x")) >= float(rects[1].get("x"))
+    assert rects[2].get("fill") == rects[3].get("fill") == svg.NEGATIVE_FILL
+    assert [float(g.get("data-shown")) for g in bars] == [0.8, 0.4, 0.0, 1.0]
+    assert [float(g.get("data-estimate")) for g in bars] == [0.8, 0.4, -1.54, 2.54]
     ticks = [t.text for t in root.iter(f"{SVG_NS}text") if t.get("font-size") == "11"][1:]
-    assert "0%" in ticks and min(float(t.rstrip("%")) for t in ticks) <= -10  # axis stretched
-    assert "-10.0%" in "".join(t.text or "" for t in root.iter(f"{SVG_NS}tspan"))
+    assert min(float(t.rstrip("%")) for t in ticks) == 0
+    assert max(float(t.rstrip("%")) for t in ticks) == 100  # the axis stays 0-100%
+    raw = [t.text for t in root.iter(f"{SVG_NS}tspan") if t.get("class") == "raw"]
+    assert raw == [" (raw -154.0%)", " (raw 254.0%)"]
+
+
+@pytest.mark.parametrize("mean", [-7.5, 55.0])
+def test_a_mean_outside_its_range_is_drawn_at_the_edge_with_a_marker(mean: float) -> None:
+    result = {"question": "hours", "type": "numeric", "beta": 0.05, "n": 3, "mean": mean,
+              "lower": 0.0, "upper": 40.0}  # fmt: skip
+    root = _parse(svg.mean_chart(result, 0, 40))
+    (group,) = [g for g in root.iter(f"{SVG_NS}g") if g.get("class") == "mean"]
+    assert float(group.get("data-mean")) == mean
+    assert float(group.get("data-shown")) == (0.0 if mean < 0 else 40.0)
+    ticks = [
+        float(t.text)
+        for t in root.iter(f"{SVG_NS}text")
+        if t.get("font-size") == "11" and "answer range" not in (t.text or "")
+    ]
+    dot = float(group.find(f"{SVG_NS}circle").get("cx"))
+    positions = [
+        float(line.get("x1"))
+        for line in root.iter(f"{SVG_NS}line")
+        if line.get("stroke") == svg.GRID
+    ]
+    assert min(ticks) == 0 and max(ticks) == 40
+    assert min(positions) - 0.1 <= dot <= max(positions) + 0.1  # never off the axis
+    assert [p.get("class") for p in group.iter(f"{SVG_NS}path")] == ["clipped-marker"]
+    raw = [t.text for t in group.iter(f"{SVG_NS}tspan") if t.get("class") == "raw"]
+    assert raw == [f" (raw {svg.format_number(mean)})"]
 
 
 def test_mean_chart_places_the_mean_and_its_interval_on_the_answer_range() -> None:
@@ -111,8 +156,9 @@ def test_mean_chart_places_the_mean_and_its_interval_on_the_answer_range() -> No
     root = _parse(text)
     (group,) = [g for g in root.iter(f"{SVG_NS}g") if g.get("class") == "mean"]
     assert float(group.get("data-mean")) == result["mean"]
-    assert float(group.get("data-lower")) == result["lower"]
-    assert float(group.get("data-upper")) == result["upper"]
+    assert (float(group.get("data-lower")), float(group.get("data-upper"))) == shown_bounds(
+        result, result
+    )
     dot = group.find(f"{SVG_NS}circle")
     line = group.find(f"{SVG_NS}g").find(f"{SVG_NS}line")
     assert float(line.get("x1")) <= float(dot.get("cx")) <= float(line.get("x2"))
@@ -194,12 +240,17 @@ def assert_page_matches_results(page: str, results: dict) -> None:
             ]
             for bar, category in zip(numbers["bars"], result["categories"], strict=True):
                 assert float(bar["data-estimate"]) == category["estimate"]
-                assert float(bar["data-lower"]) == category["lower"]
-                assert float(bar["data-upper"]) == category["upper"]
+                assert bar["data-interval"] == result["tightest"]
+                assert (float(bar["data-lower"]), float(bar["data-upper"])) == shown_bounds(
+                    result, category
+                )
         else:
             assert len(numbers["means"]) == 1  # the SVG group (the text has its own copy)
-            for key in ("mean", "lower", "upper"):
-                assert float(numbers["means"][0][f"data-{key}"]) == result[key]
+            mean = numbers["means"][0]
+            assert float(mean["data-mean"]) == result["mean"]
+            assert (float(mean["data-lower"]), float(mean["data-upper"])) == shown_bounds(
+                result, result
+            )
 
 
 def fill(client, survey: Survey, count: int, seed: int = 11) -> None:
@@ -218,8 +269,7 @@ def fill(client, survey: Survey, count: int, seed: int = 11) -> None:
         reports += [{"id": str(uuid.uuid4()), "question": question.id, "payload": p}
                     for p in payloads]  # fmt: skip
     for start in range(0, len(reports), 1000):
-        response = client.post(f"/api/v1/surveys/{survey.id}/reports",
-                               json={"reports": reports[start:start + 1000]})  # fmt: skip
+        response = post_bulk(client, survey.id, reports[start:start + 1000])
         assert response.status_code == 201, response.get_data(as_text=True)
 
 
@@ -244,6 +294,8 @@ def test_survey_page_shows_the_api_numbers(dash) -> None:
     assert text.count("<svg") == len(survey.questions)
     article = next(d for t, c, d in parse_page(text).elements if t == "article")
     assert int(article["data-n-reports"]) == results["n_reports"] == 2800
+    assert int(article["data-respondents"]) == 700
+    assert "<b>700</b> respondents" in text
     assert float(article["data-total-epsilon"]) == survey.total_epsilon
 
 
@@ -289,6 +341,7 @@ def test_index_lists_surveys_and_escapes_titles(dash) -> None:
     rows = {d["data-survey"]: d for t, c, d in parse_page(text).elements if t == "tr"}
     assert set(rows) == {survey.id, "hostile"}
     assert int(rows[survey.id]["data-n-reports"]) == 80
+    assert int(rows[survey.id]["data-respondents"]) == 20  # not 80 reports over 4 questions
     assert f'href="/surveys/{survey.id}"' in text
     assert "<script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     page = client.get("/surveys/hostile").get_data(as_text=True)
@@ -304,6 +357,31 @@ def test_private_results_show_a_notice_and_no_numbers(dash) -> None:
     assert 'id="private-notice"' in text and "Results are private" in text
     assert "data-estimate" not in text and "data-mean" not in text and "<svg" not in text
     assert client.get("/api/v1/surveys/private/results").status_code == 401
+    # Regression (issue 8.6): the live count of a private survey timed each submission.
+    assert 'data-n-reports=""' in text and "100" not in text.split('id="survey"')[1][:400]
+    index = client.get("/").get_data(as_text=True)
+    row = index.split('data-survey="private"')[1].split("</tr>")[0]
+    assert 'data-n-reports=""' in row and "400" not in row
+
+
+def test_survey_list_is_paginated(dash) -> None:
+    app, client, survey = dash
+    storage = app.extensions["deniable.storage"]
+    for index in range(3):
+        storage.create_survey(Survey.from_dict({**survey.to_dict(), "id": f"more-{index}"}),
+                              results_public=True)  # fmt: skip
+    first = client.get("/api/v1/surveys?limit=3").get_json()
+    assert [s["id"] for s in first["surveys"]] == [survey.id, "more-0", "more-1"]
+    assert first["page"] == 1 and first["limit"] == 3
+    second = client.get(first["next"]).get_json()
+    assert [s["id"] for s in second["surveys"]] == ["more-2"] and second["next"] is None
+    for bad in ("page=0", "limit=0", "limit=201", "page=x", "limit=%00"):
+        assert client.get(f"/api/v1/surveys?{bad}").status_code == 400
+    page = client.get("/?limit=2&page=2").get_data(as_text=True)
+    assert 'data-survey="more-1"' in page and 'data-survey="more-2"' in page
+    assert 'href="/?page=1&amp;limit=2"' in page and 'rel="next"' not in page
+    assert survey.id not in page.split("<table")[1]
+    assert 'rel="next"' in client.get("/?limit=2").get_data(as_text=True)
 
 
 def test_empty_survey_and_unknown_survey(dash) -> None:
@@ -371,3 +449,32 @@ def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
     if keep:
         shutil.copy(screenshot, keep)
     assert time.monotonic() - started < 240
+
+
+def test_small_samples_say_so_in_words(dash) -> None:
+    _, client, survey = dash
+    fill(client, survey, 3)
+    text = client.get(f"/surveys/{survey.id}").get_data(as_text=True)
+    notes = [d for t, c, d in parse_page(text).elements if "precision" in c.split()]
+    assert len(notes) == len(survey.questions)
+    assert {d["data-precision"] for d in notes} == {"uninformative"}
+    assert text.count("Too few respondents to say anything useful here") == len(survey.questions)
+    assert "respondents are needed for ±10 points" in text
+    numbers = page_numbers(text)
+    for question in numbers.values():
+        for bar in question["bars"]:
+            assert 0.0 <= float(bar["data-shown"]) <= 1.0
+        for mean in question["means"]:
+            assert 0.0 <= float(mean["data-shown"]) <= 20.0
+
+
+def test_large_samples_have_no_small_sample_warning(dash) -> None:
+    _, client, survey = dash
+    fill(client, survey, 700)
+    results = client.get(f"/api/v1/surveys/{survey.id}/results").get_json()
+    text = client.get(f"/surveys/{survey.id}").get_data(as_text=True)
+    for result in results["questions"]:
+        assert result["precision"] in ("ok", "imprecise", "uninformative")
+    flagged = sum(r["precision"] != "ok" for r in results["questions"])
+    assert text.count('class="notice precision"') == flagged
+    assert "The intervals are about the people who answered" in text

@@ -372,3 +372,21 @@ def test_migration_0002_upgrades_a_version_1_sqlite_database(tmp_path):
     assert storage.migrate() == len(migrations("sqlite")) >= 2
     record = storage.get_survey("old")
     assert record.require_enrolment is False and record.n_reports == 0
+
+
+def test_one_token_admits_one_respondent_not_a_thousand(client, gated, storage, operator_headers):
+    """Regression (issue 8.1): one token stored 1,000 'yes' reports for one question."""
+    (token,) = storage.issue_enrolment_tokens(SURVEY_ID, 1)
+    sybil = [dict(r, question="smoker", payload="01") for r in batch(1000)["reports"]]
+    assert_problem(post(client, {"reports": sybil}, token), 422, "invalid-report")
+    assert_problem(post(client, {"reports": sybil[:2]}, token), 422, "invalid-report")
+    assert storage.count_reports(SURVEY_ID) == 0
+    assert storage.enrolment_token_counts(SURVEY_ID) == (1, 0)
+    assert post(client, batch(4), token).status_code == 201
+    # The operator's bulk route (a relay or import) needs no enrolment token.
+    bulk = post(client, batch(40, seed=1), path=REPORTS + "/bulk")
+    assert_problem(bulk, 401)
+    response = client.post(REPORTS + "/bulk", json=batch(40, seed=1), headers=operator_headers)
+    assert response.status_code == 201
+    assert storage.count_reports(SURVEY_ID) == 44
+    assert storage.enrolment_token_counts(SURVEY_ID) == (1, 1)

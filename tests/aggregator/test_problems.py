@@ -62,3 +62,68 @@ def test_strict_json_accepts_ordinary_documents():
     assert parse_json(b"[" * 64 + b"]" * 64)
     assert parse_json(b'"[[[[["') == "[[[[["  # brackets inside strings are not nesting
     assert parse_json(b'"\\ud83d\\ude00"') == "\U0001f600"  # a surrogate pair is one character
+
+
+SURVEY_ROUTES = [
+    ("GET", "/api/v1/surveys/{}"),
+    ("POST", "/api/v1/surveys/{}/close"),
+    ("POST", "/api/v1/surveys/{}/reports"),
+    ("POST", "/api/v1/surveys/{}/reports/bulk"),
+    ("GET", "/api/v1/surveys/{}/results"),
+    ("GET", "/api/v1/surveys/{}/export"),
+]
+
+
+@pytest.mark.parametrize("method,route", SURVEY_ROUTES)
+def test_impossible_survey_ids_are_404_before_storage(client, operator_headers, method, route):
+    """Regression (issue 8.5): a NUL byte in a survey id gave 503 on PostgreSQL."""
+    for survey_id in ("a%00b", "%0Aforged", "UPPER", "x" * 65):
+        response = client.open(route.format(survey_id), method=method, headers=operator_headers,
+                               json={"id": "x"})  # fmt: skip
+        body = assert_problem(response, 404, "not-found")
+        assert not any(ord(c) < 32 for c in body["detail"])
+    page = client.get("/surveys/a%00b")
+    assert page.status_code == 404 and page.mimetype == "text/html"
+
+
+def test_driver_data_errors_are_the_callers_not_an_outage(storage):
+    from deniable.errors import InvalidParameter, NotFound
+
+    expected = InvalidParameter if storage.backend == "postgresql" else NotFound
+    with pytest.raises(expected):
+        storage.get_survey("a\x00b")
+
+
+def test_control_characters_never_reach_a_problem_or_a_log(client, caplog):
+    response = client.get("/api/v1/no%0Asuch%1B[31m")
+    body = assert_problem(response, 404)
+    assert "\n" not in body["detail"] and "\x1b" not in body["detail"]
+    assert "\\x0a" in body["detail"]
+
+
+def test_every_response_says_nosniff(client, created_survey):
+    for path in ("/api/v1/health", "/api/v1/surveys", "/api/v1/nothing", "/", "/surveys/demo",
+                 "/api/v1/surveys/demo/results?format=csv", "/api/v1/openapi.json"):  # fmt: skip
+        assert client.get(path).headers["X-Content-Type-Options"] == "nosniff", path
+    assert client.post("/api/v1/surveys", json={}).headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_health_is_degraded_when_the_database_refuses_writes(postgres_database, tmp_path):
+    """PostgreSQL with every transaction read-only: reads answer, /health must not say ok."""
+    from urllib.parse import quote
+
+    app = create_app({"TESTING": True, "DATABASE": postgres_database,
+                      "SIGNING_KEY_PATH": str(tmp_path / "key.pem")})  # fmt: skip
+    try:
+        assert app.test_client().get("/api/v1/health").status_code == 200
+    finally:
+        app.extensions["deniable.storage"].close()
+    read_only = postgres_database + quote(" -c default_transaction_read_only=on")
+    app = create_app({"TESTING": True, "DATABASE": read_only, "MIGRATE": False,
+                      "SIGNING_KEY_PATH": str(tmp_path / "key.pem")})  # fmt: skip
+    try:
+        response = app.test_client().get("/api/v1/health")
+        assert_problem(response, 503, "storage-unavailable")
+        assert app.test_client().get("/api/v1/surveys").status_code == 200  # reads still work
+    finally:
+        app.extensions["deniable.storage"].close()

@@ -11,6 +11,7 @@ import pytest
 from .conftest import assert_problem, random_reports
 
 URL = "/api/v1/surveys/demo/reports"
+BULK = URL + "/bulk"
 
 
 def test_single_report_is_acknowledged(client, created_survey, demo_definition, storage):
@@ -22,17 +23,17 @@ def test_single_report_is_acknowledged(client, created_survey, demo_definition, 
 
 
 def test_batch_retry_is_identical_and_not_double_counted(client, created_survey, demo_definition,
-                                                          storage):  # fmt: skip
+                                                          storage, operator_headers):  # fmt: skip
     reports = random_reports(demo_definition, 40)
-    first = client.post(URL, json={"reports": reports})
+    first = client.post(BULK, json={"reports": reports}, headers=operator_headers)
     assert first.status_code == 201
     assert first.get_json() == {"survey": "demo", "received": 40,
                                 "reports": [r["id"] for r in reports]}  # fmt: skip
-    again = client.post(URL, json={"reports": reports})
+    again = client.post(BULK, json={"reports": reports}, headers=operator_headers)
     assert (again.status_code, again.get_json()) == (201, first.get_json())
     # A batch mixing new reports and retried ones stores only the new ones.
     more = random_reports(demo_definition, 10, seed=1)
-    mixed = client.post(URL, json={"reports": reports[:5] + more})
+    mixed = client.post(BULK, json={"reports": reports[:5] + more}, headers=operator_headers)
     assert mixed.get_json()["received"] == 15
     assert storage.count_reports("demo") == 50
     results = client.get("/api/v1/surveys/demo/results").get_json()
@@ -78,10 +79,12 @@ def test_reused_id_with_another_body_is_409_and_stores_nothing(
          "type"],
 )  # fmt: skip
 def test_any_invalid_report_rejects_the_whole_batch(client, created_survey, demo_definition,
-                                                    storage, mutate):  # fmt: skip
+                                                    storage, operator_headers, mutate):  # fmt: skip
     reports = random_reports(demo_definition, 8)
     mutate(reports[5])
-    assert_problem(client.post(URL, json={"reports": reports}), 422, "invalid-report")
+    response = client.post(BULK, json={"reports": reports}, headers=operator_headers)
+    assert_problem(response, 422, "invalid-report")
+    assert_problem(client.post(URL, json={"reports": reports[4:]}), 422, "invalid-report")
     assert storage.count_reports() == 0
 
 
@@ -107,10 +110,11 @@ def test_batch_and_body_limits_are_413(app_config, demo_definition):
         headers = {"Authorization": f"Bearer {storage.create_operator_token()}"}
         client.post("/api/v1/surveys", json={"definition": demo_definition}, headers=headers)
         reports = random_reports(demo_definition, 6)
-        assert_problem(client.post(URL, json={"reports": reports}), 413, "payload-too-large")
-        assert client.post(URL, json={"reports": reports[:5]}).status_code == 201
+        response = client.post(BULK, json={"reports": reports}, headers=headers)
+        assert_problem(response, 413, "payload-too-large")
+        assert client.post(BULK, json={"reports": reports[:5]}, headers=headers).status_code == 201
         padding = {"reports": random_reports(demo_definition, 5, seed=2), "pad": "x" * 5000}
-        assert_problem(client.post(URL, json=padding), 413, "payload-too-large")
+        assert_problem(client.post(BULK, json=padding, headers=headers), 413, "payload-too-large")
         assert storage.count_reports() == 5
     finally:
         storage.close()
@@ -142,8 +146,8 @@ def test_closed_and_unknown_surveys(client, created_survey, demo_definition, ope
 
 def test_export_in_append_order(client, created_survey, demo_definition, operator_headers):
     reports = random_reports(demo_definition, 12)
-    client.post(URL, json={"reports": reports[:7]})
-    client.post(URL, json={"reports": reports[7:]})
+    client.post(BULK, json={"reports": reports[:7]}, headers=operator_headers)
+    client.post(BULK, json={"reports": reports[7:]}, headers=operator_headers)
     export = "/api/v1/surveys/demo/export"
     assert_problem(client.get(export), 401)
     assert_problem(client.get(export, headers={"Authorization": "Bearer nope"}), 403)
@@ -161,3 +165,34 @@ def test_export_in_append_order(client, created_survey, demo_definition, operato
     assert response.mimetype == "text/csv"
     table = list(csv.DictReader(io.StringIO(response.data.decode())))
     assert [r["id"] for r in table] == [r["id"] for r in reports]
+
+
+def test_one_submission_is_one_respondent(client, created_survey, demo_definition, storage):
+    """Regression (issue 8.1): 1,000 reports for one question in one public batch were stored."""
+    many = random_reports(demo_definition, 1000)
+    sybil = [dict(r, question="smoker", payload="01") for r in many]
+    assert_problem(client.post(URL, json={"reports": sybil}), 422, "invalid-report")
+    two = {"reports": sybil[:2]}
+    problem = assert_problem(client.post(URL, json=two), 422, "invalid-report")
+    assert "more than once" in problem["detail"]
+    # One respondent: one report per question, in any order.
+    respondent = random_reports(demo_definition, 4, seed=3)[::-1]
+    assert client.post(URL, json={"reports": respondent}).get_json()["received"] == 4
+    assert storage.count_reports("demo") == 4
+
+
+def test_bulk_route_needs_an_operator(client, created_survey, demo_definition, storage,
+                                      operator_headers):  # fmt: skip
+    reports = random_reports(demo_definition, 12)
+    assert_problem(client.post(BULK, json={"reports": reports}), 401, "unauthorized")
+    wrong = {"Authorization": "Bearer dnb_wrong"}
+    assert_problem(client.post(BULK, json={"reports": reports}, headers=wrong), 403)
+    assert storage.count_reports() == 0
+    nowhere = "/api/v1/surveys/nope/reports/bulk"
+    assert_problem(client.post(nowhere, json={"reports": reports}, headers=operator_headers), 404)
+    response = client.post(BULK, json={"reports": reports}, headers=operator_headers)
+    assert response.status_code == 201 and response.get_json()["received"] == 12
+    client.post("/api/v1/surveys/demo/close", headers=operator_headers)
+    more = {"reports": random_reports(demo_definition, 4, seed=8)}
+    assert_problem(client.post(BULK, json=more, headers=operator_headers), 409, "conflict")
+    assert storage.count_reports() == 12

@@ -8,7 +8,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from deniable.survey import Survey
 
-from .conftest import assert_problem, demo_survey_dict
+from .conftest import assert_problem, demo_survey_dict, random_reports
 
 
 def test_health_names_the_backend(client, backend):
@@ -50,6 +50,14 @@ def test_list_summarises_every_survey(client, operator_headers, created_survey):
     assert first["total_epsilon"] == 6.5 and first["n_reports"] == 0
     assert first["require_enrolment"] is False
     assert surveys[1]["results_public"] is False
+    # Regression (issue 8.6): a private survey's count is for operators only.
+    client.post("/api/v1/surveys/second/reports", json=random_reports(demo_survey_dict(), 1)[0])
+    assert surveys[1]["n_reports"] is None
+    listed = client.get("/api/v1/surveys", headers=operator_headers).get_json()["surveys"]
+    assert listed[1]["n_reports"] == 1 and listed[0]["n_reports"] == 0
+    assert "n_reports" not in client.get("/api/v1/surveys/second").get_json()
+    wrong = client.get("/api/v1/surveys", headers={"Authorization": "Bearer dnb_wrong"})
+    assert_problem(wrong, 403)
 
 
 def test_create_needs_an_operator_token(client, demo_definition, storage):

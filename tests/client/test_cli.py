@@ -76,3 +76,12 @@ def test_unreachable_aggregator_exits_1_with_one_line(tmp_path, monkeypatch) -> 
     assert main(["answer", url, "s1", "--timeout", "0.5"], err=err, out=io.StringIO()) == 1
     assert err.getvalue().startswith("deniable: TransportError:")
     assert err.getvalue().count("\n") == 1
+
+
+def test_server_text_loses_terminal_control_sequences() -> None:
+    from deniable.client.cli import terminal_text
+
+    hostile = "ok\x1b[2J\x1b]0;owned\x07\x1b[31mred\rfake prompt\x00\x9b"
+    assert terminal_text(hostile) == "okredfake prompt"
+    assert terminal_text("one\ntwo\x1b[A", newlines=True) == "one\ntwo"
+    assert terminal_text("one\ntwo") == "onetwo"

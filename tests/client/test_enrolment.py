@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -9,6 +10,8 @@ import pytest
 
 from deniable.aggregator.storage import current_storage
 from deniable.client import InvalidParameter, StateStore, SurveyClient, TransportError
+from deniable.client.session import EnrolmentTokenRequired
+from deniable.errors import AlreadyAnswered
 
 from .conftest import ANSWERS, BASE, CANARY_DEFINITION, GENEROUS, STATE_KEY, definition
 from .test_session import ALTERNATIVES, BASELINE
@@ -44,12 +47,41 @@ def test_answer_sends_the_token_with_the_batch(aggregator, adapter, client) -> N
     assert all(HEADER not in s.headers for s in adapter.seen if s is not post)
 
 
-def test_without_a_token_the_aggregator_refuses(aggregator, client) -> None:
+def test_without_a_token_the_client_refuses_before_anything(aggregator, adapter,
+                                                             client) -> None:  # fmt: skip
+    """Regression (issue 8.7): it asked, charged, got 401, dropped the batch, then said
+    AlreadyAnswered for ever; the respondent could never take part."""
     create_gated(aggregator, definition())
+    verified = client.fetch("s1")
+    assert verified.require_enrolment is True
+    with pytest.raises(EnrolmentTokenRequired):
+        client.answer(verified, ANSWERS)
+    assert adapter.report_posts() == [] and client.budget()["spent_total"] == 0
+    assert client.pending() == 0
+    (token,) = issue(aggregator, "s1", 1)
+    assert client.answer(client.fetch("s1"), ANSWERS, enrolment_token=token).delivered
+    assert len(aggregator.export("s1")) == 4
+
+
+def test_a_refused_batch_waits_for_a_token_byte_for_byte(aggregator, adapter, client) -> None:
+    """A 401 (the flag changed after fetch) keeps the batch; flush(enrolment_token) sends it."""
+    create_gated(aggregator, definition())
+    verified = dataclasses.replace(client.fetch("s1"), require_enrolment=False)
     with pytest.raises(TransportError) as refused:
-        client.answer(client.fetch("s1"), ANSWERS)
+        client.answer(verified, ANSWERS)
     assert refused.value.status == 401
-    assert aggregator.export("s1") == [] and client.pending() == 0
+    charged = client.budget()["spent_total"]
+    assert charged > 0 and client.pending() == 1
+    assert client.flush().pending == 1  # without a token: not resent, still kept
+    assert len(adapter.report_posts()) == 1
+    with pytest.raises(InvalidParameter):
+        client.flush(enrolment_token="two words")
+    (token,) = issue(aggregator, "s1", 1)
+    assert client.flush(enrolment_token=token).delivered == 1
+    first, last = adapter.report_posts()
+    assert last.body == first.body and last.headers[HEADER] == token
+    assert client.budget()["spent_total"] == charged  # the ledger is charged once
+    assert len(aggregator.export("s1")) == 4 and client.pending() == 0
 
 
 def test_a_spent_token_is_refused(aggregator, make_client, tmp_path, http) -> None:
@@ -63,6 +95,11 @@ def test_a_spent_token_is_refused(aggregator, make_client, tmp_path, http) -> No
         second.answer("s1", ANSWERS, enrolment_token=token)
     assert refused.value.status == 403
     assert len(aggregator.export("s1")) == 4
+    # The refused batch is kept; a fresh token delivers it.
+    assert second.pending() == 1
+    (fresh,) = issue(aggregator, "s1", 1)
+    assert second.flush(enrolment_token=fresh, survey_id="s1").delivered == 1
+    assert len(aggregator.export("s1")) == 8
 
 
 def test_lost_response_is_retried_with_the_token_and_stored_once(aggregator, adapter,
@@ -130,3 +167,18 @@ def test_requests_with_tokens_do_not_depend_on_the_true_answer(aggregator, adapt
     assert len(aggregator.export("canary")) == len(cases) * len(CANARY_DEFINITION["questions"])
     assert spent(aggregator, "canary") == len(cases)
     assert all(json.loads(seen[-1].body)["reports"] for seen in captured)
+
+
+def test_already_answered_follows_the_key_not_the_url_spelling(aggregator, adapter, http,
+                                                                store) -> None:  # fmt: skip
+    """Hardening (issue 8): two spellings of one aggregator (one key) are one aggregator."""
+    aggregator.create(definition())
+    other = "http://AGGREGATOR.test:80"
+    http.mount(other, adapter)
+    first = SurveyClient(BASE, state=store, session=http)
+    first.answer("s1", ANSWERS)
+    second = SurveyClient(other + "/", state=store, session=http)
+    assert second.origin != first.origin
+    with pytest.raises(AlreadyAnswered):
+        second.fetch("s1")
+    assert len(aggregator.export("s1")) == 4

@@ -76,11 +76,19 @@ def test_unreachable_aggregator_at_fetch_is_a_transport_error(tmp_path: Path) ->
 def test_cli_simulate_posts_every_respondent(shared_live_server: LiveServer) -> None:
     server = shared_live_server
     server.operator("POST", "/api/v1/surveys", {"definition": definition("sim")})
-    result = run_cli("simulate", server.url, "sim", "--respondents", "600", "--seed", "3",
+    # Without a token: one respondent per POST on the public route; with the operator
+    # token: batches on the operator-only bulk route.
+    result = run_cli("simulate", server.url, "sim", "--respondents", "200", "--seed", "3",
                      "--distribution", "skewed")  # fmt: skip
     assert result.returncode == 0, result.stderr
+    assert "200/200 respondents" in result.stderr  # the progress bar
+    refused = run_cli("simulate", server.url, "sim", "--respondents", "5",
+                      "--operator-token", "dnb_wrong")  # fmt: skip
+    assert refused.returncode == 1 and "403" in refused.stderr
+    result = run_cli("simulate", server.url, "sim", "--respondents", "400", "--seed", "4",
+                     "--operator-token", server.token)  # fmt: skip
+    assert result.returncode == 0, result.stderr
     assert "SIMULATION" in result.stdout and "respondents/s" in result.stdout
-    assert "600/600 respondents" in result.stderr  # the progress bar
     assert len(server.export("sim")) == 600 * 4
     results = server.operator("GET", "/api/v1/surveys/sim/results")
     assert results["n_reports"] == 600 * 4
@@ -170,3 +178,41 @@ def test_answering_every_question_type_never_imports_numpy(
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"delivered": True, "numpy": False}
     assert len(server.export(EVERY_QUESTION["id"])) == len(EVERY_QUESTION["questions"])
+
+def test_cli_enrolment_refuses_before_asking_and_flush_takes_a_token(
+    shared_live_server: LiveServer, tmp_path
+) -> None:
+    """Regression (issue 8.7): without a token `deniable answer` asked every question, was
+    refused, dropped the batch and then refused the respondent for ever."""
+    from deniable.aggregator.storage import open_storage
+
+    server = shared_live_server
+    server.operator("POST", "/api/v1/surveys", {"definition": definition("gated"),
+                                                "require_enrolment": True})  # fmt: skip
+    storage = open_storage(server.config)
+    try:
+        first, second = storage.issue_enrolment_tokens("gated", 2)
+    finally:
+        storage.close()
+    env = {"DENIABLE_STATE": str(tmp_path / "a.bin")}
+    refused = run_cli("answer", server.url, "gated", stdin="y\n3\n1\n7\ny\n", env=env)
+    assert refused.returncode == 1 and "EnrolmentTokenRequired" in refused.stderr
+    assert "1." not in refused.stdout and "--enrolment-token" in refused.stderr
+    assert "spent total: 0.000" in run_cli("budget", env=env).stdout
+    answers = "y\n3\n1\n7\ny\n"
+    done = run_cli("answer", server.url, "gated", "--enrolment-token", first, stdin=answers,
+                   env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # Another device reuses the spent token: refused (403), but its batch is kept ...
+    other = {"DENIABLE_STATE": str(tmp_path / "b.bin")}
+    reused = run_cli("answer", server.url, "gated", "--enrolment-token", first, stdin=answers,
+                     env=other)  # fmt: skip
+    assert reused.returncode == 1 and "403" in reused.stderr
+    waiting = run_cli("flush", server.url, env=other)
+    assert waiting.returncode == 1 and "--enrolment-token" in waiting.stderr
+    # ... and delivered with a fresh token, charged once.
+    flushed = run_cli("flush", server.url, "--enrolment-token", second, env=other)
+    assert flushed.returncode == 0, flushed.stderr
+    assert "delivered 1 batch(es)" in flushed.stdout
+    assert "spent total: 4.000" in run_cli("budget", env=other).stdout
+    assert len(server.export("gated")) == 8

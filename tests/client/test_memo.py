@@ -189,8 +189,9 @@ def test_aggregator_estimate_for_a_longitudinal_question_is_unbiased(
         items.append({"id": str(uuid.uuid4()), "question": "ok", "payload": payload.payloads["ok"]})
     with aggregator.app.test_client() as flask:
         for start in range(0, len(items), 1000):
-            response = flask.post("/api/v1/surveys/panel/reports",
+            response = flask.post("/api/v1/surveys/panel/reports/bulk",
                                   data=json.dumps({"reports": items[start:start + 1000]}),
+                                  headers={"Authorization": f"Bearer {aggregator.token}"},
                                   content_type="application/json")  # fmt: skip
             assert response.status_code == 201
     results = aggregator.results("panel")

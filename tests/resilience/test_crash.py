@@ -65,11 +65,11 @@ class Sender:
 
 
 def plan(definition: dict[str, Any], client: int) -> list[Body]:
-    """Single reports, and every third body a batch of 2-6 reports; ids unique per client."""
+    """Single reports, and every third body one respondent's batch of 2-4; ids unique per client."""
     reports = random_reports(definition, BODIES_PER_CLIENT * 3, seed=1000 + client)
     bodies, index = [], 0
     for number in range(BODIES_PER_CLIENT):
-        size = 1 if number % 3 else 2 + number % 5
+        size = 1 if number % 3 else 2 + number % 3  # at most one report per question
         chunk = reports[index : index + size]
         index += size
         document = chunk[0] if size == 1 else {"reports": chunk}

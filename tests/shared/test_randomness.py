@@ -111,7 +111,7 @@ def test_threads_get_different_bytes():
     def work(index: int) -> None:
         barrier.wait()
         results[index] = SYSTEM.token_bytes(32)
-        buffers[index] = randomness._buffer.data
+        buffers[index] = randomness._local.stream.getvalue()
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(count)]
     for thread in threads:

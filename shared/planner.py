@@ -1,0 +1,276 @@
+"""Accuracy planner: respondents n <-> expected interval half-width, per mechanism and family.
+
+For a question (type, number of options, ε) and a failure probability β, every
+candidate mechanism is described by its per-category :class:`ScoreModel`
+(``deniable.estimation``) and evaluated at a reference truth, the uniform
+distribution (the rule ``recommend()`` uses): share 1/d for single choice,
+1/2 for yes/no and for each option of a multiple-choice question (every set
+equally likely), the middle of the range for a number.
+
+*Expected half-width* of a family at n: half the length of its interval when
+the estimate equals the reference truth, before intersecting with the range.
+For the worst-case Chebyshev interval this is exactly its (fixed) half-width;
+for the inverted families it is the typical width, which simulated half-widths
+match to within a few percent once n is large enough that the interval is not
+cut at 0 or 1.  The simultaneous columns cover all d categories at once (β/d
+each).  Given a target half-width, the planner returns the smallest n whose
+expected half-width is at most the target.
+
+Every row also carries ``recommend()``'s two figures: the expected squared
+error summed over categories at the uniform distribution and the worst-case
+one, per respondent (divide by n).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidParameter
+from .estimation import (
+    FAMILIES,
+    available_families,
+    chebyshev_half_width,
+    check_beta,
+    family_interval,
+    score_model,
+)
+from .mechanisms import CATEGORICAL, NUMERIC, SET_VALUED, recommend
+from .mechanisms.binary_rr import BinaryRR
+from .parameters import check_domain_size, check_epsilon, check_range, check_real
+
+QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
+MAX_RESPONDENTS = 10**12
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """One mechanism's per-category estimator as the planner sees it."""
+
+    mechanism: str
+    oracle: Any  # the per-category mechanism (binary RR at ε/m for the per-option split)
+    categories: int
+    reference: float  # θ at the uniform distribution, in the model's units
+    report_bytes: int
+    expected_squared_error: float | None
+    worst_case_squared_error: float | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    mechanism: str
+    family: str
+    report_bytes: int
+    n: int | None
+    half_width: float | None
+    simultaneous_half_width: float | None
+    n_for_half_width: int | None
+    n_for_simultaneous_half_width: int | None
+    expected_squared_error: float | None
+    worst_case_squared_error: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    question_type: str
+    options: int | None
+    epsilon: float
+    beta: float
+    n: int | None
+    target: float | None
+    recommended: str
+    rows: tuple[Row, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question_type": self.question_type,
+            "options": self.options,
+            "epsilon": self.epsilon,
+            "beta": self.beta,
+            "n": self.n,
+            "target_half_width": self.target,
+            "recommended": self.recommended,
+            "covers": "respondents",
+            "rows": [row.to_dict() for row in self.rows],
+        }
+
+
+def targets(
+    question_type: str,
+    *,
+    epsilon: float,
+    options: int | None = None,
+    lo: float = 0.0,
+    hi: float = 1.0,
+) -> list[Target]:
+    """The candidate mechanisms of a question type, each with its reference truth."""
+    epsilon = check_epsilon(epsilon)
+    if question_type not in QUESTION_TYPES:
+        raise InvalidParameter(f"question type must be one of {', '.join(QUESTION_TYPES)}")
+    if question_type == "yes_no":
+        oracle = BinaryRR(epsilon=epsilon)
+        return [_target("binary_rr", oracle, 2, 0.5, oracle.report_bytes, None)]
+    if question_type == "numeric":
+        lo, hi = check_range(lo, hi)
+        result = []
+        for name, cls in NUMERIC.items():
+            mechanism = cls(epsilon=epsilon, lo=lo, hi=hi)
+            model = score_model(mechanism)
+            middle = (model.low + model.high) / 2
+            result.append(_target(name, mechanism, 1, middle, mechanism.report_bytes, None))
+        return result
+    if options is None:
+        raise InvalidParameter(f"a {question_type} question needs its number of options")
+    options = check_domain_size(options)
+    multiple = question_type == "multiple_choice"
+    figures = {
+        c.mechanism: c
+        for c in recommend(options, epsilon, multiple=multiple).candidates
+    }
+    result = []
+    if multiple:
+        for name, candidate in figures.items():
+            if name in SET_VALUED:
+                oracle = SET_VALUED[name](epsilon=epsilon, options=options)
+            else:
+                oracle = BinaryRR(epsilon=epsilon / options)
+            result.append(_target(name, oracle, options, 0.5, candidate.report_bytes, candidate))
+        return result
+    for name, candidate in figures.items():
+        oracle = CATEGORICAL[name](epsilon=epsilon, domain_size=options)
+        result.append(
+            _target(name, oracle, options, 1.0 / options, candidate.report_bytes, candidate)
+        )
+    return result
+
+
+def _target(
+    name: str, oracle: Any, categories: int, reference: float, size: int, figures: Any
+) -> Target:
+    return Target(
+        mechanism=name,
+        oracle=oracle,
+        categories=categories,
+        reference=reference,
+        report_bytes=size,
+        expected_squared_error=figures.expected_squared_error if figures else None,
+        worst_case_squared_error=figures.worst_case_squared_error if figures else None,
+    )
+
+
+def expected_half_width(target: Target, family: str, n: int, beta: float) -> float:
+    """Half-width of ``family`` at n when the estimate is the reference truth (output units)."""
+    model = score_model(target.oracle)
+    if family == "chebyshev":
+        return chebyshev_half_width(target.oracle.variance_bound(n), beta)
+    low, high = family_interval(family, np.array([target.reference]), n, model, beta)
+    return float(model.scale * (high[0] - low[0]) / 2)
+
+
+def respondents_for(target: Target, family: str, half_width: float, beta: float) -> int:
+    """Smallest n whose expected half-width is at most ``half_width``."""
+    low, high = 1, 1
+    while expected_half_width(target, family, high, beta) > half_width:
+        low, high = high + 1, high * 2
+        if high > MAX_RESPONDENTS:
+            raise InvalidParameter(
+                f"more than {MAX_RESPONDENTS:,} respondents would be needed for ±{half_width:g}"
+            )
+    while low < high:
+        middle = (low + high) // 2
+        if expected_half_width(target, family, middle, beta) <= half_width:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def plan(
+    question_type: str,
+    *,
+    epsilon: float,
+    options: int | None = None,
+    beta: float = 0.05,
+    n: int | None = None,
+    half_width: float | None = None,
+    lo: float = 0.0,
+    hi: float = 1.0,
+) -> Plan:
+    """Expected half-widths at ``n``, or the n needed for ``half_width``: one row per
+    mechanism and interval family (see the module docstring)."""
+    beta = check_beta(beta)
+    if (n is None) == (half_width is None):
+        raise InvalidParameter("give exactly one of n and half_width")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise InvalidParameter(f"n must be a positive int, got {n!r}")
+    if half_width is not None:
+        half_width = check_real("half_width", half_width)
+        if not half_width > 0:
+            raise InvalidParameter(f"half_width must be positive, got {half_width!r}")
+    candidates = targets(question_type, epsilon=epsilon, options=options, lo=lo, hi=hi)
+    rows = []
+    for target in candidates:
+        model = score_model(target.oracle)
+        simultaneous = beta / target.categories if target.categories > 1 else None
+        for family in FAMILIES:
+            if family not in available_families(model):
+                continue
+            if n is not None:
+                per, both = expected_half_width(target, family, n, beta), None
+                if simultaneous is not None:
+                    both = expected_half_width(target, family, n, simultaneous)
+                needed = needed_both = None
+            else:
+                per = both = None
+                needed = respondents_for(target, family, half_width, beta)
+                needed_both = (
+                    respondents_for(target, family, half_width, simultaneous)
+                    if simultaneous is not None
+                    else None
+                )
+            rows.append(
+                Row(
+                    mechanism=target.mechanism,
+                    family=family,
+                    report_bytes=target.report_bytes,
+                    n=n,
+                    half_width=per,
+                    simultaneous_half_width=both,
+                    n_for_half_width=needed,
+                    n_for_simultaneous_half_width=needed_both,
+                    expected_squared_error=target.expected_squared_error,
+                    worst_case_squared_error=target.worst_case_squared_error,
+                )
+            )
+    if question_type in ("single_choice", "multiple_choice"):
+        recommended = recommend(
+            options, epsilon, multiple=question_type == "multiple_choice"
+        ).mechanism
+    else:
+        recommended = candidates[0].mechanism
+    return Plan(
+        question_type=question_type,
+        options=options if question_type in ("single_choice", "multiple_choice") else None,
+        epsilon=epsilon,
+        beta=beta,
+        n=n,
+        target=half_width,
+        recommended=recommended,
+        rows=tuple(rows),
+    )
+
+
+def format_number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.4g}"
