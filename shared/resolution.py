@@ -68,8 +68,6 @@ def resolved_parameters(oracle: Any) -> dict[str, Any]:
         return {"keep": threshold_of(oracle.keep_probability)}
     if name in ("binary_rr", "grr"):
         return {"keep": threshold_of(oracle.p_star)}
-    if name == "option_sampling":
-        return {"keep": threshold_of(oracle.keep_probability)}
     if name in ("sue", "oue"):
         return {
             "one_if_true": threshold_of(oracle.p_star),

@@ -39,8 +39,14 @@ function exactKeys(where, object, allowed, required) {
   for (const key of required) if (!(key in object)) throw fail(where, `missing field ${key}`);
 }
 
-function text(where, value, limit) {
-  if (typeof value !== "string" || value.length > limit) throw fail(where, `must be a string of at most ${limit} characters`);
+// C0 and C1 control characters and DEL are refused in survey text (descriptions may keep \n).
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/, NEWLINE_CONTROL = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
+
+function text(where, value, limit, { empty = false, newlines = false } = {}) {
+  if (typeof value !== "string" || value.length > limit || (!empty && !value.trim())) {
+    throw fail(where, `must be a non-empty string of at most ${limit} characters`);
+  }
+  if ((newlines ? NEWLINE_CONTROL : CONTROL).test(value)) throw fail(where, "must not contain control characters");
   return value;
 }
 
@@ -211,7 +217,7 @@ export function parseDefinition(data) {
   const keys = questions.filter((q) => q.longitudinal).map((q) => q.longitudinal.key);
   if (new Set(keys).size !== keys.length) throw fail("survey.questions", "longitudinal keys must be distinct");
   return {
-    id: data.id, title, description: data.description === undefined ? "" : text("survey.description", data.description, 2000),
+    id: data.id, title, description: data.description === undefined ? "" : text("survey.description", data.description, 2000, { empty: true, newlines: true }),
     questions, totalEpsilon: questions.reduce((sum, q) => sum + q.cost, 0),
   };
 }
