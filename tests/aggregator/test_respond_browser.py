@@ -25,6 +25,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 SURVEY = "demo-workplace"
+ENROLLED = "demo-enrolled"
 ANSWERS = {"commute": "Bicycle", "tools": ["Email", "Meetings"], "overtime": "3.5"}
 # What must never appear in any request the page makes (labels of the true answers).
 TRUE_TEXT = ("Bicycle", "Email", "Meetings", "3.5", "burnout=", "true")
@@ -91,6 +92,11 @@ def stack(tmp_path_factory):
     definition = directory / "survey.json"
     definition.write_text(json.dumps(demo.demo_survey().to_dict()))
     assert cli.main([*options, "create-survey", str(definition)]) == 0
+    enrolled = {**demo.demo_survey().to_dict(), "id": ENROLLED}
+    definition.write_text(json.dumps(enrolled))
+    assert cli.main([*options, "create-survey", "--require-enrolment", str(definition)]) == 0
+    tokens = directory / "tokens.txt"
+    assert cli.main([*options, "token", "issue", ENROLLED, "--count", "1", "-o", str(tokens)]) == 0
     port = demo.free_port()
     base = f"http://127.0.0.1:{port}"
     allowed, refused = EmbedSite(), EmbedSite()
@@ -109,7 +115,8 @@ def stack(tmp_path_factory):
     playwright = sync_playwright().start()
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
     try:
-        yield {"base": base, "browser": browser, "allowed": allowed, "refused": refused}
+        yield {"base": base, "browser": browser, "allowed": allowed, "refused": refused,
+               "token": tokens.read_text().split()[0]}  # fmt: skip
     finally:
         browser.close()
         playwright.stop()
@@ -320,3 +327,23 @@ def test_example_site_relays_only_noisy_reports(stack) -> None:
     text = json.dumps(received)
     assert not any(answer in text for answer in TRUE_TEXT)
     assert _counts(base) == [n + 1 for n in before]
+
+
+def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> None:
+    base = stack["base"]
+    context = stack["browser"].new_context()
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{base}/surveys/{ENROLLED}/respond")
+    assert _state(page, "ready", "refused") == "ready"
+    _fill(page)
+    page.get_by_label("Enrolment token", exact=False).fill(stack["token"])
+    page.get_by_role("button", name="Randomize my answers").click()
+    _state(page, "review")
+    page.get_by_role("button", name="Send these noisy values").click()
+    assert _state(page, "sent", "queued") == "sent"
+    (post,) = [r for r in recorder.requests if r[0] == "POST"]
+    results = requests.get(f"{base}/api/v1/surveys/{ENROLLED}/results", timeout=10).json()
+    assert [q["n"] for q in results["questions"]] == [1, 1, 1, 1]
+    recorder.assert_no_true_answer()
+    context.close()
