@@ -17,7 +17,7 @@ and why:
 
 ``GET /surveys/<id>/embed`` prints the snippet another site pastes (the pinned key
 and the SRI hash of every module).  ``GET /static/deniable/<file>`` serves the
-browser client (client/browser/, package data of ``deniable.client``) with caching and
+browser client (client/browser/, package data of ``deniable.client``) with an ETag and
 ``Access-Control-Allow-Origin: *``: the files are public code, and other sites
 embedding the form load them as cross-origin module scripts (docs/embedding.md).
 """
@@ -97,8 +97,13 @@ def static(name: str) -> Response:
     mimetype = "text/javascript" if name.endswith(".js") else "application/json"
     if name.endswith(".d.ts"):
         mimetype = "text/plain"
-    response = Response(static_file(name), mimetype=mimetype)
-    response.headers["Cache-Control"] = "public, max-age=3600"
+    data = static_file(name)
+    response = Response(data, mimetype=mimetype)
+    # Why: pages pin each file by its SRI hash; revalidating (ETag) instead of caching for a
+    # while means an upgraded aggregator never serves a page whose hashes the cache breaks.
+    response.headers["Cache-Control"] = "no-cache"
+    response.set_etag(hashlib.sha256(data).hexdigest())
+    response.make_conditional(request)
     response.headers["Access-Control-Allow-Origin"] = "*"
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
