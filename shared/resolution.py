@@ -64,10 +64,10 @@ def resolved_parameters(oracle: Any) -> dict[str, Any]:
             "keep": threshold_of(oracle.permanent.p_star),
             "instantaneous_keep": threshold_of(oracle._instantaneous.p_star),
         }
+    if name == "option_sampling":  # multiple choice at the full ε, one option per report
+        return {"keep": threshold_of(oracle.keep_probability)}
     if name in ("binary_rr", "grr"):
         return {"keep": threshold_of(oracle.p_star)}
-    if name == "option_sampling":
-        return {"keep": threshold_of(oracle.keep_probability)}
     if name in ("sue", "oue"):
         return {
             "one_if_true": threshold_of(oracle.p_star),

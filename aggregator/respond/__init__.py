@@ -15,8 +15,9 @@ and why:
    action and the CSP sets ``form-action 'none'``: nothing is ever posted, and
    never a true answer.
 
-``GET /static/deniable/<file>`` serves the browser client (client/browser/,
-package data of ``deniable.client``) with long caching and
+``GET /surveys/<id>/embed`` prints the snippet another site pastes (the pinned key
+and the SRI hash of every module).  ``GET /static/deniable/<file>`` serves the
+browser client (client/browser/, package data of ``deniable.client``) with an ETag and
 ``Access-Control-Allow-Origin: *``: the files are public code, and other sites
 embedding the form load them as cross-origin module scripts (docs/embedding.md).
 """
@@ -28,7 +29,7 @@ import hashlib
 from functools import cache
 from importlib import resources
 
-from flask import Blueprint, Flask, Response, abort, render_template, url_for
+from flask import Blueprint, Flask, Response, abort, render_template, request, url_for
 
 from deniable.errors import NotFound
 
@@ -40,8 +41,8 @@ blueprint = Blueprint("respond", __name__, template_folder="templates")
 # What a page loads, in import order (respond.js imports deniable.js imports the rest).
 MODULES = (
     "randomness.js", "jcs.js", "grr.js", "binary_rr.js", "unary.js", "local_hashing.js",
-    "hadamard.js", "subset.js", "duchi.js", "discrete_laplace.js", "longitudinal.js",
-    "survey.js", "deniable.js", "respond.js",
+    "hadamard.js", "subset.js", "option_sampling.js", "duchi.js", "discrete_laplace.js",
+    "longitudinal.js", "survey.js", "deniable.js", "respond.js",
 )  # fmt: skip
 STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
 
@@ -96,8 +97,13 @@ def static(name: str) -> Response:
     mimetype = "text/javascript" if name.endswith(".js") else "application/json"
     if name.endswith(".d.ts"):
         mimetype = "text/plain"
-    response = Response(static_file(name), mimetype=mimetype)
-    response.headers["Cache-Control"] = "public, max-age=3600"
+    data = static_file(name)
+    response = Response(data, mimetype=mimetype)
+    # Why: pages pin each file by its SRI hash; revalidating (ETag) instead of caching for a
+    # while means an upgraded aggregator never serves a page whose hashes the cache breaks.
+    response.headers["Cache-Control"] = "no-cache"
+    response.set_etag(hashlib.sha256(data).hexdigest())
+    response.make_conditional(request)
     response.headers["Access-Control-Allow-Origin"] = "*"
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
@@ -123,6 +129,31 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         style=STYLE,
     )
     return page, 200, _headers()
+
+
+@blueprint.get("/surveys/<survey_id>/embed")
+def embed(survey_id: str) -> Response:
+    """The embed snippet for another site: the pinned key and every module's SRI hash."""
+    record = current_storage().get_survey(survey_id, count=False)
+    base = request.host_url.rstrip("/")
+    hashes = integrity()
+    lines = [
+        f'<link rel="modulepreload" href="{base}{url_for("respond.static", name=name)}" '
+        f'integrity="{hashes[name]}" crossorigin="anonymous">'
+        for name in MODULES[:-1]
+    ]
+    lines += [
+        f'<div data-deniable-survey="{record.id}" data-deniable-aggregator="{base}"',
+        f'     data-deniable-key="{current_key().public_key}">',
+        "  <noscript>JavaScript is required to answer: your answers are randomized in your"
+        " browser, and without it nothing is sent.</noscript>",
+        "</div>",
+        f'<script type="module" src="{base}{url_for("respond.static", name="respond.js")}"',
+        f'        integrity="{hashes["respond.js"]}" crossorigin="anonymous"></script>',
+    ]
+    response = Response("\n".join(lines) + "\n", mimetype="text/plain")
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def _headers() -> dict[str, str]:

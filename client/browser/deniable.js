@@ -36,7 +36,7 @@ const TOLERANCE = 1e-9;
 
 export const DEFAULT_POLICY = Object.freeze({
   maxQuestionEpsilon: 4, maxSurveyEpsilon: 10, lifetimeEpsilon: 100, periodEpsilon: 25, periodDays: 30,
-  allowedMechanisms: ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset", "duchi", "discrete_laplace"],
+  allowedMechanisms: ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset", "option_sampling", "duchi", "discrete_laplace"],
   allowLongitudinal: true,
 });
 

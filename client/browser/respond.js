@@ -63,6 +63,11 @@ export async function mount(root) {
   const form = el("form", { novalidate: "" }, el("h2", { text: survey.title }));
   if (survey.description) form.append(el("p", { text: survey.description }));
   survey.questions.forEach((q) => form.append(field(q)));
+  const token = root.dataset.deniableEnrolment;
+  if (survey.requireEnrolment && !token) {
+    form.append(el("label", { for: "deniable-token", text: "Enrolment token (from the survey's organisers)" }),
+      el("input", { id: "deniable-token", name: "enrolment", autocomplete: "off", required: "" }));
+  }
   form.append(el("button", { type: "submit", text: "Randomize my answers" }));
   const review = el("section", { class: "review", hidden: "", "aria-labelledby": "deniable-review" });
   root.append(form, review);
@@ -73,8 +78,12 @@ export async function mount(root) {
     const answers = Object.fromEntries(survey.questions.map((q) => [q.id, read(form, q)]));
     const missing = survey.questions.find((q) => answers[q.id] === undefined);
     if (missing) { say(`Please answer: ${missing.text}`, "error"); form.querySelector(`#q-${missing.id}-set input`).focus(); return; }
+    const enrolmentToken = token ?? form.querySelector("#deniable-token")?.value.trim();
+    if (survey.requireEnrolment && !enrolmentToken) { say("Please enter your enrolment token.", "error"); return; }
     try {
-      const receipt = await client.answer(survey, answers, { confirm: (reports) => confirm(reports) });
+      const options = { confirm: (reports) => confirm(reports) };
+      if (survey.requireEnrolment) options.enrolmentToken = enrolmentToken;
+      const receipt = await client.answer(survey, answers, options);
       if (receipt.cancelled) { say("Nothing was sent. You can change your answers."); form.hidden = false; return; }
       review.hidden = true;
       root.dataset.state = receipt.delivered ? "sent" : "queued";

@@ -10,6 +10,7 @@ import { GRR } from "./grr.js";
 import { HRR } from "./hadamard.js";
 import { OLH } from "./local_hashing.js";
 import { LongitudinalGRR } from "./longitudinal.js";
+import { OptionSampling } from "./option_sampling.js";
 import { InvalidSurvey, InvalidValue, ReportError, fromHex, toHex } from "./randomness.js";
 import { SubsetSelection } from "./subset.js";
 import { OUE, SUE } from "./unary.js";
@@ -26,7 +27,8 @@ export const PARAMETERS = {
   binary_rr: ["keep"], grr: ["keep"], sue: ["one_if_true", "one_if_other"],
   oue: ["one_if_true", "one_if_other"], olh: ["hash_range", "keep"], hrr: ["keep", "order"],
   subset: ["keep", "subset_size"], duchi: ["high", "low", "slope"], discrete_laplace: ["grid_size"],
-  multiple_choice: ["keep", "option_epsilon"], longitudinal: ["instantaneous_keep", "keep"],
+  multiple_choice: ["keep", "option_epsilon"], option_sampling: ["keep"],
+  longitudinal: ["instantaneous_keep", "keep"],
 };
 
 function fail(where, message) { return new InvalidSurvey(`${where}: ${message}`); }
@@ -37,8 +39,14 @@ function exactKeys(where, object, allowed, required) {
   for (const key of required) if (!(key in object)) throw fail(where, `missing field ${key}`);
 }
 
-function text(where, value, limit) {
-  if (typeof value !== "string" || value.length > limit) throw fail(where, `must be a string of at most ${limit} characters`);
+// C0 and C1 control characters and DEL are refused in survey text (descriptions may keep \n).
+const CONTROL = /[\x00-\x1f\x7f-\x9f]/, NEWLINE_CONTROL = /[\x00-\x09\x0b-\x1f\x7f-\x9f]/;
+
+function text(where, value, limit, { empty = false, newlines = false } = {}) {
+  if (typeof value !== "string" || value.length > limit || (!empty && !value.trim())) {
+    throw fail(where, `must be a non-empty string of at most ${limit} characters`);
+  }
+  if ((newlines ? NEWLINE_CONTROL : CONTROL).test(value)) throw fail(where, "must not contain control characters");
   return value;
 }
 
@@ -68,14 +76,16 @@ export class OptionwiseRR {
 
 function buildOracle(where, q) {
   const p = q.parameters;
-  const kind = q.longitudinal ? "longitudinal" : q.type === "multiple_choice" ? "multiple_choice" : q.mechanism;
+  const split = q.type === "multiple_choice" && q.mechanism === "binary_rr";
+  const kind = q.longitudinal ? "longitudinal" : split ? "multiple_choice" : q.mechanism;
   const expected = PARAMETERS[kind];
   if (!expected) throw fail(where, `unknown mechanism ${q.mechanism}`);
   exactKeys(`${where}.parameters`, p, expected, expected);
   const d = q.type === "yes_no" ? 2 : q.options?.length;
   try {
     if (q.type === "multiple_choice") {
-      if (q.mechanism !== "binary_rr") throw fail(where, "multiple_choice questions use binary_rr per option");
+      if (q.mechanism === "option_sampling") return new OptionSampling({ options: d, keep: p.keep });
+      if (q.mechanism !== "binary_rr") throw fail(where, "multiple_choice questions use option_sampling or binary_rr per option");
       if (p.option_epsilon !== q.epsilon / d) throw fail(where, `option_epsilon must be epsilon / ${d}`);
       return new OptionwiseRR({ options: d, optionEpsilon: p.option_epsilon, keep: p.keep });
     }
@@ -181,6 +191,7 @@ export class Question {
   describe(report) {
     const o = this.oracle;
     const labels = this.type === "yes_no" ? ["no", "yes"] : this.options;
+    if (o instanceof OptionSampling) return `about “${this.options[report[0]]}” only: ${report[1] ? "yes" : "no"}`;
     if (this.type === "multiple_choice") return this.options.map((l, i) => `${l}: ${report[i] ? "yes" : "no"}`).join("; ");
     if (o instanceof Duchi) return report > 0 ? "high end of the range" : "low end of the range";
     if (o instanceof DiscreteLaplace) return `${+(this.lo + (report * (this.hi - this.lo)) / o.gridSize).toPrecision(6)}`;
@@ -206,7 +217,7 @@ export function parseDefinition(data) {
   const keys = questions.filter((q) => q.longitudinal).map((q) => q.longitudinal.key);
   if (new Set(keys).size !== keys.length) throw fail("survey.questions", "longitudinal keys must be distinct");
   return {
-    id: data.id, title, description: data.description === undefined ? "" : text("survey.description", data.description, 2000),
+    id: data.id, title, description: data.description === undefined ? "" : text("survey.description", data.description, 2000, { empty: true, newlines: true }),
     questions, totalEpsilon: questions.reduce((sum, q) => sum + q.cost, 0),
   };
 }

@@ -13,6 +13,7 @@ import json
 import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 import requests
@@ -24,6 +25,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 SURVEY = "demo-workplace"
+ENROLLED = "demo-enrolled"
 ANSWERS = {"commute": "Bicycle", "tools": ["Email", "Meetings"], "overtime": "3.5"}
 # What must never appear in any request the page makes (labels of the true answers).
 TRUE_TEXT = ("Bicycle", "Email", "Meetings", "3.5", "burnout=", "true")
@@ -90,6 +92,11 @@ def stack(tmp_path_factory):
     definition = directory / "survey.json"
     definition.write_text(json.dumps(demo.demo_survey().to_dict()))
     assert cli.main([*options, "create-survey", str(definition)]) == 0
+    enrolled = {**demo.demo_survey().to_dict(), "id": ENROLLED}
+    definition.write_text(json.dumps(enrolled))
+    assert cli.main([*options, "create-survey", "--require-enrolment", str(definition)]) == 0
+    tokens = directory / "tokens.txt"
+    assert cli.main([*options, "token", "issue", ENROLLED, "--count", "1", "-o", str(tokens)]) == 0
     port = demo.free_port()
     base = f"http://127.0.0.1:{port}"
     allowed, refused = EmbedSite(), EmbedSite()
@@ -108,7 +115,8 @@ def stack(tmp_path_factory):
     playwright = sync_playwright().start()
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
     try:
-        yield {"base": base, "browser": browser, "allowed": allowed, "refused": refused}
+        yield {"base": base, "browser": browser, "allowed": allowed, "refused": refused,
+               "token": tokens.read_text().split()[0]}  # fmt: skip
     finally:
         browser.close()
         playwright.stop()
@@ -280,3 +288,62 @@ def test_respond_page_headers(stack) -> None:
     assert "form-action 'none'" in policy
     assert 'integrity="sha384-' in response.text
     assert requests.get(f"{stack['base']}/surveys/nope/respond", timeout=10).status_code == 404
+
+
+def test_example_site_relays_only_noisy_reports(stack) -> None:
+    """examples/webform/site.py (design B): the site's server receives only noisy batches."""
+    import importlib.util
+
+    from werkzeug.serving import make_server
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "webform" / "site.py"
+    spec = importlib.util.spec_from_file_location("webform_site", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    base = stack["base"]
+    key = requests.get(f"{base}/api/v1/key", timeout=10).json()["public_key"]
+    site = module.create_site(base, SURVEY, key)
+    server = make_server("127.0.0.1", 0, site, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    before = _counts(base)
+    context = stack["browser"].new_context()
+    try:
+        page = context.new_page()
+        recorder = Recorder(page)
+        page.goto(f"http://127.0.0.1:{server.server_port}/")
+        assert _state(page, "ready", "refused") == "ready"
+        _fill(page)
+        page.get_by_role("button", name="Randomize my answers").click()
+        _state(page, "review")
+        page.get_by_role("button", name="Send these noisy values").click()
+        assert _state(page, "sent", "queued") == "sent"
+        recorder.assert_no_true_answer()
+    finally:
+        context.close()
+        server.shutdown()
+    received = site.config["RECEIVED"]
+    assert len(received) == 1 and len(received[0]["reports"]) == 4
+    text = json.dumps(received)
+    assert not any(answer in text for answer in TRUE_TEXT)
+    assert _counts(base) == [n + 1 for n in before]
+
+
+def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> None:
+    base = stack["base"]
+    context = stack["browser"].new_context()
+    page = context.new_page()
+    recorder = Recorder(page)
+    page.goto(f"{base}/surveys/{ENROLLED}/respond")
+    assert _state(page, "ready", "refused") == "ready"
+    _fill(page)
+    page.get_by_label("Enrolment token", exact=False).fill(stack["token"])
+    page.get_by_role("button", name="Randomize my answers").click()
+    _state(page, "review")
+    page.get_by_role("button", name="Send these noisy values").click()
+    assert _state(page, "sent", "queued") == "sent"
+    (post,) = [r for r in recorder.requests if r[0] == "POST"]
+    results = requests.get(f"{base}/api/v1/surveys/{ENROLLED}/results", timeout=10).json()
+    assert [q["n"] for q in results["questions"]] == [1, 1, 1, 1]
+    recorder.assert_no_true_answer()
+    context.close()

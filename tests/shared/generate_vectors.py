@@ -124,8 +124,24 @@ CASES: list[tuple[dict[str, Any], list[Any]]] = [
         ["Foot"],
     ),
     (
-        q("tools", "multiple_choice", 3.0, options=["Email", "Chat", "Meetings", "Tickets"]),
+        q(
+            "tools",
+            "multiple_choice",
+            3.0,
+            options=["Email", "Chat", "Meetings", "Tickets"],
+            mechanism="binary_rr",
+        ),
         [["Email", "Meetings"], []],
+    ),
+    (
+        q(
+            "tools_sampled",
+            "multiple_choice",
+            2.0,
+            options=["Email", "Chat", "Meetings"],
+            mechanism="option_sampling",
+        ),
+        [["Email", "Meetings"], [], ["Chat"]],
     ),
     (q("duchi", "numeric", 1.5, lo=0, hi=20), [0, 20, 3.5, 7.123456789]),
     (q("duchi_tricky", "numeric", 0.30000000000000004, lo=-1e-6, hi=1e21), [12345.678]),
@@ -229,8 +245,7 @@ TRICKY_SURVEY = {
     "id": "tricky-ünïcode"[:6] + "-1",
     "title": 'Überstunden — 残業 🕐 "quoted" \\ back\u2028slash',
     # Control characters other than a line feed are refused in survey text (issue 8).
-    "description": "Line\nfeed, quote \" and backslash \\, e\u0301 (combining), 𝄞, \u00e9,"
-    " <script>",
+    "description": 'Line\nfeed, quote " and backslash \\, e\u0301 (combining), 𝄞, \u00e9, <script>',
     "questions": [
         q("tiny", "numeric", 0.001, lo=-1e-6, hi=1e21),
         q("third", "numeric", 0.30000000000000004, lo=5e-324, hi=0.1, mechanism="duchi"),
@@ -298,6 +313,11 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
         variant("ε out of range", lambda d: d["questions"][first].update(epsilon=25)),
         variant("duplicate question ids", lambda d: d["questions"][1].update(id="burnout")),
         variant("unknown mechanism", lambda d: d["questions"][1].update(mechanism="laplace")),
+        variant(
+            "control character in a label",
+            lambda d: d["questions"][1]["options"].__setitem__(0, "Ca\rr"),
+        ),
+        variant("empty title", lambda d: d.update(title="  ")),
     ]
 
 

@@ -68,6 +68,11 @@ test("audit multiple choice (ε/m per option, ε in total)", () => {
   audit(q.oracle, [[0, 0, 0, 0], [1, 1, 1, 1], [1, 0, 1, 0]], q.epsilon);
 });
 
+test("audit option sampling (one option per report, ε for the whole set)", () => {
+  const q = question("tools_sampled");
+  audit(q.oracle, [[0, 0, 0], [1, 1, 1], [1, 0, 1]], q.epsilon);
+});
+
 test("audit duchi and discrete_laplace at the ends of the range", () => {
   for (const id of ["duchi", "laplace"]) {
     const q = question(id);

@@ -143,3 +143,30 @@ test("the enrolment header is sent with every retry of the batch", async () => {
   const posts = agg.posts();
   assert.ok(posts.length >= 2 && posts.every((p) => p.headers["X-Deniable-Enrolment"] === "dne_" + "a".repeat(43)));
 });
+
+// A survey signed in the test with the vectors' key (its seed is public: test data only).
+async function signedDocument(definition) {
+  const seed = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode("deniable protocol vectors signing key")));
+  const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const x = Uint8Array.from(atob(KEY), (c) => c.charCodeAt(0));
+  const key = await crypto.subtle.importKey("jwk", { kty: "OKP", crv: "Ed25519", d: b64url(seed), x: b64url(x) }, { name: "Ed25519" }, false, ["sign"]);
+  const { canonicalBytes } = await import("../jcs.js");
+  const signature = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, key, canonicalBytes(definition)));
+  return { status: "open", definition, signature: btoa(String.fromCharCode(...signature)) };
+}
+
+test("longitudinal questions: the permanent ε is charged once per value, across surveys", async () => {
+  const storage = new MemoryStorage();
+  const charged = [];
+  for (const id of ["weekly-1", "weekly-2"]) {
+    const definition = { format: "deniable.survey/2", id, title: "Weekly", questions: [VECTORS.questions.habit, VECTORS.questions.mood] };
+    const agg = aggregator({ document: await signedDocument(definition) });
+    const c = client(agg, { storage });
+    const survey = await c.fetchSurvey(id);
+    const receipt = await c.answer(survey, { habit: true, mood: "Home" });
+    assert.ok(receipt.delivered);
+    charged.push(receipt.epsilonCharged);
+  }
+  assert.equal(charged[0], 2 + 3); // the permanent ε of both questions
+  assert.equal(charged[1], 0); // same values again: post-processing of the memoized responses
+});
