@@ -33,6 +33,18 @@ of domain size 1,024 (ε = 1; its default mechanism):
    respondent, so there is no token batch row).  It runs on a database already holding
    the reports above, which if anything favours the open path.
 
+6. the rate limiter (``--rate-limits``): single-report POSTs to the real aggregator on a
+   fresh SQLite database with the per-address limit off, counted in memory, and counted
+   in Redis (``RATE_LIMIT_STORAGE``, ``--redis-url``), in rounds that alternate the three
+   servers so drift hits them alike; loopback is not exempt there and the limit is far
+   above the load, so every request is counted and none refused.  Target: the Redis
+   limiter keeps >= 85% of the in-memory limiter's single-report throughput.
+
+``--storage-rows`` prints instead the storage and memory rows of one worker's
+storage without HTTP (benchmarks/storage_rows.py): bulk ingest next to a bare
+insert, the first results call after 1,000,000 reports, results p50, the RSS
+after the ingest, and the results document of the largest allowed survey.
+
 Targets: single-report ingest >= 70% of bare; bulk batches >= 50,000 reports/s and >= 0.7
 of bare; results p50 < 50 ms at 1M reports; with 100 slow connections /health p99 < 1 s and
 single-report ingest >= half its unloaded rate.  ``--profile`` adds an in-process cProfile
@@ -42,6 +54,7 @@ Usage::
 
     python benchmarks/ingest.py [--postgres-dsn postgresql://postgres@127.0.0.1:5432/test]
         [--backends sqlite,postgresql] [--reports 1000000] [--duration 8] [--profile]
+        [--rate-limits auto|only|off] [--redis-url redis://127.0.0.1:6379/0]
 
 The DSN defaults to ``$DENIABLE_BENCH_POSTGRES_DSN``, then
 ``$DENIABLE_TEST_POSTGRES_DSN``, then postgresql://postgres@127.0.0.1:5432/test.
@@ -73,7 +86,8 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
-from bare_app import setup_bare_tables  # the sibling module of this script
+import rate_limit_phase  # sibling modules of this script
+from bare_app import setup_bare_tables
 
 HOST = "127.0.0.1"
 SURVEY_ID = "bench"
@@ -145,7 +159,9 @@ def wait_healthy(port: int, process: subprocess.Popen, log: Path) -> None:
     raise SystemExit(f"server on port {port} did not become healthy")
 
 
-def start_real(database: str, key: Path, logdir: Path) -> tuple[subprocess.Popen, int]:
+def start_real(
+    database: str, key: Path, logdir: Path, environment: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, int]:
     port = free_port()
     log = logdir / f"real-{port}.log"
     process = subprocess.Popen(
@@ -154,7 +170,7 @@ def start_real(database: str, key: Path, logdir: Path) -> tuple[subprocess.Popen
         stdout=log.open("w"), stderr=subprocess.STDOUT,
         # Why: a batch of 1,000 reports of the d = 1,024 question is ~1.2 MB, over the
         # default 1 MiB body limit; the bare app has no limit at all.
-        env={**os.environ, "DENIABLE_MAX_BODY_BYTES": str(BULK_BODY_BYTES)},
+        env={**os.environ, "DENIABLE_MAX_BODY_BYTES": str(BULK_BODY_BYTES), **(environment or {})},
     )  # fmt: skip
     wait_healthy(port, process, log)
     return process, port
@@ -251,7 +267,8 @@ def _single_process(port: int, payloads: list[str], start_at: float, duration: f
 
 
 def measure_single(port: int, payloads: list[str], duration: float, survey_id: str = SURVEY_ID,
-                   tokens: list[str] | None = None) -> dict[str, float]:  # fmt: skip
+                   tokens: list[str] | None = None,
+                   keep_latencies: bool = False) -> dict[str, Any]:  # fmt: skip
     """16 concurrent clients posting one report per request for ``duration`` seconds.
 
     With ``tokens`` (for a survey that requires enrolment) each request spends a fresh one.
@@ -270,6 +287,7 @@ def measure_single(port: int, payloads: list[str], duration: float, survey_id: s
         "rate": len(latencies) / duration,
         "p50_ms": 1000 * latencies[len(latencies) // 2],
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        **({"latencies": latencies} if keep_latencies else {}),
     }
 
 
@@ -646,22 +664,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="where the SQLite files go (default: TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep databases and server logs")
     parser.add_argument("--profile", action="store_true", help="also profile the request path")
+    parser.add_argument("--rate-limits", choices=("auto", "only", "off"), default="auto",
+                        help="the limiter phase: auto (when Redis answers), only, off")
+    parser.add_argument("--redis-url", default=os.environ.get(
+        "DENIABLE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--storage-rows", action="store_true",
+                        help="only the storage and memory rows (benchmarks/storage_rows.py)")
     args = parser.parse_args(argv)  # fmt: skip
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(backends) - {"sqlite", "postgresql"}
     if unknown or args.reports < BATCH:
         parser.error(f"bad --backends {sorted(unknown)} or --reports < {BATCH}")
 
+    if args.storage_rows:
+        from storage_rows import storage_rows  # the sibling module of this script
+
+        storage_rows(backends, args.postgres_dsn, args.reports, args.results_calls)
+        return 0
     started = time.monotonic()
     payloads = payload_pool()
     print(f"deniable ingest benchmark: {os.cpu_count()} CPUs, Python "
           f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, loopback {HOST}",
           flush=True)  # fmt: skip
-    for backend in backends:
+    for backend in backends if args.rate_limits != "only" else ():
         result = run_backend(backend, args, payloads)
         print(report(result), flush=True)
         if args.profile:
             print(profile_real(payloads, backend, args.postgres_dsn), flush=True)
+    if args.rate_limits != "off":
+        missing = rate_limit_phase.redis_reachable(args.redis_url)
+        if missing is None:
+            limits = rate_limit_phase.run_rate_limits(
+                args, payloads, create_survey=create_survey, start_real=start_real, stop=stop,
+                measure_single=measure_single,
+            )
+            print(rate_limit_phase.report(limits, SINGLE_CLIENTS), flush=True)
+        else:
+            print(f"rate limiter phase skipped: {missing}", flush=True)
     print(f"total run time {time.monotonic() - started:.0f} s")
     return 0
 

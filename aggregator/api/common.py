@@ -42,19 +42,35 @@ def bearer_token() -> str | None:
 
 
 def is_operator() -> bool:
-    """True if the request carries a valid operator token (Forbidden if a wrong one)."""
+    """True if the request carries an operator token valid here (Forbidden if a wrong one).
+
+    A token limited to some surveys is valid only on routes of one of them (the
+    ``survey_id`` in the URL); on a route that concerns no one survey (creating
+    surveys, metrics) only an unlimited token is.
+    """
     token = bearer_token()
     if token is None:
         return False
-    if not current_storage().verify_operator_token(token):
+    found = current_storage().find_operator_token(token)
+    if found is None:
         raise Forbidden("the bearer token is not a valid operator token")
+    survey_id = (request.view_args or {}).get("survey_id")
+    if not found.may_act_on(survey_id):
+        where = f"survey {survey_id!r}" if survey_id else "this request"
+        raise Forbidden(f"this operator token is limited to surveys "
+                        f"{', '.join(found.surveys or ())}; it cannot act on {where}")  # fmt: skip
     return True
 
 
 def require_operator() -> None:
-    """401 without a bearer token, 403 with a wrong one."""
+    """401 without a bearer token, 403 with a wrong one or one limited to other surveys."""
     if not is_operator():
         raise AuthenticationError("this request needs an operator token (Authorization: Bearer)")
+
+
+def require_unscoped_operator() -> None:
+    """As :func:`require_operator`, for routes that concern no one survey."""
+    require_operator()
 
 
 def _plain(value: Any) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app
 
 from deniable.estimation import DEFAULT_BETA
-from deniable.survey import FORMAT, IDENTIFIER, QUESTION_TYPES
+from deniable.survey import FORMATS, IDENTIFIER, QUESTION_TYPES
 
 from ..problems import PROBLEM_MEDIA_TYPE
 from .common import MAX_SURVEYS_PER_PAGE, SURVEYS_PER_PAGE, VERSION, json_response
@@ -167,7 +167,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
             "type": "object",
             "required": ["format", "id", "title", "questions"],
             "properties": {
-                "format": {"const": FORMAT},
+                "format": {"enum": list(FORMATS)},
                 "id": {"type": "string", "pattern": ID_PATTERN},
                 "title": {"type": "string", "minLength": 1},
                 "description": {"type": "string"},
@@ -252,6 +252,20 @@ def schemas(max_batch: int) -> dict[str, Any]:
                     "items": {
                         "type": "object",
                         "required": ["question", "type", "mechanism", "epsilon", "n"],
+                        "properties": {
+                            "intervals": {
+                                "type": "array",
+                                "description": "Every interval family: family, method, "
+                                "guarantee, nominal_half_width (docs/api.md).",
+                            },
+                            "tightest": {"enum": ["chebyshev", "chebyshev_exact", "bernstein"]},
+                            "simultaneous_tightest": {
+                                "enum": ["chebyshev", "chebyshev_exact", "bernstein"]
+                            },
+                            "covers": {"enum": ["respondents"]},
+                            "precision": {"enum": ["ok", "imprecise", "uninformative"]},
+                            "uninformative": {"type": "boolean"},
+                        },
                     },
                 },
             },
@@ -314,17 +328,37 @@ def document(max_batch: int) -> dict[str, Any]:
         },
         "/api/v1/key": {
             "get": _operation(
-                "The public key that signs survey definitions",
+                "The public key that signs survey definitions, and its rotation chain "
+                "(docs/key-rotation.md)",
                 {
                     200: _ok(
                         "The key",
                         {
                             "type": "object",
-                            "required": ["algorithm", "public_key", "key_id"],
+                            "required": ["algorithm", "public_key", "key_id", "sequence", "chain"],
                             "properties": {
                                 "algorithm": {"const": "Ed25519"},
                                 "public_key": {"type": "string"},
                                 "key_id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+                                "sequence": {"type": "integer", "minimum": 0},
+                                "chain": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "required": ["sequence", "previous_key_id",
+                                                     "previous_public_key", "key_id",
+                                                     "public_key", "signature", "endorsement"],
+                                        "properties": {
+                                            "sequence": {"type": "integer", "minimum": 1},
+                                            "previous_key_id": {"type": "string"},
+                                            "previous_public_key": {"type": "string"},
+                                            "key_id": {"type": "string"},
+                                            "public_key": {"type": "string"},
+                                            "signature": {"type": "string"},
+                                            "endorsement": {"type": "string"},
+                                        },
+                                    },
+                                },
                             },
                         },
                     )
