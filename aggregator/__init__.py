@@ -19,7 +19,18 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """Build the app: settings (defaults < DENIABLE_* environment < ``config``), then subsystems."""
     from flask import Flask
 
-    from . import api, dashboard, metrics, problems, ratelimit, settings, signing, storage
+    from . import (
+        api,
+        cors,
+        dashboard,
+        metrics,
+        problems,
+        ratelimit,
+        respond,
+        settings,
+        signing,
+        storage,
+    )
 
     app = Flask(__name__)
     app.config.from_mapping(settings.load(config))
@@ -34,6 +45,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     api.init_app(app)
     dashboard.init_app(app)
     app.after_request(_nosniff)
+    respond.init_app(app)
+    cors.init_app(app)
     return app
 
 

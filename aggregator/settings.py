@@ -27,6 +27,7 @@ from typing import Any
 
 from deniable.errors import DeniableError
 
+from .cors import parse_origins
 from .ratelimit import parse_key_prefix, parse_networks, parse_proxies, parse_rate, parse_storage
 
 ENVIRONMENT_PREFIX = "DENIABLE_"
@@ -185,11 +186,12 @@ SETTINGS: tuple[Setting, ...] = (
         parse=_integer(1, 100_000),
     ),
     Setting(
-        name="RESULTS_CACHE",
-        default=256,
-        help="Result documents kept in memory per process, keyed by the folded statistics "
-        "(0 disables). A cached entry is only reused when no report arrived since.",
-        parse=_integer(0, 1_000_000),
+        name="RESULTS_CACHE_BYTES",
+        default=32 << 20,
+        help="Bytes of serialized results (JSON/CSV bodies) kept in memory per process, keyed "
+        "by the folded statistics and beta (0 disables). An entry is only reused when no "
+        "report arrived since.",
+        parse=_integer(0, 1 << 34),
     ),
     Setting(
         name="FOLD_CHUNK",
@@ -260,6 +262,14 @@ SETTINGS: tuple[Setting, ...] = (
         "client address is the N-th entry from the right of X-Forwarded-For; never set it "
         "without such proxies, or clients choose their own address.",
         parse=parse_proxies,
+    ),
+    Setting(
+        name="CORS_ORIGINS",
+        default="",
+        help="Origins (https://host[:port], comma-separated; empty: none) whose pages may fetch "
+        "the key and signed surveys and post reports from the browser (embedded respond form, "
+        "docs/embedding.md). Nothing else is shared cross-origin; credentials never are.",
+        parse=parse_origins,
     ),
     Setting(
         name="METRICS",

@@ -80,6 +80,10 @@ PRECISION_WORDS = {
 }
 
 
+def _width(value: float, result: Mapping[str, Any]) -> str:
+    return f"{value:.3g}" if "mean" in result else f"{100 * value:.1f}%"
+
+
 def results_table(
     results: Mapping[str, Any],
     survey: Mapping[str, Any] | None = None,
@@ -121,9 +125,20 @@ def results_table(
                 for c in q["categories"]
             ]  # fmt: skip
             shown = [f"{100 * v:.1f}%" for v in (truth or {}).get(q["question"], [])]
+        families = [
+            f"{i['family']} ±{_width(i['nominal_half_width'], q)}"
+            + (f" (all at once ±{_width(i['simultaneous_nominal_half_width'], q)})"
+               if "categories" in q and len(q["categories"]) > 2 else "")
+            for i in q.get("intervals", [])
+        ]  # fmt: skip
+        if families:
+            head += "\n  worst-case half-widths: " + "; ".join(families)
         warning = PRECISION_WORDS.get(q.get("precision", "ok"), "")
+        ten = "±10% of the answer range" if "mean" in q else "±10 points"
+        if "mean" in q:
+            warning = warning.replace("±10 points", ten)
         if warning and q.get("respondents_for_ten_points"):
-            warning += f" (about {q['respondents_for_ten_points']:,} needed for ±10 points)"
+            warning += f" (about {q['respondents_for_ten_points']:,} needed for {ten})"
         if warning:
             head += f"\n  {warning}"
         headers = ["answer", "estimate", "lower", "upper"]

@@ -1,6 +1,7 @@
 """Survey definitions: questions, strict validation, canonical bytes.
 
-A survey is a versioned JSON document (``"format": "deniable.survey/1"``).
+A survey is a versioned JSON document (``"format": "deniable.survey/2"``; stored
+``deniable.survey/1`` definitions keep working and keep their bytes).
 Both the aggregator and the client rebuild every question's mechanism from
 this one definition, so their parameters cannot drift; the aggregator signs
 :meth:`Survey.canonical_bytes` and the client verifies the same bytes.
@@ -24,6 +25,11 @@ the client memoizes a permanent randomized response per value and randomizes
 it again for every report (RAPPOR; see ``deniable.mechanisms.longitudinal``).
 
 The survey's total ε is the sum of its questions' ε (sequential composition).
+
+Format /2 (docs/protocol.md) differs from /1 in two ways: every question's
+``parameters`` carry the mechanism's resolved parameters, thresholds included
+(:mod:`deniable.resolution`), and the canonical bytes are RFC 8785 JCS
+(:mod:`deniable.canonical`).  New surveys are /2 (:meth:`Survey.upgraded`).
 """
 
 from __future__ import annotations
@@ -31,10 +37,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, ClassVar
 
+from .canonical import jcs, legacy_bytes
 from .errors import InvalidParameter, InvalidReport, InvalidSurvey, InvalidValue
 from .lazy import np, numpy_type
 from .mechanisms import CATEGORICAL, NUMERIC, recommend
@@ -44,8 +51,11 @@ from .mechanisms.longitudinal import LongitudinalGRR
 from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_epsilon
 from .randomness import RngLike
+from .resolution import CONSTRUCTOR_KEYWORDS, check_resolved, resolved_parameters
 
-FORMAT = "deniable.survey/1"
+FORMAT = "deniable.survey/2"
+FORMAT_V1 = "deniable.survey/1"
+FORMATS = (FORMAT_V1, FORMAT)
 IDENTIFIER = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 MAX_QUESTIONS = 100
 MAX_OPTIONS = 1024
@@ -136,7 +146,9 @@ class Question:
 
     # -- building -------------------------------------------------------------
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: str = "question") -> Question:
+    def from_dict(
+        cls, data: Mapping[str, Any], where: str = "question", format: str = FORMAT
+    ) -> Question:
         _require_keys(where, data, {"id", "type", "text", "epsilon"}, cls.FIELDS)
         qid = _identifier(f"{where}.id", data["id"])
         where = f"question {qid!r}"
@@ -167,6 +179,13 @@ class Question:
         if not isinstance(mechanism, str):
             raise _fail(f"{where}.mechanism", "must be a string")
         longitudinal = cls._longitudinal(where, data.get("longitudinal"), kind, mechanism)
+        signed: dict[str, Any] = {}
+        if format == FORMAT:
+            # /2: only the constructor's keywords build the mechanism; the rest of the
+            # resolved parameters must equal what it derives (checked below).
+            keywords = CONSTRUCTOR_KEYWORDS.get(mechanism, ()) if kind != "multiple_choice" else ()
+            signed = dict(extra)
+            extra = {k: v for k, v in signed.items() if k in keywords}
         question = cls(
             id=qid,
             type=kind,
@@ -181,6 +200,8 @@ class Question:
         )
         try:
             question.oracle  # noqa: B018 - builds and validates the mechanism once
+            if signed:
+                check_resolved(question.oracle, signed)
         except (InvalidParameter, TypeError) as error:
             raise _fail(where, f"invalid mechanism parameters: {error}") from None
         return question
@@ -225,7 +246,7 @@ class Question:
             instantaneous_epsilon=instantaneous,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, format: str = FORMAT) -> dict[str, Any]:
         data: dict[str, Any] = {
             "id": self.id,
             "type": self.type,
@@ -237,7 +258,9 @@ class Question:
             data["options"] = list(self.options)
         if self.type == "numeric":
             data["lo"], data["hi"] = self.oracle.lo, self.oracle.hi
-        if self.parameters:
+        if format == FORMAT:
+            data["parameters"] = resolved_parameters(self.oracle)
+        elif self.parameters:
             data["parameters"] = dict(self.parameters)
         if self.longitudinal:
             data["longitudinal"] = self.longitudinal.to_dict()
@@ -449,15 +472,23 @@ class Survey:
     title: str
     description: str = ""
     questions: tuple[Question, ...]
+    format: str = FORMAT
 
     FIELDS: ClassVar[set[str]] = {"format", "id", "title", "description", "questions"}
 
     @classmethod
-    def from_dict(cls, data: object) -> Survey:
+    def from_dict(cls, data: object, *, resolved: bool = False) -> Survey:
+        """A validated survey; ``resolved=True`` (clients) also demands the resolved form.
+
+        A signed definition is always resolved: re-resolving it changes nothing.  A
+        client passes ``resolved=True`` so a /2 definition with a parameter missing
+        is refused rather than filled in from this code's defaults.
+        """
         _require_keys("survey", data, {"format", "id", "title", "questions"}, cls.FIELDS)
         assert isinstance(data, Mapping)
-        if data["format"] != FORMAT:
-            raise _fail("survey.format", f"must be {FORMAT!r}, got {data['format']!r}")
+        format = data["format"]
+        if format not in FORMATS:
+            raise _fail("survey.format", f"must be one of {', '.join(FORMATS)}, got {format!r}")
         sid = _identifier("survey.id", data["id"])
         title = _text("survey.title", data["title"], MAX_LABEL)
         description = _text(
@@ -467,7 +498,7 @@ class Survey:
         if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_QUESTIONS:
             raise _fail("survey.questions", f"must be a list of 1 to {MAX_QUESTIONS} questions")
         questions = tuple(
-            Question.from_dict(q, f"survey.questions[{i}]") for i, q in enumerate(raw)
+            Question.from_dict(q, f"survey.questions[{i}]", format) for i, q in enumerate(raw)
         )
         ids = [q.id for q in questions]
         if len(set(ids)) != len(ids):
@@ -475,7 +506,16 @@ class Survey:
         keys = [q.longitudinal.key for q in questions if q.longitudinal]
         if len(set(keys)) != len(keys):
             raise _fail("survey.questions", "longitudinal keys must be distinct")
-        return cls(id=sid, title=title, description=description, questions=questions)
+        survey = cls(
+            id=sid, title=title, description=description, questions=questions, format=format
+        )
+        if resolved and survey.canonical_bytes() != survey._canonical(data):
+            raise _fail("survey", "definition is not in resolved form (a parameter is missing)")
+        return survey
+
+    def upgraded(self) -> Survey:
+        """The same survey in the current format (what the aggregator stores for new surveys)."""
+        return replace(self, format=FORMAT)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Survey:
@@ -486,18 +526,18 @@ class Survey:
         return cls.from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"format": FORMAT, "id": self.id, "title": self.title}
+        data: dict[str, Any] = {"format": self.format, "id": self.id, "title": self.title}
         if self.description:
             data["description"] = self.description
-        data["questions"] = [q.to_dict() for q in self.questions]
+        data["questions"] = [q.to_dict(self.format) for q in self.questions]
         return data
 
+    def _canonical(self, document: Any) -> bytes:
+        return jcs(document) if self.format == FORMAT else legacy_bytes(document)
+
     def canonical_bytes(self) -> bytes:
-        """Sorted keys, no whitespace, UTF-8: the bytes that are signed and verified."""
-        return json.dumps(
-            self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-            allow_nan=False,
-        ).encode("utf-8")  # fmt: skip
+        """The bytes that are signed and verified: RFC 8785 JCS for /2, legacy bytes for /1."""
+        return self._canonical(self.to_dict())
 
     @property
     def total_epsilon(self) -> float:

@@ -91,14 +91,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def json_response(document: Any, status: int = 200) -> Response:
-    """A JSON response from plain data (numpy values converted, non-finite → null)."""
+def json_text(document: Any) -> str:
+    """JSON text of plain data (numpy values converted, non-finite → null)."""
     try:
         # Most documents are plain already; converting 1,000 acknowledged ids is wasted work.
-        body = json.dumps(document, ensure_ascii=False, allow_nan=False)
+        return json.dumps(document, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
-        body = json.dumps(_plain(document), ensure_ascii=False, allow_nan=False)
-    return current_app.response_class(body, status=status, mimetype="application/json")
+        return json.dumps(_plain(document), ensure_ascii=False, allow_nan=False)
+
+
+def json_response(document: Any, status: int = 200) -> Response:
+    """A JSON response from plain data (numpy values converted, non-finite → null)."""
+    return current_app.response_class(json_text(document), status=status,
+                                      mimetype="application/json")  # fmt: skip
 
 
 def survey_summary(record: SurveyRecord, *, operator: bool = False) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app
 
 from deniable.estimation import DEFAULT_BETA
-from deniable.survey import FORMAT, IDENTIFIER, QUESTION_TYPES
+from deniable.survey import FORMATS, IDENTIFIER, QUESTION_TYPES
 
 from ..problems import PROBLEM_MEDIA_TYPE
 from .common import VERSION, json_response
@@ -166,7 +166,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
             "type": "object",
             "required": ["format", "id", "title", "questions"],
             "properties": {
-                "format": {"const": FORMAT},
+                "format": {"enum": list(FORMATS)},
                 "id": {"type": "string", "pattern": ID_PATTERN},
                 "title": {"type": "string", "minLength": 1},
                 "description": {"type": "string"},
@@ -247,6 +247,20 @@ def schemas(max_batch: int) -> dict[str, Any]:
                     "items": {
                         "type": "object",
                         "required": ["question", "type", "mechanism", "epsilon", "n"],
+                        "properties": {
+                            "intervals": {
+                                "type": "array",
+                                "description": "Every interval family: family, method, "
+                                "guarantee, nominal_half_width (docs/api.md).",
+                            },
+                            "tightest": {"enum": ["chebyshev", "chebyshev_exact", "bernstein"]},
+                            "simultaneous_tightest": {
+                                "enum": ["chebyshev", "chebyshev_exact", "bernstein"]
+                            },
+                            "covers": {"enum": ["respondents"]},
+                            "precision": {"enum": ["ok", "imprecise", "uninformative"]},
+                            "uninformative": {"type": "boolean"},
+                        },
                     },
                 },
             },

@@ -5,9 +5,15 @@ Tables (see ``migrations/<backend>/``):
 * ``surveys``: one row per survey: resolved definition, status, visibility.
 * ``reports``: every accepted report, append-only (``seq`` order); a report id
   is unique per survey, and its ``digest`` tells a retry from a reused id.
-* ``pending``: the seqs of reports not yet folded into the statistics, with
-  their question and payload.  Ingest inserts into ``reports`` and ``pending``
-  only, so concurrent writers never update a shared row.
+* ``pending``: the seqs of reports not yet folded into the statistics (and
+  their survey; migration 0004 dropped the payload and question, which a fold
+  reads from ``reports``).  Ingest inserts into ``reports`` and ``pending``, so
+  concurrent writers never wait on a shared row; only when a survey has more
+  than ``FOLD_BACKLOG`` pending reports does an ingest fold them too (SQLite:
+  in its own transaction, which holds the write lock anyway; PostgreSQL: right
+  after its commit, and only if no other fold holds the statistics rows).
+  Results therefore fold at most a backlog's worth, however many reports
+  arrived since the last read, and still count every acknowledged report.
 * ``question_statistics``: per question, ``n`` and the additive int64
   statistics vector of every folded report (``Question.statistics``).  Only
   readers of results lock these rows: :meth:`Storage.fold` moves pending rows
@@ -51,6 +57,10 @@ ENROLMENT_PREFIX = "dne_"
 # Enrolment tokens as issued: the prefix and 43 URL-safe base64 characters (32 bytes).
 ENROLMENT_TOKEN = re.compile(r"dne_[A-Za-z0-9_-]{43}")
 MAX_ENROLMENT_ISSUE = 1_000_000
+# Ingest folds a survey's pending reports once there are more than this many, so a
+# results call never has more than about this many (plus one batch) left to fold.
+FOLD_BACKLOG = 5_000
+FOLD_CHUNK = 10_000
 OPEN, CLOSED = "open", "closed"
 # Parsed definitions are immutable once stored, so each process keeps a few.
 SURVEY_CACHE_SIZE = 256
@@ -585,5 +595,9 @@ def check_spent(survey_id: str, row: tuple | None, digest: str) -> None:
 
 
 def definition_text(survey: Survey) -> str:
-    """The resolved definition as stored: canonical JSON text."""
-    return survey.canonical_bytes().decode("utf-8")
+    """The resolved definition as stored: canonical JSON text, in the current format.
+
+    New surveys are always stored as ``deniable.survey/2``; rows stored as /1 are
+    parsed as /1 and keep their canonical bytes (and so their signatures).
+    """
+    return survey.upgraded().canonical_bytes().decode("utf-8")

@@ -133,7 +133,7 @@ def test_create_survey_stores_the_resolved_definition(with_survey, capsys) -> No
     record = storage.get_survey(DEMO["id"])
     storage.close()
     assert record.results_public and record.is_open
-    assert record.survey == Survey.from_dict(DEMO)
+    assert record.survey == Survey.from_dict(DEMO).upgraded()  # new surveys are stored as /2
 
 
 def test_create_survey_private_and_from_stdin(initialised, capsys, monkeypatch) -> None:
@@ -230,6 +230,8 @@ def test_results_table_and_json_match_the_estimator(with_survey, capsys) -> None
     overtime = next(q for q in document["questions"] if q["question"] == "overtime")
     assert f"{overtime['mean']:.4g}" in out
     assert "interval Bernstein" in out and "cover the respondents' own answers" in out
+    assert out.count("worst-case half-widths: chebyshev ±") == len(DEMO["questions"])
+    assert "chebyshev_exact ±" in out and "bernstein ±" in out and "(all at once ±" in out
     status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"], "--beta", "0.2"))
     assert status == 0 and "intervals: 80%" in out
 

@@ -74,7 +74,7 @@ def test_environment_then_config_override(tmp_path):
 @pytest.mark.parametrize(
     ("name", "value"),
     [("MAX_BATCH", "many"), ("MAX_BATCH", 0), ("MAX_BODY_BYTES", 1.5), ("MIGRATE", "perhaps"),
-     ("DATABASE", "  "), ("RESULTS_CACHE", -1), ("MAX_BATCH", True)],
+     ("DATABASE", "  "), ("RESULTS_CACHE_BYTES", -1), ("MAX_BATCH", True)],
 )  # fmt: skip
 def test_invalid_settings_name_the_setting(tmp_path, name, value):
     with pytest.raises(SettingsError, match=name):

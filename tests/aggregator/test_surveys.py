@@ -24,8 +24,8 @@ def test_create_returns_the_signed_resolved_definition(client, operator_headers,
     assert response.status_code == 201
     assert response.headers["Location"] == "/api/v1/surveys/demo"
     document = response.get_json()
-    survey = Survey.from_dict(demo_definition)
-    assert document["definition"] == survey.to_dict()  # default mechanisms filled in
+    survey = Survey.from_dict(demo_definition).upgraded()
+    assert document["definition"] == survey.to_dict()  # defaults and parameters filled in
     assert document["definition"]["questions"][1]["mechanism"]
     assert document["status"] == "open" and document["results_public"] is True
     assert document["closed_at"] is None and document["created_at"].endswith("Z")

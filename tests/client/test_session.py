@@ -169,6 +169,7 @@ def test_survey_altered_after_fetch_is_refused(aggregator, adapter, client) -> N
 
     data = verified.survey.to_dict()
     data["questions"][0]["epsilon"] = 9.0
+    data["questions"][0].pop("parameters")  # re-derived for the new ε, as a forger would
     forged = dataclasses.replace(verified, survey=Survey.from_dict(data))
     with pytest.raises(SignatureError, match="altered"):
         client.answer(forged, ANSWERS)

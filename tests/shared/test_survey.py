@@ -102,7 +102,7 @@ def _mutate(path: list, value) -> dict:
 
 
 MALFORMED = [
-    (["format"], "deniable.survey/2"),
+    (["format"], "deniable.survey/3"),
     (["format"], KeyError),
     (["id"], "Has Spaces"),
     (["id"], ""),

@@ -1,0 +1,171 @@
+"""The respond page and the browser client's files: answers randomized in the browser.
+
+``GET /surveys/<id>/respond`` is an HTML form for one survey.  Order of operations,
+and why:
+
+1. The page carries the survey id and the aggregator's public key (the pin) in
+   data attributes, and loads ``respond.js`` with a Subresource Integrity hash
+   (every module it imports is preloaded with its own hash), under a CSP that
+   allows scripts from this origin only: no inline script, no ``eval``.
+2. The script fetches the signed survey, verifies the Ed25519 signature over the
+   RFC 8785 bytes with WebCrypto, validates it, renders the form, randomizes the
+   answers in the page with ``crypto.getRandomValues``, shows the noisy values
+   and the ε spent, and posts only those after the respondent clicks "Send".
+3. Without JavaScript the page says that JavaScript is required.  The form has no
+   action and the CSP sets ``form-action 'none'``: nothing is ever posted, and
+   never a true answer.
+
+``GET /surveys/<id>/embed`` prints the snippet another site pastes (the pinned key
+and the SRI hash of every module).  ``GET /static/deniable/<file>`` serves the
+browser client (client/browser/, package data of ``deniable.client``) with an ETag and
+``Access-Control-Allow-Origin: *``: the files are public code, and other sites
+embedding the form load them as cross-origin module scripts (docs/embedding.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from functools import cache
+from importlib import resources
+
+from flask import Blueprint, Flask, Response, abort, render_template, request, url_for
+
+from deniable.errors import NotFound
+
+from ..signing import current_key
+from ..storage import current_storage
+
+blueprint = Blueprint("respond", __name__, template_folder="templates")
+
+# What a page loads, in import order (respond.js imports deniable.js imports the rest).
+MODULES = (
+    "randomness.js", "jcs.js", "grr.js", "binary_rr.js", "unary.js", "local_hashing.js",
+    "hadamard.js", "subset.js", "option_sampling.js", "duchi.js", "discrete_laplace.js",
+    "longitudinal.js", "survey.js", "deniable.js", "respond.js",
+)  # fmt: skip
+STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
+
+STYLE = " ".join(
+    """
+    body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1f2328;background:#f6f8fa}
+    main{max-width:720px;margin:0 auto;padding:16px 24px 40px}
+    fieldset{border:1px solid #d8dee4;border-radius:8px;background:#fff;margin:12px 0;
+      padding:12px 16px}
+    legend{font-weight:600;padding:0 4px} .choice{margin:4px 0}
+    .epsilon{font-size:13px;color:#59636e;margin:6px 0 0}
+    button{font:inherit;padding:8px 16px;margin:8px 8px 0 0;border-radius:6px;
+      border:1px solid #1f6feb;background:#1f6feb;color:#fff;cursor:pointer}
+    button:focus,input:focus{outline:3px solid #f0b72f}
+    .status.error{color:#a40e26;font-weight:600} .status.ok{color:#116329;font-weight:600}
+    dt{font-weight:600;margin-top:8px} dd{margin:0 0 0 16px;font-family:ui-monospace,monospace}
+    .review{background:#fff;border:1px solid #d8dee4;border-radius:8px;padding:12px 16px}
+    """.split()
+)
+
+
+def _sri(data: bytes) -> str:
+    return "sha384-" + base64.b64encode(hashlib.sha384(data).digest()).decode("ascii")
+
+
+@cache
+def static_file(name: str) -> bytes:
+    """A file of the browser client, from the installed package (cached: files never change)."""
+    return resources.files("deniable.client").joinpath("browser", name).read_bytes()
+
+
+@cache
+def integrity() -> dict[str, str]:
+    """Subresource Integrity hash of every module a page loads."""
+    return {name: _sri(static_file(name)) for name in MODULES}
+
+
+def content_security_policy() -> str:
+    style = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode("ascii")
+    # Why: scripts only from this origin and only with the SRI hashes in the page; the page
+    # talks only to this origin; no form ever posts (the no-JS page must send nothing).
+    return (
+        f"default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'sha256-{style}'; "
+        "img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+
+
+@blueprint.get("/static/deniable/<name>")
+def static(name: str) -> Response:
+    if name not in STATIC_FILES:
+        abort(404)
+    mimetype = "text/javascript" if name.endswith(".js") else "application/json"
+    if name.endswith(".d.ts"):
+        mimetype = "text/plain"
+    data = static_file(name)
+    response = Response(data, mimetype=mimetype)
+    # Why: pages pin each file by its SRI hash; revalidating (ETag) instead of caching for a
+    # while means an upgraded aggregator never serves a page whose hashes the cache breaks.
+    response.headers["Cache-Control"] = "no-cache"
+    response.set_etag(hashlib.sha256(data).hexdigest())
+    response.make_conditional(request)
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@blueprint.get("/surveys/<survey_id>/respond")
+def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
+    try:
+        record = current_storage().get_survey(survey_id, count=False)
+    except NotFound:
+        page = render_template("respond_missing.html", survey_id=survey_id, style=STYLE)
+        return page, 404, _headers()
+    hashes = integrity()
+    modules = [(url_for("respond.static", name=n), hashes[n]) for n in MODULES]
+    page = render_template(
+        "respond.html",
+        survey_id=record.id,
+        title=record.survey.title,
+        is_open=record.is_open,
+        public_key=current_key().public_key,
+        preload=modules[:-1],
+        script=modules[-1],
+        style=STYLE,
+    )
+    return page, 200, _headers()
+
+
+@blueprint.get("/surveys/<survey_id>/embed")
+def embed(survey_id: str) -> Response:
+    """The embed snippet for another site: the pinned key and every module's SRI hash."""
+    record = current_storage().get_survey(survey_id, count=False)
+    base = request.host_url.rstrip("/")
+    hashes = integrity()
+    lines = [
+        f'<link rel="modulepreload" href="{base}{url_for("respond.static", name=name)}" '
+        f'integrity="{hashes[name]}" crossorigin="anonymous">'
+        for name in MODULES[:-1]
+    ]
+    lines += [
+        f'<div data-deniable-survey="{record.id}" data-deniable-aggregator="{base}"',
+        f'     data-deniable-key="{current_key().public_key}">',
+        "  <noscript>JavaScript is required to answer: your answers are randomized in your"
+        " browser, and without it nothing is sent.</noscript>",
+        "</div>",
+        f'<script type="module" src="{base}{url_for("respond.static", name="respond.js")}"',
+        f'        integrity="{hashes["respond.js"]}" crossorigin="anonymous"></script>',
+    ]
+    response = Response("\n".join(lines) + "\n", mimetype="text/plain")
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _headers() -> dict[str, str]:
+    return {
+        "Content-Security-Policy": content_security_policy(),
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
+
+
+def init_app(app: Flask) -> None:
+    """Register the respond page and the browser client's files (once)."""
+    if blueprint.name not in app.blueprints:
+        app.register_blueprint(blueprint)

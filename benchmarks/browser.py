@@ -1,0 +1,158 @@
+"""Browser client benchmark: JS randomize+encode per report, module size, submit→ack time.
+
+1. Node (``benchmarks/browser.mjs``): reports/s of ``randomize`` + ``encode`` with the
+   CSPRNG (``crypto.getRandomValues``) for every mechanism, beside the Python client's
+   ``Question.randomize`` (the same resolved questions, same run) for the ratio.
+   Targets: >= 100,000 reports/s for GRR and OLH at d = 1,024.
+2. The size of what the respond page loads (every module), raw and gzip.
+3. The respond page in headless Chromium (Playwright, /usr/bin/chromium) against a
+   gunicorn aggregator on 127.0.0.1: time from clicking "Send" to the acknowledged
+   state, median over ``--pages`` fresh browser contexts.
+
+Usage::
+
+    python benchmarks/browser.py [--seconds 0.5] [--pages 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from deniable.aggregator.respond import MODULES, static_file
+from deniable.survey import FORMAT, Question
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDE = [str(i) for i in range(1024)]
+SIXTEEN = [str(i) for i in range(16)]
+
+
+def q(kind: str, mechanism: str, options=None, **extra):
+    data = {"id": "q", "type": kind, "text": "?", "epsilon": 1.0, "mechanism": mechanism, **extra}
+    if options is not None:
+        data["options"] = options
+    return Question.from_dict(data, "q", FORMAT).to_dict(FORMAT)
+
+
+CASES = [
+    ("binary_rr", q("yes_no", "binary_rr"), True),
+    ("grr d=1024", q("single_choice", "grr", WIDE), "17"),
+    ("olh d=1024", q("single_choice", "olh", WIDE), "17"),
+    ("grr d=16", q("single_choice", "grr", SIXTEEN), "3"),
+    ("sue d=16", q("single_choice", "sue", SIXTEEN), "3"),
+    ("oue d=16", q("single_choice", "oue", SIXTEEN), "3"),
+    ("hrr d=1024", q("single_choice", "hrr", WIDE), "17"),
+    ("subset d=16", q("single_choice", "subset", SIXTEEN), "3"),
+    ("option_sampling m=8", q("multiple_choice", "option_sampling", SIXTEEN[:8]), ["1", "5"]),
+    ("binary_rr split m=8", q("multiple_choice", "binary_rr", SIXTEEN[:8]), ["1", "5"]),
+    ("duchi", q("numeric", "duchi", lo=0, hi=100), 42.0),
+    ("discrete_laplace G=1000", q("numeric", "discrete_laplace", lo=0, hi=100), 42.0),
+]
+
+
+def python_rate(definition, answer, seconds: float) -> float:
+    question = Question.from_dict(definition, "q", FORMAT)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(200):
+            question.randomize(answer)
+        count += 200
+    return count / (time.perf_counter() - start)
+
+
+def node_rates(seconds: float) -> dict[str, float]:
+    node = shutil.which("node")
+    if node is None:
+        sys.exit("node (>= 20) is needed")
+    payload = json.dumps([[label, d, a] for label, d, a in CASES])
+    result = subprocess.run(
+        [node, str(ROOT / "benchmarks" / "browser.mjs"), str(seconds)],
+        input=payload, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return {row["label"]: row["perSecond"] for row in map(json.loads, result.stdout.splitlines())}
+
+
+def submit_times(pages: int) -> list[float]:
+    from playwright.sync_api import sync_playwright
+
+    from deniable.aggregator import cli, demo
+
+    directory = Path(tempfile.mkdtemp(prefix="deniable-browser-bench-"))
+    database, key = directory / "db.sqlite3", directory / "key.pem"
+    options = ["--database", str(database), "--signing-key", str(key)]
+    cli.main([*options, "init"])
+    definition = directory / "survey.json"
+    definition.write_text(json.dumps(demo.demo_survey().to_dict()))
+    cli.main([*options, "create-survey", str(definition)])
+    port = demo.free_port()
+    server = demo.start_server({"DATABASE": database, "SIGNING_KEY_PATH": key}, port)
+    times = []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path="/usr/bin/chromium",
+                args=["--headless", "--no-sandbox", "--disable-gpu",
+                      "--disable-background-networking", "--disable-component-update",
+                      "--disable-sync", "--no-first-run"],
+            )  # fmt: skip
+            for _ in range(pages):
+                context = browser.new_context()
+                page = context.new_page()
+                page.goto(f"http://127.0.0.1:{port}/surveys/demo-workplace/respond")
+                page.wait_for_selector("[data-state=ready]", state="attached")
+                page.get_by_label("Yes", exact=True).check()
+                page.get_by_label("Bicycle", exact=True).check()
+                page.get_by_label("Email", exact=True).check()
+                page.fill("#q-overtime", "3.5")
+                page.get_by_role("button", name="Randomize my answers").click()
+                page.wait_for_selector("[data-state=review]", state="attached")
+                start = time.perf_counter()
+                page.get_by_role("button", name="Send these noisy values").click()
+                page.wait_for_selector("[data-state=sent]", state="attached")
+                times.append(time.perf_counter() - start)
+                context.close()
+            browser.close()
+    finally:
+        demo.stop_server(server)
+        shutil.rmtree(directory, ignore_errors=True)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=0.5)
+    parser.add_argument("--pages", type=int, default=10)
+    args = parser.parse_args()
+
+    rates = node_rates(args.seconds)
+    print("JS randomize+encode per report (Node, CSPRNG), beside Python's Question.randomize")
+    print(f"{'mechanism':<26}{'JS reports/s':>14}{'µs/report':>11}{'Python/s':>12}{'JS/Py':>7}")
+    for label, definition, answer in CASES:
+        py = python_rate(definition, answer, args.seconds / 2)
+        js = rates[label]
+        print(f"{label:<26}{js:>14,.0f}{1e6 / js:>11.2f}{py:>12,.0f}{js / py:>7.1f}")
+
+    sizes = {name: len(static_file(name)) for name in MODULES}
+    raw = sum(sizes.values())
+    packed = sum(len(gzip.compress(static_file(name), 9)) for name in MODULES)
+    print(f"\nrespond page loads {len(MODULES)} modules: {raw:,} bytes unminified "
+          f"({raw / 1024:.1f} KiB), {packed:,} bytes gzip; the client without the form "
+          f"(all but respond.js): {raw - sizes['respond.js']:,} bytes")  # fmt: skip
+
+    if args.pages:
+        times = submit_times(args.pages)
+        print(f"\nrespond page, click Send -> acknowledged (Chromium, gunicorn, loopback, "
+              f"{len(times)} pages): median {statistics.median(times) * 1000:.1f} ms, "
+              f"max {max(times) * 1000:.1f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

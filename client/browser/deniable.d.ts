@@ -1,0 +1,138 @@
+// Type declarations for deniable.js (the browser client; docs/protocol.md).
+
+export type Answer = boolean | string | string[] | number;
+export type Answers = Record<string, Answer>;
+
+export interface StorageLike {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
+export interface Policy {
+  maxQuestionEpsilon: number;
+  maxSurveyEpsilon: number;
+  lifetimeEpsilon: number;
+  periodEpsilon: number;
+  periodDays: number;
+  allowedMechanisms: string[];
+  allowLongitudinal: boolean;
+}
+
+export interface Mechanism {
+  readonly name: string;
+  readonly reportBytes: number;
+  readonly epsilonImplemented: number;
+  randomize(value: unknown, source?: ByteStreamSource): unknown;
+  encode(report: unknown): string;
+  decode(payload: string): unknown;
+}
+
+export interface Question {
+  id: string;
+  type: "yes_no" | "single_choice" | "multiple_choice" | "numeric";
+  text: string;
+  epsilon: number;
+  mechanism: string;
+  options?: string[];
+  lo?: number;
+  hi?: number;
+  parameters: Record<string, number>;
+  longitudinal: { key: string; instantaneous_epsilon: number } | null;
+  oracle: Mechanism;
+  /** ε charged for one answer: max(declared, implied by the signed thresholds). */
+  cost: number;
+  checkAnswer(answer: Answer): unknown;
+  describe(report: unknown): string;
+}
+
+export interface Survey {
+  id: string;
+  title: string;
+  description: string;
+  questions: Question[];
+  totalEpsilon: number;
+}
+
+export interface VerifiedSurvey extends Survey {
+  definition: object;
+  requireEnrolment: boolean;
+}
+
+export interface PreparedReport {
+  id: string;
+  question: string;
+  payload: string;
+  /** The noisy value in plain words: what leaves the device. */
+  description: string;
+  epsilon: number;
+}
+
+export interface Receipt {
+  survey: string;
+  reportIds: string[];
+  epsilonCharged: number;
+  delivered: boolean;
+  cancelled?: boolean;
+  pendingBatches?: number;
+}
+
+export interface FlushResult { delivered: number; pending: number; }
+
+export interface ClientOptions {
+  /** Base64 of the aggregator's 32-byte Ed25519 public key, pinned by the embed code. */
+  publicKey?: string;
+  /** Only when no publicKey is given: pin the key served at /api/v1/key on first use. */
+  trustOnFirstUse?: boolean;
+  storage?: StorageLike;
+  policy?: Partial<Policy>;
+  fetch?: typeof fetch;
+  clock?: () => number;
+}
+
+export class SurveyClient {
+  constructor(baseUrl: string, options?: ClientOptions);
+  fetchSurvey(surveyId: string): Promise<VerifiedSurvey>;
+  answer(
+    survey: VerifiedSurvey,
+    answers: Answers,
+    options?: { confirm?: (reports: PreparedReport[]) => boolean | Promise<boolean>; enrolmentToken?: string },
+  ): Promise<Receipt>;
+  flush(): Promise<FlushResult>;
+  budget(): { spentTotal: number; spentPeriod: number; remainingLifetime: number; remainingPeriod: number };
+}
+
+export class MemoryStorage implements StorageLike {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+export const DEFAULT_POLICY: Readonly<Policy>;
+export const ENROLMENT_HEADER: "X-Deniable-Enrolment";
+export const RESOLUTION: number;
+export const RESOLUTION_BITS: 53;
+
+export abstract class ByteStreamSource {
+  tokenBytes(count: number): Uint8Array;
+  uniform53(): number;
+  uniform53Wide(): number;
+  randbelow(upper: number): number;
+  randbelowBig(upper: bigint): bigint;
+}
+export class SystemRandomSource extends ByteStreamSource {}
+export class ArraySource extends ByteStreamSource { constructor(bytes: Uint8Array); position: number; }
+export const SYSTEM: SystemRandomSource;
+
+export function canonicalize(value: unknown): string;
+export function canonicalBytes(value: unknown): Uint8Array;
+export function parseDefinition(definition: unknown): Survey;
+
+export class DeniableError extends Error {}
+export class InvalidSurvey extends DeniableError {}
+export class InvalidValue extends DeniableError {}
+export class ReportError extends DeniableError {}
+export class SignatureError extends DeniableError {}
+export class PolicyViolation extends DeniableError {}
+export class BudgetExceeded extends DeniableError {}
+export class AlreadyAnswered extends DeniableError {}
+export class TransportError extends DeniableError { status?: number; }

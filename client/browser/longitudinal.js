@@ -1,0 +1,26 @@
+// Memoized randomized response for questions asked again and again: mirrors
+// shared/mechanisms/longitudinal.py. Erlingsson, Pihur, Korolova, "RAPPOR" (CCS 2014) §3.
+// Permanent GRR (keep) drawn once per value and remembered, then a fresh instantaneous GRR
+// (instantaneous_keep) for every report. Without a memoized permanent response both layers
+// are drawn from the same source, permanent first.
+
+import { GRR } from "./grr.js";
+import { SYSTEM } from "./randomness.js";
+
+export class LongitudinalGRR extends GRR {
+  constructor({ domainSize, keep, instantaneousKeep }) {
+    super({ domainSize, keep });
+    this.permanent = new GRR({ domainSize, keep });
+    this.instantaneous = new GRR({ domainSize, keep: instantaneousKeep });
+  }
+
+  get name() { return "grr"; }
+
+  permanentResponse(value, source = SYSTEM) { return this.permanent.randomize(value, source); }
+
+  randomize(value, source = SYSTEM, permanent = undefined) {
+    if (permanent === undefined) permanent = this.permanentResponse(value, source);
+    else this.checkValue(value);
+    return this.instantaneous.randomize(permanent, source);
+  }
+}

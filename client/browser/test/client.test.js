@@ -1,0 +1,172 @@
+// SurveyClient against a fake aggregator (an injected fetch) and MemoryStorage: key pinning,
+// signature and policy refusals with nothing posted, the ledger and "answered" mark written
+// before sending, retries with the identical body, and requests independent of the answers.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+
+import {
+  AlreadyAnswered, BudgetExceeded, MemoryStorage, PolicyViolation, SignatureError, SurveyClient, TransportError,
+} from "../deniable.js";
+
+const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
+const DEMO = VECTORS.surveys.find((s) => s.name === "demo");
+const KEY = VECTORS.public_key;
+const ANSWERS = { burnout: true, commute: "Bicycle", tools: ["Email", "Meetings"], overtime: 3.5 };
+const OTHER = { burnout: false, commute: "Car", tools: [], overtime: 20 };
+
+function aggregator({ document = { status: "open", definition: DEMO.definition, signature: DEMO.signature }, down = false } = {}) {
+  const calls = [];
+  const state = { down, status: 201 };
+  const fetch = async (url, init) => {
+    calls.push({ url, ...init });
+    if (state.down) throw new TypeError("Failed to fetch");
+    if (init.method === "GET") return new Response(JSON.stringify(document), { status: 200 });
+    return new Response("{}", { status: state.status });
+  };
+  return { fetch, calls, state, posts: () => calls.filter((c) => c.method === "POST") };
+}
+
+const client = (agg, options = {}) => new SurveyClient("https://agg.example", { publicKey: KEY, storage: new MemoryStorage(), fetch: agg.fetch, ...options });
+
+test("a verified survey is answered once; the ledger is charged and the batch sent", async () => {
+  const agg = aggregator();
+  const c = client(agg);
+  const survey = await c.fetchSurvey("demo-workplace");
+  assert.equal(survey.questions.length, 4);
+  const receipt = await c.answer(survey, ANSWERS);
+  assert.ok(receipt.delivered);
+  assert.equal(agg.posts().length, 1);
+  const body = JSON.parse(agg.posts()[0].body);
+  assert.deepEqual(body.reports.map((r) => r.id), receipt.reportIds);
+  assert.ok(Math.abs(c.budget().spentTotal - survey.totalEpsilon) < 1e-12);
+  await assert.rejects(c.fetchSurvey("demo-workplace"), AlreadyAnswered);
+});
+
+test("the request's size, shape and headers do not depend on the answers", async () => {
+  const shapes = [];
+  for (const answers of [ANSWERS, OTHER, ANSWERS]) {
+    const agg = aggregator();
+    const c = client(agg);
+    await c.answer(await c.fetchSurvey("demo-workplace"), answers);
+    const post = agg.posts()[0];
+    const body = JSON.parse(post.body);
+    shapes.push(JSON.stringify([post.url, post.headers, post.body.length, body.reports.map((r) => [Object.keys(r), r.payload.length])]));
+  }
+  assert.equal(new Set(shapes).size, 1);
+});
+
+test("randomization never touches Math.random", async () => {
+  const agg = aggregator();
+  const c = client(agg);
+  const survey = await c.fetchSurvey("demo-workplace");
+  const original = Math.random;
+  Math.random = () => { throw new Error("Math.random was called"); };
+  try { await c.answer(survey, ANSWERS); } finally { Math.random = original; }
+});
+
+test("a wrong key, a tampered definition or signature is refused and nothing is posted", async () => {
+  const wrongKey = btoa(String.fromCharCode(...new Uint8Array(32).fill(7)));
+  const tampered = structuredClone(DEMO.definition);
+  tampered.questions[0].text = "Did you steal?";
+  const cases = [
+    [aggregator(), { publicKey: wrongKey }],
+    [aggregator({ document: { status: "open", definition: tampered, signature: DEMO.signature } }), {}],
+    [aggregator({ document: { status: "open", definition: DEMO.definition, signature: "AAAA" + DEMO.signature.slice(4) } }), {}],
+  ];
+  for (const [agg, options] of cases) {
+    await assert.rejects(client(agg, options).fetchSurvey("demo-workplace"), SignatureError);
+    assert.equal(agg.posts().length, 0);
+  }
+  assert.throws(() => new SurveyClient("https://agg.example", { storage: new MemoryStorage() }), SignatureError);
+});
+
+test("policy caps and the budget are enforced before anything is randomized", async () => {
+  const agg = aggregator();
+  await assert.rejects(client(agg, { policy: { maxQuestionEpsilon: 2 } }).fetchSurvey("demo-workplace"), PolicyViolation);
+  await assert.rejects(client(agg, { policy: { maxSurveyEpsilon: 5 } }).fetchSurvey("demo-workplace"), PolicyViolation);
+  await assert.rejects(client(agg, { policy: { allowedMechanisms: ["grr"] } }).fetchSurvey("demo-workplace"), PolicyViolation);
+  await assert.rejects(client(agg, { policy: { periodEpsilon: 7 } }).fetchSurvey("demo-workplace"), BudgetExceeded);
+  assert.equal(agg.posts().length, 0);
+});
+
+test("offline: the batch waits in the outbox and is resent identically (same report ids)", async () => {
+  const agg = aggregator();
+  const storage = new MemoryStorage();
+  const c = client(agg, { storage });
+  const survey = await c.fetchSurvey("demo-workplace");
+  agg.state.down = true;
+  const receipt = await c.answer(survey, ANSWERS);
+  assert.equal(receipt.delivered, false);
+  assert.equal((await c.flush()).pending, 1);
+  agg.state.down = false;
+  agg.state.status = 503;
+  assert.equal((await c.flush()).pending, 1);
+  agg.state.status = 201;
+  assert.deepEqual(await c.flush(), { delivered: 1, pending: 0 });
+  assert.deepEqual(await c.flush(), { delivered: 0, pending: 0 });
+  const bodies = new Set(agg.posts().map((p) => p.body));
+  assert.equal(bodies.size, 1);
+  assert.deepEqual(JSON.parse([...bodies][0]).reports.map((r) => r.id), receipt.reportIds);
+});
+
+test("a refusal (4xx) drops the batch and raises", async () => {
+  const agg = aggregator();
+  const c = client(agg);
+  const survey = await c.fetchSurvey("demo-workplace");
+  agg.state.status = 409;
+  await assert.rejects(c.answer(survey, ANSWERS), TransportError);
+  assert.deepEqual(await c.flush(), { delivered: 0, pending: 0 });
+});
+
+test("confirm sees only noisy values and can cancel without charging", async () => {
+  const agg = aggregator();
+  const c = client(agg);
+  const survey = await c.fetchSurvey("demo-workplace");
+  let shown;
+  const receipt = await c.answer(survey, ANSWERS, { confirm: (reports) => { shown = reports; return false; } });
+  assert.ok(receipt.cancelled);
+  assert.equal(agg.posts().length, 0);
+  assert.equal(c.budget().spentTotal, 0);
+  assert.deepEqual(shown.map((r) => r.question), ["burnout", "commute", "tools", "overtime"]);
+  assert.ok(shown.every((r) => typeof r.description === "string" && /^[0-9a-f]+$/.test(r.payload)));
+});
+
+test("the enrolment header is sent with every retry of the batch", async () => {
+  const agg = aggregator();
+  const c = client(agg);
+  const survey = await c.fetchSurvey("demo-workplace");
+  agg.state.down = true;
+  await c.answer(survey, ANSWERS, { enrolmentToken: "dne_" + "a".repeat(43) });
+  agg.state.down = false;
+  await c.flush();
+  const posts = agg.posts();
+  assert.ok(posts.length >= 2 && posts.every((p) => p.headers["X-Deniable-Enrolment"] === "dne_" + "a".repeat(43)));
+});
+
+// A survey signed in the test with the vectors' key (its seed is public: test data only).
+async function signedDocument(definition) {
+  const seed = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode("deniable protocol vectors signing key")));
+  const b64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const x = Uint8Array.from(atob(KEY), (c) => c.charCodeAt(0));
+  const key = await crypto.subtle.importKey("jwk", { kty: "OKP", crv: "Ed25519", d: b64url(seed), x: b64url(x) }, { name: "Ed25519" }, false, ["sign"]);
+  const { canonicalBytes } = await import("../jcs.js");
+  const signature = new Uint8Array(await crypto.subtle.sign({ name: "Ed25519" }, key, canonicalBytes(definition)));
+  return { status: "open", definition, signature: btoa(String.fromCharCode(...signature)) };
+}
+
+test("longitudinal questions: the permanent ε is charged once per value, across surveys", async () => {
+  const storage = new MemoryStorage();
+  const charged = [];
+  for (const id of ["weekly-1", "weekly-2"]) {
+    const definition = { format: "deniable.survey/2", id, title: "Weekly", questions: [VECTORS.questions.habit, VECTORS.questions.mood] };
+    const agg = aggregator({ document: await signedDocument(definition) });
+    const c = client(agg, { storage });
+    const survey = await c.fetchSurvey(id);
+    const receipt = await c.answer(survey, { habit: true, mood: "Home" });
+    assert.ok(receipt.delivered);
+    charged.push(receipt.epsilonCharged);
+  }
+  assert.equal(charged[0], 2 + 3); // the permanent ε of both questions
+  assert.equal(charged[1], 0); // same values again: post-processing of the memoized responses
+});

@@ -1,0 +1,64 @@
+// The JavaScript client against the cross-language vectors (shared/vectors/protocol-vectors.json),
+// the same file tests/shared/test_vectors.py checks the Python implementation against.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+
+import { ArraySource, ReportError, InvalidSurvey, canonicalize, fromHex, parseDefinition } from "../deniable.js";
+import { bucket } from "../local_hashing.js";
+import { Question } from "../survey.js";
+
+const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
+const QUESTIONS = Object.fromEntries(Object.entries(VECTORS.questions).map(([id, d], i) => [id, new Question(d, i)]));
+const bytes = (hex) => fromHex(hex, hex.length / 2);
+
+test("canonical bytes (RFC 8785) and Ed25519 signatures of sample surveys", async () => {
+  const raw = Uint8Array.from(atob(VECTORS.public_key), (c) => c.charCodeAt(0));
+  const key = await crypto.subtle.importKey("raw", raw, { name: "Ed25519" }, false, ["verify"]);
+  for (const vector of VECTORS.surveys) {
+    const parsed = JSON.parse(JSON.stringify(vector.definition)); // as a page receives it
+    assert.equal(canonicalize(parsed), vector.canonical, vector.name);
+    const signature = Uint8Array.from(atob(vector.signature), (c) => c.charCodeAt(0));
+    const message = new TextEncoder().encode(vector.canonical);
+    assert.ok(await crypto.subtle.verify({ name: "Ed25519" }, key, signature, message), vector.name);
+    message[10] ^= 1;
+    assert.ok(!(await crypto.subtle.verify({ name: "Ed25519" }, key, signature, message)));
+    parseDefinition(parsed); // valid
+  }
+});
+
+test("definitions a client must refuse", () => {
+  for (const vector of VECTORS.invalid_surveys) {
+    assert.throws(() => parseDefinition(vector.definition), InvalidSurvey, vector.reason);
+  }
+});
+
+test("draws from a byte stream", () => {
+  const d = VECTORS.draws;
+  const source = new ArraySource(bytes(d.stream));
+  assert.deepEqual(d.uniform53.map(() => source.uniform53()), d.uniform53);
+  assert.deepEqual(d.randbelow.map((r) => source.randbelow(r.upper)), d.randbelow.map((r) => r.value));
+  assert.equal(source.position, source.bytes.length);
+});
+
+test("the OLH hash", () => {
+  for (const v of VECTORS.olh_hash) assert.equal(bucket(v.seed, v.value, v.hash_range), v.bucket, JSON.stringify(v));
+});
+
+test("every mechanism: a fixed byte stream gives the exact report", () => {
+  for (const v of VECTORS.reports) {
+    const question = QUESTIONS[v.question];
+    const source = new ArraySource(bytes(v.stream));
+    const report = question.oracle.randomize(question.checkAnswer(v.answer), source);
+    assert.equal(question.oracle.encode(report), v.report, `${v.question} ${JSON.stringify(v.answer)}`);
+    assert.equal(source.position, source.bytes.length, `${v.question}: every byte used`);
+  }
+});
+
+test("decode and re-encode; invalid payloads are refused", () => {
+  for (const v of VECTORS.decode) {
+    const oracle = QUESTIONS[v.question].oracle;
+    if (v.valid) assert.equal(oracle.encode(oracle.decode(v.payload)), v.payload);
+    else assert.throws(() => oracle.decode(v.payload), ReportError, `${v.question} ${v.payload}`);
+  }
+});

@@ -1,0 +1,68 @@
+"""Survey formats on the aggregator: new surveys are /2 (RFC 8785); stored /1 rows keep working.
+
+A row stored before /2 existed holds the /1 canonical text.  It must still parse as /1,
+be served as /1 with the very signature a device saw before (Ed25519 is deterministic and
+the /1 bytes are unchanged), and accept and count reports.  Both backends.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import rfc8785
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from deniable.canonical import legacy_bytes
+from deniable.survey import FORMAT, FORMAT_V1, Survey
+
+from .conftest import demo_survey_dict, random_reports
+
+
+def _store_as_v1(storage, backend: str, survey: Survey) -> None:
+    legacy = legacy_bytes(survey.to_dict()).decode("utf-8")
+    placeholder = "?" if backend == "sqlite" else "%s"
+    with storage._transaction() as connection:
+        connection.execute(
+            f"UPDATE surveys SET definition = {placeholder} WHERE id = {placeholder}",
+            (legacy, survey.id),
+        )
+
+
+def test_new_surveys_are_v2_signed_over_jcs(client, operator_headers) -> None:
+    definition = demo_survey_dict()
+    response = client.post(
+        "/api/v1/surveys", json={"definition": definition}, headers=operator_headers
+    )
+    document = response.get_json()
+    assert document["definition"]["format"] == FORMAT
+    assert all("parameters" in q for q in document["definition"]["questions"])
+    key = client.get("/api/v1/key").get_json()
+    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key["public_key"]))
+    public.verify(base64.b64decode(document["signature"]), rfc8785.dumps(document["definition"]))
+
+
+def test_a_stored_v1_survey_keeps_its_bytes_signature_and_reports(
+    client, operator_headers, storage, backend
+) -> None:
+    v1 = Survey.from_dict(demo_survey_dict())
+    assert v1.format == FORMAT_V1
+    client.post("/api/v1/surveys", json={"definition": v1.to_dict()}, headers=operator_headers)
+    _store_as_v1(storage, backend, v1)
+    document = client.get(f"/api/v1/surveys/{v1.id}").get_json()
+    assert document["definition"] == v1.to_dict() and document["definition"]["format"] == FORMAT_V1
+    served = Survey.from_dict(document["definition"], resolved=True)
+    assert (
+        served.canonical_bytes()
+        == json.dumps(
+            v1.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+    )
+    key = client.get("/api/v1/key").get_json()
+    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key["public_key"]))
+    public.verify(base64.b64decode(document["signature"]), served.canonical_bytes())
+    reports = random_reports(served, len(served.questions))  # one respondent: one per question
+    response = client.post(f"/api/v1/surveys/{v1.id}/reports", json={"reports": reports})
+    assert response.status_code == 201, response.get_json()
+    results = client.get(f"/api/v1/surveys/{v1.id}/results").get_json()
+    assert results["n_reports"] >= 1

@@ -1,0 +1,382 @@
+"""Write shared/vectors/protocol-vectors.json: the cross-language test vectors.
+
+    python -m tests.shared.generate_vectors        # rewrite the file
+    python -m tests.shared.generate_vectors --check  # exit 1 if the file is stale
+
+Everything is deterministic: byte streams come from SHA-256 in counter mode over a
+label, the Ed25519 key from a fixed seed.  Both the Python tests
+(tests/shared/test_vectors.py) and the JavaScript tests (client/browser/test/) read
+the file; docs/protocol.md §8 describes its layout.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from deniable.errors import InvalidReport
+from deniable.mechanisms.local_hashing import bucket
+from deniable.randomness import ByteStreamSource
+from deniable.survey import FORMAT, Question, Survey
+
+ROOT = Path(__file__).resolve().parents[2]
+PATH = ROOT / "shared" / "vectors" / "protocol-vectors.json"
+SIGNING_SEED = hashlib.sha256(b"deniable protocol vectors signing key").digest()
+
+
+def stream(label: str, size: int = 4096) -> bytes:
+    out = b""
+    counter = 0
+    while len(out) < size:
+        out += hashlib.sha256(f"{label}/{counter}".encode()).digest()
+        counter += 1
+    return out[:size]
+
+
+class StreamSource(ByteStreamSource):
+    """A fixed byte stream that records how much was read (tests only)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.position = 0
+
+    def token_bytes(self, count: int) -> bytes:
+        if self.position + count > len(self.data):
+            raise IndexError("byte stream exhausted")
+        out = self.data[self.position : self.position + count]
+        self.position += count
+        return out
+
+
+def signing_key() -> Ed25519PrivateKey:
+    return Ed25519PrivateKey.from_private_bytes(SIGNING_SEED)
+
+
+def public_key_b64() -> str:
+    raw = (
+        signing_key()
+        .public_key()
+        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    )
+    return base64.b64encode(raw).decode()
+
+
+def q(qid: str, kind: str, epsilon: float, **extra: Any) -> dict[str, Any]:
+    return {"id": qid, "type": kind, "text": f"Question {qid}?", "epsilon": epsilon, **extra}
+
+
+FIVE = ["Car", "Bus", "Bicycle", "Foot", "Home"]
+# (question definition as an operator writes it, true answers to randomize)
+CASES: list[tuple[dict[str, Any], list[Any]]] = [
+    (q("yes", "yes_no", 1.0), [True, False]),
+    (q("yes_small", "yes_no", 0.1), [True]),
+    (q("grr5", "single_choice", 2.0, options=FIVE, mechanism="grr"), ["Car", "Home", "Bus"]),
+    (
+        q("grr300", "single_choice", 1.5, options=[f"{i}" for i in range(300)], mechanism="grr"),
+        ["0", "299"],
+    ),
+    (q("sue", "single_choice", 1.0, options=FIVE, mechanism="sue"), ["Bus", "Home"]),
+    (
+        q("oue", "single_choice", 2.5, options=[f"v{i}" for i in range(11)], mechanism="oue"),
+        ["v0", "v10"],
+    ),
+    (q("olh", "single_choice", 2.0, options=FIVE, mechanism="olh"), ["Car", "Foot"]),
+    (
+        q(
+            "blh",
+            "single_choice",
+            1.0,
+            options=[f"{i}" for i in range(1024)],
+            mechanism="olh",
+            parameters={"hash_range": 2},
+        ),
+        ["7"],
+    ),
+    (
+        q("olh1024", "single_choice", 3.0, options=[f"{i}" for i in range(1024)], mechanism="olh"),
+        ["1023"],
+    ),
+    (q("hrr", "single_choice", 1.0, options=FIVE, mechanism="hrr"), ["Car", "Home"]),
+    (
+        q("hrr300", "single_choice", 0.5, options=[f"{i}" for i in range(300)], mechanism="hrr"),
+        ["17"],
+    ),
+    (
+        q("subset", "single_choice", 0.5, options=[f"v{i}" for i in range(12)], mechanism="subset"),
+        ["v0", "v11"],
+    ),
+    (
+        q(
+            "subset_k",
+            "single_choice",
+            1.0,
+            options=FIVE,
+            mechanism="subset",
+            parameters={"subset_size": 3},
+        ),
+        ["Foot"],
+    ),
+    (
+        q(
+            "tools",
+            "multiple_choice",
+            3.0,
+            options=["Email", "Chat", "Meetings", "Tickets"],
+            mechanism="binary_rr",
+        ),
+        [["Email", "Meetings"], []],
+    ),
+    (
+        q(
+            "tools_sampled",
+            "multiple_choice",
+            2.0,
+            options=["Email", "Chat", "Meetings"],
+            mechanism="option_sampling",
+        ),
+        [["Email", "Meetings"], [], ["Chat"]],
+    ),
+    (q("duchi", "numeric", 1.5, lo=0, hi=20), [0, 20, 3.5, 7.123456789]),
+    (q("duchi_tricky", "numeric", 0.30000000000000004, lo=-1e-6, hi=1e21), [12345.678]),
+    (
+        q(
+            "laplace",
+            "numeric",
+            1.0,
+            lo=-2,
+            hi=6,
+            mechanism="discrete_laplace",
+            parameters={"grid_size": 4},
+        ),
+        [-2, 6, 1.37],
+    ),
+    (q("laplace_fine", "numeric", 0.1, lo=0, hi=100, mechanism="discrete_laplace"), [42.0, 99.99]),
+    (
+        q("habit", "yes_no", 2.0, longitudinal={"key": "habit", "instantaneous_epsilon": 1.0}),
+        [True],
+    ),
+    (
+        q(
+            "mood",
+            "single_choice",
+            3.0,
+            options=FIVE,
+            mechanism="grr",
+            longitudinal={"key": "mood", "instantaneous_epsilon": 1.5},
+        ),
+        ["Bicycle", "Home"],
+    ),
+]
+
+
+def resolved(definition: dict[str, Any]) -> dict[str, Any]:
+    return Question.from_dict(definition, "question", FORMAT).to_dict(FORMAT)
+
+
+def mechanism_vectors() -> list[dict[str, Any]]:
+    vectors = []
+    for definition, answers in CASES:
+        question = Question.from_dict(definition, "question", FORMAT)
+        for index, answer in enumerate(answers):
+            data = stream(f"{question.id}/{index}")
+            source = StreamSource(data)
+            payload = question.randomize(answer, rng=source)
+            vectors.append({
+                "question": question.id, "answer": answer,
+                "stream": data[: source.position].hex(), "report": payload,
+            })  # fmt: skip
+    return vectors
+
+
+def bad_payloads(question: Question) -> list[str]:
+    width = question.oracle.report_length
+    good = "0" * width
+    candidates = ["", good + "00", good[:-2], "0A" + good[2:], "zz" + good[2:], "ff" * (width // 2)]
+    name = question.oracle.name
+    if question.type == "multiple_choice":
+        candidates.append("02" + good[2:])
+    if name == "hrr":
+        candidates.append(good[:-2] + "02")
+    if name == "subset" and question.oracle.subset_size > 1:
+        candidates.append(good)  # equal values: not strictly increasing
+    if name in ("sue", "oue") and question.domain_size % 8:
+        candidates.append(good[:-2] + "80")  # a padding bit set
+    if name == "discrete_laplace":
+        candidates.append("7fffffffffffffff")
+    out = []
+    for payload in candidates:
+        try:
+            question.oracle.decode(payload)
+        except InvalidReport:
+            out.append(payload)
+    return out
+
+
+def question_vectors() -> dict[str, dict[str, Any]]:
+    """Every question the report and decode vectors use, resolved, by id."""
+    return {definition["id"]: resolved(definition) for definition, _ in CASES}
+
+
+def decode_vectors(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    vectors = []
+    questions = question_vectors()
+    for vector in reports:
+        qid = vector["question"]
+        if qid in seen:
+            continue
+        seen.add(qid)
+        question = Question.from_dict(questions[qid], "question", FORMAT)
+        vectors.append({"question": qid, "payload": vector["report"], "valid": True})
+        for payload in bad_payloads(question):
+            vectors.append({"question": qid, "payload": payload, "valid": False})
+    return vectors
+
+
+TRICKY_SURVEY = {
+    "format": FORMAT,
+    "id": "tricky-ünïcode"[:6] + "-1",
+    "title": 'Überstunden — 残業 🕐 "quoted" \\ back\u2028slash',
+    # Control characters other than a line feed are refused in survey text (issue 8).
+    "description": 'Line\nfeed, quote " and backslash \\, e\u0301 (combining), 𝄞, \u00e9, <script>',
+    "questions": [
+        q("tiny", "numeric", 0.001, lo=-1e-6, hi=1e21),
+        q("third", "numeric", 0.30000000000000004, lo=5e-324, hi=0.1, mechanism="duchi"),
+        q("big", "single_choice", 20.0, options=["α", "β", "🙂", "A", "a", "\u00e9", "e\u0301"]),
+        q(
+            "grid",
+            "numeric",
+            1e-3,
+            lo=-1.5e300,
+            hi=1.5e300,
+            mechanism="discrete_laplace",
+            parameters={"grid_size": 1000000},
+        ),
+    ],
+}
+
+
+def survey_vectors() -> list[dict[str, Any]]:
+    demo = json.loads((ROOT / "aggregator" / "demo_survey.json").read_text("utf-8"))
+    key = signing_key()
+    out = []
+    for name, definition in (("demo", demo), ("tricky", TRICKY_SURVEY)):
+        survey = Survey.from_dict(definition).upgraded()
+        canonical = survey.canonical_bytes()
+        out.append({
+            "name": name, "definition": survey.to_dict(), "canonical": canonical.decode("utf-8"),
+            "canonical_sha256": hashlib.sha256(canonical).hexdigest(),
+            "signature": base64.b64encode(key.sign(canonical)).decode(),
+        })  # fmt: skip
+    return out
+
+
+def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
+    """Signed-looking definitions a client must refuse, each with the reason."""
+
+    def variant(reason: str, edit) -> dict[str, Any]:
+        definition = json.loads(json.dumps(valid))
+        edit(definition)
+        return {"reason": reason, "definition": definition}
+
+    first = 0  # burnout (binary_rr), 1 commute (grr), 2 tools (multiple), 3 overtime (duchi)
+    return [
+        variant("format /1 (needs defaults)", lambda d: d.update(format="deniable.survey/1")),
+        variant("unknown top-level field", lambda d: d.update(extra=1)),
+        variant(
+            "threshold implies more ε than declared",
+            lambda d: d["questions"][first]["parameters"].update(keep=2**53 - 2),
+        ),
+        variant(
+            "missing resolved parameter", lambda d: d["questions"][1]["parameters"].pop("keep")
+        ),
+        variant("unknown parameter", lambda d: d["questions"][1]["parameters"].update(g=3)),
+        variant(
+            "per-option ε is not ε/m",
+            lambda d: d["questions"][2]["parameters"].update(option_epsilon=3.0),
+        ),
+        variant(
+            "duchi thresholds not symmetric",
+            lambda d: d["questions"][3]["parameters"].update(high=2**53 - 1),
+        ),
+        variant(
+            "threshold not an integer",
+            lambda d: d["questions"][first]["parameters"].update(keep=0.5),
+        ),
+        variant("ε out of range", lambda d: d["questions"][first].update(epsilon=25)),
+        variant("duplicate question ids", lambda d: d["questions"][1].update(id="burnout")),
+        variant("unknown mechanism", lambda d: d["questions"][1].update(mechanism="laplace")),
+        variant(
+            "control character in a label",
+            lambda d: d["questions"][1]["options"].__setitem__(0, "Ca\rr"),
+        ),
+        variant("empty title", lambda d: d.update(title="  ")),
+    ]
+
+
+def olh_vectors() -> list[dict[str, int]]:
+    cases = [(0, 1, 4), (0, 0, 2), (0xFFFFFFFF, 65535, 65536), (123456789, 42, 7), (1, 1023, 21)]
+    data = stream("olh-hash", 64)
+    for i in range(0, 48, 4):
+        cases.append((int.from_bytes(data[i : i + 4], "big"), i * 997 % 65536, 2 + i))
+    return [{"seed": s, "value": v, "hash_range": g, "bucket": bucket(s, v, g)}
+            for s, v, g in cases]  # fmt: skip
+
+
+def draw_vectors() -> dict[str, Any]:
+    data = stream("draws", 64)
+    source = StreamSource(data)
+    uniform = [source.uniform53() for _ in range(3)]
+    below = [(upper, source.randbelow(upper)) for upper in (1, 2, 3, 255, 256, 257, 65536, 1000003)]
+    return {
+        "stream": data[: source.position].hex(),
+        "uniform53": uniform,
+        "randbelow": [{"upper": u, "value": v} for u, v in below],
+    }
+
+
+def build() -> dict[str, Any]:
+    surveys = survey_vectors()
+    reports = mechanism_vectors()
+    return {
+        "format": "deniable.vectors/1",
+        "generator": "python -m tests.shared.generate_vectors",
+        "resolution_bits": 53,
+        "public_key": public_key_b64(),
+        "surveys": surveys,
+        "invalid_surveys": invalid_surveys(surveys[0]["definition"]),
+        "draws": draw_vectors(),
+        "olh_hash": olh_vectors(),
+        "questions": question_vectors(),
+        "reports": reports,
+        "decode": decode_vectors(reports),
+    }
+
+
+def render() -> str:
+    return json.dumps(build(), ensure_ascii=False, indent=1) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        current = PATH.read_text("utf-8") if PATH.exists() else ""
+        if current != text:
+            print(f"{PATH} is stale: run python -m tests.shared.generate_vectors", file=sys.stderr)
+            return 1
+        return 0
+    PATH.parent.mkdir(parents=True, exist_ok=True)
+    PATH.write_text(text, "utf-8")
+    print(f"wrote {PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,106 @@
+"""The Python implementation against the cross-language vectors (shared/vectors/).
+
+The JavaScript client checks the same file (client/browser/test/vectors.test.js, run
+by tests/client/test_browser_node.py); together they show that both produce the same
+bytes from the same byte stream, the same canonical bytes and signatures, and refuse
+the same payloads and definitions.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from importlib import resources
+
+import pytest
+import rfc8785
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from deniable.errors import InvalidReport, InvalidSurvey
+from deniable.mechanisms.local_hashing import bucket
+from deniable.survey import FORMAT, Question, Survey
+from deniable.wire import parse_submission
+
+from . import generate_vectors
+from .generate_vectors import StreamSource
+
+VECTORS = json.loads(resources.files("deniable").joinpath("vectors/protocol-vectors.json")
+                     .read_text("utf-8"))  # fmt: skip
+QUESTIONS = {
+    qid: Question.from_dict(d, "question", FORMAT) for qid, d in VECTORS["questions"].items()
+}
+
+
+def test_the_vector_file_is_what_the_committed_script_writes() -> None:
+    assert generate_vectors.render() == generate_vectors.PATH.read_text("utf-8")
+
+
+@pytest.mark.parametrize("vector", VECTORS["surveys"], ids=lambda v: v["name"])
+def test_canonical_bytes_and_signatures(vector) -> None:
+    survey = Survey.from_dict(vector["definition"], resolved=True)
+    canonical = vector["canonical"].encode("utf-8")
+    assert survey.canonical_bytes() == canonical
+    assert rfc8785.dumps(vector["definition"]) == canonical
+    key = Ed25519PublicKey.from_public_bytes(base64.b64decode(VECTORS["public_key"]))
+    key.verify(base64.b64decode(vector["signature"]), canonical)  # raises if wrong
+
+
+@pytest.mark.parametrize("vector", VECTORS["invalid_surveys"], ids=lambda v: v["reason"])
+def test_definitions_a_client_must_refuse(vector) -> None:
+    with pytest.raises(InvalidSurvey):
+        Survey.from_dict(vector["definition"], resolved=True)
+
+
+def test_draws_from_a_byte_stream() -> None:
+    draws = VECTORS["draws"]
+    source = StreamSource(bytes.fromhex(draws["stream"]))
+    assert [source.uniform53() for _ in draws["uniform53"]] == draws["uniform53"]
+    assert [source.randbelow(d["upper"]) for d in draws["randbelow"]] == [
+        d["value"] for d in draws["randbelow"]
+    ]
+    assert source.position == len(source.data)
+
+
+def test_olh_hash() -> None:
+    for v in VECTORS["olh_hash"]:
+        assert bucket(v["seed"], v["value"], v["hash_range"]) == v["bucket"], v
+
+
+@pytest.mark.parametrize(
+    "vector", VECTORS["reports"], ids=lambda v: f"{v['question']}-{json.dumps(v['answer'])}"
+)
+def test_reports_from_a_fixed_byte_stream(vector) -> None:
+    question = QUESTIONS[vector["question"]]
+    source = StreamSource(bytes.fromhex(vector["stream"]))
+    assert question.randomize(vector["answer"], rng=source) == vector["report"]
+    assert source.position == len(source.data), "every byte of the stream is used"
+
+
+@pytest.mark.parametrize(
+    "vector", VECTORS["decode"], ids=lambda v: f"{v['question']}-{v['payload'][:16]}"
+)
+def test_decode(vector) -> None:
+    oracle = QUESTIONS[vector["question"]].oracle
+    if vector["valid"]:
+        assert oracle.encode(oracle.decode(vector["payload"])) == vector["payload"]
+    else:
+        with pytest.raises(InvalidReport):
+            oracle.decode(vector["payload"])
+
+
+def test_the_aggregator_accepts_every_vector_report() -> None:
+    survey = Survey.from_dict(
+        {"format": FORMAT, "id": "vectors", "title": "Vectors",
+         "questions": list(VECTORS["questions"].values())},
+        resolved=True,
+    )  # fmt: skip
+    reports = [
+        {
+            "id": f"00000000-0000-4000-8000-{i:012x}",
+            "question": v["question"],
+            "payload": v["report"],
+        }
+        for i, v in enumerate(VECTORS["reports"])
+    ]
+    parsed = parse_submission({"reports": reports}, survey, max_batch=1000)
+    assert [r.payload for r in parsed] == [v["report"] for v in VECTORS["reports"]]
