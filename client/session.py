@@ -5,7 +5,8 @@ Order of operations for one survey, and why:
 1. ``fetch``: pin the aggregator's Ed25519 key (``trusted_key`` or trust on
    first use of ``/api/v1/key``, stored in the state file; a different key
    later is refused), download the survey, rebuild the definition with
-   :meth:`Survey.from_dict` and verify the signature over
+   :meth:`Survey.from_dict` (``resolved=True``: a /2 definition must carry every
+   parameter; docs/protocol.md) and verify the signature over
    :meth:`Survey.canonical_bytes`; then the policy (ε caps, mechanism
    allowlist), the survey status, "already answered" and the worst-case
    budget.  Any failure raises a typed error and nothing is posted.
@@ -433,7 +434,7 @@ class SurveyClient:
         except (binascii.Error, ValueError):
             raise SignatureError(f"survey {survey_id!r}: signature is not base64") from None
         try:
-            survey = Survey.from_dict(document.get("definition"))
+            survey = Survey.from_dict(document.get("definition"), resolved=True)
         except InvalidSurvey as error:
             # The aggregator only signs definitions that validate.
             raise SignatureError(
