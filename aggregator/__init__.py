@@ -1,22 +1,39 @@
 """The Deniable aggregator: a Flask application over SQLite or PostgreSQL.
 
-Run it with any WSGI server, e.g. ``gunicorn 'deniable.aggregator:create_app()'``.
+Run it with any WSGI server, e.g. ``gunicorn 'deniable.aggregator:create_app()'``,
+or with ``deniable-aggregator serve``.  Needs the ``server`` extra
+(``pip install 'deniable[server]'``); importing this package without it works, so
+the command line can say so in one line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask
+if TYPE_CHECKING:
+    from flask import Flask
 
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """Build the app: settings (defaults < DENIABLE_* environment < ``config``), then subsystems."""
-    from . import api, cors, dashboard, problems, ratelimit, respond, settings, signing, storage
+    from flask import Flask
 
-    app = Flask(__name__, instance_relative_config=True)
-    app.config.from_mapping(settings.load(config, instance_path=app.instance_path))
+    from . import (
+        api,
+        cors,
+        dashboard,
+        metrics,
+        problems,
+        ratelimit,
+        respond,
+        settings,
+        signing,
+        storage,
+    )
+
+    app = Flask(__name__)
+    app.config.from_mapping(settings.load(config))
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
     # Why: the API speaks exact JSON; key order follows the documents we build.
     app.json.sort_keys = False  # type: ignore[attr-defined]
@@ -24,6 +41,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     storage.init_app(app)
     signing.init_app(app)
     ratelimit.init_app(app)
+    metrics.init_app(app)
     api.init_app(app)
     dashboard.init_app(app)
     app.after_request(_nosniff)

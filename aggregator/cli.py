@@ -1,15 +1,19 @@
 """``deniable-aggregator``: run, administer and demonstrate the aggregator.
 
 Every command reads the same settings as the server (``DENIABLE_*`` environment
-variables, see ``deniable-aggregator settings``); ``--database`` and
-``--signing-key`` override the two that matter most.  Commands that change state
-(``init``, ``create-survey``, ``close-survey``, ``token create``, ``token issue``) call the
-aggregator's storage and signing modules directly, on the same database the
-server uses; ``demo`` talks to a server it starts over real HTTP, like a fleet
-of respondents would.
+variables, see ``deniable-aggregator settings``); ``--data-dir``, ``--database``
+and ``--signing-key`` (given before the command) override the three that say
+where data lives.  Commands that change state call the aggregator's storage and
+signing modules directly, on the same database the server uses; read-only
+commands (``surveys``, ``results``, ``export``, ``token list``, ``key show``,
+``settings``) never create a file.  ``demo`` talks to a server it starts over
+real HTTP, like a fleet of respondents would.  Token commands live in
+cli_tokens.py, key commands in cli_keys.py.
 
-Bad input prints one line ``deniable-aggregator: error: ...`` on stderr and exits
-with status 2 (usage) or 1 (the command failed).
+Failures print one line ``deniable-aggregator: error: ...`` on stderr and exit
+with a documented status (:mod:`deniable.client.terminal`, docs/operations.md):
+2 usage, 3 not found, 4 refused or conflict, 5 unavailable; output to a closed
+pipe (``... | head``) ends quietly.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import importlib.util
 import json
 import logging
 import shutil
@@ -32,7 +37,20 @@ import numpy as np
 from deniable.errors import DeniableError
 from deniable.survey import Survey
 
-from . import planning
+from . import cli_keys, cli_tokens, planning
+from .cli_common import (
+    PROG,
+    Parser,
+    add_json,
+    beta,
+    bind_address,
+    load_settings,
+    opened_storage,
+    port,
+    positive,
+    print_json,
+    shown_database,
+)
 from .demo import (
     _interrupt,
     demo_survey,
@@ -46,115 +64,73 @@ from .demo import (
     true_summary,
     verify_signature,
 )
-from .terminal import CommandError, Progress, _fail, format_table, results_table
+from .terminal import (
+    EXIT_FAILURE,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    CommandError,
+    Progress,
+    _fail,
+    exit_status,
+    format_table,
+    quiet_pipe,
+    results_table,
+)
 
-PROG = "deniable-aggregator"
 DEMO_RESPONDENTS = 2000
 DEMO_PORT = 8000
+_shown_database = shown_database  # the name earlier versions exported
+
+logger = logging.getLogger("deniable.aggregator")
 
 
-# -- settings, storage and the server --------------------------------------------------
-
-
-def load_settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The server's settings (defaults < DENIABLE_* environment < command-line overrides)."""
-    from flask import Flask
-
-    from . import settings
-
-    overrides = {}
-    if getattr(args, "database", None):
-        overrides["DATABASE"] = args.database
-    if getattr(args, "signing_key", None):
-        overrides["SIGNING_KEY_PATH"] = args.signing_key
-    # Why: the same default instance folder as create_app, so both find one database.
-    instance = Flask("deniable.aggregator", instance_relative_config=True).instance_path
-    return settings.load(overrides, instance_path=instance)
-
-
-@contextlib.contextmanager
-def opened_storage(config: Mapping[str, Any], *, migrated: bool = True) -> Iterator[Any]:
-    """The configured storage; with ``migrated``, refuse a database ``init`` never ran on."""
-    from .storage import open_storage
-
-    storage = open_storage(config)
-    try:
-        if migrated and storage.schema_version() == 0:
-            raise _fail(
-                f"database {_shown_database(config)} is not initialised; run '{PROG} init' first"
-            )
-        yield storage
-    finally:
-        storage.close()
-
-
-def _shown_database(config: Mapping[str, Any]) -> str:
-    """The database setting without a password, for messages."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    database = str(config["DATABASE"])
-    parts = urlsplit(database)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return database
+# -- the server -----------------------------------------------------------------------------
 
 
 def survey_results(
     config: Mapping[str, Any], survey_id: str, beta: float
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(results document, survey definition), computed exactly as the API computes them."""
-    from . import create_app
+    """(results document, survey definition), computed exactly as the API computes them.
+
+    Builds a bare Flask app around the storage (no signing key: nothing is created).
+    """
+    from flask import Flask
+
     from .api.results import compute_results
-    from .storage import current_storage
+    from .storage import EXTENSION
 
-    app = create_app({**config, "MIGRATE": False})
-    with app.app_context():
-        record = current_storage().get_survey(survey_id)
-        return compute_results(record, beta), record.survey.to_dict()
-
-
-def _bind(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise argparse.ArgumentTypeError(f"must be HOST:PORT, got {value!r}")
-    return host.strip("[]"), int(port)
+    with opened_storage(config) as storage:
+        app = Flask("deniable.aggregator")
+        app.config.update(config)
+        app.extensions[EXTENSION] = storage
+        with app.app_context():
+            record = storage.get_survey(survey_id)
+            return compute_results(record, beta), record.survey.to_dict()
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}") from None
-    # Why the ceiling: ids are 64-bit in both databases (SQLite raised OverflowError past it).
-    if not 1 <= number < 2**63:
-        raise argparse.ArgumentTypeError(f"must be a positive integer below 2^63, got {value!r}")
-    return number
+def startup_line(config: Mapping[str, Any], bind: str, workers: int | str) -> str:
+    """The one line ``serve`` logs: backend, database, key, bind address, workers."""
+    from . import signing
+    from .storage import is_postgres
 
-
-def _port(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if not 0 <= number <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number 0-65535, got {value!r}")
-    return number
-
-
-def _beta(value: str) -> float:
-    from deniable.estimation import check_beta
-
-    try:
-        return check_beta(float(value))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {value!r}") from None
+    key = signing.load_key(config["SIGNING_KEY_PATH"])
+    backend = "postgresql" if is_postgres(str(config["DATABASE"])) else "sqlite"
+    return (f"{PROG}: serving backend={backend} database={shown_database(config)} "
+            f"key={key.key_id} (sequence {len(key.chain)}, {config['SIGNING_KEY_PATH']}) "
+            f"bind={bind} workers={workers}")  # fmt: skip
 
 
 def run_gunicorn(config: Mapping[str, Any], bind: str, workers: int, timeout: int = 60) -> None:
     """Serve ``create_app(config)``: gunicorn processes, waitress reading requests (serving.py)."""
+    import os
+
+    from . import metrics
     from .serving import serve
 
+    shared = os.environ.get(metrics.MULTIPROCESS_ENVIRONMENT)
+    if config.get("METRICS") and workers > 1 and not shared:
+        # Why: every worker writes its counts where any worker can sum them for a scrape.
+        os.environ[metrics.MULTIPROCESS_ENVIRONMENT] = tempfile.mkdtemp(prefix="deniable-metrics-")
     serve(config, bind, workers, timeout)
 
 
@@ -162,6 +138,7 @@ def run_gunicorn(config: Mapping[str, Any], bind: str, workers: int, timeout: in
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    """Create (or migrate) the database and create the signing key if there is none."""
     from . import signing
 
     config = load_settings(args)
@@ -186,6 +163,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with opened_storage(config, migrated=False) as storage:
         storage.migrate()
     signing.create_key(config["SIGNING_KEY_PATH"])
+    workers = "1 (Flask development server)" if args.dev else args.workers
+    print(startup_line(config, f"{host}:{port}", workers), file=sys.stderr, flush=True)
     if args.dev:
         from . import create_app
 
@@ -200,14 +179,14 @@ def _read_definition(path: str) -> Survey:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text("utf-8")
     except OSError as error:
-        raise _fail(f"cannot read {path}: {error.strerror}") from None
+        raise _fail(f"cannot read {path}: {error.strerror}", EXIT_USAGE) from None
     except UnicodeDecodeError:
-        raise _fail(f"{path} is not UTF-8 text") from None
+        raise _fail(f"{path} is not UTF-8 text", EXIT_USAGE) from None
     data: Any
     try:
         data = json.loads(text)
     except ValueError as error:
-        raise _fail(f"{path} is not valid JSON: {error}") from None
+        raise _fail(f"{path} is not valid JSON: {error}", EXIT_USAGE) from None
     if isinstance(data, dict) and "definition" in data and "format" not in data:
         data = data["definition"]  # accept the API's request body shape too
     return Survey.from_dict(data)
@@ -237,79 +216,43 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_token_create(args: argparse.Namespace) -> int:
+def survey_row(record: Any) -> dict[str, Any]:
+    """One survey of ``surveys``: status, respondents, created."""
+    questions = len(record.survey.questions)
+    return {
+        "id": record.id,
+        "title": record.survey.title,
+        "status": record.status,
+        # Each respondent sends one report per question.
+        "respondents": (record.n_reports or 0) // max(questions, 1),
+        "reports": record.n_reports or 0,
+        "questions": questions,
+        "results_public": record.results_public,
+        "require_enrolment": record.require_enrolment,
+        "created_at": record.created_at,
+        "closed_at": record.closed_at,
+    }
+
+
+def cmd_surveys(args: argparse.Namespace) -> int:
     config = load_settings(args)
     with opened_storage(config) as storage:
-        token = storage.create_operator_token(args.label)
-    print(token)
-    print("This operator token is shown once and stored only as a hash; keep it safe.",
-          file=sys.stderr)  # fmt: skip
-    return 0
-
-
-def cmd_token_issue(args: argparse.Namespace) -> int:
-    """One-time enrolment tokens for a survey: one per line, on stdout or in a new 0600 file."""
-    import os
-
-    config = load_settings(args)
-    out = None
-    if args.output:
-        try:
-            # Why O_EXCL: never overwrite (and so lose) tokens issued earlier.
-            descriptor = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            raise _fail(f"{args.output} exists; refusing to overwrite it") from None
-        except OSError as error:
-            raise _fail(f"cannot create {args.output}: {error.strerror}") from None
-        out = os.fdopen(descriptor, "w", encoding="ascii")
-    try:
-        with opened_storage(config) as storage:
-            tokens = storage.issue_enrolment_tokens(args.survey, args.count)
-        text = "".join(token + "\n" for token in tokens)
-        if out is None:
-            sys.stdout.write(text)
-        else:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        if out is not None:
-            out.close()
-            Path(args.output).unlink(missing_ok=True)
-        raise
-    if out is not None:
-        out.close()
-    where = f" to {args.output} (mode 0600)" if out is not None else ""
-    print(f"issued {len(tokens):,} enrolment tokens for survey {args.survey!r}{where}; each "
-          "admits one submission; they are stored only as hashes", file=sys.stderr)  # fmt: skip
-    return 0
-
-
-def cmd_token_list(args: argparse.Namespace) -> int:
-    config = load_settings(args)
-    with opened_storage(config) as storage:
-        tokens = storage.list_operator_tokens()
-    rows = [[t.id, t.label or "-", t.created_at, t.revoked_at or "-"] for t in tokens]
-    print(format_table(["id", "label", "created", "revoked"], rows))
-    return 0
-
-
-def cmd_token_revoke(args: argparse.Namespace) -> int:
-    config = load_settings(args)
-    with opened_storage(config) as storage:
-        if not storage.revoke_operator_token(args.id):
-            raise _fail(f"no unrevoked operator token with id {args.id}")
-    print(f"revoked operator token {args.id}")
+        rows = [survey_row(record) for record in storage.list_surveys()]
+    if args.json:
+        print_json(rows)
+        return 0
+    table = [[r["id"], r["status"], f"{r['respondents']:,}", f"{r['reports']:,}",
+              "public" if r["results_public"] else "private", r["created_at"]]
+             for r in rows]  # fmt: skip
+    print(format_table(["id", "status", "respondents", "reports", "results", "created"], table))
     return 0
 
 
 def cmd_results(args: argparse.Namespace) -> int:
     config = load_settings(args)
-    with opened_storage(config):
-        pass  # Why: a clear message for a database that init never ran on.
     document, definition = survey_results(config, args.survey, args.beta)
     if args.json:
-        print(json.dumps(document, indent=2))
+        print_json(document)
     else:
         print(results_table(document, {"definition": definition}))
     return 0
@@ -324,7 +267,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             try:
                 out = stack.enter_context(open(args.output, "w", encoding="utf-8", newline=""))
             except OSError as error:
-                raise _fail(f"cannot write {args.output}: {error.strerror}") from None
+                raise _fail(f"cannot write {args.output}: {error.strerror}", EXIT_USAGE) from None
         else:
             out = sys.stdout
         count = write_export(reports, args.format, out)
@@ -350,9 +293,34 @@ def write_export(reports: Iterator[Any], fmt: str, out: TextIO) -> int:
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
+    """Every setting's value in effect and where it came from (passwords masked)."""
     from . import settings
+    from .cli_common import overrides
+    from .ratelimit import shown_storage
 
-    print(settings.describe())
+    try:
+        resolved = settings.resolve(overrides(args), config_source="command line")
+    except settings.SettingsError as error:
+        raise _fail(str(error), EXIT_USAGE) from None
+
+    def shown(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return ",".join(str(item) for item in value)
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        return shown_storage(str(value))
+
+    rows = [{"name": r.setting.name, "variable": r.setting.environment_variable,
+             "value": shown(r.value), "source": r.source, "help": r.setting.help}
+            for r in resolved]  # fmt: skip
+    if args.json:
+        print_json(rows)
+    elif args.verbose:
+        for row in rows:
+            print(f"{row['variable']} = {row['value']}  [{row['source']}]\n    {row['help']}")
+    else:
+        print(format_table(["setting", "value", "source"],
+                           [[r["variable"], r["value"], r["source"]] for r in rows]))  # fmt: skip
     return 0
 
 
@@ -371,17 +339,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
         created_directory = True
     database = directory / "deniable.sqlite3"
     if database.exists():
-        raise _fail(f"{database} already exists; the demo needs a fresh directory")
-    config = load_settings(
-        argparse.Namespace(database=str(database), signing_key=str(directory / "signing_key.pem"))
-    )
+        raise _fail(f"{database} already exists; the demo needs a fresh directory", 4)
+    config = load_settings(argparse.Namespace(
+        data_dir=str(directory), database=str(database),
+        signing_key=str(directory / "signing_key.pem"),
+    ))  # fmt: skip
     port = args.port
     if port is None:
         port = DEMO_PORT if port_is_free(DEMO_PORT) else free_port()
     elif port == 0:
         port = free_port()
     elif not port_is_free(port):
-        raise _fail(f"port {port} on 127.0.0.1 is in use; pick another with --port")
+        raise _fail(f"port {port} on 127.0.0.1 is in use; pick another with --port", 4)
 
     from . import signing
 
@@ -409,12 +378,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
         truth = {q.id: true_summary(q, [a[q.id] for a in answers]) for q in served.questions}
         print(f"{received:,} reports from {args.respondents:,} simulated respondents\n")
         print(results_table(results, document, truth))
+        if args.no_serve:
+            # Only what stays true once the server is gone: where the data is, if kept.
+            if not created_directory or args.keep:
+                print(f"\ndemo data kept in {directory}")
+                print(f"operator token for it: {token}")
+                print(f"serve it again: {PROG} --data-dir {directory} serve --bind "
+                      f"127.0.0.1:{port}")
+            sys.stdout.flush()
+            return 0
         print(f"\ndashboard:      {base}/surveys/{served.id}")
         print(f"results (JSON): {base}/api/v1/surveys/{served.id}/results")
         print(f"operator token: {token}")
         sys.stdout.flush()
-        if args.no_serve:
-            return 0
         print("serving; press Ctrl-C to stop", file=sys.stderr)
         # Why: `kill` (SIGTERM) must stop the server too, not orphan it.
         signal.signal(signal.SIGTERM, _interrupt)
@@ -432,45 +408,51 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # -- argument parsing -----------------------------------------------------------------------
 
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit status 2
-        self.exit(2, f"{self.prog}: error: {message}\n")
+EXIT_CODES = """exit status: 0 success; 1 unexpected failure; 2 usage (bad option, setting, database
+URL or input file); 3 not found (survey, token, key, database); 4 refused or conflict;
+5 unavailable (database unreachable, storage error, server extra not installed); 130
+interrupted. Settings come from DENIABLE_* environment variables; see '%(prog)s settings'."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog=PROG,
         description="Run and administer the Deniable aggregator.",
-        epilog=f"Settings come from DENIABLE_* environment variables; see '{PROG} settings'.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--database",
-        metavar="PATH_OR_DSN",
-        help="SQLite file or postgresql:// DSN (overrides DENIABLE_DATABASE)",
-    )
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="directory of the default database and signing key (overrides "
+                        "DENIABLE_HOME; default: the platform user data directory)")  # fmt: skip
+    parser.add_argument("--database", metavar="PATH_OR_URL",
+                        help="SQLite path, sqlite:///ABSOLUTE, sqlite:RELATIVE or postgresql:// "
+                        "DSN (overrides DENIABLE_DATABASE)")  # fmt: skip
     parser.add_argument("--signing-key", metavar="PATH",
                         help="Ed25519 key file (overrides DENIABLE_SIGNING_KEY_PATH)")  # fmt: skip
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands.required = True
 
-    sub = commands.add_parser("init", help="apply database migrations and create the signing key")
+    def command(name: str, summary: str, description: str | None = None) -> Any:
+        return commands.add_parser(name, help=summary, description=description or summary)
+
+    sub = command("init", "create or migrate the database and create the signing key",
+                  "Apply pending database migrations (creating the database if needed) and "
+                  "create the Ed25519 signing key if there is none. Safe to run again.")
     sub.set_defaults(func=cmd_init)
 
-    sub = commands.add_parser("serve", help="serve the API and dashboard (gunicorn)")
-    sub.add_argument(
-        "--bind",
-        type=_bind,
-        default=("127.0.0.1", 8000),
-        metavar="HOST:PORT",
-        help="address to listen on (default 127.0.0.1:8000)",
-    )
-    sub.add_argument("--workers", type=_positive, default=2, help="gunicorn workers (default 2)")
-    sub.add_argument("--timeout", type=_positive, default=60, help="worker timeout, seconds")
-    sub.add_argument("--dev", action="store_true", help="Flask's development server instead")
-    sub.set_defaults(func=cmd_serve)  # fmt: skip
+    sub = command("serve", "serve the API and dashboard (gunicorn)",
+                  "Migrate, create the key if missing, log one startup line (backend, "
+                  "database, key id, bind address, workers), then serve.")
+    sub.add_argument("--bind", type=bind_address, default=("127.0.0.1", 8000), metavar="HOST:PORT",
+                     help="address to listen on (default 127.0.0.1:8000)")  # fmt: skip
+    sub.add_argument("--workers", type=positive, default=2, help="gunicorn workers (default 2)")
+    sub.add_argument("--timeout", type=positive, default=60,
+                     help="seconds before gunicorn restarts a silent worker (default 60)")
+    sub.add_argument("--dev", action="store_true",
+                     help="Flask's development server instead (one process; not for production)")
+    sub.set_defaults(func=cmd_serve)
 
-    sub = commands.add_parser("create-survey", help="create a survey from a definition file")
+    sub = command("create-survey", "create a survey from a definition file")
     sub.add_argument("file", help="survey definition JSON ('-' for stdin)")
     sub.add_argument("--private", action="store_true",
                      help="results need an operator token (default: public)")  # fmt: skip
@@ -478,81 +460,53 @@ def build_parser() -> argparse.ArgumentParser:
                      help="each submission needs a one-time token ('token issue')")  # fmt: skip
     sub.set_defaults(func=cmd_create_survey)
 
-    sub = commands.add_parser("close-survey", help="close a survey: no more reports")
-    sub.add_argument("survey", metavar="ID")
+    sub = command("close-survey", "close a survey: no more reports",
+                  "Close a survey: it refuses reports from now on; results stay readable.")
+    sub.add_argument("survey", metavar="ID", help="id of the survey to close")
     sub.set_defaults(func=cmd_close_survey)
 
-    token = commands.add_parser("token", help="operator tokens; enrolment tokens ('issue')")
-    token_commands = token.add_subparsers(dest="token_command", metavar="ACTION",
-                                          parser_class=_Parser)  # fmt: skip
-    token_commands.required = True
-    sub = token_commands.add_parser("create", help="create an operator token (printed once)")
-    sub.add_argument("--label", default="", help="a note on who or what holds the token")
-    sub.set_defaults(func=cmd_token_create)
-    sub = token_commands.add_parser("list", help="list operator tokens (never their values)")
-    sub.set_defaults(func=cmd_token_list)
-    sub = token_commands.add_parser("revoke", help="revoke an operator token by id")
-    sub.add_argument("id", type=_positive)
-    sub.set_defaults(func=cmd_token_revoke)
-    sub = token_commands.add_parser(
-        "issue", help="issue one-time enrolment tokens for a survey (printed once)"
-    )
-    sub.add_argument("survey", metavar="SURVEY")
-    sub.add_argument("--count", type=_positive, required=True, help="how many tokens")
-    sub.add_argument("--output", "-o", metavar="FILE",
-                     help="write them to this new file (mode 0600) instead of stdout")  # fmt: skip
-    sub.set_defaults(func=cmd_token_issue)
+    sub = command("surveys", "list surveys: status, respondents, created")
+    add_json(sub, "the surveys")
+    sub.set_defaults(func=cmd_surveys)
 
-    sub = commands.add_parser("results", help="a survey's estimates as a table")
-    sub.add_argument("survey", metavar="ID")
-    sub.add_argument(
-        "--beta",
-        type=_beta,
-        default=0.05,
-        help="allowed failure probability of each interval (default 0.05)",
-    )
-    sub.add_argument("--json", action="store_true", help="the API's JSON document instead")
-    sub.set_defaults(func=cmd_results)  # fmt: skip
+    cli_tokens.register(commands, Parser)
+    cli_keys.register(commands, Parser)
+
+    sub = command("results", "a survey's estimates and intervals as a table")
+    sub.add_argument("survey", metavar="ID", help="id of the survey")
+    sub.add_argument("--beta", type=beta, default=0.05,
+                     help="allowed failure probability of each interval (default 0.05)")
+    add_json(sub, "the API's results document")
+    sub.set_defaults(func=cmd_results)
 
     planning.add_parser(commands)
 
-    sub = commands.add_parser("export", help="every raw report of a survey")
-    sub.add_argument("survey", metavar="ID")
-    sub.add_argument("--format", choices=("csv", "jsonl"), default="jsonl")
+    sub = command("export", "every raw report of a survey (CSV or JSON lines)")
+    sub.add_argument("survey", metavar="ID", help="id of the survey")
+    sub.add_argument("--format", choices=("csv", "jsonl"), default="jsonl",
+                     help="csv (with a header) or jsonl, one report per line (default)")
     sub.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     sub.set_defaults(func=cmd_export)
 
-    sub = commands.add_parser(
-        "demo", help="a throw-away aggregator with simulated respondents and the dashboard"
-    )
-    sub.add_argument(
-        "--respondents",
-        type=_positive,
-        default=DEMO_RESPONDENTS,
-        help=f"simulated respondents (default {DEMO_RESPONDENTS})",
-    )
-    sub.add_argument(
-        "--port",
-        type=_port,
-        default=None,
-        help=f"port on 127.0.0.1 (default {DEMO_PORT}, or a free one; 0: any free)",
-    )
-    sub.add_argument(
-        "--dir",
-        metavar="DIR",
-        help="directory for the demo database (default: a new temporary one)",
-    )
-    sub.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seed of the simulated true answers (the noise is always CSPRNG)",
-    )
-    sub.add_argument("--no-serve", action="store_true", help="exit after submitting")
+    sub = command("demo", "a throw-away aggregator with simulated respondents and the dashboard")
+    sub.add_argument("--respondents", type=positive, default=DEMO_RESPONDENTS,
+                     help=f"simulated respondents (default {DEMO_RESPONDENTS})")
+    sub.add_argument("--port", type=port, default=None,
+                     help=f"port on 127.0.0.1 (default {DEMO_PORT}, or a free one; 0: any free)")
+    sub.add_argument("--dir", metavar="DIR",
+                     help="directory for the demo database (default: a new temporary one)")
+    sub.add_argument("--seed", type=int, default=None,
+                     help="seed of the simulated true answers (the noise is always CSPRNG)")
+    sub.add_argument("--no-serve", action="store_true",
+                     help="stop the server after the results table and exit")
     sub.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    sub.set_defaults(func=cmd_demo)  # fmt: skip
+    sub.set_defaults(func=cmd_demo)
 
-    sub = commands.add_parser("settings", help="list every DENIABLE_* setting")
+    sub = command("settings", "every DENIABLE_* setting: value in effect and its source",
+                  "Every setting's value in effect (passwords masked) and where it came from: "
+                  "default, environment variable or command line.")
+    add_json(sub, "the settings")
+    sub.add_argument("--verbose", "-v", action="store_true", help="add each setting's help text")
     sub.set_defaults(func=cmd_settings)
     return parser
 
@@ -560,18 +514,26 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if importlib.util.find_spec("flask") is None:
+        print(f"{PROG}: error: the aggregator needs the server extra: "
+              "pip install 'deniable[server]'", file=sys.stderr)  # fmt: skip
+        return EXIT_UNAVAILABLE
     if args.func is not cmd_serve:
         # Why: the PostgreSQL pool logs every failed connection attempt, which Python prints
         # on stderr when logging is not configured; a failed command says so in one line.
         logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     try:
-        return args.func(args)
+        with quiet_pipe():
+            return args.func(args)
     except (CommandError, DeniableError) as error:
         message = str(error).strip() or type(error).__name__
         print(f"{PROG}: error: {message}", file=sys.stderr)
-        return 1
+        return exit_status(error)
     except KeyboardInterrupt:
         return 130
+    except Exception as error:  # noqa: BLE001 - one line, never a traceback, for scripts
+        print(f"{PROG}: error: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -152,9 +152,19 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def start_server(
-    config: Mapping[str, Any], port: int, *, workers: int = 2, host: str = "127.0.0.1"
+    config: Mapping[str, Any],
+    port: int,
+    *,
+    workers: int = 2,
+    host: str = "127.0.0.1",
+    environment: Mapping[str, str] | None = None,
 ) -> subprocess.Popen:
-    """``deniable-aggregator serve`` in a child process, returned once it answers /health."""
+    """``deniable-aggregator serve`` in a child process, returned once it answers /health.
+
+    ``environment``: DENIABLE_* settings added to this process's environment for the server.
+    """
+    import os
+
     import requests
 
     command = [
@@ -163,7 +173,8 @@ def start_server(
         "serve", "--bind", f"{host}:{port}", "--workers", str(workers),
     ]  # fmt: skip
     log = tempfile.TemporaryFile(mode="w+")
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    env = {**os.environ, **(environment or {})}
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     server.log = log  # type: ignore[attr-defined]
     deadline = time.monotonic() + 60
     url = f"http://{host}:{port}/api/v1/health"

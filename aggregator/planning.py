@@ -38,7 +38,9 @@ def _real(value: str) -> float:
 def add_parser(commands: Any) -> None:
     """Register ``plan`` on the CLI's subcommand table."""
     sub = commands.add_parser(
-        "plan", help="expected interval half-widths for n respondents, or the n for a half-width"
+        "plan", help="expected interval half-widths for n respondents, or the n for a half-width",
+        description="Expected interval half-widths for n respondents, or the respondents "
+        "needed for a half-width, per mechanism and interval family.",
     )
     sub.add_argument("--type", dest="question_type", choices=QUESTION_TYPES,
                      default="single_choice", help="question type (default single_choice)")

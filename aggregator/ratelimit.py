@@ -1,46 +1,63 @@
-"""Rate limits on report submissions: token buckets per client address and per enrolment token.
+"""Rate limits on report submissions, per client address and per enrolment token.
 
-A bucket holds at most ``count`` requests and refills at ``count / period``
-requests per second, so a client may burst ``count`` requests and then keeps
-the configured average.  An empty bucket answers 429 ``rate-limited`` with
-``Retry-After``: whole seconds (at least 1) until one request is allowed again.
+The counting is done by ``limits``, the library under Flask-Limiter, with its
+moving-window strategy: at most ``count`` submissions in any ``period``, so a client may
+burst ``count`` requests and then keeps the configured average.  Over the
+limit the API answers 429 ``rate-limited`` with ``Retry-After``: whole seconds
+(at least 1) until the oldest counted request leaves the window.
 
-The buckets live in memory, **per process**: with W gunicorn workers on M
-machines a client may get up to W x M times the configured rate (see
-docs/scaling.md).  They are bounded (:data:`MAX_KEYS` per kind; the least
-recently used bucket is dropped first, and a dropped bucket starts full
-again), so a flood of distinct addresses or forged tokens cannot exhaust memory.
+Where the counts live is ``RATE_LIMIT_STORAGE``: ``memory://`` (the default)
+keeps them in each process, so with W gunicorn workers on M machines a client
+gets up to W x M times the limit; ``redis://host:port/db`` (also ``rediss://``,
+``redis+unix://``) shares one count between every process and machine that
+names the same Redis and ``RATE_LIMIT_KEY_PREFIX``.  If Redis stops answering,
+each process counts in its own memory (logged once a minute) and tries Redis
+again after :data:`FALLBACK_SECONDS`: a submission is never refused because
+the limiter's store is down.
+
+Why ``limits`` without the Flask-Limiter extension: the extension runs a hook
+before every request (about 0.1 ms here, on reads too), while these checks
+must run inside the submission routes, in the order docs/api.md states (address
+first; the token only once the survey is known to require one).
+
+Only the moving window's recent hits are kept (per key at most ``count`` time
+stamps, expiring after ``period``), so a flood of distinct addresses or forged
+tokens costs memory in proportion to the requests of the last period.
 
 The client address is the socket peer (``REMOTE_ADDR``) unless ``TRUST_PROXY``
 is a number of proxies N > 0: then it is the N-th entry from the right of
 ``X-Forwarded-For`` (each trusted proxy appends the address it saw).
 Addresses in ``RATE_LIMIT_EXEMPT`` (default: loopback) are never limited by
-address.
+address.  Enrolment tokens are counted under their SHA-256, so the store
+never holds a usable token.
 """
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
+import logging
 import math
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-
-from flask import Flask, current_app, request
+from typing import Any
 
 from deniable.errors import RateLimited
 
 EXTENSION = "deniable.ratelimit"
-MAX_KEYS = 100_000
 PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86_400.0}
 UNIT_ALIASES = {"s": "second", "seconds": "second", "sec": "second", "m": "minute",
                 "min": "minute", "minutes": "minute", "h": "hour", "hours": "hour",
                 "d": "day", "days": "day"}  # fmt: skip
+STORAGE_SCHEMES = ("memory://", "redis://", "rediss://", "redis+unix://")
+# After a failed call to the shared store, count in memory this long before trying it again.
+FALLBACK_SECONDS = 5.0
+STRATEGY = "moving-window"
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -53,6 +70,12 @@ class Rate:
     def __str__(self) -> str:
         unit = next((u for u, s in PERIODS.items() if s == self.period), None)
         return f"{self.count}/{unit}" if unit else f"{self.count}/{self.period:g}s"
+
+    def item(self) -> Any:
+        """This rate as a ``limits`` rate-limit item."""
+        from limits import parse
+
+        return parse(str(self))
 
 
 def parse_rate(value: object) -> Rate | None:
@@ -76,6 +99,23 @@ def parse_rate(value: object) -> Rate | None:
             f"got {str(value)[:40]!r}"
         )
     return Rate(count, PERIODS[unit])
+
+
+def parse_storage(value: object) -> str:
+    """``memory://`` or a Redis URL (``redis://``, ``rediss://``, ``redis+unix://``)."""
+    text = str(value or "").strip()
+    if not text.startswith(STORAGE_SCHEMES):
+        raise ValueError(
+            f"must be memory:// or a redis://, rediss:// or redis+unix:// URL, got {text[:60]!r}"
+        )
+    return text
+
+
+def parse_key_prefix(value: object) -> str:
+    text = str(value or "").strip()
+    if not text or len(text) > 100 or not text.isprintable() or " " in text:
+        raise ValueError("must be 1-100 printable characters without spaces")
+    return text
 
 
 def parse_networks(value: object) -> tuple[Network, ...]:
@@ -107,45 +147,23 @@ def parse_proxies(value: object) -> int:
     return number
 
 
-class TokenBuckets:
-    """One token bucket per key, all with the same rate; thread-safe, bounded, LRU."""
+def shown_storage(uri: str) -> str:
+    """The storage URL without a password, for logs and messages."""
+    from urllib.parse import urlsplit, urlunsplit
 
-    def __init__(
-        self,
-        rate: Rate,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        max_keys: int = MAX_KEYS,
-    ) -> None:
-        self.rate = rate
-        self.clock = clock
-        self.max_keys = max_keys
-        self._per_second = rate.count / rate.period
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def take(self, key: str) -> float:
-        """Take one request from ``key``'s bucket: 0.0 if allowed, else seconds to wait."""
-        with self._lock:
-            now = self.clock()
-            tokens, last = self._buckets.pop(key, (float(self.rate.count), now))
-            tokens = min(float(self.rate.count), tokens + max(0.0, now - last) * self._per_second)
-            if tokens >= 1.0:
-                self._buckets[key] = (tokens - 1.0, now)
-                wait = 0.0
-            else:
-                self._buckets[key] = (tokens, now)
-                wait = (1.0 - tokens) / self._per_second
-            while len(self._buckets) > self.max_keys:
-                self._buckets.popitem(last=False)
-            return wait
-
-    def __len__(self) -> int:
-        return len(self._buckets)
+    parts = urlsplit(uri)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return uri
 
 
 class RateLimits:
-    """The app's limits: per client address and per enrolment token (either may be off)."""
+    """The app's limits: per client address and per enrolment token (either may be off).
+
+    ``limiter``: from :func:`open_limiter` (anything whose ``limiter`` attribute is a
+    ``limits`` strategy); without one, counts stay in this object's memory.
+    """
 
     def __init__(
         self,
@@ -154,17 +172,33 @@ class RateLimits:
         per_token: Rate | None,
         exempt: Iterable[Network] = (),
         trust_proxy: int = 0,
-        clock: Callable[[], float] = time.monotonic,
+        storage: str = "memory://",
+        key_prefix: str = "deniable",
+        limiter: Any = None,
     ) -> None:
+        from limits.storage import MemoryStorage
+        from limits.strategies import STRATEGIES
+
+        self.per_address = per_address
+        self.per_token = per_token
         self.exempt = tuple(exempt)
         self.trust_proxy = trust_proxy
-        self.by_address = TokenBuckets(per_address, clock=self._now) if per_address else None
-        self.by_token = TokenBuckets(per_token, clock=self._now) if per_token else None
-        self.clock = clock
+        self.storage = storage
+        self.key_prefix = key_prefix
+        self._address_item = per_address.item() if per_address else None
+        self._token_item = per_token.item() if per_token else None
+        if limiter is None:
+            limiter = _StandaloneLimiter(STRATEGIES[STRATEGY](MemoryStorage()))
+        self._limiter = limiter
+        self._fallback = STRATEGIES[STRATEGY](MemoryStorage())
+        self._shared_until = 0.0  # time.monotonic() before which the fallback counts
+        self._warned_at = -math.inf
+        self._lock = threading.Lock()
 
-    def _now(self) -> float:
-        # Why indirect: tests swap ``clock`` on a running app.
-        return self.clock()
+    @property
+    def shared(self) -> bool:
+        """True if the counts live in a store other processes can share."""
+        return not self.storage.startswith("memory://")
 
     def client_address(self, remote_addr: str | None, forwarded_for: str | None) -> str:
         """The address to limit: the peer, or the trusted proxies' X-Forwarded-For entry."""
@@ -183,46 +217,108 @@ class RateLimits:
             return False
         return any(ip in network for network in self.exempt)
 
+    def _hit(self, item: Any, kind: str, key: str) -> float:
+        """Count one request: 0.0 if allowed, else seconds until one is allowed again."""
+        identifiers = (self.key_prefix, kind, key)
+        strategy = self._limiter.limiter
+        if self.shared and time.monotonic() < self._shared_until:
+            strategy = self._fallback
+        try:
+            if strategy.hit(item, *identifiers):
+                return 0.0
+            reset = strategy.get_window_stats(item, *identifiers).reset_time
+        except Exception as error:  # noqa: BLE001 - any store failure: count locally instead
+            if strategy is self._fallback:
+                raise
+            self._store_failed(error)
+            return self._hit(item, kind, key)
+        return max(reset - time.time(), 0.001)
+
+    def _store_failed(self, error: Exception) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._shared_until = now + FALLBACK_SECONDS
+            if now - self._warned_at >= 60:
+                self._warned_at = now
+                logger.warning(
+                    "rate-limit storage %s failed (%s: %s); counting in this process's memory",
+                    shown_storage(self.storage), type(error).__name__, str(error)[:200],
+                )  # fmt: skip
+
     def check_address(self, address: str) -> None:
-        if self.by_address is None or self.is_exempt(address):
+        if self._address_item is None or self.is_exempt(address):
             return
-        wait = self.by_address.take(address)
+        wait = self._hit(self._address_item, "address", address)
         if wait > 0:
             raise RateLimited(
-                f"too many submissions from this address (limit {self.by_address.rate}); "
+                f"too many submissions from this address (limit {self.per_address}); "
                 f"retry in {math.ceil(wait)} s",
                 retry_after=wait,
             )
 
     def check_token(self, token: str) -> None:
-        if self.by_token is None:
+        if self._token_item is None:
             return
-        # Why hashed: the bucket table never holds a usable token.
+        # Why hashed: the store never holds a usable token.
         key = hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
-        wait = self.by_token.take(key)
+        wait = self._hit(self._token_item, "token", key)
         if wait > 0:
             raise RateLimited(
-                f"too many submissions with this enrolment token (limit {self.by_token.rate}); "
+                f"too many submissions with this enrolment token (limit {self.per_token}); "
                 f"retry in {math.ceil(wait)} s",
                 retry_after=wait,
             )
 
 
-def init_app(app: Flask) -> None:
+@dataclass(frozen=True)
+class _StandaloneLimiter:
+    limiter: Any
+
+
+def open_limiter(storage: str) -> Any:
+    """The moving-window strategy of ``limits`` over the store named by ``storage``."""
+    from limits.storage import storage_from_string
+    from limits.strategies import STRATEGIES
+
+    options: dict[str, Any] = {}
+    if storage.startswith(("redis://", "rediss://", "redis+unix://")):
+        # Why short timeouts: a slow Redis must not hold submissions; the fallback counts.
+        options = {"socket_timeout": 1.0, "socket_connect_timeout": 1.0}
+    return _StandaloneLimiter(STRATEGIES[STRATEGY](storage_from_string(storage, **options)))
+
+
+def init_app(app: Any) -> None:
+    """Attach the limits, counted in ``RATE_LIMIT_STORAGE``."""
+    from .settings import SettingsError
+
+    storage = app.config["RATE_LIMIT_STORAGE"]
+    try:
+        limiter = open_limiter(storage)
+    except Exception as error:  # noqa: BLE001 - a bad URL or a missing redis package
+        raise SettingsError(
+            f"setting RATE_LIMIT_STORAGE ({shown_storage(storage)}): {error}"
+        ) from None
     app.extensions[EXTENSION] = RateLimits(
         per_address=app.config["RATE_LIMIT_PER_ADDRESS"],
         per_token=app.config["RATE_LIMIT_PER_TOKEN"],
         exempt=app.config["RATE_LIMIT_EXEMPT"],
         trust_proxy=app.config["TRUST_PROXY"],
+        storage=storage,
+        key_prefix=app.config["RATE_LIMIT_KEY_PREFIX"],
+        limiter=limiter,
     )
 
 
 def current_limits() -> RateLimits:
+    from flask import current_app
+
     return current_app.extensions[EXTENSION]
 
 
 def check_submission_address() -> None:
-    """429 if the requesting client address has no request left in its bucket."""
+    """429 if the requesting client address has used up its submissions."""
+    from flask import request
+
     limits = current_limits()
     forwarded = request.headers.get("X-Forwarded-For") if limits.trust_proxy else None
     limits.check_address(limits.client_address(request.remote_addr, forwarded))

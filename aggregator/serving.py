@@ -88,6 +88,9 @@ class AggregatorApplication(BaseApplication):
         self.cfg.set("timeout", self.timeout)
         self.cfg.set("proc_name", PROCESS_NAME)
         self.cfg.set("worker_class", f"{__name__}.WaitressWorker")
+        from .metrics import child_exit
+
+        self.cfg.set("child_exit", child_exit)  # metrics: forget a dead worker's live values
 
     def load(self):
         from . import create_app

@@ -2,14 +2,24 @@
 
 Precedence, lowest first: the defaults below, environment variables named
 ``DENIABLE_<NAME>`` (e.g. ``DENIABLE_DATABASE``), then the ``config`` mapping
-given to :func:`deniable.aggregator.create_app`.  Every value is parsed and
-checked at start-up; a bad one raises :class:`SettingsError` naming the
-setting, so a misconfigured server never starts.
+given to :func:`deniable.aggregator.create_app` (the command line's
+``--data-dir``, ``--database`` and ``--signing-key`` land there).  Every value
+is parsed and checked at start-up; a bad one raises :class:`SettingsError`
+naming the setting, so a misconfigured server never starts.
+
+Where data lives: ``HOME`` (``DENIABLE_HOME``, ``--data-dir``), by default the
+platform's user data directory (``$XDG_DATA_HOME/deniable``, else
+``~/.local/share/deniable``; ``~/Library/Application Support/deniable`` on macOS;
+``%LOCALAPPDATA%\\deniable`` on Windows) and never a folder inside the installed
+package or its virtual environment, so reinstalling loses nothing.  The SQLite
+database and the signing key default to files in it.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +28,7 @@ from typing import Any
 from deniable.errors import DeniableError
 
 from .cors import parse_origins
-from .ratelimit import parse_networks, parse_proxies, parse_rate
+from .ratelimit import parse_key_prefix, parse_networks, parse_proxies, parse_rate, parse_storage
 
 ENVIRONMENT_PREFIX = "DENIABLE_"
 
@@ -51,6 +61,67 @@ def _optional_text(value: object) -> str | None:
     return _text(value)
 
 
+# A URL scheme (two characters at least, so a Windows drive letter is a path).
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
+DATABASE_FORMS = (
+    "an SQLite file path, sqlite:///ABSOLUTE/PATH, sqlite:RELATIVE/PATH, "
+    "or a postgresql:// DSN"
+)
+
+
+def user_data_dir() -> Path:
+    """The platform's per-user data directory for Deniable (not created here)."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "deniable"
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "deniable"
+    base = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative value is invalid, ignore it
+        base = str(Path.home() / ".local" / "share")
+    return Path(base) / "deniable"
+
+
+def parse_database(value: object) -> str | None:
+    """The DATABASE setting: an SQLite path (returned as a plain path) or a PostgreSQL DSN.
+
+    Accepted: a path without a URL scheme; ``sqlite:///ABSOLUTE`` (→ ``/ABSOLUTE``);
+    ``sqlite:RELATIVE`` (→ ``RELATIVE``); ``postgresql://...`` (also ``postgres://``).
+    Anything else, e.g. ``mysql://...`` or ``sqlite://host/x``, is refused.
+    """
+    if value is None or value == "":
+        return None
+    text = _text(value).strip()
+    if text.startswith(("postgresql://", "postgres://")):
+        return text
+    lowered = text.lower()
+    if lowered.startswith("sqlite:"):
+        rest = text[len("sqlite:") :]
+        if "?" in rest or "#" in rest:
+            raise ValueError(f"SQLite URLs take no query or fragment; use {DATABASE_FORMS}")
+        if rest.startswith("///") and len(rest) > 3:
+            return rest[2:]  # sqlite:///srv/x.db → /srv/x.db
+        if rest.startswith("//") or not rest:
+            raise ValueError(
+                f"unsupported SQLite URL {text[:60]!r}: use sqlite:///ABSOLUTE/PATH or "
+                "sqlite:RELATIVE/PATH"
+            )
+        return rest
+    if SCHEME.match(text):
+        scheme = text.split(":", 1)[0]
+        raise ValueError(f"unsupported database URL scheme {scheme!r}; use {DATABASE_FORMS}")
+    return text
+
+
+def _home(value: object) -> str | None:
+    if value is None or value == "":
+        return None
+    text = _text(value)
+    if SCHEME.match(text) and "://" in text:
+        raise ValueError("must be a directory path, not a URL")
+    return text
+
+
 def _boolean(value: object) -> bool:
     if isinstance(value, bool):
         return value
@@ -76,20 +147,30 @@ class Setting:
         return ENVIRONMENT_PREFIX + self.name
 
 
-# The one table.  ``None`` defaults are filled in from the Flask instance folder.
+# The one table.  ``None`` defaults are filled in from HOME.
 SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        name="HOME",
+        default=None,
+        help="Directory for the aggregator's data (--data-dir): the default SQLite database "
+        "and signing key live here. Default: the platform's user data directory, e.g. "
+        "$XDG_DATA_HOME/deniable or ~/.local/share/deniable.",
+        parse=_home,
+    ),
     Setting(
         name="DATABASE",
         default=None,
-        help="SQLite file path (default: <instance>/deniable.sqlite3), or a postgresql:// DSN "
-        "to use PostgreSQL.",
-        parse=_optional_text,
+        help="An SQLite file path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH (default: "
+        "HOME/deniable.sqlite3), or a postgresql:// DSN to use PostgreSQL. Other forms are "
+        "refused.",
+        parse=parse_database,
     ),
     Setting(
         name="SIGNING_KEY_PATH",
         default=None,
         help="Ed25519 private key (PEM, created with mode 0600 if missing; default: "
-        "<instance>/signing_key.pem). Every process serving one database must share it.",
+        "HOME/signing_key.pem; its rotation chain sits beside it). Every process serving "
+        "one database must share it.",
         parse=_optional_text,
     ),
     Setting(
@@ -105,11 +186,12 @@ SETTINGS: tuple[Setting, ...] = (
         parse=_integer(1, 100_000),
     ),
     Setting(
-        name="RESULTS_CACHE",
-        default=256,
-        help="Result documents kept in memory per process, keyed by the folded statistics "
-        "(0 disables). A cached entry is only reused when no report arrived since.",
-        parse=_integer(0, 1_000_000),
+        name="RESULTS_CACHE_BYTES",
+        default=32 << 20,
+        help="Bytes of serialized results (JSON/CSV bodies) kept in memory per process, keyed "
+        "by the folded statistics and beta (0 disables). An entry is only reused when no "
+        "report arrived since.",
+        parse=_integer(0, 1 << 34),
     ),
     Setting(
         name="FOLD_CHUNK",
@@ -138,9 +220,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         name="RATE_LIMIT_PER_ADDRESS",
         default="600/minute",
-        help="Report submissions per client address: N/second|minute|hour|day, a token bucket "
-        "holding N (0 disables). In memory, per process: the effective limit is this times "
-        "the number of processes. Over it: 429 with Retry-After.",
+        help="Report submissions per client address: N/second|minute|hour|day, at most N in "
+        "any such moving window (0 disables). Counted where RATE_LIMIT_STORAGE says. Over it: "
+        "429 with Retry-After.",
         parse=parse_rate,
     ),
     Setting(
@@ -149,6 +231,21 @@ SETTINGS: tuple[Setting, ...] = (
         help="Report submissions per enrolment token (surveys that require enrolment), as "
         "RATE_LIMIT_PER_ADDRESS; each token admits one batch, so this only bounds retries.",
         parse=parse_rate,
+    ),
+    Setting(
+        name="RATE_LIMIT_STORAGE",
+        default="memory://",
+        help="Where rate limits are counted: memory:// (each process on its own: the effective "
+        "limit is this times the number of processes) or redis://HOST:PORT/DB (also rediss://, "
+        "redis+unix://): one count shared by every process and machine using that Redis.",
+        parse=parse_storage,
+    ),
+    Setting(
+        name="RATE_LIMIT_KEY_PREFIX",
+        default="deniable",
+        help="Prefix of the rate-limit keys in RATE_LIMIT_STORAGE; aggregators that share a "
+        "Redis share limits exactly when their prefixes are equal.",
+        parse=parse_key_prefix,
     ),
     Setting(
         name="RATE_LIMIT_EXEMPT",
@@ -175,6 +272,14 @@ SETTINGS: tuple[Setting, ...] = (
         parse=parse_origins,
     ),
     Setting(
+        name="METRICS",
+        default=False,
+        help="Serve Prometheus metrics at GET /metrics (reports accepted, submissions refused "
+        "by reason, request latency, fold time, database errors) to an operator token that is "
+        "not limited to some surveys.",
+        parse=_boolean,
+    ),
+    Setting(
         name="MIGRATE",
         default=True,
         help="Apply pending schema migrations at start-up.",
@@ -185,34 +290,61 @@ SETTINGS: tuple[Setting, ...] = (
 BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}
 
 
-def load(
+@dataclass(frozen=True, kw_only=True)
+class Resolved:
+    """One setting's value in effect and where it came from."""
+
+    setting: Setting
+    value: Any
+    source: str  # "default", "DENIABLE_<NAME>", "command line" or "config[...]"
+
+
+def resolve(
     config: Mapping[str, Any] | None = None,
     environment: Mapping[str, str] | None = None,
     *,
-    instance_path: str | os.PathLike[str],
-) -> dict[str, Any]:
-    """Every setting's parsed value: defaults, then environment, then ``config``.
-
-    Keys of ``config`` that Flask itself understands (upper-case names that are
-    not in the table, e.g. ``TESTING``) pass through unparsed.
-    """
+    config_source: str | None = None,
+) -> list[Resolved]:
+    """Every setting's parsed value and its source (SettingsError on a bad value)."""
     environment = os.environ if environment is None else environment
-    values: dict[str, Any] = {}
+    resolved: dict[str, Resolved] = {}
     for setting in SETTINGS:
         raw, source = setting.default, "default"
         if setting.environment_variable in environment:
             raw, source = environment[setting.environment_variable], setting.environment_variable
         if config and setting.name in config:
-            raw, source = config[setting.name], f"config[{setting.name!r}]"
+            raw, source = config[setting.name], config_source or f"config[{setting.name!r}]"
         try:
-            values[setting.name] = setting.parse(raw)
+            value = setting.parse(raw)
         except (TypeError, ValueError) as error:
             raise SettingsError(f"setting {setting.name} (from {source}): {error}") from None
-    instance = Path(instance_path)
-    if values["DATABASE"] is None:
-        values["DATABASE"] = str(instance / "deniable.sqlite3")
-    if values["SIGNING_KEY_PATH"] is None:
-        values["SIGNING_KEY_PATH"] = str(instance / "signing_key.pem")
+        resolved[setting.name] = Resolved(setting=setting, value=value, source=source)
+    home = resolved["HOME"]
+    if home.value is None:
+        resolved["HOME"] = Resolved(setting=home.setting, value=str(user_data_dir()),
+                                    source="default (platform user data directory)")  # fmt: skip
+    derived = {"DATABASE": "deniable.sqlite3", "SIGNING_KEY_PATH": "signing_key.pem"}
+    for name, filename in derived.items():
+        if resolved[name].value is None:
+            resolved[name] = Resolved(setting=BY_NAME[name],
+                                      value=str(Path(resolved["HOME"].value) / filename),
+                                      source="default (in HOME)")  # fmt: skip
+    return list(resolved.values())
+
+
+def load(
+    config: Mapping[str, Any] | None = None,
+    environment: Mapping[str, str] | None = None,
+    *,
+    instance_path: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """Every setting's parsed value: defaults, then environment, then ``config``.
+
+    Keys of ``config`` that Flask itself understands (upper-case names that are
+    not in the table, e.g. ``TESTING``) pass through unparsed.  ``instance_path``
+    is accepted for compatibility and ignored: data lives in HOME.
+    """
+    values = {item.setting.name: item.value for item in resolve(config, environment)}
     extra = {k: v for k, v in (config or {}).items() if k not in BY_NAME}
     return {**extra, **values}
 

@@ -1,57 +1,43 @@
-"""Terminal output shared by the command lines: one-line errors, progress bars, tables."""
+"""Terminal output of ``deniable-aggregator``: one-line errors and tables.
+
+The progress bar and the exit-status table are the client's (:mod:`deniable.client.terminal`),
+shared with ``deniable``; they are re-exported here.
+"""
 
 from __future__ import annotations
 
-import sys
-import threading
-import time
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any
+
+from deniable.client.terminal import (  # noqa: F401 - re-exported for the aggregator's modules
+    EXIT_FAILURE,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    Progress,
+    exit_status,
+    quiet_pipe,
+)
 
 
 class CommandError(Exception):
-    """A command failed for a reason worth one line on stderr (exit status 1)."""
+    """A command failed for a reason worth one line on stderr.
+
+    ``exit_status``: see the table in :mod:`deniable.client.terminal` (default 1).
+    """
+
+    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.exit_status = status
 
 
 # -- output helpers -------------------------------------------------------------------
 
 
-def _fail(message: str) -> CommandError:
-    return CommandError(message)
-
-
-class Progress:
-    """A progress bar on stderr: redrawn in place on a terminal, a few lines otherwise."""
-
-    def __init__(self, total: int, label: str, stream: TextIO | None = None) -> None:
-        self.total = max(total, 1)
-        self.label = label
-        self.stream = stream or sys.stderr
-        self.done = 0
-        self.tty = self.stream.isatty()
-        self._next_line = 0
-        self._lock = threading.Lock()
-        self._started = time.monotonic()
-
-    def advance(self, count: int = 1) -> None:
-        with self._lock:
-            self.done += count
-            self._draw()
-
-    def _draw(self) -> None:
-        fraction = min(self.done / self.total, 1.0)
-        rate = self.done / max(time.monotonic() - self._started, 1e-9)
-        filled = int(fraction * 30)
-        bar = "#" * filled + "-" * (30 - filled)
-        text = f"{self.label} [{bar}] {self.done}/{self.total} ({rate:,.0f}/s)"
-        if self.tty:
-            self.stream.write("\r" + text)
-            if self.done >= self.total:
-                self.stream.write("\n")
-        elif fraction * 100 >= self._next_line or self.done >= self.total:
-            self.stream.write(text + "\n")
-            self._next_line = int(fraction * 4 + 1) * 25
-        self.stream.flush()
+def _fail(message: str, status: int = EXIT_FAILURE) -> CommandError:
+    return CommandError(message, status)
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -92,6 +78,10 @@ PRECISION_WORDS = {
     "uninformative": "WARNING: too few respondents: the interval spans half the range or more",
     "imprecise": "note: few respondents: intervals wider than ±10 points",
 }
+
+
+def _width(value: float, result: Mapping[str, Any]) -> str:
+    return f"{value:.3g}" if "mean" in result else f"{100 * value:.1f}%"
 
 
 def results_table(
@@ -135,9 +125,20 @@ def results_table(
                 for c in q["categories"]
             ]  # fmt: skip
             shown = [f"{100 * v:.1f}%" for v in (truth or {}).get(q["question"], [])]
+        families = [
+            f"{i['family']} ±{_width(i['nominal_half_width'], q)}"
+            + (f" (all at once ±{_width(i['simultaneous_nominal_half_width'], q)})"
+               if "categories" in q and len(q["categories"]) > 2 else "")
+            for i in q.get("intervals", [])
+        ]  # fmt: skip
+        if families:
+            head += "\n  worst-case half-widths: " + "; ".join(families)
         warning = PRECISION_WORDS.get(q.get("precision", "ok"), "")
+        ten = "±10% of the answer range" if "mean" in q else "±10 points"
+        if "mean" in q:
+            warning = warning.replace("±10 points", ten)
         if warning and q.get("respondents_for_ten_points"):
-            warning += f" (about {q['respondents_for_ten_points']:,} needed for ±10 points)"
+            warning += f" (about {q['respondents_for_ten_points']:,} needed for {ten})"
         if warning:
             head += f"\n  {warning}"
         headers = ["answer", "estimate", "lower", "upper"]

@@ -111,6 +111,7 @@ def bare_app():
             raise
 
     @app.post("/api/v1/surveys/<survey_id>/reports")
+    @app.post("/api/v1/surveys/<survey_id>/reports/bulk")  # the same inserts, for the bulk rows
     def reports(survey_id: str):
         body = request.get_json()
         items = body["reports"] if "reports" in body else [body]

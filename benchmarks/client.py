@@ -104,10 +104,10 @@ def load_peers(path: str | None) -> tuple[object, object, str]:
 
 
 def import_ms(module: str, runs: int = 7) -> tuple[float, bool]:
-    """Best wall time of ``import module`` in a fresh interpreter, and whether numpy got loaded."""
+    """Best CPU time of ``import module`` in a fresh interpreter, and whether numpy got loaded."""
     script = (
         "import sys, time\n"
-        f"start = time.perf_counter(); import {module}; elapsed = time.perf_counter() - start\n"
+        f"start = time.process_time(); import {module}; elapsed = time.process_time() - start\n"
         "print(elapsed * 1000, 'numpy' in sys.modules)"
     )
     best, numpy_loaded = float("inf"), False
@@ -179,7 +179,7 @@ def side_by_side(n: int, runs: int, peers_path: str | None) -> None:
         print(f"  note: {note}; pass --peers <venv site-packages> to compare")
     client_ms, client_numpy = import_ms("deniable.client")
     numpy_ms, _ = import_ms("numpy")
-    print(f"  import deniable.client: {client_ms:.0f} ms (best of 7, fresh interpreter), numpy "
+    print(f"  import deniable.client: {client_ms:.0f} ms CPU (best of 7, fresh interpreter), numpy "
           f"loaded: {'yes' if client_numpy else 'no'}; import numpy alone: {numpy_ms:.0f} ms "
           f"(ratio {client_ms / numpy_ms:.2f})\n")  # fmt: skip
 

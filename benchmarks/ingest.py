@@ -2,8 +2,9 @@
 
 For each backend (SQLite, PostgreSQL) this starts, on 127.0.0.1 only:
 
-* the real aggregator: ``deniable-aggregator serve`` (gunicorn, 2 sync workers) on a
-  fresh database (a new SQLite file; a new PostgreSQL schema, dropped at the end);
+* the real aggregator: ``deniable-aggregator serve`` (gunicorn, 2 workers running
+  waitress, aggregator/serving.py) on a fresh database (a new SQLite file; a new
+  PostgreSQL schema, dropped at the end);
 * a bare Flask app defined below (gunicorn, 2 workers, same database, tables
   ``bare_reports``/``bare_pending`` shaped like the real ``reports``/``pending``)
   that inserts the same rows with no validation, no idempotency check and no folding,
@@ -11,29 +12,49 @@ For each backend (SQLite, PostgreSQL) this starts, on 127.0.0.1 only:
 and measures both the same way, with one survey holding a single_choice question
 of domain size 1,024 (ε = 1; its default mechanism):
 
-1. single-report POSTs from 16 concurrent clients (4 processes x 4 threads) for
+1. the public path: single-report POSTs (one respondent of the one-question survey per
+   request, as devices send) from 16 concurrent clients (4 processes x 4 threads) for
    ``--duration`` seconds: reports/s, p50, p99;
-2. batches of 1,000 reports from 4 concurrent clients until ``--reports`` (1,000,000)
-   are stored: reports/s;
+2. the bulk route (``.../reports/bulk``, operator token; the bare app does the same
+   inserts): batches of 1,000 reports from 4 concurrent clients until ``--reports``
+   (1,000,000) are stored: reports/s;
 3. ``GET /results`` with all of them stored: the first call (which folds every pending
    report), then the steady state (no new reports: p50/p99), then "live" calls each
    preceded by one new batch of 1,000 (fold + recompute: p50/p99).  The bare app's
    results endpoint is a ``GROUP BY payload`` scan, the obvious design without folding.
 
-4. the token-required path, last (so the figures above are undisturbed): a second survey
+4. slow clients: 100 connections held open against the real server (half stalled inside
+   their headers, half trickling a body a byte every 5 s), then ``/health`` p50/p99 and the
+   single-report load of 1. again, printed against the unloaded rate;
+5. the token-required path, last (so the figures above are undisturbed): a second survey
    created with ``require_enrolment``, N one-time enrolment tokens issued up front, and the
-   single-report and batch loads of 1. and 2. again, every request with a fresh token
-   (header ``X-Deniable-Enrolment``), printed next to the open path.  It runs on a database
-   already holding the reports above, which if anything favours the open path.
+   single-report load of 1. again, every request with a fresh token (header
+   ``X-Deniable-Enrolment``), printed next to the open path (a token admits one
+   respondent, so there is no token batch row).  It runs on a database already holding
+   the reports above, which if anything favours the open path.
 
-Targets: single-report ingest >= 70% of bare; batches >= 50,000 reports/s; results
-p50 < 50 ms at 1M reports.  ``--profile`` adds an in-process cProfile of the real
-app's request path (single reports and batches) to show where the time goes.
+6. the rate limiter (``--rate-limits``): single-report POSTs to the real aggregator on a
+   fresh SQLite database with the per-address limit off, counted in memory, and counted
+   in Redis (``RATE_LIMIT_STORAGE``, ``--redis-url``), in rounds that alternate the three
+   servers so drift hits them alike; loopback is not exempt there and the limit is far
+   above the load, so every request is counted and none refused.  Target: the Redis
+   limiter keeps >= 85% of the in-memory limiter's single-report throughput.
+
+``--storage-rows`` prints instead the storage and memory rows of one worker's
+storage without HTTP (benchmarks/storage_rows.py): bulk ingest next to a bare
+insert, the first results call after 1,000,000 reports, results p50, the RSS
+after the ingest, and the results document of the largest allowed survey.
+
+Targets: single-report ingest >= 70% of bare; bulk batches >= 50,000 reports/s and >= 0.7
+of bare; results p50 < 50 ms at 1M reports; with 100 slow connections /health p99 < 1 s and
+single-report ingest >= half its unloaded rate.  ``--profile`` adds an in-process cProfile
+of the real app's request path (single reports and batches) to show where the time goes.
 
 Usage::
 
     python benchmarks/ingest.py [--postgres-dsn postgresql://postgres@127.0.0.1:5432/test]
         [--backends sqlite,postgresql] [--reports 1000000] [--duration 8] [--profile]
+        [--rate-limits auto|only|off] [--redis-url redis://127.0.0.1:6379/0]
 
 The DSN defaults to ``$DENIABLE_BENCH_POSTGRES_DSN``, then
 ``$DENIABLE_TEST_POSTGRES_DSN``, then postgresql://postgres@127.0.0.1:5432/test.
@@ -65,7 +86,8 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
-from bare_app import setup_bare_tables  # the sibling module of this script
+import rate_limit_phase  # sibling modules of this script
+from bare_app import setup_bare_tables
 
 HOST = "127.0.0.1"
 SURVEY_ID = "bench"
@@ -83,6 +105,10 @@ DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 
 TARGET_SINGLE_RATIO = 0.70
 TARGET_BATCH = 50_000
+TARGET_BATCH_RATIO = 0.70
+SLOW_CONNECTIONS = 100
+BULK_BODY_BYTES = 4 << 20
+TRICKLE_SECONDS = 5.0
 TARGET_RESULTS_P50_MS = 50.0
 
 
@@ -133,13 +159,18 @@ def wait_healthy(port: int, process: subprocess.Popen, log: Path) -> None:
     raise SystemExit(f"server on port {port} did not become healthy")
 
 
-def start_real(database: str, key: Path, logdir: Path) -> tuple[subprocess.Popen, int]:
+def start_real(
+    database: str, key: Path, logdir: Path, environment: dict[str, str] | None = None
+) -> tuple[subprocess.Popen, int]:
     port = free_port()
     log = logdir / f"real-{port}.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "deniable.aggregator.cli", "--database", database,
          "--signing-key", str(key), "serve", "--bind", f"{HOST}:{port}", "--workers", "2"],
         stdout=log.open("w"), stderr=subprocess.STDOUT,
+        # Why: a batch of 1,000 reports of the d = 1,024 question is ~1.2 MB, over the
+        # default 1 MiB body limit; the bare app has no limit at all.
+        env={**os.environ, "DENIABLE_MAX_BODY_BYTES": str(BULK_BODY_BYTES), **(environment or {})},
     )  # fmt: skip
     wait_healthy(port, process, log)
     return process, port
@@ -172,11 +203,17 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def _post(
-    connection: http.client.HTTPConnection, path: str, body: bytes, token: str | None = None
+    connection: http.client.HTTPConnection,
+    path: str,
+    body: bytes,
+    token: str | None = None,
+    operator: str | None = None,
 ) -> int:
     headers = {"Content-Type": "application/json"}
     if token is not None:
         headers[ENROLMENT_HEADER] = token
+    if operator is not None:
+        headers["Authorization"] = f"Bearer {operator}"
     connection.request("POST", path, body, headers)
     response = connection.getresponse()
     response.read()
@@ -230,7 +267,8 @@ def _single_process(port: int, payloads: list[str], start_at: float, duration: f
 
 
 def measure_single(port: int, payloads: list[str], duration: float, survey_id: str = SURVEY_ID,
-                   tokens: list[str] | None = None) -> dict[str, float]:  # fmt: skip
+                   tokens: list[str] | None = None,
+                   keep_latencies: bool = False) -> dict[str, Any]:  # fmt: skip
     """16 concurrent clients posting one report per request for ``duration`` seconds.
 
     With ``tokens`` (for a survey that requires enrolment) each request spends a fresh one.
@@ -249,6 +287,7 @@ def measure_single(port: int, payloads: list[str], duration: float, survey_id: s
         "rate": len(latencies) / duration,
         "p50_ms": 1000 * latencies[len(latencies) // 2],
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+        **({"latencies": latencies} if keep_latencies else {}),
     }
 
 
@@ -262,19 +301,13 @@ def batch_body(payloads: list[str], start: int) -> bytes:
 
 
 def measure_batches(port: int, payloads: list[str], total: int, label: str,
-                    survey_id: str = SURVEY_ID,
-                    tokens: list[str] | None = None) -> dict[str, float]:  # fmt: skip
-    """Batches of 1,000 from 4 concurrent clients until ``total`` reports are stored.
-
-    With ``tokens`` (for a survey that requires enrolment) each batch spends a fresh one.
-    """
+                    operator: str | None = None) -> dict[str, float]:  # fmt: skip
+    """Batches of 1,000 to the bulk route from 4 concurrent clients until ``total`` are stored."""
     batches = total // BATCH
-    if tokens is not None and len(tokens) < batches:
-        raise RuntimeError(f"{batches} batches need as many enrolment tokens")
     counter = iter(range(batches))
     lock = threading.Lock()
     done = [0]
-    path = f"/api/v1/surveys/{survey_id}/reports"
+    path = f"/api/v1/surveys/{SURVEY_ID}/reports/bulk"
 
     def client() -> None:
         connection = http.client.HTTPConnection(HOST, port, timeout=300)
@@ -283,8 +316,7 @@ def measure_batches(port: int, payloads: list[str], total: int, label: str,
                 number = next(counter, None)
             if number is None:
                 break
-            token = None if tokens is None else tokens[number]
-            _post(connection, path, batch_body(payloads, number * BATCH), token)
+            _post(connection, path, batch_body(payloads, number * BATCH), operator=operator)
             with lock:
                 done[0] += 1
                 if done[0] % max(1, batches // 10) == 0:
@@ -321,7 +353,8 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def measure_results(port: int, payloads: list[str], steady: int, live: int) -> dict[str, Any]:
+def measure_results(port: int, payloads: list[str], steady: int, live: int,
+                    operator: str | None = None) -> dict[str, Any]:  # fmt: skip
     path = f"/api/v1/surveys/{SURVEY_ID}/results"
     first, body = _get(port, path)
     document = json.loads(body)
@@ -329,8 +362,8 @@ def measure_results(port: int, payloads: list[str], steady: int, live: int) -> d
     live_samples = []
     connection = http.client.HTTPConnection(HOST, port, timeout=300)
     for i in range(live):
-        _post(connection, f"/api/v1/surveys/{SURVEY_ID}/reports",
-              batch_body(payloads, 7919 * (i + 1)))  # fmt: skip
+        _post(connection, f"/api/v1/surveys/{SURVEY_ID}/reports/bulk",
+              batch_body(payloads, 7919 * (i + 1)), operator=operator)  # fmt: skip
         live_samples.append(_get(port, path)[0])
     connection.close()
     return {
@@ -339,6 +372,42 @@ def measure_results(port: int, payloads: list[str], steady: int, live: int) -> d
         "steady": percentiles(samples),
         "live": percentiles(live_samples) if live_samples else None,
     }
+
+
+def measure_slow_clients(port: int, payloads: list[str], duration: float) -> dict[str, Any]:
+    """/health latencies and the single-report load while 100 slow connections are open."""
+    path = f"/api/v1/surveys/{SURVEY_ID}/reports"
+    held = []
+    for index in range(SLOW_CONNECTIONS):
+        connection = socket.create_connection((HOST, port), timeout=10)
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\n"
+        if index % 2 == 0:
+            head += "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+        connection.sendall(head.encode())
+        held.append(connection)
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.wait(TRICKLE_SECONDS):
+            for index, connection in enumerate(held):
+                with contextlib.suppress(OSError):
+                    connection.sendall(b" " if index % 2 == 0 else b"X")
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        time.sleep(1.0)
+        health = []
+        for _ in range(200):
+            health.append(_get(port, "/api/v1/health")[0])
+            time.sleep(0.01)
+        single = measure_single(port, payloads, duration)
+    finally:
+        stop.set()
+        thread.join()
+        for connection in held:
+            connection.close()
+    return {"health": percentiles(health), "single": single}
 
 
 # -- one backend ---------------------------------------------------------------------------
@@ -362,7 +431,8 @@ def prepare_database(backend: str, workdir: Path, dsn: str) -> tuple[str, Any]:
     return f"{dsn}{separator}options={quote(f'-c search_path={schema}')}", cleanup
 
 
-def create_survey(database: str, key: Path) -> str:
+def create_survey(database: str, key: Path) -> tuple[str, str]:
+    """(the benchmark question's mechanism, an operator token for the bulk route)."""
     from deniable.aggregator import cli
     from deniable.aggregator.storage import open_storage
     from deniable.survey import Survey
@@ -372,9 +442,10 @@ def create_survey(database: str, key: Path) -> str:
     storage = open_storage({"DATABASE": database})
     try:
         record = storage.create_survey(Survey.from_dict(definition()), results_public=True)
+        token = storage.create_operator_token("benchmark")
     finally:
         storage.close()
-    return record.survey.question(QUESTION_ID).mechanism
+    return record.survey.question(QUESTION_ID).mechanism, token
 
 
 def create_gated_survey(database: str) -> None:
@@ -408,7 +479,7 @@ def run_backend(backend: str, args: argparse.Namespace, payloads: list[str]) -> 
     database, cleanup = prepare_database(backend, workdir, args.postgres_dsn)
     servers = []
     try:
-        mechanism = create_survey(database, workdir / "key.pem")
+        mechanism, operator = create_survey(database, workdir / "key.pem")
         setup_bare_tables(database)
         real, real_port = start_real(database, workdir / "key.pem", workdir)
         servers.append(real)
@@ -419,10 +490,14 @@ def run_backend(backend: str, args: argparse.Namespace, payloads: list[str]) -> 
         single_real = measure_single(real_port, payloads, args.duration)
         single_bare = measure_single(bare_port, payloads, args.duration)
         print(f"[{backend}] batches of {BATCH:,} up to {args.reports:,} reports", file=sys.stderr)
-        batch_real = measure_batches(real_port, payloads, args.reports, "real")
+        batch_real = measure_batches(real_port, payloads, args.reports, "real", operator)
         batch_bare = measure_batches(bare_port, payloads, args.reports, "bare")
         print(f"[{backend}] results", file=sys.stderr)
-        results_real = measure_results(real_port, payloads, args.results_calls, args.live_calls)
+        results_real = measure_results(real_port, payloads, args.results_calls, args.live_calls,
+                                       operator)  # fmt: skip
+        print(f"[{backend}] {SLOW_CONNECTIONS} slow connections: /health and single POSTs",
+              file=sys.stderr)  # fmt: skip
+        slow = measure_slow_clients(real_port, payloads, args.duration)
         results_bare = measure_results(bare_port, payloads, max(3, args.results_calls // 10), 0)
         # The token path last, so the open-path figures above are measured as before.
         create_gated_survey(database)
@@ -433,15 +508,10 @@ def run_backend(backend: str, args: argparse.Namespace, payloads: list[str]) -> 
               f"{issue_seconds:.1f} s; single-report POSTs, one fresh token each",
               file=sys.stderr)  # fmt: skip
         single_token = measure_single(real_port, payloads, args.duration, GATED_ID, single_tokens)
-        batch_tokens, _ = issue_tokens(database, args.reports // BATCH)
-        print(f"[{backend}] token path: batches of {BATCH:,}, one fresh token each",
-              file=sys.stderr)  # fmt: skip
-        batch_token = measure_batches(real_port, payloads, args.reports, "token", GATED_ID,
-                                      batch_tokens)  # fmt: skip
         return {
-            "backend": backend, "mechanism": mechanism,
+            "backend": backend, "mechanism": mechanism, "slow": slow,
             "single": {"real": single_real, "bare": single_bare, "token": single_token},
-            "batch": {"real": batch_real, "bare": batch_bare, "token": batch_token},
+            "batch": {"real": batch_real, "bare": batch_bare},
             "results": {"real": results_real, "bare": results_bare},
             "tokens": {"issued": needed, "issue_seconds": issue_seconds},
         }  # fmt: skip
@@ -464,7 +534,7 @@ def profile_real(payloads: list[str], backend: str, dsn: str, top: int = 18) -> 
     database, cleanup = prepare_database(backend, workdir, dsn)
     out = io.StringIO()
     try:
-        create_survey(database, workdir / "key.pem")
+        _, operator = create_survey(database, workdir / "key.pem")
         app = create_app({"DATABASE": database, "SIGNING_KEY_PATH": str(workdir / "key.pem")})
         client = app.test_client()
         path = f"/api/v1/surveys/{SURVEY_ID}/reports"
@@ -474,8 +544,9 @@ def profile_real(payloads: list[str], backend: str, dsn: str, top: int = 18) -> 
                             "payload": payloads[i]}), content_type="application/json")
                 for i in range(2000)
             ],
-            "20 batches of 1,000": lambda: [
-                client.post(path, data=batch_body(payloads, i * BATCH),
+            "20 batches of 1,000 (bulk route)": lambda: [
+                client.post(path + "/bulk", data=batch_body(payloads, i * BATCH),
+                            headers={"Authorization": f"Bearer {operator}"},
                             content_type="application/json")
                 for i in range(20)
             ],
@@ -513,7 +584,8 @@ def report(result: dict[str, Any]) -> str:
     real_results = results["real"]
     lines = [
         f"== {result['backend']} (single_choice, d = {DOMAIN}, epsilon = {EPSILON:g}, "
-        f"mechanism {result['mechanism']}; gunicorn 2 sync workers each)",
+        f"mechanism {result['mechanism']}; real: gunicorn 2 waitress workers, bare: gunicorn "
+        "2 sync workers)",
         f"single-report POSTs, {SINGLE_CLIENTS} clients:",
     ]
     for name in ("real", "bare"):
@@ -522,7 +594,7 @@ def report(result: dict[str, Any]) -> str:
                      f"p99 {s['p99_ms']:7.2f} ms   ({s['reports']:,} reports)")  # fmt: skip
     lines.append(f"  ratio real/bare = {ratio:.3f}  (target >= {TARGET_SINGLE_RATIO:.2f}: "
                  f"{verdict(ratio >= TARGET_SINGLE_RATIO)})")  # fmt: skip
-    lines.append(f"batches of {BATCH:,}, {BATCH_CLIENTS} clients:")
+    lines.append(f"bulk route (operator token), batches of {BATCH:,}, {BATCH_CLIENTS} clients:")
     for name in ("real", "bare"):
         b = batch[name]
         lines.append(f"  {name:4}  {b['rate']:9,.0f} reports/s   ({b['reports']:,} reports in "
@@ -530,7 +602,17 @@ def report(result: dict[str, Any]) -> str:
     batch_ratio = batch["real"]["rate"] / batch["bare"]["rate"]
     lines.append(f"  real vs target {TARGET_BATCH:,} reports/s: "
                  f"{verdict(batch['real']['rate'] >= TARGET_BATCH)}; "
-                 f"ratio real/bare = {batch_ratio:.2f}")  # fmt: skip
+                 f"ratio real/bare = {batch_ratio:.2f} (target >= {TARGET_BATCH_RATIO:.2f}: "
+                 f"{verdict(batch_ratio >= TARGET_BATCH_RATIO)})")  # fmt: skip
+    slow = result["slow"]
+    kept = slow["single"]["rate"] / single["real"]["rate"]
+    lines.append(f"with {SLOW_CONNECTIONS} slow connections open (headers stalled / body a byte "
+                 f"every {TRICKLE_SECONDS:g} s):")  # fmt: skip
+    lines.append(f"  /health  p50 {slow['health']['p50_ms']:7.2f} ms   p99 "
+                 f"{slow['health']['p99_ms']:7.2f} ms   ({slow['health']['count']} calls)  "
+                 f"(target p99 < 1000 ms: {verdict(slow['health']['p99_ms'] < 1000)})")  # fmt: skip
+    lines.append(f"  single   {slow['single']['rate']:9,.0f} reports/s = {kept:.2f} of unloaded "
+                 f"(target >= 0.50: {verdict(kept >= 0.5)})")  # fmt: skip
     lines.append(f"results at {real_results['n_reports']:,} stored reports:")
     lines.append(f"  real  first call (folds every pending report): "
                  f"{real_results['first_ms']:,.0f} ms")  # fmt: skip
@@ -555,10 +637,7 @@ def report(result: dict[str, Any]) -> str:
             f"token-required path (a fresh enrolment token per request; "
             f"{tokens['issued']:,} tokens issued in {tokens['issue_seconds']:.1f} s):"
         )
-        kinds = (
-            ("single", single, f"single, {SINGLE_CLIENTS} clients"),
-            ("batch", batch, f"batches of {BATCH:,}, {BATCH_CLIENTS} clients"),
-        )
+        kinds = (("single", single, f"single, {SINGLE_CLIENTS} clients"),)
         for kind, figures, label in kinds:
             opened, gated = figures["real"], figures["token"]
             extra = (f"   p50 {gated['p50_ms']:7.2f} ms   p99 {gated['p99_ms']:7.2f} ms"
@@ -585,22 +664,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="where the SQLite files go (default: TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep databases and server logs")
     parser.add_argument("--profile", action="store_true", help="also profile the request path")
+    parser.add_argument("--rate-limits", choices=("auto", "only", "off"), default="auto",
+                        help="the limiter phase: auto (when Redis answers), only, off")
+    parser.add_argument("--redis-url", default=os.environ.get(
+        "DENIABLE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--storage-rows", action="store_true",
+                        help="only the storage and memory rows (benchmarks/storage_rows.py)")
     args = parser.parse_args(argv)  # fmt: skip
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(backends) - {"sqlite", "postgresql"}
     if unknown or args.reports < BATCH:
         parser.error(f"bad --backends {sorted(unknown)} or --reports < {BATCH}")
 
+    if args.storage_rows:
+        from storage_rows import storage_rows  # the sibling module of this script
+
+        storage_rows(backends, args.postgres_dsn, args.reports, args.results_calls)
+        return 0
     started = time.monotonic()
     payloads = payload_pool()
     print(f"deniable ingest benchmark: {os.cpu_count()} CPUs, Python "
           f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, loopback {HOST}",
           flush=True)  # fmt: skip
-    for backend in backends:
+    for backend in backends if args.rate_limits != "only" else ():
         result = run_backend(backend, args, payloads)
         print(report(result), flush=True)
         if args.profile:
             print(profile_real(payloads, backend, args.postgres_dsn), flush=True)
+    if args.rate_limits != "off":
+        missing = rate_limit_phase.redis_reachable(args.redis_url)
+        if missing is None:
+            limits = rate_limit_phase.run_rate_limits(
+                args, payloads, create_survey=create_survey, start_real=start_real, stop=stop,
+                measure_single=measure_single,
+            )
+            print(rate_limit_phase.report(limits, SINGLE_CLIENTS), flush=True)
+        else:
+            print(f"rate limiter phase skipped: {missing}", flush=True)
     print(f"total run time {time.monotonic() - started:.0f} s")
     return 0
 

@@ -16,12 +16,25 @@ Prints one table row per (mechanism, domain size) at ε = 1:
 Then the peer: OLH aggregation written as a plain Python loop over reports
 (what pure-Python LDP libraries do), timed on a subsample and scaled to n,
 and the ratio to the vectorized aggregation measured in the same run.
+
+Then the wire: every oracle at d = 1,024 aggregated from n wire payloads (hex
+strings, as stored): ``wire_statistics`` + ``estimate``, best of ``--runs``,
+next to the straightforward decoder it replaced (one check per payload, a
+regular expression over the joined text, ``np.unpackbits`` for unary), measured
+in the same run.  For OUE also the peers, aggregating the same reports from
+in-memory arrays (multi-freq-ldpy ``UE_Aggregator_MI`` over float vectors,
+pure-ldp ``UEServer.aggregate`` per report), at n and at n / 10, when they can
+be imported (``--peers SITE_PACKAGES`` adds a scratch venv's site-packages).
+Wall-clock seconds (OLH counts on threads); the machine may be shared, so
+compare the ratios, which are taken in the same run.
 No assertions: figures only.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import sys
 import time
 
 import numpy as np
@@ -145,11 +158,111 @@ def olh_peer(n: int, domain_size: int, sample: int = 1000) -> tuple[float, float
     return python_seconds, vectorized
 
 
+WIRE_ORACLES = ("grr", "sue", "oue", "olh", "hrr", "subset")
+_HEX = re.compile(r"[0-9a-f]*")
+
+
+def reference_statistics(oracle, payloads: list[str]) -> np.ndarray:
+    """The decoder the fast wire replaced: one check per payload, a regex, a full unpack."""
+    width = oracle.report_length
+    for payload in payloads:
+        if not isinstance(payload, str) or len(payload) != width:
+            raise ValueError("bad payload")
+    text = "".join(payloads)
+    if not _HEX.fullmatch(text):
+        raise ValueError("not lowercase hex")
+    data = np.frombuffer(bytes.fromhex(text), dtype=np.uint8).reshape(len(payloads), -1)
+    return oracle.statistics(oracle._unpack_many(data))
+
+
+def best_seconds(function, runs: int) -> tuple[object, float]:
+    best, result = float("inf"), None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = function()
+        best = min(best, time.perf_counter() - start)
+    return result, best
+
+
+def oue_peers(batch: np.ndarray, runs: int) -> dict[str, float]:
+    """Seconds for the peers to aggregate the same OUE reports held in memory."""
+    seconds = {}
+    try:
+        from multi_freq_ldpy.pure_frequency_oracles.UE import UE_Aggregator_MI
+
+        vectors = batch.astype(np.float64)  # UE_Client returns float vectors
+        _, seconds["multi-freq-ldpy 0.2.5 UE_Aggregator_MI"] = best_seconds(
+            lambda: UE_Aggregator_MI(vectors, EPSILON, optimal=True), runs
+        )
+    except ImportError:
+        pass
+    try:
+        from pure_ldp.frequency_oracles import UEServer
+
+        vectors = list(batch.astype(np.float64))
+
+        def pure() -> object:
+            server = UEServer(epsilon=EPSILON, d=batch.shape[1], use_oue=True)
+            for vector in vectors:
+                server.aggregate(vector)
+            return server.estimate_all(range(1, batch.shape[1] + 1), suppress_warnings=True)
+
+        _, seconds["pure-ldp 1.2.0 UEServer.aggregate"] = best_seconds(pure, min(runs, 2))
+    except ImportError:
+        pass
+    return seconds
+
+
+def wire_rows(n: int, runs: int) -> None:
+    print(f"\naggregating n = {n:,} reports from wire hex at d = 1,024 (wall s, best of {runs}): "
+          "wire_statistics + estimate, and the decoder it replaced, same run")  # fmt: skip
+    print(f"  {'oracle':<8}{'hex MB':>8}{'from wire s':>13}{'old decoder s':>15}{'ratio':>8}")
+    rng = np.random.default_rng(11)
+    for name in WIRE_ORACLES:
+        wire_row(name, n, runs, rng)
+
+
+def wire_row(name: str, n: int, runs: int, rng: np.random.Generator) -> None:
+    oracle = CATEGORICAL[name](epsilon=EPSILON, domain_size=1024)
+    values, _ = population(1024, n, rng)
+    batch = oracle.randomize_many(values, rng)
+    payloads = oracle.encode_many(batch)
+    counts, fast = best_seconds(lambda: oracle.estimate(oracle.wire_statistics(payloads), n),
+                                runs)  # fmt: skip
+    reference, slow = best_seconds(
+        lambda: oracle.estimate(reference_statistics(oracle, payloads), n), min(runs, 2)
+    )
+    assert np.array_equal(counts, reference)
+    megabytes = n * oracle.report_length / 1e6
+    print(f"  {name:<8}{megabytes:>8.1f}{fast:>13.3f}{slow:>15.3f}{slow / fast:>8.2f}")
+    if name != "oue":
+        return
+    for size in (n, n // 10):
+        part = payloads[:size]
+        _, ours = best_seconds(
+            lambda p=part, s=size: oracle.estimate(oracle.wire_statistics(p), s), runs
+        )
+        peers = oue_peers(batch[:size], runs)
+        if not peers:
+            print("    note: no peer importable; pass --peers <venv site-packages>")
+        for peer, seconds in peers.items():
+            print(f"    OUE n = {size:,}: Deniable from wire hex {ours:.3f} s; {peer} "
+                  f"from in-memory arrays {seconds:.3f} s; ratio {seconds / ours:.2f} "
+                  "(> 1: Deniable faster)")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--peers", help="site-packages of a scratch venv with the peer libraries")
+    parser.add_argument("--wire-only", action="store_true", help="only the wire rows")
     args = parser.parse_args()
+    if args.peers:
+        sys.path.append(args.peers)
+    if args.wire_only:
+        wire_rows(args.n, args.runs)
+        return
     print(f"n = {args.n:,}, epsilon = {EPSILON}\n")
     header = (
         f"{'mechanism':<17}{'d':>6}{'bytes':>7}{'simulate/s':>13}{'aggregate s':>13}"
@@ -179,6 +292,7 @@ def main() -> None:
         f"pure-Python loop (scaled from 1,000 reports) {python_seconds:.1f} s; "
         f"ratio {python_seconds / vectorized:,.0f}x"
     )
+    wire_rows(args.n, args.runs)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,12 @@
     deniable budget [--state PATH]
     deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed] [--seed S]
 
-Exit status: 0 on success, 1 when Deniable refuses or fails (one line on
-stderr says why), 2 for bad command-line usage, 130 when interrupted.
+Exit status (the same table as ``deniable-aggregator``, see
+:mod:`deniable.client.terminal`): 0 success; 2 usage (a bad option or URL);
+3 not found (no such survey); 4 refused (signature, policy, budget, already
+answered, closed survey, or the respondent said no); 5 unavailable (the
+aggregator cannot be reached or has not accepted queued reports yet, or the
+device state cannot be read); 130 interrupted.  One line on stderr says why.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from .policy import Policy, question_cost
 from .session import EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
 from .simulate import DISTRIBUTIONS, simulate
 from .state import StateStore
+from .terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet_pipe
 
 
 class Aborted(Exception):
@@ -79,8 +84,14 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+EXIT_CODES = """exit status: 0 success; 2 usage; 3 not found; 4 refused (signature, policy,
+budget, already answered, closed, or you said no); 5 unavailable (aggregator unreachable,
+reports still queued, device state unreadable); 130 interrupted."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="deniable", description="Answer local-differential-privacy surveys.")
+    parser = Parser(prog="deniable", description="Answer local-differential-privacy surveys.",
+                    epilog=EXIT_CODES)  # fmt: skip
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def common(sub: argparse.ArgumentParser, *, url: bool = True) -> None:
@@ -88,44 +99,62 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("url", help="aggregator base URL, e.g. https://surveys.example.org")
         sub.add_argument("--state", help="device state file (default: $DENIABLE_STATE or "
                          "~/.local/share/deniable/state.bin)")  # fmt: skip
-        sub.add_argument("--timeout", type=_positive_float, default=10.0, help="seconds")
+        sub.add_argument("--timeout", type=_positive_float, default=10.0,
+                         help="seconds to wait for the aggregator (default 10)")  # fmt: skip
 
-    answer = commands.add_parser("answer", help="answer a survey interactively")
+    answer = commands.add_parser("answer", help="answer a survey interactively",
+                                 description="Fetch a signed survey, explain each question, "
+                                 "randomize your answers on this device and send them.")
     common(answer)
-    answer.add_argument("survey_id")
-    answer.add_argument("--trusted-key", help="pin this base64 Ed25519 key instead of TOFU")
-    answer.add_argument("--max-question-epsilon", type=_positive_float, default=4.0)
-    answer.add_argument("--max-survey-epsilon", type=_positive_float, default=10.0)
+    answer.add_argument("survey_id", help="id of the survey to answer")
+    answer.add_argument("--trusted-key",
+                        help="pin this base64 Ed25519 key instead of trusting the first one seen")
+    answer.add_argument("--max-question-epsilon", type=_positive_float, default=4.0,
+                        help="refuse a survey with a question costing more privacy (ε) than "
+                        "this (default 4)")  # fmt: skip
+    answer.add_argument("--max-survey-epsilon", type=_positive_float, default=10.0,
+                        help="refuse a survey costing more privacy (ε) in total than this "
+                        "(default 10)")  # fmt: skip
     answer.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     answer.add_argument("--enrolment-token", metavar="TOKEN",
                         help="one-time token, for a survey that requires enrolment")  # fmt: skip
 
-    flush = commands.add_parser("flush", help="deliver reports queued while offline")
+    flush = commands.add_parser("flush", help="deliver reports queued while offline",
+                                description="Send the randomized reports waiting on this "
+                                "device; exit status 5 if some are still waiting.")
     common(flush)
     flush.add_argument("--enrolment-token", metavar="TOKEN",
                        help="one-time token for a batch the aggregator refused for enrolment")
     flush.add_argument("--survey", metavar="SURVEY_ID",
                        help="which survey's waiting batch the token is for (if several wait)")
 
-    budget = commands.add_parser("budget", help="show the privacy budget spent on this device")
+    budget = commands.add_parser("budget", help="show the privacy budget spent on this device",
+                                 description="Show the privacy loss (ε) spent on this device "
+                                 "and what remains.")
     common(budget, url=False)
 
     sim = commands.add_parser(
-        "simulate", help="SIMULATION: post synthetic respondents (seeded numpy noise)"
+        "simulate", help="SIMULATION: post synthetic respondents (seeded numpy noise)",
+        description="SIMULATION ONLY: post synthetic respondents' reports (noise from a "
+        "seeded numpy generator, not the CSPRNG of real answers).",
     )
-    sim.add_argument("url")
-    sim.add_argument("survey_id")
-    sim.add_argument("--respondents", type=_positive_int, required=True)
-    sim.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform")
-    sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("url", help="aggregator base URL")
+    sim.add_argument("survey_id", help="id of the survey")
+    sim.add_argument("--respondents", type=_positive_int, required=True,
+                     help="how many synthetic respondents")
+    sim.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform",
+                     help="synthetic true answers: uniform (default) or skewed")
+    sim.add_argument("--seed", type=int, default=None, help="seed of the numpy generator")
     sim.add_argument("--batch-reports", type=_positive_int, default=500,
                      help="reports per request on the bulk route (needs --operator-token)")
     sim.add_argument("--operator-token", default=os.environ.get("DENIABLE_OPERATOR_TOKEN"),
                      help="operator token (default: $DENIABLE_OPERATOR_TOKEN): many respondents "
                      "per request on the operator-only bulk route; without it, one per request")
-    sim.add_argument("--concurrency", type=_positive_int, default=4, help="parallel senders")
-    sim.add_argument("--trusted-key")
-    sim.add_argument("--timeout", type=_positive_float, default=30.0)
+    sim.add_argument("--concurrency", type=_positive_int, default=4,
+                     help="parallel senders (default 4)")
+    sim.add_argument("--trusted-key", help="pin this base64 Ed25519 key")
+    sim.add_argument("--timeout", type=_positive_float, default=30.0,
+                     help="seconds to wait for the aggregator (default 30)")
     sim.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -191,32 +220,37 @@ def _read(prompt: str, read: Callable[[str], str]) -> str:
 
 
 def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -> Any:
-    """Ask until the input is a valid true answer for ``question``."""
+    """Ask until the input is a valid true answer for ``question``; say plainly what is wanted."""
     while True:
         if question.type == "yes_no":
             text = _read("  your answer [y/n]: ", read).lower()
             value: Any = {"y": True, "yes": True, "n": False, "no": False}.get(text, text)
+            hint = "please answer yes or no (y/n)"
         elif question.type == "single_choice":
             for number, label in enumerate(question.options, 1):
                 out.write(f"    {number}. {terminal_text(label)}\n")
             text = _read("  your choice (number): ", read)
             value = _pick(question.options, text)
+            hint = f"please enter one number from 1 to {len(question.options)}"
         elif question.type == "multiple_choice":
             for number, label in enumerate(question.options, 1):
                 out.write(f"    {number}. {terminal_text(label)}\n")
             text = _read("  your choices (numbers separated by commas, empty for none): ", read)
             value = [_pick(question.options, part) for part in text.split(",") if part.strip()]
+            hint = (f"please enter numbers from 1 to {len(question.options)} separated by "
+                    "commas, or nothing for none")  # fmt: skip
         else:
             lo, hi = question.oracle.lo, question.oracle.hi  # type: ignore[attr-defined]
             text = _read(f"  a number from {lo:g} to {hi:g}: ", read)
+            hint = f"please enter a number from {lo:g} to {hi:g}"
             try:
                 value = float(text)
             except ValueError:
                 value = text
         try:
             question.check_answer(value)
-        except InvalidValue as error:
-            out.write(f"  not a valid answer ({error}); please try again\n")
+        except InvalidValue:
+            out.write(f"  {hint}\n")
             continue
         return value
 
@@ -286,7 +320,7 @@ def run_flush(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "them yet; run `deniable flush` again later (with --enrolment-token TOKEN for a "
             "batch refused for enrolment)\n"
         )
-        return 1
+        return EXIT_UNAVAILABLE
     return 0
 
 
@@ -336,19 +370,20 @@ def main(
     except SystemExit as exit_:
         return int(exit_.code or 0)
     try:
-        if args.command == "answer":
-            return run_answer(args, read, out)
-        if args.command == "flush":
-            return run_flush(args, out, err)
-        if args.command == "budget":
-            return run_budget(args, out)
-        return run_simulate(args, out, err)
+        with quiet_pipe():
+            if args.command == "answer":
+                return run_answer(args, read, out)
+            if args.command == "flush":
+                return run_flush(args, out, err)
+            if args.command == "budget":
+                return run_budget(args, out)
+            return run_simulate(args, out, err)
     except Aborted as error:
         err.write(f"deniable: aborted: {error}\n")
-        return 1
+        return EXIT_REFUSED
     except DeniableError as error:
         err.write(f"deniable: {type(error).__name__}: {terminal_text(str(error))}\n")
-        return 1
+        return exit_status(error)
     except KeyboardInterrupt:
         err.write("deniable: interrupted\n")
         return 130

@@ -3,8 +3,10 @@
 Order of operations for one survey, and why:
 
 1. ``fetch``: pin the aggregator's Ed25519 key (``trusted_key`` or trust on
-   first use of ``/api/v1/key``, stored in the state file; a different key
-   later is refused), download the survey, rebuild the definition with
+   first use of ``/api/v1/key``, stored in the state file), download the
+   survey; if it is signed by another key, follow the aggregator's signed
+   rotation chain from the pinned key (:mod:`deniable.keychain`,
+   docs/key-rotation.md) or refuse; rebuild the definition with
    :meth:`Survey.from_dict` (``resolved=True``: a /2 definition must carry every
    parameter; docs/protocol.md) and verify the signature over
    :meth:`Survey.canonical_bytes`; then the policy (ε caps, mechanism
@@ -37,7 +39,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import math
 import os
@@ -53,7 +54,7 @@ from urllib.parse import urlsplit
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from deniable import __version__
+from deniable import __version__, keychain
 from deniable.errors import (
     AlreadyAnswered,
     ClientError,
@@ -110,19 +111,11 @@ class EnrolmentTokenRequired(ClientError):
 
 
 def key_id_of(raw: bytes) -> str:
-    return hashlib.sha256(raw).hexdigest()[:16]
+    return keychain.key_id(raw)
 
 
 def decode_public_key(text: object, where: str) -> bytes:
-    if not isinstance(text, str):
-        raise SignatureError(f"{where}: public key must be base64 text")
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise SignatureError(f"{where}: public key is not valid base64") from None
-    if len(raw) != 32:
-        raise SignatureError(f"{where}: an Ed25519 public key is 32 bytes, got {len(raw)}")
-    return raw
+    return keychain.decode_public_key(text, where)
 
 
 @dataclass(frozen=True)
@@ -382,40 +375,82 @@ class SurveyClient:
             ) from None
 
     # -- keys and surveys ---------------------------------------------------------
-    def _pinned_key(self) -> tuple[bytes, str]:
-        if self._trusted_key is not None:
-            return self._trusted_key, key_id_of(self._trusted_key)
+    def _stored_pin(self) -> keychain.Pin | None:
+        """The pin in the state file (one followed from ``trusted_key``, if that is given)."""
         pin = self.store.load().keys.get(self.origin)
-        if pin is not None:
-            raw = decode_public_key(pin.get("public_key"), "pinned key")
-            return raw, key_id_of(raw)
+        if pin is None:
+            return None
+        stored = keychain.Pin(
+            public_key=decode_public_key(pin.get("public_key"), "pinned key"),
+            sequence=pin.get("sequence"),
+            retired=tuple(pin.get("retired", ())),
+        )
+        if self._trusted_key is not None and self._trusted_key != stored.public_key and (
+            key_id_of(self._trusted_key) not in stored.retired
+        ):
+            return None  # the caller's trusted_key overrides an unrelated pin
+        return stored
+
+    def _save_pin(self, pin: keychain.Pin, expected: str | None) -> None:
+        """Store ``pin``, unless another process changed the pin since it was read."""
+        with self.store.transaction() as state:
+            existing = state.keys.get(self.origin)
+            if existing is not None and existing.get("public_key") != expected:
+                raise SignatureError(f"aggregator key for {self.origin} changed; refusing")
+            state.keys[self.origin] = {
+                "algorithm": keychain.ALGORITHM,
+                "public_key": keychain.encode(pin.public_key),
+                "key_id": pin.key_id,
+                "sequence": pin.sequence,
+                "retired": list(pin.retired),
+                "pinned_at": self.clock(),
+            }
+
+    def _key_document(self) -> Any:
         response = self._request("GET", "/api/v1/key")
         if response.status_code != 200:
             raise self._http_error("GET", "/api/v1/key", response)
-        document = self._json(response, "key document")
-        if not isinstance(document, dict) or document.get("algorithm") != "Ed25519":
-            raise SignatureError("aggregator key document must announce algorithm Ed25519")
-        raw = decode_public_key(document.get("public_key"), "aggregator key")
-        if document.get("key_id") != key_id_of(raw):
-            raise SignatureError("aggregator key document: key_id does not match the key")
-        with self.store.transaction() as state:
-            existing = state.keys.get(self.origin)
-            if existing is not None and existing.get("public_key") != document["public_key"]:
-                raise SignatureError(f"aggregator key for {self.origin} changed; refusing")
-            state.keys[self.origin] = {
-                "algorithm": "Ed25519",
-                "public_key": document["public_key"],
-                "key_id": key_id_of(raw),
-                "pinned_at": self.clock(),
-            }
-        return raw, key_id_of(raw)
+        return self._json(response, "key document")
+
+    def _pinned_key(self) -> tuple[bytes, str]:
+        stored = self._stored_pin()
+        if stored is not None:
+            return stored.public_key, stored.key_id
+        if self._trusted_key is not None:
+            return self._trusted_key, key_id_of(self._trusted_key)
+        # Trust on first use: the only time a key is taken without a signature chain.
+        document = self._key_document()
+        if not isinstance(document, dict):
+            raise SignatureError("aggregator key document must be an object")
+        served = decode_public_key(document.get("public_key"), "aggregator key")
+        pin = keychain.follow_chain(keychain.Pin(public_key=served), document)
+        existing = self.store.load().keys.get(self.origin)
+        self._save_pin(pin, None if existing is None else existing.get("public_key"))
+        return pin.public_key, pin.key_id
+
+    def follow_rotation(self) -> str:
+        """Fetch the key document and follow its chain from the pinned key; the key id now.
+
+        Raises SignatureError (and keeps the old pin) unless the chain leads from the
+        pinned key to the served one, link by link (docs/key-rotation.md).
+        """
+        key, _ = self._pinned_key()
+        stored = self._stored_pin()
+        pin = stored if stored is not None else keychain.Pin(public_key=key)
+        followed = keychain.follow_chain(pin, self._key_document())
+        if followed != pin or stored is None:
+            previous = self.store.load().keys.get(self.origin)
+            self._save_pin(followed, None if previous is None else previous.get("public_key"))
+        return followed.key_id
 
     def pinned_key_id(self) -> str | None:
         """The key id this client trusts for its aggregator, if one is pinned."""
+        stored = self._stored_pin()
+        if stored is not None:
+            return stored.key_id
         if self._trusted_key is not None:
             return key_id_of(self._trusted_key)
-        pin = self.store.load().keys.get(self.origin)
-        return None if pin is None else str(pin.get("key_id"))
+        return None
 
     def _verify(self, survey_id: str, document: object, key: bytes, key_id: str) -> VerifiedSurvey:
         if not isinstance(document, dict):
@@ -424,7 +459,8 @@ class SurveyClient:
         if served_key_id is not None and served_key_id != key_id:
             raise SignatureError(
                 f"survey {survey_id!r} is signed by key {served_key_id!r} but this device pinned "
-                f"{key_id!r} for {self.origin}: the aggregator key changed; refusing"
+                f"{key_id!r} for {self.origin}, and the aggregator's key chain does not lead "
+                "there; refusing"
             )
         signature_text = document.get("signature")
         if not isinstance(signature_text, str) or not signature_text:
@@ -471,8 +507,14 @@ class SurveyClient:
         return f"key:{key_id}#{survey_id}"
 
     def _answered(self, state: Any, key_id: str, survey_id: str) -> bool:
-        # The second form: state files written before answers were keyed by the pinned key.
-        return (self._answered_key(key_id, survey_id) in state.answered
+        # Why the retired keys too: after a rotation the aggregator is the same one (the
+        # pin followed its signed chain), and must not get a second answer to a survey.
+        identities = {key_id}
+        for pin in state.keys.values():
+            if isinstance(pin, dict) and pin.get("key_id") == key_id:
+                identities.update(pin.get("retired") or ())
+        # The last form: state files written before answers were keyed by the pinned key.
+        return (any(self._answered_key(k, survey_id) in state.answered for k in identities)
                 or f"{self.origin}#{survey_id}" in state.answered)  # fmt: skip
 
     def _refuse_answered(self, state: Any, key_id: str, survey_id: str) -> None:
@@ -505,7 +547,13 @@ class SurveyClient:
         response = self._request("GET", path)
         if response.status_code != 200:
             raise self._http_error("GET", path, response)
-        verified = self._verify(survey_id, self._json(response, "survey"), key, key_id)
+        document = self._json(response, "survey")
+        served_key_id = document.get("key_id") if isinstance(document, dict) else None
+        if served_key_id is not None and served_key_id != key_id:
+            # Signed by another key: follow the signed rotation chain, or refuse.
+            self.follow_rotation()
+            key, key_id = self._pinned_key()
+        verified = self._verify(survey_id, document, key, key_id)
         self._admit(verified)
         return verified
 

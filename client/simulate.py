@@ -37,6 +37,7 @@ from deniable.survey import Question, Survey
 from .policy import Policy
 from .session import SurveyClient
 from .state import StateStore
+from .terminal import Progress
 
 DISTRIBUTIONS = ("uniform", "skewed")
 OPERATOR_TOKEN = re.compile(r"[!-~]{1,256}")
@@ -97,30 +98,6 @@ class SimulationResult:
     @property
     def respondents_per_second(self) -> float:
         return self.respondents / self.seconds if self.seconds > 0 else math.inf
-
-
-class Progress:
-    """A plain-text progress bar on a stream (stderr), redrawn at most 10 times a second."""
-
-    def __init__(self, total: int, stream: TextIO | None, width: int = 30) -> None:
-        self.total, self.stream, self.width = total, stream, width
-        self.start = time.perf_counter()
-        self.last = 0.0
-
-    def update(self, done: int, *, final: bool = False) -> None:
-        if self.stream is None:
-            return
-        now = time.perf_counter()
-        if not final and now - self.last < 0.1:
-            return
-        self.last = now
-        filled = self.width * done // max(self.total, 1)
-        rate = done / max(now - self.start, 1e-9)
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r[{bar}] {done}/{self.total} respondents  {rate:,.0f}/s")
-        if final:
-            self.stream.write("\n")
-        self.stream.flush()
 
 
 def batches(survey: Survey, respondents: int, batch_reports: int) -> list[int]:
@@ -189,7 +166,7 @@ def simulate(
                 if response.status_code not in (200, 201):
                     raise poster._http_error("POST", path, response)
 
-            bar = Progress(respondents, progress)
+            bar = Progress(respondents, "respondents", progress)
             start = time.perf_counter()
             done = reports = 0
             in_flight: dict[Future[None], int] = {}

@@ -19,7 +19,7 @@ def expected_members() -> set[str]:
         for path in (ROOT / folder).rglob("*"):
             if "__pycache__" in path.parts or not path.is_file():
                 continue
-            if path.suffix in {".py", ".sql", ".html", ".css", ".json"}:
+            if path.suffix in {".py", ".sql", ".html", ".css", ".json", ".typed"}:
                 members.add(f"{package}/{path.relative_to(ROOT / folder).as_posix()}")
     return members
 
@@ -36,6 +36,18 @@ def test_wheel_contains_every_module_and_data_file(tmp_path: Path) -> None:
     missing = expected_members() - names
     assert not missing, f"files missing from the wheel: {sorted(missing)}"
     assert not any(name.startswith(("tests/", "benchmarks/")) for name in names)
+    assert "deniable/py.typed" in names  # PEP 561: the package's type hints are usable
+
+
+@pytest.mark.slow
+def test_building_prints_no_setuptools_warnings(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
+         "-w", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert "would be ignored" not in output and "SetuptoolsDeprecationWarning" not in output
 
 
 def _import_blocked(module: str, blocked: list[str]) -> subprocess.CompletedProcess:
@@ -61,6 +73,27 @@ def test_shared_core_needs_no_io_libraries(module: str) -> None:
 def test_client_never_imports_flask() -> None:
     result = _import_blocked("deniable.client", ["flask", "werkzeug", "psycopg", "gunicorn"])
     assert result.returncode == 0, result.stderr
+
+
+def test_dev_does_not_reinstall_when_pyproject_is_unchanged() -> None:
+    stamp = ROOT / ".venv" / ".deniable-installed"
+    if not stamp.exists():
+        pytest.skip("not run through ./dev (no .venv/.deniable-installed)")
+    result = subprocess.run([str(ROOT / "dev"), "demo", "--help"], capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "== installing" not in result.stderr and "--respondents" in result.stdout
+
+
+def test_base_install_aggregator_says_to_install_the_server_extra() -> None:
+    script = ("import sys\nsys.modules['flask'] = None\n"
+              "from deniable.aggregator.cli import main\nsys.exit(main(['settings']))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 5
+    assert result.stderr.strip().splitlines() == [
+        "deniable-aggregator: error: the aggregator needs the server extra: "
+        "pip install 'deniable[server]'"
+    ]
 
 
 DEVICE_WITHOUT_NUMPY = """

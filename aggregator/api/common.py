@@ -42,19 +42,35 @@ def bearer_token() -> str | None:
 
 
 def is_operator() -> bool:
-    """True if the request carries a valid operator token (Forbidden if a wrong one)."""
+    """True if the request carries an operator token valid here (Forbidden if a wrong one).
+
+    A token limited to some surveys is valid only on routes of one of them (the
+    ``survey_id`` in the URL); on a route that concerns no one survey (creating
+    surveys, metrics) only an unlimited token is.
+    """
     token = bearer_token()
     if token is None:
         return False
-    if not current_storage().verify_operator_token(token):
+    found = current_storage().find_operator_token(token)
+    if found is None:
         raise Forbidden("the bearer token is not a valid operator token")
+    survey_id = (request.view_args or {}).get("survey_id")
+    if not found.may_act_on(survey_id):
+        where = f"survey {survey_id!r}" if survey_id else "this request"
+        raise Forbidden(f"this operator token is limited to surveys "
+                        f"{', '.join(found.surveys or ())}; it cannot act on {where}")  # fmt: skip
     return True
 
 
 def require_operator() -> None:
-    """401 without a bearer token, 403 with a wrong one."""
+    """401 without a bearer token, 403 with a wrong one or one limited to other surveys."""
     if not is_operator():
         raise AuthenticationError("this request needs an operator token (Authorization: Bearer)")
+
+
+def require_unscoped_operator() -> None:
+    """As :func:`require_operator`, for routes that concern no one survey."""
+    require_operator()
 
 
 def _plain(value: Any) -> Any:
@@ -75,14 +91,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def json_response(document: Any, status: int = 200) -> Response:
-    """A JSON response from plain data (numpy values converted, non-finite → null)."""
+def json_text(document: Any) -> str:
+    """JSON text of plain data (numpy values converted, non-finite → null)."""
     try:
         # Most documents are plain already; converting 1,000 acknowledged ids is wasted work.
-        body = json.dumps(document, ensure_ascii=False, allow_nan=False)
+        return json.dumps(document, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
-        body = json.dumps(_plain(document), ensure_ascii=False, allow_nan=False)
-    return current_app.response_class(body, status=status, mimetype="application/json")
+        return json.dumps(_plain(document), ensure_ascii=False, allow_nan=False)
+
+
+def json_response(document: Any, status: int = 200) -> Response:
+    """A JSON response from plain data (numpy values converted, non-finite → null)."""
+    return current_app.response_class(json_text(document), status=status,
+                                      mimetype="application/json")  # fmt: skip
 
 
 def survey_summary(record: SurveyRecord, *, operator: bool = False) -> dict[str, Any]:

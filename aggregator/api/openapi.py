@@ -247,6 +247,20 @@ def schemas(max_batch: int) -> dict[str, Any]:
                     "items": {
                         "type": "object",
                         "required": ["question", "type", "mechanism", "epsilon", "n"],
+                        "properties": {
+                            "intervals": {
+                                "type": "array",
+                                "description": "Every interval family: family, method, "
+                                "guarantee, nominal_half_width (docs/api.md).",
+                            },
+                            "tightest": {"enum": ["chebyshev", "chebyshev_exact", "bernstein"]},
+                            "simultaneous_tightest": {
+                                "enum": ["chebyshev", "chebyshev_exact", "bernstein"]
+                            },
+                            "covers": {"enum": ["respondents"]},
+                            "precision": {"enum": ["ok", "imprecise", "uninformative"]},
+                            "uninformative": {"type": "boolean"},
+                        },
                     },
                 },
             },
@@ -302,17 +316,37 @@ def document(max_batch: int) -> dict[str, Any]:
         },
         "/api/v1/key": {
             "get": _operation(
-                "The public key that signs survey definitions",
+                "The public key that signs survey definitions, and its rotation chain "
+                "(docs/key-rotation.md)",
                 {
                     200: _ok(
                         "The key",
                         {
                             "type": "object",
-                            "required": ["algorithm", "public_key", "key_id"],
+                            "required": ["algorithm", "public_key", "key_id", "sequence", "chain"],
                             "properties": {
                                 "algorithm": {"const": "Ed25519"},
                                 "public_key": {"type": "string"},
                                 "key_id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
+                                "sequence": {"type": "integer", "minimum": 0},
+                                "chain": {
+                                    "type": "array",
+                                    "items": {
+                                        "type": "object",
+                                        "required": ["sequence", "previous_key_id",
+                                                     "previous_public_key", "key_id",
+                                                     "public_key", "signature", "endorsement"],
+                                        "properties": {
+                                            "sequence": {"type": "integer", "minimum": 1},
+                                            "previous_key_id": {"type": "string"},
+                                            "previous_public_key": {"type": "string"},
+                                            "key_id": {"type": "string"},
+                                            "public_key": {"type": "string"},
+                                            "signature": {"type": "string"},
+                                            "endorsement": {"type": "string"},
+                                        },
+                                    },
+                                },
                             },
                         },
                     )

@@ -8,19 +8,26 @@ restates a mechanism's parameters.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import json
+import math
 import threading
+import zlib
 from collections import OrderedDict
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 from flask import Blueprint, Response, current_app, request
 
 from deniable.errors import InvalidParameter
-from deniable.estimation import DEFAULT_BETA, check_beta
-from deniable.survey import Survey
+from deniable.estimation import DEFAULT_BETA
+from deniable.survey import Question, Survey
 
 from ..storage import SurveyRecord, current_storage
-from .common import choice_parameter, is_operator, json_response, require_operator
+from .common import choice_parameter, is_operator, json_text, require_operator
 
 blueprint = Blueprint("results", __name__)
 
@@ -38,79 +45,194 @@ CSV_COLUMNS = (
 # stripping leading whitespace or NUL, one that follows them).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
 EXTENSION = "deniable.results_cache"
+# A serialized body in zlib-compressed pieces (one per question); decompressed and
+# concatenated they are the whole body.
+Body = tuple[bytes, ...]
+QUESTIONS_KEY = b', "questions": ['
+# Why level 1: results JSON shrinks ~50x even at the fastest level (0.4 s for 46 MB).
+COMPRESSION_LEVEL = 1
+# The β levels served over HTTP: 99.9%, 99%, 98%, 95%, 90% and 80% confidence.
+BETAS = (0.001, 0.01, 0.02, 0.05, 0.1, 0.2)
 
 
 class ResultsCache:
-    """A small LRU of result documents, keyed by the exact folded statistics."""
+    """An LRU of serialized result bodies, bounded in bytes, computed one at a time.
 
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._entries: OrderedDict[Any, dict[str, Any]] = OrderedDict()
+    Keys are (survey, status, β, format, digest of the folded statistics), so an
+    entry is only reused while no report arrived since.  Why compressed bytes and
+    not documents: the results of the largest allowed survey (100 questions x
+    1,024 options) are ~46 MB of JSON (far more as Python objects) but ~1 MB
+    compressed, and an entry count is no bound at all (issue 8.3).  Why one
+    computation at a time per process, on one thread: each allocates a
+    question's worth of objects at a time; concurrent requests for the same key
+    wait and then hit the cache instead of computing it again.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self._entries: OrderedDict[Any, tuple[Body, int]] = OrderedDict()
         self._lock = threading.Lock()
+        self.computing = threading.Lock()
+        # Why one thread: the allocator keeps an arena per thread, and a document built on
+        # each of eight request threads would leave eight arenas' worth of fragments.
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="results")
 
-    def get(self, key: Any) -> dict[str, Any] | None:
+    def get(self, key: Any) -> Body | None:
         with self._lock:
-            document = self._entries.get(key)
-            if document is not None:
-                self._entries.move_to_end(key)
-            return document
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+            return entry[0]
 
-    def put(self, key: Any, document: dict[str, Any]) -> None:
-        if self.size == 0:
+    def put(self, key: Any, body: Body) -> None:
+        size = sum(len(piece) for piece in body)
+        if size > self.max_bytes:
             return
         with self._lock:
-            self._entries[key] = document
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
+            _, previous = self._entries.pop(key, ((), 0))
+            self.size += size - previous
+            self._entries[key] = (body, size)
+            while self.size > self.max_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self.size -= dropped
 
 
-def _cache() -> ResultsCache:
+def results_cache() -> ResultsCache:
     cache = current_app.extensions.get(EXTENSION)
     if cache is None:
         cache = current_app.extensions.setdefault(
-            EXTENSION, ResultsCache(current_app.config["RESULTS_CACHE"])
+            EXTENSION, ResultsCache(current_app.config["RESULTS_CACHE_BYTES"])
         )
     return cache
 
 
 def parse_beta() -> float:
+    """β from ``?beta=``: one of :data:`BETAS` (400 otherwise).
+
+    Why a fixed set: every distinct β costs a full computation (seconds of CPU
+    on the largest allowed survey) and would need a cache entry of its own; a
+    handful of conventional levels covers every use (issue 8.3).
+    """
     text = request.args.get("beta")
     if text is None:
         return DEFAULT_BETA
     try:
         value = float(text)
     except ValueError:
-        raise InvalidParameter(f"beta must be a number in (0, 1), got {text[:40]!r}") from None
-    return check_beta(value)
-
-
-def compute_results(record: SurveyRecord, beta: float) -> dict[str, Any]:
-    """The results document of a survey: fold pending reports, then estimate."""
-    statistics = current_storage().fold(record.id, chunk=current_app.config["FOLD_CHUNK"])
-    key = (
-        record.id,
-        record.status,
-        beta,
-        tuple((qid, s.n, s.statistics.tobytes()) for qid, s in statistics.items()),
+        value = math.nan
+    for allowed in BETAS:
+        if math.isclose(value, allowed, rel_tol=1e-9):
+            return allowed
+    raise InvalidParameter(
+        f"beta must be one of {', '.join(f'{b:g}' for b in BETAS)}, got {text[:40]!r}"
     )
-    cache = _cache()
-    cached = cache.get(key)
-    if cached is not None:
-        return cached
-    questions = [
-        question.results(statistics[question.id].statistics, statistics[question.id].n, beta=beta)
-        for question in record.survey.questions
-    ]
-    document = {
+
+
+def statistics_key(record: SurveyRecord, beta: float, kind: str) -> tuple[Any, ...]:
+    statistics = current_storage().fold(record.id, chunk=current_app.config["FOLD_CHUNK"])
+    digest = hashlib.sha256()
+    for question_id, folded in statistics.items():
+        digest.update(f"{question_id}:{folded.n}:".encode())
+        digest.update(np.ascontiguousarray(folded.statistics, dtype=np.int64).tobytes())
+    return (record.id, record.status, float(beta), kind, digest.hexdigest()), statistics
+
+
+def _header(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> dict[str, Any]:
+    return {
         "survey": record.id,
         "title": record.survey.title,
         "status": record.status,
         "beta": beta,
         "n_reports": sum(s.n for s in statistics.values()),
-        "questions": questions,
     }
-    cache.put(key, document)
-    return document
+
+
+def _question_results(
+    record: SurveyRecord, statistics: dict[str, Any], beta: float
+) -> Iterator[tuple[Question, dict[str, Any]]]:
+    """Each question with its results, one at a time (never a whole document in memory)."""
+    for question in record.survey.questions:
+        folded = statistics[question.id]
+        yield question, question.results(folded.statistics, folded.n, beta=beta)
+
+
+def _json_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> Body:
+    """The JSON document, serialized question by question into one piece each.
+
+    Why pieces: no whole document (~50 MB of objects on the largest survey) and no
+    single ~20 MB buffer is ever allocated, so a worker's memory returns to its
+    level after each computation instead of fragmenting (issue 8.3).
+    """
+    head = json_text(_header(record, statistics, beta))
+    pieces = [_pack(head[:-1].encode("utf-8") + QUESTIONS_KEY)]
+    for index, (_, result) in enumerate(_question_results(record, statistics, beta)):
+        pieces.append(_pack((b", " if index else b"") + json_text(result).encode("utf-8")))
+    pieces.append(_pack(b"]}"))
+    return tuple(pieces)
+
+
+def _pack(piece: bytes) -> bytes:
+    return zlib.compress(piece, COMPRESSION_LEVEL)
+
+
+def unpacked(body: Body) -> Iterator[bytes]:
+    """The body's bytes, piece by piece (never all at once)."""
+    for piece in body:
+        yield zlib.decompress(piece)
+
+
+def _csv_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> Body:
+    """The CSV table, one piece per question (see :func:`_json_body`)."""
+    buffer = io.StringIO()
+    writer = csv_writer(buffer)
+    pieces = []
+    for question, result in _question_results(record, statistics, beta):
+        for row in question_rows(question, result, beta):
+            writer.writerow({column: _cell(row.get(column)) for column in CSV_COLUMNS})
+        pieces.append(_pack(buffer.getvalue().encode("utf-8")))
+        buffer.seek(0)
+        buffer.truncate()
+    return tuple(pieces)
+
+
+def results_body(record: SurveyRecord, beta: float, kind: str = "json") -> Body:
+    """The results of a survey as JSON or CSV body pieces: fold pending reports, then estimate."""
+    key, statistics = statistics_key(record, beta, kind)
+    cache = results_cache()
+    body = cache.get(key)
+    if body is not None:
+        return body
+    with cache.computing:
+        body = cache.get(key)
+        if body is None:
+            render = _csv_body if kind == "csv" else _json_body
+            body = cache.executor.submit(render, record, statistics, beta).result()
+            cache.put(key, body)
+    return body
+
+
+def compute_results(record: SurveyRecord, beta: float) -> dict[str, Any]:
+    """The results document of a survey (the CLI's view of the API body)."""
+    return json.loads(b"".join(unpacked(results_body(record, beta, "json"))))
+
+
+def results_by_question(
+    record: SurveyRecord, beta: float
+) -> tuple[dict[str, Any], Iterator[dict[str, Any]]]:
+    """(the document without ``questions``, each question's results in turn).
+
+    The dashboard's view of the same cached body, parsed one question at a time.
+    """
+    body = results_body(record, beta, "json")
+    head = json.loads(zlib.decompress(body[0])[: -len(QUESTIONS_KEY)] + b"}")
+
+    def questions() -> Iterator[dict[str, Any]]:
+        for piece in body[1:-1]:
+            yield json.loads(zlib.decompress(piece).removeprefix(b", "))
+
+    return head, questions()
 
 
 def _cell(value: Any) -> Any:
@@ -119,35 +241,42 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
+def question_rows(question: Question, result: dict[str, Any], beta: float) -> list[dict[str, Any]]:
+    """The CSV rows of one question: one per category (one for a numeric question)."""
+    common = {name: result.get(name) for name in ("question", "type", "mechanism", "epsilon")}
+    common |= {"n": result["n"], "beta": result.get("beta", beta)}
+    common |= {name: result.get(name) for name in
+               ("variance_bound", "half_width", "simultaneous_half_width", "tightest",
+                "simultaneous_tightest", "precision")}  # fmt: skip
+    if "categories" in result:
+        return [{**common, **category} for category in result["categories"]]
+    if "mean" in result:
+        return [{**common, "label": "mean", "estimate": result["mean"], "lower": result["lower"],
+                 "upper": result["upper"], "clipped": result["clipped"],
+                 **{key: value for key, value in result.items()
+                    if key.startswith(("chebyshev_exact_", "bernstein_"))}}]  # fmt: skip
+    return [{**common, "label": label, "estimate": None} for label in question.labels]
+
+
 def csv_rows(document: dict[str, Any], survey: Survey) -> list[dict[str, Any]]:
     """One row per question category (per question for numeric questions)."""
     rows = []
     for question, result in zip(survey.questions, document["questions"], strict=True):
-        common = {name: result.get(name) for name in ("question", "type", "mechanism", "epsilon")}
-        common |= {"n": result["n"], "beta": result.get("beta", document["beta"])}
-        common |= {name: result.get(name) for name in
-                   ("variance_bound", "half_width", "simultaneous_half_width", "tightest",
-                    "simultaneous_tightest", "precision")}  # fmt: skip
-        if "categories" in result:
-            for category in result["categories"]:
-                rows.append({**common, **category})
-        elif "mean" in result:
-            rows.append({**common, "label": "mean", "estimate": result["mean"],
-                         "lower": result["lower"], "upper": result["upper"],
-                         "clipped": result["clipped"],
-                         **{key: value for key, value in result.items()
-                            if key.startswith(("chebyshev_exact_", "bernstein_"))}})  # fmt: skip
-        else:
-            rows.extend({**common, "label": label, "estimate": None} for label in question.labels)
+        rows += question_rows(question, result, document["beta"])
     return rows
+
+
+def csv_writer(buffer: io.StringIO) -> csv.DictWriter:
+    """RFC 4180: CRLF rows, and any field holding a quote, comma, CR or LF is quoted."""
+    writer = csv.DictWriter(buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\r\n",
+                            quoting=csv.QUOTE_MINIMAL)  # fmt: skip
+    writer.writeheader()
+    return writer
 
 
 def to_csv(document: dict[str, Any], survey: Survey) -> str:
     buffer = io.StringIO()
-    # RFC 4180: CRLF rows, and any field holding a quote, comma, CR or LF is quoted.
-    writer = csv.DictWriter(buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\r\n",
-                            quoting=csv.QUOTE_MINIMAL)  # fmt: skip
-    writer.writeheader()
+    writer = csv_writer(buffer)
     for row in csv_rows(document, survey):
         writer.writerow({column: _cell(row.get(column)) for column in CSV_COLUMNS})
     return buffer.getvalue()
@@ -165,16 +294,17 @@ def wants_csv() -> bool:
 
 @blueprint.get("/surveys/<survey_id>/results")
 def results(survey_id: str) -> Response:
+    # Why the parameters first: a request that can only be refused touches no storage.
+    beta = parse_beta()
+    csv_wanted = wants_csv()
     record = current_storage().get_survey(survey_id, count=False)
     if not record.results_public:
         require_operator()
     else:
         is_operator()  # Why: a wrong token is refused (403) even where none is needed.
-    beta = parse_beta()
-    csv_wanted = wants_csv()
-    document = compute_results(record, beta)
+    body = unpacked(results_body(record, beta, "csv" if csv_wanted else "json"))
     if csv_wanted:
-        response = Response(to_csv(document, record.survey), mimetype="text/csv")
+        response = Response(body, mimetype="text/csv")
         response.headers["Content-Disposition"] = f'attachment; filename="{survey_id}-results.csv"'
         return response
-    return json_response(document)
+    return Response(body, mimetype="application/json")

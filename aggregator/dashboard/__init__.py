@@ -10,16 +10,22 @@ a notice instead of numbers.  Register with :func:`init_app`.
 
 from __future__ import annotations
 
+import math
+import zlib
+from typing import Any
+
 from flask import Blueprint, Flask, Response, render_template, request, url_for
 
 from deniable.errors import InvalidParameter, NotFound
 
 from ..api.common import check_survey_id, page_parameters, survey_summary
-from ..api.results import compute_results
-from ..storage import current_storage
+from ..api.results import results_by_question, results_cache, statistics_key, unpacked
+from ..storage import SurveyRecord, current_storage
 from .present import question_view
 
 blueprint = Blueprint("dashboard", __name__, template_folder="templates")
+# A question with more categories shows this many bars (the largest estimates).
+TOP_CATEGORIES = 12
 
 # Why: pages embed only inline CSS and SVG; nothing else may load or run.
 CONTENT_SECURITY_POLICY = (
@@ -75,6 +81,20 @@ def index() -> str | tuple[str, int]:
     )  # fmt: skip
 
 
+def top_categories(result: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """(result with its :data:`TOP_CATEGORIES` largest estimates, how many were left out).
+
+    Why: a page drawing every bar of 100 questions x 1,024 options was 79 MB; the
+    rest of the categories are one click away in the CSV and JSON results.
+    """
+    categories = result.get("categories") or []
+    if len(categories) <= TOP_CATEGORIES:
+        return result, 0
+    ranked = sorted(categories, key=lambda c: -math.inf if c.get("estimate") is None
+                    else -float(c["estimate"]))[:TOP_CATEGORIES]  # fmt: skip
+    return {**result, "categories": ranked}, len(categories) - TOP_CATEGORIES
+
+
 @blueprint.get("/surveys/<survey_id>")
 def survey(survey_id: str) -> str | tuple[str, int]:
     try:
@@ -86,19 +106,36 @@ def survey(survey_id: str) -> str | tuple[str, int]:
         beta = _beta()
     except InvalidParameter as error:
         return render_template("missing.html", survey_id=survey_id, error=str(error)), 400
+    # Why cached: the page of the largest survey parses ~46 MB of results; the page
+    # itself (~1 MB) is kept, compressed, beside the results it shows.
+    key = None
+    if record.results_public:
+        key = statistics_key(record, beta, f"page:{'beta' in request.args}")[0]
+        cached = results_cache().get(key)
+        if cached is not None:
+            return b"".join(unpacked(cached)).decode("utf-8")
+    page = _survey_page(record, beta)
+    if key is not None:
+        results_cache().put(key, (zlib.compress(page.encode("utf-8"), 1),))
+    return page
+
+
+def _survey_page(record: SurveyRecord, beta: float) -> str:
     summary = survey_summary(record)
     summary["description"] = record.survey.description
     questions = []
     summary["respondents"] = None  # private: hidden like the report count
     if record.results_public:
         summary["respondents"] = respondents(current_storage().fold(record.id))
-        document = compute_results(record, beta)
-        summary["n_reports"] = document["n_reports"]
+        header, results = results_by_question(record, beta)
+        summary["n_reports"] = header["n_reports"]
         definitions = {q.id: q.to_dict() for q in record.survey.questions}
-        questions = [
-            question_view(definitions[result["question"]], result)
-            for result in document["questions"]
-        ]
+        questions = []
+        for result in results:
+            shown, hidden = top_categories(result)
+            view = question_view(definitions[result["question"]], shown)
+            view["hidden"] = hidden
+            questions.append(view)
     extra = {"beta": beta} if "beta" in request.args else {}
     return render_template(
         "survey.html",

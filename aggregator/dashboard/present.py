@@ -60,14 +60,15 @@ def precision_sentence(result: Mapping[str, Any]) -> str:
     """Words for small samples: '' when the intervals are narrower than ±10 points."""
     precision = result.get("precision", "ok")
     needed = result.get("respondents_for_ten_points")
-    need = f" About {needed:,} respondents are needed for ±10 points." if needed else ""
+    ten = "±10% of the answer range" if "mean" in result else "±10 points"
+    need = f" About {needed:,} respondents are needed for {ten}." if needed else ""
     if precision == "uninformative":
         return (
             "Too few respondents to say anything useful here: the interval covers half of the "
             f"possible range or more, so read these numbers as noise.{need}"
         )
     if precision == "imprecise":
-        return f"Few respondents: the intervals are wider than ±10 points.{need}"
+        return f"Few respondents: the intervals are wider than {ten}.{need}"
     return ""
 
 

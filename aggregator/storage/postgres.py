@@ -4,8 +4,9 @@ Ingest only inserts (into ``reports`` and ``pending``) and takes a share lock
 on its survey row, so concurrent writers never wait for each other; closing a
 survey (an UPDATE) waits for in-flight ingests, so nothing is acknowledged for
 a closed survey.  Folding locks the survey's ``question_statistics`` rows
-(only results readers do) and moves pending rows with ``DELETE ... RETURNING``:
-no seq watermark, because identity values commit out of order.
+(results readers, and an ingest that found a backlog, after its commit and with
+NOWAIT) and moves pending rows with ``DELETE ... RETURNING``: no seq
+watermark, because identity values commit out of order.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -32,10 +34,11 @@ from deniable.wire import Report
 
 from .base import (
     CLOSED,
+    FOLD_BACKLOG,
+    FOLD_CHUNK,
     OPEN,
     SURVEY_COLUMNS,
     SURVEY_COLUMNS_UNCOUNTED,
-    OperatorToken,
     QuestionStatistics,
     Storage,
     StoredReport,
@@ -51,7 +54,7 @@ from .base import (
     iso,
     migrations,
     new_enrolment_token,
-    new_token,
+    utc_now,
 )
 
 # Deadlocks (two batches sharing ids) and serialization failures are retried whole.
@@ -165,42 +168,17 @@ class PostgresStorage(Storage):
         if read_only:
             raise StorageError("postgresql: the database refuses writes (read-only)")
 
-    # -- operator tokens -------------------------------------------------------------------
-    def create_operator_token(self, label: str = "") -> str:
-        token = new_token()
-        with self._transaction() as connection:
-            connection.execute(
-                "INSERT INTO operator_tokens (token_hash, label) VALUES (%s, %s)",
-                (hash_token(token), label),
-            )
-        return token
+    # -- dialect hooks ------------------------------------------------------------------
+    placeholder = "%s"
 
-    def verify_operator_token(self, token: str) -> bool:
-        with self._transaction() as connection:
-            row = connection.execute(
-                "SELECT 1 FROM operator_tokens WHERE token_hash = %s AND revoked_at IS NULL",
-                (hash_token(token),),
-            ).fetchone()
-        return row is not None
+    def _read(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
+        return self._transaction()
 
-    def list_operator_tokens(self) -> list[OperatorToken]:
-        with self._transaction() as connection:
-            rows = connection.execute(
-                "SELECT id, label, created_at, revoked_at FROM operator_tokens ORDER BY id"
-            ).fetchall()
-        return [
-            OperatorToken(id=r[0], label=r[1], created_at=iso(r[2]), revoked_at=iso(r[3]))
-            for r in rows
-        ]
+    def _write(self) -> contextlib.AbstractContextManager[psycopg.Connection]:
+        return self._transaction()
 
-    def revoke_operator_token(self, token_id: int) -> bool:
-        with self._transaction() as connection:
-            cursor = connection.execute(
-                "UPDATE operator_tokens SET revoked_at = now()"
-                " WHERE id = %s AND revoked_at IS NULL",
-                (token_id,),
-            )
-        return cursor.rowcount == 1
+    def _timestamp(self) -> Any:
+        return utc_now()
 
     # -- surveys ---------------------------------------------------------------------------
     def _fetch(
@@ -301,13 +279,15 @@ class PostgresStorage(Storage):
         token_hash = hash_token(token)
         spent = connection.execute(
             "UPDATE enrolment_tokens SET spent_at = now(), batch_digest = %s"
-            " WHERE token_hash = %s AND survey_id = %s AND spent_at IS NULL",
+            " WHERE token_hash = %s AND survey_id = %s AND spent_at IS NULL"
+            " AND revoked_at IS NULL",
             (digest, token_hash, survey_id),
         ).rowcount
         if spent == 1:
             return
         row = connection.execute(
-            "SELECT batch_digest FROM enrolment_tokens WHERE token_hash = %s AND survey_id = %s",
+            "SELECT batch_digest, revoked_at FROM enrolment_tokens"
+            " WHERE token_hash = %s AND survey_id = %s",
             (token_hash, survey_id),
         ).fetchone()
         check_spent(survey_id, row, digest)
@@ -326,16 +306,22 @@ class PostgresStorage(Storage):
         # (Sorting by id would avoid that but lose the body's order in the log.)
         for attempt in range(ATTEMPTS):
             try:
-                self._add_reports(survey_id, reports, enrolment_token, operator)
+                backlog = self._add_reports(survey_id, reports, enrolment_token, operator)
                 break
             except RETRYABLE as error:
                 if attempt == ATTEMPTS - 1:
                     raise StorageError(f"postgresql: {type(error).__name__}") from None
+        if backlog:
+            # After the commit (the batch is acknowledged whatever happens here), and
+            # only if no other fold holds the statistics rows: ingest never waits.
+            with contextlib.suppress(StorageError):
+                self._fold(survey_id, FOLD_CHUNK, wait=False)
         return [report.id for report in reports]
 
     def _add_reports(
         self, survey_id: str, reports: list[Report], enrolment_token: str | None, operator: bool
-    ) -> None:
+    ) -> bool:
+        """Store the batch; True if the survey has more than FOLD_BACKLOG pending reports."""
         with self._transaction(retryable=True) as connection:
             row = connection.execute(
                 "SELECT status, require_enrolment FROM surveys WHERE id = %s FOR SHARE",
@@ -347,6 +333,10 @@ class PostgresStorage(Storage):
                 raise Conflict(f"survey {survey_id!r} is closed")
             if row[1] and not operator:
                 self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
+            backlog = connection.execute(
+                "SELECT 1 FROM pending WHERE survey_id = %s ORDER BY seq LIMIT 1 OFFSET %s",
+                (survey_id, FOLD_BACKLOG),
+            ).fetchone() is not None
             columns = (
                 [r.id for r in reports],
                 [r.question for r in reports],
@@ -363,17 +353,16 @@ class PostgresStorage(Storage):
                     SELECT %s, report_id, question_id, payload, digest
                     FROM incoming ORDER BY position
                     ON CONFLICT (survey_id, report_id) DO NOTHING
-                    RETURNING seq, survey_id, report_id, question_id, payload
+                    RETURNING seq, survey_id, report_id
                 ), queued AS (
-                    INSERT INTO pending (seq, survey_id, question_id, payload)
-                    SELECT seq, survey_id, question_id, payload FROM inserted
+                    INSERT INTO pending (seq, survey_id) SELECT seq, survey_id FROM inserted
                 )
                 SELECT report_id::text FROM inserted
                 """,
                 (*columns, survey_id),
             ).fetchall()
             if len(inserted) == len(reports):
-                return
+                return backlog
             new = {report_id for (report_id,) in inserted}
             retried = [r for r in reports if r.id not in new]
             stored = dict(
@@ -386,6 +375,7 @@ class PostgresStorage(Storage):
             for report in retried:
                 if stored.get(report.id) != report.digest:
                     raise Conflict(f"report id {report.id} was already used with another body")
+        return backlog
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
         self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.
@@ -416,27 +406,34 @@ class PostgresStorage(Storage):
 
     # -- results ---------------------------------------------------------------------------
     def fold(self, survey_id: str, *, chunk: int = 10_000) -> dict[str, QuestionStatistics]:
+        return self._fold(survey_id, chunk, wait=True)
+
+    def _fold(self, survey_id: str, chunk: int, *, wait: bool) -> dict[str, QuestionStatistics]:
+        """Fold every pending report; ``wait=False`` gives up (StorageError) on a held lock."""
+        lock = "FOR UPDATE" if wait else "FOR UPDATE NOWAIT"
         while True:
             with self._transaction() as connection:
                 record = self._fetch(connection, survey_id, count=False)
-                # Why FOR UPDATE: only results readers lock these rows, so one fold at a
-                # time per survey; ingest never touches them.
+                # Why FOR UPDATE: one fold at a time per survey (results readers, and
+                # an ingest that found a backlog); ingest itself never touches them.
                 current = {
                     qid: QuestionStatistics(
                         question=qid, n=n, statistics=np.asarray(s, dtype=np.int64)
                     )
                     for qid, n, s in connection.execute(
                         "SELECT question_id, n, statistics FROM question_statistics"
-                        " WHERE survey_id = %s ORDER BY position FOR UPDATE",
+                        f" WHERE survey_id = %s ORDER BY position {lock}",
                         (survey_id,),
                     ).fetchall()
                 }
                 rows = connection.execute(
                     # Why ORDER BY seq: it walks the (survey_id, seq) index instead of
-                    # scanning a table full of rows deleted by earlier folds.
-                    "DELETE FROM pending WHERE seq IN"
+                    # scanning a table full of rows deleted by earlier folds.  Pending
+                    # holds seqs only: question and payload are read from reports.
+                    "WITH taken AS (DELETE FROM pending WHERE seq IN"
                     " (SELECT seq FROM pending WHERE survey_id = %s ORDER BY seq LIMIT %s)"
-                    " RETURNING question_id, payload",
+                    " RETURNING seq)"
+                    " SELECT r.question_id, r.payload FROM taken JOIN reports r USING (seq)",
                     (survey_id, chunk),
                 ).fetchall()
                 if not rows:

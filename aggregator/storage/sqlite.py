@@ -27,10 +27,11 @@ from deniable.wire import Report
 
 from .base import (
     CLOSED,
+    FOLD_BACKLOG,
+    FOLD_CHUNK,
     OPEN,
     SURVEY_COLUMNS,
     SURVEY_COLUMNS_UNCOUNTED,
-    OperatorToken,
     QuestionStatistics,
     Storage,
     StoredReport,
@@ -46,7 +47,6 @@ from .base import (
     iso,
     migrations,
     new_enrolment_token,
-    new_token,
     statistics_from_json,
     utc_now,
 )
@@ -194,41 +194,12 @@ class SqliteStorage(Storage):
         if shutil.disk_usage(folder).free < MIN_FREE_BYTES:
             raise StorageError(f"sqlite {self.path}: the disk is full")
 
-    # -- operator tokens --------------------------------------------------------------
-    def create_operator_token(self, label: str = "") -> str:
-        token = new_token()
-        with self._transaction() as connection:
-            connection.execute(
-                "INSERT INTO operator_tokens (token_hash, label, created_at) VALUES (?, ?, ?)",
-                (hash_token(token), label, iso(utc_now())),
-            )
-        return token
+    # -- dialect hooks ------------------------------------------------------------------
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._transaction("DEFERRED")
 
-    def verify_operator_token(self, token: str) -> bool:
-        with self._transaction("DEFERRED") as connection:
-            row = connection.execute(
-                "SELECT 1 FROM operator_tokens WHERE token_hash = ? AND revoked_at IS NULL",
-                (hash_token(token),),
-            ).fetchone()
-        return row is not None
-
-    def list_operator_tokens(self) -> list[OperatorToken]:
-        with self._transaction("DEFERRED") as connection:
-            rows = connection.execute(
-                "SELECT id, label, created_at, revoked_at FROM operator_tokens ORDER BY id"
-            ).fetchall()
-        return [
-            OperatorToken(id=r[0], label=r[1], created_at=iso(r[2]), revoked_at=iso(r[3]))
-            for r in rows
-        ]
-
-    def revoke_operator_token(self, token_id: int) -> bool:
-        with self._transaction() as connection:
-            cursor = connection.execute(
-                "UPDATE operator_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-                (iso(utc_now()), token_id),
-            )
-        return cursor.rowcount == 1
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._transaction()
 
     # -- surveys ------------------------------------------------------------------------
     def _fetch(
@@ -317,13 +288,14 @@ class SqliteStorage(Storage):
         token_hash = hash_token(token)
         spent = connection.execute(
             "UPDATE enrolment_tokens SET spent_at = ?, batch_digest = ?"
-            " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL",
+            " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL AND revoked_at IS NULL",
             (iso(utc_now()), digest, token_hash, survey_id),
         ).rowcount
         if spent == 1:
             return
         row = connection.execute(
-            "SELECT batch_digest FROM enrolment_tokens WHERE token_hash = ? AND survey_id = ?",
+            "SELECT batch_digest, revoked_at FROM enrolment_tokens"
+            " WHERE token_hash = ? AND survey_id = ?",
             (token_hash, survey_id),
         ).fetchone()
         check_spent(survey_id, row, digest)
@@ -349,7 +321,25 @@ class SqliteStorage(Storage):
             if row[1] and not operator:
                 self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
             self._insert_reports(connection, survey_id, reports, received_at)
+            if self._backlog(connection, survey_id):
+                # Same transaction, same commit: the write lock is held anyway.  A
+                # savepoint keeps the acknowledged batch even if the fold fails.
+                connection.execute("SAVEPOINT fold")
+                try:
+                    self._fold_all(connection, survey_id)
+                    connection.execute("RELEASE fold")
+                except StorageError:
+                    connection.execute("ROLLBACK TO fold")
+                    connection.execute("RELEASE fold")
         return [report.id for report in reports]
+
+    @staticmethod
+    def _backlog(connection: sqlite3.Connection, survey_id: str) -> bool:
+        """More than FOLD_BACKLOG pending reports (walks at most that many index entries)."""
+        return connection.execute(
+            "SELECT 1 FROM pending WHERE survey_id = ? ORDER BY seq LIMIT 1 OFFSET ?",
+            (survey_id, FOLD_BACKLOG),
+        ).fetchone() is not None
 
     @staticmethod
     def _insert_reports(
@@ -357,38 +347,41 @@ class SqliteStorage(Storage):
     ) -> None:
         """Insert the new reports and queue them for folding; refuse a reused id.
 
-        The caller holds the write lock (BEGIN IMMEDIATE), so the existence check
-        and the inserts cannot interleave with another writer, and the new rows
-        are exactly those with seq above the current maximum.
+        The caller holds the write lock (BEGIN IMMEDIATE), so nothing interleaves
+        with these statements, and the new rows are exactly those with seq above
+        the maximum before the insert.  Ids already stored are skipped by the
+        unique key; only then are their digests compared (a retry is acknowledged,
+        a reused id raises Conflict and the caller's transaction rolls back).
         """
-        ids = [report.id for report in reports]
-        stored: dict[str, str] = {}
-        for start in range(0, len(ids), 500):  # Why: SQLite caps bound parameters.
-            part = ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            stored.update(
-                connection.execute(
-                    "SELECT report_id, digest FROM reports"
-                    f" WHERE survey_id = ? AND report_id IN ({marks})",
-                    (survey_id, *part),
-                ).fetchall()
-            )
-        for report in reports:
-            if report.id in stored and stored[report.id] != report.digest:
-                raise Conflict(f"report id {report.id} was already used with another body")
-        new = [report for report in reports if report.id not in stored]
-        if not new:
-            return
         (before,) = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM reports").fetchone()
+        changes = connection.total_changes
         connection.executemany(
             "INSERT INTO reports"
             " (survey_id, report_id, question_id, payload, digest, received_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            [(survey_id, r.id, r.question, r.payload, r.digest, received_at) for r in new],
+            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (survey_id, report_id) DO NOTHING",
+            [(survey_id, r.id, r.question, r.payload, r.digest, received_at) for r in reports],
         )
+        inserted = connection.total_changes - changes
+        if inserted < len(reports):
+            ids = [report.id for report in reports]
+            stored: dict[str, str] = {}
+            for start in range(0, len(ids), 500):  # Why: SQLite caps bound parameters.
+                part = ids[start : start + 500]
+                marks = ",".join("?" * len(part))
+                stored.update(
+                    connection.execute(
+                        "SELECT report_id, digest FROM reports"
+                        f" WHERE survey_id = ? AND seq <= ? AND report_id IN ({marks})",
+                        (survey_id, before, *part),
+                    ).fetchall()
+                )
+            for report in reports:
+                if report.id in stored and stored[report.id] != report.digest:
+                    raise Conflict(f"report id {report.id} was already used with another body")
+        if not inserted:
+            return
         connection.execute(
-            "INSERT INTO pending (seq, survey_id, question_id, payload)"
-            " SELECT seq, survey_id, question_id, payload FROM reports WHERE seq > ?",
+            "INSERT INTO pending (seq, survey_id) SELECT seq, survey_id FROM reports WHERE seq > ?",
             (before,),
         )
 
@@ -421,29 +414,44 @@ class SqliteStorage(Storage):
     def fold(self, survey_id: str, *, chunk: int = 10_000) -> dict[str, QuestionStatistics]:
         while True:
             with self._transaction() as connection:
-                record = self._fetch(connection, survey_id, count=False)
-                current = {
-                    qid: QuestionStatistics(question=qid, n=n, statistics=statistics_from_json(s))
-                    for qid, n, s in connection.execute(
-                        "SELECT question_id, n, statistics FROM question_statistics"
-                        " WHERE survey_id = ? ORDER BY position",
-                        (survey_id,),
-                    )
-                }
-                rows = connection.execute(
-                    "DELETE FROM pending WHERE seq IN"
-                    " (SELECT seq FROM pending WHERE survey_id = ? ORDER BY seq LIMIT ?)"
-                    " RETURNING question_id, payload",
-                    (survey_id, chunk),
-                ).fetchall()
-                if not rows:
-                    return current
-                updated = fold_into(record.survey, current, rows)
-                connection.executemany(
-                    "UPDATE question_statistics SET n = ?, statistics = ?"
-                    " WHERE survey_id = ? AND question_id = ?",
-                    [(s.n, json.dumps(s.statistics.tolist()), survey_id, qid)
-                     for qid, s in updated.items() if s is not current[qid]],
-                )  # fmt: skip
-            if len(rows) < chunk:
-                return updated
+                statistics, folded = self._fold_chunk(connection, survey_id, chunk)
+            if folded < chunk:
+                return statistics
+
+    def _fold_all(self, connection: sqlite3.Connection, survey_id: str) -> None:
+        while self._fold_chunk(connection, survey_id, FOLD_CHUNK)[1] == FOLD_CHUNK:
+            pass
+
+    def _fold_chunk(
+        self, connection: sqlite3.Connection, survey_id: str, chunk: int
+    ) -> tuple[dict[str, QuestionStatistics], int]:
+        """Fold up to ``chunk`` pending reports (the caller holds the write lock)."""
+        record = self._fetch(connection, survey_id, count=False)
+        current = {
+            qid: QuestionStatistics(question=qid, n=n, statistics=statistics_from_json(s))
+            for qid, n, s in connection.execute(
+                "SELECT question_id, n, statistics FROM question_statistics"
+                " WHERE survey_id = ? ORDER BY position",
+                (survey_id,),
+            )
+        }
+        # Why the join: pending holds seqs only; question and payload live in reports.
+        rows = connection.execute(
+            "SELECT p.seq, r.question_id, r.payload FROM pending p JOIN reports r ON r.seq = p.seq"
+            " WHERE p.survey_id = ? ORDER BY p.seq LIMIT ?",
+            (survey_id, chunk),
+        ).fetchall()
+        if not rows:
+            return current, 0
+        # The first ``chunk`` pending seqs of this survey, and no writer can add any.
+        connection.execute(
+            "DELETE FROM pending WHERE survey_id = ? AND seq <= ?", (survey_id, rows[-1][0])
+        )
+        updated = fold_into(record.survey, current, ((q, p) for _, q, p in rows))
+        connection.executemany(
+            "UPDATE question_statistics SET n = ?, statistics = ?"
+            " WHERE survey_id = ? AND question_id = ?",
+            [(s.n, json.dumps(s.statistics.tolist()), survey_id, qid)
+             for qid, s in updated.items() if s is not current[qid]],
+        )  # fmt: skip
+        return updated, len(rows)

@@ -271,6 +271,8 @@ class Mechanism(ABC):
         searched for, so what passes is exactly lowercase hex of the right size.
         """
         width = self.report_length
+        if not isinstance(payloads, list | tuple):
+            payloads = list(payloads)  # read twice below
         try:
             text = "".join(payloads)  # type: ignore[arg-type]
             if (payloads and set(map(len, payloads)) != {width}) or any(

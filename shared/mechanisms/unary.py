@@ -74,8 +74,8 @@ def _bernoulli_rows(rng: np.random.Generator, out: np.ndarray, limit: int) -> No
 
 class UnaryReport(tuple):
     """A unary report as ``randomize`` returns it: a tuple of d ints 0/1 that
-    also keeps those bits as bytes, so ``encode`` need not convert the tuple
-    back (a tuple is immutable, so the two always agree)."""
+    also keeps those bits as bytes (read-only), so ``encode`` need not convert
+    the tuple back; the tuple is immutable, so the two always agree."""
 
     bits: bytes
 

@@ -120,8 +120,9 @@ def test_commands_refuse_a_database_init_never_ran_on(paths, capsys, command) ->
         (paths["dir"] / "x.json").write_text(json.dumps(DEMO))
         command = ["create-survey", str(paths["dir"] / "x.json")]
     status, _, err = call(capsys, run(paths, *command))
-    assert status == 1
-    assert "not initialised" in single_error_line(err) and f"{PROG} init" in err
+    assert status == 3  # not found: there is no database yet
+    assert "no database at" in single_error_line(err) and f"{PROG} init" in err
+    assert not paths["database"].exists()  # and the command did not create one
 
 
 # -- surveys ------------------------------------------------------------------------
@@ -154,21 +155,21 @@ def test_create_survey_private_and_from_stdin(initialised, capsys, monkeypatch) 
         (b"\xff\xfe", "not UTF-8"),
     ],
 )
-def test_create_survey_bad_input_is_one_line_and_status_1(initialised, capsys, content, message):
+def test_create_survey_bad_input_is_one_line_and_status_2(initialised, capsys, content, message):
     path = initialised["dir"] / "bad.json"
     if isinstance(content, bytes):
         path.write_bytes(content)
     elif content is not None:
         path.write_text(content)
     status, out, err = call(capsys, run(initialised, "create-survey", str(path)))
-    assert status == 1 and out == ""
+    assert status == 2 and out == ""
     assert message in single_error_line(err)
 
 
 def test_create_survey_twice_is_a_conflict(with_survey, capsys) -> None:
     definition = with_survey["dir"] / "survey.json"
     status, _, err = call(capsys, run(with_survey, "create-survey", str(definition)))
-    assert status == 1 and "taken" in single_error_line(err)
+    assert status == 4 and "taken" in single_error_line(err)
 
 
 def test_close_survey(with_survey, capsys) -> None:
@@ -179,7 +180,7 @@ def test_close_survey(with_survey, capsys) -> None:
     assert storage.get_survey(DEMO["id"]).status == "closed"
     storage.close()
     status, _, err = call(capsys, run(with_survey, "close-survey", "no-such-survey"))
-    assert status == 1 and "no-such-survey" in single_error_line(err)
+    assert status == 3 and "no-such-survey" in single_error_line(err)
 
 
 # -- tokens -------------------------------------------------------------------------
@@ -202,7 +203,7 @@ def test_token_create_prints_a_working_token_once(initialised, capsys) -> None:
     assert not storage.verify_operator_token(token)
     storage.close()
     status, _, err = call(capsys, run(initialised, "token", "revoke", "1"))
-    assert status == 1 and "no unrevoked operator token" in single_error_line(err)
+    assert status == 3 and "no unrevoked operator token" in single_error_line(err)
 
 
 # -- results and export ---------------------------------------------------------------
@@ -229,6 +230,8 @@ def test_results_table_and_json_match_the_estimator(with_survey, capsys) -> None
     overtime = next(q for q in document["questions"] if q["question"] == "overtime")
     assert f"{overtime['mean']:.4g}" in out
     assert "interval Bernstein" in out and "cover the respondents' own answers" in out
+    assert out.count("worst-case half-widths: chebyshev ±") == len(DEMO["questions"])
+    assert "chebyshev_exact ±" in out and "bernstein ±" in out and "(all at once ±" in out
     status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"], "--beta", "0.2"))
     assert status == 0 and "intervals: 80%" in out
 
@@ -259,12 +262,12 @@ def test_plan_prints_a_table_and_json(capsys) -> None:
         "n_for_half_width"
     ]
     status, _, err = call(capsys, ["plan", "--epsilon", "1", "--n", "5"])
-    assert status == 1 and "number of options" in single_error_line(err)
+    assert status == 2 and "number of options" in single_error_line(err)
 
 
 def test_results_of_unknown_survey_and_bad_beta(with_survey, capsys) -> None:
     status, _, err = call(capsys, run(with_survey, "results", "nope"))
-    assert status == 1 and "nope" in single_error_line(err)
+    assert status == 3 and "nope" in single_error_line(err)
     status, _, err = call(capsys, run(with_survey, "results", DEMO["id"], "--beta", "1.5"))
     assert status == 2 and "--beta" in single_error_line(err)
 
@@ -295,10 +298,10 @@ def test_export_to_stdout_and_errors(with_survey, capsys) -> None:
     status, _, err = call(capsys, run(with_survey, "export", DEMO["id"], "--format", "xml"))
     assert status == 2 and "invalid choice" in single_error_line(err)
     status, _, err = call(capsys, run(with_survey, "export", "nope"))
-    assert status == 1 and "nope" in single_error_line(err)
+    assert status == 3 and "nope" in single_error_line(err)
     missing = with_survey["dir"] / "no" / "such" / "dir.csv"
     status, _, err = call(capsys, run(with_survey, "export", DEMO["id"], "-o", str(missing)))
-    assert status == 1 and "cannot write" in single_error_line(err)
+    assert status == 2 and "cannot write" in single_error_line(err)
 
 
 # -- usage errors ------------------------------------------------------------------------
@@ -390,7 +393,9 @@ def test_demo_no_serve_submits_over_http_and_prints_results(tmp_path: Path) -> N
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "1,200 reports from 300 simulated respondents" in result.stdout
-    assert "/surveys/demo-workplace" in result.stdout
+    # The server is gone: no URLs; the kept directory and its token are still true.
+    assert "http://" not in result.stdout and "dashboard" not in result.stdout
+    assert f"demo data kept in {directory}" in result.stdout
     assert "true (simulated)" in result.stdout
     assert "300/300" in result.stderr  # the progress bar reached the end
     storage = open_storage({"DATABASE": str(directory / "deniable.sqlite3")})
@@ -406,7 +411,7 @@ def test_demo_no_serve_submits_over_http_and_prints_results(tmp_path: Path) -> N
          "--dir", str(directory)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert again.returncode == 1
+    assert again.returncode == 4
     assert "already exists" in single_error_line(again.stderr)
 
 
@@ -417,7 +422,7 @@ def test_demo_refuses_a_busy_port(tmp_path: Path, capsys) -> None:
         port = busy.getsockname()[1]
         status, _, err = call(capsys, ["demo", "--no-serve", "--dir", str(tmp_path),
                                        "--port", str(port)])  # fmt: skip
-    assert status == 1 and "in use" in single_error_line(err)
+    assert status == 4 and "in use" in single_error_line(err)
 
 
 def test_demo_survey_has_every_question_type() -> None:
@@ -447,7 +452,7 @@ def test_environment_settings_are_honoured(paths, capsys, monkeypatch) -> None:
     assert status == 0 and paths["database"].exists() and paths["key"].exists()
     monkeypatch.setenv("DENIABLE_MAX_BATCH", "zero")
     status, _, err = call(capsys, ["init"])
-    assert status == 1 and "MAX_BATCH" in single_error_line(err)
+    assert status == 2 and "MAX_BATCH" in single_error_line(err)
     assert os.environ["DENIABLE_DATABASE"] == str(paths["database"])
 
 
@@ -455,7 +460,7 @@ def test_environment_settings_are_honoured(paths, capsys, monkeypatch) -> None:
 def test_the_admin_commands_on_postgresql(postgres_database, tmp_path, capsys) -> None:
     paths = {"database": postgres_database, "key": tmp_path / "key.pem", "dir": tmp_path}
     status, out, _ = call(capsys, run(paths, "results", "x"))
-    assert status == 1  # not initialised yet
+    assert status == 3  # not initialised yet
     status, out, err = call(capsys, run(paths, "init"))
     assert status == 0 and "schema version" in out, err
     (tmp_path / "s.json").write_text(json.dumps(DEMO))

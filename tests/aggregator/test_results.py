@@ -34,7 +34,7 @@ def test_estimates_equal_question_results_exactly(client, created_survey, demo_d
 def test_read_your_writes_across_partial_folds(app_config, demo_definition):
     from deniable.aggregator import create_app
 
-    app = create_app({**app_config, "FOLD_CHUNK": 7, "RESULTS_CACHE": 4})
+    app = create_app({**app_config, "FOLD_CHUNK": 7, "RESULTS_CACHE_BYTES": 4096})
     storage = app.extensions["deniable.storage"]
     try:
         client = app.test_client()
@@ -77,7 +77,7 @@ def test_private_results_need_an_operator(client, operator_headers, demo_definit
     assert client.get(url, headers=operator_headers).status_code == 200
 
 
-@pytest.mark.parametrize("beta", ["0", "1", "-0.5", "nan", "inf", "abc", ""])
+@pytest.mark.parametrize("beta", ["0", "1", "-0.5", "nan", "inf", "abc", "", "0.07", "0.0500001"])
 def test_bad_beta_is_400(client, created_survey, beta):
     assert_problem(client.get(f"{RESULTS}?beta={beta}"), 400, "invalid-parameter")
 
@@ -113,6 +113,48 @@ def test_csv_cells_cannot_be_formulas(client, operator_headers):
     text = client.get("/api/v1/surveys/formula/results?format=csv").data.decode()
     labels = [row["label"] for row in csv.DictReader(io.StringIO(text))]
     assert "'=HYPERLINK(1)" in labels and "'+1" in labels and "'@x" in labels
+
+
+def test_option_sampling_end_to_end_through_the_aggregator(client, operator_headers):
+    """Devices randomize with the CSPRNG path, the API stores and folds, results estimate."""
+    import uuid
+
+    from deniable.survey import Survey
+
+    definition = {
+        "format": "deniable.survey/1", "id": "tools", "title": "Tools",
+        "questions": [{"id": "tools", "type": "multiple_choice", "text": "Which?",
+                       "epsilon": 1.0, "mechanism": "option_sampling",
+                       "options": ["a", "b", "c", "d", "e", "f", "g", "h"]}],
+    }  # fmt: skip
+    created = client.post("/api/v1/surveys", json={"definition": definition},
+                          headers=operator_headers)  # fmt: skip
+    assert created.status_code == 201, created.get_data(as_text=True)
+    question = Survey.from_dict(definition).question("tools")
+    n, shares = 4000, [1.0, 0.0, 0.5, 0.25, 0.75, 0.1, 0.9, 0.5]
+    answers = [[label for label, share in zip(question.options, shares, strict=True)
+                if i < share * n] for i in range(n)]  # fmt: skip
+    payloads = [question.randomize(answer) for answer in answers]  # CSPRNG, device path
+    assert {len(p) for p in payloads} == {4}  # fixed size: 1 index byte + 1 bit byte
+    for start in range(0, n, 1000):
+        reports = [{"id": str(uuid.uuid4()), "question": "tools", "payload": p}
+                   for p in payloads[start : start + 1000]]  # fmt: skip
+        response = client.post("/api/v1/surveys/tools/reports", json={"reports": reports})
+        assert response.status_code == 201
+    bad = {"id": str(uuid.uuid4()), "question": "tools", "payload": "0802"}
+    assert client.post("/api/v1/surveys/tools/reports", json={"reports": [bad]}).status_code == 422
+    (result,) = client.get("/api/v1/surveys/tools/results").get_json()["questions"]
+    assert result["mechanism"] == "option_sampling" and result["n"] == n
+    assert result == question.results(question.statistics(payloads), n)
+    # With probability >= 95% all 8 simultaneous Bernstein intervals cover; the
+    # noise is the CSPRNG's, so allow the rare miss only through that bound: at
+    # β = 1e-6 the simultaneous interval must cover every option.
+    strict = client.get("/api/v1/surveys/tools/results?beta=0.000001").get_json()["questions"][0]
+    for category, share in zip(strict["categories"], shares, strict=True):
+        assert category["bernstein_simultaneous_lower"] <= share
+        assert share <= category["bernstein_simultaneous_upper"]
+    csv_text = client.get("/api/v1/surveys/tools/results?format=csv").get_data(as_text=True)
+    assert "bernstein_simultaneous_lower" in csv_text.splitlines()[0]
 
 
 @pytest.mark.parametrize("where", ["label", "text", "title", "description"])

@@ -51,7 +51,7 @@ def server(database: str, tmp_path) -> Iterator[tuple[str, str]]:
                 if requests.get(f"{base}/health", timeout=2).status_code == 200:
                     break
             except (requests.ConnectionError, requests.Timeout):
-                pass
+                pass  # not listening yet, or workers still booting
             if process.poll() is not None or time.monotonic() > deadline:
                 output = process.stdout.read().decode(errors="replace") if process.stdout else ""
                 pytest.fail(f"gunicorn did not start:\n{output[-3000:]}")

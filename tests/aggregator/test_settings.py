@@ -8,12 +8,55 @@ from deniable.aggregator import create_app, settings
 from deniable.aggregator.settings import SETTINGS, SettingsError
 
 
-def test_defaults_live_in_the_instance_folder(tmp_path):
-    values = settings.load(environment={}, instance_path=tmp_path)
-    assert values["DATABASE"] == str(tmp_path / "deniable.sqlite3")
-    assert values["SIGNING_KEY_PATH"] == str(tmp_path / "signing_key.pem")
+def test_defaults_live_in_the_user_data_directory_never_in_the_install(tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    import deniable
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    values = settings.load(environment={})
+    home = tmp_path / "xdg" / "deniable"
+    assert values["HOME"] == str(home)
+    assert values["DATABASE"] == str(home / "deniable.sqlite3")
+    assert values["SIGNING_KEY_PATH"] == str(home / "signing_key.pem")
     assert values["MAX_BATCH"] == 1000
     assert set(values) == {setting.name for setting in SETTINGS}
+    monkeypatch.delenv("XDG_DATA_HOME")
+    default = Path(settings.load(environment={})["HOME"])
+    for install in (Path(sys.prefix), Path(deniable.__file__).parent.parent):
+        assert not default.is_relative_to(install), (default, install)
+    assert not home.exists()  # loading settings creates nothing
+
+
+def test_deniable_home_moves_database_and_key(tmp_path):
+    values = settings.load(environment={"DENIABLE_HOME": str(tmp_path / "srv")})
+    assert values["DATABASE"] == str(tmp_path / "srv" / "deniable.sqlite3")
+    assert values["SIGNING_KEY_PATH"] == str(tmp_path / "srv" / "signing_key.pem")
+    sources = {r.setting.name: r.source for r in settings.resolve(
+        {"MAX_BATCH": 5}, {"DENIABLE_HOME": "/srv"}, config_source="command line")}
+    assert sources["HOME"] == "DENIABLE_HOME" and sources["MAX_BATCH"] == "command line"
+    assert sources["DATABASE"] == "default (in HOME)" and sources["MIGRATE"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("given", "database"),
+    [("/srv/x.db", "/srv/x.db"), ("x.db", "x.db"), ("sqlite:///srv/x.db", "/srv/x.db"),
+     ("sqlite:data/x.db", "data/x.db"), ("postgresql://u@h/db", "postgresql://u@h/db"),
+     ("postgres://u:p@h:5432/db", "postgres://u:p@h:5432/db")],
+)  # fmt: skip
+def test_documented_database_forms(given, database):
+    assert settings.load({"DATABASE": given}, environment={})["DATABASE"] == database
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["mysql://u@h/db", "sqlite://host/x.db", "sqlite://", "sqlite:", "sqlite:///x.db?mode=ro",
+     "http://example.org/db", "file:///srv/x.db"],
+)
+def test_other_database_urls_are_refused(given):
+    with pytest.raises(SettingsError, match="DATABASE"):
+        settings.load({"DATABASE": given}, environment={})
 
 
 def test_environment_then_config_override(tmp_path):
@@ -31,7 +74,7 @@ def test_environment_then_config_override(tmp_path):
 @pytest.mark.parametrize(
     ("name", "value"),
     [("MAX_BATCH", "many"), ("MAX_BATCH", 0), ("MAX_BODY_BYTES", 1.5), ("MIGRATE", "perhaps"),
-     ("DATABASE", "  "), ("RESULTS_CACHE", -1), ("MAX_BATCH", True)],
+     ("DATABASE", "  "), ("RESULTS_CACHE_BYTES", -1), ("MAX_BATCH", True)],
 )  # fmt: skip
 def test_invalid_settings_name_the_setting(tmp_path, name, value):
     with pytest.raises(SettingsError, match=name):

@@ -59,6 +59,7 @@ def test_the_private_key_is_never_served(client, app, created_survey):
     pem = open(app.config["SIGNING_KEY_PATH"], "rb").read()
     secret_body = b"".join(pem.splitlines()[1:-1])
     key = client.get("/api/v1/key").get_json()
-    assert set(key) == {"algorithm", "public_key", "key_id"} and key["algorithm"] == "Ed25519"
+    assert set(key) == {"algorithm", "public_key", "key_id", "sequence", "chain"}
+    assert key["algorithm"] == "Ed25519" and key["chain"] == [] and key["sequence"] == 0
     for url in ("/api/v1/key", "/api/v1/surveys/demo", "/api/v1/surveys", "/api/v1/openapi.json"):
         assert secret_body not in client.get(url).data

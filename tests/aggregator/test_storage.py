@@ -146,3 +146,114 @@ def test_unwritable_sqlite_is_503(tmp_path):
 def test_open_storage_picks_the_backend(tmp_path):
     assert open_storage({"DATABASE": str(tmp_path / "x.sqlite3")}).backend == "sqlite"
     assert open_storage({"DATABASE": "postgresql://nobody@127.0.0.1:1/x"}).backend == "postgresql"
+
+
+def expected_statistics(batch, question):
+    payloads = [r.payload for r in batch if r.question == question.id]
+    return len(payloads), question.statistics(payloads).tolist()
+
+
+def test_ingest_folds_a_backlog_and_results_still_count_every_report(storage, monkeypatch):
+    module = __import__(type(storage).__module__, fromlist=["FOLD_BACKLOG"])
+    monkeypatch.setattr(module, "FOLD_BACKLOG", 7)
+    storage.create_survey(SURVEY, results_public=True)
+    batch = reports(90, seed=4)
+    pending = []
+    for start in range(0, 90, 5):
+        storage.add_reports("demo", batch[start : start + 5])
+        pending.append(raw(storage, "SELECT COUNT(*) FROM pending")[0][0])
+    # Pending never grows past the backlog plus one batch: ingest folds the rest.
+    assert max(pending) <= 7 + 5 and min(pending) < 7
+    folded = raw(storage, "SELECT SUM(n) FROM question_statistics")[0][0]
+    assert folded + pending[-1] == 90 and folded > 0
+    statistics = storage.fold("demo")  # read-your-writes: the rest is folded now
+    for question in SURVEY.questions:
+        n, vector = expected_statistics(batch, question)
+        assert (statistics[question.id].n, statistics[question.id].statistics.tolist()) == (
+            n, vector)  # fmt: skip
+    assert raw(storage, "SELECT COUNT(*) FROM pending") == [(0,)]
+
+
+def test_pending_rows_keep_no_payload(storage):
+    storage.create_survey(SURVEY, results_public=True)
+    storage.add_reports("demo", reports(3))
+    with storage._transaction() as connection:
+        cursor = connection.execute("SELECT * FROM pending")
+        columns = [column[0] for column in cursor.description]
+        cursor.fetchall()
+    assert sorted(columns) == ["seq", "survey_id"]
+
+
+def test_migration_0004_keeps_unfolded_reports(backend, database):
+    """Reports pending under schema 3 (payload in pending) are folded after 0004."""
+    storage = open_storage({"DATABASE": database})
+    try:
+        with storage._transaction() as connection:
+            if backend == "sqlite":
+                connection.execute(
+                    "CREATE TABLE schema_version (version INTEGER PRIMARY KEY,"
+                    " name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
+            else:
+                connection.execute(
+                    "CREATE TABLE schema_version (version integer PRIMARY KEY, name text NOT NULL,"
+                    " applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+            for migration in migrations(backend)[:3]:
+                if backend == "sqlite":
+                    from deniable.aggregator.storage.sqlite import _split_statements
+
+                    for statement in _split_statements(migration.sql):
+                        connection.execute(statement)
+                else:
+                    connection.execute(migration.sql.encode("utf-8"))
+                connection.execute(
+                    "INSERT INTO schema_version (version, name, applied_at) VALUES (%s, %s, %s)"
+                    .replace("%s", "?" if backend == "sqlite" else "%s"),
+                    (migration.version, migration.name, "2026-01-01T00:00:00Z"),
+                )  # fmt: skip
+        assert storage.schema_version() == 3
+        storage.create_survey(SURVEY, results_public=True)
+        batch = reports(12, seed=9)
+        mark = "?" if backend == "sqlite" else "%s"
+        with storage._transaction() as connection:
+            for report in batch:
+                connection.execute(
+                    "INSERT INTO reports (survey_id, report_id, question_id, payload, digest,"
+                    f" received_at) VALUES ({', '.join([mark] * 6)})",
+                    ("demo", report.id, report.question, report.payload, report.digest,
+                     "2026-01-01T00:00:00Z"),
+                )  # fmt: skip
+            connection.execute(
+                "INSERT INTO pending (seq, survey_id, question_id, payload)"
+                " SELECT seq, survey_id, question_id, payload FROM reports"
+            )
+        assert storage.migrate() == len(migrations(backend))
+        statistics = storage.fold("demo")
+        for question in SURVEY.questions:
+            n, vector = expected_statistics(batch, question)
+            assert statistics[question.id].n == n
+            assert statistics[question.id].statistics.tolist() == vector
+    finally:
+        storage.close()
+
+
+def test_postgres_ingest_never_waits_for_a_fold_in_progress(storage, backend, monkeypatch):
+    if backend != "postgresql":
+        pytest.skip("SQLite folds inside the ingest transaction (one writer at a time)")
+
+    from deniable.aggregator.storage import postgres
+
+    monkeypatch.setattr(postgres, "FOLD_BACKLOG", 2)
+    storage.create_survey(SURVEY, results_public=True)
+    batch = reports(20, seed=5)
+    storage.add_reports("demo", batch[:5])
+    with storage._get_pool().connection() as other, other.transaction():
+        # Another fold holds the statistics rows: ingest must neither wait nor fail.
+        other.execute("SELECT 1 FROM question_statistics WHERE survey_id = 'demo' FOR UPDATE")
+        storage.add_reports("demo", batch[5:10])
+        assert raw(storage, "SELECT COUNT(*) FROM pending") == [(10,)]
+    storage.add_reports("demo", batch[10:])  # the lock is free again: the backlog is folded
+    assert raw(storage, "SELECT COUNT(*) FROM pending") == [(0,)]
+    statistics = storage.fold("demo")
+    assert sum(s.n for s in statistics.values()) == 20

@@ -187,6 +187,9 @@ def test_simultaneous_and_per_category_widths_at_1024_categories() -> None:
     assert today >= 10 * simultaneous, (today, simultaneous)
     per_category = mean_half_width("bernstein", estimates, n, model, beta)
     assert math.sqrt(oracle.variance_bound(n) / beta) >= 1.5 * per_category
+    cut = interval_families(estimates, n, model, beta, d, oracle.variance_bound(n))
+    today_cut = np.mean(cut["chebyshev"].upper - cut["chebyshev"].lower)
+    assert today_cut >= 1.5 * np.mean(cut["bernstein"].upper - cut["bernstein"].lower)
     # The same through the published result (intervals cut at 0 and 1 on both sides).
     result = estimate_frequencies(oracle, counts, n, beta=beta)
     assert result.simultaneous_tightest == "bernstein" and result.tightest == "bernstein"

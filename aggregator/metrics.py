@@ -1,0 +1,158 @@
+"""Prometheus metrics at ``GET /metrics`` (setting ``METRICS``; an unscoped operator token).
+
+Off by default.  With ``METRICS=true`` the app counts, with ``prometheus-client``:
+
+* ``deniable_reports_accepted_total{survey}``: reports acknowledged (stored, or a
+  retry of stored ones);
+* ``deniable_submissions_refused_total{reason}``: report submissions refused, by
+  problem type (``rate-limited``, ``invalid-report``, ``conflict``, ``forbidden`` ...);
+* ``deniable_request_duration_seconds{method,endpoint,status}``: request latency;
+* ``deniable_fold_seconds``: time to fold pending reports into the statistics;
+* ``deniable_storage_errors_total{backend,operation}``: database failures.
+
+The endpoint answers only a bearer operator token that is not limited to some
+surveys (401 without one, 403 with another).  Under gunicorn with several
+workers, ``deniable-aggregator serve`` points ``PROMETHEUS_MULTIPROC_DIR`` at a
+fresh directory before the workers start, so every scrape sums all workers
+(prometheus-client's multiprocess mode); set it yourself under another server.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from typing import Any
+
+from deniable.errors import StorageError
+
+EXTENSION = "deniable.metrics"
+MULTIPROCESS_ENVIRONMENT = "PROMETHEUS_MULTIPROC_DIR"
+SUBMISSION_BLUEPRINT = "reports"
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """The app's instruments, in a registry of its own (so tests may build many apps)."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.accepted = Counter("deniable_reports_accepted", "Reports acknowledged",
+                                ["survey"], registry=self.registry)  # fmt: skip
+        self.refused = Counter("deniable_submissions_refused",
+                               "Report submissions refused, by problem type", ["reason"],
+                               registry=self.registry)  # fmt: skip
+        self.latency = Histogram("deniable_request_duration_seconds", "Request latency",
+                                 ["method", "endpoint", "status"], buckets=LATENCY_BUCKETS,
+                                 registry=self.registry)  # fmt: skip
+        self.fold = Histogram("deniable_fold_seconds", "Time to fold pending reports",
+                              buckets=LATENCY_BUCKETS, registry=self.registry)  # fmt: skip
+        self.storage_errors = Counter("deniable_storage_errors", "Database failures",
+                                      ["backend", "operation"], registry=self.registry)  # fmt: skip
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text exposition format: this process's metrics, or every worker's."""
+        from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+        if os.environ.get(MULTIPROCESS_ENVIRONMENT):
+            from prometheus_client import multiprocess
+
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
+            return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class InstrumentedStorage:
+    """A storage backend that reports accepted reports, fold time and failures."""
+
+    def __init__(self, storage: Any, metrics: Metrics) -> None:
+        self._storage = storage
+        self._metrics = metrics
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._storage, name)
+        if not callable(attribute) or name.startswith("__"):
+            return attribute
+        metrics, backend = self._metrics, self._storage.backend
+
+        @functools.wraps(attribute)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                result = attribute(*args, **kwargs)
+            except StorageError:
+                metrics.storage_errors.labels(backend, name).inc()
+                raise
+            if name == "fold":
+                metrics.fold.observe(time.perf_counter() - started)
+            elif name == "add_reports":
+                metrics.accepted.labels(str(args[0] if args else kwargs.get("survey_id"))).inc(
+                    len(result)
+                )
+            return result
+
+        return call
+
+
+def init_app(app: Any) -> None:
+    """With METRICS on: instrument requests and storage, and serve ``GET /metrics``."""
+    if not app.config.get("METRICS"):
+        return
+    from flask import Blueprint, Response, g, request
+
+    from .storage import EXTENSION as STORAGE
+
+    metrics = Metrics()
+    app.extensions[EXTENSION] = metrics
+    app.extensions[STORAGE] = InstrumentedStorage(app.extensions[STORAGE], metrics)
+
+    @app.before_request
+    def _start() -> None:
+        g.deniable_started = time.perf_counter()
+
+    @app.after_request
+    def _observe(response: Response) -> Response:
+        started = g.pop("deniable_started", None)
+        endpoint = request.endpoint or "unmatched"
+        if started is not None:
+            metrics.latency.labels(request.method, endpoint, str(response.status_code)).observe(
+                time.perf_counter() - started
+            )
+        if (request.method == "POST" and request.blueprint == SUBMISSION_BLUEPRINT
+                and response.status_code >= 400):  # fmt: skip
+            metrics.refused.labels(_problem_type(response)).inc()
+        return response
+
+    blueprint = Blueprint("metrics", __name__)
+
+    @blueprint.get("/metrics")
+    def scrape() -> Response:
+        from .api.common import require_unscoped_operator
+
+        require_unscoped_operator()
+        body, content_type = metrics.exposition()
+        return Response(body, content_type=content_type)
+
+    app.register_blueprint(blueprint)
+
+
+def _problem_type(response: Any) -> str:
+    """The problem type suffix of an error response (its status when it is not a problem)."""
+    try:
+        body = response.get_json(force=True, silent=True)
+    except Exception:  # noqa: BLE001 - a streamed or odd body: fall back to the status
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("type"), str):
+        return body["type"].rsplit(":", 1)[-1][:40]
+    return str(response.status_code)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    """gunicorn hook: drop a finished worker's live gauges (multiprocess mode)."""
+    if os.environ.get(MULTIPROCESS_ENVIRONMENT):
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid)
