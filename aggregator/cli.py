@@ -24,6 +24,7 @@ import csv
 import importlib.util
 import json
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -265,7 +266,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         reports = storage.export_reports(args.survey)
         if args.output:
             try:
-                out = stack.enter_context(open(args.output, "w", encoding="utf-8", newline=""))
+                # Why 0600 whatever the umask: raw reports are for operators only.
+                descriptor = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.fchmod(descriptor, 0o600)
+                out = stack.enter_context(os.fdopen(descriptor, "w", encoding="utf-8", newline=""))
             except OSError as error:
                 raise _fail(f"cannot write {args.output}: {error.strerror}", EXIT_USAGE) from None
         else:

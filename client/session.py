@@ -7,7 +7,8 @@ Order of operations for one survey, and why:
    survey; if it is signed by another key, follow the aggregator's signed
    rotation chain from the pinned key (:mod:`deniable.keychain`,
    docs/key-rotation.md) or refuse; rebuild the definition with
-   :meth:`Survey.from_dict` and verify the signature over
+   :meth:`Survey.from_dict` (``resolved=True``: a /2 definition must carry every
+   parameter; docs/protocol.md) and verify the signature over
    :meth:`Survey.canonical_bytes`; then the policy (ε caps, mechanism
    allowlist), the survey status, "already answered" and the worst-case
    budget.  Any failure raises a typed error and nothing is posted.
@@ -385,7 +386,7 @@ class SurveyClient(KeyPinning):
         except (binascii.Error, ValueError):
             raise SignatureError(f"survey {survey_id!r}: signature is not base64") from None
         try:
-            survey = Survey.from_dict(document.get("definition"))
+            survey = Survey.from_dict(document.get("definition"), resolved=True)
         except InvalidSurvey as error:
             # The aggregator only signs definitions that validate.
             raise SignatureError(

@@ -24,7 +24,18 @@ the state file with :func:`os.replace` and the directory is fsynced, so after a
 crash at any instant the file holds either the old or the new state.  A file
 that is truncated, tampered with, or cannot be decrypted raises
 :class:`~deniable.errors.StateError`; it is never silently replaced by a fresh
-state, because that would reset the privacy ledger.
+state, because that would reset the privacy ledger.  Neither is a missing
+state file whose key file exists (the key file is written just before the first
+state file): that raises StateError too.
+
+What cannot be detected without OS key storage (a keystore or TPM counter the
+device cannot roll back): restoring an *older copy of both files* (an earlier
+state decrypts and verifies fine, with a smaller ledger and fewer "already
+answered" marks), deleting both files (a fresh device), or a key given by
+``DENIABLE_STATE_KEY`` with the state file deleted.  The state protects the
+respondent against accidents and other programs, not against their own
+deliberate rollback: a respondent who does that only weakens their own privacy,
+and the aggregator's enrolment tokens still bound what they can submit.
 
 Every read-modify-write runs inside :meth:`StateStore.transaction`, which holds
 an exclusive ``fcntl`` lock on ``<state>.lock``, so two processes on one device
@@ -225,6 +236,15 @@ class StateStore:
         try:
             blob = self.path.read_bytes()
         except FileNotFoundError:
+            if self.key_file.exists():
+                # Why: the key file is written just before the first state file, so a key
+                # file without its state means the state was deleted or moved: starting
+                # afresh would forget the privacy ledger and every "already answered".
+                raise StateError(
+                    f"state file {self.path} is missing but its key file {self.key_file} "
+                    "exists: restore the state file (the ledger is not reset); if this device "
+                    "never answered a survey, delete the key file too"
+                ) from None
             return None
         except OSError as error:
             raise StateError(f"state file {self.path} cannot be read: {error}") from None

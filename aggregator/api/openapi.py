@@ -15,7 +15,8 @@ from deniable.estimation import DEFAULT_BETA
 from deniable.survey import FORMATS, IDENTIFIER, QUESTION_TYPES
 
 from ..problems import PROBLEM_MEDIA_TYPE
-from .common import VERSION, json_response
+from .common import MAX_SURVEYS_PER_PAGE, SURVEYS_PER_PAGE, VERSION, json_response
+from .results import BETAS
 
 blueprint = Blueprint("openapi", __name__)
 
@@ -228,7 +229,11 @@ def schemas(max_batch: int) -> dict[str, Any]:
                 "results_public": {"type": "boolean"},
                 "require_enrolment": {"type": "boolean"},
                 "total_epsilon": {"type": "number"},
-                "n_reports": {"type": "integer", "minimum": 0},
+                "n_reports": {
+                    "type": ["integer", "null"], "minimum": 0,
+                    "description": "null for a survey with private results, unless the request "
+                    "carries an operator token",
+                },
                 "created_at": {"type": "string", "format": "date-time"},
                 "closed_at": nullable_time,
             },
@@ -276,10 +281,17 @@ def document(max_batch: int) -> dict[str, Any]:
         "name": "beta",
         "in": "query",
         "required": False,
-        "description": "Allowed failure probability of each interval (every family), in (0, 1).",
-        "schema": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1,
-                   "default": DEFAULT_BETA},
+        "description": "Allowed failure probability of each interval (every family): one of a "
+        "fixed set (each distinct value costs a full computation; others are 400).",
+        "schema": {"enum": list(BETAS), "default": DEFAULT_BETA},
     }  # fmt: skip
+    paging = [
+        {"name": "page", "in": "query", "required": False,
+         "schema": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1}},
+        {"name": "limit", "in": "query", "required": False,
+         "schema": {"type": "integer", "minimum": 1, "maximum": MAX_SURVEYS_PER_PAGE,
+                    "default": SURVEYS_PER_PAGE}},
+    ]  # fmt: skip
     results_format = {
         "name": "format",
         "in": "query",
@@ -356,20 +368,25 @@ def document(max_batch: int) -> dict[str, Any]:
         },
         "/api/v1/surveys": {
             "get": _operation(
-                "Every survey",
+                "One page of surveys, oldest first (private counts: operators only)",
                 {
                     200: _ok(
                         "Surveys",
                         {
                             "type": "object",
-                            "required": ["surveys"],
+                            "required": ["surveys", "page", "limit", "next"],
                             "properties": {
-                                "surveys": {"type": "array", "items": _ref("SurveySummary")}
+                                "surveys": {"type": "array", "items": _ref("SurveySummary")},
+                                "page": {"type": "integer", "minimum": 1},
+                                "limit": {"type": "integer", "minimum": 1},
+                                "next": {"type": ["string", "null"],
+                                         "description": "URL of the next page, or null"},
                             },
                         },
                     )
                 },  # fmt: skip
-                (503,),
+                (400, 403, 503),
+                parameters=paging,
             ),
             "post": _operation(
                 "Create a survey",
@@ -398,11 +415,23 @@ def document(max_batch: int) -> dict[str, Any]:
         },
         "/api/v1/surveys/{survey_id}/reports": {
             "post": _operation(
-                "Submit one report or a batch (idempotent, all-or-nothing)",
+                "One respondent's answers: one report, or a batch with at most one report per "
+                "question (idempotent, all-or-nothing)",
                 {201: _ok("Stored", _ref("Acknowledgement"))},
                 (*body_errors, 401, 403, 404, 409, 429, 503),
                 body=_ref("Submission"),
                 parameters=[SURVEY_ID, ENROLMENT],
+            )
+        },
+        "/api/v1/surveys/{survey_id}/reports/bulk": {
+            "post": _operation(
+                "Many respondents' reports in one batch (operator only: relays, imports; no "
+                "enrolment token needed or spent)",
+                {201: _ok("Stored", _ref("Acknowledgement"))},
+                (*body_errors, *operator_errors, 404, 409, 503),
+                operator=True,
+                body=_ref("Submission"),
+                parameters=[SURVEY_ID],
             )
         },
         "/api/v1/surveys/{survey_id}/results": {

@@ -83,6 +83,10 @@ class SqliteStorage(Storage):
     def _connect(self) -> sqlite3.Connection:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                # Why: SQLite would create it 0644 under the usual umask; its -wal and -shm
+                # files copy the database file's mode, so they are 0600 too.
+                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
             connection = sqlite3.connect(
                 self.path,
                 timeout=self.busy_timeout_ms / 1000,

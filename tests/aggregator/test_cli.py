@@ -512,3 +512,34 @@ def test_demo_keeps_serving_until_terminated_and_then_stops_its_server(tmp_path:
     assert f"http://127.0.0.1:{port}/surveys/demo-workplace" in out
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=2)
+
+
+def test_database_and_export_files_are_0600_whatever_the_umask(tmp_path, capsys) -> None:
+    """Hardening (issue 8): the SQLite file, its WAL/SHM files and `export -o` output."""
+    import stat
+
+    paths = {"database": tmp_path / "db" / "deniable.sqlite3", "key": tmp_path / "key.pem",
+             "dir": tmp_path}  # fmt: skip
+    previous = os.umask(0o002)
+    try:
+        status, _, err = call(capsys, run(paths, "init"))
+        assert status == 0, err
+        definition = tmp_path / "survey.json"
+        definition.write_text(json.dumps(DEMO), "utf-8")
+        assert call(capsys, run(paths, "create-survey", str(definition)))[0] == 0
+        add_reports(paths, 3)
+        output = tmp_path / "raw.csv"
+        assert call(capsys, run(paths, "export", DEMO["id"], "-o", str(output)))[0] == 0
+        storage = open_storage({"DATABASE": str(paths["database"])})
+        try:
+            with storage._transaction() as connection:  # an open WAL connection: -wal, -shm
+                connection.execute("SELECT 1").fetchone()
+                files = [paths["database"], output, paths["key"],
+                         *paths["database"].parent.glob("deniable.sqlite3-*")]  # fmt: skip
+                modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in files}
+        finally:
+            storage.close()
+    finally:
+        os.umask(previous)
+    assert {"deniable.sqlite3-wal", "deniable.sqlite3-shm"} <= set(modes)
+    assert set(modes.values()) == {0o600}, modes

@@ -224,3 +224,17 @@ def test_sigkill_mid_write_leaves_old_or_new_state(tmp_path: Path) -> None:
 def test_device_state_json_is_plain_data() -> None:
     state = DeviceState.fresh()
     assert DeviceState.from_json(state.to_json()) == state
+
+
+def test_missing_state_beside_its_key_file_is_an_error(tmp_path: Path) -> None:
+    """Hardening (issue 8): a deleted state file must not silently reset the ledger."""
+    path = tmp_path / "state.bin"
+    store = StateStore(path)  # key file beside it, created on the first write
+    with store.transaction() as state:
+        state.answered["x"] = {"at": 1}
+    assert store.key_file.exists()
+    path.unlink()
+    with pytest.raises(StateError, match="missing"):
+        StateStore(path).load()
+    store.key_file.unlink()  # both gone: a fresh device, as documented
+    assert StateStore(path).load().answered == {}
