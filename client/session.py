@@ -7,7 +7,8 @@ Order of operations for one survey, and why:
    survey; if it is signed by another key, follow the aggregator's signed
    rotation chain from the pinned key (:mod:`deniable.keychain`,
    docs/key-rotation.md) or refuse; rebuild the definition with
-   :meth:`Survey.from_dict` and verify the signature over
+   :meth:`Survey.from_dict` (``resolved=True``: a /2 definition must carry every
+   parameter; docs/protocol.md) and verify the signature over
    :meth:`Survey.canonical_bytes`; then the policy (ε caps, mechanism
    allowlist), the survey status, "already answered" and the worst-case
    budget.  Any failure raises a typed error and nothing is posted.
@@ -53,7 +54,7 @@ from urllib.parse import urlsplit
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from deniable import __version__, keychain
+from deniable import __version__
 from deniable.errors import (
     AlreadyAnswered,
     ClientError,
@@ -67,6 +68,7 @@ from deniable.survey import IDENTIFIER, Survey
 
 from .ledger import Ledger
 from .memo import is_longitudinal, memo_tag, permanent_response
+from .pinning import KeyPinning, decode_public_key
 from .policy import Policy, question_cost
 from .state import StateStore
 
@@ -107,14 +109,6 @@ class SurveyClosed(ClientError):
 
 class EnrolmentTokenRequired(ClientError):
     """The survey admits only enrolled respondents, and no enrolment token was given."""
-
-
-def key_id_of(raw: bytes) -> str:
-    return keychain.key_id(raw)
-
-
-def decode_public_key(text: object, where: str) -> bytes:
-    return keychain.decode_public_key(text, where)
 
 
 @dataclass(frozen=True)
@@ -201,7 +195,7 @@ def randomize_answers(
     return Randomized(payloads=payloads, charges=charges, new_tags=new_tags)
 
 
-class SurveyClient:
+class SurveyClient(KeyPinning):
     """The respondent's side of the protocol, for one aggregator ``base_url``."""
 
     def __init__(
@@ -374,83 +368,6 @@ class SurveyClient:
             ) from None
 
     # -- keys and surveys ---------------------------------------------------------
-    def _stored_pin(self) -> keychain.Pin | None:
-        """The pin in the state file (one followed from ``trusted_key``, if that is given)."""
-        pin = self.store.load().keys.get(self.origin)
-        if pin is None:
-            return None
-        stored = keychain.Pin(
-            public_key=decode_public_key(pin.get("public_key"), "pinned key"),
-            sequence=pin.get("sequence"),
-            retired=tuple(pin.get("retired", ())),
-        )
-        if self._trusted_key is not None and self._trusted_key != stored.public_key and (
-            key_id_of(self._trusted_key) not in stored.retired
-        ):
-            return None  # the caller's trusted_key overrides an unrelated pin
-        return stored
-
-    def _save_pin(self, pin: keychain.Pin, expected: str | None) -> None:
-        """Store ``pin``, unless another process changed the pin since it was read."""
-        with self.store.transaction() as state:
-            existing = state.keys.get(self.origin)
-            if existing is not None and existing.get("public_key") != expected:
-                raise SignatureError(f"aggregator key for {self.origin} changed; refusing")
-            state.keys[self.origin] = {
-                "algorithm": keychain.ALGORITHM,
-                "public_key": keychain.encode(pin.public_key),
-                "key_id": pin.key_id,
-                "sequence": pin.sequence,
-                "retired": list(pin.retired),
-                "pinned_at": self.clock(),
-            }
-
-    def _key_document(self) -> Any:
-        response = self._request("GET", "/api/v1/key")
-        if response.status_code != 200:
-            raise self._http_error("GET", "/api/v1/key", response)
-        return self._json(response, "key document")
-
-    def _pinned_key(self) -> tuple[bytes, str]:
-        stored = self._stored_pin()
-        if stored is not None:
-            return stored.public_key, stored.key_id
-        if self._trusted_key is not None:
-            return self._trusted_key, key_id_of(self._trusted_key)
-        # Trust on first use: the only time a key is taken without a signature chain.
-        document = self._key_document()
-        if not isinstance(document, dict):
-            raise SignatureError("aggregator key document must be an object")
-        served = decode_public_key(document.get("public_key"), "aggregator key")
-        pin = keychain.follow_chain(keychain.Pin(public_key=served), document)
-        existing = self.store.load().keys.get(self.origin)
-        self._save_pin(pin, None if existing is None else existing.get("public_key"))
-        return pin.public_key, pin.key_id
-
-    def follow_rotation(self) -> str:
-        """Fetch the key document and follow its chain from the pinned key; the key id now.
-
-        Raises SignatureError (and keeps the old pin) unless the chain leads from the
-        pinned key to the served one, link by link (docs/key-rotation.md).
-        """
-        key, _ = self._pinned_key()
-        stored = self._stored_pin()
-        pin = stored if stored is not None else keychain.Pin(public_key=key)
-        followed = keychain.follow_chain(pin, self._key_document())
-        if followed != pin or stored is None:
-            previous = self.store.load().keys.get(self.origin)
-            self._save_pin(followed, None if previous is None else previous.get("public_key"))
-        return followed.key_id
-
-    def pinned_key_id(self) -> str | None:
-        """The key id this client trusts for its aggregator, if one is pinned."""
-        stored = self._stored_pin()
-        if stored is not None:
-            return stored.key_id
-        if self._trusted_key is not None:
-            return key_id_of(self._trusted_key)
-        return None
-
     def _verify(self, survey_id: str, document: object, key: bytes, key_id: str) -> VerifiedSurvey:
         if not isinstance(document, dict):
             raise SignatureError(f"survey {survey_id!r}: the survey document is not an object")
@@ -469,7 +386,7 @@ class SurveyClient:
         except (binascii.Error, ValueError):
             raise SignatureError(f"survey {survey_id!r}: signature is not base64") from None
         try:
-            survey = Survey.from_dict(document.get("definition"))
+            survey = Survey.from_dict(document.get("definition"), resolved=True)
         except InvalidSurvey as error:
             # The aggregator only signs definitions that validate.
             raise SignatureError(

@@ -31,7 +31,6 @@ from .survey import Survey
 WIRE_VERSION = 1
 REPORT_FIELDS = frozenset({"id", "question", "payload"})
 BATCH_FIELDS = frozenset({"reports"})
-_PLAIN = re.compile(r"[0-9a-z_-]*")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -54,9 +53,11 @@ class Report:
         Validated reports hold only characters JSON leaves as they are, so the
         body is formatted directly (json.dumps per report dominated batch ingest).
         """
-        if _PLAIN.fullmatch(self.id + self.question + self.payload):
-            body = f'{{"id":"{self.id}","payload":"{self.payload}","question":"{self.question}"}}'
-        else:
+        body = f'{{"id":"{self.id}","payload":"{self.payload}","question":"{self.question}"}}'
+        # Why not a regex: these C scans cost a fraction of one over a 1 KiB payload.
+        # JSON leaves a printable ASCII string as it is unless it holds " or \.
+        if not (body.isascii() and body.isprintable() and body.count('"') == 12
+                and "\\" not in body):  # fmt: skip
             body = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(body.encode()).hexdigest()
 

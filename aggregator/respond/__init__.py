@@ -42,7 +42,7 @@ blueprint = Blueprint("respond", __name__, template_folder="templates")
 MODULES = (
     "randomness.js", "jcs.js", "grr.js", "binary_rr.js", "unary.js", "local_hashing.js",
     "hadamard.js", "subset.js", "option_sampling.js", "duchi.js", "discrete_laplace.js",
-    "longitudinal.js", "survey.js", "deniable.js", "respond.js",
+    "longitudinal.js", "survey.js", "keychain.js", "deniable.js", "respond.js",
 )  # fmt: skip
 STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
 

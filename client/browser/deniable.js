@@ -23,6 +23,7 @@ import {
   AlreadyAnswered, BudgetExceeded, ByteStreamSource, DeniableError, InvalidSurvey, PolicyViolation,
   SignatureError, TransportError,
 } from "./randomness.js";
+import { followRotation, keyId } from "./keychain.js";
 import { parseDefinition } from "./survey.js";
 
 export * from "./randomness.js";
@@ -139,25 +140,42 @@ export class SurveyClient {
     }
   }
 
-  async pinnedKey() {
-    if (this.publicKey) return this.publicKey;
+  /** The pin {key, sequence, retired}: stored (if it descends from the given key), given, or TOFU. */
+  async pin() {
+    const stored = this.load().keys[this.baseUrl];
+    if (stored && typeof stored === "object") {
+      const pin = { key: base64.decode(stored.key), sequence: stored.sequence, retired: stored.retired };
+      if (!this.publicKey || base64.encode(pin.key) === base64.encode(this.publicKey) || pin.retired.includes(await keyId(this.publicKey))) return pin;
+    }
+    if (this.publicKey) return { key: this.publicKey, sequence: null, retired: [] };
+    const document = await (await this.request("GET", "/api/v1/key")).json();
+    // Trust on first use (only when asked for): the served key, after the shape checks.
+    const served = await followRotation({ key: base64.decode(document.public_key), sequence: null, retired: [] }, document);
+    const pin = { ...served, sequence: document.sequence };
+    this.savePin(pin);
+    return pin;
+  }
+
+  savePin(pin) {
     const state = this.load();
-    if (state.keys[this.baseUrl]) return base64.decode(state.keys[this.baseUrl]);
-    const response = await this.request("GET", "/api/v1/key");
-    const document = await response.json();
-    if (document.algorithm !== "Ed25519") throw new SignatureError("aggregator key must be Ed25519");
-    state.keys[this.baseUrl] = document.public_key;
+    state.keys[this.baseUrl] = { key: base64.encode(pin.key), sequence: pin.sequence, retired: pin.retired };
     this.save(state);
-    return base64.decode(document.public_key);
   }
 
   /** The verified survey, or a typed error; nothing is posted either way. */
   async fetchSurvey(surveyId) {
     if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(surveyId)) throw new InvalidSurvey(`not a survey id: ${surveyId}`);
-    const keyBytes = await this.pinnedKey();
+    let pin = await this.pin();
     const response = await this.request("GET", `/api/v1/surveys/${surveyId}`);
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
     const document = await response.json();
+    if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) {
+      // Signed by another key: follow the aggregator's signed rotation chain, or refuse.
+      const keys = await this.request("GET", "/api/v1/key");
+      pin = await followRotation(pin, await keys.json());
+      this.savePin(pin);
+    }
+    const keyBytes = pin.key;
     let signature;
     try { signature = base64.decode(document.signature); } catch { throw new SignatureError("survey signature is not base64"); }
     const key = await crypto.subtle.importKey("raw", keyBytes, { name: "Ed25519" }, false, ["verify"]);

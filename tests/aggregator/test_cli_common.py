@@ -110,7 +110,7 @@ def test_settings_show_values_in_effect_and_their_source(tmp_path):
     assert rows["DATABASE"]["source"] == "command line"
     assert "secret" not in result.stdout and "user:***@db.example" in rows["DATABASE"]["value"]
     assert rows["HOME"]["value"] == str(tmp_path / "home")
-    assert rows["RESULTS_CACHE_BYTES"]["source"] == "default"
+    assert rows["MAX_BODY_BYTES"]["source"] == "default"
     bad = cli("settings", home=tmp_path, env={"DENIABLE_MAX_BATCH": "many"})
     assert bad.returncode == 2 and "MAX_BATCH" in one_error_line(bad)
 

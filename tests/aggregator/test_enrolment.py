@@ -302,19 +302,19 @@ def test_cli_token_issue(capsys, tmp_path, app_config, client, storage, gated, c
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("argv", "message", "expected"),
     [
-        (["nope", "--count", "2"], "no survey 'nope'"),
-        (["demo", "--count", "2"], "does not require enrolment"),
-        ([SURVEY_ID, "--count", "2000000"], "must be in [1, 1,000,000]"),
+        (["nope", "--count", "2"], "no survey 'nope'", 3),
+        (["demo", "--count", "2"], "does not require enrolment", 4),
+        ([SURVEY_ID, "--count", "2000000"], "must be in [1, 1,000,000]", 2),
     ],
 )
 def test_cli_token_issue_refusals(capsys, tmp_path, app_config, storage, gated, created_survey,
-                                  argv, message):  # fmt: skip
+                                  argv, message, expected):  # fmt: skip
     database, key = app_config["DATABASE"], app_config["SIGNING_KEY_PATH"]
     target = tmp_path / "tokens.txt"
     status, out, err = run(capsys, database, key, "token", "issue", *argv, "-o", str(target))
-    assert status == 1 and out == ""
+    assert status == expected and out == ""
     assert (
         err.count("\n") == 1 and err.startswith("deniable-aggregator: error: ") and message in err
     )
@@ -332,7 +332,7 @@ def test_cli_token_issue_usage_and_existing_file(capsys, tmp_path, app_config, g
     target.write_text("earlier tokens\n")
     status, _, err = run(capsys, database, key, "token", "issue", SURVEY_ID, "--count", "1",
                          "-o", str(target))  # fmt: skip
-    assert status == 1 and "refusing to overwrite" in err and err.count("\n") == 1
+    assert status == 2 and "refusing to overwrite" in err and err.count("\n") == 1
     assert target.read_text() == "earlier tokens\n"
 
 

@@ -184,3 +184,23 @@ def test_unary_lane_counts_hold_past_255_rows(name: str, domain_size: int) -> No
     payloads = mechanism.encode_many(ones)
     np.testing.assert_array_equal(mechanism.wire_statistics(payloads), np.full(domain_size, 1000))
     np.testing.assert_array_equal(mechanism.wire_statistics([]), np.zeros(domain_size))
+
+
+@pytest.mark.parametrize("options", [2, 13, 64])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_option_sampling_fast_decoders_agree_with_the_reference(options: int, data) -> None:
+    from deniable.mechanisms import MECHANISMS
+
+    mechanism = MECHANISMS["option_sampling"](epsilon=1.0, options=options)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    payloads = mechanism.encode_many(mechanism.randomize_many(rng.integers(0, 2, (12, options)),
+                                                              rng))  # fmt: skip
+    for index in data.draw(st.lists(st.integers(0, 11), max_size=3)):
+        payloads[index] = data.draw(
+            st.binary(min_size=mechanism.report_bytes, max_size=mechanism.report_bytes)
+        ).hex()
+    assert_agree(mechanism, payloads)
+    broken = list(payloads)
+    broken[data.draw(st.integers(0, 11))] = data.draw(st.sampled_from(["", "zz", None]))
+    assert_agree(mechanism, broken)

@@ -270,3 +270,14 @@ def test_the_device_path_never_imports_numpy() -> None:
     for question in survey.questions:  # and the aggregator accepts every payload
         payload = output["payloads"][question.id]
         assert len(question.statistics([payload])) == question.statistics_size
+
+
+@pytest.mark.parametrize("options", [2, 13, 64])
+def test_option_sampling_pure_path_is_the_reference_path(options: int) -> None:
+    mechanism = MECHANISMS["option_sampling"](epsilon=1.0, options=options)
+    rng = np.random.default_rng(options)
+    pure, reference = StreamSource(f"os-{options}"), StreamSource(f"os-{options}")
+    for _ in range(200):
+        answer = tuple(int(b) for b in rng.integers(0, 2, options))
+        text = mechanism.encode(mechanism.randomize(answer, rng=pure))
+        assert text == reference_encode(mechanism, reference_report(mechanism, answer, reference))

@@ -122,3 +122,15 @@ def test_digest_fast_path_matches_json_for_a_valid_report() -> None:
     body = report()
     expected = json.dumps(body, sort_keys=True, separators=(",", ":"))
     assert Report(**body).digest == hashlib.sha256(expected.encode()).hexdigest()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=12), st.text(max_size=12), st.text(max_size=40))
+def test_digest_is_the_sha256_of_the_canonical_json_body(report_id, question, payload):
+    """The directly formatted body (fast path) is byte for byte what json.dumps gives."""
+    import hashlib
+    import json
+
+    report = Report(id=report_id, question=question, payload=payload)
+    body = json.dumps(report.to_dict(), sort_keys=True, separators=(",", ":"))
+    assert report.digest == hashlib.sha256(body.encode()).hexdigest()

@@ -170,3 +170,13 @@ test("longitudinal questions: the permanent ε is charged once per value, across
   assert.equal(charged[0], 2 + 3); // the permanent ε of both questions
   assert.equal(charged[1], 0); // same values again: post-processing of the memoized responses
 });
+
+test("no module calls Math.random", async () => {
+  const { readdirSync } = await import("node:fs");
+  const files = readdirSync(new URL("..", import.meta.url)).filter((f) => f.endsWith(".js"));
+  assert.ok(files.length >= 15);
+  for (const file of files) {
+    const code = readFileSync(new URL(`../${file}`, import.meta.url), "utf8").replace(/\/\/.*$/gm, ""); // comments may say "never"
+    assert.ok(!code.includes("Math.random"), file);
+  }
+});
