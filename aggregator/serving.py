@@ -53,9 +53,9 @@ class WaitressWorker(Worker):
             channel_timeout=CHANNEL_TIMEOUT,
             cleanup_interval=5,
             asyncore_use_poll=True,
-            # Why one byte over: a body exactly at the limit reaches the app, which
-            # answers anything larger with its own problem+json 413 when it can.
-            max_request_body_size=max_body + 1,
+            # Why twice the app's limit: a body a little over it still reaches the app,
+            # which answers problem+json 413; far larger ones are cut off by waitress.
+            max_request_body_size=2 * max_body,
             ident="deniable",
             clear_untrusted_proxy_headers=False,  # the app applies TRUST_PROXY itself
         )

@@ -84,7 +84,7 @@ def test_distinct_betas_cannot_grow_a_worker(make_server, tmp_path):
                 started = time.perf_counter()
                 assert session.get(f"{server.url}/api/v1/health", timeout=30).status_code == 200
                 health.append(time.perf_counter() - started)
-                time.sleep(0.05)
+                time.sleep(0.01)
 
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
