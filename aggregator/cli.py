@@ -217,15 +217,16 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
     return 0
 
 
-def survey_row(record: Any) -> dict[str, Any]:
+def survey_row(record: Any, statistics: dict[str, Any]) -> dict[str, Any]:
     """One survey of ``surveys``: status, respondents, created."""
+    from .storage.base import respondents
+
     questions = len(record.survey.questions)
     return {
         "id": record.id,
         "title": record.survey.title,
         "status": record.status,
-        # Each respondent sends one report per question.
-        "respondents": (record.n_reports or 0) // max(questions, 1),
+        "respondents": respondents(statistics),
         "reports": record.n_reports or 0,
         "questions": questions,
         "results_public": record.results_public,
@@ -238,7 +239,7 @@ def survey_row(record: Any) -> dict[str, Any]:
 def cmd_surveys(args: argparse.Namespace) -> int:
     config = load_settings(args)
     with opened_storage(config) as storage:
-        rows = [survey_row(record) for record in storage.list_surveys()]
+        rows = [survey_row(record, storage.fold(record.id)) for record in storage.list_surveys()]
     if args.json:
         print_json(rows)
         return 0

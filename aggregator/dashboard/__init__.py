@@ -21,6 +21,7 @@ from deniable.errors import InvalidParameter, NotFound
 from ..api.common import check_survey_id, page_parameters, survey_summary
 from ..api.results import results_by_question, results_cache, statistics_key, unpacked
 from ..storage import SurveyRecord, current_storage
+from ..storage.base import respondents
 from .present import question_view
 
 blueprint = Blueprint("dashboard", __name__, template_folder="templates")
@@ -47,11 +48,6 @@ def _headers(response: Response) -> Response:
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
     return response
-
-
-def respondents(statistics: dict) -> int:
-    """Respondents of a survey: the most reports any one question has (one per respondent)."""
-    return max((s.n for s in statistics.values()), default=0)
 
 
 @blueprint.get("/")

@@ -237,6 +237,15 @@ def check_scope(surveys: Sequence[str] | None) -> tuple[str, ...] | None:
 ENROLMENT_ID = re.compile(r"[0-9a-f]{4,64}")
 
 
+def respondents(statistics: dict[str, QuestionStatistics]) -> int:
+    """Respondents of a survey: the most reports any one question has.
+
+    A public submission holds at most one report per question (one respondent),
+    so summing over questions would count each respondent once per question.
+    """
+    return max((s.n for s in statistics.values()), default=0)
+
+
 def fold_into(
     survey: Survey, current: dict[str, QuestionStatistics], rows: Iterable[tuple[str, str]]
 ) -> dict[str, QuestionStatistics]:
