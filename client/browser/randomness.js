@@ -1,7 +1,7 @@
 // Randomness for real reports, and the byte streams the test vectors replay.
 // Mirrors shared/randomness.py: every draw is derived from bytes, so a fixed
 // byte stream gives the same report in every language (docs/protocol.md §3).
-// Real reports use crypto.getRandomValues (never Math.random), 4 KiB at a time.
+// Real reports draw only from crypto.getRandomValues (never a non-cryptographic generator), 4 KiB at a time.
 
 export const RESOLUTION_BITS = 53;
 export const RESOLUTION = 2 ** 53;
