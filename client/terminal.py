@@ -131,28 +131,34 @@ class Progress:
         self._started = time.monotonic()
 
     def advance(self, count: int = 1) -> None:
-        self.update(self.done + count)
+        """Add ``count``; the increment happens under the lock, so no thread's count is lost."""
+        with self._lock:
+            self._show(self.done + count, final=False)
 
     def update(self, done: int, *, final: bool = False) -> None:
         """Show ``done`` of ``total``; ``final`` (or reaching the total) ends the bar."""
         with self._lock:
-            self.done = done
-            if self.stream is None or self._finished:
-                return
-            final = final or done >= self.total
-            now = time.monotonic()
-            if self.tty:
-                if final or now - self._last_draw >= 0.1:
-                    self._last_draw = now
-                    self.stream.write("\r" + self._text(now) + ("\n" if final else ""))
-                    self.stream.flush()
-            else:
-                quarter = 4 * min(done, self.total) // self.total
-                if final or quarter >= self._next_quarter:
-                    self._next_quarter = quarter + 1
-                    self.stream.write(self._text(now) + "\n")
-                    self.stream.flush()
-            self._finished = final
+            self._show(done, final=final)
+
+    def _show(self, done: int, *, final: bool) -> None:
+        """Draw ``done`` (the caller holds the lock)."""
+        self.done = done
+        if self.stream is None or self._finished:
+            return
+        final = final or done >= self.total
+        now = time.monotonic()
+        if self.tty:
+            if final or now - self._last_draw >= 0.1:
+                self._last_draw = now
+                self.stream.write("\r" + self._text(now) + ("\n" if final else ""))
+                self.stream.flush()
+        else:
+            quarter = 4 * min(done, self.total) // self.total
+            if final or quarter >= self._next_quarter:
+                self._next_quarter = quarter + 1
+                self.stream.write(self._text(now) + "\n")
+                self.stream.flush()
+        self._finished = final
 
     def _text(self, now: float) -> str:
         fraction = min(self.done / self.total, 1.0)
