@@ -4,7 +4,8 @@ Tables (see ``migrations/<backend>/``):
 
 * ``surveys``: one row per survey: resolved definition, status, visibility.
 * ``reports``: every accepted report, append-only (``seq`` order); a report id
-  is unique per survey, and its ``digest`` tells a retry from a reused id.
+  is unique per survey, and its stored question and payload tell a retry from a
+  reused id (migration 0006 dropped the per-report digest column).
 * ``pending``: the seqs of reports not yet folded into the statistics (and
   their survey; migration 0004 dropped the payload and question, which a fold
   reads from ``reports``).  Ingest inserts into ``reports`` and ``pending``, so
@@ -509,9 +510,9 @@ class Storage(ABC):
     ) -> list[str]:
         """Store validated reports all-or-nothing; return their ids.
 
-        A report whose id is stored with the same digest is acknowledged again
-        and not counted twice; with another digest the whole batch fails with
-        Conflict.  A closed survey raises Conflict.
+        A report whose id is stored with the same question and payload is
+        acknowledged again and not counted twice; with another body the whole
+        batch fails with Conflict.  A closed survey raises Conflict.
 
         A survey that requires enrolment needs ``enrolment_token`` (else
         AuthenticationError): an issued, unspent token of this survey is spent

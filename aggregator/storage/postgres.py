@@ -341,16 +341,15 @@ class PostgresStorage(Storage):
                 [r.id for r in reports],
                 [r.question for r in reports],
                 [r.payload for r in reports],
-                [r.digest for r in reports],
             )
             inserted = connection.execute(
                 """
                 WITH incoming AS (
-                    SELECT * FROM unnest(%b::text[]::uuid[], %b::text[], %b::text[], %b::text[])
-                        WITH ORDINALITY AS r (report_id, question_id, payload, digest, position)
+                    SELECT * FROM unnest(%b::text[]::uuid[], %b::text[], %b::text[])
+                        WITH ORDINALITY AS r (report_id, question_id, payload, position)
                 ), inserted AS (
-                    INSERT INTO reports (survey_id, report_id, question_id, payload, digest)
-                    SELECT %s, report_id, question_id, payload, digest
+                    INSERT INTO reports (survey_id, report_id, question_id, payload)
+                    SELECT %s, report_id, question_id, payload
                     FROM incoming ORDER BY position
                     ON CONFLICT (survey_id, report_id) DO NOTHING
                     RETURNING seq, survey_id, report_id
@@ -365,15 +364,16 @@ class PostgresStorage(Storage):
                 return backlog
             new = {report_id for (report_id,) in inserted}
             retried = [r for r in reports if r.id not in new]
-            stored = dict(
-                connection.execute(
-                    "SELECT report_id::text, digest FROM reports"
+            stored = {
+                report_id: (question_id, payload)
+                for report_id, question_id, payload in connection.execute(
+                    "SELECT report_id::text, question_id, payload FROM reports"
                     " WHERE survey_id = %s AND report_id = ANY(%s::uuid[])",
                     (survey_id, [r.id for r in retried]),
-                ).fetchall()
-            )
+                )
+            }
             for report in retried:
-                if stored.get(report.id) != report.digest:
+                if stored.get(report.id) != (report.question, report.payload):
                     raise Conflict(f"report id {report.id} was already used with another body")
         return backlog
 

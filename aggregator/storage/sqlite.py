@@ -354,33 +354,35 @@ class SqliteStorage(Storage):
         The caller holds the write lock (BEGIN IMMEDIATE), so nothing interleaves
         with these statements, and the new rows are exactly those with seq above
         the maximum before the insert.  Ids already stored are skipped by the
-        unique key; only then are their digests compared (a retry is acknowledged,
+        unique key; only then are their bodies compared (a retry is acknowledged,
         a reused id raises Conflict and the caller's transaction rolls back).
         """
         (before,) = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM reports").fetchone()
         changes = connection.total_changes
         connection.executemany(
-            "INSERT INTO reports"
-            " (survey_id, report_id, question_id, payload, digest, received_at)"
-            " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (survey_id, report_id) DO NOTHING",
-            [(survey_id, r.id, r.question, r.payload, r.digest, received_at) for r in reports],
+            "INSERT INTO reports (survey_id, report_id, question_id, payload, received_at)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (survey_id, report_id) DO NOTHING",
+            [(survey_id, r.id, r.question, r.payload, received_at) for r in reports],
         )
         inserted = connection.total_changes - changes
         if inserted < len(reports):
             ids = [report.id for report in reports]
-            stored: dict[str, str] = {}
+            stored: dict[str, tuple[str, str]] = {}
             for start in range(0, len(ids), 500):  # Why: SQLite caps bound parameters.
                 part = ids[start : start + 500]
                 marks = ",".join("?" * len(part))
                 stored.update(
-                    connection.execute(
-                        "SELECT report_id, digest FROM reports"
+                    (report_id, (question_id, payload))
+                    for report_id, question_id, payload in connection.execute(
+                        "SELECT report_id, question_id, payload FROM reports"
                         f" WHERE survey_id = ? AND seq <= ? AND report_id IN ({marks})",
                         (survey_id, before, *part),
-                    ).fetchall()
+                    )
                 )
             for report in reports:
-                if report.id in stored and stored[report.id] != report.digest:
+                if stored.get(report.id, (report.question, report.payload)) != (
+                    report.question, report.payload
+                ):
                     raise Conflict(f"report id {report.id} was already used with another body")
         if not inserted:
             return

@@ -53,6 +53,22 @@ def test_tokens_are_stored_only_as_hashes(storage):
     assert token not in repr(stored)
 
 
+@pytest.mark.parametrize("field", ["question", "payload"])
+def test_a_reused_id_is_told_from_a_retry_by_its_stored_body(storage, field):
+    """No digest is stored (migration 0006): the stored question and payload decide."""
+    from dataclasses import replace
+
+    storage.create_survey(SURVEY, results_public=True)
+    first, other = reports(2, seed=4)
+    storage.add_reports("demo", [first])
+    assert storage.add_reports("demo", [first]) == [first.id]  # a retry: acknowledged again
+    forged = replace(first, **{field: getattr(other, field)})
+    assert forged != first
+    with pytest.raises(Conflict, match="already used"):
+        storage.add_reports("demo", [other, forged])
+    assert storage.count_reports("demo") == 1
+
+
 def test_report_log_is_append_only(storage):
     storage.create_survey(SURVEY, results_public=True)
     storage.add_reports("demo", reports(3))
