@@ -144,8 +144,8 @@ def import_times() -> None:
           f"(ratio {client_ms / numpy_ms:.2f})")  # fmt: skip
     if sys.flags.dont_write_bytecode:
         source_ms, _ = import_ms("deniable.client")
-        print(f"  import deniable.client as this interpreter runs it (PYTHONDONTWRITEBYTECODE: "
-              f"the project's modules compiled from source on every import): {source_ms:.0f} ms")  # fmt: skip
+        print(f"  import deniable.client as run here (PYTHONDONTWRITEBYTECODE: every module "
+              f"of the project compiled from source): {source_ms:.0f} ms")  # fmt: skip
     print()
 
 
