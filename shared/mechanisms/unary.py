@@ -20,7 +20,8 @@ bit v from byte v); only a byte equal to the top byte of its threshold t (a
 tie, probability 1/256 whatever t is) needs the low 45 bits, read then as
 ``uniform45`` (6 bytes, little-endian, shifted right by 3), ties in order of v.
 So bit v = [u < t] exactly, P = t / 2**53, from about d + 6 d / 256 bytes
-instead of 8 d; the number of bytes read does not depend on the true value.
+instead of 8 d; the number of ties is Binomial(d, 1/256) whatever the true
+value, so neither the bytes read nor the work depend on it.
 
 Batch: ``uint8`` array of shape (n, d) holding 0/1.  Python-level report: a
 tuple of d ints 0/1.  Wire: the d bits packed least-significant-bit first
@@ -59,9 +60,10 @@ def gammaln(x: np.ndarray | int) -> np.ndarray:
     return np.vectorize(math.lgamma, otypes=[np.float64])(x)
 
 
-# Both paths draw one random byte per bit and compare it with the top byte of the
-# threshold; only equal bytes (1 in 256) need the remaining 45 bits.  This
-# realises exactly Bernoulli(threshold / 2**53).
+# Simulation (``randomize_many``) and the device path both draw one random byte
+# per bit and compare it with the top byte of the threshold; only equal bytes
+# (1 in 256) need the remaining 45 bits.  This realises exactly
+# Bernoulli(threshold / 2**53).
 _LOW_BITS = RESOLUTION_BITS - 8
 _LOW_MASK = (1 << _LOW_BITS) - 1
 _LOW_BYTES = 6  # uniform45: 6 bytes little-endian, shifted right by 3
