@@ -75,11 +75,8 @@ if TYPE_CHECKING:
 
     from deniable.survey import Survey
 
-# Imported where they are first needed, not with the module, so that ``import
-# deniable.client`` stays light: requests (by the first client), deniable.survey
-# and every mechanism (by the first survey), cryptography (by the first signature
-# check, the state file's first read or write, or the first pin), uuid (by the
-# first answer).
+# requests, deniable.survey (every mechanism), cryptography, uuid and secrets are
+# imported where first needed, so that ``import deniable.client`` stays light.
 
 
 def _requests() -> Any:
@@ -292,7 +289,7 @@ class SurveyClient(KeyPinning):
     # -- HTTP -------------------------------------------------------------------
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with jitter from the OS CSPRNG (``secrets``)."""
-        import secrets  # only when a request is retried
+        import secrets  # only when a request is retried (see the top)
 
         ceiling = min(self.max_backoff, self.backoff * (2**attempt))
         return ceiling / 2 + ceiling / 2 * secrets.randbelow(1_000_001) / 1_000_000
@@ -542,7 +539,7 @@ class SurveyClient(KeyPinning):
             )
         checked = self._check_answers(survey.survey, answers)
         self._admit(survey)
-        import uuid  # with the first answer (it imports platform), not with the module
+        import uuid  # with the first answer, not with the module (see the top)
 
         batch_id = uuid.uuid4().hex
         with self.store.transaction() as state:
