@@ -10,8 +10,11 @@
      (Python's non-cryptographic ``random`` and numpy) and multi-freq-ldpy's
      clients, when those peers can be imported (``--peers SITE_PACKAGES`` adds
      a scratch venv's site-packages; pure-ldp 1.2.0 needs xxhash < 2);
-   * ``import deniable.client`` in a fresh interpreter (best of 7): milliseconds,
-     whether numpy was loaded, and ``import numpy`` measured the same way.
+   * ``import deniable.client`` in a fresh interpreter (best of 7, CPU time):
+     milliseconds with bytecode cached (as after ``pip install``; a scratch
+     ``PYTHONPYCACHEPREFIX``), whether numpy was loaded, and ``import numpy``
+     measured the same way; under ``PYTHONDONTWRITEBYTECODE`` also as run, with
+     the project's modules compiled from source on every import.
 1. Latency of one real answer without network: ``oracle.randomize`` with the OS
    CSPRNG followed by ``oracle.encode``, for every mechanism (categorical ones at
    domain size 16, numeric ones on [0, 100], ε = 1), plus a longitudinal question
@@ -103,20 +106,47 @@ def load_peers(path: str | None) -> tuple[object, object, str]:
     return pure, multi, "; ".join(notes)
 
 
-def import_ms(module: str, runs: int = 7) -> tuple[float, bool]:
-    """Best CPU time of ``import module`` in a fresh interpreter, and whether numpy got loaded."""
+def import_ms(module: str, runs: int = 7, *, cache: str | None = None) -> tuple[float, bool]:
+    """Best CPU time of ``import module`` in a fresh interpreter, and whether numpy got loaded.
+
+    ``cache``: a scratch bytecode directory (``PYTHONPYCACHEPREFIX``) filled by one
+    import first, so every module loads from bytecode as after ``pip install``;
+    ``None``: the interpreter's own setting, which with ``PYTHONDONTWRITEBYTECODE``
+    compiles every source module of the project on every import.
+    """
     script = (
         "import sys, time\n"
         f"start = time.process_time(); import {module}; elapsed = time.process_time() - start\n"
         "print(elapsed * 1000, 'numpy' in sys.modules)"
     )
+    env = dict(os.environ)
+    if cache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = cache
+        subprocess.run([sys.executable, "-c", f"import {module}"], env=env, check=True)
     best, numpy_loaded = float("inf"), False
     for _ in range(runs):
         output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                check=True).stdout.split()  # fmt: skip
+                                check=True, env=env).stdout.split()  # fmt: skip
         best = min(best, float(output[0]))
         numpy_loaded = output[1] == "True"
     return best, numpy_loaded
+
+
+def import_times() -> None:
+    """``import deniable.client`` and ``import numpy``, from bytecode (as installed) and as run."""
+    with tempfile.TemporaryDirectory(prefix="deniable-pycache-") as cache:
+        client_ms, client_numpy = import_ms("deniable.client", cache=cache)
+        numpy_ms, _ = import_ms("numpy", cache=cache)
+    print(f"  import deniable.client: {client_ms:.0f} ms CPU (best of 7, fresh interpreter, "
+          f"bytecode cached as after pip install), numpy loaded: "
+          f"{'yes' if client_numpy else 'no'}; import numpy alone: {numpy_ms:.0f} ms "
+          f"(ratio {client_ms / numpy_ms:.2f})")  # fmt: skip
+    if sys.flags.dont_write_bytecode:
+        source_ms, _ = import_ms("deniable.client")
+        print(f"  import deniable.client as run here (PYTHONDONTWRITEBYTECODE: every module "
+              f"of the project compiled from source): {source_ms:.0f} ms")  # fmt: skip
+    print()
 
 
 def side_by_side(n: int, runs: int, peers_path: str | None) -> None:
@@ -177,11 +207,7 @@ def side_by_side(n: int, runs: int, peers_path: str | None) -> None:
           f"{parts['encode']:>11,.0f}")  # fmt: skip
     if note:
         print(f"  note: {note}; pass --peers <venv site-packages> to compare")
-    client_ms, client_numpy = import_ms("deniable.client")
-    numpy_ms, _ = import_ms("numpy")
-    print(f"  import deniable.client: {client_ms:.0f} ms CPU (best of 7, fresh interpreter), numpy "
-          f"loaded: {'yes' if client_numpy else 'no'}; import numpy alone: {numpy_ms:.0f} ms "
-          f"(ratio {client_ms / numpy_ms:.2f})\n")  # fmt: skip
+    import_times()
 
 
 def timed(function, repeat: int) -> tuple[float, float]:

@@ -20,20 +20,34 @@ at most the permanent ε; one report reveals at most ``report_epsilon``.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
+from typing import TYPE_CHECKING, cast
 
 from deniable.errors import InvalidParameter
-from deniable.mechanisms.longitudinal import LongitudinalGRR
 from deniable.randomness import ByteStreamSource
-from deniable.survey import Question
+
+if TYPE_CHECKING:
+    import hmac
+
+    from deniable.mechanisms.longitudinal import LongitudinalGRR
+    from deniable.survey import Question
 
 _PERMANENT = b"deniable.client.memo/permanent/1"
 _TAG = b"deniable.client.memo/tag/1"
-_BLOCK = hashlib.sha256().digest_size
 
 __all__ = ["HmacSource", "is_longitudinal", "memo_tag", "permanent_response"]
+
+
+def _mac(key: bytes, message: bytes) -> hmac.HMAC:
+    """HMAC-SHA256 of ``message`` under ``key``.
+
+    hashlib (it loads OpenSSL) is imported by the first use, not with ``import
+    deniable.client``.
+    """
+    import hashlib
+    import hmac
+
+    return hmac.new(key, message, hashlib.sha256)
 
 
 class HmacSource(ByteStreamSource):
@@ -47,7 +61,7 @@ class HmacSource(ByteStreamSource):
     def __init__(self, key: bytes, info: bytes) -> None:
         if not isinstance(key, bytes) or len(key) < 16:
             raise InvalidParameter("HmacSource needs a key of at least 16 bytes")
-        self._mac = hmac.new(key, info, hashlib.sha256)
+        self._mac = _mac(key, info)
         self._counter = 0
         self._buffer = b""
 
@@ -62,12 +76,16 @@ class HmacSource(ByteStreamSource):
 
 
 def is_longitudinal(question: Question) -> bool:
+    # Imported here, not with the module (``import deniable.client`` loads no mechanism);
+    # a Question exists only once deniable.survey has loaded it, so this costs a lookup.
+    from deniable.mechanisms.longitudinal import LongitudinalGRR
+
     return question.longitudinal is not None and isinstance(question.oracle, LongitudinalGRR)
 
 
 def _info(question: Question, value: int) -> bytes:
-    oracle = question.oracle
-    assert isinstance(oracle, LongitudinalGRR) and question.longitudinal is not None
+    assert is_longitudinal(question) and question.longitudinal is not None
+    oracle = cast("LongitudinalGRR", question.oracle)
     return json.dumps(
         [question.longitudinal.key, question.labels, oracle.epsilon,
          oracle.instantaneous_epsilon, question.labels[value]],
@@ -76,19 +94,18 @@ def _info(question: Question, value: int) -> bytes:
 
 
 def _subkey(secret: bytes, purpose: bytes) -> bytes:
-    return hmac.new(secret, purpose, hashlib.sha256).digest()
+    return _mac(secret, purpose).digest()
 
 
 def permanent_response(secret: bytes, question: Question, value: int) -> int:
     """The memoized permanent response for a checked true value (category index)."""
     if not is_longitudinal(question):
         raise InvalidParameter(f"question {question.id!r} is not longitudinal")
-    oracle = question.oracle
-    assert isinstance(oracle, LongitudinalGRR)
+    oracle = cast("LongitudinalGRR", question.oracle)
     source = HmacSource(_subkey(secret, _PERMANENT), _info(question, value))
     return oracle.permanent_response(value, rng=source)
 
 
 def memo_tag(secret: bytes, question: Question, value: int) -> str:
     """An opaque tag for (key, parameters, value): what the ledger remembers, not the value."""
-    return hmac.new(_subkey(secret, _TAG), _info(question, value), hashlib.sha256).hexdigest()
+    return _mac(_subkey(secret, _TAG), _info(question, value)).hexdigest()

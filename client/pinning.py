@@ -9,18 +9,28 @@ first sight.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from deniable import keychain
 from deniable.errors import SignatureError
+
+if TYPE_CHECKING:
+    from deniable.keychain import Pin
+
+
+def _keychain() -> Any:
+    """deniable.keychain, imported by the first pin (it imports cryptography), not by
+    ``import deniable.client``."""
+    from deniable import keychain
+
+    return keychain
 
 
 def key_id_of(raw: bytes) -> str:
-    return keychain.key_id(raw)
+    return _keychain().key_id(raw)
 
 
 def decode_public_key(text: object, where: str) -> bytes:
-    return keychain.decode_public_key(text, where)
+    return _keychain().decode_public_key(text, where)
 
 
 class KeyPinning:
@@ -31,12 +41,12 @@ class KeyPinning:
     clock: Any
     _trusted_key: bytes | None
 
-    def _stored_pin(self) -> keychain.Pin | None:
+    def _stored_pin(self) -> Pin | None:
         """The pin in the state file (one followed from ``trusted_key``, if that is given)."""
         pin = self.store.load().keys.get(self.origin)
         if pin is None:
             return None
-        stored = keychain.Pin(
+        stored = _keychain().Pin(
             public_key=decode_public_key(pin.get("public_key"), "pinned key"),
             sequence=pin.get("sequence"),
             retired=tuple(pin.get("retired", ())),
@@ -47,8 +57,9 @@ class KeyPinning:
             return None  # the caller's trusted_key overrides an unrelated pin
         return stored
 
-    def _save_pin(self, pin: keychain.Pin, expected: str | None) -> None:
+    def _save_pin(self, pin: Pin, expected: str | None) -> None:
         """Store ``pin``, unless another process changed the pin since it was read."""
+        keychain = _keychain()
         with self.store.transaction() as state:
             existing = state.keys.get(self.origin)
             if existing is not None and existing.get("public_key") != expected:
@@ -79,6 +90,7 @@ class KeyPinning:
         if not isinstance(document, dict):
             raise SignatureError("aggregator key document must be an object")
         served = decode_public_key(document.get("public_key"), "aggregator key")
+        keychain = _keychain()
         pin = keychain.follow_chain(keychain.Pin(public_key=served), document)
         existing = self.store.load().keys.get(self.origin)
         self._save_pin(pin, None if existing is None else existing.get("public_key"))
@@ -92,6 +104,7 @@ class KeyPinning:
         """
         key, _ = self._pinned_key()
         stored = self._stored_pin()
+        keychain = _keychain()
         pin = stored if stored is not None else keychain.Pin(public_key=key)
         followed = keychain.follow_chain(pin, self._key_document())
         if followed != pin or stored is None:

@@ -10,11 +10,13 @@ about one value, see docs/longitudinal.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from deniable.errors import InvalidParameter, PolicyViolation
-from deniable.mechanisms import MECHANISMS
 from deniable.parameters import check_real
-from deniable.survey import Question, Survey
+
+if TYPE_CHECKING:
+    from deniable.survey import Question, Survey
 
 # Slack for comparisons against caps: the implemented ε of a mechanism can
 # exceed its nominal ε by a rounding error of about 1e-15.
@@ -27,6 +29,17 @@ def question_cost(question: Question) -> float:
     return max(question.epsilon, float(question.oracle.epsilon_implemented))
 
 
+def every_mechanism() -> frozenset[str]:
+    """Every mechanism's name: the default allowlist.
+
+    The mechanism table is imported here, not with the module: ``import
+    deniable.client`` stays free of every mechanism module.
+    """
+    from deniable.mechanisms import MECHANISMS
+
+    return frozenset(MECHANISMS)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Policy:
     """Caps and allowlist; defaults suit occasional surveys of a few questions."""
@@ -36,7 +49,7 @@ class Policy:
     lifetime_epsilon: float = 100.0
     period_epsilon: float = 25.0
     period_days: float = 30.0
-    allowed_mechanisms: frozenset[str] = field(default_factory=lambda: frozenset(MECHANISMS))
+    allowed_mechanisms: frozenset[str] = field(default_factory=every_mechanism)
     allow_longitudinal: bool = True
 
     def __post_init__(self) -> None:

@@ -43,16 +43,11 @@ import json
 import math
 import os
 import re
-import secrets
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from deniable import __version__
 from deniable.errors import (
@@ -64,7 +59,6 @@ from deniable.errors import (
     SignatureError,
     TransportError,
 )
-from deniable.survey import IDENTIFIER, Survey
 
 from .ledger import Ledger
 from .memo import is_longitudinal, memo_tag, permanent_response
@@ -79,12 +73,29 @@ ENROLMENT_TOKEN = re.compile(r"[!-~]{1,256}")
 if TYPE_CHECKING:
     import requests
 
+    from deniable.survey import Survey
+
+# requests, deniable.survey (every mechanism), cryptography, uuid and secrets are
+# imported where first needed, so that ``import deniable.client`` stays light.
+
 
 def _requests() -> Any:
-    """requests, imported by the first client (it is a third of ``import deniable.client``)."""
+    """requests, imported by the first client."""
     import requests
 
     return requests
+
+
+def _signature_valid(public_key: bytes, signature: bytes, message: bytes) -> bool:
+    """Whether ``signature`` is the Ed25519 signature of ``message`` under ``public_key``."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
+    except InvalidSignature:
+        return False
+    return True
 
 
 def retryable_exceptions() -> tuple[type[BaseException], ...]:
@@ -278,6 +289,8 @@ class SurveyClient(KeyPinning):
     # -- HTTP -------------------------------------------------------------------
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with jitter from the OS CSPRNG (``secrets``)."""
+        import secrets  # only when a request is retried (see the top)
+
         ceiling = min(self.max_backoff, self.backoff * (2**attempt))
         return ceiling / 2 + ceiling / 2 * secrets.randbelow(1_000_001) / 1_000_000
 
@@ -385,6 +398,8 @@ class SurveyClient(KeyPinning):
             signature = base64.b64decode(signature_text, validate=True)
         except (binascii.Error, ValueError):
             raise SignatureError(f"survey {survey_id!r}: signature is not base64") from None
+        from deniable.survey import Survey
+
         try:
             survey = Survey.from_dict(document.get("definition"), resolved=True)
         except InvalidSurvey as error:
@@ -393,13 +408,11 @@ class SurveyClient(KeyPinning):
                 f"survey {survey_id!r}: definition does not validate, so it is not the "
                 f"signed one ({error})"
             ) from None
-        try:
-            Ed25519PublicKey.from_public_bytes(key).verify(signature, survey.canonical_bytes())
-        except InvalidSignature:
+        if not _signature_valid(key, signature, survey.canonical_bytes()):
             raise SignatureError(
                 f"survey {survey_id!r}: signature does not match the definition under the "
                 f"pinned key {key_id}; the survey was altered or signed by someone else"
-            ) from None
+            )
         if survey.id != survey_id or document.get("id", survey_id) != survey_id:
             raise SignatureError(f"asked for survey {survey_id!r}, got {survey.id!r}")
         status = document.get("status")
@@ -455,6 +468,8 @@ class SurveyClient(KeyPinning):
 
     def fetch(self, survey_id: str) -> VerifiedSurvey:
         """Download, verify and admit a survey; raise a typed error otherwise."""
+        from deniable.survey import IDENTIFIER
+
         if not isinstance(survey_id, str) or not IDENTIFIER.fullmatch(survey_id):
             raise InvalidParameter(f"survey id must match {IDENTIFIER.pattern}, got {survey_id!r}")
         key, key_id = self._pinned_key()
@@ -513,12 +528,8 @@ class SurveyClient(KeyPinning):
         key, _ = self._pinned_key()
         if key != survey.public_key:
             raise SignatureError(f"survey {survey.id!r} was not verified under the pinned key")
-        try:
-            Ed25519PublicKey.from_public_bytes(key).verify(
-                survey.signature, survey.survey.canonical_bytes()
-            )
-        except InvalidSignature:
-            raise SignatureError(f"survey {survey.id!r} was altered after fetch()") from None
+        if not _signature_valid(key, survey.signature, survey.survey.canonical_bytes()):
+            raise SignatureError(f"survey {survey.id!r} was altered after fetch()")
         if survey.require_enrolment and enrolment_token is None:
             # Why before anything: answering without a token would charge the ledger and
             # mark the survey answered for a batch the aggregator must refuse (issue 8.7).
@@ -528,6 +539,8 @@ class SurveyClient(KeyPinning):
             )
         checked = self._check_answers(survey.survey, answers)
         self._admit(survey)
+        import uuid  # with the first answer, not with the module (see the top)
+
         batch_id = uuid.uuid4().hex
         with self.store.transaction() as state:
             answered_key = self._answered_key(survey.key_id, survey.id)

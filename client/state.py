@@ -50,17 +50,16 @@ import contextlib
 import fcntl
 import json
 import os
-import secrets
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING, Any
 
 from deniable.errors import InvalidParameter, StateError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 MAGIC = b"DNBLST01"
 NONCE_BYTES = 12
@@ -122,7 +121,7 @@ def load_key(key_file: Path, *, create: bool) -> bytes:
             ) from None
     except (UnicodeDecodeError, InvalidParameter) as error:
         raise StateError(f"state key file {key_file} is unreadable: {error}") from None
-    key = secrets.token_bytes(KEY_BYTES)
+    key = os.urandom(KEY_BYTES)
     key_file.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="ascii") as handle:
@@ -154,7 +153,7 @@ class DeviceState:
 
     @classmethod
     def fresh(cls) -> DeviceState:
-        return cls(device_secret=secrets.token_bytes(SECRET_BYTES))
+        return cls(device_secret=os.urandom(SECRET_BYTES))
 
     def to_json(self) -> bytes:
         data = {
@@ -227,6 +226,9 @@ class StateStore:
 
     # -- key ------------------------------------------------------------------
     def _cipher(self, *, creating: bool) -> AESGCM:
+        # cryptography is imported by the first read or write, not by ``import deniable.client``.
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         if self._key is None:
             self._key = load_key(self.key_file, create=creating)
         return AESGCM(self._key)
@@ -257,6 +259,8 @@ class StateStore:
         if not blob.startswith(MAGIC):
             raise StateError(f"state file {self.path} is not a Deniable state file (bad header)")
         cipher = self._cipher(creating=False)
+        from cryptography.exceptions import InvalidTag
+
         try:
             plain = cipher.decrypt(blob[len(MAGIC) : header], blob[header:], MAGIC)
         except InvalidTag:
@@ -268,11 +272,11 @@ class StateStore:
 
     def _write(self, state: DeviceState) -> None:
         cipher = self._cipher(creating=True)
-        nonce = secrets.token_bytes(NONCE_BYTES)
+        nonce = os.urandom(NONCE_BYTES)
         blob = MAGIC + nonce + cipher.encrypt(nonce, state.to_json(), MAGIC)
         directory = self.path.parent
         directory.mkdir(parents=True, exist_ok=True)
-        temporary = directory / f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        temporary = directory / f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(descriptor, "wb") as handle:

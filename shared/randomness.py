@@ -24,11 +24,13 @@ import io
 import math
 import os
 import threading
-from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 from .errors import InvalidParameter
 from .lazy import np, numpy_type
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 RESOLUTION_BITS = 53
 RESOLUTION = 1 << RESOLUTION_BITS
@@ -50,6 +52,10 @@ __all__ = [
 
 def exact_exp(epsilon: float) -> Fraction:
     """``math.exp(epsilon)`` as an exact fraction, for exact threshold arithmetic."""
+    # fractions (and decimal, which it imports) load with the first mechanism, not with
+    # ``import deniable.client``, whose HMAC stream subclasses ByteStreamSource.
+    from fractions import Fraction
+
     return Fraction(math.exp(epsilon))
 
 

@@ -14,6 +14,15 @@ bit is 1 with probability q.  S(y) = {v : y_v = 1}, so p* = p and q* = q.
 Both probabilities are realised as thresholds over 2**53 (deniable.randomness);
 the implemented ε is log(p (1 - q) / (q (1 - p))) of the realised p and q.
 
+Draws (docs/protocol.md §4): the uniform u in [0, 2**53) behind bit v is read
+top byte first.  d bytes give the top 8 bits of every u (one byte per bit,
+bit v from byte v); only a byte equal to the top byte of its threshold t (a
+tie, probability 1/256 whatever t is) needs the low 45 bits, read then as
+``uniform45`` (6 bytes, little-endian, shifted right by 3), ties in order of v.
+So bit v = [u < t] exactly, P = t / 2**53, from about d + 6 d / 256 bytes
+instead of 8 d; the number of ties is Binomial(d, 1/256) whatever the true
+value, so neither the bytes read nor the work depend on it.
+
 Batch: ``uint8`` array of shape (n, d) holding 0/1.  Python-level report: a
 tuple of d ints 0/1.  Wire: the d bits packed least-significant-bit first
 (``numpy.packbits(bitorder="little")``: bit v is bit ``v % 8`` of byte
@@ -51,14 +60,24 @@ def gammaln(x: np.ndarray | int) -> np.ndarray:
     return np.vectorize(math.lgamma, otypes=[np.float64])(x)
 
 
-# Simulation draws one random byte per bit and compares it with the top byte of
-# the threshold; only equal bytes (1 in 256) need the remaining 45 bits.  This
-# realises exactly the same Bernoulli(threshold / 2**53) as the CSPRNG path.
+# Simulation (``randomize_many``) and the device path both draw one random byte
+# per bit and compare it with the top byte of the threshold; only equal bytes
+# (1 in 256) need the remaining 45 bits.  This realises exactly
+# Bernoulli(threshold / 2**53).
 _LOW_BITS = RESOLUTION_BITS - 8
 _LOW_MASK = (1 << _LOW_BITS) - 1
+_LOW_BYTES = 6  # uniform45: 6 bytes little-endian, shifted right by 3
+_LOW_SHIFT = 8 * _LOW_BYTES - _LOW_BITS
 _CHUNK_ROWS = 256  # 256 KiB of bytes per chunk stays in cache: ~5x faster than 4096
 _LANE_ROWS = 255  # rows of bits summed in uint64 words before a byte lane could overflow
-_WORD_SHIFT = 64 - RESOLUTION_BITS  # uniform53 = (64-bit little-endian word) >> 11
+_TIE = 2  # in a byte table: the top bytes are equal, the low 45 bits decide
+
+
+def _top_byte_table(limit: int) -> bytes:
+    """For each top byte b of a uniform: 1 if it is below the top byte of ``limit``, 0 above,
+    ``_TIE`` if equal."""
+    high = limit >> _LOW_BITS
+    return bytes(1 if b < high else _TIE if b == high else 0 for b in range(256))
 
 
 def _bernoulli_rows(rng: np.random.Generator, out: np.ndarray, limit: int) -> None:
@@ -97,9 +116,8 @@ class UnaryEncoding(FrequencyOracle):
     _one_if_true: int = field(init=False, repr=False, compare=False, default=0)
     _one_if_other: int = field(init=False, repr=False, compare=False, default=0)
     _bytes: int = field(init=False, repr=False, compare=False, default=0)
-    _true_word: int = field(init=False, repr=False, compare=False, default=0)
-    _other_word: int = field(init=False, repr=False, compare=False, default=0)
-    _top_bits: bytes = field(init=False, repr=False, compare=False, default=b"")
+    _true_table: bytes = field(init=False, repr=False, compare=False, default=b"")
+    _other_table: bytes = field(init=False, repr=False, compare=False, default=b"")
     _unpack_bits: struct.Struct | None = field(init=False, repr=False, compare=False, default=None)
     _padding: bytes = field(init=False, repr=False, compare=False, default=b"")
     _fold_masks: tuple[int, ...] = field(init=False, repr=False, compare=False, default=())
@@ -113,12 +131,8 @@ class UnaryEncoding(FrequencyOracle):
         self._set("_one_if_true", one_if_true)
         self._set("_one_if_other", one_if_other)
         self._set("_bytes", (self.domain_size + 7) // 8)
-        # The device path compares 64-bit words with t << 11 (see ``randomize``):
-        # a word whose top byte is below that of t << 11 gives 1, above gives 0,
-        # equal (the 2 here) needs the whole word.
-        self._set("_true_word", one_if_true << _WORD_SHIFT)
-        self._set("_other_word", one_if_other << _WORD_SHIFT)
-        top = self._other_word >> 56
+        self._set("_true_table", _top_byte_table(one_if_true))
+        self._set("_other_table", _top_byte_table(one_if_other))
         self._set("_unpack_bits", struct.Struct(f"{self.domain_size}B"))
         lanes = 8 * self._bytes  # bits padded to whole bytes, one byte per bit
         self._set("_padding", bytes(lanes - self.domain_size))
@@ -126,7 +140,6 @@ class UnaryEncoding(FrequencyOracle):
             int.from_bytes(mask * (lanes // len(mask)), "little")
             for mask in (b"\x03\x00", b"\x0f\x00\x00\x00", b"\xff" + bytes(7))
         ))  # fmt: skip
-        self._set("_top_bits", bytes(1 if b < top else 2 if b == top else 0 for b in range(256)))
 
     @property
     def p_star(self) -> float:
@@ -156,17 +169,22 @@ class UnaryEncoding(FrequencyOracle):
             limits[true] = self._one_if_true
             bits = source.uniform53_array(d) < limits
             return tuple(bits.astype(np.uint8).tolist())
-        # The device path, in pure Python: uniform i is word i of the 8 d bytes
-        # (little-endian) shifted right by 11, and u < t exactly when word < t << 11.
-        # The word's top byte settles that for all but 1 in 256 bits; ties
-        # compare whole words.  Same bytes, same bits as ``uniform53_array``.
-        words = source.token_bytes(8 * d)
-        bits = bytearray(words[7::8].translate(self._top_bits))
-        tie = bits.find(2)
-        while tie >= 0:
-            bits[tie] = self._other_word > int.from_bytes(words[8 * tie : 8 * tie + 8], "little")
-            tie = bits.find(2, tie + 1)
-        bits[true] = self._true_word > int.from_bytes(words[8 * true : 8 * true + 8], "little")
+        # The device path, in pure Python (see the module docstring): byte v is the
+        # top byte of uniform v; a byte table maps it to 1, 0 or a tie.  The ties'
+        # low bits (6 bytes each, in order of v) are the next bytes of the stream,
+        # read at once: the same bytes as one read per tie.
+        top = source.token_bytes(d)
+        bits = bytearray(top.translate(self._other_table))
+        bits[true] = self._true_table[top[true]]
+        ties = bits.count(_TIE)
+        if ties:
+            low = source.token_bytes(_LOW_BYTES * ties)
+            tie = -1
+            for start in range(0, _LOW_BYTES * ties, _LOW_BYTES):
+                tie = bits.find(_TIE, tie + 1)
+                limit = (self._one_if_true if tie == true else self._one_if_other) & _LOW_MASK
+                uniform = int.from_bytes(low[start : start + _LOW_BYTES], "little") >> _LOW_SHIFT
+                bits[tie] = uniform < limit
         return UnaryReport(self._unpack_bits.unpack(bits), bytes(bits))
 
     def encode(self, report: object) -> str:

@@ -192,7 +192,23 @@ def mechanism_vectors() -> list[dict[str, Any]]:
                 "question": question.id, "answer": answer,
                 "stream": data[: source.position].hex(), "report": payload,
             })  # fmt: skip
+        if question.mechanism in ("sue", "oue"):
+            vectors.append(unary_ties_vector(question, answers[0]))
     return vectors
+
+
+def unary_ties_vector(question: Question, answer: Any) -> dict[str, Any]:
+    """Every top byte equal to its threshold's: every bit is settled by its low 45 bits."""
+    oracle = question.oracle
+    true = question.check_answer(answer)
+    limits = [oracle._one_if_true if v == true else oracle._one_if_other
+              for v in range(oracle.domain_size)]  # fmt: skip
+    data = bytes(limit >> 45 for limit in limits) + stream(f"{question.id}/ties")
+    source = StreamSource(data)
+    payload = question.randomize(answer, rng=source)
+    assert source.position == oracle.domain_size * 7  # d top bytes, 6 bytes per tie
+    return {"question": question.id, "answer": answer, "stream": data[: source.position].hex(),
+            "report": payload}  # fmt: skip
 
 
 def bad_payloads(question: Question) -> list[str]:

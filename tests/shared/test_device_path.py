@@ -3,8 +3,8 @@
 * In a fresh interpreter, building every mechanism and survey question type,
   randomizing and encoding never imports numpy.
 * For the same byte stream, the pure-Python ``randomize`` + ``encode`` give
-  exactly the report of the reference path: the vectorized draw of
-  ``uniform53_array`` (unary encodings) and the vectorized ``encode_many``.
+  exactly the report of the reference path: docs/protocol.md's unary draw
+  written out bit by bit (unary encodings) and the vectorized ``encode_many``.
 * ``encode`` refuses what the vectorized path refuses.
 """
 
@@ -49,14 +49,37 @@ class StreamSource(ByteStreamSource):
         return out
 
 
+class FixedSource(ByteStreamSource):
+    """Exactly these bytes, then IndexError."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def token_bytes(self, count: int) -> bytes:
+        if count > len(self.data):
+            raise IndexError("byte stream exhausted")
+        out, self.data = self.data[:count], self.data[count:]
+        return out
+
+
+def reference_unary(mechanism, value, source: ByteStreamSource) -> tuple[int, ...]:
+    """docs/protocol.md §4, bit by bit: u_v = top byte · 2**45 + (a tie's uniform45)."""
+    true = mechanism.check_value(value)
+    top = source.token_bytes(mechanism.domain_size)
+    bits = []
+    for v in range(mechanism.domain_size):
+        limit = mechanism._one_if_true if v == true else mechanism._one_if_other
+        uniform = top[v] << 45
+        if top[v] == limit >> 45:  # a tie: the low 45 bits decide
+            uniform += int.from_bytes(source.token_bytes(6), "little") >> 3
+        bits.append(int(uniform < limit))
+    return tuple(bits)
+
+
 def reference_report(mechanism, value, source: ByteStreamSource):
-    """The reference draw: unary encodings compare ``uniform53_array`` with the thresholds."""
+    """The reference draw: unary encodings as the protocol spells it out; others as they are."""
     if isinstance(mechanism, UnaryEncoding):
-        true = mechanism.check_value(value)
-        limits = np.full(mechanism.domain_size, mechanism._one_if_other, dtype=np.uint64)
-        limits[true] = mechanism._one_if_true
-        bits = source.uniform53_array(mechanism.domain_size) < limits
-        return tuple(bits.astype(np.uint8).tolist())
+        return reference_unary(mechanism, value, source)
     return mechanism.randomize(value, rng=source)
 
 
@@ -94,25 +117,40 @@ def test_pure_path_is_the_reference_path_for_the_same_byte_stream(
 
 
 @pytest.mark.parametrize("name", ["sue", "oue"])
-def test_unary_ties_on_the_top_byte_are_settled_by_the_whole_word(name: str) -> None:
-    # A stream whose top bytes all equal the top byte of the "other" threshold word,
-    # so every bit goes through the tie path; low bytes vary around the threshold.
+def test_unary_ties_on_the_top_byte_are_settled_by_the_low_bits(name: str) -> None:
+    # A stream whose top bytes (the first d bytes of each report) all equal the top
+    # byte of the "other" threshold, so every other bit goes through the tie path.
     mechanism = CATEGORICAL[name](epsilon=1.0, domain_size=64)
-    top = mechanism._other_word >> 56
+    top = mechanism._one_if_other >> 45
 
     class Ties(StreamSource):
         def token_bytes(self, count: int) -> bytes:
-            data = bytearray(super().token_bytes(count))
-            data[7::8] = bytes([top]) * (count // 8)
-            return bytes(data)
+            data = super().token_bytes(count)
+            return bytes([top]) * count if count == mechanism.domain_size else data
 
     pure, reference = Ties("ties"), Ties("ties")
     ones = 0
     for value in range(64):
         report = mechanism.randomize(value, rng=pure)
-        assert report == reference_report(mechanism, value, reference)
+        assert report == reference_unary(mechanism, value, reference)
         ones += sum(report)
+    assert pure.counter == reference.counter and pure.buffer == reference.buffer
     assert 0 < ones < 64 * 64  # both outcomes of the tie occur
+
+
+@pytest.mark.parametrize("name", ["sue", "oue"])
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 5.0])
+def test_unary_bits_are_bernoulli_of_the_thresholds(name: str, epsilon: float) -> None:
+    # Every (top byte, low bits) pair at once: over all 256 top bytes, with the tie's
+    # low bits just below and at the threshold's, the draw gives 1 exactly for u < t.
+    mechanism = CATEGORICAL[name](epsilon=epsilon, domain_size=2)
+    for limit, value in ((mechanism._one_if_true, 0), (mechanism._one_if_other, 1)):
+        low = limit & ((1 << 45) - 1)
+        for byte in range(256):
+            for candidate in {max(low - 1, 0), low, min(low + 1, (1 << 45) - 1)}:
+                stream = bytes([byte, byte]) + (candidate << 3).to_bytes(6, "little") * 2
+                bit = mechanism.randomize(value, rng=FixedSource(stream))[0]
+                assert bit == int((byte << 45) + candidate < limit)
 
 
 @pytest.mark.parametrize("name", CATEGORICAL_NAMES)
