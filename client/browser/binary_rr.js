@@ -1,6 +1,5 @@
-// Binary randomized response: mirrors shared/mechanisms/binary_rr.py.
-// Warner, JASA 1965. GRR with d = 2: keep the true bit with p = keep / 2^53, else flip it.
-// Values are 0/1 or false/true; the wire is one byte, 00 or 01.
+// Binary randomized response: mirrors shared/mechanisms/binary_rr.py. Warner, JASA 1965.
+// GRR with d = 2; values 0/1 or false/true; the wire is one byte, 00 or 01.
 
 import { GRR } from "./grr.js";
 import { InvalidValue } from "./randomness.js";

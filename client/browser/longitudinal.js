@@ -1,8 +1,8 @@
 // Memoized randomized response for questions asked again and again: mirrors
 // shared/mechanisms/longitudinal.py. Erlingsson, Pihur, Korolova, "RAPPOR" (CCS 2014) §3.
-// Permanent GRR (keep) drawn once per value and remembered, then a fresh instantaneous GRR
-// (instantaneous_keep) for every report. Without a memoized permanent response both layers
-// are drawn from the same source, permanent first.
+// A permanent GRR (keep) drawn once per value and remembered, then a fresh instantaneous GRR
+// (instantaneous_keep) per report; without a memoized permanent response both layers draw from
+// the same source, permanent first (docs/protocol.md §5.4).
 
 import { GRR } from "./grr.js";
 import { SYSTEM } from "./randomness.js";
@@ -13,8 +13,6 @@ export class LongitudinalGRR extends GRR {
     this.permanent = new GRR({ domainSize, keep });
     this.instantaneous = new GRR({ domainSize, keep: instantaneousKeep });
   }
-
-  get name() { return "grr"; }
 
   permanentResponse(value, source = SYSTEM) { return this.permanent.randomize(value, source); }
 

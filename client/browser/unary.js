@@ -1,57 +1,40 @@
-// Unary encoding, symmetric (SUE, basic one-time RAPPOR) and optimized (OUE):
-// mirrors shared/mechanisms/unary.py. Wang, Blocki, Li, Jha (USENIX Security 2017) §4.3;
-// Erlingsson, Pihur, Korolova, "RAPPOR" (CCS 2014).
-// Bit v is 1 when the v-th uniform53Wide draw (8 bytes each, v = 0..d-1) is below
-// oneIfTrue (v = x) or oneIfOther (v != x). p* = oneIfTrue/2^53, q* = oneIfOther/2^53.
-// Wire: bit v is bit (v mod 8) of byte floor(v/8), ceil(d/8) bytes, padding bits zero.
+// Unary encoding, symmetric (SUE, basic one-time RAPPOR) and optimized (OUE): mirrors
+// shared/mechanisms/unary.py. Wang, Blocki, Li, Jha (USENIX Security 2017) §4.3; Erlingsson,
+// Pihur, Korolova, "RAPPOR" (CCS 2014). Algorithm and wire: docs/protocol.md §4 "sue, oue".
 
-import {
-  RESOLUTION, SYSTEM, ReportError, checkCategory, checkThreshold, fromHex, logRatio, toHex,
-} from "./randomness.js";
+import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkThreshold, fromHex, logRatio, toHex } from "./randomness.js";
 
-export class UnaryEncoding {
+export class UnaryEncoding extends Mechanism {
   constructor({ domainSize, oneIfTrue, oneIfOther }) {
-    if (!Number.isInteger(domainSize) || domainSize < 2 || domainSize > 4096) {
-      throw new RangeError(`domainSize must be an integer in [2, 4096], got ${domainSize}`);
-    }
-    this.domainSize = domainSize;
+    super();
+    this.domainSize = checkInteger("domain size", domainSize, 2, 4096);
     this.oneIfTrue = checkThreshold("one_if_true", oneIfTrue);
     this.oneIfOther = checkThreshold("one_if_other", oneIfOther);
-    this.bytes = (domainSize + 7) >> 3;
   }
 
-  get name() { return this.constructor.mechanismName; }
-  get reportBytes() { return this.bytes; }
+  get reportBytes() { return (this.domainSize + 7) >> 3; }
   get epsilonImplemented() {
     const p = BigInt(this.oneIfTrue), q = BigInt(this.oneIfOther), R = BigInt(RESOLUTION);
     return Math.abs(logRatio(p * (R - q), q * (R - p)));
   }
 
-  checkValue(value) { return checkCategory(value, this.domainSize); }
-
   randomize(value, source = SYSTEM) {
     const truth = this.checkValue(value);
-    const bits = new Uint8Array(this.domainSize);
-    // d uniforms are drawn and compared whatever the value.
-    for (let v = 0; v < this.domainSize; v++) {
-      bits[v] = source.uniform53Wide() < (v === truth ? this.oneIfTrue : this.oneIfOther) ? 1 : 0;
-    }
-    return bits;
+    // d draws and comparisons whatever the value.
+    return Uint8Array.from({ length: this.domainSize }, (_, v) => +(source.uniform53Wide() < (v === truth ? this.oneIfTrue : this.oneIfOther)));
   }
 
+  /** Bit v is bit (v mod 8) of byte floor(v / 8); padding bits are zero. */
   encode(report) {
-    const out = new Uint8Array(this.bytes);
-    for (let v = 0; v < this.domainSize; v++) if (report[v]) out[v >> 3] |= 1 << (v & 7);
+    const out = new Uint8Array(this.reportBytes);
+    report.forEach((bit, v) => { out[v >> 3] |= bit << (v & 7); });
     return toHex(out);
   }
 
   decode(text) {
-    const data = fromHex(text, this.bytes);
-    const spare = 8 * this.bytes - this.domainSize;
-    if (spare && data[this.bytes - 1] >> (8 - spare)) throw new ReportError(`${this.name} report has nonzero padding bits`);
-    const bits = new Uint8Array(this.domainSize);
-    for (let v = 0; v < this.domainSize; v++) bits[v] = (data[v >> 3] >> (v & 7)) & 1;
-    return bits;
+    const data = fromHex(text, this.reportBytes);
+    if (data.at(-1) >> (8 - (8 * data.length - this.domainSize))) throw new ReportError(`${this.name} report has nonzero padding bits`);
+    return Uint8Array.from({ length: this.domainSize }, (_, v) => (data[v >> 3] >> (v & 7)) & 1);
   }
 }
 
