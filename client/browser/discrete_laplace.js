@@ -1,7 +1,6 @@
-// The Laplace mechanism on an integer grid, sampled exactly: mirrors shared/mechanisms/discrete_laplace.py.
-// Dwork, McSherry, Nissim, Smith (TCC 2006); Mironov (CCS 2012) for why not floats; Canonne,
-// Kamath, Steinke (NeurIPS 2020) Algorithms 1 and 2. Algorithm and wire: docs/protocol.md §4
-// "discrete_laplace" (BigInt arithmetic throughout: no probability is rounded).
+// The Laplace mechanism on an integer grid, sampled exactly: shared/mechanisms/discrete_laplace.py,
+// docs/protocol.md §4. Dwork, McSherry, Nissim, Smith (TCC 2006); Mironov (CCS 2012) for why not
+// floats; Canonne, Kamath, Steinke (NeurIPS 2020) Algorithms 1 and 2, in BigInt arithmetic.
 
 import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkNumber, checkRange, fromHex } from "./randomness.js";
 

@@ -1,6 +1,5 @@
-// Duchi's one-bit mechanism for a number in [lo, hi]: mirrors shared/mechanisms/duchi.py.
-// Duchi, Jordan, Wainwright (FOCS 2013; JASA 2018). Algorithm and wire: docs/protocol.md §4
-// "duchi" (IEEE doubles in the order written; privacy rests on the clamp to [low, high]).
+// Duchi's one-bit mechanism for a number in [lo, hi]: shared/mechanisms/duchi.py, docs/protocol.md §4.
+// Duchi, Jordan, Wainwright (FOCS 2013; JASA 2018). Privacy rests on the clamp to [low, high] alone.
 
 import { InvalidSurvey, Mechanism, RESOLUTION, SYSTEM, checkNumber, checkRange, checkThreshold, logRatio, threshold } from "./randomness.js";
 
@@ -10,16 +9,16 @@ export class Duchi extends Mechanism {
   constructor({ lo, hi, low, high, slope }) {
     super();
     checkRange(lo, hi);
-    Object.assign(this, { lo, hi, low: checkThreshold("low", low), high: checkThreshold("high", high), slope });
+    Object.assign(this, { lo, hi, low: checkThreshold("low", low), high: checkThreshold("high", high), slope, fields: [[1, 2]] }); // 01 = +1
     if (high !== RESOLUTION - low || !(low < high)) throw new InvalidSurvey("duchi thresholds must satisfy high = 2^53 - low > low");
     if (!(Number.isFinite(slope) && slope > 0 && slope <= 0.5)) throw new InvalidSurvey(`duchi slope must be in (0, 0.5], got ${slope}`);
-    this.fields = [[1, 2]]; // 01 = +1, 00 = -1
   }
 
   get epsilonImplemented() { return Math.max(logRatio(this.high, this.low), logRatio(RESOLUTION - this.low, RESOLUTION - this.high)); }
 
   checkValue(value) { return checkNumber(value, this.lo, this.hi); }
 
+  /** The threshold for +1, in IEEE doubles in this order. */
   limit(value) {
     const t = Math.min(1, Math.max(-1, 2 * (value - this.lo) / (this.hi - this.lo) - 1));
     return Math.min(this.high, Math.max(this.low, threshold(0.5 + t * this.slope)));

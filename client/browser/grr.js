@@ -1,8 +1,7 @@
-// Generalized randomized response (k-RR, direct encoding): mirrors shared/mechanisms/grr.py.
+// Generalized randomized response (k-RR, direct encoding): shared/mechanisms/grr.py, docs/protocol.md §4.
 // Kairouz, Oh, Viswanath (NeurIPS 2014); Wang, Blocki, Li, Jha (USENIX Security 2017), "DE".
-// Algorithm and wire: docs/protocol.md §4 "grr".
 
-import { Mechanism, RESOLUTION, SYSTEM, checkInteger, checkThreshold, logRatio, widthBytes } from "./randomness.js";
+import { Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./randomness.js";
 
 export class GRR extends Mechanism {
   static mechanismName = "grr";
@@ -14,13 +13,12 @@ export class GRR extends Mechanism {
     this.fields = [[widthBytes(domainSize), domainSize]];
   }
 
-  get epsilonImplemented() { return logRatio(BigInt(this.keep) * BigInt(this.domainSize - 1), RESOLUTION - this.keep); }
+  get epsilonImplemented() { return keepEpsilon(this.keep, this.domainSize - 1); }
 
   randomize(value, source = SYSTEM) {
     const truth = this.checkValue(value);
-    // Both draws happen for every value: the work never depends on whether the truth is kept.
-    const keep = source.uniform53() < this.keep;
-    const other = source.randbelow(this.domainSize - 1);
+    // Both draws for every value: the work never depends on whether the truth is kept.
+    const keep = source.uniform53() < this.keep, other = source.randbelow(this.domainSize - 1);
     return keep ? truth : other + (other >= truth);
   }
 

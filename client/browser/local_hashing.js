@@ -1,8 +1,7 @@
-// Optimized local hashing (OLH; BLH with hash_range 2): mirrors shared/mechanisms/local_hashing.py.
+// Optimized local hashing (OLH; BLH with hash_range 2): shared/mechanisms/local_hashing.py, docs/protocol.md §4.
 // Wang, Blocki, Li, Jha (USENIX Security 2017) §4.4; Bassily & Smith (STOC 2015).
-// Algorithm, hash and wire: docs/protocol.md §4 "olh".
 
-import { Mechanism, RESOLUTION, SYSTEM, checkInteger, checkThreshold, logRatio, widthBytes } from "./randomness.js";
+import { Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./randomness.js";
 
 /** H_seed(value) in [0, g): MurmurHash3's fmix32 of seed XOR (value * 0x9E3779B1 mod 2^32), mod g. */
 export function bucket(seed, value, hashRange) {
@@ -23,15 +22,13 @@ export class OLH extends Mechanism {
     this.fields = [[4, 2 ** 32], [widthBytes(hashRange), hashRange]]; // seed, bucket
   }
 
-  get epsilonImplemented() { return logRatio(BigInt(this.keep) * BigInt(this.hashRange - 1), RESOLUTION - this.keep); }
+  get epsilonImplemented() { return keepEpsilon(this.keep, this.hashRange - 1); }
 
   randomize(value, source = SYSTEM) {
-    const truth = this.checkValue(value);
-    // Every draw happens for every value; only the final choice differs.
-    const s = source.tokenBytes(4);
-    const seed = ((s[0] << 24) | (s[1] << 16) | (s[2] << 8) | s[3]) >>> 0;
-    const keep = source.uniform53() < this.keep;
-    const other = source.randbelow(this.hashRange - 1), hashed = bucket(seed, truth, this.hashRange);
+    const truth = this.checkValue(value), g = this.hashRange;
+    // Every draw for every value; only the final choice differs.
+    const seed = source.tokenBytes(4).reduce((n, byte) => n * 256 + byte, 0);
+    const keep = source.uniform53() < this.keep, other = source.randbelow(g - 1), hashed = bucket(seed, truth, g);
     return [seed, keep ? hashed : other + (other >= hashed)];
   }
 }

@@ -1,8 +1,6 @@
-// Memoized randomized response for questions asked again and again: mirrors
-// shared/mechanisms/longitudinal.py. Erlingsson, Pihur, Korolova, "RAPPOR" (CCS 2014) §3.
-// A permanent GRR (keep) drawn once per value and remembered, then a fresh instantaneous GRR
-// (instantaneous_keep) per report; without a memoized permanent response both layers draw from
-// the same source, permanent first (docs/protocol.md §5.4).
+// Memoized randomized response for questions asked again and again: shared/mechanisms/longitudinal.py,
+// docs/protocol.md §5.4. Erlingsson, Pihur, Korolova, "RAPPOR" (CCS 2014) §3. A permanent GRR
+// once per value (remembered), then a fresh instantaneous GRR per report.
 
 import { GRR } from "./grr.js";
 import { SYSTEM } from "./randomness.js";

@@ -1,8 +1,7 @@
-// Option sampling: multiple choice at the full ε, one option per report. Mirrors
-// shared/mechanisms/option_sampling.py. Wang, Li, Jha (S&P 2018); Qin et al. (CCS 2016).
-// Algorithm and wire: docs/protocol.md §5.2 (the option index is drawn independently of the answer).
+// Option sampling: multiple choice at the full ε, one option per report: shared/mechanisms/option_sampling.py,
+// docs/protocol.md §5.2. Wang, Li, Jha (S&P 2018); Qin et al. (CCS 2016).
 
-import { InvalidValue, Mechanism, RESOLUTION, SYSTEM, checkInteger, checkThreshold, logRatio, widthBytes } from "./randomness.js";
+import { InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./randomness.js";
 
 export class OptionSampling extends Mechanism {
   static mechanismName = "option_sampling";
@@ -14,18 +13,17 @@ export class OptionSampling extends Mechanism {
     this.fields = [[widthBytes(options), options], [1, 2]]; // option, membership bit
   }
 
-  get epsilonImplemented() { return Math.abs(logRatio(this.keep, RESOLUTION - this.keep)); }
+  get epsilonImplemented() { return Math.abs(keepEpsilon(this.keep)); }
 
-  checkValue(value) {
-    if (!Array.isArray(value) || value.length !== this.options || value.some((b) => b !== 0 && b !== 1)) throw new InvalidValue(`value must be ${this.options} bits`);
-    return value;
+  checkValue(bits) {
+    if (!Array.isArray(bits) || bits.length !== this.options || bits.some((b) => b !== 0 && b !== 1)) throw new InvalidValue(`value must be ${this.options} bits`);
+    return bits;
   }
 
   randomize(value, source = SYSTEM) {
     const bits = this.checkValue(value);
-    // Both draws happen for every answer.
-    const option = source.randbelow(this.options);
-    const keep = source.uniform53() < this.keep;
+    // The option is drawn independently of the answer; both draws for every answer.
+    const option = source.randbelow(this.options), keep = source.uniform53() < this.keep;
     return [option, keep ? bits[option] : 1 - bits[option]];
   }
 }

@@ -1,6 +1,6 @@
-// Randomness, the wire's unsigned fields and the errors: mirrors shared/randomness.py, wire.py and
-// errors.py. Every draw derives from bytes (docs/protocol.md §3), so a fixed stream gives the same
-// report in every language; real reports draw only from crypto.getRandomValues.
+// Randomness, the wire's fields, the shared checks and the errors: mirrors shared/randomness.py,
+// wire.py, mechanisms/base.py and errors.py (docs/protocol.md §3). Every draw derives from bytes, so
+// a fixed stream gives the same report in every language; real reports use crypto.getRandomValues.
 
 export const RESOLUTION_BITS = 53, RESOLUTION = 2 ** 53;
 
@@ -25,16 +25,13 @@ export class ByteStreamSource {
     return ((b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)) >>> 11) + ((b[4] | (b[5] << 8) | (b[6] << 16) | (b[7] << 24)) >>> 0) * 2 ** 21;
   }
 
-  /** Uniform in [0, upper), 1 <= upper <= 2^32: masked rejection sampling, nothing read for 1. */
+  /** Uniform in [0, upper), 1 <= upper <= 2^32, by masked rejection sampling. */
   randbelow(upper) {
     if (!Number.isInteger(upper) || upper < 1 || upper > 2 ** 32) throw new RangeError(`randbelow(${upper})`);
-    if (upper === 1) return 0;
-    const bits = 32 - Math.clz32(upper - 1), size = (bits + 7) >> 3;
+    if (upper === 1) return 0; // reads nothing
+    const bits = 32 - Math.clz32(upper - 1);
     for (;;) {
-      const b = this.tokenBytes(size);
-      let candidate = 0;
-      for (let i = size - 1; i >= 0; i--) candidate = candidate * 256 + b[i];
-      candidate %= 2 ** bits;
+      const candidate = this.tokenBytes((bits + 7) >> 3).reduceRight((n, byte) => n * 256 + byte, 0) % 2 ** bits;
       if (candidate < upper) return candidate;
     }
   }
@@ -45,15 +42,13 @@ export class ByteStreamSource {
     if (upper === 1n) return 0n;
     const bits = (upper - 1n).toString(2).length, mask = (1n << BigInt(bits)) - 1n;
     for (;;) {
-      const b = this.tokenBytes((bits + 7) >> 3);
-      let candidate = 0n;
-      for (let i = b.length - 1; i >= 0; i--) candidate = (candidate << 8n) | BigInt(b[i]);
-      if ((candidate &= mask) < upper) return candidate;
+      const candidate = this.tokenBytes((bits + 7) >> 3).reduceRight((n, byte) => (n << 8n) | BigInt(byte), 0n) & mask;
+      if (candidate < upper) return candidate;
     }
   }
 }
 
-/** A fixed byte stream (test vectors, memoized responses): throws RangeError when exhausted. */
+/** A fixed byte stream (test vectors, memoized responses): RangeError when exhausted. */
 export class ArraySource extends ByteStreamSource {}
 
 /** The CSPRNG: crypto.getRandomValues, 4 KiB at a time. */
@@ -69,41 +64,42 @@ export const threshold = (p) => Math.min(Math.max(Math.floor(p * RESOLUTION), 1)
 /** log(a / b) for positive integers (Numbers or BigInts), accurate near 1. */
 export const logRatio = (a, b) => Math.log1p(Number(BigInt(a) - BigInt(b)) / Number(b));
 
+/** The ε of keeping the truth when uniform53() < keep, against odds a : b (GRR: d - 1 : 1). */
+export const keepEpsilon = (keep, a = 1, b = 1) => logRatio(BigInt(keep) * BigInt(a), BigInt(RESOLUTION - keep) * BigInt(b));
+
 /** Bytes for every integer in [0, upper): max(1, ceil(bitlength(upper - 1) / 8)). */
 export const widthBytes = (upper) => Math.ceil((upper - 1).toString(2).length / 8);
 
-export function toHex(bytes) { return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(""); }
+export const toHex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
 /** `length` bytes from exactly 2 * length lowercase hex digits, or ReportError. */
 export function fromHex(text, length) {
-  if (typeof text !== "string" || text.length !== 2 * length || !/^[0-9a-f]*$/.test(text)) {
-    throw new ReportError(`report must be ${2 * length} lowercase hex characters`);
-  }
+  if (typeof text !== "string" || text.length !== 2 * length || /[^0-9a-f]/.test(text)) throw new ReportError(`report must be ${2 * length} lowercase hex digits`);
   return Uint8Array.from({ length }, (_, i) => parseInt(text.substr(2 * i, 2), 16));
 }
 
-/** An integer in [lo, hi], or InvalidSurvey (structural parameters, thresholds). */
+/** An integer in [lo, hi] (a structural parameter or a threshold), or InvalidSurvey. */
 export function checkInteger(name, value, lo, hi) {
   if (!Number.isInteger(value) || value < lo || value > hi) throw new InvalidSurvey(`${name} must be an integer in [${lo}, ${hi}], got ${value}`);
   return value;
 }
+
+export const checkThreshold = (name, value) => checkInteger(name, value, 1, RESOLUTION - 1);
 
 /** A finite numeric range with lo < hi, or InvalidSurvey. */
 export function checkRange(lo, hi) {
   if (![lo, hi, hi - lo].every(Number.isFinite) || !(lo < hi)) throw new InvalidSurvey(`numeric range must be finite with lo < hi, got [${lo}, ${hi}]`);
 }
 
-/** A number in [lo, hi] (a numeric value), or InvalidValue: never clamped. */
+/** A number in [lo, hi], or InvalidValue: never clamped. */
 export function checkNumber(value, lo, hi) {
   if (typeof value !== "number" || !(value >= lo && value <= hi)) throw new InvalidValue(`value must be a number in [${lo}, ${hi}], got ${value}`);
   return value;
 }
 
-export const checkThreshold = (name, value) => checkInteger(name, value, 1, RESOLUTION - 1);
-
 /**
- * What the mechanisms share (shared/mechanisms/base.py): the wire is unsigned big-endian fields,
- * `fields` = [[bytes, exclusive upper bound], ...]; toFields/fromFields map a report to them.
+ * What the mechanisms share: a category check and the wire, unsigned big-endian `fields`
+ * [[bytes, exclusive upper bound], ...] to which toFields/fromFields map a report.
  */
 export class Mechanism {
   get name() { return this.constructor.mechanismName; }
@@ -119,8 +115,7 @@ export class Mechanism {
     fromHex(text, this.reportBytes);
     let at = 0;
     return this.fromFields(this.fields.map(([width, upper]) => {
-      const value = parseInt(text.substr(at, 2 * width), 16);
-      at += 2 * width;
+      const value = parseInt(text.slice(at, (at += 2 * width)), 16);
       if (value >= upper) throw new ReportError(`${this.name} report: a field outside [0, ${upper})`);
       return value;
     }));

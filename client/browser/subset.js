@@ -1,8 +1,7 @@
-// Subset selection (k-subset): mirrors shared/mechanisms/subset.py.
+// Subset selection (k-subset): shared/mechanisms/subset.py, docs/protocol.md §4.
 // Ye & Barg (IEEE Trans. Inf. Theory 2018); Wang, Wu, Hu (2016).
-// Algorithm and wire: docs/protocol.md §4 "subset" (a sparse partial Fisher–Yates).
 
-import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkThreshold, logRatio, widthBytes } from "./randomness.js";
+import { Mechanism, ReportError, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./randomness.js";
 
 export class SubsetSelection extends Mechanism {
   static mechanismName = "subset";
@@ -15,19 +14,14 @@ export class SubsetSelection extends Mechanism {
     this.fields = Array(subsetSize).fill([widthBytes(domainSize), domainSize]);
   }
 
-  get epsilonImplemented() {
-    const k = BigInt(this.subsetSize), d = BigInt(this.domainSize);
-    return Math.abs(logRatio(BigInt(this.keep) * (d - k), BigInt(RESOLUTION - this.keep) * k));
-  }
+  get epsilonImplemented() { return Math.abs(keepEpsilon(this.keep, this.domainSize - this.subsetSize, this.subsetSize)); }
 
+  /** keep first; then k draws of a sparse partial Fisher–Yates over the d - 1 other values. */
   randomize(value, source = SYSTEM) {
-    const truth = this.checkValue(value), k = this.subsetSize;
-    const keep = source.uniform53() < this.keep;
-    // Always k draws, whatever the value and whether it is kept.
+    const truth = this.checkValue(value), k = this.subsetSize, keep = source.uniform53() < this.keep;
     const swapped = new Map(), chosen = [];
     for (let i = 0; i < k; i++) {
-      const j = i + source.randbelow(this.domainSize - 1 - i);
-      const picked = swapped.get(j) ?? j;
+      const j = i + source.randbelow(this.domainSize - 1 - i), picked = swapped.get(j) ?? j;
       swapped.set(j, swapped.get(i) ?? i);
       chosen.push(picked + (picked >= truth));
     }
@@ -36,7 +30,7 @@ export class SubsetSelection extends Mechanism {
   }
 
   fromFields(values) {
-    if (values.some((v, i) => i && v <= values[i - 1])) throw new ReportError("subset reports must be strictly increasing");
+    if (values.some((v, i) => v <= values[i - 1])) throw new ReportError("subset reports must be strictly increasing");
     return values;
   }
 }

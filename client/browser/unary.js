@@ -1,6 +1,6 @@
-// Unary encoding, symmetric (SUE, basic one-time RAPPOR) and optimized (OUE): mirrors
-// shared/mechanisms/unary.py. Wang, Blocki, Li, Jha (USENIX Security 2017) §4.3; Erlingsson,
-// Pihur, Korolova, "RAPPOR" (CCS 2014). Algorithm and wire: docs/protocol.md §4 "sue, oue".
+// Unary encoding, symmetric (SUE, basic one-time RAPPOR) and optimized (OUE): shared/mechanisms/unary.py,
+// docs/protocol.md §4. Wang, Blocki, Li, Jha (USENIX Security 2017) §4.3; Erlingsson, Pihur,
+// Korolova, "RAPPOR" (CCS 2014).
 
 import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkThreshold, fromHex, logRatio, toHex } from "./randomness.js";
 
@@ -19,12 +19,11 @@ export class UnaryEncoding extends Mechanism {
   }
 
   randomize(value, source = SYSTEM) {
-    const truth = this.checkValue(value);
-    // d draws and comparisons whatever the value.
-    return Uint8Array.from({ length: this.domainSize }, (_, v) => +(source.uniform53Wide() < (v === truth ? this.oneIfTrue : this.oneIfOther)));
+    const truth = this.checkValue(value); // then d draws, whatever the value
+    return Uint8Array.from({ length: this.domainSize }, (_, v) => source.uniform53Wide() < (v === truth ? this.oneIfTrue : this.oneIfOther));
   }
 
-  /** Bit v is bit (v mod 8) of byte floor(v / 8); padding bits are zero. */
+  /** Bit v is bit v mod 8 of byte floor(v / 8); padding bits are zero. */
   encode(report) {
     const out = new Uint8Array(this.reportBytes);
     report.forEach((bit, v) => { out[v >> 3] |= bit << (v & 7); });
