@@ -67,6 +67,9 @@ export class DiscreteLaplace extends Mechanism {
     return k + sampleDiscreteLaplace(source, this.s, this.t);
   }
 
+  /** The grid point z, back on the question's scale. */
+  describe(z) { return `${+(this.lo + (z * (this.hi - this.lo)) / this.gridSize).toPrecision(6)}`; }
+
   /** z as 8 bytes big-endian two's complement. */
   encode(report) { return BigInt.asUintN(64, BigInt(report)).toString(16).padStart(16, "0"); }
 

@@ -26,6 +26,8 @@ export class Duchi extends Mechanism {
 
   randomize(value, source = SYSTEM) { return source.uniform53() < this.limit(this.checkValue(value)) ? 1 : -1; }
 
+  describe(report) { return `${report > 0 ? "high" : "low"} end of the range`; }
+
   toFields(report) { return [+(report > 0)]; }
   fromFields([bit]) { return 2 * bit - 1; }
 }

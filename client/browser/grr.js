@@ -22,6 +22,8 @@ export class GRR extends Mechanism {
     return keep ? truth : other + (other >= truth);
   }
 
+  describe(report, labels) { return labels[report]; }
+
   toFields(report) { return [report]; }
   fromFields([value]) { return value; }
 }

@@ -26,6 +26,8 @@ export class HRR extends Mechanism {
     return [column, keep ? sign : -sign];
   }
 
+  describe([column, sign]) { return `Hadamard column ${column}, sign ${sign > 0 ? "+" : "−"}`; }
+
   toFields([column, sign]) { return [column, +(sign > 0)]; }
   fromFields([column, flag]) { return [column, 2 * flag - 1]; }
 }

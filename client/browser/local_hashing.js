@@ -31,4 +31,6 @@ export class OLH extends Mechanism {
     const keep = source.uniform53() < this.keep, other = source.randbelow(g - 1), hashed = bucket(seed, truth, g);
     return [seed, keep ? hashed : other + (other >= hashed)];
   }
+
+  describe([seed, y]) { return `hash seed ${seed}, bucket ${y} of ${this.hashRange}`; }
 }

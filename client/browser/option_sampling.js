@@ -26,4 +26,6 @@ export class OptionSampling extends Mechanism {
     const option = source.randbelow(this.options), keep = source.uniform53() < this.keep;
     return [option, keep ? bits[option] : 1 - bits[option]];
   }
+
+  describe([option, bit], labels) { return `about “${labels[option]}” only: ${bit ? "yes" : "no"}`; }
 }

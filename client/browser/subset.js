@@ -29,6 +29,8 @@ export class SubsetSelection extends Mechanism {
     return chosen.sort((a, b) => a - b);
   }
 
+  describe(report, labels) { return `one of: ${report.map((v) => labels[v]).join(", ")}`; }
+
   fromFields(values) {
     if (values.some((v, i) => v <= values[i - 1])) throw new ReportError("subset reports must be strictly increasing");
     return values;

@@ -23,6 +23,8 @@ export class UnaryEncoding extends Mechanism {
     return Uint8Array.from({ length: this.domainSize }, (_, v) => source.uniform53Wide() < (v === truth ? this.oneIfTrue : this.oneIfOther));
   }
 
+  describe(report, labels) { return `marked: ${labels.filter((_, v) => report[v]).join(", ") || "none"}`; }
+
   /** Bit v is bit v mod 8 of byte floor(v / 8); padding bits are zero. */
   encode(report) {
     const out = new Uint8Array(this.reportBytes);
