@@ -4,13 +4,12 @@
 
 import { canonicalBytes } from "./jcs.js";
 import { b64decode, b64encode, followRotation, keyId, verify } from "./keychain.js";
-import { memoize } from "./longitudinal.js";
 import { AlreadyAnswered, BudgetExceeded, InvalidSurvey, PolicyViolation, SignatureError, TransportError } from "./randomness.js";
-import { TOLERANCE, parseDefinition } from "./survey.js";
+import { TOLERANCE, loadMechanisms, parseDefinition } from "./survey.js";
 
 export * from "./randomness.js";
 export { canonicalBytes, canonicalize } from "./jcs.js";
-export { parseDefinition } from "./survey.js";
+export { loadMechanisms, parseDefinition } from "./survey.js";
 
 export const ENROLMENT_HEADER = "X-Deniable-Enrolment";
 const STATE_KEY = "deniable.state/1";
@@ -82,6 +81,7 @@ export class SurveyClient {
     // Signed by another key: follow the aggregator's signed rotation chain, or refuse.
     if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = this.savePin(await followRotation(pin, await this.keyDocument()));
     if (!(await verify(pin.key, b64decode(document.signature), canonicalBytes(document.definition)))) throw new SignatureError(`survey ${surveyId}: the signature does not verify under the pinned key`);
+    await loadMechanisms(document.definition); // the modules the signed survey names, only after the signature
     const survey = parseDefinition(document.definition);
     if (survey.id !== surveyId) throw new InvalidSurvey(`asked for survey ${surveyId}, got ${survey.id}`);
     for (const q of survey.questions) {
@@ -124,7 +124,7 @@ export class SurveyClient {
     for (const [i, q] of survey.questions.entries()) {
       let report, epsilon = q.cost;
       if (q.longitudinal) {
-        const memo = await memoize(b64decode(state.secret), q, checked[i]);
+        const memo = await q.oracle.memoize(b64decode(state.secret), q, checked[i]);
         report = q.oracle.randomize(checked[i], undefined, memo.permanent);
         if (state.memo[memo.tag] || tags.includes(memo.tag)) epsilon = 0; // post-processing of a remembered response
         else tags.push(memo.tag);

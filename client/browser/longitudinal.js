@@ -5,6 +5,14 @@ import { GRR } from "./grr.js";
 import { canonicalBytes } from "./jcs.js";
 import { ArraySource, SYSTEM } from "./randomness.js";
 
+const encode = (text) => new TextEncoder().encode(text);
+const concat = (...parts) => Uint8Array.from(parts.flatMap((part) => [...part]));
+
+async function hmac(key, message) {
+  const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return new Uint8Array(await crypto.subtle.sign("HMAC", k, message));
+}
+
 /** A permanent GRR (keep) once per value, remembered, then a fresh instantaneous GRR per report. */
 export class LongitudinalGRR extends GRR {
   constructor({ domainSize, keep, instantaneousKeep }) {
@@ -20,35 +28,27 @@ export class LongitudinalGRR extends GRR {
     this.checkValue(value);
     return this.instantaneous.randomize(permanent, source);
   }
-}
 
-const encode = (text) => new TextEncoder().encode(text);
-const concat = (...parts) => Uint8Array.from(parts.flatMap((part) => [...part]));
-
-async function hmac(key, message) {
-  const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", k, message));
-}
-
-/**
- * Question q's permanent response to `value`, drawn from HMAC-SHA256 in counter mode under the
- * device secret (the same every time), and the opaque tag (base64) the ledger remembers it by.
- */
-export async function memoize(secret, q, value) {
-  const info = canonicalBytes([q.longitudinal.key, q.labels, q.epsilon, q.longitudinal.instantaneous_epsilon, value]);
-  const tag = btoa(String.fromCharCode(...await hmac(await hmac(secret, encode("deniable.client.memo/tag/1")), info)));
-  const subkey = await hmac(secret, encode("deniable.client.memo/permanent/1"));
-  for (let blocks = 4; ; blocks *= 2) {
-    const stream = [];
-    for (let counter = 0n; counter < blocks; counter++) {
-      const c = new Uint8Array(8);
-      new DataView(c.buffer).setBigUint64(0, counter);
-      stream.push(await hmac(subkey, concat(info, c)));
-    }
-    try {
-      return { permanent: q.oracle.permanentResponse(value, new ArraySource(concat(...stream))), tag };
-    } catch (error) {
-      if (!(error instanceof RangeError)) throw error; // the stream ran out: more blocks, same prefix
+  /**
+   * Question q's permanent response to `value`, drawn from HMAC-SHA256 in counter mode under the
+   * device secret (the same every time), and the opaque tag (base64) the ledger remembers it by.
+   */
+  async memoize(secret, q, value) {
+    const info = canonicalBytes([q.longitudinal.key, q.labels, q.epsilon, q.longitudinal.instantaneous_epsilon, value]);
+    const tag = btoa(String.fromCharCode(...await hmac(await hmac(secret, encode("deniable.client.memo/tag/1")), info)));
+    const subkey = await hmac(secret, encode("deniable.client.memo/permanent/1"));
+    for (let blocks = 4; ; blocks *= 2) {
+      const stream = [];
+      for (let counter = 0n; counter < blocks; counter++) {
+        const c = new Uint8Array(8);
+        new DataView(c.buffer).setBigUint64(0, counter);
+        stream.push(await hmac(subkey, concat(info, c)));
+      }
+      try {
+        return { permanent: this.permanentResponse(value, new ArraySource(concat(...stream))), tag };
+      } catch (error) {
+        if (!(error instanceof RangeError)) throw error; // the stream ran out: more blocks, same prefix
+      }
     }
   }
 }

@@ -1,17 +1,8 @@
 // Survey definitions (deniable.survey/2): strict validation, and each question's mechanism built
 // from the signed, resolved parameters alone; mirrors shared/survey.py (docs/protocol.md §2, §4, §5).
+// A page loads only the mechanism modules its survey names (loadMechanisms, after the signature).
 
-import { BinaryRR, OptionwiseRR } from "./binary_rr.js";
-import { DiscreteLaplace } from "./discrete_laplace.js";
-import { Duchi } from "./duchi.js";
-import { GRR } from "./grr.js";
-import { HRR } from "./hadamard.js";
-import { OLH } from "./local_hashing.js";
-import { LongitudinalGRR } from "./longitudinal.js";
-import { OptionSampling } from "./option_sampling.js";
 import { InvalidSurvey, InvalidValue } from "./randomness.js";
-import { SubsetSelection } from "./subset.js";
-import { OUE, SUE } from "./unary.js";
 
 export const FORMAT = "deniable.survey/2";
 export const TOLERANCE = 1e-9;
@@ -20,13 +11,31 @@ const TYPES = ["yes_no", "single_choice", "multiple_choice", "numeric"];
 const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
 // The mechanisms each type may name ("longitudinal": any type that may be longitudinal).
 const ALLOWED = { yes_no: CHOICE, single_choice: CHOICE, multiple_choice: ["binary_rr", "option_sampling"], numeric: ["duchi", "discrete_laplace"], longitudinal: ["grr", "binary_rr"] };
-// Per oracle: its class and the resolved parameters its question carries, exactly (shared/resolution.py).
+// Per oracle: its module and class, and the resolved parameters its question carries, exactly
+// (shared/resolution.py). deniable.aggregator.respond preloads the same modules with their SRI hashes.
 const ORACLES = {
-  binary_rr: [BinaryRR, ["keep"]], grr: [GRR, ["keep"]], sue: [SUE, ["one_if_true", "one_if_other"]], oue: [OUE, ["one_if_true", "one_if_other"]],
-  olh: [OLH, ["hash_range", "keep"]], hrr: [HRR, ["keep", "order"]], subset: [SubsetSelection, ["keep", "subset_size"]],
-  option_sampling: [OptionSampling, ["keep"]], optionwise: [OptionwiseRR, ["keep", "option_epsilon"]], duchi: [Duchi, ["high", "low", "slope"]],
-  discrete_laplace: [DiscreteLaplace, ["grid_size"]], longitudinal: [LongitudinalGRR, ["instantaneous_keep", "keep"]],
+  binary_rr: ["binary_rr", "BinaryRR", ["keep"]], grr: ["grr", "GRR", ["keep"]], sue: ["unary", "SUE", ["one_if_true", "one_if_other"]],
+  oue: ["unary", "OUE", ["one_if_true", "one_if_other"]], olh: ["local_hashing", "OLH", ["hash_range", "keep"]], hrr: ["hadamard", "HRR", ["keep", "order"]],
+  subset: ["subset", "SubsetSelection", ["keep", "subset_size"]], option_sampling: ["option_sampling", "OptionSampling", ["keep"]],
+  optionwise: ["binary_rr", "OptionwiseRR", ["keep", "option_epsilon"]], duchi: ["duchi", "Duchi", ["high", "low", "slope"]],
+  discrete_laplace: ["discrete_laplace", "DiscreteLaplace", ["grid_size"]], longitudinal: ["longitudinal", "LongitudinalGRR", ["instantaneous_keep", "keep"]],
 };
+const loaded = {};
+
+/** The oracle a question needs (an ORACLES key), or undefined if its type and mechanism do not fit. */
+function oracleKind({ type, mechanism, longitudinal }) {
+  const l = longitudinal !== undefined;
+  if (!TYPES.includes(type) || !ALLOWED[l ? "longitudinal" : type].includes(mechanism)) return undefined;
+  return l ? "longitudinal" : type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism;
+}
+
+/** Imports the module of each oracle a definition's questions need (before parseDefinition). */
+export async function loadMechanisms(definition) {
+  for (const q of Array.isArray(definition?.questions) ? definition.questions : []) {
+    const [file, name] = ORACLES[oracleKind(Object(q))] ?? [];
+    if (file) loaded[name] ??= (await import(`./${file}.js`))[name];
+  }
+}
 
 const fail = (where, message) => new InvalidSurvey(`${where}: ${message}`);
 
@@ -79,11 +88,13 @@ export class Question {
       epsilon(`${where}.longitudinal.instantaneous_epsilon`, l.instantaneous_epsilon);
       this.longitudinal = l;
     }
-    if (!ALLOWED[l ? "longitudinal" : type].includes(mechanism)) throw fail(where, `mechanism ${mechanism} does not fit this question`);
-    const [Oracle, names] = ORACLES[l ? "longitudinal" : type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism];
+    const kind = oracleKind(data);
+    if (!kind) throw fail(where, `mechanism ${mechanism} does not fit this question`);
+    const [file, name, names] = ORACLES[kind];
     exactKeys(`${where}.parameters`, data.parameters, names);
+    if (!loaded[name]) throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
     try {
-      this.oracle = new Oracle({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, ...camelCase(data.parameters) });
+      this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, ...camelCase(data.parameters) });
     } catch (error) {
       throw fail(where, error.message);
     }

@@ -6,9 +6,10 @@ import { test } from "node:test";
 
 import { ArraySource, ReportError, InvalidSurvey, canonicalize, fromHex, parseDefinition } from "../deniable.js";
 import { bucket } from "../local_hashing.js";
-import { Question } from "../survey.js";
+import { Question, loadMechanisms } from "../survey.js";
 
 const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
+await loadMechanisms({ questions: Object.values(VECTORS.questions) }); // every mechanism module
 const QUESTIONS = Object.fromEntries(Object.entries(VECTORS.questions).map(([id, d], i) => [id, new Question(d, i)]));
 const bytes = (hex) => fromHex(hex, hex.length / 2);
 
