@@ -144,7 +144,8 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         page = render_template("respond_missing.html", survey_id=survey_id, style=STYLE)
         return page, 404, _headers()
     hashes = integrity()
-    modules = [(url_for("respond.static", name=n), hashes[n]) for n in survey_modules(record.survey)]
+    names = survey_modules(record.survey)
+    modules = [(url_for("respond.static", name=n), hashes[n]) for n in names]
     page = render_template(
         "respond.html",
         survey_id=record.id,

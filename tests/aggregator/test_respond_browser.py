@@ -171,8 +171,9 @@ def test_answer_in_the_page_only_noisy_values_leave(stack) -> None:
     assert _state(page, "ready", "refused") == "ready"
     # Every module the page ran is pinned in it by an SRI hash (the mechanism modules the client
     # loads for this survey included), and it loaded only those: not every mechanism.
-    pinned = {f"{base}{link.get_attribute('href')}" for link in page.query_selector_all(
-        "link[rel=modulepreload][integrity]")} | {f"{base}{page.get_attribute('script[integrity]', 'src')}"}
+    links = page.query_selector_all("link[rel=modulepreload][integrity]")
+    script = page.get_attribute("script[integrity]", "src")
+    pinned = {f"{base}{link.get_attribute('href')}" for link in links} | {f"{base}{script}"}
     fetched = {url for _, url, _ in recorder.requests if "/static/deniable/" in url}
     assert fetched == pinned and len(fetched) < len(MODULES)
     _fill(page)
