@@ -31,8 +31,10 @@ export class ByteStreamSource {
     if (upper === 1) return 0; // reads nothing
     const bits = 32 - Math.clz32(upper - 1);
     for (;;) {
-      const candidate = this.tokenBytes((bits + 7) >> 3).reduceRight((n, byte) => n * 256 + byte, 0) % 2 ** bits;
-      if (candidate < upper) return candidate;
+      const b = this.tokenBytes((bits + 7) >> 3);
+      let candidate = 0;
+      for (let i = b.length - 1; i >= 0; i--) candidate = candidate * 256 + b[i];
+      if ((candidate %= 2 ** bits) < upper) return candidate;
     }
   }
 
@@ -70,7 +72,11 @@ export const keepEpsilon = (keep, a = 1, b = 1) => logRatio(BigInt(keep) * BigIn
 /** Bytes for every integer in [0, upper): max(1, ceil(bitlength(upper - 1) / 8)). */
 export const widthBytes = (upper) => Math.ceil((upper - 1).toString(2).length / 8);
 
-export const toHex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+export function toHex(bytes) {
+  let hex = "";
+  for (const b of bytes) hex += (b < 16 ? "0" : "") + b.toString(16);
+  return hex;
+}
 
 /** `length` bytes from exactly 2 * length lowercase hex digits, or ReportError. */
 export function fromHex(text, length) {
@@ -110,7 +116,12 @@ export class Mechanism {
   }
   toFields(report) { return report; }
   fromFields(values) { return values; }
-  encode(report) { return this.toFields(report).map((v, i) => v.toString(16).padStart(2 * this.fields[i][0], "0")).join(""); }
+  encode(report) {
+    const values = this.toFields(report);
+    let hex = "";
+    for (let i = 0; i < values.length; i++) hex += values[i].toString(16).padStart(2 * this.fields[i][0], "0");
+    return hex;
+  }
   decode(text) {
     fromHex(text, this.reportBytes);
     let at = 0;

@@ -19,8 +19,9 @@ export class UnaryEncoding extends Mechanism {
   }
 
   randomize(value, source = SYSTEM) {
-    const truth = this.checkValue(value); // then d draws, whatever the value
-    return Uint8Array.from({ length: this.domainSize }, (_, v) => source.uniform53Wide() < (v === truth ? this.oneIfTrue : this.oneIfOther));
+    const truth = this.checkValue(value), bits = new Uint8Array(this.domainSize);
+    for (let v = 0; v < bits.length; v++) bits[v] = source.uniform53Wide() < (v === truth ? this.oneIfTrue : this.oneIfOther); // d draws, whatever the value
+    return bits;
   }
 
   describe(report, labels) { return `marked: ${labels.filter((_, v) => report[v]).join(", ") || "none"}`; }
