@@ -44,18 +44,23 @@ blueprint = Blueprint("respond", __name__, template_folder="templates")
 
 # The client library every page loads: respond.js imports deniable.js, which imports these.
 CORE = ("randomness.js", "jcs.js", "survey.js", "keychain.js", "deniable.js")
-# The mechanism modules survey.js imports for each oracle (its ORACLES table; with their imports).
+# The mechanism modules survey.js imports for each oracle (its ORACLES table), each with what
+# it imports: mechanism.js (the shared base) always.
 ORACLE_MODULES = {
-    "binary_rr": ("grr.js", "binary_rr.js"), "optionwise": ("grr.js", "binary_rr.js"),
-    "grr": ("grr.js",), "sue": ("unary.js",), "oue": ("unary.js",), "olh": ("local_hashing.js",),
-    "hrr": ("hadamard.js",), "subset": ("subset.js",), "option_sampling": ("option_sampling.js",),
-    "duchi": ("duchi.js",), "discrete_laplace": ("discrete_laplace.js",),
-    "longitudinal": ("grr.js", "longitudinal.js"),
+    kind: ("mechanism.js", *files)
+    for kind, files in {
+        "binary_rr": ("grr.js", "binary_rr.js"), "optionwise": ("grr.js", "binary_rr.js"),
+        "grr": ("grr.js",), "sue": ("unary.js",), "oue": ("unary.js",),
+        "olh": ("local_hashing.js",), "hrr": ("hadamard.js",), "subset": ("subset.js",),
+        "option_sampling": ("option_sampling.js",), "duchi": ("duchi.js",),
+        "discrete_laplace": ("discrete_laplace.js",), "longitudinal": ("grr.js", "longitudinal.js"),
+    }.items()
 }  # fmt: skip
 # Every module of the browser client (respond.js last).
 MODULES = (
-    *CORE, "grr.js", "binary_rr.js", "unary.js", "local_hashing.js", "hadamard.js", "subset.js",
-    "option_sampling.js", "duchi.js", "discrete_laplace.js", "longitudinal.js", "respond.js",
+    *CORE, "mechanism.js", "grr.js", "binary_rr.js", "unary.js", "local_hashing.js", "hadamard.js",
+    "subset.js", "option_sampling.js", "duchi.js", "discrete_laplace.js", "longitudinal.js",
+    "respond.js",
 )  # fmt: skip
 STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
 

@@ -2,7 +2,7 @@
 // choice (OptionwiseRR in shared/survey.py, docs/protocol.md §5.2). Warner, JASA 1965.
 
 import { GRR } from "./grr.js";
-import { InvalidSurvey, InvalidValue, Mechanism } from "./randomness.js";
+import { InvalidSurvey, InvalidValue, Mechanism } from "./mechanism.js";
 
 /** GRR with d = 2 on 0/1 or false/true; the wire is one byte, 00 or 01. */
 export class BinaryRR extends GRR {

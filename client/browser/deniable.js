@@ -29,10 +29,7 @@ export class MemoryStorage {
 }
 
 export class SurveyClient {
-  /**
-   * @param {string} baseUrl the aggregator, e.g. "https://survey.example.org" ("" = this origin)
-   * @param {object} options publicKey (base64 Ed25519, pinned), storage, policy, fetch, trustOnFirstUse, clock
-   */
+  /** A client of the aggregator at baseUrl ("" = this origin); the options: deniable.d.ts. */
   constructor(baseUrl, { publicKey, storage, policy, fetch, trustOnFirstUse = false, clock = Date.now } = {}) {
     this.baseUrl = String(baseUrl).replace(/\/+$/, "");
     if (publicKey === undefined && !trustOnFirstUse) throw new SignatureError("publicKey is required (pin the aggregator key in the embed code)");

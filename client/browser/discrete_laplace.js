@@ -2,7 +2,7 @@
 // docs/protocol.md §4. Dwork, McSherry, Nissim, Smith (TCC 2006); Mironov (CCS 2012) for why not
 // floats; Canonne, Kamath, Steinke (NeurIPS 2020) Algorithms 1 and 2, in BigInt arithmetic.
 
-import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkNumber, checkRange, fromHex } from "./randomness.js";
+import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkNumber, checkRange, fromHex } from "./mechanism.js";
 
 const gcd = (a, b) => (b ? gcd(b, a % b) : a);
 

@@ -1,7 +1,7 @@
 // Duchi's one-bit mechanism for a number in [lo, hi]: shared/mechanisms/duchi.py, docs/protocol.md §4.
 // Duchi, Jordan, Wainwright (FOCS 2013; JASA 2018). Privacy rests on the clamp to [low, high] alone.
 
-import { InvalidSurvey, Mechanism, RESOLUTION, SYSTEM, checkNumber, checkRange, checkThreshold, logRatio, threshold } from "./randomness.js";
+import { InvalidSurvey, Mechanism, RESOLUTION, SYSTEM, checkNumber, checkRange, checkThreshold, logRatio, threshold } from "./mechanism.js";
 
 export class Duchi extends Mechanism {
   static mechanismName = "duchi";

@@ -1,7 +1,7 @@
 // Generalized randomized response (k-RR, direct encoding): shared/mechanisms/grr.py, docs/protocol.md §4.
 // Kairouz, Oh, Viswanath (NeurIPS 2014); Wang, Blocki, Li, Jha (USENIX Security 2017), "DE".
 
-import { Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./randomness.js";
+import { Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
 export class GRR extends Mechanism {
   static mechanismName = "grr";

@@ -1,7 +1,7 @@
 // Hadamard randomized response (HRR): shared/mechanisms/hadamard.py, docs/protocol.md §4.
 // Cormode, Kulkarni, Srivastava (SIGMOD 2018); Acharya, Sun, Zhang (AISTATS 2019).
 
-import { InvalidSurvey, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./randomness.js";
+import { InvalidSurvey, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
 export class HRR extends Mechanism {
   static mechanismName = "hrr";

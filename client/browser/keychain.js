@@ -3,7 +3,7 @@
 // retired: [ids of the keys followed away from]}. Every refusal is a SignatureError: the caller
 // keeps its pin and sends nothing.
 
-import { SignatureError, toHex } from "./randomness.js";
+import { SignatureError } from "./randomness.js";
 
 const LINK_FIELDS = "endorsement,key_id,previous_key_id,previous_public_key,public_key,sequence,signature";
 
@@ -18,7 +18,9 @@ export function b64decode(text) {
 export const b64encode = (bytes) => btoa(String.fromCharCode(...bytes));
 
 /** id(K): the first 16 hex digits of SHA-256 of the 32 raw key bytes. */
-export const keyId = async (bytes) => toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)).subarray(0, 8));
+export async function keyId(bytes) {
+  return Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes), 0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
+}
 
 /** Whether `signature` is an Ed25519 signature of `message` under the raw `publicKey` (WebCrypto). */
 export async function verify(publicKey, signature, message) {

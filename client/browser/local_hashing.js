@@ -1,7 +1,7 @@
 // Optimized local hashing (OLH; BLH with hash_range 2): shared/mechanisms/local_hashing.py, docs/protocol.md §4.
 // Wang, Blocki, Li, Jha (USENIX Security 2017) §4.4; Bassily & Smith (STOC 2015).
 
-import { Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./randomness.js";
+import { Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
 /** H_seed(value) in [0, g): MurmurHash3's fmix32 of seed XOR (value * 0x9E3779B1 mod 2^32), mod g. */
 export function bucket(seed, value, hashRange) {

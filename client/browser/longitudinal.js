@@ -3,7 +3,7 @@
 
 import { GRR } from "./grr.js";
 import { canonicalBytes } from "./jcs.js";
-import { ArraySource, SYSTEM } from "./randomness.js";
+import { ArraySource, SYSTEM } from "./mechanism.js";
 
 const encode = (text) => new TextEncoder().encode(text);
 const concat = (...parts) => Uint8Array.from(parts.flatMap((part) => [...part]));

@@ -1,7 +1,7 @@
 // Option sampling: multiple choice at the full ε, one option per report: shared/mechanisms/option_sampling.py,
 // docs/protocol.md §5.2. Wang, Li, Jha (S&P 2018); Qin et al. (CCS 2016).
 
-import { InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./randomness.js";
+import { InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
 export class OptionSampling extends Mechanism {
   static mechanismName = "option_sampling";

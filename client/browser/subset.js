@@ -1,7 +1,7 @@
 // Subset selection (k-subset): shared/mechanisms/subset.py, docs/protocol.md §4.
 // Ye & Barg (IEEE Trans. Inf. Theory 2018); Wang, Wu, Hu (2016).
 
-import { Mechanism, ReportError, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./randomness.js";
+import { Mechanism, ReportError, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
 export class SubsetSelection extends Mechanism {
   static mechanismName = "subset";

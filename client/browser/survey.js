@@ -1,6 +1,5 @@
 // Survey definitions (deniable.survey/2): strict validation, and each question's mechanism built
 // from the signed, resolved parameters alone; mirrors shared/survey.py (docs/protocol.md §2, §4, §5).
-// A page loads only the mechanism modules its survey names (loadMechanisms, after the signature).
 
 import { InvalidSurvey, InvalidValue } from "./randomness.js";
 
@@ -12,7 +11,8 @@ const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
 // The mechanisms each type may name ("longitudinal": any type that may be longitudinal).
 const ALLOWED = { yes_no: CHOICE, single_choice: CHOICE, multiple_choice: ["binary_rr", "option_sampling"], numeric: ["duchi", "discrete_laplace"], longitudinal: ["grr", "binary_rr"] };
 // Per oracle: its module and class, and the resolved parameters its question carries, exactly
-// (shared/resolution.py). deniable.aggregator.respond preloads the same modules with their SRI hashes.
+// (shared/resolution.py). Only the modules a survey uses are loaded; deniable.aggregator.respond
+// preloads the same ones with their SRI hashes.
 const ORACLES = {
   binary_rr: ["binary_rr", "BinaryRR", ["keep"]], grr: ["grr", "GRR", ["keep"]], sue: ["unary", "SUE", ["one_if_true", "one_if_other"]],
   oue: ["unary", "OUE", ["one_if_true", "one_if_other"]], olh: ["local_hashing", "OLH", ["hash_range", "keep"]], hrr: ["hadamard", "HRR", ["keep", "order"]],

@@ -2,7 +2,7 @@
 // docs/protocol.md §4. Wang, Blocki, Li, Jha (USENIX Security 2017) §4.3; Erlingsson, Pihur,
 // Korolova, "RAPPOR" (CCS 2014).
 
-import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkThreshold, fromHex, logRatio, toHex } from "./randomness.js";
+import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkThreshold, fromHex, logRatio, toHex } from "./mechanism.js";
 
 export class UnaryEncoding extends Mechanism {
   constructor({ domainSize, oneIfTrue, oneIfOther }) {

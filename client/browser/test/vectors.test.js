@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { ArraySource, ReportError, InvalidSurvey, canonicalize, fromHex, parseDefinition } from "../deniable.js";
+import { ArraySource, ReportError, InvalidSurvey, canonicalize, parseDefinition } from "../deniable.js";
+import { fromHex } from "../mechanism.js";
 import { bucket } from "../local_hashing.js";
 import { Question, loadMechanisms } from "../survey.js";
 
