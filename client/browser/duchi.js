@@ -28,6 +28,6 @@ export class Duchi extends Mechanism {
 
   describe(report) { return `${report > 0 ? "high" : "low"} end of the range`; }
 
-  toFields(report) { return [+(report > 0)]; }
+  encode(report) { return report > 0 ? "01" : "00"; }
   fromFields([bit]) { return 2 * bit - 1; }
 }
