@@ -2,9 +2,10 @@
 // printed as JSON lines for benchmarks/browser.py. Parameters come from Python-resolved
 // questions passed on stdin (the same /2 definitions the aggregator signs).
 import { readFileSync } from "node:fs";
-import { Question } from "../client/browser/survey.js";
+import { Question, loadMechanisms } from "../client/browser/survey.js";
 
 const questions = JSON.parse(readFileSync(0, "utf8"));
+await loadMechanisms({ questions: questions.map(([, definition]) => definition) });
 const seconds = Number(process.argv[2] ?? 0.5);
 for (const [label, definition, answer] of questions) {
   const q = new Question(definition, 0);

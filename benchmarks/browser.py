@@ -4,7 +4,9 @@
    CSPRNG (``crypto.getRandomValues``) for every mechanism, beside the Python client's
    ``Question.randomize`` (the same resolved questions, same run) for the ratio.
    Targets: >= 100,000 reports/s for GRR and OLH at d = 1,024.
-2. The size of what the respond page loads (every module), raw and gzip.
+2. Sizes, unminified and gzip: what the demo survey's respond page loads (the client
+   library, the mechanism modules that survey uses, respond.js), the library alone
+   (deniable.js and its static imports), and every module (a survey using every mechanism).
 3. The respond page in headless Chromium (Playwright, /usr/bin/chromium) against a
    gunicorn aggregator on 127.0.0.1: time from clicking "Send" to the acknowledged
    state, median over ``--pages`` fresh browser contexts.
@@ -27,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from deniable.aggregator.respond import MODULES, static_file
+from deniable.aggregator.demo import demo_survey
+from deniable.aggregator.respond import CORE, MODULES, static_file, survey_modules
 from deniable.survey import FORMAT, Question
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,12 +143,17 @@ def main() -> None:
         js = rates[label]
         print(f"{label:<26}{js:>14,.0f}{1e6 / js:>11.2f}{py:>12,.0f}{js / py:>7.1f}")
 
-    sizes = {name: len(static_file(name)) for name in MODULES}
-    raw = sum(sizes.values())
-    packed = sum(len(gzip.compress(static_file(name), 9)) for name in MODULES)
-    print(f"\nrespond page loads {len(MODULES)} modules: {raw:,} bytes unminified "
-          f"({raw / 1024:.1f} KiB), {packed:,} bytes gzip; the client without the form "
-          f"(all but respond.js): {raw - sizes['respond.js']:,} bytes")  # fmt: skip
+    print()
+    page = survey_modules(demo_survey())
+    for what, names in (
+        (f"the demo survey's respond page loads {len(page)} modules:", page),
+        (f"the library (deniable.js and its static imports, {len(CORE)} modules):", CORE),
+        (f"every module ({len(MODULES)}; a survey using every mechanism):", MODULES),
+    ):
+        raw = sum(len(static_file(name)) for name in names)
+        packed = sum(len(gzip.compress(static_file(name), 9)) for name in names)
+        print(f"{what:<66}{raw:>7,} bytes unminified ({raw / 1024:.1f} KiB), "
+              f"{packed:,} bytes gzip")  # fmt: skip
 
     if args.pages:
         times = submit_times(args.pages)

@@ -6,7 +6,10 @@ and why:
 1. The page carries the survey id and the aggregator's public key (the pin) in
    data attributes, and loads ``respond.js`` with a Subresource Integrity hash
    (every module it imports is preloaded with its own hash), under a CSP that
-   allows scripts from this origin only: no inline script, no ``eval``.
+   allows scripts from this origin only: no inline script, no ``eval``.  The client
+   loads only the mechanism modules its survey uses (``survey_modules``): the page
+   preloads exactly those, with their hashes, so what it fetches depends on the
+   survey alone and every module it runs is pinned.
 2. The script fetches the signed survey, verifies the Ed25519 signature over the
    RFC 8785 bytes with WebCrypto, validates it, renders the form, randomizes the
    answers in the page with ``crypto.getRandomValues``, shows the noisy values
@@ -32,17 +35,32 @@ from importlib import resources
 from flask import Blueprint, Flask, Response, abort, render_template, request, url_for
 
 from deniable.errors import NotFound
+from deniable.survey import Question, Survey
 
 from ..signing import current_key
 from ..storage import current_storage
 
 blueprint = Blueprint("respond", __name__, template_folder="templates")
 
-# What a page loads, in import order (respond.js imports deniable.js imports the rest).
+# The client library every page loads: respond.js imports deniable.js, which imports these.
+CORE = ("randomness.js", "jcs.js", "survey.js", "keychain.js", "deniable.js")
+# The mechanism modules survey.js imports for each oracle (its ORACLES table), each with what
+# it imports: mechanism.js (the shared base) always.
+ORACLE_MODULES = {
+    kind: ("mechanism.js", *files)
+    for kind, files in {
+        "binary_rr": ("grr.js", "binary_rr.js"), "optionwise": ("grr.js", "binary_rr.js"),
+        "grr": ("grr.js",), "sue": ("unary.js",), "oue": ("unary.js",),
+        "olh": ("local_hashing.js",), "hrr": ("hadamard.js",), "subset": ("subset.js",),
+        "option_sampling": ("option_sampling.js",), "duchi": ("duchi.js",),
+        "discrete_laplace": ("discrete_laplace.js",), "longitudinal": ("grr.js", "longitudinal.js"),
+    }.items()
+}  # fmt: skip
+# Every module of the browser client (respond.js last).
 MODULES = (
-    "randomness.js", "jcs.js", "grr.js", "binary_rr.js", "unary.js", "local_hashing.js",
-    "hadamard.js", "subset.js", "option_sampling.js", "duchi.js", "discrete_laplace.js",
-    "longitudinal.js", "survey.js", "keychain.js", "deniable.js", "respond.js",
+    *CORE, "mechanism.js", "grr.js", "binary_rr.js", "unary.js", "local_hashing.js", "hadamard.js",
+    "subset.js", "option_sampling.js", "duchi.js", "discrete_laplace.js", "longitudinal.js",
+    "respond.js",
 )  # fmt: skip
 STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
 
@@ -72,6 +90,20 @@ def _sri(data: bytes) -> str:
 def static_file(name: str) -> bytes:
     """A file of the browser client, from the installed package (cached: files never change)."""
     return resources.files("deniable.client").joinpath("browser", name).read_bytes()
+
+
+def _oracle(question: Question) -> str:
+    if question.longitudinal is not None:
+        return "longitudinal"
+    if question.type == "multiple_choice" and question.mechanism == "binary_rr":
+        return "optionwise"
+    return question.mechanism
+
+
+def survey_modules(survey: Survey) -> tuple[str, ...]:
+    """What a page for ``survey`` loads: the core, its mechanisms' modules, respond.js last."""
+    needed = {name for q in survey.questions for name in ORACLE_MODULES.get(_oracle(q), ())}
+    return tuple(name for name in MODULES if name in CORE or name in needed or name == "respond.js")
 
 
 @cache
@@ -117,7 +149,8 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         page = render_template("respond_missing.html", survey_id=survey_id, style=STYLE)
         return page, 404, _headers()
     hashes = integrity()
-    modules = [(url_for("respond.static", name=n), hashes[n]) for n in MODULES]
+    names = survey_modules(record.survey)
+    modules = [(url_for("respond.static", name=n), hashes[n]) for n in names]
     page = render_template(
         "respond.html",
         survey_id=record.id,
@@ -140,7 +173,7 @@ def embed(survey_id: str) -> Response:
     lines = [
         f'<link rel="modulepreload" href="{base}{url_for("respond.static", name=name)}" '
         f'integrity="{hashes[name]}" crossorigin="anonymous">'
-        for name in MODULES[:-1]
+        for name in survey_modules(record.survey)[:-1]
     ]
     lines += [
         f'<div data-deniable-survey="{record.id}" data-deniable-aggregator="{base}"',

@@ -1,18 +1,35 @@
-// Binary randomized response: mirrors shared/mechanisms/binary_rr.py.
-// Warner, JASA 1965. GRR with d = 2: keep the true bit with p = keep / 2^53, else flip it.
-// Values are 0/1 or false/true; the wire is one byte, 00 or 01.
+// Binary randomized response: shared/mechanisms/binary_rr.py and the per-option split of multiple
+// choice (OptionwiseRR in shared/survey.py, docs/protocol.md §5.2). Warner, JASA 1965.
 
 import { GRR } from "./grr.js";
-import { InvalidValue } from "./randomness.js";
+import { InvalidSurvey, InvalidValue, Mechanism } from "./mechanism.js";
 
+/** GRR with d = 2 on 0/1 or false/true; the wire is one byte, 00 or 01. */
 export class BinaryRR extends GRR {
   static mechanismName = "binary_rr";
 
-  constructor({ keep }) { super({ domainSize: 2, keep }); }
+  constructor({ keep, domainSize = 2 }) {
+    if (domainSize !== 2) throw new InvalidSurvey("binary_rr needs exactly two categories");
+    super({ domainSize, keep });
+  }
 
   checkValue(value) {
-    if (value === true || value === 1) return 1;
-    if (value === false || value === 0) return 0;
+    if ([0, 1, false, true].includes(value)) return +value;
     throw new InvalidValue(`value must be true/false or 0/1, got ${value}`);
   }
+}
+
+/** Multiple choice: binary randomized response for each of m options at option_epsilon = ε / m. */
+export class OptionwiseRR extends Mechanism {
+  static mechanismName = "binary_rr";
+
+  constructor({ options, epsilon, optionEpsilon, keep }) {
+    super();
+    if (optionEpsilon !== epsilon / options) throw new InvalidSurvey(`option_epsilon must be epsilon / ${options}`);
+    Object.assign(this, { options, optionEpsilon, optionOracle: new BinaryRR({ keep }), fields: Array(options).fill([1, 2]) });
+  }
+
+  get epsilonImplemented() { return this.optionOracle.epsilonImplemented * this.options; }
+  randomize(bits, source) { return bits.map((bit) => this.optionOracle.randomize(bit, source)); }
+  describe(report, labels) { return labels.map((label, i) => `${label}: ${report[i] ? "yes" : "no"}`).join("; "); }
 }

@@ -18,13 +18,20 @@ export interface Policy {
   allowLongitudinal: boolean;
 }
 
+/** A question's oracle (mechanism.js and one module per mechanism). */
 export interface Mechanism {
   readonly name: string;
   readonly reportBytes: number;
   readonly epsilonImplemented: number;
+  /** The value in mechanism terms, or InvalidValue. */
+  checkValue(value: unknown): unknown;
   randomize(value: unknown, source?: ByteStreamSource): unknown;
+  /** Lowercase hex, a fixed length per question. */
   encode(report: unknown): string;
+  /** The report, or ReportError. */
   decode(payload: string): unknown;
+  /** The report in plain words (labels: the question's options, or ["no", "yes"]). */
+  describe(report: unknown, labels: string[]): string;
 }
 
 export interface Question {
@@ -41,6 +48,9 @@ export interface Question {
   oracle: Mechanism;
   /** ε charged for one answer: max(declared, implied by the signed thresholds). */
   cost: number;
+  readonly domainSize: number | undefined;
+  /** The options, or ["no", "yes"] for yes_no. */
+  readonly labels: string[];
   checkAnswer(answer: Answer): unknown;
   describe(report: unknown): string;
 }
@@ -112,7 +122,12 @@ export const ENROLMENT_HEADER: "X-Deniable-Enrolment";
 export const RESOLUTION: number;
 export const RESOLUTION_BITS: 53;
 
+/** A buffer read in order; refill() gets more bytes or throws RangeError (the default). */
 export abstract class ByteStreamSource {
+  constructor(bytes?: Uint8Array);
+  bytes: Uint8Array;
+  position: number;
+  refill(count: number): void;
   tokenBytes(count: number): Uint8Array;
   uniform53(): number;
   uniform53Wide(): number;
@@ -120,11 +135,17 @@ export abstract class ByteStreamSource {
   randbelowBig(upper: bigint): bigint;
 }
 export class SystemRandomSource extends ByteStreamSource {}
-export class ArraySource extends ByteStreamSource { constructor(bytes: Uint8Array); position: number; }
+export class ArraySource extends ByteStreamSource { constructor(bytes: Uint8Array); }
 export const SYSTEM: SystemRandomSource;
 
 export function canonicalize(value: unknown): string;
 export function canonicalBytes(value: unknown): Uint8Array;
+/**
+ * Imports the mechanism modules a definition's questions name (only those, from a fixed table);
+ * fetchSurvey calls it after the signature check.
+ */
+export function loadMechanisms(definition: unknown): Promise<void>;
+/** The validated definition, or InvalidSurvey; its mechanisms' modules must be loaded first. */
 export function parseDefinition(definition: unknown): Survey;
 
 export class DeniableError extends Error {}

@@ -1,12 +1,19 @@
-// Memoized randomized response for questions asked again and again: mirrors
-// shared/mechanisms/longitudinal.py. Erlingsson, Pihur, Korolova, "RAPPOR" (CCS 2014) §3.
-// Permanent GRR (keep) drawn once per value and remembered, then a fresh instantaneous GRR
-// (instantaneous_keep) for every report. Without a memoized permanent response both layers
-// are drawn from the same source, permanent first.
+// Memoized randomized response for questions asked again and again: shared/mechanisms/longitudinal.py
+// and client/memo.py, docs/protocol.md §5.4. Erlingsson, Pihur, Korolova, "RAPPOR" (CCS 2014) §3.
 
 import { GRR } from "./grr.js";
-import { SYSTEM } from "./randomness.js";
+import { canonicalBytes } from "./jcs.js";
+import { ArraySource, SYSTEM } from "./mechanism.js";
 
+const encode = (text) => new TextEncoder().encode(text);
+const concat = (...parts) => Uint8Array.from(parts.flatMap((part) => [...part]));
+
+async function hmac(key, message) {
+  const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return new Uint8Array(await crypto.subtle.sign("HMAC", k, message));
+}
+
+/** A permanent GRR (keep) once per value, remembered, then a fresh instantaneous GRR per report. */
 export class LongitudinalGRR extends GRR {
   constructor({ domainSize, keep, instantaneousKeep }) {
     super({ domainSize, keep });
@@ -14,13 +21,34 @@ export class LongitudinalGRR extends GRR {
     this.instantaneous = new GRR({ domainSize, keep: instantaneousKeep });
   }
 
-  get name() { return "grr"; }
-
   permanentResponse(value, source = SYSTEM) { return this.permanent.randomize(value, source); }
 
-  randomize(value, source = SYSTEM, permanent = undefined) {
-    if (permanent === undefined) permanent = this.permanentResponse(value, source);
-    else this.checkValue(value);
+  /** Without a memoized permanent response, both layers draw from `source`, permanent first. */
+  randomize(value, source = SYSTEM, permanent = this.permanentResponse(value, source)) {
+    this.checkValue(value);
     return this.instantaneous.randomize(permanent, source);
+  }
+
+  /**
+   * Question q's permanent response to `value`, drawn from HMAC-SHA256 in counter mode under the
+   * device secret (the same every time), and the opaque tag (base64) the ledger remembers it by.
+   */
+  async memoize(secret, q, value) {
+    const info = canonicalBytes([q.longitudinal.key, q.labels, q.epsilon, q.longitudinal.instantaneous_epsilon, value]);
+    const tag = btoa(String.fromCharCode(...await hmac(await hmac(secret, encode("deniable.client.memo/tag/1")), info)));
+    const subkey = await hmac(secret, encode("deniable.client.memo/permanent/1"));
+    for (let blocks = 4; ; blocks *= 2) {
+      const stream = [];
+      for (let counter = 0n; counter < blocks; counter++) {
+        const c = new Uint8Array(8);
+        new DataView(c.buffer).setBigUint64(0, counter);
+        stream.push(await hmac(subkey, concat(info, c)));
+      }
+      try {
+        return { permanent: this.permanentResponse(value, new ArraySource(concat(...stream))), tag };
+      } catch (error) {
+        if (!(error instanceof RangeError)) throw error; // the stream ran out: more blocks, same prefix
+      }
+    }
   }
 }

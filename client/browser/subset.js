@@ -1,72 +1,38 @@
-// Subset selection (k-subset): mirrors shared/mechanisms/subset.py.
+// Subset selection (k-subset): shared/mechanisms/subset.py, docs/protocol.md §4.
 // Ye & Barg (IEEE Trans. Inf. Theory 2018); Wang, Wu, Hu (2016).
-// keep = uniform53 < keep first; then a partial Fisher-Yates over the d - 1 other values with k
-// draws randbelow(d - 1 - i), i = 0..k-1 (picked values >= x shift up by one); if kept, the last
-// pick is replaced by x. Sorted ascending. Wire: k values, each big-endian in widthBytes(d).
 
-import {
-  RESOLUTION, SYSTEM, ReportError, checkCategory, checkThreshold, fromHex, logRatio, packUint,
-  toHex, unpackUint, widthBytes,
-} from "./randomness.js";
+import { Mechanism, ReportError, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
-export class SubsetSelection {
+export class SubsetSelection extends Mechanism {
   static mechanismName = "subset";
 
   constructor({ domainSize, subsetSize, keep }) {
-    if (!Number.isInteger(domainSize) || domainSize < 2 || domainSize > 4096) {
-      throw new RangeError(`domainSize must be an integer in [2, 4096], got ${domainSize}`);
-    }
-    if (!Number.isInteger(subsetSize) || subsetSize < 1 || subsetSize > domainSize - 1) {
-      throw new RangeError(`subset_size must be an integer in [1, ${domainSize - 1}], got ${subsetSize}`);
-    }
-    this.domainSize = domainSize;
-    this.subsetSize = subsetSize;
+    super();
+    this.domainSize = checkInteger("domain size", domainSize, 2, 4096);
+    this.subsetSize = checkInteger("subset_size", subsetSize, 1, domainSize - 1);
     this.keep = checkThreshold("keep", keep);
-    this.width = widthBytes(domainSize);
+    this.fields = Array(subsetSize).fill([widthBytes(domainSize), domainSize]);
   }
 
-  get name() { return "subset"; }
-  get reportBytes() { return this.subsetSize * this.width; }
-  get epsilonImplemented() {
-    const k = BigInt(this.subsetSize), d = BigInt(this.domainSize);
-    return Math.abs(logRatio(BigInt(this.keep) * (d - k), BigInt(RESOLUTION - this.keep) * k));
-  }
+  get epsilonImplemented() { return Math.abs(keepEpsilon(this.keep, this.domainSize - this.subsetSize, this.subsetSize)); }
 
-  checkValue(value) { return checkCategory(value, this.domainSize); }
-
+  /** keep first; then k draws of a sparse partial Fisher–Yates over the d - 1 other values. */
   randomize(value, source = SYSTEM) {
-    const truth = this.checkValue(value);
-    const k = this.subsetSize, others = this.domainSize - 1;
-    const keep = source.uniform53() < this.keep;
-    // Always k draws, whatever the value and whether it is kept.
-    const swapped = new Map();
-    const chosen = [];
+    const truth = this.checkValue(value), k = this.subsetSize, keep = source.uniform53() < this.keep;
+    const swapped = new Map(), chosen = [];
     for (let i = 0; i < k; i++) {
-      const j = i + source.randbelow(others - i);
-      const picked = swapped.has(j) ? swapped.get(j) : j;
-      swapped.set(j, swapped.has(i) ? swapped.get(i) : i);
-      chosen.push(picked + (picked >= truth ? 1 : 0));
+      const j = i + source.randbelow(this.domainSize - 1 - i), picked = swapped.get(j) ?? j;
+      swapped.set(j, swapped.get(i) ?? i);
+      chosen.push(picked + (picked >= truth));
     }
     if (keep) chosen[k - 1] = truth;
     return chosen.sort((a, b) => a - b);
   }
 
-  encode(report) {
-    const out = new Uint8Array(this.reportBytes);
-    report.forEach((v, i) => packUint(v, this.width, out, i * this.width));
-    return toHex(out);
-  }
+  describe(report, labels) { return `one of: ${report.map((v) => labels[v]).join(", ")}`; }
 
-  decode(text) {
-    const data = fromHex(text, this.reportBytes);
-    const values = [];
-    for (let i = 0; i < this.subsetSize; i++) {
-      const v = unpackUint(data, i * this.width, this.width);
-      if (v >= this.domainSize || (i && v <= values[i - 1])) {
-        throw new ReportError(`subset reports must be strictly increasing values in [0, ${this.domainSize})`);
-      }
-      values.push(v);
-    }
+  fromFields(values) {
+    if (values.some((v, i) => v <= values[i - 1])) throw new ReportError("subset reports must be strictly increasing");
     return values;
   }
 }

@@ -13,8 +13,9 @@ import re
 import pytest
 
 from deniable.aggregator import create_app
-from deniable.aggregator.respond import MODULES
+from deniable.aggregator.respond import CORE, MODULES, survey_modules
 from deniable.aggregator.storage import EXTENSION as STORAGE_EXTENSION
+from deniable.survey import Survey
 
 ORIGIN = "https://forms.example.org"
 
@@ -34,7 +35,10 @@ def test_page_has_a_strict_csp_and_sri_for_every_module(client, created_survey) 
     assert not re.search(r"<script(?![^>]*\bsrc=)", page), "no inline script"
     pinned = dict(re.findall(r'href="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
     pinned.update(re.findall(r'src="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
-    assert set(pinned) == set(MODULES)
+    # The core and only the demo survey's mechanisms (binary_rr, grr, option_sampling, duchi).
+    survey = Survey.from_dict(created_survey["definition"], resolved=True)
+    mechanisms = {"mechanism.js", "grr.js", "binary_rr.js", "option_sampling.js", "duchi.js"}
+    assert set(pinned) == set(survey_modules(survey)) == {*CORE, *mechanisms, "respond.js"}
     for name, integrity in pinned.items():
         served = client.get(f"/static/deniable/{name}")
         assert served.status_code == 200 and served.mimetype == "text/javascript"
@@ -60,7 +64,8 @@ def test_embed_snippet(client, created_survey) -> None:
     snippet = client.get(f"/surveys/{created_survey['id']}/embed").get_data(as_text=True)
     key = client.get("/api/v1/key").get_json()["public_key"]
     assert f'data-deniable-key="{key}"' in snippet
-    assert snippet.count('integrity="sha384-') == len(MODULES)
+    survey = Survey.from_dict(created_survey["definition"], resolved=True)
+    assert snippet.count('integrity="sha384-') == len(survey_modules(survey)) < len(MODULES)
 
 
 def test_no_cors_by_default(client, created_survey) -> None:

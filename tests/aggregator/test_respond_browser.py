@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from deniable.aggregator import cli, demo
+from deniable.aggregator.respond import MODULES
 from deniable.survey import Survey
 
 CHROMIUM = "/usr/bin/chromium"
@@ -168,6 +169,13 @@ def test_answer_in_the_page_only_noisy_values_leave(stack) -> None:
     recorder = Recorder(page)
     page.goto(f"{base}/surveys/{SURVEY}/respond")
     assert _state(page, "ready", "refused") == "ready"
+    # Every module the page ran is pinned in it by an SRI hash (the mechanism modules the client
+    # loads for this survey included), and it loaded only those: not every mechanism.
+    links = page.query_selector_all("link[rel=modulepreload][integrity]")
+    script = page.get_attribute("script[integrity]", "src")
+    pinned = {f"{base}{link.get_attribute('href')}" for link in links} | {f"{base}{script}"}
+    fetched = {url for _, url, _ in recorder.requests if "/static/deniable/" in url}
+    assert fetched == pinned and len(fetched) < len(MODULES)
     _fill(page)
     page.get_by_role("button", name="Randomize my answers").click()
     _state(page, "review")

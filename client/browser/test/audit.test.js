@@ -10,11 +10,12 @@ import { test } from "node:test";
 import { GRR } from "../grr.js";
 import { bucket } from "../local_hashing.js";
 import { OLH } from "../local_hashing.js";
-import { Question } from "../survey.js";
+import { Question, loadMechanisms } from "../survey.js";
 import { clopperPearsonLower, clopperPearsonUpper, epsilonLowerBound } from "./audit.js";
 
 const N = 200_000;
 const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
+await loadMechanisms({ questions: Object.values(VECTORS.questions) });
 const question = (id) => new Question(VECTORS.questions[id], 0);
 
 function sample(oracle, value, key) {

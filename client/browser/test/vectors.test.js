@@ -4,11 +4,13 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { ArraySource, ReportError, InvalidSurvey, canonicalize, fromHex, parseDefinition } from "../deniable.js";
+import { ArraySource, ReportError, InvalidSurvey, canonicalize, parseDefinition } from "../deniable.js";
+import { fromHex } from "../mechanism.js";
 import { bucket } from "../local_hashing.js";
-import { Question } from "../survey.js";
+import { Question, loadMechanisms } from "../survey.js";
 
 const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
+await loadMechanisms({ questions: Object.values(VECTORS.questions) }); // every mechanism module
 const QUESTIONS = Object.fromEntries(Object.entries(VECTORS.questions).map(([id, d], i) => [id, new Question(d, i)]));
 const bytes = (hex) => fromHex(hex, hex.length / 2);
 

@@ -1,0 +1,80 @@
+// What the mechanism modules share: the wire's fields, the checks of their parameters and values,
+// and the Mechanism base class. Mirrors shared/mechanisms/base.py and shared/wire.py (docs/protocol.md
+// §3, §4); loaded with the mechanism modules a survey uses.
+
+import { InvalidSurvey, InvalidValue, RESOLUTION, ReportError } from "./randomness.js";
+
+export { ArraySource, InvalidSurvey, InvalidValue, RESOLUTION, ReportError, SYSTEM } from "./randomness.js";
+
+/** A threshold out of 2^53 from a float probability, as shared/randomness.py's threshold(). */
+export const threshold = (p) => Math.min(Math.max(Math.floor(p * RESOLUTION), 1), RESOLUTION - 1);
+
+/** log(a / b) for positive integers (Numbers or BigInts), accurate near 1. */
+export const logRatio = (a, b) => Math.log1p(Number(BigInt(a) - BigInt(b)) / Number(b));
+
+/** The ε of keeping the truth when uniform53() < keep, against odds a : b (GRR: d - 1 : 1). */
+export const keepEpsilon = (keep, a = 1, b = 1) => logRatio(BigInt(keep) * BigInt(a), BigInt(RESOLUTION - keep) * BigInt(b));
+
+/** Bytes for every integer in [0, upper): max(1, ceil(bitlength(upper - 1) / 8)). */
+export const widthBytes = (upper) => Math.ceil((upper - 1).toString(2).length / 8);
+
+export function toHex(bytes) {
+  let hex = "";
+  for (const b of bytes) hex += (b < 16 ? "0" : "") + b.toString(16);
+  return hex;
+}
+
+/** `length` bytes from exactly 2 * length lowercase hex digits, or ReportError. */
+export function fromHex(text, length) {
+  if (typeof text !== "string" || text.length !== 2 * length || /[^0-9a-f]/.test(text)) throw new ReportError(`report must be ${2 * length} lowercase hex digits`);
+  return Uint8Array.from({ length }, (_, i) => parseInt(text.substr(2 * i, 2), 16));
+}
+
+/** An integer in [lo, hi] (a structural parameter or a threshold), or InvalidSurvey. */
+export function checkInteger(name, value, lo, hi) {
+  if (!Number.isInteger(value) || value < lo || value > hi) throw new InvalidSurvey(`${name} must be an integer in [${lo}, ${hi}], got ${value}`);
+  return value;
+}
+
+export const checkThreshold = (name, value) => checkInteger(name, value, 1, RESOLUTION - 1);
+
+/** A finite numeric range with lo < hi, or InvalidSurvey. */
+export function checkRange(lo, hi) {
+  if (![lo, hi, hi - lo].every(Number.isFinite) || !(lo < hi)) throw new InvalidSurvey(`numeric range must be finite with lo < hi, got [${lo}, ${hi}]`);
+}
+
+/** A number in [lo, hi], or InvalidValue: never clamped. */
+export function checkNumber(value, lo, hi) {
+  if (typeof value !== "number" || !(value >= lo && value <= hi)) throw new InvalidValue(`value must be a number in [${lo}, ${hi}], got ${value}`);
+  return value;
+}
+
+/**
+ * What the mechanisms share: a category check and the wire, unsigned big-endian `fields`
+ * [[bytes, exclusive upper bound], ...] to which toFields/fromFields map a report.
+ */
+export class Mechanism {
+  get name() { return this.constructor.mechanismName; }
+  get reportBytes() { return this.fields.reduce((n, [width]) => n + width, 0); }
+  checkValue(value) {
+    if (!Number.isInteger(value) || value < 0 || value >= this.domainSize) throw new InvalidValue(`value must be an integer in [0, ${this.domainSize}), got ${value}`);
+    return value;
+  }
+  toFields(report) { return report; }
+  fromFields(values) { return values; }
+  encode(report) {
+    const values = this.toFields(report);
+    let hex = "";
+    for (let i = 0; i < values.length; i++) hex += values[i].toString(16).padStart(2 * this.fields[i][0], "0");
+    return hex;
+  }
+  decode(text) {
+    fromHex(text, this.reportBytes);
+    let at = 0;
+    return this.fromFields(this.fields.map(([width, upper]) => {
+      const value = parseInt(text.slice(at, (at += 2 * width)), 16);
+      if (value >= upper) throw new ReportError(`${this.name} report: a field outside [0, ${upper})`);
+      return value;
+    }));
+  }
+}
