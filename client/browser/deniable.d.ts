@@ -130,7 +130,6 @@ export abstract class ByteStreamSource {
   refill(count: number): void;
   tokenBytes(count: number): Uint8Array;
   uniform53(): number;
-  uniform53Wide(): number;
   randbelow(upper: number): number;
   randbelowBig(upper: bigint): bigint;
 }
