@@ -6,10 +6,15 @@ and why:
 1. The page carries the survey id and the aggregator's public key (the pin) in
    data attributes, and loads ``respond.js`` with a Subresource Integrity hash
    (every module it imports is preloaded with its own hash), under a CSP that
-   allows scripts from this origin only: no inline script, no ``eval``.  The client
-   loads only the mechanism modules its survey uses (``survey_modules``): the page
-   preloads exactly those, with their hashes, so what it fetches depends on the
-   survey alone and every module it runs is pinned.
+   allows scripts from this origin only: no ``eval``, and no inline script but the
+   import map, allowed by its hash.  The client loads only the mechanism modules
+   its survey uses (``survey_modules``): the page preloads exactly those, with their
+   hashes, so what it fetches depends on the survey alone and every module it runs
+   is pinned.  ``keychain.js`` (key rotation) is imported only when the survey names
+   a key other than the pinned one, which the page (pinning the current key) meets
+   only if the key rotates meanwhile: the page does not preload it but pins it in its
+   import map's ``integrity`` (browsers that implement import-map integrity check
+   it).  The embed snippet, whose pasted key ages, preloads it.
 2. The script fetches the signed survey, verifies the Ed25519 signature over the
    RFC 8785 bytes with WebCrypto, validates it, renders the form, randomizes the
    answers in the page with ``crypto.getRandomValues``, shows the noisy values
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from functools import cache
 from importlib import resources
 
@@ -43,13 +49,16 @@ from ..storage import current_storage
 blueprint = Blueprint("respond", __name__, template_folder="templates")
 
 # The client library every page loads: respond.js imports deniable.js, which imports these.
-CORE = ("randomness.js", "jcs.js", "survey.js", "keychain.js", "deniable.js")
+CORE = ("randomness.js", "jcs.js", "survey.js", "deniable.js")
+# Key rotation, imported by deniable.js only when a survey names another key (or on trust on
+# first use; it imports deniable.js).
+ROTATION = ("keychain.js",)
 # The mechanism modules survey.js imports for each oracle (its ORACLES table), each with what
 # it imports: mechanism.js (the shared base) always.
 ORACLE_MODULES = {
     kind: ("mechanism.js", *files)
     for kind, files in {
-        "binary_rr": ("grr.js", "binary_rr.js"), "optionwise": ("grr.js", "binary_rr.js"),
+        "binary_rr": ("grr.js", "binary_rr.js"), "optionwise": ("grr.js", "binary_rr.js", "optionwise.js"),
         "grr": ("grr.js",), "sue": ("unary.js",), "oue": ("unary.js",),
         "olh": ("local_hashing.js",), "hrr": ("hadamard.js",), "subset": ("subset.js",),
         "option_sampling": ("option_sampling.js",), "duchi": ("duchi.js",),
@@ -58,9 +67,9 @@ ORACLE_MODULES = {
 }  # fmt: skip
 # Every module of the browser client (respond.js last).
 MODULES = (
-    *CORE, "mechanism.js", "grr.js", "binary_rr.js", "unary.js", "local_hashing.js", "hadamard.js",
-    "subset.js", "option_sampling.js", "duchi.js", "discrete_laplace.js", "longitudinal.js",
-    "respond.js",
+    *CORE, *ROTATION, "mechanism.js", "grr.js", "binary_rr.js", "optionwise.js", "unary.js",
+    "local_hashing.js", "hadamard.js", "subset.js", "option_sampling.js", "duchi.js",
+    "discrete_laplace.js", "longitudinal.js", "respond.js",
 )  # fmt: skip
 STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
 
@@ -100,10 +109,15 @@ def _oracle(question: Question) -> str:
     return question.mechanism
 
 
-def survey_modules(survey: Survey) -> tuple[str, ...]:
-    """What a page for ``survey`` loads: the core, its mechanisms' modules, respond.js last."""
+def survey_modules(survey: Survey, *, rotation: bool = False) -> tuple[str, ...]:
+    """What a page for ``survey`` loads: the core, its mechanisms' modules, respond.js last.
+
+    ``rotation``: also keychain.js, for a page whose pinned key may have been rotated since
+    (the embed snippet keeps the key it was pasted with).
+    """
     needed = {name for q in survey.questions for name in ORACLE_MODULES.get(_oracle(q), ())}
-    return tuple(name for name in MODULES if name in CORE or name in needed or name == "respond.js")
+    needed |= {*CORE, "respond.js", *(ROTATION if rotation else ())}
+    return tuple(name for name in MODULES if name in needed)
 
 
 @cache
@@ -112,13 +126,26 @@ def integrity() -> dict[str, str]:
     return {name: _sri(static_file(name)) for name in MODULES}
 
 
-def content_security_policy() -> str:
-    style = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode("ascii")
-    # Why: scripts only from this origin and only with the SRI hashes in the page; the page
-    # talks only to this origin; no form ever posts (the no-JS page must send nothing).
+def _sha256(text: str) -> str:
+    return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode("ascii")
+
+
+def import_map() -> str:
+    """The respond page's import map: the SRI hash of each module it may import unpreloaded."""
+    hashes = integrity()
+    pinned = {url_for("respond.static", name=name): hashes[name] for name in ROTATION}
+    return json.dumps({"integrity": pinned}, separators=(",", ":"))
+
+
+def content_security_policy(inline_script: str | None = None) -> str:
+    # Why: scripts only from this origin and only with the SRI hashes in the page (the one
+    # inline script, the import map, by its hash); the page talks only to this origin; no
+    # form ever posts (the no-JS page must send nothing).
+    script = f" 'sha256-{_sha256(inline_script)}'" if inline_script else ""
     return (
-        f"default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'sha256-{style}'; "
-        "img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        f"default-src 'none'; script-src 'self'{script}; connect-src 'self'; "
+        f"style-src 'sha256-{_sha256(STYLE)}'; img-src 'none'; base-uri 'none'; "
+        "form-action 'none'; frame-ancestors 'none'"
     )
 
 
@@ -151,8 +178,10 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
     hashes = integrity()
     names = survey_modules(record.survey)
     modules = [(url_for("respond.static", name=n), hashes[n]) for n in names]
+    imports = import_map()
     page = render_template(
         "respond.html",
+        import_map=imports,
         survey_id=record.id,
         title=record.survey.title,
         is_open=record.is_open,
@@ -161,7 +190,7 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         script=modules[-1],
         style=STYLE,
     )
-    return page, 200, _headers()
+    return page, 200, _headers(imports)
 
 
 @blueprint.get("/surveys/<survey_id>/embed")
@@ -173,7 +202,7 @@ def embed(survey_id: str) -> Response:
     lines = [
         f'<link rel="modulepreload" href="{base}{url_for("respond.static", name=name)}" '
         f'integrity="{hashes[name]}" crossorigin="anonymous">'
-        for name in survey_modules(record.survey)[:-1]
+        for name in survey_modules(record.survey, rotation=True)[:-1]
     ]
     lines += [
         f'<div data-deniable-survey="{record.id}" data-deniable-aggregator="{base}"',
@@ -189,9 +218,9 @@ def embed(survey_id: str) -> Response:
     return response
 
 
-def _headers() -> dict[str, str]:
+def _headers(inline_script: str | None = None) -> dict[str, str]:
     return {
-        "Content-Security-Policy": content_security_policy(),
+        "Content-Security-Policy": content_security_policy(inline_script),
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
         "Cache-Control": "no-store",

@@ -1,11 +1,9 @@
 // The Deniable browser client: fetch a signed survey, check it, randomize the answers in the page,
-// deliver them once. Mirrors client/session.py; protocol: docs/protocol.md; the order of operations,
-// and why: README.md. Every request depends only on the survey, never on the answers.
+// deliver them once. Mirrors client/session.py (docs/protocol.md; why this order: README.md).
 
 import { canonicalBytes } from "./jcs.js";
-import { b64decode, b64encode, followRotation, keyId, verify } from "./keychain.js";
 import { AlreadyAnswered, BudgetExceeded, InvalidSurvey, PolicyViolation, SignatureError, TransportError } from "./randomness.js";
-import { TOLERANCE, loadMechanisms, parseDefinition } from "./survey.js";
+import { MECHANISMS, TOLERANCE, loadMechanisms, parseDefinition } from "./survey.js";
 
 export * from "./randomness.js";
 export { canonicalBytes, canonicalize } from "./jcs.js";
@@ -15,10 +13,33 @@ export const ENROLMENT_HEADER = "X-Deniable-Enrolment";
 const STATE_KEY = "deniable.state/1";
 
 export const DEFAULT_POLICY = Object.freeze({
-  maxQuestionEpsilon: 4, maxSurveyEpsilon: 10, lifetimeEpsilon: 100, periodEpsilon: 25, periodDays: 30,
-  allowedMechanisms: ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset", "option_sampling", "duchi", "discrete_laplace"],
-  allowLongitudinal: true,
+  maxQuestionEpsilon: 4, maxSurveyEpsilon: 10, lifetimeEpsilon: 100, periodEpsilon: 25, periodDays: 30, allowedMechanisms: MECHANISMS, allowLongitudinal: true,
 });
+
+export const b64encode = (bytes) => btoa(String.fromCharCode(...bytes));
+
+/** Standard padded base64 that re-encodes to itself, or SignatureError. */
+export function b64decode(text) {
+  let bytes;
+  try { bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0)); } catch { /* refused below */ }
+  if (!bytes || b64encode(bytes) !== text) throw new SignatureError("not canonical base64");
+  return bytes;
+}
+
+/** id(K): the first 16 hex digits of SHA-256 of the raw key. */
+export const keyId = async (key) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", key), 0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
+
+/** Whether `signature` is a valid Ed25519 signature of `message` under the raw `publicKey`. */
+export async function verify(publicKey, signature, message) {
+  try {
+    return await crypto.subtle.verify("Ed25519", await crypto.subtle.importKey("raw", publicKey, "Ed25519", false, ["verify"]), signature, message);
+  } catch {
+    return false;
+  }
+}
+
+// Rare (a rotated key, trust on first use): keychain.js is imported only then.
+const followRotation = async (pin, document) => (await import("./keychain.js")).followRotation(pin, document);
 
 /** An in-memory Storage (tests, or pages that must not persist anything). */
 export class MemoryStorage {
@@ -82,10 +103,10 @@ export class SurveyClient {
     const survey = parseDefinition(document.definition);
     if (survey.id !== surveyId) throw new InvalidSurvey(`asked for survey ${surveyId}, got ${survey.id}`);
     for (const q of survey.questions) {
-      const refuse = (why) => { throw new PolicyViolation(`question ${q.id}: ${why}`); };
-      if (!p.allowedMechanisms.includes(q.mechanism)) refuse(`mechanism ${q.mechanism} is not allowed`);
-      if (q.longitudinal && !p.allowLongitudinal) refuse("longitudinal questions are not allowed");
-      if (q.cost > p.maxQuestionEpsilon + TOLERANCE) refuse(`epsilon = ${q.cost} is over the cap of ${p.maxQuestionEpsilon} per question`);
+      const why = !p.allowedMechanisms.includes(q.mechanism) ? `mechanism ${q.mechanism} is not allowed`
+        : q.longitudinal && !p.allowLongitudinal ? "longitudinal questions are not allowed"
+          : q.cost > p.maxQuestionEpsilon + TOLERANCE && `epsilon = ${q.cost} is over the cap of ${p.maxQuestionEpsilon} per question`;
+      if (why) throw new PolicyViolation(`question ${q.id}: ${why}`);
     }
     if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`survey ${surveyId}: epsilon = ${survey.totalEpsilon} in total is over the cap of ${p.maxSurveyEpsilon}`);
     if (document.status !== "open") throw new TransportError(`survey ${surveyId} is closed`, 409);
@@ -95,10 +116,10 @@ export class SurveyClient {
 
   /** Refuses a survey answered on this device before, or a charge over the lifetime or the period cap. */
   checkBudget(state, surveyId, amount) {
-    const { total, period } = this.spent(state), refuse = (what) => { throw new BudgetExceeded(`survey ${surveyId} would exceed this device's epsilon cap for ${what}`); };
+    const { total, period } = this.spent(state), p = this.policy;
     if (state.answered[`${this.baseUrl}#${surveyId}`]) throw new AlreadyAnswered(`survey ${surveyId} was already answered on this device`);
-    if (total + amount > this.policy.lifetimeEpsilon + TOLERANCE) refuse("its lifetime");
-    if (period + amount > this.policy.periodEpsilon + TOLERANCE) refuse("the period");
+    const over = total + amount > p.lifetimeEpsilon + TOLERANCE ? "its lifetime" : period + amount > p.periodEpsilon + TOLERANCE && "the period";
+    if (over) throw new BudgetExceeded(`survey ${surveyId} would exceed this device's epsilon cap for ${over}`);
   }
 
   spent(state) {
@@ -107,10 +128,7 @@ export class SurveyClient {
     return spent;
   }
 
-  /**
-   * Randomize, charge, queue and send. `confirm(reports)` may show the noisy values (each report:
-   * {id, question, payload, description, epsilon}) and return false to send nothing.
-   */
+  /** Randomize, charge, queue and send; `confirm(reports)` may show the noisy values and return false to send nothing. */
   async answer(survey, answers, { confirm, enrolmentToken } = {}) {
     const checked = survey.questions.map((q) => q.checkAnswer(answers[q.id]));
     const extra = Object.keys(answers).find((k) => !survey.questions.some((q) => q.id === k));
@@ -121,13 +139,11 @@ export class SurveyClient {
     for (const [i, q] of survey.questions.entries()) {
       let report, epsilon = q.cost;
       if (q.longitudinal) {
-        const memo = await q.oracle.memoize(b64decode(state.secret), q, checked[i]);
-        report = q.oracle.randomize(checked[i], undefined, memo.permanent);
-        if (state.memo[memo.tag] || tags.includes(memo.tag)) epsilon = 0; // post-processing of a remembered response
-        else tags.push(memo.tag);
-      } else {
-        report = q.oracle.randomize(checked[i]); // the CSPRNG: crypto.getRandomValues
-      }
+        const { permanent, tag } = await q.oracle.memoize(b64decode(state.secret), q, checked[i]);
+        report = q.oracle.randomize(checked[i], undefined, permanent);
+        if (state.memo[tag] || tags.includes(tag)) epsilon = 0; // post-processing of a remembered response
+        else tags.push(tag);
+      } else report = q.oracle.randomize(checked[i]); // the CSPRNG: crypto.getRandomValues
       reports.push({ id: crypto.randomUUID(), question: q.id, payload: q.oracle.encode(report), description: q.describe(report), epsilon });
     }
     if (confirm && !(await confirm(reports))) return { survey: survey.id, reportIds: [], epsilonCharged: 0, delivered: false, cancelled: true };
@@ -152,14 +168,8 @@ export class SurveyClient {
     let delivered = 0, refused;
     const mine = () => this.load().outbox.filter((e) => e.origin === this.baseUrl);
     for (const entry of mine()) {
-      let response;
-      try {
-        response = await this.request("POST", entry.path, entry.body, entry.enrolment);
-      } catch (error) {
-        if (error instanceof TransportError) break; // still unreachable: keep it, in order
-        throw error;
-      }
-      if (response.status === 429 || response.status >= 500) break;
+      const response = await this.request("POST", entry.path, entry.body, entry.enrolment).catch(() => null);
+      if (!response || response.status === 429 || response.status >= 500) break; // keep it, in order, for later
       if (response.status === 200 || response.status === 201) delivered++;
       else refused ??= new TransportError(`aggregator refused the reports (${response.status})`, response.status);
       const state = this.load();

@@ -6,6 +6,17 @@ import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkNumber, 
 
 const gcd = (a, b) => (b ? gcd(b, a % b) : a);
 
+/** randbelow for a BigInt bound of any size: the same masked rejection sampling, little-endian. */
+export function randbelowBig(source, upper) {
+  if (upper < 1n) throw new RangeError(`randbelow(${upper})`);
+  if (upper === 1n) return 0n;
+  const bits = (upper - 1n).toString(2).length, mask = (1n << BigInt(bits)) - 1n;
+  for (;;) {
+    const candidate = source.tokenBytes((bits + 7) >> 3).reduceRight((n, byte) => (n << 8n) | BigInt(byte), 0n) & mask;
+    if (candidate < upper) return candidate;
+  }
+}
+
 /** A positive double as an exact reduced fraction [numerator, denominator] of BigInts. */
 export function exactFraction(value) {
   const view = new DataView(new ArrayBuffer(8));
@@ -21,19 +32,19 @@ export function exactFraction(value) {
 /** Bernoulli(exp(-numerator/denominator)) for a ratio in [0, 1] (CKS 2020, Algorithm 1). */
 export function bernoulliExp(source, numerator, denominator) {
   let k = 1n;
-  while (source.randbelowBig(denominator * k) < numerator) k++;
+  while (randbelowBig(source, denominator * k) < numerator) k++;
   return k % 2n === 1n;
 }
 
 /** Z with P[Z = z] ∝ exp(-|z| s/t), for BigInts s, t >= 1 (CKS 2020, Algorithm 2). */
 export function sampleDiscreteLaplace(source, s, t) {
   for (;;) {
-    const u = source.randbelowBig(t);
+    const u = randbelowBig(source, t);
     if (!bernoulliExp(source, u, t)) continue;
     let v = 0n;
     while (bernoulliExp(source, 1n, 1n)) v++;
     const y = (u + t * v) / s;
-    const negative = source.randbelowBig(2n);
+    const negative = randbelowBig(source, 2n);
     if (negative && !y) continue; // otherwise 0 would be counted twice
     return Number(negative ? -y : y);
   }

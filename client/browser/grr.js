@@ -23,7 +23,6 @@ export class GRR extends Mechanism {
   }
 
   describe(report, labels) { return labels[report]; }
-
   toFields(report) { return [report]; }
   fromFields([value]) { return value; }
 }

@@ -1,35 +1,11 @@
 // Key rotation: follow the aggregator's signed chain from the pinned key (docs/key-rotation.md,
-// normative; mirrors shared/keychain.py). A pin is {key, sequence (null if given from outside),
-// retired: [ids of the keys followed away from]}. Every refusal is a SignatureError: the caller
-// keeps its pin and sends nothing.
+// normative; mirrors shared/keychain.py). Imported by deniable.js only when a survey names another
+// key (or on trust on first use). A pin is {key, sequence (null if given from outside), retired:
+// [ids of the keys followed away from]}. Every refusal is a SignatureError: the pin is kept.
 
-import { SignatureError } from "./randomness.js";
+import { SignatureError, b64decode, b64encode, keyId, verify } from "./deniable.js";
 
 const LINK_FIELDS = "endorsement,key_id,previous_key_id,previous_public_key,public_key,sequence,signature";
-
-/** Standard base64 with padding, canonical only (re-encodes to itself). */
-export function b64decode(text) {
-  if (typeof text !== "string" || text.length % 4 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) throw new SignatureError("not canonical base64");
-  const bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-  if (b64encode(bytes) !== text) throw new SignatureError("not canonical base64");
-  return bytes;
-}
-
-export const b64encode = (bytes) => btoa(String.fromCharCode(...bytes));
-
-/** id(K): the first 16 hex digits of SHA-256 of the 32 raw key bytes. */
-export async function keyId(bytes) {
-  return Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes), 0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** Whether `signature` is an Ed25519 signature of `message` under the raw `publicKey` (WebCrypto). */
-export async function verify(publicKey, signature, message) {
-  try {
-    return await crypto.subtle.verify("Ed25519", await crypto.subtle.importKey("raw", publicKey, "Ed25519", false, ["verify"]), signature, message);
-  } catch {
-    return false;
-  }
-}
 
 /** The new pin after verifying key document D against `pin` (steps 1–5), or SignatureError. */
 export async function followRotation(pin, D) {

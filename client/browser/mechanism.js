@@ -1,6 +1,5 @@
-// What the mechanism modules share: the wire's fields, the checks of their parameters and values,
-// and the Mechanism base class. Mirrors shared/mechanisms/base.py and shared/wire.py (docs/protocol.md
-// §3, §4); loaded with the mechanism modules a survey uses.
+// The mechanisms' shared base: the wire's fields and the checks of parameters and values.
+// Mirrors shared/mechanisms/base.py and shared/wire.py (docs/protocol.md §3, §4).
 
 import { InvalidSurvey, InvalidValue, RESOLUTION, ReportError } from "./randomness.js";
 
@@ -30,35 +29,30 @@ export function fromHex(text, length) {
   return Uint8Array.from({ length }, (_, i) => parseInt(text.substr(2 * i, 2), 16));
 }
 
-/** An integer in [lo, hi] (a structural parameter or a threshold), or InvalidSurvey. */
 export function checkInteger(name, value, lo, hi) {
-  if (!Number.isInteger(value) || value < lo || value > hi) throw new InvalidSurvey(`${name} must be an integer in [${lo}, ${hi}], got ${value}`);
-  return value;
+  if (Number.isInteger(value) && value >= lo && value <= hi) return value;
+  throw new InvalidSurvey(`${name} must be an integer in [${lo}, ${hi}], got ${value}`);
 }
 
 export const checkThreshold = (name, value) => checkInteger(name, value, 1, RESOLUTION - 1);
 
-/** A finite numeric range with lo < hi, or InvalidSurvey. */
 export function checkRange(lo, hi) {
   if (![lo, hi, hi - lo].every(Number.isFinite) || !(lo < hi)) throw new InvalidSurvey(`numeric range must be finite with lo < hi, got [${lo}, ${hi}]`);
 }
 
 /** A number in [lo, hi], or InvalidValue: never clamped. */
 export function checkNumber(value, lo, hi) {
-  if (typeof value !== "number" || !(value >= lo && value <= hi)) throw new InvalidValue(`value must be a number in [${lo}, ${hi}], got ${value}`);
-  return value;
+  if (typeof value === "number" && value >= lo && value <= hi) return value;
+  throw new InvalidValue(`value must be a number in [${lo}, ${hi}], got ${value}`);
 }
 
-/**
- * What the mechanisms share: a category check and the wire, unsigned big-endian `fields`
- * [[bytes, exclusive upper bound], ...] to which toFields/fromFields map a report.
- */
+/** The base: a category check and the wire, unsigned big-endian `fields` [[bytes, upper bound], ...]. */
 export class Mechanism {
   get name() { return this.constructor.mechanismName; }
   get reportBytes() { return this.fields.reduce((n, [width]) => n + width, 0); }
   checkValue(value) {
-    if (!Number.isInteger(value) || value < 0 || value >= this.domainSize) throw new InvalidValue(`value must be an integer in [0, ${this.domainSize}), got ${value}`);
-    return value;
+    if (Number.isInteger(value) && value >= 0 && value < this.domainSize) return value;
+    throw new InvalidValue(`value must be an integer in [0, ${this.domainSize}), got ${value}`);
   }
   toFields(report) { return report; }
   fromFields(values) { return values; }
@@ -73,8 +67,8 @@ export class Mechanism {
     let at = 0;
     return this.fromFields(this.fields.map(([width, upper]) => {
       const value = parseInt(text.slice(at, (at += 2 * width)), 16);
-      if (value >= upper) throw new ReportError(`${this.name} report: a field outside [0, ${upper})`);
-      return value;
+      if (value < upper) return value;
+      throw new ReportError(`${this.name} report: a field outside [0, ${upper})`);
     }));
   }
 }

@@ -1,10 +1,9 @@
-// Randomness and the errors: mirrors shared/randomness.py and errors.py (docs/protocol.md §3). Every
-// draw derives from bytes, so a fixed stream gives the same report in every language; real reports
-// draw only from crypto.getRandomValues.
+// Randomness and the errors: mirrors shared/randomness.py and errors.py (docs/protocol.md §3).
+// Every draw derives from bytes, so a fixed stream gives the same report in every language.
 
 export const RESOLUTION_BITS = 53, RESOLUTION = 2 ** 53;
 
-/** A byte stream: a buffer read in order, refilled by refill(); every draw derives from tokenBytes. */
+/** A buffer read in order; refill() gets more bytes (here: RangeError). */
 export class ByteStreamSource {
   constructor(bytes = new Uint8Array(0)) { this.bytes = bytes; this.position = 0; }
   refill() { throw new RangeError("byte stream exhausted"); }
@@ -19,7 +18,7 @@ export class ByteStreamSource {
     return ((b[0] | (b[1] << 8) | (b[2] << 16)) >>> 3) + ((b[3] | (b[4] << 8) | (b[5] << 16) | (b[6] << 24)) >>> 0) * 2 ** 21;
   }
 
-  /** Uniform in [0, upper), 1 <= upper <= 2^32, by masked rejection sampling. */
+  /** Uniform in [0, upper), 1 <= upper <= 2^32: masked rejection sampling, little-endian. */
   randbelow(upper) {
     if (!Number.isInteger(upper) || upper < 1 || upper > 2 ** 32) throw new RangeError(`randbelow(${upper})`);
     if (upper === 1) return 0; // reads nothing
@@ -31,20 +30,9 @@ export class ByteStreamSource {
       if ((candidate %= 2 ** bits) < upper) return candidate;
     }
   }
-
-  /** randbelow for a BigInt bound of any size (the discrete Laplace sampler). */
-  randbelowBig(upper) {
-    if (upper < 1n) throw new RangeError(`randbelow(${upper})`);
-    if (upper === 1n) return 0n;
-    const bits = (upper - 1n).toString(2).length, mask = (1n << BigInt(bits)) - 1n;
-    for (;;) {
-      const candidate = this.tokenBytes((bits + 7) >> 3).reduceRight((n, byte) => (n << 8n) | BigInt(byte), 0n) & mask;
-      if (candidate < upper) return candidate;
-    }
-  }
 }
 
-/** A fixed byte stream (test vectors, memoized responses): RangeError when exhausted. */
+/** A fixed byte stream (test vectors, memoized responses). */
 export class ArraySource extends ByteStreamSource {}
 
 /** The CSPRNG: crypto.getRandomValues, 4 KiB at a time. */
@@ -54,7 +42,6 @@ export class SystemRandomSource extends ByteStreamSource {
 
 export const SYSTEM = new SystemRandomSource();
 
-/** Errors, one root (mirrors deniable.errors). */
 export class DeniableError extends Error { get name() { return this.constructor.name; } }
 export class InvalidSurvey extends DeniableError {}
 export class InvalidValue extends DeniableError {}

@@ -3,23 +3,27 @@
 
 import { InvalidSurvey, InvalidValue } from "./randomness.js";
 
-export const FORMAT = "deniable.survey/2";
-export const TOLERANCE = 1e-9;
+export const FORMAT = "deniable.survey/2", TOLERANCE = 1e-9;
 const IDENTIFIER = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const TYPES = ["yes_no", "single_choice", "multiple_choice", "numeric"];
 const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
 // The mechanisms each type may name ("longitudinal": any type that may be longitudinal).
 const ALLOWED = { yes_no: CHOICE, single_choice: CHOICE, multiple_choice: ["binary_rr", "option_sampling"], numeric: ["duchi", "discrete_laplace"], longitudinal: ["grr", "binary_rr"] };
-// Per oracle: its module and class, and the resolved parameters its question carries, exactly
-// (shared/resolution.py). Only the modules a survey uses are loaded; deniable.aggregator.respond
-// preloads the same ones with their SRI hashes.
-const ORACLES = {
-  binary_rr: ["binary_rr", "BinaryRR", ["keep"]], grr: ["grr", "GRR", ["keep"]], sue: ["unary", "SUE", ["one_if_true", "one_if_other"]],
-  oue: ["unary", "OUE", ["one_if_true", "one_if_other"]], olh: ["local_hashing", "OLH", ["hash_range", "keep"]], hrr: ["hadamard", "HRR", ["keep", "order"]],
-  subset: ["subset", "SubsetSelection", ["keep", "subset_size"]], option_sampling: ["option_sampling", "OptionSampling", ["keep"]],
-  optionwise: ["binary_rr", "OptionwiseRR", ["keep", "option_epsilon"]], duchi: ["duchi", "Duchi", ["high", "low", "slope"]],
-  discrete_laplace: ["discrete_laplace", "DiscreteLaplace", ["grid_size"]], longitudinal: ["longitudinal", "LongitudinalGRR", ["instantaneous_keep", "keep"]],
-};
+export const MECHANISMS = [...new Set(Object.values(ALLOWED).flat())];
+// Per oracle: module, class, and exactly the resolved parameters it takes (shared/resolution.py).
+// Only the modules a survey uses are imported; deniable.aggregator.respond preloads the same ones.
+const ORACLES = Object.fromEntries(`binary_rr binary_rr BinaryRR keep
+grr grr GRR keep
+sue unary SUE one_if_true,one_if_other
+oue unary OUE one_if_true,one_if_other
+olh local_hashing OLH hash_range,keep
+hrr hadamard HRR keep,order
+subset subset SubsetSelection keep,subset_size
+option_sampling option_sampling OptionSampling keep
+optionwise optionwise OptionwiseRR keep,option_epsilon
+duchi duchi Duchi high,low,slope
+discrete_laplace discrete_laplace DiscreteLaplace grid_size
+longitudinal longitudinal LongitudinalGRR instantaneous_keep,keep`.split("\n").map((line) => { const [kind, ...row] = line.split(" "); row[2] = row[2].split(","); return [kind, row]; }));
 const loaded = {};
 
 /** The oracle a question needs (an ORACLES key), or undefined if its type and mechanism do not fit. */
@@ -42,8 +46,8 @@ const fail = (where, message) => new InvalidSurvey(`${where}: ${message}`);
 /** An object with only `allowed` keys and every `required` one. */
 function exactKeys(where, object, allowed, required = allowed) {
   if (object === null || typeof object !== "object" || Array.isArray(object)) throw fail(where, "must be an object");
-  for (const key of Object.keys(object)) if (!allowed.includes(key)) throw fail(where, `unknown field ${key}`);
-  for (const key of required) if (!(key in object)) throw fail(where, `missing field ${key}`);
+  const odd = Object.keys(object).find((key) => !allowed.includes(key)), missing = required.find((key) => !(key in object));
+  if (odd ?? missing) throw fail(where, odd ? `unknown field ${odd}` : `missing field ${missing}`);
 }
 
 /** Text of at most `limit` characters without C0/C1 controls or DEL, non-empty (a description may be empty and keep \n). */
@@ -54,13 +58,13 @@ function text(where, value, limit, description = false) {
 }
 
 function identifier(where, value) {
-  if (typeof value !== "string" || !IDENTIFIER.test(value)) throw fail(where, "is not an identifier");
-  return value;
+  if (typeof value === "string" && IDENTIFIER.test(value)) return value;
+  throw fail(where, "is not an identifier");
 }
 
 function epsilon(where, value) {
-  if (typeof value !== "number" || !(value >= 0.001 && value <= 20)) throw fail(where, "must be a number in [0.001, 20]");
-  return value;
+  if (typeof value === "number" && value >= 0.001 && value <= 20) return value;
+  throw fail(where, "must be a number in [0.001, 20]");
 }
 
 const camelCase = (parameters) => Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v]));
@@ -69,18 +73,16 @@ export class Question {
   constructor(data, index) {
     exactKeys(`survey.questions[${index}]`, data, ["id", "type", "text", "epsilon", "mechanism", "options", "lo", "hi", "parameters", "longitudinal"],
       ["id", "type", "text", "epsilon", "mechanism", "parameters"]);
-    const { type, mechanism, longitudinal: l } = data, where = `question ${identifier(`survey.questions[${index}].id`, data.id)}`;
+    const { type, mechanism, options: o, longitudinal: l } = data, where = `question ${identifier(`survey.questions[${index}].id`, data.id)}`;
     if (!TYPES.includes(type)) throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`);
     Object.assign(this, { id: data.id, type, text: text(`${where}.text`, data.text, 2000), epsilon: epsilon(`${where}.epsilon`, data.epsilon), mechanism, parameters: data.parameters, longitudinal: null });
     if (type.endsWith("_choice")) {
-      const o = data.options, limit = type === "multiple_choice" ? 64 : 1024;
+      const limit = type === "multiple_choice" ? 64 : 1024;
       if (!Array.isArray(o) || o.length < 2 || o.length > limit || new Set(o).size !== o.length) throw fail(`${where}.options`, `must be 2 to ${limit} distinct labels`);
       this.options = o.map((label) => text(`${where}.options`, label, 200));
     } else if ("options" in data) throw fail(where, `a ${type} question has no options`);
-    if (type === "numeric") {
-      if (typeof data.lo !== "number" || typeof data.hi !== "number") throw fail(where, "a numeric question needs lo and hi");
-      Object.assign(this, { lo: data.lo, hi: data.hi });
-    } else if ("lo" in data || "hi" in data) throw fail(where, `a ${type} question has no lo/hi`);
+    if (type !== "numeric" && ("lo" in data || "hi" in data)) throw fail(where, `a ${type} question has no lo/hi`);
+    if (type === "numeric" && (typeof data.lo !== "number" || typeof data.hi !== "number")) throw fail(where, "a numeric question needs lo and hi");
     if (l !== undefined) {
       exactKeys(`${where}.longitudinal`, l, ["key", "instantaneous_epsilon"]);
       if (!["yes_no", "single_choice"].includes(type)) throw fail(where, "only yes_no and single_choice can be longitudinal");
@@ -88,11 +90,12 @@ export class Question {
       epsilon(`${where}.longitudinal.instantaneous_epsilon`, l.instantaneous_epsilon);
       this.longitudinal = l;
     }
-    const kind = oracleKind(data);
-    if (!kind) throw fail(where, `mechanism ${mechanism} does not fit this question`);
-    const [file, name, names] = ORACLES[kind];
+    const oracle = ORACLES[oracleKind(data)];
+    if (!oracle) throw fail(where, `mechanism ${mechanism} does not fit this question`);
+    const [file, name, names] = oracle;
     exactKeys(`${where}.parameters`, data.parameters, names);
     if (!loaded[name]) throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
+    if (type === "numeric") Object.assign(this, { lo: data.lo, hi: data.hi });
     try {
       this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, ...camelCase(data.parameters) });
     } catch (error) {
@@ -113,7 +116,7 @@ export class Question {
     const o = this.labels, refuse = (what) => { throw new InvalidValue(`question ${this.id}: answer must be ${what}`); };
     switch (this.type) {
       case "yes_no": return typeof answer === "boolean" ? +answer : refuse("true or false");
-      case "single_choice": return typeof answer === "string" && o.includes(answer) ? o.indexOf(answer) : refuse("one of the options");
+      case "single_choice": return o.includes(answer) ? o.indexOf(answer) : refuse("one of the options");
       case "multiple_choice": return Array.isArray(answer) && answer.every((a) => o.includes(a)) ? o.map((label) => +answer.includes(label)) : refuse("a list of option labels");
     }
     return typeof answer === "number" && answer >= this.lo && answer <= this.hi ? answer : refuse(`a number in [${this.lo}, ${this.hi}]`);

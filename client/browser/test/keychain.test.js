@@ -7,7 +7,7 @@ import { test } from "node:test";
 
 import { MemoryStorage, SignatureError, SurveyClient } from "../deniable.js";
 import { canonicalBytes } from "../jcs.js";
-import { b64encode, keyId } from "../keychain.js";
+import { b64encode, keyId } from "../deniable.js";
 
 const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
 const DEFINITION = VECTORS.surveys.find((s) => s.name === "demo").definition;
