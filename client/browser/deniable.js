@@ -22,23 +22,18 @@ export const b64encode = (bytes) => btoa(String.fromCharCode(...bytes));
 export function b64decode(text) {
   let bytes;
   try { bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0)); } catch { /* refused below */ }
-  if (!bytes || b64encode(bytes) !== text) throw new SignatureError("not canonical base64");
-  return bytes;
+  if (bytes && b64encode(bytes) === text) return bytes;
+  throw new SignatureError("not canonical base64");
 }
 
 /** id(K): the first 16 hex digits of SHA-256 of the raw key. */
 export const keyId = async (key) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", key), 0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
-/** Whether `signature` is a valid Ed25519 signature of `message` under the raw `publicKey`. */
-export async function verify(publicKey, signature, message) {
-  try {
-    return await crypto.subtle.verify("Ed25519", await crypto.subtle.importKey("raw", publicKey, "Ed25519", false, ["verify"]), signature, message);
-  } catch {
-    return false;
-  }
-}
+/** Whether `signature` is an Ed25519 signature of `message` under the raw `publicKey` (WebCrypto). */
+export const verify = (publicKey, signature, message) => crypto.subtle.importKey("raw", publicKey, "Ed25519", false, ["verify"])
+  .then((key) => crypto.subtle.verify("Ed25519", key, signature, message)).catch(() => false);
 
-// Rare (a rotated key, trust on first use): keychain.js is imported only then.
+// Needed only for a rotated key or trust on first use: imported then.
 const followRotation = async (pin, document) => (await import("./keychain.js")).followRotation(pin, document);
 
 /** An in-memory Storage (tests, or pages that must not persist anything). */
@@ -51,12 +46,10 @@ export class MemoryStorage {
 
 export class SurveyClient {
   /** A client of the aggregator at baseUrl ("" = this origin); the options: deniable.d.ts. */
-  constructor(baseUrl, { publicKey, storage, policy, fetch, trustOnFirstUse = false, clock = Date.now } = {}) {
-    this.baseUrl = String(baseUrl).replace(/\/+$/, "");
-    if (publicKey === undefined && !trustOnFirstUse) throw new SignatureError("publicKey is required (pin the aggregator key in the embed code)");
+  constructor(baseUrl, { publicKey, storage = globalThis.localStorage, policy, fetch = globalThis.fetch.bind(globalThis), trustOnFirstUse, clock = Date.now } = {}) {
     this.publicKey = publicKey === undefined ? undefined : b64decode(publicKey);
-    if (this.publicKey && this.publicKey.length !== 32) throw new SignatureError("an Ed25519 public key is 32 bytes");
-    Object.assign(this, { storage: storage ?? globalThis.localStorage, policy: { ...DEFAULT_POLICY, ...policy }, fetch: fetch ?? globalThis.fetch.bind(globalThis), clock });
+    if (this.publicKey ? this.publicKey.length !== 32 : !trustOnFirstUse) throw new SignatureError("publicKey must pin the aggregator's 32-byte Ed25519 key (from the embed code)");
+    Object.assign(this, { baseUrl: String(baseUrl).replace(/\/+$/, ""), storage, policy: { ...DEFAULT_POLICY, ...policy }, fetch, clock });
   }
 
   load() { return JSON.parse(this.storage.getItem(STATE_KEY) ?? '{"ledger":[],"answered":{},"outbox":[],"memo":{},"keys":{}}'); }

@@ -25,9 +25,7 @@ export class Duchi extends Mechanism {
   }
 
   randomize(value, source = SYSTEM) { return source.uniform53() < this.limit(this.checkValue(value)) ? 1 : -1; }
-
   describe(report) { return `${report > 0 ? "high" : "low"} end of the range`; }
-
   encode(report) { return report > 0 ? "01" : "00"; }
   fromFields([bit]) { return 2 * bit - 1; }
 }

@@ -1,11 +1,11 @@
-// The mechanisms' shared base: the wire's fields and the checks of parameters and values.
+// The mechanisms' shared base: the wire's fields, the checks of parameters and values.
 // Mirrors shared/mechanisms/base.py and shared/wire.py (docs/protocol.md §3, §4).
 
 import { InvalidSurvey, InvalidValue, RESOLUTION, ReportError } from "./randomness.js";
 
 export { ArraySource, InvalidSurvey, InvalidValue, RESOLUTION, ReportError, SYSTEM } from "./randomness.js";
 
-/** A threshold out of 2^53 from a float probability, as shared/randomness.py's threshold(). */
+/** A threshold out of 2^53 from a probability, as shared/randomness.py's threshold(). */
 export const threshold = (p) => Math.min(Math.max(Math.floor(p * RESOLUTION), 1), RESOLUTION - 1);
 
 /** log(a / b) for positive integers (Numbers or BigInts), accurate near 1. */
@@ -14,14 +14,8 @@ export const logRatio = (a, b) => Math.log1p(Number(BigInt(a) - BigInt(b)) / Num
 /** The ε of keeping the truth when uniform53() < keep, against odds a : b (GRR: d - 1 : 1). */
 export const keepEpsilon = (keep, a = 1, b = 1) => logRatio(BigInt(keep) * BigInt(a), BigInt(RESOLUTION - keep) * BigInt(b));
 
-/** Bytes for every integer in [0, upper): max(1, ceil(bitlength(upper - 1) / 8)). */
+/** Bytes for every integer in [0, upper). */
 export const widthBytes = (upper) => Math.ceil((upper - 1).toString(2).length / 8);
-
-export function toHex(bytes) {
-  let hex = "";
-  for (const b of bytes) hex += (b < 16 ? "0" : "") + b.toString(16);
-  return hex;
-}
 
 /** `length` bytes from exactly 2 * length lowercase hex digits, or ReportError. */
 export function fromHex(text, length) {
@@ -46,7 +40,7 @@ export function checkNumber(value, lo, hi) {
   throw new InvalidValue(`value must be a number in [${lo}, ${hi}], got ${value}`);
 }
 
-/** The base: a category check and the wire, unsigned big-endian `fields` [[bytes, upper bound], ...]. */
+/** The base: a category check, and the wire as unsigned big-endian `fields` [[bytes, upper bound], ...]. */
 export class Mechanism {
   get name() { return this.constructor.mechanismName; }
   get reportBytes() { return this.fields.reduce((n, [width]) => n + width, 0); }

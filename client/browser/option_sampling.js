@@ -1,5 +1,5 @@
-// Option sampling: multiple choice at the full ε, one option per report: shared/mechanisms/option_sampling.py,
-// docs/protocol.md §5.2. Wang, Li, Jha (S&P 2018); Qin et al. (CCS 2016).
+// Option sampling, multiple choice at the full ε with one option per report: shared/mechanisms/
+// option_sampling.py, docs/protocol.md §5.2. Wang, Li, Jha (S&P 2018); Qin et al. (CCS 2016).
 
 import { InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
@@ -16,8 +16,8 @@ export class OptionSampling extends Mechanism {
   get epsilonImplemented() { return Math.abs(keepEpsilon(this.keep)); }
 
   checkValue(bits) {
-    if (!Array.isArray(bits) || bits.length !== this.options || bits.some((b) => b !== 0 && b !== 1)) throw new InvalidValue(`value must be ${this.options} bits`);
-    return bits;
+    if (Array.isArray(bits) && bits.length === this.options && bits.every((b) => b === 0 || b === 1)) return bits;
+    throw new InvalidValue(`value must be ${this.options} bits`);
   }
 
   randomize(value, source = SYSTEM) {

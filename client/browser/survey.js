@@ -1,17 +1,16 @@
-// Survey definitions (deniable.survey/2): strict validation, and each question's mechanism built
-// from the signed, resolved parameters alone; mirrors shared/survey.py (docs/protocol.md §2, §4, §5).
+// Survey definitions (deniable.survey/2): strict validation, each question's mechanism built from
+// the signed, resolved parameters alone. Mirrors shared/survey.py (docs/protocol.md §2, §4, §5).
 
 import { InvalidSurvey, InvalidValue } from "./randomness.js";
 
 export const FORMAT = "deniable.survey/2", TOLERANCE = 1e-9;
-const IDENTIFIER = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-const TYPES = ["yes_no", "single_choice", "multiple_choice", "numeric"];
 const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
-// The mechanisms each type may name ("longitudinal": any type that may be longitudinal).
-const ALLOWED = { yes_no: CHOICE, single_choice: CHOICE, multiple_choice: ["binary_rr", "option_sampling"], numeric: ["duchi", "discrete_laplace"], longitudinal: ["grr", "binary_rr"] };
+// The mechanisms each type may name (longitudinal: grr or binary_rr on yes_no or single_choice).
+const ALLOWED = { yes_no: CHOICE, single_choice: CHOICE, multiple_choice: ["binary_rr", "option_sampling"], numeric: ["duchi", "discrete_laplace"] };
+const TYPES = Object.keys(ALLOWED), FIELDS = ["id", "type", "text", "epsilon", "mechanism", "parameters"];
 export const MECHANISMS = [...new Set(Object.values(ALLOWED).flat())];
-// Per oracle: module, class, and exactly the resolved parameters it takes (shared/resolution.py).
-// Only the modules a survey uses are imported; deniable.aggregator.respond preloads the same ones.
+// Per oracle: its module, class and exactly the resolved parameters it takes (shared/resolution.py).
+// Only the modules a survey names are imported; deniable.aggregator.respond preloads the same.
 const ORACLES = Object.fromEntries(`binary_rr binary_rr BinaryRR keep
 grr grr GRR keep
 sue unary SUE one_if_true,one_if_other
@@ -23,14 +22,17 @@ option_sampling option_sampling OptionSampling keep
 optionwise optionwise OptionwiseRR keep,option_epsilon
 duchi duchi Duchi high,low,slope
 discrete_laplace discrete_laplace DiscreteLaplace grid_size
-longitudinal longitudinal LongitudinalGRR instantaneous_keep,keep`.split("\n").map((line) => { const [kind, ...row] = line.split(" "); row[2] = row[2].split(","); return [kind, row]; }));
+longitudinal longitudinal LongitudinalGRR instantaneous_keep,keep`.split("\n").map((line) => {
+  const [kind, file, name, names] = line.split(" ");
+  return [kind, [file, name, names.split(",")]];
+}));
 const loaded = {};
 
-/** The oracle a question needs (an ORACLES key), or undefined if its type and mechanism do not fit. */
+/** The ORACLES key a question needs, or undefined if its type and mechanism do not fit. */
 function oracleKind({ type, mechanism, longitudinal }) {
-  const l = longitudinal !== undefined;
-  if (!TYPES.includes(type) || !ALLOWED[l ? "longitudinal" : type].includes(mechanism)) return undefined;
-  return l ? "longitudinal" : type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism;
+  if (!TYPES.includes(type) || !ALLOWED[type].includes(mechanism)) return undefined;
+  if (longitudinal !== undefined) return type !== "numeric" && type !== "multiple_choice" && ["grr", "binary_rr"].includes(mechanism) ? "longitudinal" : undefined;
+  return type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism;
 }
 
 /** Imports the module of each oracle a definition's questions need (before parseDefinition). */
@@ -50,7 +52,7 @@ function exactKeys(where, object, allowed, required = allowed) {
   if (odd ?? missing) throw fail(where, odd ? `unknown field ${odd}` : `missing field ${missing}`);
 }
 
-/** Text of at most `limit` characters without C0/C1 controls or DEL, non-empty (a description may be empty and keep \n). */
+/** Non-empty text of at most `limit` characters without C0/C1 controls or DEL (a description: may be empty, keeps \n). */
 function text(where, value, limit, description = false) {
   if (typeof value !== "string" || value.length > limit || (!description && !value.trim())) throw fail(where, `must be a non-empty string of at most ${limit} characters`);
   if ((description ? /[\0-\t\v-\x1f\x7f-\x9f]/ : /[\0-\x1f\x7f-\x9f]/).test(value)) throw fail(where, "must not contain control characters");
@@ -58,7 +60,7 @@ function text(where, value, limit, description = false) {
 }
 
 function identifier(where, value) {
-  if (typeof value === "string" && IDENTIFIER.test(value)) return value;
+  if (typeof value === "string" && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(value)) return value;
   throw fail(where, "is not an identifier");
 }
 
@@ -71,35 +73,30 @@ const camelCase = (parameters) => Object.fromEntries(Object.entries(parameters).
 
 export class Question {
   constructor(data, index) {
-    exactKeys(`survey.questions[${index}]`, data, ["id", "type", "text", "epsilon", "mechanism", "options", "lo", "hi", "parameters", "longitudinal"],
-      ["id", "type", "text", "epsilon", "mechanism", "parameters"]);
-    const { type, mechanism, options: o, longitudinal: l } = data, where = `question ${identifier(`survey.questions[${index}].id`, data.id)}`;
-    if (!TYPES.includes(type)) throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`);
-    Object.assign(this, { id: data.id, type, text: text(`${where}.text`, data.text, 2000), epsilon: epsilon(`${where}.epsilon`, data.epsilon), mechanism, parameters: data.parameters, longitudinal: null });
+    let where = `survey.questions[${index}]`;
+    if (!TYPES.includes(data?.type)) throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`);
+    const { type, mechanism, options: o, longitudinal: l } = data, shape = [...FIELDS, ...({ numeric: ["lo", "hi"], yes_no: [] }[type] ?? ["options"])];
+    exactKeys(where, data, [...shape, "longitudinal"], shape); // options only for choices, lo and hi only for numeric
+    where = `question ${identifier(`${where}.id`, data.id)}`;
+    Object.assign(this, { id: data.id, type, text: text(`${where}.text`, data.text, 2000), epsilon: epsilon(`${where}.epsilon`, data.epsilon), mechanism, parameters: data.parameters, longitudinal: l ?? null, lo: data.lo, hi: data.hi });
     if (type.endsWith("_choice")) {
       const limit = type === "multiple_choice" ? 64 : 1024;
       if (!Array.isArray(o) || o.length < 2 || o.length > limit || new Set(o).size !== o.length) throw fail(`${where}.options`, `must be 2 to ${limit} distinct labels`);
       this.options = o.map((label) => text(`${where}.options`, label, 200));
-    } else if ("options" in data) throw fail(where, `a ${type} question has no options`);
-    if (type !== "numeric" && ("lo" in data || "hi" in data)) throw fail(where, `a ${type} question has no lo/hi`);
-    if (type === "numeric" && (typeof data.lo !== "number" || typeof data.hi !== "number")) throw fail(where, "a numeric question needs lo and hi");
+    }
     if (l !== undefined) {
       exactKeys(`${where}.longitudinal`, l, ["key", "instantaneous_epsilon"]);
-      if (!["yes_no", "single_choice"].includes(type)) throw fail(where, "only yes_no and single_choice can be longitudinal");
       identifier(`${where}.longitudinal.key`, l.key);
       epsilon(`${where}.longitudinal.instantaneous_epsilon`, l.instantaneous_epsilon);
-      this.longitudinal = l;
     }
-    const oracle = ORACLES[oracleKind(data)];
-    if (!oracle) throw fail(where, `mechanism ${mechanism} does not fit this question`);
-    const [file, name, names] = oracle;
+    const [file, name, names] = ORACLES[oracleKind(data)] ?? [];
+    if (!name) throw fail(where, `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`);
     exactKeys(`${where}.parameters`, data.parameters, names);
     if (!loaded[name]) throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
-    if (type === "numeric") Object.assign(this, { lo: data.lo, hi: data.hi });
     try {
       this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, ...camelCase(data.parameters) });
     } catch (error) {
-      throw fail(where, error.message);
+      throw fail(where, error.message); // lo, hi and the parameters are checked by the mechanism
     }
     // The ε the signed thresholds imply must not exceed the ε the question declares.
     const implied = (l ? this.oracle.permanent : this.oracle).epsilonImplemented;

@@ -2,7 +2,7 @@
 // docs/protocol.md §4. Wang, Blocki, Li, Jha (USENIX Security 2017) §4.3; Erlingsson, Pihur,
 // Korolova, "RAPPOR" (CCS 2014).
 
-import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkThreshold, fromHex, logRatio, toHex } from "./mechanism.js";
+import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkThreshold, fromHex, logRatio } from "./mechanism.js";
 
 const LOW_RANGE = 2 ** 45; // the bits of a uniform below its top byte
 
@@ -43,7 +43,9 @@ export class UnaryEncoding extends Mechanism {
   encode(report) {
     const out = new Uint8Array(this.reportBytes);
     report.forEach((bit, v) => { out[v >> 3] |= bit << (v & 7); });
-    return toHex(out);
+    let hex = "";
+    for (const b of out) hex += (b < 16 ? "0" : "") + b.toString(16);
+    return hex;
   }
 
   decode(text) {
