@@ -58,7 +58,7 @@ ROTATION = ("keychain.js",)
 ORACLE_MODULES = {
     kind: ("mechanism.js", *files)
     for kind, files in {
-        "binary_rr": ("grr.js", "binary_rr.js"), "optionwise": ("grr.js", "binary_rr.js", "optionwise.js"),
+        "binary_rr": ("grr.js",), "optionwise": ("grr.js", "optionwise.js"),
         "grr": ("grr.js",), "sue": ("unary.js",), "oue": ("unary.js",),
         "olh": ("local_hashing.js",), "hrr": ("hadamard.js",), "subset": ("subset.js",),
         "option_sampling": ("option_sampling.js",), "duchi": ("duchi.js",),
@@ -67,7 +67,7 @@ ORACLE_MODULES = {
 }  # fmt: skip
 # Every module of the browser client (respond.js last).
 MODULES = (
-    *CORE, *ROTATION, "mechanism.js", "grr.js", "binary_rr.js", "optionwise.js", "unary.js",
+    *CORE, *ROTATION, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
     "local_hashing.js", "hadamard.js", "subset.js", "option_sampling.js", "duchi.js",
     "discrete_laplace.js", "longitudinal.js", "respond.js",
 )  # fmt: skip

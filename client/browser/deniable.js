@@ -3,7 +3,7 @@
 
 import { canonicalBytes } from "./jcs.js";
 import { AlreadyAnswered, BudgetExceeded, InvalidSurvey, PolicyViolation, SignatureError, TransportError } from "./randomness.js";
-import { MECHANISMS, TOLERANCE, loadMechanisms, parseDefinition } from "./survey.js";
+import { MECHANISMS, TOLERANCE, identifier, loadMechanisms, parseDefinition } from "./survey.js";
 
 export * from "./randomness.js";
 export { canonicalBytes, canonicalize } from "./jcs.js";
@@ -29,7 +29,7 @@ export function b64decode(text) {
 /** id(K): the first 16 hex digits of SHA-256 of the raw key. */
 export const keyId = async (key) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", key), 0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
-/** Whether `signature` is an Ed25519 signature of `message` under the raw `publicKey` (WebCrypto). */
+/** Whether `signature` is an Ed25519 signature of `message` under the raw `publicKey`. */
 export const verify = (publicKey, signature, message) => crypto.subtle.importKey("raw", publicKey, "Ed25519", false, ["verify"])
   .then((key) => crypto.subtle.verify("Ed25519", key, signature, message)).catch(() => false);
 
@@ -84,16 +84,16 @@ export class SurveyClient {
 
   /** The verified survey, or a typed error; nothing is posted either way. */
   async fetchSurvey(surveyId) {
-    if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(surveyId)) throw new InvalidSurvey(`not a survey id: ${surveyId}`);
+    identifier("survey id", surveyId);
     let pin = await this.pin();
-    const response = await this.request("GET", `/api/v1/surveys/${surveyId}`);
+    const response = await this.request("GET", `/api/v1/surveys/${surveyId}`), p = this.policy;
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
-    const document = await response.json(), p = this.policy;
+    const document = await response.json(), { definition } = document;
     // Signed by another key: follow the aggregator's signed rotation chain, or refuse.
     if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = this.savePin(await followRotation(pin, await this.keyDocument()));
-    if (!(await verify(pin.key, b64decode(document.signature), canonicalBytes(document.definition)))) throw new SignatureError(`survey ${surveyId}: the signature does not verify under the pinned key`);
-    await loadMechanisms(document.definition); // the modules the signed survey names, only after the signature
-    const survey = parseDefinition(document.definition);
+    if (!(await verify(pin.key, b64decode(document.signature), canonicalBytes(definition)))) throw new SignatureError(`survey ${surveyId}: the signature does not verify under the pinned key`);
+    await loadMechanisms(definition); // only after the signature
+    const survey = parseDefinition(definition);
     if (survey.id !== surveyId) throw new InvalidSurvey(`asked for survey ${surveyId}, got ${survey.id}`);
     for (const q of survey.questions) {
       const why = !p.allowedMechanisms.includes(q.mechanism) ? `mechanism ${q.mechanism} is not allowed`
@@ -104,21 +104,15 @@ export class SurveyClient {
     if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`survey ${surveyId}: epsilon = ${survey.totalEpsilon} in total is over the cap of ${p.maxSurveyEpsilon}`);
     if (document.status !== "open") throw new TransportError(`survey ${surveyId} is closed`, 409);
     this.checkBudget(this.load(), surveyId, survey.totalEpsilon); // the worst case: every longitudinal value new
-    return { ...survey, definition: document.definition, requireEnrolment: Boolean(document.require_enrolment) };
+    return { ...survey, definition, requireEnrolment: Boolean(document.require_enrolment) };
   }
 
   /** Refuses a survey answered on this device before, or a charge over the lifetime or the period cap. */
   checkBudget(state, surveyId, amount) {
-    const { total, period } = this.spent(state), p = this.policy;
+    const { spentTotal, spentPeriod } = this.budget(state), p = this.policy;
     if (state.answered[`${this.baseUrl}#${surveyId}`]) throw new AlreadyAnswered(`survey ${surveyId} was already answered on this device`);
-    const over = total + amount > p.lifetimeEpsilon + TOLERANCE ? "its lifetime" : period + amount > p.periodEpsilon + TOLERANCE && "the period";
+    const over = spentTotal + amount > p.lifetimeEpsilon + TOLERANCE ? "its lifetime" : spentPeriod + amount > p.periodEpsilon + TOLERANCE && "the period";
     if (over) throw new BudgetExceeded(`survey ${surveyId} would exceed this device's epsilon cap for ${over}`);
-  }
-
-  spent(state) {
-    const start = this.clock() - this.policy.periodDays * 86400000, spent = { total: 0, period: 0 };
-    for (const e of state.ledger) { spent.total += e.epsilon; if (e.at > start) spent.period += e.epsilon; }
-    return spent;
   }
 
   /** Randomize, charge, queue and send; `confirm(reports)` may show the noisy values and return false to send nothing. */
@@ -153,16 +147,13 @@ export class SurveyClient {
     return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending };
   }
 
-  /**
-   * Deliver this aggregator's outbox, oldest first, each batch with its identical body, until one
-   * is unreachable (or 429, 5xx). A batch leaves on 200/201 or a final refusal (other 4xx).
-   */
+  /** Deliver this aggregator's outbox, oldest first, each batch with its identical body; a batch leaves on 200/201 or a final refusal (other 4xx). */
   async flush() {
     let delivered = 0, refused;
     const mine = () => this.load().outbox.filter((e) => e.origin === this.baseUrl);
     for (const entry of mine()) {
       const response = await this.request("POST", entry.path, entry.body, entry.enrolment).catch(() => null);
-      if (!response || response.status === 429 || response.status >= 500) break; // keep it, in order, for later
+      if (!response || response.status === 429 || response.status >= 500) break; // kept, in order, for later
       if (response.status === 200 || response.status === 201) delivered++;
       else refused ??= new TransportError(`aggregator refused the reports (${response.status})`, response.status);
       const state = this.load();
@@ -173,9 +164,11 @@ export class SurveyClient {
     return { delivered, pending: mine().length };
   }
 
-  /** ε spent and remaining on this device. */
-  budget() {
-    const { total, period } = this.spent(this.load());
-    return { spentTotal: total, spentPeriod: period, remainingLifetime: this.policy.lifetimeEpsilon - total, remainingPeriod: this.policy.periodEpsilon - period };
+  /** ε spent (in all, in the current period) and remaining on this device. */
+  budget(state = this.load()) {
+    const start = this.clock() - this.policy.periodDays * 86400000, p = this.policy;
+    let total = 0, period = 0;
+    for (const e of state.ledger) { total += e.epsilon; if (e.at > start) period += e.epsilon; }
+    return { spentTotal: total, spentPeriod: period, remainingLifetime: p.lifetimeEpsilon - total, remainingPeriod: p.periodEpsilon - period };
   }
 }

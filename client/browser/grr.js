@@ -1,7 +1,8 @@
-// Generalized randomized response (k-RR, direct encoding): shared/mechanisms/grr.py, docs/protocol.md §4.
-// Kairouz, Oh, Viswanath (NeurIPS 2014); Wang, Blocki, Li, Jha (USENIX Security 2017), "DE".
+// Generalized randomized response (k-RR, direct encoding; shared/mechanisms/grr.py) and binary RR,
+// GRR with d = 2 (binary_rr.py); docs/protocol.md §4. Kairouz, Oh, Viswanath (NeurIPS 2014);
+// Wang, Blocki, Li, Jha (USENIX Security 2017), "DE"; Warner (JASA 1965).
 
-import { Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
+import { InvalidSurvey, InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
 export class GRR extends Mechanism {
   static mechanismName = "grr";
@@ -25,4 +26,19 @@ export class GRR extends Mechanism {
   describe(report, labels) { return labels[report]; }
   toFields(report) { return [report]; }
   fromFields([value]) { return value; }
+}
+
+/** Binary RR on 0/1 or false/true; the wire is one byte, 00 or 01. */
+export class BinaryRR extends GRR {
+  static mechanismName = "binary_rr";
+
+  constructor({ keep, domainSize = 2 }) {
+    if (domainSize !== 2) throw new InvalidSurvey("binary_rr needs exactly two categories");
+    super({ domainSize, keep });
+  }
+
+  checkValue(value) {
+    if ([0, 1, false, true].includes(value)) return +value;
+    throw new InvalidValue(`value must be true/false or 0/1, got ${value}`);
+  }
 }

@@ -1,7 +1,7 @@
 // Multiple choice by binary randomized response per option: OptionwiseRR in shared/survey.py,
 // docs/protocol.md §5.2. Warner, JASA 1965.
 
-import { BinaryRR } from "./binary_rr.js";
+import { BinaryRR } from "./grr.js";
 import { InvalidSurvey, Mechanism } from "./mechanism.js";
 
 /** Binary randomized response for each of m options at option_epsilon = ε / m. */

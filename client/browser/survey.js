@@ -1,17 +1,16 @@
-// Survey definitions (deniable.survey/2): strict validation, each question's mechanism built from
-// the signed, resolved parameters alone. Mirrors shared/survey.py (docs/protocol.md §2, §4, §5).
+// Survey definitions (deniable.survey/2): strict validation; each question's mechanism built from the
+// signed, resolved parameters alone. Mirrors shared/survey.py (docs/protocol.md §2, §4, §5).
 
 import { InvalidSurvey, InvalidValue } from "./randomness.js";
 
 export const FORMAT = "deniable.survey/2", TOLERANCE = 1e-9;
 const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
-// The mechanisms each type may name (longitudinal: grr or binary_rr on yes_no or single_choice).
 const ALLOWED = { yes_no: CHOICE, single_choice: CHOICE, multiple_choice: ["binary_rr", "option_sampling"], numeric: ["duchi", "discrete_laplace"] };
 const TYPES = Object.keys(ALLOWED), FIELDS = ["id", "type", "text", "epsilon", "mechanism", "parameters"];
 export const MECHANISMS = [...new Set(Object.values(ALLOWED).flat())];
-// Per oracle: its module, class and exactly the resolved parameters it takes (shared/resolution.py).
-// Only the modules a survey names are imported; deniable.aggregator.respond preloads the same.
-const ORACLES = Object.fromEntries(`binary_rr binary_rr BinaryRR keep
+// Per oracle: module, class and exactly its resolved parameters (shared/resolution.py). Only the
+// modules a survey names are imported; deniable.aggregator.respond preloads the same.
+const ORACLES = Object.fromEntries(`binary_rr grr BinaryRR keep
 grr grr GRR keep
 sue unary SUE one_if_true,one_if_other
 oue unary OUE one_if_true,one_if_other
@@ -22,20 +21,20 @@ option_sampling option_sampling OptionSampling keep
 optionwise optionwise OptionwiseRR keep,option_epsilon
 duchi duchi Duchi high,low,slope
 discrete_laplace discrete_laplace DiscreteLaplace grid_size
-longitudinal longitudinal LongitudinalGRR instantaneous_keep,keep`.split("\n").map((line) => {
-  const [kind, file, name, names] = line.split(" ");
+longitudinal longitudinal LongitudinalGRR instantaneous_keep,keep`.split("\n").map((row) => {
+  const [kind, file, name, names] = row.split(" ");
   return [kind, [file, name, names.split(",")]];
 }));
 const loaded = {};
 
-/** The ORACLES key a question needs, or undefined if its type and mechanism do not fit. */
+/** The ORACLES key for a question, if its type and mechanism fit (longitudinal: GRR or binary RR, one answer). */
 function oracleKind({ type, mechanism, longitudinal }) {
   if (!TYPES.includes(type) || !ALLOWED[type].includes(mechanism)) return undefined;
-  if (longitudinal !== undefined) return type !== "numeric" && type !== "multiple_choice" && ["grr", "binary_rr"].includes(mechanism) ? "longitudinal" : undefined;
+  if (longitudinal !== undefined) return ["grr", "binary_rr"].includes(mechanism) && type !== "multiple_choice" ? "longitudinal" : undefined;
   return type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism;
 }
 
-/** Imports the module of each oracle a definition's questions need (before parseDefinition). */
+/** Imports the modules a definition's questions need (before parseDefinition). */
 export async function loadMechanisms(definition) {
   for (const q of Array.isArray(definition?.questions) ? definition.questions : []) {
     const [file, name] = ORACLES[oracleKind(Object(q))] ?? [];
@@ -45,21 +44,20 @@ export async function loadMechanisms(definition) {
 
 const fail = (where, message) => new InvalidSurvey(`${where}: ${message}`);
 
-/** An object with only `allowed` keys and every `required` one. */
 function exactKeys(where, object, allowed, required = allowed) {
   if (object === null || typeof object !== "object" || Array.isArray(object)) throw fail(where, "must be an object");
   const odd = Object.keys(object).find((key) => !allowed.includes(key)), missing = required.find((key) => !(key in object));
   if (odd ?? missing) throw fail(where, odd ? `unknown field ${odd}` : `missing field ${missing}`);
 }
 
-/** Non-empty text of at most `limit` characters without C0/C1 controls or DEL (a description: may be empty, keeps \n). */
-function text(where, value, limit, description = false) {
+/** Non-empty text of at most `limit` characters, no C0/C1 controls or DEL (a description: may be empty, keeps \n). */
+function text(where, value, limit, description) {
   if (typeof value !== "string" || value.length > limit || (!description && !value.trim())) throw fail(where, `must be a non-empty string of at most ${limit} characters`);
   if ((description ? /[\0-\t\v-\x1f\x7f-\x9f]/ : /[\0-\x1f\x7f-\x9f]/).test(value)) throw fail(where, "must not contain control characters");
   return value;
 }
 
-function identifier(where, value) {
+export function identifier(where, value) {
   if (typeof value === "string" && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(value)) return value;
   throw fail(where, "is not an identifier");
 }
@@ -69,14 +67,12 @@ function epsilon(where, value) {
   throw fail(where, "must be a number in [0.001, 20]");
 }
 
-const camelCase = (parameters) => Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v]));
-
 export class Question {
   constructor(data, index) {
     let where = `survey.questions[${index}]`;
     if (!TYPES.includes(data?.type)) throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`);
     const { type, mechanism, options: o, longitudinal: l } = data, shape = [...FIELDS, ...({ numeric: ["lo", "hi"], yes_no: [] }[type] ?? ["options"])];
-    exactKeys(where, data, [...shape, "longitudinal"], shape); // options only for choices, lo and hi only for numeric
+    exactKeys(where, data, [...shape, "longitudinal"], shape);
     where = `question ${identifier(`${where}.id`, data.id)}`;
     Object.assign(this, { id: data.id, type, text: text(`${where}.text`, data.text, 2000), epsilon: epsilon(`${where}.epsilon`, data.epsilon), mechanism, parameters: data.parameters, longitudinal: l ?? null, lo: data.lo, hi: data.hi });
     if (type.endsWith("_choice")) {
@@ -93,12 +89,13 @@ export class Question {
     if (!name) throw fail(where, `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`);
     exactKeys(`${where}.parameters`, data.parameters, names);
     if (!loaded[name]) throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
-    try {
-      this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, ...camelCase(data.parameters) });
+    const parameters = Object.fromEntries(Object.entries(data.parameters).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v]));
+    try { // the mechanism checks lo, hi and its parameters
+      this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, ...parameters });
     } catch (error) {
-      throw fail(where, error.message); // lo, hi and the parameters are checked by the mechanism
+      throw fail(where, error.message);
     }
-    // The ε the signed thresholds imply must not exceed the ε the question declares.
+    // The ε the signed thresholds imply must not exceed the declared ε.
     const implied = (l ? this.oracle.permanent : this.oracle).epsilonImplemented;
     if (implied > this.epsilon + TOLERANCE) throw fail(where, `its parameters imply epsilon = ${implied}, more than the declared ${this.epsilon}`);
     if (l && this.oracle.instantaneous.epsilonImplemented > l.instantaneous_epsilon + TOLERANCE) throw fail(where, "its instantaneous_keep implies more than instantaneous_epsilon");
@@ -119,11 +116,11 @@ export class Question {
     return typeof answer === "number" && answer >= this.lo && answer <= this.hi ? answer : refuse(`a number in [${this.lo}, ${this.hi}]`);
   }
 
-  /** A plain-words description of a noisy report: what leaves the device. */
+  /** The noisy report in plain words: what leaves the device. */
   describe(report) { return this.oracle.describe(report, this.labels); }
 }
 
-/** A validated /2 definition, or InvalidSurvey if anything is off. */
+/** A validated /2 definition, or InvalidSurvey. */
 export function parseDefinition(data) {
   exactKeys("survey", data, ["format", "id", "title", "description", "questions"], ["format", "id", "title", "questions"]);
   if (data.format !== FORMAT) throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`);

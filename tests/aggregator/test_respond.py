@@ -37,7 +37,7 @@ def test_page_has_a_strict_csp_and_sri_for_every_module(client, created_survey) 
     pinned.update(re.findall(r'src="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
     # The core and only the demo survey's mechanisms (binary_rr, grr, option_sampling, duchi).
     survey = Survey.from_dict(created_survey["definition"], resolved=True)
-    mechanisms = {"mechanism.js", "grr.js", "binary_rr.js", "option_sampling.js", "duchi.js"}
+    mechanisms = {"mechanism.js", "grr.js", "option_sampling.js", "duchi.js"}
     assert set(pinned) == set(survey_modules(survey)) == {*CORE, *mechanisms, "respond.js"}
     for name, integrity in pinned.items():
         served = client.get(f"/static/deniable/{name}")
