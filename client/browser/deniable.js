@@ -34,7 +34,7 @@ export const verify = (publicKey, signature, message) => crypto.subtle.importKey
   .then((key) => crypto.subtle.verify("Ed25519", key, signature, message)).catch(() => false);
 
 // Needed only for a rotated key or trust on first use: imported then.
-const followRotation = async (pin, document) => (await import("./keychain.js")).followRotation(pin, document);
+const keychain = () => import("./keychain.js");
 
 /** An in-memory Storage (tests, or pages that must not persist anything). */
 export class MemoryStorage {
@@ -70,9 +70,7 @@ export class SurveyClient {
   async pin() {
     const stored = this.load().keys[this.baseUrl], given = this.publicKey;
     if (stored?.key && (!given || stored.key === b64encode(given) || stored.retired.includes(await keyId(given)))) return { ...stored, key: b64decode(stored.key) };
-    if (given) return { key: given, sequence: null, retired: [] };
-    const served = await this.keyDocument(); // trust on first use (only when asked for), after the document's checks
-    return this.savePin({ ...await followRotation({ key: b64decode(served.public_key), sequence: null, retired: [] }, served), sequence: served.sequence });
+    return given ? { key: given, sequence: null, retired: [] } : this.savePin(await (await keychain()).trustOnFirstUse(await this.keyDocument()));
   }
 
   savePin(pin) {
@@ -90,7 +88,7 @@ export class SurveyClient {
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
     const document = await response.json(), { definition } = document;
     // Signed by another key: follow the aggregator's signed rotation chain, or refuse.
-    if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = this.savePin(await followRotation(pin, await this.keyDocument()));
+    if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = this.savePin(await (await keychain()).followRotation(pin, await this.keyDocument()));
     if (!(await verify(pin.key, b64decode(document.signature), canonicalBytes(definition)))) throw new SignatureError(`survey ${surveyId}: the signature does not verify under the pinned key`);
     await loadMechanisms(definition); // only after the signature
     const survey = parseDefinition(definition);

@@ -43,3 +43,8 @@ export async function followRotation(pin, D) {
   }
   return { key: K, sequence: D.sequence, retired };
 }
+
+/** Trust on first use (only when asked for): the served key, after the document's checks. */
+export async function trustOnFirstUse(D) {
+  return { ...await followRotation({ key: b64decode(D?.public_key), sequence: null, retired: [] }, D), sequence: D.sequence };
+}

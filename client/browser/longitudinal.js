@@ -3,7 +3,8 @@
 
 import { GRR } from "./grr.js";
 import { canonicalBytes } from "./jcs.js";
-import { ArraySource, SYSTEM } from "./mechanism.js";
+import { ArraySource, InvalidSurvey, SYSTEM } from "./mechanism.js";
+import { TOLERANCE, epsilon, exactKeys, identifier } from "./survey.js";
 
 const encode = (text) => new TextEncoder().encode(text);
 const concat = (...parts) => Uint8Array.from(parts.flatMap((part) => [...part]));
@@ -15,10 +16,16 @@ async function hmac(key, message) {
 
 /** A permanent GRR (keep) once per value, remembered, then a fresh instantaneous GRR per report. */
 export class LongitudinalGRR extends GRR {
-  constructor({ domainSize, keep, instantaneousKeep }) {
+  /** `longitudinal`: a question's {key, instantaneous_epsilon}, checked here (loaded only for such questions). */
+  constructor({ domainSize, keep, instantaneousKeep, longitudinal: l }) {
     super({ domainSize, keep });
     this.permanent = new GRR({ domainSize, keep });
     this.instantaneous = new GRR({ domainSize, keep: instantaneousKeep });
+    if (l === undefined) return;
+    exactKeys("longitudinal", l, ["key", "instantaneous_epsilon"]);
+    identifier("longitudinal.key", l.key);
+    epsilon("longitudinal.instantaneous_epsilon", l.instantaneous_epsilon);
+    if (this.instantaneous.epsilonImplemented > l.instantaneous_epsilon + TOLERANCE) throw new InvalidSurvey("its instantaneous_keep implies more than instantaneous_epsilon");
   }
 
   permanentResponse(value, source = SYSTEM) { return this.permanent.randomize(value, source); }

@@ -44,7 +44,7 @@ export async function loadMechanisms(definition) {
 
 const fail = (where, message) => new InvalidSurvey(`${where}: ${message}`);
 
-function exactKeys(where, object, allowed, required = allowed) {
+export function exactKeys(where, object, allowed, required = allowed) {
   if (object === null || typeof object !== "object" || Array.isArray(object)) throw fail(where, "must be an object");
   const odd = Object.keys(object).find((key) => !allowed.includes(key)), missing = required.find((key) => !(key in object));
   if (odd ?? missing) throw fail(where, odd ? `unknown field ${odd}` : `missing field ${missing}`);
@@ -62,7 +62,7 @@ export function identifier(where, value) {
   throw fail(where, "is not an identifier");
 }
 
-function epsilon(where, value) {
+export function epsilon(where, value) {
   if (typeof value === "number" && value >= 0.001 && value <= 20) return value;
   throw fail(where, "must be a number in [0.001, 20]");
 }
@@ -80,25 +80,19 @@ export class Question {
       if (!Array.isArray(o) || o.length < 2 || o.length > limit || new Set(o).size !== o.length) throw fail(`${where}.options`, `must be 2 to ${limit} distinct labels`);
       this.options = o.map((label) => text(`${where}.options`, label, 200));
     }
-    if (l !== undefined) {
-      exactKeys(`${where}.longitudinal`, l, ["key", "instantaneous_epsilon"]);
-      identifier(`${where}.longitudinal.key`, l.key);
-      epsilon(`${where}.longitudinal.instantaneous_epsilon`, l.instantaneous_epsilon);
-    }
     const [file, name, names] = ORACLES[oracleKind(data)] ?? [];
     if (!name) throw fail(where, `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`);
     exactKeys(`${where}.parameters`, data.parameters, names);
     if (!loaded[name]) throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
     const parameters = Object.fromEntries(Object.entries(data.parameters).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v]));
-    try { // the mechanism checks lo, hi and its parameters
-      this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, ...parameters });
+    try { // the mechanism checks lo, hi, its parameters (and a longitudinal object)
+      this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, longitudinal: l, ...parameters });
     } catch (error) {
       throw fail(where, error.message);
     }
     // The ε the signed thresholds imply must not exceed the declared ε.
-    const implied = (l ? this.oracle.permanent : this.oracle).epsilonImplemented;
+    const implied = this.oracle.epsilonImplemented; // longitudinal: the permanent response's
     if (implied > this.epsilon + TOLERANCE) throw fail(where, `its parameters imply epsilon = ${implied}, more than the declared ${this.epsilon}`);
-    if (l && this.oracle.instantaneous.epsilonImplemented > l.instantaneous_epsilon + TOLERANCE) throw fail(where, "its instantaneous_keep implies more than instantaneous_epsilon");
     this.cost = Math.max(this.epsilon, implied);
   }
 

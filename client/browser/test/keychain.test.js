@@ -79,3 +79,20 @@ test("forged, truncated and rolled-back chains are refused; nothing is posted", 
   const client = new SurveyClient("https://agg.example", { publicKey: b64encode(A.raw), storage, fetch: back.fetch });
   await assert.rejects(client.fetchSurvey("demo-workplace"), SignatureError);
 });
+
+test("trust on first use: only when asked for; the served key is pinned with its sequence, then kept", async () => {
+  const [A, B, X] = [await newKey(), await newKey(), await newKey()];
+  assert.throws(() => new SurveyClient("https://agg.example", { storage: new MemoryStorage() }), SignatureError);
+  const storage = new MemoryStorage();
+  const first = await server(B, [await link(1, A, B)]);
+  await new SurveyClient("https://agg.example", { trustOnFirstUse: true, storage, fetch: first.fetch }).fetchSurvey("demo-workplace");
+  const pin = JSON.parse(storage.getItem("deniable.state/1")).keys["https://agg.example"];
+  assert.deepEqual([pin.key, pin.sequence], [b64encode(B.raw), 1]);
+  // Pinned now: another key served later is not trusted.
+  const other = await server(X, []);
+  await assert.rejects(new SurveyClient("https://agg.example", { trustOnFirstUse: true, storage, fetch: other.fetch }).fetchSurvey("demo-workplace"), SignatureError);
+  // A key document that fails its own checks pins nothing.
+  const empty = new MemoryStorage(), bad = await server(B, [await link(1, A, X)]);
+  await assert.rejects(new SurveyClient("https://agg.example", { trustOnFirstUse: true, storage: empty, fetch: bad.fetch }).fetchSurvey("demo-workplace"), SignatureError);
+  assert.equal(empty.getItem("deniable.state/1"), null);
+});

@@ -64,3 +64,23 @@ test("decode and re-encode; invalid payloads are refused", () => {
     else assert.throws(() => oracle.decode(v.payload), ReportError, `${v.question} ${v.payload}`);
   }
 });
+
+test("longitudinal questions: the object and the instantaneous ε are checked", () => {
+  const survey = (q) => ({ format: "deniable.survey/2", id: "s", title: "T", questions: [q] });
+  const mood = VECTORS.questions.mood;
+  assert.equal(parseDefinition(survey(mood)).questions[0].longitudinal.key, "mood");
+  const bad = [
+    { ...mood, longitudinal: { key: "mood" } },
+    { ...mood, longitudinal: { ...mood.longitudinal, extra: 1 } },
+    { ...mood, longitudinal: null },
+    { ...mood, longitudinal: { ...mood.longitudinal, key: "Mood!" } },
+    { ...mood, longitudinal: { ...mood.longitudinal, instantaneous_epsilon: 25 } },
+    { ...mood, longitudinal: { ...mood.longitudinal, instantaneous_epsilon: 1.4 } }, // instantaneous_keep implies 1.5
+    { ...VECTORS.questions.tools, longitudinal: { key: "tools", instantaneous_epsilon: 1 } },
+    { ...VECTORS.questions.sue, longitudinal: mood.longitudinal, parameters: mood.parameters },
+  ];
+  for (const q of bad) assert.throws(() => parseDefinition(survey(q)), InvalidSurvey, JSON.stringify(q.longitudinal));
+  const twice = survey(mood);
+  twice.questions = [mood, { ...VECTORS.questions.habit, longitudinal: { ...VECTORS.questions.habit.longitudinal, key: "mood" } }];
+  assert.throws(() => parseDefinition(twice), /longitudinal keys must be distinct/);
+});
