@@ -65,11 +65,11 @@ ORACLE_MODULES = {
         "discrete_laplace": ("discrete_laplace.js",), "longitudinal": ("grr.js", "longitudinal.js"),
     }.items()
 }  # fmt: skip
-# Every module of the browser client (respond.js last).
+# Every module of the browser client (respond.js last); wire.js (decoding) no page loads.
 MODULES = (
     *CORE, *ROTATION, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
     "local_hashing.js", "hadamard.js", "subset.js", "option_sampling.js", "duchi.js",
-    "discrete_laplace.js", "longitudinal.js", "respond.js",
+    "discrete_laplace.js", "longitudinal.js", "wire.js", "respond.js",
 )  # fmt: skip
 STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
 

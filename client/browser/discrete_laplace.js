@@ -2,7 +2,7 @@
 // docs/protocol.md §4. Dwork, McSherry, Nissim, Smith (TCC 2006); Mironov (CCS 2012) for why not
 // floats; Canonne, Kamath, Steinke (NeurIPS 2020) Algorithms 1 and 2, in BigInt arithmetic.
 
-import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkNumber, checkRange, fromHex } from "./mechanism.js";
+import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkNumber, checkRange } from "./mechanism.js";
 
 const gcd = (a, b) => (b ? gcd(b, a % b) : a);
 
@@ -84,9 +84,8 @@ export class DiscreteLaplace extends Mechanism {
   /** z as 8 bytes big-endian two's complement. */
   encode(report) { return BigInt.asUintN(64, BigInt(report)).toString(16).padStart(16, "0"); }
 
-  decode(text) {
-    fromHex(text, 8); // exactly 16 lowercase hex digits, or ReportError
-    const value = Number(BigInt.asIntN(64, BigInt(`0x${text}`)));
+  fromBytes(bytes) {
+    const value = Number(BigInt.asIntN(64, bytes.reduce((n, b) => (n << 8n) | BigInt(b), 0n)));
     if (value < -this.tail || value > this.gridSize + this.tail) throw new ReportError(`discrete_laplace report outside [${-this.tail}, ${this.gridSize + this.tail}]`);
     return value;
   }

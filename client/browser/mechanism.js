@@ -1,7 +1,7 @@
 // The mechanisms' shared base: the wire's fields, the checks of parameters and values.
 // Mirrors shared/mechanisms/base.py and shared/wire.py (docs/protocol.md §3, §4).
 
-import { InvalidSurvey, InvalidValue, RESOLUTION, ReportError } from "./randomness.js";
+import { InvalidSurvey, InvalidValue, RESOLUTION } from "./randomness.js";
 
 export { ArraySource, InvalidSurvey, InvalidValue, RESOLUTION, ReportError, SYSTEM } from "./randomness.js";
 
@@ -16,12 +16,6 @@ export const keepEpsilon = (keep, a = 1, b = 1) => logRatio(BigInt(keep) * BigIn
 
 /** Bytes for every integer in [0, upper). */
 export const widthBytes = (upper) => Math.ceil((upper - 1).toString(2).length / 8);
-
-/** `length` bytes from exactly 2 * length lowercase hex digits, or ReportError. */
-export function fromHex(text, length) {
-  if (typeof text !== "string" || text.length !== 2 * length || /[^0-9a-f]/.test(text)) throw new ReportError(`report must be ${2 * length} lowercase hex digits`);
-  return Uint8Array.from({ length }, (_, i) => parseInt(text.substr(2 * i, 2), 16));
-}
 
 export function checkInteger(name, value, lo, hi) {
   if (Number.isInteger(value) && value >= lo && value <= hi) return value;
@@ -40,7 +34,7 @@ export function checkNumber(value, lo, hi) {
   throw new InvalidValue(`value must be a number in [${lo}, ${hi}], got ${value}`);
 }
 
-/** The base: a category check, and the wire as unsigned big-endian `fields` [[bytes, upper bound], ...]. */
+/** The base: a category check, and the wire as unsigned big-endian `fields` [[bytes, upper bound], ...] (decoding: wire.js). */
 export class Mechanism {
   get name() { return this.constructor.mechanismName; }
   get reportBytes() { return this.fields.reduce((n, [width]) => n + width, 0); }
@@ -49,20 +43,10 @@ export class Mechanism {
     throw new InvalidValue(`value must be an integer in [0, ${this.domainSize}), got ${value}`);
   }
   toFields(report) { return report; }
-  fromFields(values) { return values; }
   encode(report) {
     const values = this.toFields(report);
     let hex = "";
     for (let i = 0; i < values.length; i++) hex += values[i].toString(16).padStart(2 * this.fields[i][0], "0");
     return hex;
-  }
-  decode(text) {
-    fromHex(text, this.reportBytes);
-    let at = 0;
-    return this.fromFields(this.fields.map(([width, upper]) => {
-      const value = parseInt(text.slice(at, (at += 2 * width)), 16);
-      if (value < upper) return value;
-      throw new ReportError(`${this.name} report: a field outside [0, ${upper})`);
-    }));
   }
 }

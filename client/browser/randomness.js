@@ -1,9 +1,9 @@
-// Randomness and the errors: mirrors shared/randomness.py and errors.py (docs/protocol.md §3).
-// Every draw derives from bytes, so a fixed stream gives the same report in every language.
+// Randomness and the errors; mirrors shared/randomness.py and errors.py (docs/protocol.md §3). Every
+// draw derives from a byte stream, so fixed bytes give the same report in every language.
 
 export const RESOLUTION_BITS = 53, RESOLUTION = 2 ** 53;
 
-/** A buffer read in order; refill() gets more bytes (here: RangeError). */
+/** Bytes read in order; refill() gets more (here: RangeError). */
 export class ByteStreamSource {
   constructor(bytes = new Uint8Array(0)) { this.bytes = bytes; this.position = 0; }
   refill() { throw new RangeError("byte stream exhausted"); }
@@ -32,7 +32,7 @@ export class ByteStreamSource {
   }
 }
 
-/** A fixed byte stream (test vectors, memoized responses). */
+/** Fixed bytes (test vectors, memoized responses). */
 export class ArraySource extends ByteStreamSource {}
 
 /** The CSPRNG: crypto.getRandomValues, 4 KiB at a time. */

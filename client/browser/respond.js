@@ -15,15 +15,10 @@ const round = (epsilon) => +epsilon.toFixed(4);
 
 /** A fieldset per question: labelled radio buttons, checkboxes or a number input. */
 function field(q) {
-  const name = `q-${q.id}`, box = el("fieldset", { id: `${name}-set` }, el("legend", { text: q.text }));
-  if (q.type === "numeric") box.append(el("label", { for: name, text: `A number from ${q.lo} to ${q.hi}` }), el("input", { type: "number", id: name, name, min: q.lo, max: q.hi, step: "any", required: "" }));
-  else {
-    const type = q.type === "multiple_choice" ? "checkbox" : "radio";
-    (q.options ?? ["Yes", "No"]).forEach((label, i) => box.append(el("div", { class: "choice" },
-      el("input", { type, id: `${name}-${i}`, name, value: q.options ? label : label === "Yes" }), el("label", { for: `${name}-${i}`, text: label }))));
-  }
-  box.append(el("p", { class: "epsilon", text: `Privacy loss of this question: ε = ${round(q.cost)}` }));
-  return box;
+  const name = `q-${q.id}`, type = q.type === "multiple_choice" ? "checkbox" : "radio";
+  const inputs = q.type === "numeric" ? [el("label", { for: name, text: `A number from ${q.lo} to ${q.hi}` }), el("input", { type: "number", id: name, name, min: q.lo, max: q.hi, step: "any", required: "" })]
+    : (q.options ?? ["Yes", "No"]).map((label, i) => el("div", { class: "choice" }, el("input", { type, id: `${name}-${i}`, name, value: q.options ? label : label === "Yes" }), el("label", { for: `${name}-${i}`, text: label })));
+  return el("fieldset", { id: `${name}-set` }, el("legend", { text: q.text }), ...inputs, el("p", { class: "epsilon", text: `Privacy loss of this question: ε = ${round(q.cost)}` }));
 }
 
 /** The answer given in the form, or undefined when none was. */
@@ -66,8 +61,7 @@ export async function mount(root) {
       el("p", { text: "Your answers were randomized on this device. Only these noisy values are sent — not your answers:" }),
       el("dl", {}, ...reports.flatMap((r) => [el("dt", { text: survey.questions.find((q) => q.id === r.question).text }), el("dd", { text: r.description })])),
       el("p", { text: `Privacy loss spent: ε = ${round(reports.reduce((n, r) => n + r.epsilon, 0))}.` }), send, back);
-    form.hidden = true;
-    review.hidden = false;
+    form.hidden = !(review.hidden = false);
     data.state = "review";
     review.firstChild.focus();
   });

@@ -2,7 +2,7 @@
 // docs/protocol.md §4. Wang, Blocki, Li, Jha (USENIX Security 2017) §4.3; Erlingsson, Pihur,
 // Korolova, "RAPPOR" (CCS 2014).
 
-import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkThreshold, fromHex, logRatio } from "./mechanism.js";
+import { Mechanism, RESOLUTION, ReportError, SYSTEM, checkInteger, checkThreshold, logRatio } from "./mechanism.js";
 
 const LOW_RANGE = 2 ** 45; // the bits of a uniform below its top byte
 
@@ -48,8 +48,7 @@ export class UnaryEncoding extends Mechanism {
     return hex;
   }
 
-  decode(text) {
-    const data = fromHex(text, this.reportBytes);
+  fromBytes(data) {
     if (data.at(-1) >> (8 - (8 * data.length - this.domainSize))) throw new ReportError(`${this.name} report has nonzero padding bits`);
     return Uint8Array.from({ length: this.domainSize }, (_, v) => (data[v >> 3] >> (v & 7)) & 1);
   }
