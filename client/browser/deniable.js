@@ -29,7 +29,6 @@ export function b64decode(text) {
 /** id(K): the first 16 hex digits of SHA-256 of the raw key. */
 export const keyId = async (key) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", key), 0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
-/** Whether `signature` is an Ed25519 signature of `message` under the raw `publicKey`. */
 export const verify = (publicKey, signature, message) => crypto.subtle.importKey("raw", publicKey, "Ed25519", false, ["verify"])
   .then((key) => crypto.subtle.verify("Ed25519", key, signature, message)).catch(() => false);
 
@@ -60,7 +59,7 @@ export class SurveyClient {
     try {
       return await this.fetch(this.baseUrl + path, { method, headers, body, credentials: "omit", redirect: "error", cache: "no-store" });
     } catch (error) {
-      throw new TransportError(`aggregator at ${this.baseUrl || "this origin"} unreachable (${error.message})`);
+      throw new TransportError(`aggregator unreachable (${error.message})`);
     }
   }
 
@@ -89,7 +88,7 @@ export class SurveyClient {
     const document = await response.json(), { definition } = document;
     // Signed by another key: follow the aggregator's signed rotation chain, or refuse.
     if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = this.savePin(await (await keychain()).followRotation(pin, await this.keyDocument()));
-    if (!(await verify(pin.key, b64decode(document.signature), canonicalBytes(definition)))) throw new SignatureError(`survey ${surveyId}: the signature does not verify under the pinned key`);
+    if (!(await verify(pin.key, b64decode(document.signature), canonicalBytes(definition)))) throw new SignatureError("the survey's signature does not verify under the pinned key");
     await loadMechanisms(definition); // only after the signature
     const survey = parseDefinition(definition);
     if (survey.id !== surveyId) throw new InvalidSurvey(`asked for survey ${surveyId}, got ${survey.id}`);
@@ -99,7 +98,7 @@ export class SurveyClient {
           : q.cost > p.maxQuestionEpsilon + TOLERANCE && `epsilon = ${q.cost} is over the cap of ${p.maxQuestionEpsilon} per question`;
       if (why) throw new PolicyViolation(`question ${q.id}: ${why}`);
     }
-    if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`survey ${surveyId}: epsilon = ${survey.totalEpsilon} in total is over the cap of ${p.maxSurveyEpsilon}`);
+    if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`epsilon = ${survey.totalEpsilon} in total is over the cap of ${p.maxSurveyEpsilon} per survey`);
     if (document.status !== "open") throw new TransportError(`survey ${surveyId} is closed`, 409);
     this.checkBudget(this.load(), surveyId, survey.totalEpsilon); // the worst case: every longitudinal value new
     return { ...survey, definition, requireEnrolment: Boolean(document.require_enrolment) };
@@ -120,15 +119,9 @@ export class SurveyClient {
     if (extra !== undefined) throw new InvalidSurvey(`no question ${extra} in survey ${survey.id}`);
     let state = this.load();
     if (!state.secret) { state.secret = b64encode(crypto.getRandomValues(new Uint8Array(32))); this.save(state); }
-    const reports = [], tags = [];
+    const reports = [], seen = new Set(Object.keys(state.memo)), secret = b64decode(state.secret);
     for (const [i, q] of survey.questions.entries()) {
-      let report, epsilon = q.cost;
-      if (q.longitudinal) {
-        const { permanent, tag } = await q.oracle.memoize(b64decode(state.secret), q, checked[i]);
-        report = q.oracle.randomize(checked[i], undefined, permanent);
-        if (state.memo[tag] || tags.includes(tag)) epsilon = 0; // post-processing of a remembered response
-        else tags.push(tag);
-      } else report = q.oracle.randomize(checked[i]); // the CSPRNG: crypto.getRandomValues
+      const { report, epsilon } = q.longitudinal ? await q.oracle.report(secret, q, checked[i], seen) : { report: q.oracle.randomize(checked[i]), epsilon: q.cost };
       reports.push({ id: crypto.randomUUID(), question: q.id, payload: q.oracle.encode(report), description: q.describe(report), epsilon });
     }
     if (confirm && !(await confirm(reports))) return { survey: survey.id, reportIds: [], epsilonCharged: 0, delivered: false, cancelled: true };
@@ -137,7 +130,7 @@ export class SurveyClient {
     this.checkBudget(state, survey.id, charged);
     const body = JSON.stringify({ reports: reports.map(({ id, question, payload }) => ({ id, question, payload })) });
     for (const r of reports) state.ledger.push({ at, survey: answered, question: r.question, epsilon: r.epsilon });
-    for (const tag of tags) state.memo[tag] = { at };
+    for (const tag of seen) state.memo[tag] ??= { at };
     state.answered[answered] = { at, reports: reportIds };
     state.outbox.push({ origin: this.baseUrl, survey: survey.id, path: `/api/v1/surveys/${survey.id}/reports`, body, enrolment: enrolmentToken });
     this.save(state); // the charge, the mark and the batch in one write, before any byte is sent
@@ -145,7 +138,7 @@ export class SurveyClient {
     return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending };
   }
 
-  /** Deliver this aggregator's outbox, oldest first, each batch with its identical body; a batch leaves on 200/201 or a final refusal (other 4xx). */
+  /** Delivers this aggregator's outbox in order, each batch with its identical body; a batch leaves on 200/201 or a final refusal (other 4xx). */
   async flush() {
     let delivered = 0, refused;
     const mine = () => this.load().outbox.filter((e) => e.origin === this.baseUrl);

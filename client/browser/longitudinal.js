@@ -36,6 +36,13 @@ export class LongitudinalGRR extends GRR {
     return this.instantaneous.randomize(permanent, source);
   }
 
+  /** A report from the memoized permanent response, and its ε: 0 if `seen` has its tag (post-processing of a remembered response). */
+  async report(secret, q, value, seen) {
+    const { permanent, tag } = await this.memoize(secret, q, value), epsilon = seen.has(tag) ? 0 : q.cost;
+    seen.add(tag);
+    return { report: this.randomize(value, undefined, permanent), epsilon };
+  }
+
   /**
    * Question q's permanent response to `value`, drawn from HMAC-SHA256 in counter mode under the
    * device secret (the same every time), and the opaque tag (base64) the ledger remembers it by.
