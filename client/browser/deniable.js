@@ -63,20 +63,11 @@ export class SurveyClient {
     }
   }
 
-  async keyDocument() { return (await this.request("GET", "/api/v1/key")).json(); }
-
   /** The pin {key, sequence, retired}: stored (if it descends from the given key), given, or on first use. */
   async pin() {
     const stored = this.load().keys[this.baseUrl], given = this.publicKey;
     if (stored?.key && (!given || stored.key === b64encode(given) || stored.retired.includes(await keyId(given)))) return { ...stored, key: b64decode(stored.key) };
-    return given ? { key: given, sequence: null, retired: [] } : this.savePin(await (await keychain()).trustOnFirstUse(await this.keyDocument()));
-  }
-
-  savePin(pin) {
-    const state = this.load();
-    state.keys[this.baseUrl] = { ...pin, key: b64encode(pin.key) };
-    this.save(state);
-    return pin;
+    return given ? { key: given, sequence: null, retired: [] } : (await keychain()).trustOnFirstUse(this);
   }
 
   /** The verified survey, or a typed error; nothing is posted either way. */
@@ -87,7 +78,7 @@ export class SurveyClient {
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
     const document = await response.json(), { definition } = document;
     // Signed by another key: follow the aggregator's signed rotation chain, or refuse.
-    if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = this.savePin(await (await keychain()).followRotation(pin, await this.keyDocument()));
+    if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = await (await keychain()).rotate(this, pin);
     if (!(await verify(pin.key, b64decode(document.signature), canonicalBytes(definition)))) throw new SignatureError("the survey's signature does not verify under the pinned key");
     await loadMechanisms(definition); // only after the signature
     const survey = parseDefinition(definition);

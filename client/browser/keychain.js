@@ -1,6 +1,6 @@
 // Key rotation: follow the aggregator's signed chain from the pinned key (docs/key-rotation.md,
-// normative; mirrors shared/keychain.py). Imported by deniable.js only when a survey names another
-// key (or on trust on first use). A pin is {key, sequence (null if given from outside), retired:
+// normative; mirrors shared/keychain.py), imported by deniable.js only when a survey names another
+// key, or to trust on first use. A pin is {key, sequence (null if given from outside), retired:
 // [ids of the keys followed away from]}. Every refusal is a SignatureError: the pin is kept.
 
 import { SignatureError, b64decode, b64encode, keyId, verify } from "./deniable.js";
@@ -44,7 +44,20 @@ export async function followRotation(pin, D) {
   return { key: K, sequence: D.sequence, retired };
 }
 
-/** Trust on first use (only when asked for): the served key, after the document's checks. */
-export async function trustOnFirstUse(D) {
-  return { ...await followRotation({ key: b64decode(D?.public_key), sequence: null, retired: [] }, D), sequence: D.sequence };
+const keyDocument = async (client) => (await client.request("GET", "/api/v1/key")).json();
+
+function savePin(client, pin) {
+  const state = client.load();
+  state.keys[client.baseUrl] = { ...pin, key: b64encode(pin.key) };
+  client.save(state);
+  return pin;
+}
+
+/** The client's new pin, stored: `pin` followed along the served chain (or SignatureError, the pin kept). */
+export const rotate = async (client, pin) => savePin(client, await followRotation(pin, await keyDocument(client)));
+
+/** Trust on first use (only when asked for): the served key, pinned after the document's checks. */
+export async function trustOnFirstUse(client) {
+  const D = await keyDocument(client);
+  return savePin(client, { ...await followRotation({ key: b64decode(D?.public_key), sequence: null, retired: [] }, D), sequence: D.sequence });
 }
