@@ -1,5 +1,5 @@
-// The Deniable browser client: fetch a signed survey, check it, randomize the answers in the page,
-// deliver them once. Mirrors client/session.py (docs/protocol.md; why this order: README.md).
+// The Deniable browser client (client/session.py; docs/protocol.md; the order, and why: README.md):
+// fetch a signed survey, check it, randomize the answers in the page, deliver them once.
 
 import { canonicalBytes } from "./jcs.js";
 import { AlreadyAnswered, BudgetExceeded, InvalidSurvey, PolicyViolation, SignatureError, TransportError } from "./randomness.js";
@@ -18,7 +18,7 @@ export const DEFAULT_POLICY = Object.freeze({
 
 export const b64encode = (bytes) => btoa(String.fromCharCode(...bytes));
 
-/** Standard padded base64 that re-encodes to itself, or SignatureError. */
+/** Canonical base64 (re-encodes to itself), or SignatureError. */
 export function b64decode(text) {
   let bytes;
   try { bytes = Uint8Array.from(atob(text), (c) => c.charCodeAt(0)); } catch { /* refused below */ }
@@ -26,16 +26,16 @@ export function b64decode(text) {
   throw new SignatureError("not canonical base64");
 }
 
-/** id(K): the first 16 hex digits of SHA-256 of the raw key. */
+/** id(K): 16 hex digits of SHA-256(K). */
 export const keyId = async (key) => [...new Uint8Array(await crypto.subtle.digest("SHA-256", key), 0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
 
 export const verify = (publicKey, signature, message) => crypto.subtle.importKey("raw", publicKey, "Ed25519", false, ["verify"])
   .then((key) => crypto.subtle.verify("Ed25519", key, signature, message)).catch(() => false);
 
-// Needed only for a rotated key or trust on first use: imported then.
+// Only for a rotated key or trust on first use.
 const keychain = () => import("./keychain.js");
 
-/** An in-memory Storage (tests, or pages that must not persist anything). */
+/** For tests, or pages that must not persist anything. */
 export class MemoryStorage {
   items = new Map();
   getItem(key) { return this.items.get(key) ?? null; }
@@ -44,7 +44,6 @@ export class MemoryStorage {
 }
 
 export class SurveyClient {
-  /** A client of the aggregator at baseUrl ("" = this origin); the options: deniable.d.ts. */
   constructor(baseUrl, { publicKey, storage = globalThis.localStorage, policy, fetch = globalThis.fetch.bind(globalThis), trustOnFirstUse, clock = Date.now } = {}) {
     this.publicKey = publicKey === undefined ? undefined : b64decode(publicKey);
     if (this.publicKey ? this.publicKey.length !== 32 : !trustOnFirstUse) throw new SignatureError("publicKey must pin the aggregator's 32-byte Ed25519 key (from the embed code)");
@@ -63,21 +62,20 @@ export class SurveyClient {
     }
   }
 
-  /** The pin {key, sequence, retired}: stored (if it descends from the given key), given, or on first use. */
+  /** The pin {key, sequence, retired}: stored (if it descends from the given key), given, or first used. */
   async pin() {
     const stored = this.load().keys[this.baseUrl], given = this.publicKey;
     if (stored?.key && (!given || stored.key === b64encode(given) || stored.retired.includes(await keyId(given)))) return { ...stored, key: b64decode(stored.key) };
     return given ? { key: given, sequence: null, retired: [] } : (await keychain()).trustOnFirstUse(this);
   }
 
-  /** The verified survey, or a typed error; nothing is posted either way. */
+  /** The verified survey, or a typed error; nothing is posted. */
   async fetchSurvey(surveyId) {
     identifier("survey id", surveyId);
     let pin = await this.pin();
     const response = await this.request("GET", `/api/v1/surveys/${surveyId}`), p = this.policy;
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
     const document = await response.json(), { definition } = document;
-    // Signed by another key: follow the aggregator's signed rotation chain, or refuse.
     if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = await (await keychain()).rotate(this, pin);
     if (!(await verify(pin.key, b64decode(document.signature), canonicalBytes(definition)))) throw new SignatureError("the survey's signature does not verify under the pinned key");
     await loadMechanisms(definition); // only after the signature
@@ -95,7 +93,7 @@ export class SurveyClient {
     return { ...survey, definition, requireEnrolment: Boolean(document.require_enrolment) };
   }
 
-  /** Refuses a survey answered on this device before, or a charge over the lifetime or the period cap. */
+  /** Refuses a survey answered on this device, or a charge over a cap. */
   checkBudget(state, surveyId, amount) {
     const { spentTotal, spentPeriod } = this.budget(state), p = this.policy;
     if (state.answered[`${this.baseUrl}#${surveyId}`]) throw new AlreadyAnswered(`survey ${surveyId} was already answered on this device`);
@@ -103,7 +101,7 @@ export class SurveyClient {
     if (over) throw new BudgetExceeded(`survey ${surveyId} would exceed this device's epsilon cap for ${over}`);
   }
 
-  /** Randomize, charge, queue and send; `confirm(reports)` may show the noisy values and return false to send nothing. */
+  /** Randomize, charge, queue, send; `confirm(reports)` may show the noisy values, false: send nothing. */
   async answer(survey, answers, { confirm, enrolmentToken } = {}) {
     const checked = survey.questions.map((q) => q.checkAnswer(answers[q.id]));
     const extra = Object.keys(answers).find((k) => !survey.questions.some((q) => q.id === k));
@@ -129,7 +127,7 @@ export class SurveyClient {
     return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending };
   }
 
-  /** Delivers this aggregator's outbox in order, each batch with its identical body; a batch leaves on 200/201 or a final refusal (other 4xx). */
+  /** Sends the outbox in order, identical bodies; a batch leaves on 200/201 or a final 4xx. */
   async flush() {
     let delivered = 0, refused;
     const mine = () => this.load().outbox.filter((e) => e.origin === this.baseUrl);
@@ -146,7 +144,7 @@ export class SurveyClient {
     return { delivered, pending: mine().length };
   }
 
-  /** ε spent (in all, in the current period) and remaining on this device. */
+  /** ε spent and remaining on this device. */
   budget(state = this.load()) {
     const start = this.clock() - this.policy.periodDays * 86400000, p = this.policy;
     let total = 0, period = 0;

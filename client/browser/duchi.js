@@ -1,5 +1,5 @@
-// Duchi's one-bit mechanism for a number in [lo, hi]: shared/mechanisms/duchi.py, docs/protocol.md §4.
-// Duchi, Jordan, Wainwright (FOCS 2013; JASA 2018). Privacy rests on the clamp to [low, high] alone.
+// Duchi's one-bit mechanism (shared/mechanisms/duchi.py; protocol §4): privacy rests on the clamp
+// to [low, high] alone. Duchi, Jordan, Wainwright (FOCS 2013; JASA 2018).
 
 import { InvalidSurvey, Mechanism, RESOLUTION, SYSTEM, checkNumber, checkRange, checkThreshold, logRatio, threshold } from "./mechanism.js";
 
@@ -18,7 +18,7 @@ export class Duchi extends Mechanism {
 
   checkValue(value) { return checkNumber(value, this.lo, this.hi); }
 
-  /** The threshold for +1, in IEEE doubles in this order. */
+  /** The threshold for +1 (IEEE doubles, in this order). */
   limit(value) {
     const t = Math.min(1, Math.max(-1, 2 * (value - this.lo) / (this.hi - this.lo) - 1));
     return Math.min(this.high, Math.max(this.low, threshold(0.5 + t * this.slope)));

@@ -1,6 +1,5 @@
-// Generalized randomized response (k-RR, direct encoding; shared/mechanisms/grr.py) and binary RR,
-// GRR with d = 2 (binary_rr.py); docs/protocol.md §4. Kairouz, Oh, Viswanath (NeurIPS 2014);
-// Wang, Blocki, Li, Jha (USENIX Security 2017), "DE"; Warner (JASA 1965).
+// Generalized randomized response (shared/mechanisms/grr.py), binary RR (binary_rr.py); protocol §4.
+// Kairouz, Oh, Viswanath (NeurIPS 2014); Wang, Blocki, Li, Jha (USENIX Security 2017); Warner (JASA 1965).
 
 import { InvalidSurvey, InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
@@ -18,7 +17,7 @@ export class GRR extends Mechanism {
 
   randomize(value, source = SYSTEM) {
     const truth = this.checkValue(value);
-    // Both draws for every value: the work never depends on whether the truth is kept.
+    // Both draws always: the work never depends on whether the truth is kept.
     const keep = source.uniform53() < this.keep, other = source.randbelow(this.domainSize - 1);
     return keep ? truth : other + (other >= truth);
   }
@@ -28,7 +27,7 @@ export class GRR extends Mechanism {
   fromFields([value]) { return value; }
 }
 
-/** Binary RR on 0/1 or false/true; the wire is one byte, 00 or 01. */
+/** GRR with d = 2, on 0/1 or false/true. */
 export class BinaryRR extends GRR {
   static mechanismName = "binary_rr";
 

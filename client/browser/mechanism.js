@@ -1,20 +1,18 @@
-// The mechanisms' shared base: the wire's fields, the checks of parameters and values.
-// Mirrors shared/mechanisms/base.py and shared/wire.py (docs/protocol.md §3, §4).
+// The mechanisms' base and checks (shared/mechanisms/base.py, wire.py; docs/protocol.md §3, §4).
 
 import { InvalidSurvey, InvalidValue, RESOLUTION } from "./randomness.js";
 
 export { ArraySource, InvalidSurvey, InvalidValue, RESOLUTION, ReportError, SYSTEM } from "./randomness.js";
 
-/** A threshold out of 2^53 from a probability, as shared/randomness.py's threshold(). */
+/** A threshold out of 2^53, as shared/randomness.py's. */
 export const threshold = (p) => Math.min(Math.max(Math.floor(p * RESOLUTION), 1), RESOLUTION - 1);
 
-/** log(a / b) for positive integers (Numbers or BigInts), accurate near 1. */
+/** log(a / b) for positive integers, accurate near 1. */
 export const logRatio = (a, b) => Math.log1p(Number(BigInt(a) - BigInt(b)) / Number(b));
 
-/** The ε of keeping the truth when uniform53() < keep, against odds a : b (GRR: d - 1 : 1). */
+/** The ε of keeping the truth if uniform53() < keep, against odds a : b (GRR: d - 1 : 1). */
 export const keepEpsilon = (keep, a = 1, b = 1) => logRatio(BigInt(keep) * BigInt(a), BigInt(RESOLUTION - keep) * BigInt(b));
 
-/** Bytes for every integer in [0, upper). */
 export const widthBytes = (upper) => Math.ceil((upper - 1).toString(2).length / 8);
 
 export function checkInteger(name, value, lo, hi) {
@@ -28,13 +26,13 @@ export function checkRange(lo, hi) {
   if (![lo, hi, hi - lo].every(Number.isFinite) || !(lo < hi)) throw new InvalidSurvey(`numeric range must be finite with lo < hi, got [${lo}, ${hi}]`);
 }
 
-/** A number in [lo, hi], or InvalidValue: never clamped. */
+/** A number in [lo, hi], never clamped. */
 export function checkNumber(value, lo, hi) {
   if (typeof value === "number" && value >= lo && value <= hi) return value;
   throw new InvalidValue(`value must be a number in [${lo}, ${hi}], got ${value}`);
 }
 
-/** The base: a category check, and the wire as unsigned big-endian `fields` [[bytes, upper bound], ...] (decoding: wire.js). */
+/** A report's wire: unsigned big-endian `fields` [[bytes, bound], ...] (decoding: wire.js). */
 export class Mechanism {
   get name() { return this.constructor.mechanismName; }
   get reportBytes() { return this.fields.reduce((n, [width]) => n + width, 0); }

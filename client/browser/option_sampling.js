@@ -1,5 +1,5 @@
-// Option sampling, multiple choice at the full ε with one option per report: shared/mechanisms/
-// option_sampling.py, docs/protocol.md §5.2. Wang, Li, Jha (S&P 2018); Qin et al. (CCS 2016).
+// Option sampling, one option per report (shared/mechanisms/option_sampling.py; protocol §5.2).
+// Wang, Li, Jha (S&P 2018); Qin et al. (CCS 2016).
 
 import { InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 
@@ -22,7 +22,7 @@ export class OptionSampling extends Mechanism {
 
   randomize(value, source = SYSTEM) {
     const bits = this.checkValue(value);
-    // The option is drawn independently of the answer; both draws for every answer.
+    // Both draws always, the option independent of the answer.
     const option = source.randbelow(this.options), keep = source.uniform53() < this.keep;
     return [option, keep ? bits[option] : 1 - bits[option]];
   }

@@ -1,9 +1,8 @@
-// Randomness and the errors; mirrors shared/randomness.py and errors.py (docs/protocol.md §3). Every
-// draw derives from a byte stream, so fixed bytes give the same report in every language.
+// Randomness and the errors (shared/randomness.py, errors.py; docs/protocol.md §3): every draw
+// derives from a byte stream, so fixed bytes give the same report in every language.
 
 export const RESOLUTION_BITS = 53, RESOLUTION = 2 ** 53;
 
-/** Bytes read in order; refill() gets more (here: RangeError). */
 export class ByteStreamSource {
   constructor(bytes = new Uint8Array(0)) { this.bytes = bytes; this.position = 0; }
   refill() { throw new RangeError("byte stream exhausted"); }
@@ -18,7 +17,7 @@ export class ByteStreamSource {
     return ((b[0] | (b[1] << 8) | (b[2] << 16)) >>> 3) + ((b[3] | (b[4] << 8) | (b[5] << 16) | (b[6] << 24)) >>> 0) * 2 ** 21;
   }
 
-  /** Uniform in [0, upper), 1 <= upper <= 2^32: masked rejection sampling, little-endian. */
+  /** Uniform in [0, upper), 1 <= upper <= 2^32: masked rejection sampling. */
   randbelow(upper) {
     if (!Number.isInteger(upper) || upper < 1 || upper > 2 ** 32) throw new RangeError(`randbelow(${upper})`);
     if (upper === 1) return 0; // reads nothing
@@ -32,7 +31,7 @@ export class ByteStreamSource {
   }
 }
 
-/** Fixed bytes (test vectors, memoized responses). */
+/** Fixed bytes (test vectors, memoized responses): RangeError when exhausted. */
 export class ArraySource extends ByteStreamSource {}
 
 /** The CSPRNG: crypto.getRandomValues, 4 KiB at a time. */

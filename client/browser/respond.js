@@ -1,9 +1,9 @@
-// The respond form on every element with data-deniable-survey (docs/embedding.md): it shows what
-// leaves the device (the noisy values, the ε spent) and sends it only after "Send".
+// The form on every element with data-deniable-survey (docs/embedding.md): it shows what leaves
+// the device (the noisy values, the ε spent) and sends it only after "Send".
 
 import { SurveyClient } from "./deniable.js";
 
-/** An element with attributes ("text": its text) and children. */
+/** An element; attribute "text" sets its text. */
 function el(tag, attributes, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attributes)) k === "text" ? (node.textContent = v) : node.setAttribute(k, v);
@@ -13,7 +13,7 @@ function el(tag, attributes, ...children) {
 
 const round = (epsilon) => +epsilon.toFixed(4);
 
-/** A fieldset per question: labelled radio buttons, checkboxes or a number input. */
+/** A question's fieldset: labelled radio buttons, checkboxes or a number input. */
 function field(q) {
   const name = `q-${q.id}`, type = q.type === "multiple_choice" ? "checkbox" : "radio";
   const inputs = q.type === "numeric" ? [el("label", { for: name, text: `A number from ${q.lo} to ${q.hi}` }), el("input", { type: "number", id: name, name, min: q.lo, max: q.hi, step: "any", required: "" })]
@@ -21,11 +21,11 @@ function field(q) {
   return el("fieldset", { id: `${name}-set` }, el("legend", { text: q.text }), ...inputs, el("p", { class: "epsilon", text: `Privacy loss of this question: ε = ${round(q.cost)}` }));
 }
 
-/** The answer given in the form, or undefined when none was. */
+/** The answer in the form, or undefined. */
 function read(form, q) {
-  const inputs = [...form.querySelectorAll(`[name="q-${q.id}"]`)], checked = inputs.filter((i) => i.checked).map((i) => i.value);
-  if (q.type === "numeric") return inputs[0].value === "" ? undefined : Number(inputs[0].value);
-  return q.type === "multiple_choice" ? checked : q.type === "yes_no" && checked.length ? checked[0] === "true" : checked[0];
+  const values = new FormData(form).getAll(`q-${q.id}`), [value = ""] = values; // the checked inputs, or the number
+  if (q.type === "multiple_choice") return values;
+  return value === "" ? undefined : q.type === "numeric" ? Number(value) : q.type === "yes_no" ? value === "true" : value;
 }
 
 export async function mount(root) {
@@ -52,7 +52,7 @@ export async function mount(root) {
   say(`Signature verified. This survey costs at most ε = ${round(survey.totalEpsilon)} of your privacy budget.`);
   data.state = "ready";
 
-  // Shows the noisy reports; resolves true on "Send", false on "Change my answers".
+  // The noisy reports; true on "Send", false on "Change my answers".
   const confirm = (reports) => new Promise((resolve) => {
     const send = el("button", { type: "button", text: "Send these noisy values" }), back = el("button", { type: "button", text: "Change my answers" });
     send.onclick = () => { send.disabled = back.disabled = true; say("Sending…"); resolve(true); };

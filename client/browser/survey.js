@@ -1,5 +1,5 @@
-// Survey definitions (deniable.survey/2): strict validation; each question's mechanism built from the
-// signed, resolved parameters alone. Mirrors shared/survey.py (docs/protocol.md §2, §4, §5).
+// Survey definitions (deniable.survey/2, docs/protocol.md §2, §4, §5; shared/survey.py): strict
+// validation, each question's mechanism built from the signed, resolved parameters alone.
 
 import { InvalidSurvey, InvalidValue } from "./randomness.js";
 
@@ -8,8 +8,7 @@ const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
 const ALLOWED = { yes_no: CHOICE, single_choice: CHOICE, multiple_choice: ["binary_rr", "option_sampling"], numeric: ["duchi", "discrete_laplace"] };
 const TYPES = Object.keys(ALLOWED), FIELDS = ["id", "type", "text", "epsilon", "mechanism", "parameters"];
 export const MECHANISMS = [...new Set(Object.values(ALLOWED).flat())];
-// Per oracle: module, class and exactly its resolved parameters (shared/resolution.py). Only the
-// modules a survey names are imported; deniable.aggregator.respond preloads the same.
+// Per oracle: module, class, resolved parameters (exactly). Only the modules a survey names load.
 const ORACLES = Object.fromEntries(`binary_rr grr BinaryRR keep
 grr grr GRR keep
 sue unary SUE one_if_true,one_if_other
@@ -27,14 +26,14 @@ longitudinal longitudinal LongitudinalGRR instantaneous_keep,keep`.split("\n").m
 }));
 const loaded = {};
 
-/** The ORACLES key for a question, if its type and mechanism fit (longitudinal: GRR or binary RR, one answer). */
+/** The ORACLES key for a question whose type and mechanism fit. */
 function oracleKind({ type, mechanism, longitudinal }) {
   if (!TYPES.includes(type) || !ALLOWED[type].includes(mechanism)) return undefined;
   if (longitudinal !== undefined) return ["grr", "binary_rr"].includes(mechanism) && type !== "multiple_choice" ? "longitudinal" : undefined;
   return type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism;
 }
 
-/** Imports the modules a definition's questions need (before parseDefinition). */
+/** Imports the modules a definition needs (before parseDefinition). */
 export async function loadMechanisms(definition) {
   for (const q of Array.isArray(definition?.questions) ? definition.questions : []) {
     const [file, name] = ORACLES[oracleKind(Object(q))] ?? [];
@@ -50,7 +49,7 @@ export function exactKeys(where, object, allowed, required = allowed) {
   if (odd ?? missing) throw fail(where, odd ? `unknown field ${odd}` : `missing field ${missing}`);
 }
 
-/** Non-empty text of at most `limit` characters, no C0/C1 controls or DEL (a description: may be empty, keeps \n). */
+/** At most `limit` characters, no C0/C1 controls or DEL; non-empty (a description: may be empty, keeps \n). */
 function text(where, value, limit, description) {
   if (typeof value !== "string" || value.length > limit || (!description && !value.trim())) throw fail(where, `must be a non-empty string of at most ${limit} characters`);
   if ((description ? /[\0-\t\v-\x1f\x7f-\x9f]/ : /[\0-\x1f\x7f-\x9f]/).test(value)) throw fail(where, "must not contain control characters");
@@ -85,13 +84,12 @@ export class Question {
     exactKeys(`${where}.parameters`, data.parameters, names);
     if (!loaded[name]) throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
     const parameters = Object.fromEntries(Object.entries(data.parameters).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v]));
-    try { // the mechanism checks lo, hi, its parameters (and a longitudinal object)
+    try { // the mechanism checks lo, hi and its parameters
       this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, longitudinal: l, ...parameters });
     } catch (error) {
       throw fail(where, error.message);
     }
-    // The ε the signed thresholds imply must not exceed the declared ε.
-    const implied = this.oracle.epsilonImplemented; // longitudinal: the permanent response's
+    const implied = this.oracle.epsilonImplemented; // by the signed thresholds (longitudinal: permanent)
     if (implied > this.epsilon + TOLERANCE) throw fail(where, `its parameters imply epsilon = ${implied}, more than the declared ${this.epsilon}`);
     this.cost = Math.max(this.epsilon, implied);
   }
@@ -99,7 +97,7 @@ export class Question {
   get domainSize() { return this.type === "yes_no" ? 2 : this.options?.length; }
   get labels() { return this.options ?? ["no", "yes"]; }
 
-  /** The true answer in mechanism terms, or InvalidValue (never coerced). */
+  /** The answer in mechanism terms, or InvalidValue: never coerced. */
   checkAnswer(answer) {
     const o = this.labels, refuse = (what) => { throw new InvalidValue(`question ${this.id}: answer must be ${what}`); };
     switch (this.type) {
@@ -110,11 +108,9 @@ export class Question {
     return typeof answer === "number" && answer >= this.lo && answer <= this.hi ? answer : refuse(`a number in [${this.lo}, ${this.hi}]`);
   }
 
-  /** The noisy report in plain words: what leaves the device. */
   describe(report) { return this.oracle.describe(report, this.labels); }
 }
 
-/** A validated /2 definition, or InvalidSurvey. */
 export function parseDefinition(data) {
   exactKeys("survey", data, ["format", "id", "title", "description", "questions"], ["format", "id", "title", "questions"]);
   if (data.format !== FORMAT) throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`);

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 
 import pytest
 
 from deniable.aggregator import create_app
-from deniable.aggregator.respond import CORE, MODULES, survey_modules
+from deniable.aggregator.respond import CORE, MODULES, ROTATION, survey_modules
 from deniable.aggregator.storage import EXTENSION as STORAGE_EXTENSION
 from deniable.survey import Survey
 
@@ -28,17 +29,26 @@ def test_page_has_a_strict_csp_and_sri_for_every_module(client, created_survey) 
     response = client.get(f"/surveys/{created_survey['id']}/respond")
     assert response.status_code == 200
     policy = response.headers["Content-Security-Policy"]
-    assert "script-src 'self';" in policy and "unsafe" not in policy
+    assert "unsafe" not in policy
     assert "form-action 'none'" in policy and "frame-ancestors 'none'" in policy
     page = response.get_data(as_text=True)
     assert "JavaScript is required" in page and "<form" not in page
-    assert not re.search(r"<script(?![^>]*\bsrc=)", page), "no inline script"
-    pinned = dict(re.findall(r'href="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
-    pinned.update(re.findall(r'src="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
+    # The one inline script is the import map, allowed by its hash alone.
+    (inline,) = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", page, re.S)
+    digest = base64.b64encode(hashlib.sha256(inline.encode()).digest()).decode()
+    assert f"script-src 'self' 'sha256-{digest}';" in policy
+    assert '<script type="importmap">' in page
+    preloaded = dict(re.findall(r'href="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
+    preloaded.update(re.findall(r'src="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
     # The core and only the demo survey's mechanisms (binary_rr, grr, option_sampling, duchi).
     survey = Survey.from_dict(created_survey["definition"], resolved=True)
     mechanisms = {"mechanism.js", "grr.js", "option_sampling.js", "duchi.js"}
-    assert set(pinned) == set(survey_modules(survey)) == {*CORE, *mechanisms, "respond.js"}
+    assert set(preloaded) == set(survey_modules(survey)) == {*CORE, *mechanisms, "respond.js"}
+    # keychain.js (a rotation only) is not preloaded, but pinned by the import map's integrity.
+    lazy = json.loads(inline)["integrity"]
+    assert set(lazy) == {f"/static/deniable/{name}" for name in ROTATION}
+    assert not set(ROTATION) & set(preloaded)
+    pinned = {**preloaded, **{url.rsplit("/", 1)[1]: integrity for url, integrity in lazy.items()}}
     for name, integrity in pinned.items():
         served = client.get(f"/static/deniable/{name}")
         assert served.status_code == 200 and served.mimetype == "text/javascript"
@@ -65,7 +75,10 @@ def test_embed_snippet(client, created_survey) -> None:
     key = client.get("/api/v1/key").get_json()["public_key"]
     assert f'data-deniable-key="{key}"' in snippet
     survey = Survey.from_dict(created_survey["definition"], resolved=True)
-    assert snippet.count('integrity="sha384-') == len(survey_modules(survey)) < len(MODULES)
+    # An embed keeps the key it was pasted with: it preloads keychain.js for a rotation.
+    modules = survey_modules(survey, rotation=True)
+    assert snippet.count('integrity="sha384-') == len(modules) < len(MODULES)
+    assert "/static/deniable/keychain.js" in snippet
 
 
 def test_no_cors_by_default(client, created_survey) -> None:

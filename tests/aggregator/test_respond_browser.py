@@ -239,6 +239,40 @@ def test_a_tampered_survey_is_refused_and_nothing_is_posted(stack, tamper) -> No
     context.close()
 
 
+@pytest.mark.parametrize("tamper_module", [False, True])
+def test_keychain_is_imported_for_another_key_id_and_pinned_by_the_import_map(
+    stack, tamper_module
+) -> None:
+    """keychain.js is not preloaded; when needed, the import map's integrity pins it."""
+    base = stack["base"]
+    context = stack["browser"].new_context()
+    page = context.new_page()
+    recorder = Recorder(page)
+
+    def other_key_id(route) -> None:  # the key is unchanged: following it keeps the pin
+        response = route.fetch()
+        route.fulfill(response=response, body=json.dumps({**response.json(), "key_id": "0" * 16}))
+
+    def modified(route) -> None:
+        response = route.fetch()
+        route.fulfill(response=response, body=response.text() + "\n// modified\n")
+
+    page.route(f"{base}/api/v1/surveys/{SURVEY}", other_key_id)
+    if tamper_module:
+        page.route(f"{base}/static/deniable/keychain.js", modified)
+    page.goto(f"{base}/surveys/{SURVEY}/respond")
+    assert page.query_selector("link[rel=modulepreload][href$='/keychain.js']") is None
+    fetched = lambda: [url for _, url, _ in recorder.requests if url.endswith("/keychain.js")]  # noqa: E731
+    if tamper_module:  # the browser refuses a keychain.js that does not match its hash
+        assert _state(page, "ready", "refused") == "refused"
+        assert recorder.posts() == []
+    else:
+        assert _state(page, "ready", "refused") == "ready"
+        assert any(url.endswith("/api/v1/key") for _, url, _ in recorder.requests)
+    assert fetched() == [f"{base}/static/deniable/keychain.js"]
+    context.close()
+
+
 def test_offline_then_online_delivers_exactly_once(stack) -> None:
     base = stack["base"]
     before = _counts(base)
