@@ -1,5 +1,4 @@
-// The Deniable browser client (client/session.py; docs/protocol.md; the order, and why: README.md):
-// fetch a signed survey, check it, randomize the answers in the page, deliver them once.
+// The browser client (client/session.py; docs/protocol.md; the order, and why: README.md).
 
 import { canonicalBytes } from "./jcs.js";
 import { AlreadyAnswered, BudgetExceeded, InvalidSurvey, PolicyViolation, SignatureError, TransportError } from "./randomness.js";
@@ -35,7 +34,6 @@ export const verify = (publicKey, signature, message) => crypto.subtle.importKey
 // Only for a rotated key or trust on first use.
 const keychain = () => import("./keychain.js");
 
-/** For tests, or pages that must not persist anything. */
 export class MemoryStorage {
   items = new Map();
   getItem(key) { return this.items.get(key) ?? null; }
@@ -77,7 +75,8 @@ export class SurveyClient {
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
     const document = await response.json(), { definition } = document;
     if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = await (await keychain()).rotate(this, pin);
-    if (!(await verify(pin.key, b64decode(document.signature), canonicalBytes(definition)))) throw new SignatureError("the survey's signature does not verify under the pinned key");
+    const signed = await verify(pin.key, b64decode(document.signature), canonicalBytes(definition));
+    if (!signed) throw new SignatureError("the survey's signature does not verify under the pinned key");
     await loadMechanisms(definition); // only after the signature
     const survey = parseDefinition(definition);
     if (survey.id !== surveyId) throw new InvalidSurvey(`asked for survey ${surveyId}, got ${survey.id}`);
@@ -87,13 +86,12 @@ export class SurveyClient {
           : q.cost > p.maxQuestionEpsilon + TOLERANCE && `epsilon = ${q.cost} is over the cap of ${p.maxQuestionEpsilon} per question`;
       if (why) throw new PolicyViolation(`question ${q.id}: ${why}`);
     }
-    if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`epsilon = ${survey.totalEpsilon} in total is over the cap of ${p.maxSurveyEpsilon} per survey`);
+    if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`epsilon = ${survey.totalEpsilon} is over the cap of ${p.maxSurveyEpsilon} per survey`);
     if (document.status !== "open") throw new TransportError(`survey ${surveyId} is closed`, 409);
     this.checkBudget(this.load(), surveyId, survey.totalEpsilon); // the worst case: every longitudinal value new
     return { ...survey, definition, requireEnrolment: Boolean(document.require_enrolment) };
   }
 
-  /** Refuses a survey answered on this device, or a charge over a cap. */
   checkBudget(state, surveyId, amount) {
     const { spentTotal, spentPeriod } = this.budget(state), p = this.policy;
     if (state.answered[`${this.baseUrl}#${surveyId}`]) throw new AlreadyAnswered(`survey ${surveyId} was already answered on this device`);
@@ -144,7 +142,6 @@ export class SurveyClient {
     return { delivered, pending: mine().length };
   }
 
-  /** ε spent and remaining on this device. */
   budget(state = this.load()) {
     const start = this.clock() - this.policy.periodDays * 86400000, p = this.policy;
     let total = 0, period = 0;

@@ -1,5 +1,4 @@
-// Duchi's one-bit mechanism (shared/mechanisms/duchi.py; protocol §4): privacy rests on the clamp
-// to [low, high] alone. Duchi, Jordan, Wainwright (FOCS 2013; JASA 2018).
+// Duchi's one-bit mechanism (shared/mechanisms/duchi.py; protocol §4). Duchi, Jordan, Wainwright (FOCS 2013).
 
 import { InvalidSurvey, Mechanism, RESOLUTION, SYSTEM, checkNumber, checkRange, checkThreshold, logRatio, threshold } from "./mechanism.js";
 
@@ -18,7 +17,7 @@ export class Duchi extends Mechanism {
 
   checkValue(value) { return checkNumber(value, this.lo, this.hi); }
 
-  /** The threshold for +1 (IEEE doubles, in this order). */
+  /** The threshold for +1 (IEEE doubles, in this order); privacy rests on the clamp alone. */
   limit(value) {
     const t = Math.min(1, Math.max(-1, 2 * (value - this.lo) / (this.hi - this.lo) - 1));
     return Math.min(this.high, Math.max(this.low, threshold(0.5 + t * this.slope)));

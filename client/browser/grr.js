@@ -1,5 +1,5 @@
-// Generalized randomized response (shared/mechanisms/grr.py), binary RR (binary_rr.py); protocol §4.
-// Kairouz, Oh, Viswanath (NeurIPS 2014); Wang, Blocki, Li, Jha (USENIX Security 2017); Warner (JASA 1965).
+// GRR and binary RR (shared/mechanisms/grr.py, binary_rr.py; protocol §4). Kairouz, Oh, Viswanath
+// (NeurIPS 2014); Wang, Blocki, Li, Jha (USENIX Security 2017); Warner (JASA 1965).
 
 import { InvalidSurvey, InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 

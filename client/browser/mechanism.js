@@ -26,7 +26,6 @@ export function checkRange(lo, hi) {
   if (![lo, hi, hi - lo].every(Number.isFinite) || !(lo < hi)) throw new InvalidSurvey(`numeric range must be finite with lo < hi, got [${lo}, ${hi}]`);
 }
 
-/** A number in [lo, hi], never clamped. */
 export function checkNumber(value, lo, hi) {
   if (typeof value === "number" && value >= lo && value <= hi) return value;
   throw new InvalidValue(`value must be a number in [${lo}, ${hi}], got ${value}`);

@@ -1,5 +1,4 @@
-// Option sampling, one option per report (shared/mechanisms/option_sampling.py; protocol §5.2).
-// Wang, Li, Jha (S&P 2018); Qin et al. (CCS 2016).
+// Option sampling (shared/mechanisms/option_sampling.py; protocol §5.2). Wang, Li, Jha (S&P 2018).
 
 import { InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
 

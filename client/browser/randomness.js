@@ -1,5 +1,4 @@
-// Randomness and the errors (shared/randomness.py, errors.py; docs/protocol.md §3): every draw
-// derives from a byte stream, so fixed bytes give the same report in every language.
+// Byte streams and errors (shared/randomness.py, errors.py; protocol §3): fixed bytes, same report in any language.
 
 export const RESOLUTION_BITS = 53, RESOLUTION = 2 ** 53;
 
@@ -31,7 +30,6 @@ export class ByteStreamSource {
   }
 }
 
-/** Fixed bytes (test vectors, memoized responses): RangeError when exhausted. */
 export class ArraySource extends ByteStreamSource {}
 
 /** The CSPRNG: crypto.getRandomValues, 4 KiB at a time. */

@@ -1,5 +1,4 @@
-// The form on every element with data-deniable-survey (docs/embedding.md): it shows what leaves
-// the device (the noisy values, the ε spent) and sends it only after "Send".
+// The form on each [data-deniable-survey] (docs/embedding.md): shows what leaves, sends on "Send".
 
 import { SurveyClient } from "./deniable.js";
 
@@ -16,9 +15,12 @@ const round = (epsilon) => +epsilon.toFixed(4);
 /** A question's fieldset: labelled radio buttons, checkboxes or a number input. */
 function field(q) {
   const name = `q-${q.id}`, type = q.type === "multiple_choice" ? "checkbox" : "radio";
-  const inputs = q.type === "numeric" ? [el("label", { for: name, text: `A number from ${q.lo} to ${q.hi}` }), el("input", { type: "number", id: name, name, min: q.lo, max: q.hi, step: "any", required: "" })]
-    : (q.options ?? ["Yes", "No"]).map((label, i) => el("div", { class: "choice" }, el("input", { type, id: `${name}-${i}`, name, value: q.options ? label : label === "Yes" }), el("label", { for: `${name}-${i}`, text: label })));
-  return el("fieldset", { id: `${name}-set` }, el("legend", { text: q.text }), ...inputs, el("p", { class: "epsilon", text: `Privacy loss of this question: ε = ${round(q.cost)}` }));
+  const inputs = q.type === "numeric"
+    ? [el("label", { for: name, text: `A number from ${q.lo} to ${q.hi}` }), el("input", { type: "number", id: name, name, min: q.lo, max: q.hi, step: "any", required: "" })]
+    : (q.options ?? ["Yes", "No"]).map((label, i) => el("div", { class: "choice" },
+      el("input", { type, id: `${name}-${i}`, name, value: q.options ? label : label === "Yes" }), el("label", { for: `${name}-${i}`, text: label })));
+  return el("fieldset", { id: `${name}-set` }, el("legend", { text: q.text }), ...inputs,
+    el("p", { class: "epsilon", text: `Privacy loss of this question: ε = ${round(q.cost)}` }));
 }
 
 /** The answer in the form, or undefined. */
@@ -45,7 +47,8 @@ export async function mount(root) {
   }
   const token = data.deniableEnrolment, askToken = survey.requireEnrolment && !token;
   const form = el("form", { novalidate: "" }, el("h2", { text: survey.title }), el("p", { text: survey.description }), ...survey.questions.map(field),
-    ...(askToken ? [el("label", { for: "deniable-token", text: "Enrolment token (from the survey's organisers)" }), el("input", { id: "deniable-token", autocomplete: "off", required: "" })] : []),
+    ...(askToken ? [el("label", { for: "deniable-token", text: "Enrolment token (from the survey's organisers)" }),
+      el("input", { id: "deniable-token", autocomplete: "off", required: "" })] : []),
     el("button", { type: "submit", text: "Randomize my answers" }));
   const review = el("section", { class: "review", hidden: "", "aria-labelledby": "deniable-review" });
   root.append(form, review);

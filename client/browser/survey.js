@@ -1,5 +1,4 @@
-// Survey definitions (deniable.survey/2, docs/protocol.md §2, §4, §5; shared/survey.py): strict
-// validation, each question's mechanism built from the signed, resolved parameters alone.
+// Survey definitions (/2; shared/survey.py; protocol §2, §4, §5): strict, mechanisms from signed parameters alone.
 
 import { InvalidSurvey, InvalidValue } from "./randomness.js";
 
@@ -33,7 +32,6 @@ function oracleKind({ type, mechanism, longitudinal }) {
   return type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism;
 }
 
-/** Imports the modules a definition needs (before parseDefinition). */
 export async function loadMechanisms(definition) {
   for (const q of Array.isArray(definition?.questions) ? definition.questions : []) {
     const [file, name] = ORACLES[oracleKind(Object(q))] ?? [];
@@ -73,7 +71,8 @@ export class Question {
     const { type, mechanism, options: o, longitudinal: l } = data, shape = [...FIELDS, ...({ numeric: ["lo", "hi"], yes_no: [] }[type] ?? ["options"])];
     exactKeys(where, data, [...shape, "longitudinal"], shape);
     where = `question ${identifier(`${where}.id`, data.id)}`;
-    Object.assign(this, { id: data.id, type, text: text(`${where}.text`, data.text, 2000), epsilon: epsilon(`${where}.epsilon`, data.epsilon), mechanism, parameters: data.parameters, longitudinal: l ?? null, lo: data.lo, hi: data.hi });
+    Object.assign(this, { id: data.id, type, text: text(`${where}.text`, data.text, 2000), epsilon: epsilon(`${where}.epsilon`, data.epsilon),
+      mechanism, parameters: data.parameters, longitudinal: l ?? null, lo: data.lo, hi: data.hi });
     if (type.endsWith("_choice")) {
       const limit = type === "multiple_choice" ? 64 : 1024;
       if (!Array.isArray(o) || o.length < 2 || o.length > limit || new Set(o).size !== o.length) throw fail(`${where}.options`, `must be 2 to ${limit} distinct labels`);
