@@ -18,7 +18,10 @@ export interface Policy {
   allowLongitudinal: boolean;
 }
 
-/** A question's oracle (mechanism.js and one module per mechanism). */
+/**
+ * A question's oracle (mechanism.js and one module per mechanism). Decoding a payload is the
+ * aggregator's side: `decode(oracle, payload)` in wire.js (the report, or ReportError).
+ */
 export interface Mechanism {
   readonly name: string;
   readonly reportBytes: number;
@@ -28,8 +31,6 @@ export interface Mechanism {
   randomize(value: unknown, source?: ByteStreamSource): unknown;
   /** Lowercase hex, a fixed length per question. */
   encode(report: unknown): string;
-  /** The report, or ReportError. */
-  decode(payload: string): unknown;
   /** The report in plain words (labels: the question's options, or ["no", "yes"]). */
   describe(report: unknown, labels: string[]): string;
 }
@@ -91,7 +92,7 @@ export interface FlushResult { delivered: number; pending: number; }
 export interface ClientOptions {
   /** Base64 of the aggregator's 32-byte Ed25519 public key, pinned by the embed code. */
   publicKey?: string;
-  /** Only when no publicKey is given: pin the key served at /api/v1/key on first use. */
+  /** Only when no publicKey is given: pin the key served at /api/v1/key on first use (imports keychain.js). */
   trustOnFirstUse?: boolean;
   storage?: StorageLike;
   policy?: Partial<Policy>;
@@ -131,7 +132,6 @@ export abstract class ByteStreamSource {
   tokenBytes(count: number): Uint8Array;
   uniform53(): number;
   randbelow(upper: number): number;
-  randbelowBig(upper: bigint): bigint;
 }
 export class SystemRandomSource extends ByteStreamSource {}
 export class ArraySource extends ByteStreamSource { constructor(bytes: Uint8Array); }
@@ -139,6 +139,13 @@ export const SYSTEM: SystemRandomSource;
 
 export function canonicalize(value: unknown): string;
 export function canonicalBytes(value: unknown): Uint8Array;
+export function b64encode(bytes: Uint8Array): string;
+/** Canonical padded base64 only, or SignatureError. */
+export function b64decode(text: string): Uint8Array;
+/** id(K): the first 16 hex digits of SHA-256 of the 32 raw key bytes. */
+export function keyId(key: Uint8Array): Promise<string>;
+/** Whether `signature` is an Ed25519 signature of `message` under the raw 32-byte `publicKey`. */
+export function verify(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean>;
 /**
  * Imports the mechanism modules a definition's questions name (only those, from a fixed table);
  * fetchSurvey calls it after the signature check.
