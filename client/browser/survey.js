@@ -5,7 +5,7 @@ import { InvalidSurvey, InvalidValue } from "./randomness.js";
 export const FORMAT = "deniable.survey/2", TOLERANCE = 1e-9;
 const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
 const ALLOWED = { yes_no: CHOICE, single_choice: CHOICE, multiple_choice: ["binary_rr", "option_sampling"], numeric: ["duchi", "discrete_laplace"] };
-const TYPES = Object.keys(ALLOWED), FIELDS = ["id", "type", "text", "epsilon", "mechanism", "parameters"];
+const TYPES = Object.keys(ALLOWED);
 export const MECHANISMS = [...new Set(Object.values(ALLOWED).flat())];
 // Per oracle: module, class, resolved parameters (exactly). Only the modules a survey names load.
 const ORACLES = Object.fromEntries(`binary_rr grr BinaryRR keep
@@ -41,9 +41,11 @@ export async function loadMechanisms(definition) {
 
 const fail = (where, message) => new InvalidSurvey(`${where}: ${message}`);
 
-export function exactKeys(where, object, allowed, required = allowed) {
+/** An object with exactly the keys named (those ending in "?" optional). */
+export function exactKeys(where, object, names) {
   if (object === null || typeof object !== "object" || Array.isArray(object)) throw fail(where, "must be an object");
-  const odd = Object.keys(object).find((key) => !allowed.includes(key)), missing = required.find((key) => !(key in object));
+  const allowed = names.map((name) => name.replace(/\?$/, "")), odd = Object.keys(object).find((key) => !allowed.includes(key));
+  const missing = names.find((name) => !name.endsWith("?") && !(name in object));
   if (odd ?? missing) throw fail(where, odd ? `unknown field ${odd}` : `missing field ${missing}`);
 }
 
@@ -68,8 +70,8 @@ export class Question {
   constructor(data, index) {
     let where = `survey.questions[${index}]`;
     if (!TYPES.includes(data?.type)) throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`);
-    const { type, mechanism, options: o, longitudinal: l } = data, shape = [...FIELDS, ...({ numeric: ["lo", "hi"], yes_no: [] }[type] ?? ["options"])];
-    exactKeys(where, data, [...shape, "longitudinal"], shape);
+    const { type, mechanism, options: o, longitudinal: l } = data, extra = { numeric: ["lo", "hi"], yes_no: [] }[type] ?? ["options"];
+    exactKeys(where, data, ["id", "type", "text", "epsilon", "mechanism", "parameters", "longitudinal?", ...extra]);
     where = `question ${identifier(`${where}.id`, data.id)}`;
     Object.assign(this, { id: data.id, type, text: text(`${where}.text`, data.text, 2000), epsilon: epsilon(`${where}.epsilon`, data.epsilon),
       mechanism, parameters: data.parameters, longitudinal: l ?? null, lo: data.lo, hi: data.hi });
@@ -111,7 +113,7 @@ export class Question {
 }
 
 export function parseDefinition(data) {
-  exactKeys("survey", data, ["format", "id", "title", "description", "questions"], ["format", "id", "title", "questions"]);
+  exactKeys("survey", data, ["format", "id", "title", "description?", "questions"]);
   if (data.format !== FORMAT) throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`);
   const q = data.questions;
   if (!Array.isArray(q) || q.length < 1 || q.length > 100) throw fail("survey.questions", "must be a list of 1 to 100 questions");

@@ -84,3 +84,10 @@ test("longitudinal questions: the object and the instantaneous ε are checked", 
   twice.questions = [mood, { ...VECTORS.questions.habit, longitudinal: { ...VECTORS.questions.habit.longitudinal, key: "mood" } }];
   assert.throws(() => parseDefinition(twice), /longitudinal keys must be distinct/);
 });
+
+test("an optional field's name with its marker is not a field", () => {
+  const demo = VECTORS.surveys.find((s) => s.name === "demo").definition;
+  assert.throws(() => parseDefinition({ ...demo, "description?": "x" }), /unknown field description\?/);
+  assert.throws(() => parseDefinition({ ...demo, questions: [{ ...demo.questions[0], "longitudinal?": {} }] }), /unknown field longitudinal\?/);
+  assert.equal(parseDefinition({ ...demo, description: "" }).description, "");
+});
