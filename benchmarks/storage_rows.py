@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ingest import DEFAULT_DSN, QUESTION_ID, definition, payload_pool, prepare_database
+from ingest import (
+    DEFAULT_DSN,
+    MECHANISM,
+    QUESTION_ID,
+    definition,
+    payload_pool,
+    prepare_database,
+)
 
 BATCH = 1000
 TARGET_BATCH = 50_000
@@ -90,17 +97,17 @@ def bare_rows_per_second(storage: Any, backend: str, rows: list[tuple]) -> float
     return len(rows) / (time.perf_counter() - start)
 
 
-def run(backend: str, database: str, total: int, calls: int) -> dict[str, Any]:
+def run(backend: str, database: str, total: int, calls: int, mechanism: str) -> dict[str, Any]:
     from deniable.aggregator.storage import open_storage
     from deniable.survey import Survey
     from deniable.wire import parse_submission
 
-    survey = Survey.from_dict(definition())
+    survey = Survey.from_dict(definition(mechanism=mechanism))
     storage = open_storage({"DATABASE": database})
     try:
         storage.migrate()
         storage.create_survey(survey, results_public=True)
-        pool = payload_pool()
+        pool = payload_pool(mechanism=mechanism)
         rng = np.random.default_rng(3)
         ids = [str(uuid.UUID(bytes=rng.bytes(16), version=4)) for _ in range(total)]
         start = time.perf_counter()
@@ -181,9 +188,11 @@ def verdict(ok: bool) -> str:
     return "meets target" if ok else "BELOW TARGET"
 
 
-def storage_rows(backends: list[str], dsn: str, total: int, calls: int) -> None:
+def storage_rows(
+    backends: list[str], dsn: str, total: int, calls: int, mechanism: str = MECHANISM
+) -> None:
     print(f"\nstorage at the limit, in one process (what a worker's storage does; no HTTP), "
-          f"{total:,} reports in batches of {BATCH:,}, d = 1,024")  # fmt: skip
+          f"{total:,} reports in batches of {BATCH:,}, d = 1,024, {mechanism}")  # fmt: skip
     for backend in backends:
         workdir = Path(tempfile.mkdtemp(prefix=f"deniable-storage-{backend}-"))
         try:
@@ -192,7 +201,7 @@ def storage_rows(backends: list[str], dsn: str, total: int, calls: int) -> None:
             print(f"  {backend}: skipped ({type(error).__name__}: {error})")
             continue
         try:
-            r = run(backend, database, total, calls)
+            r = run(backend, database, total, calls, mechanism)
         finally:
             cleanup()
         print(f"  {backend}:")
@@ -222,9 +231,10 @@ def main() -> None:
         "DENIABLE_BENCH_POSTGRES_DSN", os.environ.get("DENIABLE_TEST_POSTGRES_DSN", DEFAULT_DSN)))
     parser.add_argument("--reports", type=int, default=1_000_000)
     parser.add_argument("--results-calls", type=int, default=50)
+    parser.add_argument("--mechanism", default=MECHANISM)
     args = parser.parse_args()  # fmt: skip
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    storage_rows(backends, args.postgres_dsn, args.reports, args.results_calls)
+    storage_rows(backends, args.postgres_dsn, args.reports, args.results_calls, args.mechanism)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 
 import pytest
 
 from deniable.aggregator import create_app
 from deniable.aggregator.storage import hash_token, open_storage
 from deniable.aggregator.storage.base import migrations
-from deniable.errors import Conflict, NotFound
+from deniable.errors import Conflict, NotFound, StorageError
 from deniable.survey import Survey
 from deniable.wire import parse_submission
 
@@ -56,8 +57,6 @@ def test_tokens_are_stored_only_as_hashes(storage):
 @pytest.mark.parametrize("field", ["question", "payload"])
 def test_a_reused_id_is_told_from_a_retry_by_its_stored_body(storage, field):
     """No digest is stored (migration 0006): the stored question and payload decide."""
-    from dataclasses import replace
-
     storage.create_survey(SURVEY, results_public=True)
     first, other = reports(2, seed=4)
     storage.add_reports("demo", [first])
@@ -250,13 +249,70 @@ def test_migration_0004_keeps_unfolded_reports(backend, database):
             n, vector = expected_statistics(batch, question)
             assert statistics[question.id].n == n
             assert statistics[question.id].statistics.tolist() == vector
+        # Ids stored before the later migrations (0006, 0007) still tell retries from reuse.
+        assert storage.add_reports("demo", batch[:3]) == [r.id for r in batch[:3]]
+        forged = replace(batch[0], payload=batch[1].payload, question=batch[1].question)
+        with pytest.raises(Conflict):
+            storage.add_reports("demo", [forged])
+        fresh = reports(2, seed=10)
+        storage.add_reports("demo", fresh)
+        seqs = [seq for seq, _ in raw(storage, "SELECT seq, report_id FROM reports ORDER BY seq")]
+        assert len(seqs) == len(batch) + len(fresh) and seqs == sorted(set(seqs))
     finally:
         storage.close()
 
 
+def test_sqlite_report_ids_merge_into_the_id_table(storage, backend, monkeypatch):
+    """Ids after the last merge are checked in memory, the rest in report_ids (0007)."""
+    if backend != "sqlite":
+        pytest.skip("report_ids and report_id_merge are SQLite's (migration 0007)")
+    from deniable.aggregator.storage import sqlite
+
+    monkeypatch.setattr(sqlite, "RECENT_IDS_LIMIT", 5)
+    storage.create_survey(SURVEY, results_public=True)
+    batches = [reports(4, seed=seed) for seed in range(20, 25)]
+    for batch in batches:
+        storage.add_reports("demo", batch)
+    ((merged,),) = raw(storage, "SELECT merged_through FROM report_id_merge")
+    settled = raw(storage, "SELECT report_id, seq FROM report_ids")
+    every = [r.id for batch in batches for r in batch]
+    assert 0 < merged < len(every) and {seq for _, seq in settled} == set(range(1, merged + 1))
+    for fresh in (False, True):  # this process's memory, then a process that has none
+        if fresh:
+            storage._recent.invalidate()
+        for batch in batches:  # retries hit either side: acknowledged, nothing stored twice
+            assert storage.add_reports("demo", batch) == [r.id for r in batch]
+            forged = replace(batch[0], payload=batch[1].payload, question=batch[1].question)
+            with pytest.raises(Conflict):
+                storage.add_reports("demo", [*reports(1, seed=99), forged])
+    assert storage.count_reports("demo") == len(every)
+    assert sum(s.n for s in storage.fold("demo").values()) == len(every)
+
+
+def test_sqlite_a_failed_ingest_leaves_no_id_behind(storage, backend, monkeypatch):
+    """The in-memory recent ids never keep an id whose batch rolled back."""
+    if backend != "sqlite":
+        pytest.skip("the recent ids are SQLite's (migration 0007)")
+    storage.create_survey(SURVEY, results_public=True)
+    storage.add_reports("demo", reports(3, seed=30))
+    batch = reports(4, seed=31)
+
+    def fail(*args, **kwargs):
+        raise StorageError("disk on fire")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(storage), "_backlog", staticmethod(fail))
+        with pytest.raises(StorageError):
+            storage.add_reports("demo", batch)
+    assert storage.count_reports("demo") == 3
+    forged = replace(batch[0], payload=batch[1].payload, question=batch[1].question)
+    assert storage.add_reports("demo", [forged]) == [forged.id]  # the id was never stored
+    assert storage.count_reports("demo") == 4
+
+
 def test_postgres_ingest_never_waits_for_a_fold_in_progress(storage, backend, monkeypatch):
     if backend != "postgresql":
-        pytest.skip("SQLite folds inside the ingest transaction (one writer at a time)")
+        pytest.skip("SQLite has one writer at a time; its backlog fold is tested below")
 
     from deniable.aggregator.storage import postgres
 
@@ -273,3 +329,33 @@ def test_postgres_ingest_never_waits_for_a_fold_in_progress(storage, backend, mo
     assert raw(storage, "SELECT COUNT(*) FROM pending") == [(0,)]
     statistics = storage.fold("demo")
     assert sum(s.n for s in statistics.values()) == 20
+
+
+def test_sqlite_a_backlog_fold_that_loses_a_race_counts_nothing_twice(storage, backend,
+                                                                      monkeypatch):  # fmt: skip
+    """The backlog fold counts outside the write lock; a fold that ran meanwhile wins."""
+    if backend != "sqlite":
+        pytest.skip("PostgreSQL's backlog fold is tested above")
+    from deniable.aggregator.storage import sqlite
+
+    monkeypatch.setattr(sqlite, "FOLD_BACKLOG", 2)
+    storage.create_survey(SURVEY, results_public=True)
+    batch = reports(20, seed=6)
+    storage.add_reports("demo", batch[:2])
+    counting = sqlite.fold_into
+    raced = []
+
+    def fold_into_while_another_fold_runs(*args, **kwargs):
+        if not raced:
+            raced.append(True)
+            storage.add_reports("demo", batch[6:8])  # more reports arrive,
+            storage.fold("demo")  # and a results call folds everything meanwhile
+        return counting(*args, **kwargs)
+
+    monkeypatch.setattr(sqlite, "fold_into", fold_into_while_another_fold_runs)
+    storage.add_reports("demo", batch[2:6])
+    assert raced and raw(storage, "SELECT COUNT(*) FROM pending") == [(0,)]
+    assert sum(s.n for s in storage.fold("demo").values()) == 8  # none lost, none twice
+    storage.add_reports("demo", batch[8:])  # no race now: the backlog fold writes
+    assert raw(storage, "SELECT COUNT(*) FROM pending") == [(0,)]
+    assert sum(s.n for s in storage.fold("demo").values()) == 20
