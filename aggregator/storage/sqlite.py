@@ -13,13 +13,11 @@ error is closed and replaced.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
 import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,14 +50,10 @@ from .base import (
     statistics_from_json,
     utc_now,
 )
+from .sqlite_ids import ID_LOOKUP, FileLock, IdIndex, Staged
 
 # Below this much free space on the database's file system, /health reports degraded.
 MIN_FREE_BYTES = 8 << 20
-# Ids stored after the last merge before a batch merges them into report_ids
-# (migration 0007): each process holds them in memory (a few MiB), and a merge,
-# which rewrites report_ids' pages about once, in order, stays rare.
-RECENT_IDS_LIMIT = 50_000
-_ID_LOOKUP = 500  # ids per lookup statement (SQLite caps bound parameters)
 
 
 def _split_statements(script: str) -> list[str]:
@@ -75,98 +69,6 @@ def _split_statements(script: str) -> list[str]:
     return [s for s in statements if s]
 
 
-class FileLock:
-    """An exclusive ``flock`` on a file beside the database: one holder among every
-    thread and process, and a waiter wakes the moment it is released.
-
-    SQLite's own busy handler polls with sleeps of up to 100 ms, so two workers
-    writing in turn left the write lock idle for most of each wait; this one
-    polls every 2 ms at most.  Each thread opens its own descriptor: a lock
-    belongs to an open file description, so a shared one would let the threads
-    of one process in together.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._local = threading.local()
-
-    @contextlib.contextmanager
-    def held(self, *, wait: float = 0.0) -> Iterator[bool]:
-        """Yield True while holding the lock; False if it is still taken after ``wait`` s."""
-        local = self._local
-        if getattr(local, "depth", 0):  # already held by this thread: nested, not re-taken
-            local.depth += 1
-            try:
-                yield True
-            finally:
-                local.depth -= 1
-            return
-        if getattr(local, "pid", None) != os.getpid():
-            try:
-                local.descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            except OSError as error:
-                raise StorageError(f"sqlite lock file {self.path}: {error}") from None
-            local.pid = os.getpid()
-        deadline, pause = time.monotonic() + wait, 0.0002
-        while True:
-            try:
-                fcntl.flock(local.descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(pause)
-                pause = min(2 * pause, 0.002)
-        local.depth = 1
-        try:
-            yield True
-        finally:
-            local.depth = 0
-            fcntl.flock(local.descriptor, fcntl.LOCK_UN)
-
-
-class RecentIds:
-    """This process's copy of the ids stored after the last merge into report_ids.
-
-    Source of truth is the database: ``reports`` rows with seq above
-    ``report_id_merge.merged_through`` (migration 0007).  It is read and changed
-    only under the write lock and the storage's ingest lock, and dropped when an
-    ingest fails, so it never holds an id that was not committed.
-    """
-
-    def __init__(self) -> None:
-        self.invalidate()
-
-    def invalidate(self) -> None:
-        self.merged_through: int | None = None
-        self.last_seen = 0
-        self.ids: dict[tuple[str, str], int] = {}
-
-    def sync(self, connection: sqlite3.Connection) -> None:
-        """Catch up with the reports stored since (by any process)."""
-        (merged,) = connection.execute("SELECT merged_through FROM report_id_merge").fetchone()
-        if merged != self.merged_through:  # another process merged (or first use)
-            self.merged_through, self.last_seen, self.ids = merged, merged, {}
-        for seq, survey_id, report_id in connection.execute(
-            "SELECT seq, survey_id, report_id FROM reports WHERE seq > ? ORDER BY seq",
-            (self.last_seen,),
-        ):
-            self.ids[(survey_id, report_id)] = seq
-            self.last_seen = seq
-
-    def merge(self, connection: sqlite3.Connection) -> None:
-        """Move these ids into report_ids, sorted, so each of its pages is written about once."""
-        connection.execute(
-            "INSERT INTO report_ids (survey_id, report_id, seq)"
-            " SELECT survey_id, report_id, seq FROM reports WHERE seq > ? AND seq <= ?"
-            " ORDER BY survey_id, report_id",
-            (self.merged_through, self.last_seen),
-        )
-        connection.execute("UPDATE report_id_merge SET merged_through = ?", (self.last_seen,))
-        self.merged_through, self.ids = self.last_seen, {}
-
-
 class SqliteStorage(Storage):
     """Storage in one SQLite file."""
 
@@ -177,7 +79,7 @@ class SqliteStorage(Storage):
         self.path = Path(path.removeprefix("sqlite:///").removeprefix("sqlite://"))
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
-        self._recent = RecentIds()
+        self._ids = IdIndex()
         self._ingest_lock = threading.Lock()
         self._write_turn = FileLock(self.path.with_name(self.path.name + ".write-lock"))
         self._fold_turn = FileLock(self.path.with_name(self.path.name + ".fold-lock"))
@@ -431,37 +333,26 @@ class SqliteStorage(Storage):
         operator: bool = False,
     ) -> list[str]:
         received_at = iso(utc_now())
-        settled = self._settled_ids(survey_id, reports)
-        with (
-            self._ingest_lock,
-            self._recent_dropped_on_failure(),
-            self._transaction() as connection,
-        ):
-            row = connection.execute(
-                "SELECT status, require_enrolment FROM surveys WHERE id = ?", (survey_id,)
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no survey {survey_id!r}")
-            if row[0] != OPEN:
-                raise Conflict(f"survey {survey_id!r} is closed")
-            if row[1] and not operator:
-                self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
-            self._insert_reports(connection, survey_id, reports, received_at, settled)
-            backlog = self._backlog(connection, survey_id)
+        # The ingest lock: this process's id index changes only under it (sqlite_ids.py).
+        with self._ingest_lock:
+            with self._transaction() as connection:
+                row = connection.execute(
+                    "SELECT status, require_enrolment FROM surveys WHERE id = ?", (survey_id,)
+                ).fetchone()
+                if row is None:
+                    raise NotFound(f"no survey {survey_id!r}")
+                if row[0] != OPEN:
+                    raise Conflict(f"survey {survey_id!r} is closed")
+                if row[1] and not operator:
+                    self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
+                staged = self._insert_reports(connection, survey_id, reports, received_at)
+                backlog = self._backlog(connection, survey_id)
+            self._ids.committed(staged)
         if backlog:
             # After the commit: the batch is acknowledged whatever happens to the fold.
             with contextlib.suppress(StorageError):
                 self._fold_backlog(survey_id)
         return [report.id for report in reports]
-
-    @contextlib.contextmanager
-    def _recent_dropped_on_failure(self) -> Iterator[None]:
-        """Forget the recent ids if the ingest fails: they may name uncommitted reports."""
-        try:
-            yield
-        except BaseException:
-            self._recent.invalidate()
-            raise
 
     @staticmethod
     def _backlog(connection: sqlite3.Connection, survey_id: str) -> bool:
@@ -471,65 +362,30 @@ class SqliteStorage(Storage):
             (survey_id, FOLD_BACKLOG),
         ).fetchone() is not None
 
-    def _settled_ids(self, survey_id: str, reports: list[Report]) -> tuple[int, dict[str, int]]:
-        """(merged_through, {id: seq} of these ids in report_ids), read before the write lock.
-
-        report_ids only grows, and only a merge (which raises merged_through)
-        changes it, so the answer still holds under the write lock while
-        merged_through is unchanged (see _insert_reports).
-        """
-        with self._transaction("DEFERRED") as connection:
-            (merged,) = connection.execute(
-                "SELECT merged_through FROM report_id_merge"
-            ).fetchone()
-            return merged, self._lookup_settled(connection, survey_id, [r.id for r in reports])
-
-    @staticmethod
-    def _lookup_settled(
-        connection: sqlite3.Connection, survey_id: str, ids: list[str]
-    ) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for start in range(0, len(ids), _ID_LOOKUP):  # Why: SQLite caps bound parameters.
-            part = ids[start : start + _ID_LOOKUP]
-            found.update(
-                connection.execute(
-                    "SELECT report_id, seq FROM report_ids"
-                    f" WHERE survey_id = ? AND report_id IN ({','.join('?' * len(part))})",
-                    (survey_id, *part),
-                ).fetchall()
-            )
-        return found
-
     def _insert_reports(
         self, connection: sqlite3.Connection, survey_id: str, reports: list[Report],
-        received_at: str, settled: tuple[int, dict[str, int]],
-    ) -> None:  # fmt: skip
+        received_at: str,
+    ) -> Staged:  # fmt: skip
         """Insert the new reports and queue them for folding; refuse a reused id.
 
         The caller holds the write lock (BEGIN IMMEDIATE) and this process's
         ingest lock, so nothing interleaves with these statements.  Ids already
-        stored (in report_ids or, after its last merge, in ``self._recent``) are
-        looked up first: a retry (same question and payload) is acknowledged
-        again and not stored twice; a reused id raises Conflict and the caller's
-        transaction rolls back.
+        stored are found first (sqlite_ids.py): a retry (same question and
+        payload) is acknowledged again and not stored twice; a reused id raises
+        Conflict and the caller's transaction rolls back.  Returns what the id
+        index learns once the caller has committed.
         """
         incoming: dict[str, Report] = {}
         for report in reports:
             previous = incoming.setdefault(report.id, report)
             if previous is not report and previous != report:
                 raise Conflict(f"report id {report.id} appears twice with different bodies")
-        recent = self._recent
-        recent.sync(connection)
-        merged_then, stored = settled
-        if recent.merged_through != merged_then:  # a merge ran since the lookup: redo it
-            stored = self._lookup_settled(connection, survey_id, list(incoming))
-        stored = {i: seq for i, seq in stored.items() if i in incoming}
-        for i in incoming:
-            if (seq := recent.ids.get((survey_id, i))) is not None:
-                stored[i] = seq
+        index = self._ids
+        index.sync(connection)
+        stored = index.stored(connection, survey_id, list(incoming))
         seqs = list(stored.values())
-        for start in range(0, len(seqs), _ID_LOOKUP):
-            part = seqs[start : start + _ID_LOOKUP]
+        for start in range(0, len(seqs), ID_LOOKUP):
+            part = seqs[start : start + ID_LOOKUP]
             for report_id, question_id, payload in connection.execute(
                 "SELECT report_id, question_id, payload FROM reports"
                 f" WHERE seq IN ({','.join('?' * len(part))})",
@@ -540,8 +396,8 @@ class SqliteStorage(Storage):
                     raise Conflict(f"report id {report_id} was already used with another body")
         new = [report for report in incoming.values() if report.id not in stored]
         if not new:
-            return
-        before = recent.last_seen
+            return Staged()
+        before = index.last_seen
         connection.executemany(
             "INSERT INTO reports (survey_id, report_id, question_id, payload, received_at)"
             " VALUES (?, ?, ?, ?, ?)",
@@ -551,9 +407,7 @@ class SqliteStorage(Storage):
             "INSERT INTO pending (seq, survey_id) SELECT seq, survey_id FROM reports WHERE seq > ?",
             (before,),
         )
-        recent.sync(connection)
-        if len(recent.ids) > RECENT_IDS_LIMIT:
-            recent.merge(connection)
+        return index.stage(connection, before)
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
         self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.

@@ -263,12 +263,13 @@ def test_migration_0004_keeps_unfolded_reports(backend, database):
 
 
 def test_sqlite_report_ids_merge_into_the_id_table(storage, backend, monkeypatch):
-    """Ids after the last merge are checked in memory, the rest in report_ids (0007)."""
+    """Ids after the last merge are checked in memory, the rest in report_ids (0007),
+    whose prefixes in memory spare a lookup for every new id."""
     if backend != "sqlite":
         pytest.skip("report_ids and report_id_merge are SQLite's (migration 0007)")
-    from deniable.aggregator.storage import sqlite
+    from deniable.aggregator.storage import sqlite_ids
 
-    monkeypatch.setattr(sqlite, "RECENT_IDS_LIMIT", 5)
+    monkeypatch.setattr(sqlite_ids, "RECENT_IDS_LIMIT", 5)
     storage.create_survey(SURVEY, results_public=True)
     batches = [reports(4, seed=seed) for seed in range(20, 25)]
     for batch in batches:
@@ -279,7 +280,7 @@ def test_sqlite_report_ids_merge_into_the_id_table(storage, backend, monkeypatch
     assert 0 < merged < len(every) and {seq for _, seq in settled} == set(range(1, merged + 1))
     for fresh in (False, True):  # this process's memory, then a process that has none
         if fresh:
-            storage._recent.invalidate()
+            storage._ids = sqlite_ids.IdIndex()
         for batch in batches:  # retries hit either side: acknowledged, nothing stored twice
             assert storage.add_reports("demo", batch) == [r.id for r in batch]
             forged = replace(batch[0], payload=batch[1].payload, question=batch[1].question)
@@ -289,8 +290,34 @@ def test_sqlite_report_ids_merge_into_the_id_table(storage, backend, monkeypatch
     assert sum(s.n for s in storage.fold("demo").values()) == len(every)
 
 
+def test_sqlite_id_index_follows_merges_made_by_another_process(storage, backend, database,
+                                                                monkeypatch):  # fmt: skip
+    """Two storages on one file (two workers) merge in turn; each still finds every id."""
+    if backend != "sqlite":
+        pytest.skip("the id index is SQLite's (migration 0007)")
+    from deniable.aggregator.storage import sqlite_ids
+
+    monkeypatch.setattr(sqlite_ids, "RECENT_IDS_LIMIT", 3)
+    storage.create_survey(SURVEY, results_public=True)
+    other = open_storage({"DATABASE": database})
+    try:
+        batches = [reports(2, seed=seed) for seed in range(40, 52)]
+        for number, batch in enumerate(batches):
+            (storage, other)[number % 2].add_reports("demo", batch)
+        for worker in (storage, other):
+            for batch in batches:
+                assert worker.add_reports("demo", batch) == [r.id for r in batch]
+                forged = replace(batch[0], payload=batch[1].payload, question=batch[1].question)
+                with pytest.raises(Conflict):
+                    worker.add_reports("demo", [forged])
+        assert storage.count_reports("demo") == 2 * len(batches)
+        assert len(storage._ids._settled) < len(batches)  # runs are combined as they come
+    finally:
+        other.close()
+
+
 def test_sqlite_a_failed_ingest_leaves_no_id_behind(storage, backend, monkeypatch):
-    """The in-memory recent ids never keep an id whose batch rolled back."""
+    """The in-memory id index never keeps an id whose batch rolled back."""
     if backend != "sqlite":
         pytest.skip("the recent ids are SQLite's (migration 0007)")
     storage.create_survey(SURVEY, results_public=True)

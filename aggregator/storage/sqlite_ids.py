@@ -1,0 +1,204 @@
+"""SQLite ingest at scale: which report ids are stored, and whose turn it is to write.
+
+Report ids are random (UUID 4).  A unique index over them takes every batch's
+inserts all over the file, so at a million reports each commit of 1,000 reports
+rewrote about a thousand index pages (migration 0007 has the figures).  Instead:
+
+* ``report_ids`` (table) holds every id with ``seq`` up to
+  ``report_id_merge.merged_through``; the batch that leaves more than
+  :data:`RECENT_IDS_LIMIT` ids after that point merges them in, sorted, so each
+  page of the table is written about once per merge;
+* :class:`IdIndex` (this process's memory) holds the ids after that point, read
+  from ``reports`` by seq, and the first 64 bits of every id in ``report_ids``,
+  sorted: an id whose prefix is absent is new without any lookup, and only the
+  rest (retries, and about one id in 2**40 by chance at a million) are looked up.
+
+The database is the source of truth: under the write lock the index first
+catches up with what other processes committed, and this process's own
+inserts and merges reach it only after their COMMIT, so it never holds an id
+that was rolled back.  :class:`FileLock` queues the writers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from deniable.errors import StorageError
+
+# Ids stored after the last merge before a batch merges them into report_ids:
+# each process keeps them in memory (a few MiB), and a merge stays rare.
+RECENT_IDS_LIMIT = 50_000
+ID_LOOKUP = 500  # ids per statement (SQLite caps bound parameters)
+_POLL_MAX_S = 0.002
+
+
+def prefix(report_id: str) -> int:
+    """The first 64 bits of a canonical UUID string (its first 16 hex digits)."""
+    return int(report_id[:8] + report_id[9:13] + report_id[14:18], 16)
+
+
+def _sorted_prefixes(ids: Iterable[str]) -> np.ndarray:
+    return np.sort(np.fromiter(map(prefix, ids), dtype=np.uint64))
+
+
+@dataclass
+class Staged:
+    """What one ingest changed, applied to the index only after its COMMIT."""
+
+    rows: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, survey, id)
+    merged_through: int | None = None
+
+
+class IdIndex:
+    """This process's view of the stored report ids of a SQLite database (see module)."""
+
+    def __init__(self) -> None:
+        self.merged_through: int | None = None
+        self.last_seen = 0
+        self.recent: dict[tuple[str, str], int] = {}
+        self._settled: list[np.ndarray] = []  # sorted runs of prefixes, largest first
+
+    def sync(self, connection: sqlite3.Connection) -> None:
+        """Catch up with what any process committed (the caller holds the write lock)."""
+        (merged,) = connection.execute("SELECT merged_through FROM report_id_merge").fetchone()
+        if self.merged_through is None or merged < self.merged_through:
+            # First use (or a restored, older file): read every settled id once.
+            ids = (i for (i,) in connection.execute("SELECT report_id FROM report_ids"))
+            self._settled = []
+            self._settle(ids)
+            self.merged_through, self.last_seen, self.recent = merged, merged, {}
+        elif merged != self.merged_through:  # another process merged
+            self._settle(i for (i,) in connection.execute(
+                "SELECT report_id FROM reports WHERE seq > ? AND seq <= ?",
+                (self.merged_through, merged),
+            ))  # fmt: skip
+            self.merged_through, self.last_seen, self.recent = merged, merged, {}
+        self._add(connection.execute(
+            "SELECT seq, survey_id, report_id FROM reports WHERE seq > ? ORDER BY seq",
+            (self.last_seen,),
+        ).fetchall())  # fmt: skip
+
+    def stored(
+        self, connection: sqlite3.Connection, survey_id: str, ids: list[str]
+    ) -> dict[str, int]:
+        """{id: seq} of those of ``ids`` this survey already holds (after :meth:`sync`)."""
+        found = {i: seq for i in ids if (seq := self.recent.get((survey_id, i))) is not None}
+        unseen = [i for i in ids if i not in found]
+        if not unseen or not self._settled:
+            return found
+        probes = np.fromiter(map(prefix, unseen), dtype=np.uint64, count=len(unseen))
+        maybe = np.zeros(len(unseen), dtype=bool)
+        for run in self._settled:
+            at = np.searchsorted(run, probes).clip(max=len(run) - 1)
+            maybe |= run[at] == probes
+        candidates = [i for i, hit in zip(unseen, maybe.tolist(), strict=True) if hit]
+        for start in range(0, len(candidates), ID_LOOKUP):
+            part = candidates[start : start + ID_LOOKUP]
+            found.update(connection.execute(
+                "SELECT report_id, seq FROM report_ids"
+                f" WHERE survey_id = ? AND report_id IN ({','.join('?' * len(part))})",
+                (survey_id, *part),
+            ).fetchall())  # fmt: skip
+        return found
+
+    def stage(self, connection: sqlite3.Connection, before: int) -> Staged:
+        """The rows just inserted (seq above ``before``), merged into report_ids if due."""
+        staged = Staged(rows=connection.execute(
+            "SELECT seq, survey_id, report_id FROM reports WHERE seq > ? ORDER BY seq", (before,)
+        ).fetchall())  # fmt: skip
+        if staged.rows and len(self.recent) + len(staged.rows) > RECENT_IDS_LIMIT:
+            last = staged.rows[-1][0]
+            connection.execute(
+                "INSERT INTO report_ids (survey_id, report_id, seq)"
+                " SELECT survey_id, report_id, seq FROM reports WHERE seq > ? AND seq <= ?"
+                " ORDER BY survey_id, report_id",
+                (self.merged_through, last),
+            )
+            connection.execute("UPDATE report_id_merge SET merged_through = ?", (last,))
+            staged.merged_through = last
+        return staged
+
+    def committed(self, staged: Staged) -> None:
+        """Apply what :meth:`stage` returned, once its transaction has committed."""
+        if staged.merged_through is None:
+            self._add(staged.rows)
+            return
+        self._settle([*(i for _, i in self.recent), *(i for _, _, i in staged.rows)])
+        self.merged_through = self.last_seen = staged.merged_through
+        self.recent = {}
+
+    def _add(self, rows: list[tuple[int, str, str]]) -> None:
+        for seq, survey_id, report_id in rows:
+            self.recent[(survey_id, report_id)] = seq
+        if rows:
+            self.last_seen = rows[-1][0]
+
+    def _settle(self, ids: Iterable[str]) -> None:
+        """Add a merge's ids; runs of similar size are combined (O(log n) runs)."""
+        run = _sorted_prefixes(ids)
+        if not run.size:
+            return
+        self._settled.append(run)
+        while len(self._settled) > 1 and len(self._settled[-2]) <= 2 * len(self._settled[-1]):
+            last = self._settled.pop()
+            self._settled[-1] = np.sort(np.concatenate([self._settled[-1], last]), kind="stable")
+
+
+class FileLock:
+    """An exclusive ``flock`` on a file beside the database: one holder among every
+    thread and process, handed over within 2 ms.
+
+    SQLite's own busy handler polls with sleeps of up to 100 ms, so two workers
+    writing in turn left the write lock idle for most of each wait.  Each thread
+    opens its own descriptor: a lock belongs to an open file description, so a
+    shared one would let the threads of one process in together.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def held(self, *, wait: float = 0.0) -> Iterator[bool]:
+        """Yield True while holding the lock; False if it is still taken after ``wait`` s."""
+        local = self._local
+        if getattr(local, "depth", 0):  # already held by this thread: nested, not re-taken
+            local.depth += 1
+            try:
+                yield True
+            finally:
+                local.depth -= 1
+            return
+        if getattr(local, "pid", None) != os.getpid():
+            try:
+                local.descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError as error:
+                raise StorageError(f"sqlite lock file {self.path}: {error}") from None
+            local.pid = os.getpid()
+        deadline, pause = time.monotonic() + wait, 0.0002
+        while True:
+            try:
+                fcntl.flock(local.descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(pause)
+                pause = min(2 * pause, _POLL_MAX_S)
+        local.depth = 1
+        try:
+            yield True
+        finally:
+            local.depth = 0
+            fcntl.flock(local.descriptor, fcntl.LOCK_UN)
