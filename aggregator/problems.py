@@ -194,11 +194,13 @@ def _finite_float(text: str) -> float:
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise InvalidJson(f"body: duplicate key {key[:80]!r}")
-        result[key] = value
+    result = dict(pairs)  # Why: built in C; a duplicate shows as a shorter dict
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise InvalidJson(f"body: duplicate key {key[:80]!r}")
+            seen.add(key)
     return result
 
 

@@ -36,8 +36,9 @@ import numpy as np
 from deniable.errors import StorageError
 
 # Ids stored after the last merge before a batch merges them into report_ids:
-# each process keeps them in memory (a few MiB), and a merge stays rare.
-RECENT_IDS_LIMIT = 50_000
+# each process keeps them in memory (about 30 MiB at most), and a merge, which
+# rewrites report_ids about once, stays rare.
+RECENT_IDS_LIMIT = 200_000
 ID_LOOKUP = 500  # ids per statement (SQLite caps bound parameters)
 _POLL_MAX_S = 0.002
 
@@ -78,11 +79,15 @@ class IdIndex:
             self._settle(ids)
             self.merged_through, self.last_seen, self.recent = merged, merged, {}
         elif merged != self.merged_through:  # another process merged
-            self._settle(i for (i,) in connection.execute(
-                "SELECT report_id FROM reports WHERE seq > ? AND seq <= ?",
-                (self.merged_through, merged),
-            ))  # fmt: skip
-            self.merged_through, self.last_seen, self.recent = merged, merged, {}
+            # Its merge holds the ids known here up to it, and those stored since last_seen.
+            known = [i for (_, i), seq in self.recent.items() if seq <= merged]
+            since = connection.execute(
+                "SELECT report_id FROM reports WHERE seq > ? AND seq <= ?", (self.last_seen, merged)
+            ).fetchall()
+            self._settle([*known, *(i for (i,) in since)])
+            later = {key: seq for key, seq in self.recent.items() if seq > merged}
+            self.merged_through, self.recent = merged, later
+            self.last_seen = max(merged, self.last_seen)
         self._add(connection.execute(
             "SELECT seq, survey_id, report_id FROM reports WHERE seq > ? ORDER BY seq",
             (self.last_seen,),
