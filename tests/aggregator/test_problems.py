@@ -48,7 +48,8 @@ def test_unexpected_errors_are_500_problems_without_traceback(app):
 @pytest.mark.parametrize(
     "data",
     [b"\xc3\x28", b"[" * 65 + b"]" * 65, b"9" * 4301, b"1e400", b"-Infinity", b"NaN",
-     b'{"a": 1, "a": 2}', b'{"r": [{"i": 1}, {"i": 1, "i": 1}]}', b"{'a': 1}", b"", b"  ", b'{"k": ["\\ud800"]}', b'{"\\udfff": 1}'],
+     b'{"a": 1, "a": 2}', b'{"r": [{"i": 1}, {"i": 1, "i": 1}]}', b"{'a': 1}", b"", b"  ",
+     b'{"k": ["\\ud800"]}', b'{"\\udfff": 1}'],
 )  # fmt: skip
 def test_strict_json_rejects(data):
     with pytest.raises(InvalidJson):
