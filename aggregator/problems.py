@@ -208,21 +208,23 @@ _CONTAINERS = (dict, list)
 
 
 def _too_deep(document: Any, limit: int) -> bool:
-    """True if containers nest deeper than ``limit`` (an explicit stack, no recursion).
+    """True if containers nest deeper than ``limit`` (level by level, no recursion).
 
     The walk visits containers only, so a batch of flat reports costs one step
     per report; json.loads itself already refuses nesting beyond Python's
     recursion limit (RecursionError), which bounds this walk too.
     """
-    stack = [(document, 1)] if type(document) in _CONTAINERS else []
-    while stack:
-        value, depth = stack.pop()
-        if depth > limit:
-            return True
-        for child in value.values() if type(value) is dict else value:
-            if type(child) in _CONTAINERS:  # json.loads makes exactly dict and list
-                stack.append((child, depth + 1))
-    return False
+    level = [document] if type(document) in _CONTAINERS else []
+    for _ in range(limit):
+        if not level:
+            return False
+        deeper = []
+        for value in level:
+            # json.loads makes exactly dict and list.
+            deeper += [c for c in (value.values() if type(value) is dict else value)
+                       if type(c) in _CONTAINERS]  # fmt: skip
+        level = deeper
+    return bool(level)
 
 
 def parse_json(data: bytes) -> Any:

@@ -21,6 +21,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from deniable.errors import AuthenticationError, Conflict, NotFound, StorageError
 from deniable.survey import Survey
 from deniable.wire import Report
@@ -50,7 +52,7 @@ from .base import (
     statistics_from_json,
     utc_now,
 )
-from .sqlite_ids import ID_LOOKUP, FileLock, IdIndex, Staged
+from .sqlite_ids import ID_LOOKUP, FileLock, IdIndex, Staged, probes
 
 # Below this much free space on the database's file system, /health reports degraded.
 MIN_FREE_BYTES = 8 << 20
@@ -333,6 +335,13 @@ class SqliteStorage(Storage):
         operator: bool = False,
     ) -> list[str]:
         received_at = iso(utc_now())
+        incoming: dict[str, Report] = {}
+        for report in reports:
+            previous = incoming.setdefault(report.id, report)
+            if previous is not report and previous != report:
+                raise Conflict(f"report id {report.id} appears twice with different bodies")
+        ids = list(incoming)
+        batch = (incoming, ids, probes(ids))  # Why here: less work while holding the locks
         # The ingest lock: this process's id index changes only under it (sqlite_ids.py).
         with self._ingest_lock:
             with self._transaction() as connection:
@@ -345,7 +354,7 @@ class SqliteStorage(Storage):
                     raise Conflict(f"survey {survey_id!r} is closed")
                 if row[1] and not operator:
                     self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
-                staged = self._insert_reports(connection, survey_id, reports, received_at)
+                staged = self._insert_reports(connection, survey_id, batch, received_at)
                 backlog = self._backlog(connection, survey_id)
             self._ids.committed(staged)
         if backlog:
@@ -363,8 +372,8 @@ class SqliteStorage(Storage):
         ).fetchone() is not None
 
     def _insert_reports(
-        self, connection: sqlite3.Connection, survey_id: str, reports: list[Report],
-        received_at: str,
+        self, connection: sqlite3.Connection, survey_id: str,
+        batch: tuple[dict[str, Report], list[str], np.ndarray], received_at: str,
     ) -> Staged:  # fmt: skip
         """Insert the new reports and queue them for folding; refuse a reused id.
 
@@ -375,14 +384,10 @@ class SqliteStorage(Storage):
         Conflict and the caller's transaction rolls back.  Returns what the id
         index learns once the caller has committed.
         """
-        incoming: dict[str, Report] = {}
-        for report in reports:
-            previous = incoming.setdefault(report.id, report)
-            if previous is not report and previous != report:
-                raise Conflict(f"report id {report.id} appears twice with different bodies")
+        incoming, ids, id_probes = batch
         index = self._ids
         index.sync(connection)
-        stored = index.stored(connection, survey_id, list(incoming))
+        stored = index.stored(connection, survey_id, ids, id_probes)
         seqs = list(stored.values())
         for start in range(0, len(seqs), ID_LOOKUP):
             part = seqs[start : start + ID_LOOKUP]

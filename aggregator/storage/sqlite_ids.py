@@ -48,8 +48,16 @@ def prefix(report_id: str) -> int:
     return int(report_id[:8] + report_id[9:13] + report_id[14:18], 16)
 
 
+def probes(ids: list[str]) -> np.ndarray:
+    """The prefixes of canonical UUID strings, in order (one hex decode for all of them)."""
+    if not ids:
+        return np.empty(0, dtype=np.uint64)
+    raw = bytes.fromhex("".join(ids).replace("-", ""))  # 16 bytes per id
+    return np.frombuffer(raw, dtype=">u8")[::2].astype(np.uint64)
+
+
 def _sorted_prefixes(ids: Iterable[str]) -> np.ndarray:
-    return np.sort(np.fromiter(map(prefix, ids), dtype=np.uint64))
+    return np.sort(probes(list(ids)))
 
 
 @dataclass
@@ -94,19 +102,22 @@ class IdIndex:
         ).fetchall())  # fmt: skip
 
     def stored(
-        self, connection: sqlite3.Connection, survey_id: str, ids: list[str]
+        self, connection: sqlite3.Connection, survey_id: str, ids: list[str], probes: np.ndarray
     ) -> dict[str, int]:
-        """{id: seq} of those of ``ids`` this survey already holds (after :meth:`sync`)."""
+        """{id: seq} of those of ``ids`` this survey already holds (after :meth:`sync`).
+
+        ``probes`` are the ids' prefixes (:func:`probes`, computed before the lock).
+        """
         found = {i: seq for i in ids if (seq := self.recent.get((survey_id, i))) is not None}
-        unseen = [i for i in ids if i not in found]
-        if not unseen or not self._settled:
+        if len(found) == len(ids) or not self._settled:
             return found
-        probes = np.fromiter(map(prefix, unseen), dtype=np.uint64, count=len(unseen))
-        maybe = np.zeros(len(unseen), dtype=bool)
+        maybe = np.zeros(len(ids), dtype=bool)
         for run in self._settled:
             at = np.searchsorted(run, probes).clip(max=len(run) - 1)
             maybe |= run[at] == probes
-        candidates = [i for i, hit in zip(unseen, maybe.tolist(), strict=True) if hit]
+        candidates = [
+            i for i, hit in zip(ids, maybe.tolist(), strict=True) if hit and i not in found
+        ]
         for start in range(0, len(candidates), ID_LOOKUP):
             part = candidates[start : start + ID_LOOKUP]
             found.update(connection.execute(
