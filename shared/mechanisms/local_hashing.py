@@ -108,11 +108,6 @@ def _xorshift16(x: np.ndarray) -> np.ndarray:
 def _fmix32_inplace(x: np.ndarray, scratch: np.ndarray) -> None:
     np.right_shift(x, 16, out=scratch)
     np.bitwise_xor(x, scratch, out=x)
-    _fmix32_rest_inplace(x, scratch)
-
-
-def _fmix32_rest_inplace(x: np.ndarray, scratch: np.ndarray) -> None:
-    """fmix32 after its first step x ^= x >> 16."""
     np.multiply(x, np.uint32(FMIX_1), out=x)
     np.right_shift(x, 13, out=scratch)
     np.bitwise_xor(x, scratch, out=x)
@@ -150,26 +145,43 @@ def _count_rows(
     a right shift distributes over XOR, so their XOR is fmix32's first step
     applied to seed XOR a, and each cell starts one XOR into the hash.
     """
-    d = shifted_multiplied.size
-    n = shifted_seeds.size
+    n, d = shifted_seeds.size, shifted_multiplied.size
     rows = min(_CHUNK_ROWS, max(1, n))
     block = np.empty((rows, d), dtype=np.uint32)
     scratch = np.empty_like(block)
     hits = np.empty((rows, d), dtype=np.bool_)
     tally = np.zeros((rows, d), dtype=np.uint8)
     counts = np.zeros(d, dtype=np.int64)
+    # A chunk is ten ufunc calls of a few microseconds, so per-call overhead shows:
+    # operands, constants and ufuncs are bound once, outputs passed positionally.
+    seed_column, y_column = shifted_seeds[:, None], ys[:, None]
+    value_row = shifted_multiplied[None, :]
+    fmix_1, fmix_2 = np.uint32(FMIX_1), np.uint32(FMIX_2)
+    by_13, by_16 = np.uint32(13), np.uint32(16)
+    if hash_range & (hash_range - 1) == 0:
+        reduce, modulus = np.bitwise_and, np.uint32(hash_range - 1)
+    else:
+        reduce, modulus = np.remainder, np.uint32(hash_range)
+    xor, multiply, shift, equal, add = np.bitwise_xor, np.multiply, np.right_shift, np.equal, np.add
     pending = 0
     previous = np.setbufsize(_BUFFER_ELEMENTS)  # per thread; restored below
     try:
         for start in range(0, n, rows):
-            stop = min(n, start + rows)
-            m = stop - start
-            x, s, h, t = block[:m], scratch[:m], hits[:m], tally[:m]
-            np.bitwise_xor(shifted_seeds[start:stop, None], shifted_multiplied[None, :], out=x)
-            _fmix32_rest_inplace(x, s)
-            _reduce_inplace(x, hash_range)
-            np.equal(x, ys[start:stop, None], out=h)
-            np.add(t, h.view(np.uint8), out=t)
+            stop = start + rows
+            x, s, h, t = block, scratch, hits, tally
+            if stop > n:  # the last, shorter chunk
+                stop = n
+                x, s, h, t = x[: n - start], s[: n - start], h[: n - start], t[: n - start]
+            xor(seed_column[start:stop], value_row, x)  # fmix32 after its first step, inlined
+            multiply(x, fmix_1, x)
+            shift(x, by_13, s)
+            xor(x, s, x)
+            multiply(x, fmix_2, x)
+            shift(x, by_16, s)
+            xor(x, s, x)
+            reduce(x, modulus, x)
+            equal(x, y_column[start:stop], h)
+            add(t, h.view(np.uint8), t)
             pending += 1
             if pending == _TALLY_CHUNKS:
                 counts += np.add.reduce(tally, axis=0, dtype=np.int64)
