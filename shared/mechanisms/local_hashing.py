@@ -77,9 +77,10 @@ _CHUNK_ROWS = 64
 # before a tally can overflow: cheaper than a reduction per chunk.
 _TALLY_CHUNKS = 255
 # numpy's ufunc buffer, in elements, while counting.  With the default (8192)
-# numpy buffers a broadcast (seeds[:, None] against values) whenever a row is
-# shorter than the buffer, which made those two ufuncs ~2.5x slower at d = 1,024;
-# a buffer smaller than a row leaves them unbuffered.  Must be a multiple of 16.
+# numpy buffers the broadcasts (seeds[:, None] against values, the block against
+# ys[:, None]) when a row is shorter than the buffer: at d = 1,024 they ran
+# 2.6x and 1.8x slower.  A buffer shorter than a row leaves them unbuffered.
+# (numpy 2.4 measured; the size must be a multiple of 16.)
 _BUFFER_ELEMENTS = 256
 _PARALLEL_MIN_CELLS = 1 << 21
 _MAX_WORKERS = 4
