@@ -228,6 +228,27 @@ def test_olh_chunked_threaded_counts_equal_naive(monkeypatch, hash_range):
     np.testing.assert_array_equal(mechanism.support_counts(batch[:0]), np.zeros(37))
 
 
+@pytest.mark.parametrize("hash_range", [2, 3, 4, 5, 7, 8, 1000])
+def test_olh_counts_equal_reference_bucket_for_any_chunking(monkeypatch, hash_range):
+    # Power-of-two g reduces with a mask, others with a remainder.  With 1-row
+    # chunks 600 reports make more than 255 chunks, so the uint8 tallies are
+    # summed mid-batch; at g = 2 a missed sum would wrap cells (~300 hits) past 255.
+    mechanism = OLH(epsilon=1.0, domain_size=37, hash_range=hash_range)
+    rng = np.random.default_rng(hash_range)
+    seeds = rng.integers(0, 1 << 32, 600, dtype=np.uint64).astype(np.int64)
+    seeds[:2] = [0, (1 << 32) - 1]
+    batch = np.stack([seeds, rng.integers(0, hash_range, 600)], axis=1)
+    expected = naive_olh_counts(mechanism, batch)
+    buffer = np.getbufsize()
+    for rows in (1, 7, 64):
+        monkeypatch.setattr(local_hashing, "_CHUNK_ROWS", rows)
+        np.testing.assert_array_equal(mechanism.support_counts(batch), expected)
+        monkeypatch.setattr(local_hashing, "_PARALLEL_MIN_CELLS", 0)
+        np.testing.assert_array_equal(mechanism.support_counts(batch), expected)
+        monkeypatch.setattr(local_hashing, "_PARALLEL_MIN_CELLS", 1 << 40)
+    assert np.getbufsize() == buffer  # counting restores numpy's ufunc buffer size
+
+
 class _FixedSeed(GeneratorSource):
     """Draws everything from a numpy generator except the OLH seed."""
 
