@@ -72,7 +72,9 @@ def test_read_only_commands_never_create_a_database_or_key(tmp_path, command):
 def test_init_and_serve_use_the_data_dir_and_sqlite_urls(tmp_path):
     home = tmp_path / "home"
     assert cli("init", home=home).returncode == 0
-    assert files_under(home) == ["deniable.sqlite3", "signing_key.pem"]
+    # The write-lock file queues SQLite writers (aggregator/storage/sqlite_ids.py).
+    assert files_under(home) == ["deniable.sqlite3", "deniable.sqlite3.write-lock",
+                                 "signing_key.pem"]  # fmt: skip
     other = tmp_path / "other"
     result = cli("--data-dir", str(other), "init", home=home)
     assert result.returncode == 0 and (other / "deniable.sqlite3").exists()
