@@ -168,6 +168,8 @@ class SqliteStorage(Storage):
 
     def close(self) -> None:
         self._drop_thread_connection()
+        self._write_turn.close()
+        self._fold_turn.close()
 
     # -- lifecycle ----------------------------------------------------------------
     def migrate(self) -> int:

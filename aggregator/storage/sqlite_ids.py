@@ -27,6 +27,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,6 +184,14 @@ class FileLock:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._local = threading.local()
+        self._opened: list[int] = []  # every thread's descriptor, closed by close()
+        self._generation = 0
+        weakref.finalize(self, _close_all, self._opened)
+
+    def close(self) -> None:
+        """Close every thread's descriptor (each reopens on its next use)."""
+        self._generation += 1
+        _close_all(self._opened)
 
     @contextlib.contextmanager
     def held(self, *, wait: float = 0.0) -> Iterator[bool]:
@@ -195,12 +204,13 @@ class FileLock:
             finally:
                 local.depth -= 1
             return
-        if getattr(local, "pid", None) != os.getpid():
+        if getattr(local, "opened", None) != (os.getpid(), self._generation):
             try:
                 local.descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             except OSError as error:
                 raise StorageError(f"sqlite lock file {self.path}: {error}") from None
-            local.pid = os.getpid()
+            local.opened = (os.getpid(), self._generation)
+            self._opened.append(local.descriptor)
         deadline, pause = time.monotonic() + wait, 0.0002
         while True:
             try:
@@ -218,3 +228,9 @@ class FileLock:
         finally:
             local.depth = 0
             fcntl.flock(local.descriptor, fcntl.LOCK_UN)
+
+
+def _close_all(descriptors: list[int]) -> None:
+    while descriptors:
+        with contextlib.suppress(OSError):
+            os.close(descriptors.pop())

@@ -28,3 +28,38 @@ def test_settled_runs_stay_sorted_few_and_complete():
     assert len(runs) <= 5
     assert all(bool(np.all(run[:-1] <= run[1:])) for run in runs)
     assert sorted(np.concatenate(runs).tolist()) == sorted(prefix(i) for i in every)
+
+
+def test_file_lock_excludes_other_descriptors_and_closes_its_own(tmp_path):
+    import os
+    import threading
+
+    from deniable.aggregator.storage.sqlite_ids import FileLock
+
+    lock = FileLock(tmp_path / "db.write-lock")
+    other = FileLock(tmp_path / "db.write-lock")  # another process would look the same
+    with lock.held() as ours:
+        assert ours
+        with lock.held() as nested:  # the same thread again: nested, not re-taken
+            assert nested
+        with other.held(wait=0.01) as theirs:
+            assert not theirs
+        seen = []
+        thread = threading.Thread(target=lambda: seen.append(lock.held(wait=0.01).__enter__()))
+        thread.start()
+        thread.join()
+        assert seen == [False]  # another thread of this process waits its turn too
+    with other.held() as theirs:
+        assert theirs
+    opened = list(lock._opened)
+    lock.close()
+    assert lock._opened == []
+    for descriptor in opened:
+        try:
+            os.fstat(descriptor)
+            still_open = True
+        except OSError:
+            still_open = False
+        assert not still_open or descriptor in other._opened
+    with lock.held() as again:  # reopened after close
+        assert again
