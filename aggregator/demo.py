@@ -210,15 +210,13 @@ def verify_signature(document: Mapping[str, Any], key: Mapping[str, Any]) -> Sur
     """Check a served survey's Ed25519 signature as a respondent's device would."""
     import base64
 
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from deniable.keychain import signature_valid
 
     survey = Survey.from_dict(document["definition"])
-    public = Ed25519PublicKey.from_public_bytes(base64.b64decode(key["public_key"]))
-    try:
-        public.verify(base64.b64decode(document["signature"]), survey.canonical_bytes())
-    except InvalidSignature:
-        raise _fail(f"survey {survey.id!r}: the served signature does not verify") from None
+    public = base64.b64decode(key["public_key"])
+    signature = base64.b64decode(document["signature"])
+    if not signature_valid(public, signature, survey.canonical_bytes()):
+        raise _fail(f"survey {survey.id!r}: the served signature does not verify")
     return survey
 
 

@@ -86,18 +86,6 @@ def _requests() -> Any:
     return requests
 
 
-def _signature_valid(public_key: bytes, signature: bytes, message: bytes) -> bool:
-    """Whether ``signature`` is the Ed25519 signature of ``message`` under ``public_key``."""
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
-    except InvalidSignature:
-        return False
-    return True
-
-
 def retryable_exceptions() -> tuple[type[BaseException], ...]:
     exceptions = _requests().exceptions
     return (exceptions.ConnectionError, exceptions.Timeout, exceptions.ChunkedEncodingError)
@@ -408,7 +396,9 @@ class SurveyClient(KeyPinning):
                 f"survey {survey_id!r}: definition does not validate, so it is not the "
                 f"signed one ({error})"
             ) from None
-        if not _signature_valid(key, signature, survey.canonical_bytes()):
+        from deniable.keychain import signature_valid
+
+        if not signature_valid(key, signature, survey.canonical_bytes()):
             raise SignatureError(
                 f"survey {survey_id!r}: signature does not match the definition under the "
                 f"pinned key {key_id}; the survey was altered or signed by someone else"
@@ -528,7 +518,9 @@ class SurveyClient(KeyPinning):
         key, _ = self._pinned_key()
         if key != survey.public_key:
             raise SignatureError(f"survey {survey.id!r} was not verified under the pinned key")
-        if not _signature_valid(key, survey.signature, survey.survey.canonical_bytes()):
+        from deniable.keychain import signature_valid
+
+        if not signature_valid(key, survey.signature, survey.survey.canonical_bytes()):
             raise SignatureError(f"survey {survey.id!r} was altered after fetch()")
         if survey.require_enrolment and enrolment_token is None:
             # Why before anything: answering without a token would charge the ledger and

@@ -34,9 +34,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from .errors import SignatureError
 
 ALGORITHM = "Ed25519"
@@ -127,7 +124,12 @@ class Pin:
         return key_id(self.public_key)
 
 
-def _verify(public: bytes, signature: bytes, message: bytes) -> bool:
+def signature_valid(public: bytes, signature: bytes, message: bytes) -> bool:
+    """Whether ``signature`` is the Ed25519 signature of ``message`` under ``public``."""
+    # Why here: a device imports cryptography at its first signature check, not at start-up.
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         Ed25519PublicKey.from_public_bytes(public).verify(signature, message)
     except InvalidSignature:
@@ -214,10 +216,10 @@ def follow_chain(pin: Pin, document: Mapping[str, Any]) -> Pin:
         message = rotation_message(link["sequence"], previous, following)
         signature = _decode(link["signature"], where, "signature")
         endorsement = _decode(link["endorsement"], where, "endorsement")
-        if not _verify(previous, signature, message):
+        if not signature_valid(previous, signature, message):
             raise SignatureError(f"{where}: not signed by the previous key {key_id(previous)}; "
                                  "forged or altered")  # fmt: skip
-        if not _verify(following, endorsement, message):
+        if not signature_valid(following, endorsement, message):
             raise SignatureError(f"{where}: not endorsed by the new key {key_id(following)}; "
                                  "forged or altered")  # fmt: skip
         followed.append(key_id(previous))
