@@ -591,6 +591,18 @@ def _operator_token(row: tuple) -> OperatorToken:
                          revoked_at=iso(revoked), surveys=scope)  # fmt: skip
 
 
+def needs_enrolment(survey_id: str, row: tuple | None) -> bool:
+    """Before storing reports: the survey must exist and be open; True if it needs enrolment.
+
+    ``row``: (status, require_enrolment) of the survey, None if there is no such survey.
+    """
+    if row is None:
+        raise NotFound(f"no survey {survey_id!r}")
+    if row[0] != OPEN:
+        raise Conflict(f"survey {survey_id!r} is closed")
+    return bool(row[1])
+
+
 def check_spent(survey_id: str, row: tuple | None, digest: str) -> None:
     """After a failed spend: allow only a retry of the batch that spent the token.
 

@@ -53,6 +53,7 @@ from .base import (
     initial_statistics,
     iso,
     migrations,
+    needs_enrolment,
     new_enrolment_token,
     utc_now,
 )
@@ -327,11 +328,7 @@ class PostgresStorage(Storage):
                 "SELECT status, require_enrolment FROM surveys WHERE id = %s FOR SHARE",
                 (survey_id,),
             ).fetchone()
-            if row is None:
-                raise NotFound(f"no survey {survey_id!r}")
-            if row[0] != OPEN:
-                raise Conflict(f"survey {survey_id!r} is closed")
-            if row[1] and not operator:
+            if needs_enrolment(survey_id, row) and not operator:
                 self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
             backlog = connection.execute(
                 "SELECT 1 FROM pending WHERE survey_id = %s ORDER BY seq LIMIT 1 OFFSET %s",

@@ -48,6 +48,7 @@ from .base import (
     initial_statistics,
     iso,
     migrations,
+    needs_enrolment,
     new_enrolment_token,
     statistics_from_json,
     utc_now,
@@ -350,11 +351,7 @@ class SqliteStorage(Storage):
                 row = connection.execute(
                     "SELECT status, require_enrolment FROM surveys WHERE id = ?", (survey_id,)
                 ).fetchone()
-                if row is None:
-                    raise NotFound(f"no survey {survey_id!r}")
-                if row[0] != OPEN:
-                    raise Conflict(f"survey {survey_id!r} is closed")
-                if row[1] and not operator:
+                if needs_enrolment(survey_id, row) and not operator:
                     self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
                 staged = self._insert_reports(connection, survey_id, batch, received_at)
                 backlog = self._backlog(connection, survey_id)
