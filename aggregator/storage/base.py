@@ -8,9 +8,11 @@ Tables (see ``migrations/<backend>/``):
   reused id (migration 0006 dropped the per-report digest column).
 * ``pending``: the seqs of reports not yet folded into the statistics (and
   their survey; migration 0004 dropped the payload and question, which a fold
-  reads from ``reports``).  Ingest inserts into ``reports`` and ``pending``, so
-  concurrent writers never wait on a shared row; only when a survey has more
-  than ``FOLD_BACKLOG`` pending reports does an ingest fold them too (SQLite:
+  reads from ``reports``).  PostgreSQL keeps them per stored batch instead
+  (``pending_batches``, migration 0008: one row per batch, not per report).
+  Ingest inserts into ``reports`` and ``pending``, so concurrent writers
+  never wait on a shared row; only when a survey has more than
+  ``FOLD_BACKLOG`` pending reports does an ingest fold them too (SQLite:
   in its own transaction, which holds the write lock anyway; PostgreSQL: right
   after its commit, and only if no other fold holds the statistics rows).
   Results therefore fold at most a backlog's worth, however many reports
@@ -289,12 +291,18 @@ def statistics_from_json(text: str) -> np.ndarray:
     return np.asarray(json.loads(text), dtype=np.int64)
 
 
-SURVEY_COLUMNS = """
+
+def survey_columns(pending_count: str) -> str:
+    """The survey columns, counting reports as folded ``n`` plus ``pending_count`` (SQL)."""
+    return f"""
     s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
     (SELECT COALESCE(SUM(n), 0) FROM question_statistics WHERE survey_id = s.id)
-      + (SELECT COUNT(*) FROM pending WHERE survey_id = s.id) AS n_reports,
+      + {pending_count} AS n_reports,
     s.require_enrolment
 """
+
+
+SURVEY_COLUMNS = survey_columns("(SELECT COUNT(*) FROM pending WHERE survey_id = s.id)")
 # Why: the hot paths (ingest, results) need the state, not a count of pending rows.
 SURVEY_COLUMNS_UNCOUNTED = """
     s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,

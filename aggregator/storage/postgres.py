@@ -1,12 +1,15 @@
 """PostgreSQL storage: psycopg 3 with a connection pool, READ COMMITTED transactions.
 
-Ingest only inserts (into ``reports`` and ``pending``) and takes a share lock
-on its survey row, so concurrent writers never wait for each other; closing a
-survey (an UPDATE) waits for in-flight ingests, so nothing is acknowledged for
-a closed survey.  Folding locks the survey's ``question_statistics`` rows
-(results readers, and an ingest that found a backlog, after its commit and with
-NOWAIT) and moves pending rows with ``DELETE ... RETURNING``: no seq
-watermark, because identity values commit out of order.
+Ingest only inserts (into ``reports``, and one ``pending_batches`` row per
+batch) and takes a share lock on its survey row, so concurrent writers never
+wait for each other; closing a survey (an UPDATE) waits for in-flight ingests,
+so nothing is acknowledged for a closed survey.  An ingest that needs no
+enrolment token is one statement (:data:`STORE_BATCH`); a batch holding an id
+already stored, or one that spends a token, takes the checked path.  Folding
+locks the survey's ``question_statistics`` rows (results readers, and an
+ingest that found a backlog, after its commit and with NOWAIT) and moves
+pending batches with ``DELETE ... RETURNING``: no seq watermark, because
+identity values commit out of order.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -37,7 +41,6 @@ from .base import (
     FOLD_BACKLOG,
     FOLD_CHUNK,
     OPEN,
-    SURVEY_COLUMNS,
     SURVEY_COLUMNS_UNCOUNTED,
     QuestionStatistics,
     Storage,
@@ -55,14 +58,87 @@ from .base import (
     migrations,
     needs_enrolment,
     new_enrolment_token,
+    survey_columns,
     utc_now,
 )
 
 # Deadlocks (two batches sharing ids) and serialization failures are retried whole.
 RETRYABLE = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure)
+# A reused report id, on the one-statement ingest: the checked path takes the batch.
+UNIQUE = pg_errors.UniqueViolation
 ATTEMPTS = 5
 # An arbitrary constant: the advisory lock that serializes concurrent migrations.
 MIGRATION_LOCK = 0x6465_6E69
+SURVEY_COLUMNS = survey_columns(
+    "(SELECT COALESCE(SUM(cardinality(seqs)), 0) FROM pending_batches WHERE survey_id = s.id)"
+)
+
+# The batch's columns as three arrays, unnested in the body's order.
+_INCOMING = """incoming AS (
+    SELECT * FROM unnest(%(ids)s::text[]::uuid[], %(questions)s::text[], %(payloads)s::text[])
+        WITH ORDINALITY AS r (report_id, question_id, payload, position)
+)"""
+# The batch's seqs as one pending row, and the oldest pending batch's first seq
+# (read before this statement's own rows): together they bound the backlog.
+_QUEUE = """queued AS (
+    INSERT INTO pending_batches (survey_id, first_seq, seqs)
+    SELECT %(survey)s, MIN(seq), array_agg(seq) FROM inserted HAVING COUNT(*) > 0
+), oldest AS (
+    SELECT first_seq FROM pending_batches WHERE survey_id = %(survey)s ORDER BY id LIMIT 1
+)"""
+# An ingest that needs no enrolment token, in one round trip.  The survey row is
+# locked FOR SHARE before any row is inserted (an InitPlan), and under READ
+# COMMITTED the lock re-reads a row a concurrent close has just updated, so a
+# closed survey stores nothing.  No ON CONFLICT: a reused id raises
+# unique_violation, and the checked path (STORE_CHECKED) takes the batch again.
+STORE_BATCH = f"""
+WITH survey AS MATERIALIZED (
+    SELECT status, require_enrolment FROM surveys WHERE id = %(survey)s FOR SHARE
+), {_INCOMING}, inserted AS (
+    INSERT INTO reports (survey_id, report_id, question_id, payload)
+    SELECT %(survey)s, report_id, question_id, payload FROM incoming
+    WHERE (SELECT status = '{OPEN}' AND (%(operator)s OR NOT require_enrolment) FROM survey)
+    ORDER BY position
+    RETURNING seq
+), {_QUEUE}
+SELECT (SELECT status FROM survey), (SELECT MAX(seq) FROM inserted), (SELECT first_seq FROM oldest)
+"""
+# The checked path, after the survey row is locked (and a token spent): stores
+# the reports whose ids are new and names them, so the rest can be compared.
+STORE_CHECKED = f"""
+WITH {_INCOMING}, inserted AS (
+    INSERT INTO reports (survey_id, report_id, question_id, payload)
+    SELECT %(survey)s, report_id, question_id, payload FROM incoming ORDER BY position
+    ON CONFLICT (report_id, survey_id) DO NOTHING
+    RETURNING seq, report_id
+), {_QUEUE}
+SELECT report_id::text, seq, (SELECT first_seq FROM oldest) FROM inserted
+"""
+# Pending batches, oldest first, until about ``chunk`` reports: each batch whole.
+TAKE_PENDING = """
+WITH taken AS (
+    DELETE FROM pending_batches WHERE id IN (
+        SELECT id FROM (
+            SELECT id, SUM(cardinality(seqs)) OVER (ORDER BY id) - cardinality(seqs) AS before
+            FROM pending_batches WHERE survey_id = %s
+        ) ordered WHERE before < %s
+    ) RETURNING seqs
+)
+SELECT r.question_id, r.payload
+FROM taken CROSS JOIN LATERAL unnest(taken.seqs) AS t (seq) JOIN reports r ON r.seq = t.seq
+"""
+
+
+def over_backlog(last_seq: int | None, first_pending: int | None) -> bool:
+    """True if the survey's pending reports may exceed FOLD_BACKLOG.
+
+    ``last_seq - first_pending`` bounds the pending count from above (other
+    surveys' reports and refused ids also take seqs), so a fold may come
+    early when surveys interleave, never late.
+    """
+    if last_seq is None or first_pending is None:
+        return False
+    return last_seq - first_pending + 1 > FOLD_BACKLOG
 
 
 class PostgresStorage(Storage):
@@ -100,11 +176,13 @@ class PostgresStorage(Storage):
             return self._pool
 
     @contextlib.contextmanager
-    def _transaction(self, *, retryable: bool = False) -> Iterator[psycopg.Connection]:
+    def _transaction(
+        self, *, passing: tuple[type[psycopg.Error], ...] = ()
+    ) -> Iterator[psycopg.Connection]:
         """One committed-or-rolled-back transaction on a pooled connection.
 
-        With ``retryable``, deadlocks and serialization failures propagate as they
-        are, for the caller to run the transaction again.
+        Database errors of the ``passing`` types (deadlocks and serialization
+        failures, say) propagate as they are, for the caller to handle.
         """
         try:
             with self._get_pool().connection() as connection, connection.transaction():
@@ -120,7 +198,7 @@ class PostgresStorage(Storage):
                 f"a value of this request cannot be stored ({error.sqlstate})"
             ) from None
         except psycopg.Error as error:
-            if retryable and isinstance(error, RETRYABLE):
+            if isinstance(error, passing):
                 raise
             raise StorageError(f"postgresql: {type(error).__name__}: {error}") from None
 
@@ -213,7 +291,8 @@ class PostgresStorage(Storage):
                         for qid, pos, zeros in initial_statistics(survey)
                     ],
                 )
-            return self._fetch(connection, survey.id)
+            # A new survey has no reports: nothing to count.
+            return replace(self._fetch(connection, survey.id, count=False), n_reports=0)
 
     def get_survey(self, survey_id: str, *, count: bool = True) -> SurveyRecord:
         with self._transaction() as connection:
@@ -305,9 +384,21 @@ class PostgresStorage(Storage):
         # Why retry: two concurrent batches sharing ids in opposite orders can deadlock;
         # PostgreSQL aborts one, and its rerun then finds the other's rows committed.
         # (Sorting by id would avoid that but lose the body's order in the log.)
+        parameters = {
+            "survey": survey_id,
+            "operator": operator,
+            "ids": [r.id for r in reports],
+            "questions": [r.question for r in reports],
+            "payloads": [r.payload for r in reports],
+        }
+        checked = enrolment_token is not None and not operator
         for attempt in range(ATTEMPTS):
             try:
-                backlog = self._add_reports(survey_id, reports, enrolment_token, operator)
+                if not checked:
+                    backlog = self._store_batch(survey_id, parameters)
+                    checked = backlog is None
+                if checked:
+                    backlog = self._store_checked(survey_id, reports, parameters, enrolment_token)
                 break
             except RETRYABLE as error:
                 if attempt == ATTEMPTS - 1:
@@ -319,60 +410,60 @@ class PostgresStorage(Storage):
                 self._fold(survey_id, FOLD_CHUNK, wait=False)
         return [report.id for report in reports]
 
-    def _add_reports(
-        self, survey_id: str, reports: list[Report], enrolment_token: str | None, operator: bool
+    def _store_batch(self, survey_id: str, parameters: dict[str, Any]) -> bool | None:
+        """The one-statement ingest: whether to fold, or None for the checked path.
+
+        None when the survey needs an enrolment token here, or when an id of the
+        batch is already stored (a retry, or reuse): the transaction rolls back.
+        """
+        try:
+            with self._transaction(passing=(*RETRYABLE, UNIQUE)) as connection:
+                status, last_seq, first_pending = connection.execute(
+                    STORE_BATCH, parameters
+                ).fetchone()
+                if status is None:
+                    raise NotFound(f"no survey {survey_id!r}")
+                if status != OPEN:
+                    raise Conflict(f"survey {survey_id!r} is closed")
+                if last_seq is None:  # nothing stored: a token is needed
+                    return None
+                return over_backlog(last_seq, first_pending)
+        except UNIQUE:
+            return None
+
+    def _store_checked(
+        self,
+        survey_id: str,
+        reports: list[Report],
+        parameters: dict[str, Any],
+        enrolment_token: str | None,
     ) -> bool:
-        """Store the batch; True if the survey has more than FOLD_BACKLOG pending reports."""
-        with self._transaction(retryable=True) as connection:
+        """Store the batch (spending a token if needed), retried ids compared; whether to fold."""
+        with self._transaction(passing=RETRYABLE) as connection:
             row = connection.execute(
                 "SELECT status, require_enrolment FROM surveys WHERE id = %s FOR SHARE",
                 (survey_id,),
             ).fetchone()
-            if needs_enrolment(survey_id, row) and not operator:
+            if needs_enrolment(survey_id, row) and not parameters["operator"]:
                 self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
-            backlog = connection.execute(
-                "SELECT 1 FROM pending WHERE survey_id = %s ORDER BY seq LIMIT 1 OFFSET %s",
-                (survey_id, FOLD_BACKLOG),
-            ).fetchone() is not None
-            columns = (
-                [r.id for r in reports],
-                [r.question for r in reports],
-                [r.payload for r in reports],
-            )
-            inserted = connection.execute(
-                """
-                WITH incoming AS (
-                    SELECT * FROM unnest(%b::text[]::uuid[], %b::text[], %b::text[])
-                        WITH ORDINALITY AS r (report_id, question_id, payload, position)
-                ), inserted AS (
-                    INSERT INTO reports (survey_id, report_id, question_id, payload)
-                    SELECT %s, report_id, question_id, payload
-                    FROM incoming ORDER BY position
-                    ON CONFLICT (survey_id, report_id) DO NOTHING
-                    RETURNING seq, survey_id, report_id
-                ), queued AS (
-                    INSERT INTO pending (seq, survey_id) SELECT seq, survey_id FROM inserted
-                )
-                SELECT report_id::text FROM inserted
-                """,
-                (*columns, survey_id),
-            ).fetchall()
-            if len(inserted) == len(reports):
-                return backlog
-            new = {report_id for (report_id,) in inserted}
-            retried = [r for r in reports if r.id not in new]
-            stored = {
-                report_id: (question_id, payload)
-                for report_id, question_id, payload in connection.execute(
-                    "SELECT report_id::text, question_id, payload FROM reports"
-                    " WHERE survey_id = %s AND report_id = ANY(%s::uuid[])",
-                    (survey_id, [r.id for r in retried]),
-                )
-            }
-            for report in retried:
-                if stored.get(report.id) != (report.question, report.payload):
-                    raise Conflict(f"report id {report.id} was already used with another body")
-        return backlog
+            inserted = connection.execute(STORE_CHECKED, parameters).fetchall()
+            new = {report_id for report_id, _, _ in inserted}
+            if len(new) < len(reports):
+                retried = [r for r in reports if r.id not in new]
+                stored = {
+                    report_id: (question_id, payload)
+                    for report_id, question_id, payload in connection.execute(
+                        "SELECT report_id::text, question_id, payload FROM reports"
+                        " WHERE survey_id = %s AND report_id = ANY(%s::uuid[])",
+                        (survey_id, [r.id for r in retried]),
+                    )
+                }
+                for report in retried:
+                    if stored.get(report.id) != (report.question, report.payload):
+                        raise Conflict(f"report id {report.id} was already used with another body")
+        if not inserted:
+            return False
+        return over_backlog(max(seq for _, seq, _ in inserted), inserted[0][2])
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
         self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.
@@ -423,16 +514,8 @@ class PostgresStorage(Storage):
                         (survey_id,),
                     ).fetchall()
                 }
-                rows = connection.execute(
-                    # Why ORDER BY seq: it walks the (survey_id, seq) index instead of
-                    # scanning a table full of rows deleted by earlier folds.  Pending
-                    # holds seqs only: question and payload are read from reports.
-                    "WITH taken AS (DELETE FROM pending WHERE seq IN"
-                    " (SELECT seq FROM pending WHERE survey_id = %s ORDER BY seq LIMIT %s)"
-                    " RETURNING seq)"
-                    " SELECT r.question_id, r.payload FROM taken JOIN reports r USING (seq)",
-                    (survey_id, chunk),
-                ).fetchall()
+                # Pending batches hold seqs only: question and payload are read from reports.
+                rows = connection.execute(TAKE_PENDING, (survey_id, chunk)).fetchall()
                 if not rows:
                     return current
                 updated = fold_into(record.survey, current, rows)

@@ -1,0 +1,5 @@
+-- Nothing changes here.  PostgreSQL's 0008 keeps pending reports as one row per
+-- stored batch and puts the report id first in the reports table's unique key.
+-- SQLite's pending rows cost little (one writer at a time, appended in seq
+-- order), and its report ids left the reports table in 0007.  The version is
+-- kept so both backends count migrations alike.
