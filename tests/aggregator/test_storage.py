@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from dataclasses import replace
 
 import pytest
@@ -367,6 +368,48 @@ def test_postgres_ingest_never_waits_for_a_fold_in_progress(storage, backend, mo
     assert pending_count(storage) == 0
     statistics = storage.fold("demo")
     assert sum(s.n for s in statistics.values()) == 20
+
+
+def test_postgres_ingest_waiting_on_a_close_stores_nothing(storage, backend):
+    """The one-statement ingest locks the survey row first and re-reads it after a close."""
+    if backend != "postgresql":
+        pytest.skip("SQLite writers hold the database lock one at a time")
+    storage.create_survey(SURVEY, results_public=True)
+    batch = reports(10, seed=11)
+    outcome = []
+
+    def ingest() -> None:
+        try:
+            storage.add_reports("demo", batch)
+            outcome.append("stored")
+        except Conflict:
+            outcome.append("refused")
+
+    with storage._get_pool().connection() as closer, closer.transaction():
+        closer.execute("UPDATE surveys SET status = 'closed', closed_at = now() WHERE id = 'demo'")
+        writer = threading.Thread(target=ingest)
+        writer.start()
+        writer.join(0.5)
+        assert writer.is_alive()  # it waits for the close to commit...
+    writer.join(10)
+    assert outcome == ["refused"]  # ...then sees the survey closed
+    assert storage.count_reports("demo") == 0 and pending_count(storage) == 0
+
+
+def test_postgres_a_reused_id_in_a_new_batch_is_checked(storage, backend):
+    """A batch holding one stored id takes the checked path: the rest stored, once."""
+    if backend != "postgresql":
+        pytest.skip("SQLite checks ids in memory (test_sqlite_ids.py)")
+    storage.create_survey(SURVEY, results_public=True)
+    batch = reports(30, seed=12)
+    storage.add_reports("demo", batch[:10])
+    assert storage.add_reports("demo", batch[5:30]) == [r.id for r in batch[5:30]]
+    assert storage.count_reports("demo") == 30 and pending_count(storage) == 30
+    forged = replace(batch[29], payload=batch[28].payload, question=batch[28].question)
+    with pytest.raises(Conflict):
+        storage.add_reports("demo", [*reports(3, seed=13), forged])
+    assert storage.count_reports("demo") == 30
+    assert sum(s.n for s in storage.fold("demo").values()) == 30
 
 
 def test_sqlite_a_backlog_fold_that_loses_a_race_counts_nothing_twice(storage, backend,
