@@ -69,6 +69,19 @@ OPEN, CLOSED = "open", "closed"
 SURVEY_CACHE_SIZE = 256
 
 
+def over_backlog(last_seq: int | None, first_pending: int | None) -> bool:
+    """True if a survey's pending reports may exceed FOLD_BACKLOG.
+
+    ``last_seq - first_pending + 1`` (the newest seq stored, the survey's oldest
+    pending seq) bounds the pending count from above: other surveys' reports
+    also take seqs, so a fold may come early when surveys interleave, never late.
+    It costs one index probe, where counting walked up to FOLD_BACKLOG entries.
+    """
+    if last_seq is None or first_pending is None:
+        return False
+    return last_seq - first_pending + 1 > FOLD_BACKLOG
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 

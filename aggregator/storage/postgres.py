@@ -38,7 +38,6 @@ from deniable.wire import Report
 
 from .base import (
     CLOSED,
-    FOLD_BACKLOG,
     FOLD_CHUNK,
     OPEN,
     SURVEY_COLUMNS_UNCOUNTED,
@@ -58,6 +57,7 @@ from .base import (
     migrations,
     needs_enrolment,
     new_enrolment_token,
+    over_backlog,
     survey_columns,
     utc_now,
 )
@@ -127,18 +127,6 @@ WITH taken AS (
 SELECT r.question_id, r.payload
 FROM taken CROSS JOIN LATERAL unnest(taken.seqs) AS t (seq) JOIN reports r ON r.seq = t.seq
 """
-
-
-def over_backlog(last_seq: int | None, first_pending: int | None) -> bool:
-    """True if the survey's pending reports may exceed FOLD_BACKLOG.
-
-    ``last_seq - first_pending`` bounds the pending count from above (other
-    surveys' reports and refused ids also take seqs), so a fold may come
-    early when surveys interleave, never late.
-    """
-    if last_seq is None or first_pending is None:
-        return False
-    return last_seq - first_pending + 1 > FOLD_BACKLOG
 
 
 class PostgresStorage(Storage):

@@ -29,7 +29,6 @@ from deniable.wire import Report
 
 from .base import (
     CLOSED,
-    FOLD_BACKLOG,
     FOLD_CHUNK,
     OPEN,
     SURVEY_COLUMNS,
@@ -50,6 +49,7 @@ from .base import (
     migrations,
     needs_enrolment,
     new_enrolment_token,
+    over_backlog,
     statistics_from_json,
     utc_now,
 )
@@ -354,7 +354,7 @@ class SqliteStorage(Storage):
                 if needs_enrolment(survey_id, row) and not operator:
                     self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
                 staged = self._insert_reports(connection, survey_id, batch, received_at)
-                backlog = self._backlog(connection, survey_id)
+                backlog = self._backlog(connection, survey_id, staged)
             self._ids.committed(staged)
         if backlog:
             # After the commit: the batch is acknowledged whatever happens to the fold.
@@ -363,12 +363,14 @@ class SqliteStorage(Storage):
         return [report.id for report in reports]
 
     @staticmethod
-    def _backlog(connection: sqlite3.Connection, survey_id: str) -> bool:
-        """More than FOLD_BACKLOG pending reports (walks at most that many index entries)."""
-        return connection.execute(
-            "SELECT 1 FROM pending WHERE survey_id = ? ORDER BY seq LIMIT 1 OFFSET ?",
-            (survey_id, FOLD_BACKLOG),
-        ).fetchone() is not None
+    def _backlog(connection: sqlite3.Connection, survey_id: str, staged: Staged) -> bool:
+        """Whether the survey's pending reports may exceed FOLD_BACKLOG (:func:`over_backlog`)."""
+        if not staged.rows:
+            return False
+        (first,) = connection.execute(
+            "SELECT MIN(seq) FROM pending WHERE survey_id = ?", (survey_id,)
+        ).fetchone()
+        return over_backlog(staged.rows[-1][0], first)
 
     def _insert_reports(
         self, connection: sqlite3.Connection, survey_id: str,
@@ -411,7 +413,7 @@ class SqliteStorage(Storage):
             "INSERT INTO pending (seq, survey_id) SELECT seq, survey_id FROM reports WHERE seq > ?",
             (before,),
         )
-        return index.stage(connection, before)
+        return index.stage(connection, before, survey_id, [r.id for r in new])
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
         self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.

@@ -128,11 +128,24 @@ class IdIndex:
             ).fetchall())  # fmt: skip
         return found
 
-    def stage(self, connection: sqlite3.Connection, before: int) -> Staged:
-        """The rows just inserted (seq above ``before``), merged into report_ids if due."""
-        staged = Staged(rows=connection.execute(
-            "SELECT seq, survey_id, report_id FROM reports WHERE seq > ? ORDER BY seq", (before,)
-        ).fetchall())  # fmt: skip
+    def stage(
+        self, connection: sqlite3.Connection, before: int, survey_id: str, ids: list[str]
+    ) -> Staged:
+        """The rows just inserted (``ids``, seq above ``before``), merged into report_ids if due.
+
+        One writer at a time appends to an AUTOINCREMENT table that is never
+        deleted from, so the batch took seqs ``before + 1`` onwards in order;
+        the largest seq confirms it, else the rows are read back.
+        """
+        (last,) = connection.execute("SELECT MAX(seq) FROM reports").fetchone()
+        if last == before + len(ids):
+            rows = [(before + 1 + i, survey_id, report_id) for i, report_id in enumerate(ids)]
+        else:  # pragma: no cover - defensive: seqs were not consecutive after all
+            rows = connection.execute(
+                "SELECT seq, survey_id, report_id FROM reports WHERE seq > ? ORDER BY seq",
+                (before,),
+            ).fetchall()
+        staged = Staged(rows=rows)
         if staged.rows and len(self.recent) + len(staged.rows) > RECENT_IDS_LIMIT:
             last = staged.rows[-1][0]
             connection.execute(
