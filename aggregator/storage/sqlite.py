@@ -138,7 +138,7 @@ class SqliteStorage(Storage):
         transaction that stays open while other work runs on this thread, such
         as a streamed export.
         """
-        # Why the turn: writers queue on a file lock that hands over within 2 ms.
+        # Why the turn: writers queue on a file lock that hands over within 0.2 ms.
         turn = (
             self._write_turn.held(wait=self.busy_timeout_ms / 1000)
             if mode == "IMMEDIATE"
