@@ -365,12 +365,12 @@ class SqliteStorage(Storage):
     @staticmethod
     def _backlog(connection: sqlite3.Connection, survey_id: str, staged: Staged) -> bool:
         """Whether the survey's pending reports may exceed FOLD_BACKLOG (:func:`over_backlog`)."""
-        if not staged.rows:
+        if staged.last_seq is None:
             return False
         (first,) = connection.execute(
             "SELECT MIN(seq) FROM pending WHERE survey_id = ?", (survey_id,)
         ).fetchone()
-        return over_backlog(staged.rows[-1][0], first)
+        return over_backlog(staged.last_seq, first)
 
     def _insert_reports(
         self, connection: sqlite3.Connection, survey_id: str,
@@ -400,7 +400,8 @@ class SqliteStorage(Storage):
                 report = incoming[report_id]
                 if (report.question, report.payload) != (question_id, payload):
                     raise Conflict(f"report id {report_id} was already used with another body")
-        new = [report for report in incoming.values() if report.id not in stored]
+        fresh = [report_id not in stored for report_id in ids]
+        new = [report for report, is_new in zip(incoming.values(), fresh, strict=True) if is_new]
         if not new:
             return Staged()
         before = index.last_seen
@@ -413,7 +414,7 @@ class SqliteStorage(Storage):
             "INSERT INTO pending (seq, survey_id) SELECT seq, survey_id FROM reports WHERE seq > ?",
             (before,),
         )
-        return index.stage(connection, before, survey_id, [r.id for r in new])
+        return index.stage(connection, before, [r.id for r in new], id_probes[np.array(fresh)])
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
         self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.

@@ -8,10 +8,11 @@ rewrote about a thousand index pages (migration 0007 has the figures).  Instead:
   ``report_id_merge.merged_through``; the batch that leaves more than
   :data:`RECENT_IDS_LIMIT` ids after that point merges them in, sorted, so each
   page of the table is written about once per merge;
-* :class:`IdIndex` (this process's memory) holds the ids after that point, read
-  from ``reports`` by seq, and the first 64 bits of every id in ``report_ids``,
-  sorted: an id whose prefix is absent is new without any lookup, and only the
-  rest (retries, and about one id in 2**40 by chance at a million) are looked up.
+* :class:`IdIndex` (this process's memory) holds the first 64 bits of every
+  stored id, sorted: those after that point with their seqs (read from
+  ``reports`` by seq), and those in ``report_ids``.  An id whose prefix is
+  absent is new without any lookup; only the rest (retries, and about one id
+  in 2**40 by chance at a million) are looked up and compared whole.
 
 The database is the source of truth: under the write lock the index first
 catches up with what other processes committed, and this process's own
@@ -36,9 +37,9 @@ import numpy as np
 
 from deniable.errors import StorageError
 
-# Ids stored after the last merge before a batch merges them into report_ids:
-# each process keeps them in memory (about 30 MiB at most), and a merge, which
-# rewrites report_ids about once, stays rare.
+# Ids stored after the last merge before a batch merges them into report_ids: a
+# merge rewrites report_ids about once, under the write lock, so it stays rare
+# and bounded (each process keeps 16 bytes per id in memory meanwhile).
 RECENT_IDS_LIMIT = 200_000
 ID_LOOKUP = 500  # ids per statement (SQLite caps bound parameters)
 # How often a writer waiting for the file lock tries again.  At 2 ms a waiter slept
@@ -60,50 +61,99 @@ def probes(ids: list[str]) -> np.ndarray:
     return np.frombuffer(raw, dtype=">u8")[::2].astype(np.uint64)
 
 
-def _sorted_prefixes(ids: Iterable[str]) -> np.ndarray:
-    return np.sort(probes(list(ids)))
+_NO_SEQS = np.empty(0, dtype=np.int64)
 
 
 @dataclass
 class Staged:
     """What one ingest changed, applied to the index only after its COMMIT."""
 
-    rows: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, survey, id)
+    seqs: np.ndarray = field(default_factory=lambda: _NO_SEQS)  # the new rows' seqs, in order
+    prefixes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.uint64))
     merged_through: int | None = None
+
+    @property
+    def last_seq(self) -> int | None:
+        return int(self.seqs[-1]) if self.seqs.size else None
+
+
+def _combine(runs: list, run) -> None:
+    """Append a sorted run; runs of similar size are merged (O(log n) runs, largest first).
+
+    A run is a sorted prefix array, or a (sorted prefixes, their seqs) pair.
+    """
+    runs.append(run)
+    size = len if isinstance(run, np.ndarray) else (lambda pair: len(pair[0]))
+    while len(runs) > 1 and size(runs[-2]) <= 2 * size(runs[-1]):
+        last, previous = runs.pop(), runs.pop()
+        if isinstance(last, np.ndarray):
+            runs.append(np.sort(np.concatenate([previous, last]), kind="stable"))
+        else:
+            keys = np.concatenate([previous[0], last[0]])
+            order = np.argsort(keys, kind="stable")
+            runs.append((keys[order], np.concatenate([previous[1], last[1]])[order]))
+
+
+def _matches(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each wanted prefix present in sorted ``keys``: the [lo, hi) range of its entries."""
+    lo = np.searchsorted(keys, wanted, side="left")
+    hi = np.searchsorted(keys, wanted, side="right")
+    present = hi > lo
+    return lo[present], hi[present]
 
 
 class IdIndex:
-    """This process's view of the stored report ids of a SQLite database (see module)."""
+    """This process's view of the stored report ids of a SQLite database (see module).
+
+    Both parts are numpy arrays of 64-bit prefixes, kept as a few sorted runs:
+    ``_settled`` for the ids in report_ids, ``_recent`` (prefix, seq) pairs for
+    the ids stored after the last merge.  A per-id Python dict cost a hash
+    insert per report in each worker (its own reports and every other worker's),
+    the largest Python cost of bulk ingest at scale; the arrays cost a hex
+    decode and a sort per batch.
+    """
 
     def __init__(self) -> None:
         self.merged_through: int | None = None
         self.last_seen = 0
-        self.recent: dict[tuple[str, str], int] = {}
+        self._recent: list[tuple[np.ndarray, np.ndarray]] = []
         self._settled: list[np.ndarray] = []  # sorted runs of prefixes, largest first
+
+    @property
+    def recent_count(self) -> int:
+        return sum(len(keys) for keys, _ in self._recent)
 
     def sync(self, connection: sqlite3.Connection) -> None:
         """Catch up with what any process committed (the caller holds the write lock)."""
         (merged,) = connection.execute("SELECT merged_through FROM report_id_merge").fetchone()
         if self.merged_through is None or merged < self.merged_through:
             # First use (or a restored, older file): read every settled id once.
-            ids = (i for (i,) in connection.execute("SELECT report_id FROM report_ids"))
-            self._settled = []
+            ids = [i for (i,) in connection.execute("SELECT report_id FROM report_ids")]
+            self._settled, self._recent = [], []
             self._settle(ids)
-            self.merged_through, self.last_seen, self.recent = merged, merged, {}
+            self.merged_through, self.last_seen = merged, merged
         elif merged != self.merged_through:  # another process merged
             # Its merge holds the ids known here up to it, and those stored since last_seen.
-            known = [i for (_, i), seq in self.recent.items() if seq <= merged]
+            moved, kept = [], []
+            for keys, seqs in self._recent:
+                mine = seqs <= merged
+                moved.append(keys[mine])
+                if not mine.all():
+                    kept.append((keys[~mine], seqs[~mine]))  # still sorted
             since = connection.execute(
                 "SELECT report_id FROM reports WHERE seq > ? AND seq <= ?", (self.last_seen, merged)
             ).fetchall()
-            self._settle([*known, *(i for (i,) in since)])
-            later = {key: seq for key, seq in self.recent.items() if seq > merged}
-            self.merged_through, self.recent = merged, later
+            moved.append(probes([i for (i,) in since]))
+            self._settle_prefixes(np.concatenate(moved))
+            self._recent = kept
+            self.merged_through = merged
             self.last_seen = max(merged, self.last_seen)
-        self._add(connection.execute(
-            "SELECT seq, survey_id, report_id FROM reports WHERE seq > ? ORDER BY seq",
-            (self.last_seen,),
-        ).fetchall())  # fmt: skip
+        rows = connection.execute(
+            "SELECT seq, report_id FROM reports WHERE seq > ? ORDER BY seq", (self.last_seen,)
+        ).fetchall()
+        if rows:
+            seqs, ids = zip(*rows, strict=True)
+            self._add(np.array(seqs, dtype=np.int64), probes(list(ids)))
 
     def stored(
         self, connection: sqlite3.Connection, survey_id: str, ids: list[str], probes: np.ndarray
@@ -111,19 +161,33 @@ class IdIndex:
         """{id: seq} of those of ``ids`` this survey already holds (after :meth:`sync`).
 
         ``probes`` are the ids' prefixes (:func:`probes`, computed before the lock).
+        Prefix matches are confirmed against the database, so a shared prefix (or
+        an id another survey holds) is never mistaken for this survey's id.
         """
-        found = {i: seq for i in ids if (seq := self.recent.get((survey_id, i))) is not None}
+        found: dict[str, int] = {}
+        candidates: list[int] = []  # seqs of recent rows whose prefix matches
+        for keys, seqs in self._recent:
+            for lo, hi in zip(*_matches(keys, probes), strict=True):
+                candidates += seqs[lo:hi].tolist()
+        wanted = set(ids)
+        for start in range(0, len(candidates), ID_LOOKUP):
+            part = candidates[start : start + ID_LOOKUP]
+            for seq, report_survey, report_id in connection.execute(
+                "SELECT seq, survey_id, report_id FROM reports"
+                f" WHERE seq IN ({','.join('?' * len(part))})",
+                part,
+            ):
+                if report_survey == survey_id and report_id in wanted:
+                    found[report_id] = seq
         if len(found) == len(ids) or not self._settled:
             return found
         maybe = np.zeros(len(ids), dtype=bool)
         for run in self._settled:
             at = np.searchsorted(run, probes).clip(max=len(run) - 1)
             maybe |= run[at] == probes
-        candidates = [
-            i for i, hit in zip(ids, maybe.tolist(), strict=True) if hit and i not in found
-        ]
-        for start in range(0, len(candidates), ID_LOOKUP):
-            part = candidates[start : start + ID_LOOKUP]
+        settled = [i for i, hit in zip(ids, maybe.tolist(), strict=True) if hit and i not in found]
+        for start in range(0, len(settled), ID_LOOKUP):
+            part = settled[start : start + ID_LOOKUP]
             found.update(connection.execute(
                 "SELECT report_id, seq FROM report_ids"
                 f" WHERE survey_id = ? AND report_id IN ({','.join('?' * len(part))})",
@@ -132,7 +196,7 @@ class IdIndex:
         return found
 
     def stage(
-        self, connection: sqlite3.Connection, before: int, survey_id: str, ids: list[str]
+        self, connection: sqlite3.Connection, before: int, ids: list[str], prefixes: np.ndarray
     ) -> Staged:
         """The rows just inserted (``ids``, seq above ``before``), merged into report_ids if due.
 
@@ -142,15 +206,15 @@ class IdIndex:
         """
         (last,) = connection.execute("SELECT MAX(seq) FROM reports").fetchone()
         if last == before + len(ids):
-            rows = [(before + 1 + i, survey_id, report_id) for i, report_id in enumerate(ids)]
+            staged = Staged(seqs=np.arange(before + 1, last + 1, dtype=np.int64), prefixes=prefixes)
         else:  # pragma: no cover - defensive: seqs were not consecutive after all
             rows = connection.execute(
-                "SELECT seq, survey_id, report_id FROM reports WHERE seq > ? ORDER BY seq",
-                (before,),
+                "SELECT seq, report_id FROM reports WHERE seq > ? ORDER BY seq", (before,)
             ).fetchall()
-        staged = Staged(rows=rows)
-        if staged.rows and len(self.recent) + len(staged.rows) > RECENT_IDS_LIMIT:
-            last = staged.rows[-1][0]
+            staged = Staged(seqs=np.array([seq for seq, _ in rows], dtype=np.int64),
+                            prefixes=probes([i for _, i in rows]))  # fmt: skip
+        if staged.seqs.size and self.recent_count + staged.seqs.size > RECENT_IDS_LIMIT:
+            last = staged.last_seq
             connection.execute(
                 "INSERT INTO report_ids (survey_id, report_id, seq)"
                 " SELECT survey_id, report_id, seq FROM reports WHERE seq > ? AND seq <= ?"
@@ -164,27 +228,28 @@ class IdIndex:
     def committed(self, staged: Staged) -> None:
         """Apply what :meth:`stage` returned, once its transaction has committed."""
         if staged.merged_through is None:
-            self._add(staged.rows)
+            self._add(staged.seqs, staged.prefixes)
             return
-        self._settle([*(i for _, i in self.recent), *(i for _, _, i in staged.rows)])
+        recent = [keys for keys, _ in self._recent]
+        self._settle_prefixes(np.concatenate([*recent, staged.prefixes]))
         self.merged_through = self.last_seen = staged.merged_through
-        self.recent = {}
+        self._recent = []
 
-    def _add(self, rows: list[tuple[int, str, str]]) -> None:
-        for seq, survey_id, report_id in rows:
-            self.recent[(survey_id, report_id)] = seq
-        if rows:
-            self.last_seen = rows[-1][0]
+    def _add(self, seqs: np.ndarray, prefixes: np.ndarray) -> None:
+        """Remember recent rows (``seqs`` ascending, with their ids' prefixes)."""
+        if not seqs.size:
+            return
+        order = np.argsort(prefixes, kind="stable")
+        _combine(self._recent, (prefixes[order], seqs[order]))
+        self.last_seen = int(seqs[-1])
 
     def _settle(self, ids: Iterable[str]) -> None:
-        """Add a merge's ids; runs of similar size are combined (O(log n) runs)."""
-        run = _sorted_prefixes(ids)
-        if not run.size:
-            return
-        self._settled.append(run)
-        while len(self._settled) > 1 and len(self._settled[-2]) <= 2 * len(self._settled[-1]):
-            last = self._settled.pop()
-            self._settled[-1] = np.sort(np.concatenate([self._settled[-1], last]), kind="stable")
+        """Add a merge's ids to the settled prefixes."""
+        self._settle_prefixes(probes(list(ids)))
+
+    def _settle_prefixes(self, prefixes: np.ndarray) -> None:
+        if prefixes.size:
+            _combine(self._settled, np.sort(prefixes))
 
 
 class FileLock:

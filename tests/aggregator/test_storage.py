@@ -362,6 +362,28 @@ def test_sqlite_id_index_follows_merges_made_by_another_process(storage, backend
         other.close()
 
 
+@pytest.mark.parametrize("limit", [1_000_000, 3])  # ids recent, or mostly merged (SQLite)
+def test_one_report_id_in_two_surveys_is_two_reports(storage, monkeypatch, limit):
+    """Report ids are unique per survey: a prefix or id found in one survey is not the other's."""
+    from deniable.aggregator.storage import sqlite_ids
+
+    monkeypatch.setattr(sqlite_ids, "RECENT_IDS_LIMIT", limit)
+    other = Survey.from_dict({**demo_survey_dict(), "id": "other"})
+    storage.create_survey(SURVEY, results_public=True)
+    storage.create_survey(other, results_public=True)
+    batch = reports(8, seed=16)
+    storage.add_reports("demo", batch)
+    # The same ids with other bodies: new in "other", not a reuse.
+    twins = [replace(r, payload=batch[(i + 1) % 8].payload, question=batch[(i + 1) % 8].question)
+             for i, r in enumerate(batch)]  # fmt: skip
+    assert storage.add_reports("other", twins) == [r.id for r in twins]
+    assert storage.add_reports("other", twins) == [r.id for r in twins]  # a retry
+    assert storage.add_reports("demo", batch) == [r.id for r in batch]  # a retry
+    with pytest.raises(Conflict):
+        storage.add_reports("demo", [twins[0]])  # demo holds that id with another body
+    assert storage.count_reports("demo") == storage.count_reports("other") == 8
+
+
 def test_sqlite_a_failed_ingest_leaves_no_id_behind(storage, backend, monkeypatch):
     """The in-memory id index never keeps an id whose batch rolled back."""
     if backend != "sqlite":
