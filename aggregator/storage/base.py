@@ -6,21 +6,22 @@ Tables (see ``migrations/<backend>/``):
 * ``reports``: every accepted report, append-only (``seq`` order); a report id
   is unique per survey, and its stored question and payload tell a retry from a
   reused id (migration 0006 dropped the per-report digest column).
-* ``pending``: the seqs of reports not yet folded into the statistics (and
-  their survey; migration 0004 dropped the payload and question, which a fold
-  reads from ``reports``).  PostgreSQL keeps them per stored batch instead
-  (``pending_batches``, migration 0008: one row per batch, not per report).
-  Ingest inserts into ``reports`` and ``pending``, so concurrent writers
-  never wait on a shared row; only when a survey has more than
-  ``FOLD_BACKLOG`` pending reports does an ingest fold them too (SQLite:
-  in its own transaction, which holds the write lock anyway; PostgreSQL: right
-  after its commit, and only if no other fold holds the statistics rows).
-  Results therefore fold at most a backlog's worth, however many reports
-  arrived since the last read, and still count every acknowledged report.
+* unfolded reports: those not yet folded into the statistics.  SQLite keeps
+  a watermark per survey (``surveys.folded_through``, migration 0008): one
+  writer appends in seq order, so they are exactly the survey's reports after
+  it.  PostgreSQL, whose identity values commit out of order, queues each
+  stored batch's seqs (``pending_batches``, migration 0008).  Either way ingest
+  only inserts, so concurrent writers never wait on a shared row; only when a
+  survey may have more than ``FOLD_BACKLOG`` unfolded reports
+  (:func:`over_backlog`) does an ingest fold them too (SQLite: counting
+  outside the write lock; PostgreSQL: right after its commit, and only if no
+  other fold holds the statistics rows).  Results therefore fold at most a
+  backlog's worth, however many reports arrived since the last read, and still
+  count every acknowledged report.
 * ``question_statistics``: per question, ``n`` and the additive int64
   statistics vector of every folded report (``Question.statistics``).  Only
-  readers of results lock these rows: :meth:`Storage.fold` moves pending rows
-  into them in a transaction, so results cost O(domain size + unfolded
+  readers of results lock these rows: :meth:`Storage.fold` adds unfolded
+  reports to them in a transaction, so results cost O(domain size + unfolded
   reports) and never rescan ``reports``.
 * ``operator_tokens``: SHA-256 hashes of operator bearer tokens; since migration
   0004 each may be limited to a list of surveys (``surveys``, JSON; NULL: all).
@@ -314,8 +315,6 @@ def survey_columns(pending_count: str) -> str:
     s.require_enrolment
 """
 
-
-SURVEY_COLUMNS = survey_columns("(SELECT COUNT(*) FROM pending WHERE survey_id = s.id)")
 # Why: the hot paths (ingest, results) need the state, not a count of pending rows.
 SURVEY_COLUMNS_UNCOUNTED = """
     s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
@@ -563,7 +562,7 @@ class Storage(ABC):
 
     # -- shared helpers ---------------------------------------------------------------
     def _record(self, row: tuple) -> SurveyRecord:
-        """A row selected with SURVEY_COLUMNS (or SURVEY_COLUMNS_UNCOUNTED) as a record."""
+        """A row selected with the backend's survey columns (or the uncounted ones) as a record."""
         survey_id, definition, status, public, created, closed, n_reports, enrolment = row
         return SurveyRecord(
             survey=self._parse_definition(survey_id, definition),

@@ -31,7 +31,6 @@ from .base import (
     CLOSED,
     FOLD_CHUNK,
     OPEN,
-    SURVEY_COLUMNS,
     SURVEY_COLUMNS_UNCOUNTED,
     QuestionStatistics,
     Storage,
@@ -51,6 +50,7 @@ from .base import (
     new_enrolment_token,
     over_backlog,
     statistics_from_json,
+    survey_columns,
     utc_now,
 )
 from .sqlite_ids import ID_LOOKUP, FileLock, IdIndex, Staged, probes
@@ -70,6 +70,12 @@ def _split_statements(script: str) -> list[str]:
     if current.strip() and not current.strip().startswith("--"):
         statements.append(current.strip())
     return [s for s in statements if s]
+
+
+# Unfolded reports: those of the survey after its watermark (migration 0008).
+SURVEY_COLUMNS = survey_columns(
+    "(SELECT COUNT(*) FROM reports WHERE survey_id = s.id AND seq > s.folded_through)"
+)
 
 
 class SqliteStorage(Storage):
@@ -246,9 +252,11 @@ class SqliteStorage(Storage):
     ) -> SurveyRecord:
         with self._transaction() as connection:
             try:
+                # The watermark starts at the newest seq: every report after it is new.
                 connection.execute(
                     "INSERT INTO surveys (id, definition, results_public, status, created_at,"
-                    " require_enrolment) VALUES (?, ?, ?, ?, ?, ?)",
+                    " require_enrolment, folded_through) VALUES (?, ?, ?, ?, ?, ?,"
+                    " (SELECT COALESCE(MAX(seq), 0) FROM reports))",
                     (survey.id, definition_text(survey), int(results_public), OPEN,
                      iso(utc_now()), int(require_enrolment)),
                 )  # fmt: skip
@@ -349,12 +357,13 @@ class SqliteStorage(Storage):
         with self._ingest_lock:
             with self._transaction() as connection:
                 row = connection.execute(
-                    "SELECT status, require_enrolment FROM surveys WHERE id = ?", (survey_id,)
+                    "SELECT status, require_enrolment, folded_through FROM surveys WHERE id = ?",
+                    (survey_id,),
                 ).fetchone()
-                if needs_enrolment(survey_id, row) and not operator:
+                if needs_enrolment(survey_id, row and row[:2]) and not operator:
                     self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
                 staged = self._insert_reports(connection, survey_id, batch, received_at)
-                backlog = self._backlog(connection, survey_id, staged)
+                backlog = self._backlog(row[2], staged)
             self._ids.committed(staged)
         if backlog:
             # After the commit: the batch is acknowledged whatever happens to the fold.
@@ -363,14 +372,9 @@ class SqliteStorage(Storage):
         return [report.id for report in reports]
 
     @staticmethod
-    def _backlog(connection: sqlite3.Connection, survey_id: str, staged: Staged) -> bool:
-        """Whether the survey's pending reports may exceed FOLD_BACKLOG (:func:`over_backlog`)."""
-        if staged.last_seq is None:
-            return False
-        (first,) = connection.execute(
-            "SELECT MIN(seq) FROM pending WHERE survey_id = ?", (survey_id,)
-        ).fetchone()
-        return over_backlog(staged.last_seq, first)
+    def _backlog(folded_through: int, staged: Staged) -> bool:
+        """Whether the survey's unfolded reports may exceed FOLD_BACKLOG (:func:`over_backlog`)."""
+        return over_backlog(staged.last_seq, folded_through + 1)
 
     def _insert_reports(
         self, connection: sqlite3.Connection, survey_id: str,
@@ -410,10 +414,6 @@ class SqliteStorage(Storage):
             " VALUES (?, ?, ?, ?, ?)",
             [(survey_id, r.id, r.question, r.payload, received_at) for r in new],
         )
-        connection.execute(
-            "INSERT INTO pending (seq, survey_id) SELECT seq, survey_id FROM reports WHERE seq > ?",
-            (before,),
-        )
         return index.stage(connection, before, [r.id for r in new], id_probes[np.array(fresh)])
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
@@ -452,10 +452,10 @@ class SqliteStorage(Storage):
     def _fold_backlog(self, survey_id: str) -> None:
         """Fold a backlog with the counting done outside the write lock (after an ingest).
 
-        The pending rows and statistics are read in one snapshot, folded with no
-        lock held, and written back only if no other fold ran meanwhile (folds
-        always take the oldest pending rows, so the first pending seq and every
-        ``n`` are unchanged exactly then); otherwise that fold did the work.  One
+        The unfolded reports and statistics are read in one snapshot, folded with
+        no lock held, and written back only if no other fold ran meanwhile (folds
+        always take the oldest unfolded reports, so the watermark and every ``n``
+        are unchanged exactly then); otherwise that fold did the work.  One
         backlog fold runs at a time across processes: the others skip it rather
         than count the same rows (results calls still fold whatever remains).
         """
@@ -466,19 +466,21 @@ class SqliteStorage(Storage):
     def _fold_backlog_chunks(self, survey_id: str) -> None:
         while True:
             with self._transaction("DEFERRED") as connection:
-                record, current, rows = self._read_pending(connection, survey_id, FOLD_CHUNK)
+                record, current, folded, rows = self._read_pending(
+                    connection, survey_id, FOLD_CHUNK
+                )
             if not rows:
                 return
             updated = fold_into(record.survey, current, ((q, p) for _, q, p in rows))
             with self._transaction() as connection:
-                first = connection.execute(
-                    "SELECT seq FROM pending WHERE survey_id = ? ORDER BY seq LIMIT 1", (survey_id,)
+                mark = connection.execute(
+                    "SELECT folded_through FROM surveys WHERE id = ?", (survey_id,)
                 ).fetchone()
                 counts = dict(connection.execute(
                     "SELECT question_id, n FROM question_statistics WHERE survey_id = ?",
                     (survey_id,),
                 ).fetchall())  # fmt: skip
-                if first != (rows[0][0],) or counts != {q: s.n for q, s in current.items()}:
+                if mark != (folded,) or counts != {q: s.n for q, s in current.items()}:
                     return
                 self._write_fold(connection, survey_id, current, updated, rows[-1][0])
             if len(rows) < FOLD_CHUNK:
@@ -486,8 +488,9 @@ class SqliteStorage(Storage):
 
     def _read_pending(
         self, connection: sqlite3.Connection, survey_id: str, chunk: int
-    ) -> tuple[SurveyRecord, dict[str, QuestionStatistics], list[tuple[int, str, str]]]:
-        """The survey, its folded statistics and its oldest ``chunk`` pending reports."""
+    ) -> tuple[SurveyRecord, dict[str, QuestionStatistics], int, list[tuple[int, str, str]]]:
+        """The survey, its folded statistics, its watermark and its oldest ``chunk``
+        unfolded reports (those after the watermark, in seq order)."""
         record = self._fetch(connection, survey_id, count=False)
         current = {
             qid: QuestionStatistics(question=qid, n=n, statistics=statistics_from_json(s))
@@ -497,13 +500,16 @@ class SqliteStorage(Storage):
                 (survey_id,),
             )
         }
-        # Why the join: pending holds seqs only; question and payload live in reports.
+        (folded,) = connection.execute(
+            "SELECT folded_through FROM surveys WHERE id = ?", (survey_id,)
+        ).fetchone()
+        # The (survey_id) index holds (survey_id, seq): a range scan from the watermark.
         rows = connection.execute(
-            "SELECT p.seq, r.question_id, r.payload FROM pending p JOIN reports r ON r.seq = p.seq"
-            " WHERE p.survey_id = ? ORDER BY p.seq LIMIT ?",
-            (survey_id, chunk),
+            "SELECT seq, question_id, payload FROM reports"
+            " WHERE survey_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (survey_id, folded, chunk),
         ).fetchall()
-        return record, current, rows
+        return record, current, folded, rows
 
     @staticmethod
     def _write_fold(
@@ -513,9 +519,9 @@ class SqliteStorage(Storage):
         updated: dict[str, QuestionStatistics],
         last: int,
     ) -> None:
-        """Drop the folded pending rows (seq <= ``last``) and store the new statistics."""
+        """Move the watermark to ``last`` and store the new statistics."""
         connection.execute(
-            "DELETE FROM pending WHERE survey_id = ? AND seq <= ?", (survey_id, last)
+            "UPDATE surveys SET folded_through = ? WHERE id = ?", (last, survey_id)
         )
         connection.executemany(
             "UPDATE question_statistics SET n = ?, statistics = ?"
@@ -527,8 +533,8 @@ class SqliteStorage(Storage):
     def _fold_chunk(
         self, connection: sqlite3.Connection, survey_id: str, chunk: int
     ) -> tuple[dict[str, QuestionStatistics], int]:
-        """Fold up to ``chunk`` pending reports (the caller holds the write lock)."""
-        record, current, rows = self._read_pending(connection, survey_id, chunk)
+        """Fold up to ``chunk`` unfolded reports (the caller holds the write lock)."""
+        record, current, _, rows = self._read_pending(connection, survey_id, chunk)
         if not rows:
             return current, 0
         updated = fold_into(record.survey, current, ((q, p) for _, q, p in rows))
