@@ -205,6 +205,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _CONTAINERS = (dict, list)
+_CONTAINER_TYPES = frozenset(_CONTAINERS)
 
 
 def _too_deep(document: Any, limit: int) -> bool:
@@ -221,8 +222,10 @@ def _too_deep(document: Any, limit: int) -> bool:
         deeper = []
         for value in level:
             # json.loads makes exactly dict and list.
-            deeper += [c for c in (value.values() if type(value) is dict else value)
-                       if type(c) in _CONTAINERS]  # fmt: skip
+            children = value.values() if type(value) is dict else value
+            # Why isdisjoint first: a flat object (a report) is ruled out in C.
+            if not _CONTAINER_TYPES.isdisjoint(map(type, children)):
+                deeper += [c for c in children if type(c) in _CONTAINERS]
         level = deeper
     return bool(level)
 

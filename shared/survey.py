@@ -557,5 +557,10 @@ class Survey:
     def question_ids(self) -> list[str]:
         return list(self._by_id)
 
+    @cached_property
+    def question_id_set(self) -> frozenset[str]:
+        """The question ids, as a set (for checking many reports at once)."""
+        return frozenset(self._by_id)
+
     def has_question(self, question_id: str) -> bool:
         return isinstance(question_id, str) and question_id in self._by_id

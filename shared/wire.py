@@ -31,10 +31,14 @@ from .survey import Survey
 WIRE_VERSION = 1
 REPORT_FIELDS = frozenset({"id", "question", "payload"})
 BATCH_FIELDS = frozenset({"reports"})
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UUID_TEXT = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_UUID = re.compile(_UUID_TEXT)
+# A batch's ids joined by newlines: one regex call instead of one per report.
+_UUID_LINES = re.compile(rf"(?:{_UUID_TEXT}\n)*{_UUID_TEXT}")
+_UUID_LENGTH = 36
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)  # slots: built a thousand at a time
 class Report:
     """One validated report."""
 
@@ -86,6 +90,32 @@ def _check_envelope(data: object, survey: Survey, where: str) -> Report:
             f"{where}.question: survey {survey.id!r} has no question {question_id!r}"
         )
     return Report(id=report_id, question=question_id, payload=payload)
+
+
+def _check_envelopes(items: list[object], survey: Survey, wheres: list[str]) -> list[Report]:
+    """:func:`_check_envelope` for every item, checked a batch at a time where possible.
+
+    The common case (well-formed reports) costs one regex over the joined ids
+    and one set comparison of the questions; anything else goes through the
+    per-report checks, which name the first bad report.
+    """
+    if all(type(item) is dict and item.keys() == REPORT_FIELDS for item in items):
+        ids = [item["id"] for item in items]  # type: ignore[index]
+        questions = [item["question"] for item in items]  # type: ignore[index]
+        try:
+            joined = "\n".join(ids)
+            known = set(questions) <= survey.question_id_set
+        except TypeError:  # a non-string id, or an unhashable question
+            joined, known = "", False
+        # n UUIDs in n * 37 - 1 characters: exactly the n - 1 joining newlines, so
+        # each id is one whole UUID.
+        if (known and len(joined) == len(ids) * (_UUID_LENGTH + 1) - 1
+                and _UUID_LINES.fullmatch(joined)):  # fmt: skip
+            return [
+                Report(id=report_id, question=question_id, payload=item["payload"])  # type: ignore[index]
+                for report_id, question_id, item in zip(ids, questions, items, strict=True)
+            ]
+    return [_check_envelope(item, survey, where) for item, where in zip(items, wheres, strict=True)]
 
 
 def _check_payloads(reports: list[Report], wheres: list[str], survey: Survey) -> None:
@@ -153,14 +183,16 @@ def parse_submission(
         wheres = [f"reports[{i}]" for i in range(len(items))]
     else:
         items, wheres = [data], ["report"]
-    reports = [
-        _check_envelope(item, survey, where) for item, where in zip(items, wheres, strict=True)
-    ]
-    seen: dict[str, Report] = {}
-    for report in reports:
-        previous = seen.setdefault(report.id, report)
-        if previous is not report and previous != report:
-            raise InvalidReport(f"batch: report id {report.id} appears twice with different bodies")
+    reports = _check_envelopes(items, survey, wheres)
+    seen: dict[str, Report] = {report.id: report for report in reports}
+    if len(seen) < len(reports):  # an id repeated: the same body (a retry) or a refusal
+        seen = {}
+        for report in reports:
+            previous = seen.setdefault(report.id, report)
+            if previous is not report and previous != report:
+                raise InvalidReport(
+                    f"batch: report id {report.id} appears twice with different bodies"
+                )
     if one_respondent:
         questions: set[str] = set()
         for report in seen.values():

@@ -78,6 +78,42 @@ def test_batches_are_all_or_nothing_and_limited() -> None:
         parse_submission({"reports": good, "token": "x"}, SURVEY, max_batch=3)
 
 
+TWO_IDS = f"{uuid.uuid4()}\n{uuid.uuid4()}"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"id": "not-a-uuid"},
+        {"id": str(uuid.uuid4()).upper()},
+        {"id": 7},
+        {"id": None},
+        {"id": TWO_IDS},  # two ids in one: the joined ids would still look well formed
+        {"id": ""},
+        {"question": "nope"},
+        {"question": ["yes"]},
+        {"question": 1},
+        {"extra": 1},
+    ],
+)
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_a_bad_envelope_anywhere_in_a_batch_is_named(bad, position) -> None:
+    """The batch-at-a-time envelope check refuses what the per-report check refuses,
+    and the error names the report."""
+    items = [report() for _ in range(3)]
+    items[position] = {**items[position], **bad}
+    with pytest.raises(InvalidReport, match=rf"reports\[{position}\]"):
+        parse_submission({"reports": items}, SURVEY, max_batch=3)
+
+
+def test_an_id_split_across_reports_is_refused() -> None:
+    """Ids "A\nB" and "" join like "A", "B" would; the lengths tell them apart."""
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    items = [report(id=f"{first}\n{second}"), report(id=""), report()]
+    with pytest.raises(InvalidReport, match=r"reports\[0\]"):
+        parse_submission({"reports": items}, SURVEY, max_batch=3)
+
+
 def test_an_id_twice_in_one_batch_must_carry_one_body() -> None:
     first = report()
     assert len(parse_submission({"reports": [first, dict(first)]}, SURVEY, max_batch=5)) == 1
