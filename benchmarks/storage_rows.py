@@ -119,8 +119,11 @@ def run(backend: str, database: str, total: int, calls: int, mechanism: str) -> 
             storage.add_reports(survey.id, parse_submission(body, survey, max_batch=BATCH))
         ingest = total / (time.perf_counter() - start)
         rss, peak = rss_kib()
-        with storage._transaction() as connection:
-            (pending,) = connection.execute("SELECT COUNT(*) FROM pending").fetchone()
+        with storage._transaction() as connection:  # stored, less what was folded
+            (folded,) = connection.execute(
+                "SELECT COALESCE(SUM(n), 0) FROM question_statistics"
+            ).fetchone()
+        pending = storage.get_survey(survey.id).n_reports - folded
         start = time.perf_counter()
         document = results_document(storage, survey.id)
         first = time.perf_counter() - start
