@@ -82,12 +82,14 @@ def submit_bulk(survey_id: str) -> Response:
     """
     require_operator()
     storage = current_storage()
-    record = storage.get_survey(survey_id, count=False)
-    body = read_json()
-    if not record.is_open:
-        raise Conflict(f"survey {survey_id!r} is closed")
-    reports = parse_submission(body, record.survey, max_batch=current_app.config["MAX_BATCH"])
-    ids = storage.add_reports(survey_id, reports, operator=True)
+    with storage.bulk_turn():  # SQLite: one bulk request at a time per process
+        record = storage.get_survey(survey_id, count=False)
+        body = read_json()
+        if not record.is_open:
+            raise Conflict(f"survey {survey_id!r} is closed")
+        limit = current_app.config["MAX_BATCH"]
+        reports = parse_submission(body, record.survey, max_batch=limit)
+        ids = storage.add_reports(survey_id, reports, operator=True)
     return json_response({"survey": survey_id, "received": len(ids), "reports": ids}, 201)
 
 

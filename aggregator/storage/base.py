@@ -351,6 +351,10 @@ class Storage(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook: only pooled backends need it
         """Release connections (pools)."""
 
+    def bulk_turn(self) -> contextlib.AbstractContextManager[object]:
+        """Held by a bulk request while it parses and stores its reports (no wait here)."""
+        return contextlib.nullcontext()
+
     # -- dialect hooks (each backend says how it runs one transaction) ----------------
     placeholder = "?"
 

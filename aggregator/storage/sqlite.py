@@ -90,6 +90,7 @@ class SqliteStorage(Storage):
         self._local = threading.local()
         self._ids = IdIndex()
         self._ingest_lock = threading.Lock()
+        self._bulk_turn = threading.Lock()
         self._write_turn = FileLock(self.path.with_name(self.path.name + ".write-lock"))
         self._fold_turn = FileLock(self.path.with_name(self.path.name + ".fold-lock"))
 
@@ -172,6 +173,18 @@ class SqliteStorage(Storage):
                     connection.close()
                 elif not healthy:
                     self._drop_thread_connection()
+
+    def bulk_turn(self) -> contextlib.AbstractContextManager[object]:
+        """One bulk request at a time in this process, from parsing to commit.
+
+        Writers take turns on one database lock.  A writer holding it must not
+        wait for the GIL while a sibling thread parses another body of 1,000
+        reports: the other processes would wait for the lock meanwhile.  In
+        alternating runs of benchmarks/ingest.py's bulk phase (1,000,000
+        reports, 2 workers) this gave 56.7-61.0k reports/s against 50.0-53.2k.
+        PostgreSQL has no such lock, and gains nothing from it.
+        """
+        return self._bulk_turn
 
     def close(self) -> None:
         self._drop_thread_connection()
