@@ -53,7 +53,7 @@ from .base import (
     survey_columns,
     utc_now,
 )
-from .sqlite_ids import ID_LOOKUP, FileLock, IdIndex, Staged, probes
+from .sqlite_ids import FileLock, IdIndex, Staged, probes, reports_by_seq
 
 # Below this much free space on the database's file system, /health reports degraded.
 MIN_FREE_BYTES = 8 << 20
@@ -406,17 +406,12 @@ class SqliteStorage(Storage):
         index = self._ids
         index.sync(connection)
         stored = index.stored(connection, survey_id, ids, id_probes)
-        seqs = list(stored.values())
-        for start in range(0, len(seqs), ID_LOOKUP):
-            part = seqs[start : start + ID_LOOKUP]
-            for report_id, question_id, payload in connection.execute(
-                "SELECT report_id, question_id, payload FROM reports"
-                f" WHERE seq IN ({','.join('?' * len(part))})",
-                part,
-            ):
-                report = incoming[report_id]
-                if (report.question, report.payload) != (question_id, payload):
-                    raise Conflict(f"report id {report_id} was already used with another body")
+        for report_id, question_id, payload in reports_by_seq(
+            connection, "report_id, question_id, payload", list(stored.values())
+        ):
+            report = incoming[report_id]
+            if (report.question, report.payload) != (question_id, payload):
+                raise Conflict(f"report id {report_id} was already used with another body")
         fresh = [report_id not in stored for report_id in ids]
         new = [report for report, is_new in zip(incoming.values(), fresh, strict=True) if is_new]
         if not new:

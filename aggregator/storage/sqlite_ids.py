@@ -64,6 +64,17 @@ def probes(ids: list[str]) -> np.ndarray:
 _NO_SEQS = np.empty(0, dtype=np.int64)
 
 
+def reports_by_seq(
+    connection: sqlite3.Connection, columns: str, seqs: list[int]
+) -> Iterator[tuple]:
+    """``columns`` of the reports with these seqs, ID_LOOKUP seqs per statement."""
+    for start in range(0, len(seqs), ID_LOOKUP):
+        part = seqs[start : start + ID_LOOKUP]
+        yield from connection.execute(
+            f"SELECT {columns} FROM reports WHERE seq IN ({','.join('?' * len(part))})", part
+        )
+
+
 @dataclass
 class Staged:
     """What one ingest changed, applied to the index only after its COMMIT."""
@@ -170,15 +181,11 @@ class IdIndex:
             for lo, hi in zip(*_matches(keys, probes), strict=True):
                 candidates += seqs[lo:hi].tolist()
         wanted = set(ids)
-        for start in range(0, len(candidates), ID_LOOKUP):
-            part = candidates[start : start + ID_LOOKUP]
-            for seq, report_survey, report_id in connection.execute(
-                "SELECT seq, survey_id, report_id FROM reports"
-                f" WHERE seq IN ({','.join('?' * len(part))})",
-                part,
-            ):
-                if report_survey == survey_id and report_id in wanted:
-                    found[report_id] = seq
+        for seq, report_survey, report_id in reports_by_seq(
+            connection, "seq, survey_id, report_id", candidates
+        ):
+            if report_survey == survey_id and report_id in wanted:
+                found[report_id] = seq
         if len(found) == len(ids) or not self._settled:
             return found
         maybe = np.zeros(len(ids), dtype=bool)
