@@ -101,7 +101,8 @@ WITH survey AS MATERIALIZED (
     ORDER BY position
     RETURNING seq
 ), {_QUEUE}
-SELECT (SELECT status FROM survey), (SELECT MAX(seq) FROM inserted), (SELECT first_seq FROM oldest)
+SELECT (SELECT status FROM survey), (SELECT require_enrolment FROM survey),
+       (SELECT MAX(seq) FROM inserted), (SELECT first_seq FROM oldest)
 """
 # The checked path, after the survey row is locked (and a token spent): stores
 # the reports whose ids are new and names them, so the rest can be compared.
@@ -416,14 +417,12 @@ class PostgresStorage(Storage):
         """
         try:
             with self._transaction(passing=(*RETRYABLE, UNIQUE), single=True) as connection:
-                status, last_seq, first_pending = connection.execute(
+                status, require_enrolment, last_seq, first_pending = connection.execute(
                     STORE_BATCH, parameters
                 ).fetchone()
-                if status is None:
-                    raise NotFound(f"no survey {survey_id!r}")
-                if status != OPEN:
-                    raise Conflict(f"survey {survey_id!r} is closed")
-                if last_seq is None:  # nothing stored: a token is needed
+                survey = None if status is None else (status, require_enrolment)
+                needs_enrolment(survey_id, survey)  # NotFound, or Conflict if closed
+                if last_seq is None:  # open, yet nothing stored: a token is needed
                     return None
                 return over_backlog(last_seq, first_pending)
         except UNIQUE:
