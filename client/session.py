@@ -49,7 +49,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from deniable import __version__
 from deniable.errors import (
     AlreadyAnswered,
     ClientError,
@@ -65,9 +64,8 @@ from .memo import is_longitudinal, memo_tag, permanent_response
 from .pinning import KeyPinning, decode_public_key
 from .policy import Policy, question_cost
 from .state import StateStore
+from .transport import HttpTransport, requests_module
 
-USER_AGENT = f"deniable-client/{__version__}"
-ENROLMENT_HEADER = "X-Deniable-Enrolment"
 # Printable ASCII without spaces: nothing that could split or fold an HTTP header.
 ENROLMENT_TOKEN = re.compile(r"[!-~]{1,256}")
 if TYPE_CHECKING:
@@ -78,17 +76,6 @@ if TYPE_CHECKING:
 # requests, deniable.survey (every mechanism), cryptography, uuid and secrets are
 # imported where first needed, so that ``import deniable.client`` stays light.
 
-
-def _requests() -> Any:
-    """requests, imported by the first client."""
-    import requests
-
-    return requests
-
-
-def retryable_exceptions() -> tuple[type[BaseException], ...]:
-    exceptions = _requests().exceptions
-    return (exceptions.ConnectionError, exceptions.Timeout, exceptions.ChunkedEncodingError)
 
 __all__ = [
     "FlushResult",
@@ -194,7 +181,7 @@ def randomize_answers(
     return Randomized(payloads=payloads, charges=charges, new_tags=new_tags)
 
 
-class SurveyClient(KeyPinning):
+class SurveyClient(HttpTransport, KeyPinning):
     """The respondent's side of the protocol, for one aggregator ``base_url``."""
 
     def __init__(
@@ -219,7 +206,7 @@ class SurveyClient(KeyPinning):
             parts.port  # noqa: B018 - ValueError for a port that is not a number in range
             # Why: requests' own URL parser refuses more (spaces or bad labels in the host), and
             # its InvalidURL is a ValueError that would otherwise escape from the first request.
-            _requests().PreparedRequest().prepare_url(base_url, None)
+            requests_module().PreparedRequest().prepare_url(base_url, None)
         except ValueError:
             raise InvalidParameter(f"base_url must be an http(s) URL, got {base_url!r}") from None
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
@@ -242,7 +229,7 @@ class SurveyClient(KeyPinning):
         if not isinstance(policy, Policy):
             raise InvalidParameter("policy must be a deniable.client.Policy")
         self.policy = policy
-        self.session = session if session is not None else _requests().Session()
+        self.session = session if session is not None else requests_module().Session()
         self.timeout = self._check_timeout(timeout)
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 20:
             raise InvalidParameter(f"retries must be an int in [0, 20], got {retries!r}")
@@ -254,119 +241,6 @@ class SurveyClient(KeyPinning):
         self.max_backoff = float(max_backoff)
         self.clock = clock
         self.sleep = sleep
-
-    @staticmethod
-    def _check_timeout(timeout: object) -> float | tuple[float, float]:
-        values = timeout if isinstance(timeout, tuple) else (timeout,)
-        if len(values) not in (1, 2) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-            for v in values
-        ):
-            raise InvalidParameter(f"timeout must be positive seconds, got {timeout!r}")
-        return timeout  # type: ignore[return-value]
-
-    def close(self) -> None:
-        self.session.close()
-
-    def __enter__(self) -> SurveyClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- HTTP -------------------------------------------------------------------
-    def _delay(self, attempt: int) -> float:
-        """Exponential backoff with jitter from the OS CSPRNG (``secrets``)."""
-        import secrets  # only when a request is retried (see the top)
-
-        ceiling = min(self.max_backoff, self.backoff * (2**attempt))
-        return ceiling / 2 + ceiling / 2 * secrets.randbelow(1_000_001) / 1_000_000
-
-    @staticmethod
-    def _retry_after(response: requests.Response) -> float:
-        value = response.headers.get("Retry-After", "").strip()
-        if not value:
-            return 0.0
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            pass
-        import email.utils  # only for an HTTP-date Retry-After
-
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return 1.0
-        return max(0.0, when.timestamp() - time.time())
-
-    def _http_error(self, method: str, path: str, response: requests.Response) -> TransportError:
-        detail = ""
-        try:
-            problem = response.json()
-            if isinstance(problem, dict):
-                detail = ": ".join(
-                    str(problem[k]) for k in ("title", "detail") if problem.get(k) is not None
-                )
-        except ValueError:
-            pass
-        message = f"aggregator answered {response.status_code} to {method} {path}"
-        return TransportError(f"{message}{': ' + detail if detail else ''}",
-                              status=response.status_code)  # fmt: skip
-
-    def _request(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None = None,
-        enrolment: str | None = None,
-        authorization: str | None = None,
-    ) -> requests.Response:
-        """One request with timeouts and retries; the same bytes on every attempt.
-
-        ``authorization``: an operator bearer token (only the simulator's bulk
-        route uses one; a respondent's device never does).
-        """
-        url = self.base_url + path
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        if authorization is not None:
-            headers["Authorization"] = f"Bearer {authorization}"
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        if enrolment is not None:
-            headers[ENROLMENT_HEADER] = enrolment
-        error: TransportError | None = None
-        retryable = retryable_exceptions()
-        for attempt in range(self.retries + 1):
-            try:
-                response = self.session.request(
-                    method, url, data=body, headers=headers, timeout=self.timeout,
-                    allow_redirects=False,
-                )  # fmt: skip
-            except retryable as exc:
-                error = TransportError(
-                    f"aggregator at {self.base_url} unreachable ({type(exc).__name__})"
-                )
-                delay = self._delay(attempt)
-            else:
-                if response.status_code != 429 and response.status_code < 500:
-                    return response
-                error = self._http_error(method, path, response)
-                delay = max(self._delay(attempt), self._retry_after(response))
-                if delay > self.max_backoff:
-                    break  # the server asks for more patience than we have; try later
-            if attempt < self.retries:
-                self.sleep(delay)
-        assert error is not None
-        raise error
-
-    @staticmethod
-    def _json(response: requests.Response, what: str) -> Any:
-        try:
-            return response.json()
-        except ValueError:
-            raise TransportError(
-                f"aggregator sent a {what} that is not JSON", status=response.status_code
-            ) from None
 
     # -- keys and surveys ---------------------------------------------------------
     def _verify(self, survey_id: str, document: object, key: bytes, key_id: str) -> VerifiedSurvey:
