@@ -22,7 +22,7 @@ from deniable.wire import parse_submission
 from ..problems import EnrolmentRequired, read_json
 from ..ratelimit import check_submission_address, current_limits
 from ..storage import StoredReport, current_storage
-from ..storage.base import is_enrolment_token
+from ..storage.tokens import is_enrolment_token
 from .common import choice_parameter, json_response, require_operator
 
 blueprint = Blueprint("reports", __name__)

@@ -14,14 +14,8 @@ from typing import Any
 
 from flask import Flask, current_app
 
-from .base import (
-    OperatorToken,
-    QuestionStatistics,
-    Storage,
-    StoredReport,
-    SurveyRecord,
-    hash_token,
-)
+from .base import QuestionStatistics, Storage, StoredReport, SurveyRecord
+from .tokens import OperatorToken, hash_token
 
 EXTENSION = "deniable.storage"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")

@@ -36,31 +36,25 @@ Tables (see ``migrations/<backend>/``):
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
-import re
-import secrets
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from deniable.errors import Conflict, Forbidden, InvalidParameter, NotFound, StorageError
-from deniable.survey import IDENTIFIER, Survey
+from deniable.errors import Conflict, NotFound, StorageError
+from deniable.survey import Survey
 from deniable.wire import Report
 
+from .timestamps import iso, utc_now
+from .tokens import TokenStore
+
 MIGRATIONS = Path(__file__).with_name("migrations")
-TOKEN_PREFIX = "dnb_"
-ENROLMENT_PREFIX = "dne_"
-# Enrolment tokens as issued: the prefix and 43 URL-safe base64 characters (32 bytes).
-ENROLMENT_TOKEN = re.compile(r"dne_[A-Za-z0-9_-]{43}")
-MAX_ENROLMENT_ISSUE = 1_000_000
 # Ingest folds a survey's pending reports once there are more than this many, so a
 # results call never has more than about this many (plus one batch) left to fold.
 FOLD_BACKLOG = 5_000
@@ -81,53 +75,6 @@ def over_backlog(last_seq: int | None, first_pending: int | None) -> bool:
     if last_seq is None or first_pending is None:
         return False
     return last_seq - first_pending + 1 > FOLD_BACKLOG
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def iso(value: datetime | str | None) -> str | None:
-    """A timestamp as ISO 8601 UTC with a ``Z`` suffix (None stays None)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def hash_token(token: str) -> str:
-    """The only form in which an operator token is stored."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def new_token() -> str:
-    return TOKEN_PREFIX + secrets.token_urlsafe(32)
-
-
-def new_enrolment_token() -> str:
-    return ENROLMENT_PREFIX + secrets.token_urlsafe(32)
-
-
-def is_enrolment_token(token: str) -> bool:
-    """True if ``token`` has the shape of an issued enrolment token (checked before any lookup)."""
-    return ENROLMENT_TOKEN.fullmatch(token) is not None
-
-
-def batch_digest(reports: list[Report]) -> str:
-    """SHA-256 hex of a batch: its reports' digests, in order (the same body gives the same)."""
-    return hashlib.sha256("\n".join(r.digest for r in reports).encode("ascii")).hexdigest()
-
-
-def check_issue_count(count: int) -> None:
-    if isinstance(count, bool) or not isinstance(count, int):
-        raise InvalidParameter("the number of enrolment tokens must be an integer")
-    if not 1 <= count <= MAX_ENROLMENT_ISSUE:
-        raise InvalidParameter(
-            f"the number of enrolment tokens must be in [1, {MAX_ENROLMENT_ISSUE:,}], got {count}"
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,59 +148,6 @@ class QuestionStatistics:
     statistics: np.ndarray
 
 
-@dataclass(frozen=True, kw_only=True)
-class OperatorToken:
-    """An operator token's metadata (the plaintext is never stored).
-
-    ``surveys``: the survey ids it may act on, or None for every survey (and for
-    what concerns no one survey: creating surveys, metrics).
-    """
-
-    id: int
-    label: str
-    created_at: str
-    revoked_at: str | None
-    surveys: tuple[str, ...] | None = None
-
-    def may_act_on(self, survey_id: str | None) -> bool:
-        if self.surveys is None:
-            return True
-        return survey_id is not None and survey_id in self.surveys
-
-
-@dataclass(frozen=True, kw_only=True)
-class EnrolmentToken:
-    """An enrolment token's state; ``id`` is the first 16 hex digits of its hash."""
-
-    id: str
-    survey: str
-    created_at: str
-    spent_at: str | None
-    revoked_at: str | None
-
-    @property
-    def status(self) -> str:
-        if self.spent_at is not None:
-            return "spent"
-        return "revoked" if self.revoked_at is not None else "unspent"
-
-
-def check_scope(surveys: Sequence[str] | None) -> tuple[str, ...] | None:
-    """Validated survey ids of an operator token's scope (None: every survey)."""
-    if surveys is None:
-        return None
-    scope = tuple(dict.fromkeys(surveys))
-    if not scope:
-        raise InvalidParameter("a scoped operator token needs at least one survey id")
-    for survey_id in scope:
-        if not isinstance(survey_id, str) or not IDENTIFIER.fullmatch(survey_id):
-            raise InvalidParameter(f"not a survey id: {str(survey_id)[:60]!r}")
-    return scope
-
-
-ENROLMENT_ID = re.compile(r"[0-9a-f]{4,64}")
-
-
 def respondents(statistics: dict[str, QuestionStatistics]) -> int:
     """Respondents of a survey: the most reports any one question has.
 
@@ -305,7 +199,6 @@ def statistics_from_json(text: str) -> np.ndarray:
     return np.asarray(json.loads(text), dtype=np.int64)
 
 
-
 def survey_columns(pending_count: str) -> str:
     """The survey columns, counting reports as folded ``n`` plus ``pending_count`` (SQL)."""
     return f"""
@@ -322,7 +215,7 @@ SURVEY_COLUMNS_UNCOUNTED = """
 """
 
 
-class Storage(ABC):
+class Storage(TokenStore, ABC):
     """The storage protocol: every method is one or a few short transactions.
 
     An acknowledgement (a method returning normally after a write) means the
@@ -372,122 +265,6 @@ class Storage(ABC):
     def _timestamp(self) -> Any:
         """The current time as this backend stores it (ISO text, or a datetime)."""
         return iso(utc_now())
-
-    # -- operator tokens --------------------------------------------------------
-    def create_operator_token(self, label: str = "", surveys: Sequence[str] | None = None) -> str:
-        """Create an operator token (for ``surveys`` only, if given); return its plaintext.
-
-        The plaintext is never stored, only its SHA-256.
-        """
-        scope = check_scope(surveys)
-        token = new_token()
-        with self._write() as connection:
-            connection.execute(
-                self._sql("INSERT INTO operator_tokens (token_hash, label, created_at, surveys)"
-                          " VALUES (?, ?, ?, ?)"),
-                (hash_token(token), label, self._timestamp(),
-                 None if scope is None else json.dumps(list(scope))),
-            )  # fmt: skip
-        return token
-
-    def find_operator_token(self, token: str) -> OperatorToken | None:
-        """The stored, unrevoked operator token ``token`` (None if there is none)."""
-        with self._read() as connection:
-            row = connection.execute(
-                self._sql("SELECT id, label, created_at, revoked_at, surveys FROM operator_tokens"
-                          " WHERE token_hash = ? AND revoked_at IS NULL"),
-                (hash_token(token),),
-            ).fetchone()  # fmt: skip
-        return None if row is None else _operator_token(row)
-
-    def verify_operator_token(self, token: str) -> bool:
-        """True if ``token`` is a stored, unrevoked operator token."""
-        return self.find_operator_token(token) is not None
-
-    def list_operator_tokens(self) -> list[OperatorToken]:
-        """Every operator token's metadata."""
-        with self._read() as connection:
-            rows = connection.execute(
-                "SELECT id, label, created_at, revoked_at, surveys FROM operator_tokens ORDER BY id"
-            ).fetchall()
-        return [_operator_token(row) for row in rows]
-
-    def revoke_operator_token(self, token_id: int) -> bool:
-        """Revoke a token by id; False if no such unrevoked token."""
-        with self._write() as connection:
-            cursor = connection.execute(
-                self._sql("UPDATE operator_tokens SET revoked_at = ?"
-                          " WHERE id = ? AND revoked_at IS NULL"),
-                (self._timestamp(), token_id),
-            )  # fmt: skip
-            return cursor.rowcount == 1
-
-    # -- enrolment tokens, listed and revoked -------------------------------------------
-    def list_enrolment_tokens(self, survey_id: str) -> list[EnrolmentToken]:
-        """Every enrolment token of a survey, oldest first (NotFound for an unknown survey)."""
-        with self._read() as connection:
-            if connection.execute(self._sql("SELECT 1 FROM surveys WHERE id = ?"),
-                                  (survey_id,)).fetchone() is None:  # fmt: skip
-                raise NotFound(f"no survey {survey_id!r}")
-            rows = connection.execute(
-                self._sql("SELECT token_hash, created_at, spent_at, revoked_at"
-                          " FROM enrolment_tokens WHERE survey_id = ? ORDER BY created_at,"
-                          " token_hash"),
-                (survey_id,),
-            ).fetchall()  # fmt: skip
-        return [
-            EnrolmentToken(id=r[0][:16], survey=survey_id, created_at=iso(r[1]),
-                           spent_at=iso(r[2]), revoked_at=iso(r[3]))
-            for r in rows
-        ]  # fmt: skip
-
-    def revoke_enrolment_tokens(
-        self,
-        survey_id: str,
-        *,
-        ids: Iterable[str] = (),
-        tokens: Iterable[str] = (),
-        unspent: bool = False,
-    ) -> int:
-        """Revoke unspent enrolment tokens of a survey; return how many were revoked.
-
-        ``ids``: hash prefixes as listed (at least 4 hex digits, each matching exactly
-        one token of the survey, else NotFound/InvalidParameter); ``tokens``: plaintexts
-        (e.g. a leaked file); ``unspent``: every unspent one.  A spent token stays
-        spent: its batch is stored and counted.
-        """
-        prefixes = [i.strip().lower() for i in ids]
-        for prefix in prefixes:
-            if not ENROLMENT_ID.fullmatch(prefix):
-                raise InvalidParameter(f"not an enrolment token id: {prefix[:40]!r}")
-        hashes = [hash_token(t.strip()) for t in tokens if t.strip()]
-        now = self._timestamp()
-        with self._write() as connection:
-            if connection.execute(self._sql("SELECT 1 FROM surveys WHERE id = ?"),
-                                  (survey_id,)).fetchone() is None:  # fmt: skip
-                raise NotFound(f"no survey {survey_id!r}")
-            for prefix in prefixes:
-                matches = connection.execute(
-                    self._sql("SELECT token_hash FROM enrolment_tokens"
-                              " WHERE survey_id = ? AND token_hash LIKE ? LIMIT 2"),
-                    (survey_id, prefix + "%"),
-                ).fetchall()  # fmt: skip
-                if not matches:
-                    raise NotFound(f"no enrolment token {prefix!r} for survey {survey_id!r}")
-                if len(matches) > 1:
-                    raise InvalidParameter(f"enrolment token id {prefix!r} is ambiguous; "
-                                           "give more digits")  # fmt: skip
-                hashes.append(matches[0][0])
-            revoke = self._sql("UPDATE enrolment_tokens SET revoked_at = ? WHERE survey_id = ?"
-                               " AND spent_at IS NULL AND revoked_at IS NULL")  # fmt: skip
-            if unspent:
-                return connection.execute(revoke, (now, survey_id)).rowcount
-            count = 0
-            for token_hash in dict.fromkeys(hashes):
-                count += connection.execute(
-                    revoke + self._sql(" AND token_hash = ?"), (now, survey_id, token_hash)
-                ).rowcount
-            return count
 
     # -- surveys ------------------------------------------------------------------
     @abstractmethod
@@ -597,24 +374,6 @@ class Storage(ABC):
         return survey
 
 
-def check_issuable(record: SurveyRecord) -> None:
-    """Conflict unless enrolment tokens can be issued for ``record``."""
-    if not record.require_enrolment:
-        raise Conflict(
-            f"survey {record.id!r} does not require enrolment tokens "
-            "(it was created without require_enrolment)"
-        )
-    if not record.is_open:
-        raise Conflict(f"survey {record.id!r} is closed")
-
-
-def _operator_token(row: tuple) -> OperatorToken:
-    token_id, label, created, revoked, surveys = row
-    scope = None if surveys is None else tuple(json.loads(surveys))
-    return OperatorToken(id=token_id, label=label, created_at=iso(created),
-                         revoked_at=iso(revoked), surveys=scope)  # fmt: skip
-
-
 def needs_enrolment(survey_id: str, row: tuple | None) -> bool:
     """Before storing reports: the survey must exist and be open; True if it needs enrolment.
 
@@ -625,19 +384,6 @@ def needs_enrolment(survey_id: str, row: tuple | None) -> bool:
     if row[0] != OPEN:
         raise Conflict(f"survey {survey_id!r} is closed")
     return bool(row[1])
-
-
-def check_spent(survey_id: str, row: tuple | None, digest: str) -> None:
-    """After a failed spend: allow only a retry of the batch that spent the token.
-
-    ``row``: (batch_digest, revoked_at) of the token, None if there is no such token.
-    """
-    if row is None:
-        raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r}")
-    if row[0] is None and row[1] is not None:
-        raise Forbidden(f"the enrolment token was revoked for survey {survey_id!r}")
-    if row[0] != digest:
-        raise Forbidden("the enrolment token was already spent on another submission")
 
 
 def definition_text(survey: Survey) -> str:

@@ -45,21 +45,22 @@ from .base import (
     Storage,
     StoredReport,
     SurveyRecord,
+    definition_text,
+    fold_into,
+    initial_statistics,
+    migrations,
+    needs_enrolment,
+    over_backlog,
+    survey_columns,
+)
+from .timestamps import iso, utc_now
+from .tokens import (
     batch_digest,
     check_issuable,
     check_issue_count,
     check_spent,
-    definition_text,
-    fold_into,
     hash_token,
-    initial_statistics,
-    iso,
-    migrations,
-    needs_enrolment,
     new_enrolment_token,
-    over_backlog,
-    survey_columns,
-    utc_now,
 )
 
 # Deadlocks (two batches sharing ids) and serialization failures are retried whole.

@@ -36,24 +36,25 @@ from .base import (
     Storage,
     StoredReport,
     SurveyRecord,
+    definition_text,
+    fold_into,
+    initial_statistics,
+    migrations,
+    needs_enrolment,
+    over_backlog,
+    statistics_from_json,
+    survey_columns,
+)
+from .sqlite_ids import FileLock, IdIndex, Staged, probes, reports_by_seq
+from .timestamps import iso, utc_now
+from .tokens import (
     batch_digest,
     check_issuable,
     check_issue_count,
     check_spent,
-    definition_text,
-    fold_into,
     hash_token,
-    initial_statistics,
-    iso,
-    migrations,
-    needs_enrolment,
     new_enrolment_token,
-    over_backlog,
-    statistics_from_json,
-    survey_columns,
-    utc_now,
 )
-from .sqlite_ids import FileLock, IdIndex, Staged, probes, reports_by_seq
 
 # Below this much free space on the database's file system, /health reports degraded.
 MIN_FREE_BYTES = 8 << 20
