@@ -85,9 +85,16 @@ export interface Receipt {
   delivered: boolean;
   cancelled?: boolean;
   pendingBatches?: number;
+  /** Seconds the aggregator's Retry-After asked for, if it answered 429/5xx with one. */
+  retryAfter?: number;
 }
 
-export interface FlushResult { delivered: number; pending: number; }
+export interface FlushResult {
+  delivered: number;
+  pending: number;
+  /** Seconds the aggregator's Retry-After asked for, if it answered 429/5xx with one. */
+  retryAfter?: number;
+}
 
 export interface ClientOptions {
   /** Base64 of the aggregator's 32-byte Ed25519 public key, pinned by the embed code. */
@@ -108,6 +115,7 @@ export class SurveyClient {
     answers: Answers,
     options?: { confirm?: (reports: PreparedReport[]) => boolean | Promise<boolean>; enrolmentToken?: string },
   ): Promise<Receipt>;
+  /** Posts the outbox in order; calls run one after another, never two at once. */
   flush(): Promise<FlushResult>;
   budget(): { spentTotal: number; spentPeriod: number; remainingLifetime: number; remainingPeriod: number };
 }

@@ -121,17 +121,27 @@ export class SurveyClient {
     state.answered[answered] = { at, reports: reportIds };
     state.outbox.push({ origin: this.baseUrl, survey: survey.id, path: `/api/v1/surveys/${survey.id}/reports`, body, enrolment: enrolmentToken });
     this.save(state); // the charge, the mark and the batch in one write, before any byte is sent
-    const { pending } = await this.flush();
-    return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending };
+    const { pending, retryAfter } = await this.flush();
+    return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending, retryAfter };
   }
 
-  /** Sends the outbox in order, identical bodies; a batch leaves on 200/201 or a final 4xx. */
-  async flush() {
-    let delivered = 0, refused;
+  /**
+   * Sends the outbox in order, identical bodies; a batch leaves on 200/201 or a final 4xx. On a
+   * network error, 429 or 5xx the rest waits; `retryAfter`: the seconds a Retry-After asked for.
+   * Flushes of one client run one after another, so none posts a batch another is sending.
+   */
+  flush() { return (this.flushing = (this.flushing ?? Promise.resolve()).catch(() => {}).then(() => this.send())); }
+
+  async send() {
+    let delivered = 0, refused, retryAfter;
     const mine = () => this.load().outbox.filter((e) => e.origin === this.baseUrl);
     for (const entry of mine()) {
       const response = await this.request("POST", entry.path, entry.body, entry.enrolment).catch(() => null);
-      if (!response || response.status === 429 || response.status >= 500) break; // kept, in order, for later
+      if (!response || response.status === 429 || response.status >= 500) { // kept, in order, for later
+        const wait = response?.headers.get("Retry-After"), seconds = /^\d+$/.test(wait) ? +wait : (Date.parse(wait) - this.clock()) / 1000;
+        retryAfter = seconds >= 0 ? seconds : undefined;
+        break;
+      }
       if (response.status === 200 || response.status === 201) delivered++;
       else refused ??= new TransportError(`aggregator refused the reports (${response.status})`, response.status);
       const state = this.load();
@@ -139,7 +149,7 @@ export class SurveyClient {
       this.save(state);
     }
     if (refused) throw refused;
-    return { delivered, pending: mine().length };
+    return { delivered, pending: mine().length, ...(retryAfter !== undefined && { retryAfter }) };
   }
 
   budget(state = this.load()) {

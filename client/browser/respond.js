@@ -35,8 +35,19 @@ export async function mount(root) {
   const say = (text, kind = "") => { status.textContent = text; status.className = `status ${kind}`; };
   root.replaceChildren(status);
   const client = new SurveyClient(data.deniableAggregator ?? "", { publicKey: data.deniableKey });
-  addEventListener("online", () => client.flush().then((r) => r.delivered && say("Your noisy answers were delivered.", "ok"), () => {}));
-  client.flush().catch(() => {}); // a batch queued while offline, on an earlier visit
+  // A waiting batch (this visit's or an earlier one's) goes again on "online", or after the
+  // Retry-After asked for or a backoff (1 s doubling to 5 min, CSPRNG jitter): identical bytes.
+  let timer, attempt = 0;
+  const retry = ({ delivered, pending, retryAfter = 0 }) => {
+    clearTimeout(timer);
+    if (delivered && data.state === "queued") { data.state = "sent"; say("Your noisy answers were delivered.", "ok"); }
+    if (!pending) return void (attempt = 0);
+    const backoff = Math.min(300, 2 ** attempt++) * (0.5 + crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 33);
+    timer = setTimeout(deliver, 1000 * Math.min(3600, Math.max(retryAfter, backoff)));
+  };
+  const deliver = () => client.flush().then(retry, () => {});
+  addEventListener("online", deliver);
+  deliver();
   let survey;
   try {
     say("Checking the survey's signature…");
@@ -82,7 +93,8 @@ export async function mount(root) {
       review.hidden = true;
       data.state = receipt.delivered ? "sent" : "queued";
       say(receipt.delivered ? `Sent and acknowledged. ε spent: ${round(receipt.epsilonCharged)}.`
-        : "You are offline: the noisy values are saved on this device and will be sent when you are back online.", "ok");
+        : "Not delivered yet (offline, or the aggregator is busy): the noisy values are saved on this device and will be sent again automatically.", "ok");
+      retry({ pending: receipt.pendingBatches, retryAfter: receipt.retryAfter });
     } catch (error) {
       say(`Not sent: ${error.message}`, "error");
     }

@@ -301,6 +301,41 @@ def test_offline_then_online_delivers_exactly_once(stack) -> None:
     context.close()
 
 
+def test_a_busy_aggregator_is_retried_after_retry_after_and_counted_once(stack) -> None:
+    base = stack["base"]
+    before = _counts(base)
+    context = stack["browser"].new_context()
+    page = context.new_page()
+    recorder = Recorder(page)
+    answered: list[int] = []
+
+    def busy_once(route) -> None:  # the first POST meets a 503, as from an overloaded server
+        answered.append(len(answered))
+        if len(answered) == 1:
+            route.fulfill(status=503, headers={"Retry-After": "1"},
+                          content_type="application/problem+json", body="{}")  # fmt: skip
+        else:
+            route.continue_()
+
+    page.route(f"{base}/api/v1/surveys/{SURVEY}/reports", busy_once)
+    page.goto(f"{base}/surveys/{SURVEY}/respond")
+    assert _state(page, "ready", "refused") == "ready"
+    _fill(page)
+    page.get_by_role("button", name="Randomize my answers").click()
+    _state(page, "review")
+    page.get_by_role("button", name="Send these noisy values").click()
+    assert _state(page, "sent", "queued") == "queued"
+    assert _counts(base) == before
+    # No "online" event and no reload: the page's own timer sends the batch again.
+    page.locator(".status", has_text="delivered").wait_for(timeout=20_000)
+    assert _state(page, "sent") == "sent"
+    assert _counts(base) == [n + 1 for n in before]
+    bodies = {body for method, _, body in recorder.requests if method == "POST"}
+    assert len(answered) == 2 and len(bodies) == 1, "the retry resends the identical body"
+    recorder.assert_no_true_answer()
+    context.close()
+
+
 def test_embedded_in_another_origin_works_only_when_cors_allows_it(stack) -> None:
     base = stack["base"]
     before = _counts(base)

@@ -110,6 +110,47 @@ test("offline: the batch waits in the outbox and is resent identically (same rep
   assert.deepEqual(JSON.parse([...bodies][0]).reports.map((r) => r.id), receipt.reportIds);
 });
 
+test("429/503 keep the batch and report the Retry-After asked for (seconds or an HTTP date)", async () => {
+  const now = Date.parse("2026-11-26T12:00:00Z"), answers = [];
+  for (const [status, header, expected] of [[503, "7", 7], [429, "Thu, 26 Nov 2026 12:01:30 GMT", 90], [503, null, undefined], [429, "soon", undefined]]) {
+    const agg = aggregator();
+    agg.fetch = async (url, init) => {
+      agg.calls.push({ url, ...init });
+      if (init.method === "GET") return new Response(JSON.stringify({ status: "open", definition: DEMO.definition, signature: DEMO.signature }), { status: 200 });
+      return new Response("{}", { status, headers: header === null ? {} : { "Retry-After": header } });
+    };
+    const c = client(agg, { clock: () => now });
+    const receipt = await c.answer(await c.fetchSurvey("demo-workplace"), ANSWERS);
+    assert.equal(receipt.delivered, false);
+    assert.equal(receipt.retryAfter, expected);
+    assert.deepEqual(await c.flush(), { delivered: 0, pending: 1, ...(expected !== undefined && { retryAfter: expected }) });
+    assert.equal(new Set(agg.posts().map((p) => p.body)).size, 1);
+    answers.push(agg.posts().length);
+  }
+  assert.deepEqual(answers, [2, 2, 2, 2]);
+});
+
+test("flushes run one after another: a batch is never posted twice at once", async () => {
+  const agg = aggregator();
+  const c = client(agg);
+  const survey = await c.fetchSurvey("demo-workplace");
+  agg.state.down = true;
+  await c.answer(survey, ANSWERS);
+  agg.state.down = false;
+  let inFlight = 0, most = 0;
+  const fetch = agg.fetch;
+  c.fetch = async (url, init) => {
+    most = Math.max(most, ++inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    inFlight--;
+    return fetch(url, init);
+  };
+  const results = await Promise.all([c.flush(), c.flush(), c.flush()]);
+  assert.deepEqual(results.map((r) => r.delivered), [1, 0, 0]);
+  assert.equal(most, 1);
+  assert.equal(agg.posts().filter((p) => p.method === "POST").length, 2); // one while down, one now
+});
+
 test("a refusal (4xx) drops the batch and raises", async () => {
   const agg = aggregator();
   const c = client(agg);
