@@ -155,6 +155,14 @@ def _fill(page) -> None:
     page.fill("#q-overtime", ANSWERS["overtime"])
 
 
+def _answer_and_send(page) -> None:
+    """Fill in ANSWERS, randomize them, and send the noisy values from the review."""
+    _fill(page)
+    page.get_by_role("button", name="Randomize my answers").click()
+    _state(page, "review")
+    page.get_by_role("button", name="Send these noisy values").click()
+
+
 def _state(page, *states: str, timeout: float = 20_000) -> str:
     selector = ", ".join(f"[data-deniable-survey][data-state={s}]" for s in states)
     page.wait_for_selector(selector, timeout=timeout, state="attached")
@@ -320,10 +328,7 @@ def test_a_busy_aggregator_is_retried_after_retry_after_and_counted_once(stack) 
     page.route(f"{base}/api/v1/surveys/{SURVEY}/reports", busy_once)
     page.goto(f"{base}/surveys/{SURVEY}/respond")
     assert _state(page, "ready", "refused") == "ready"
-    _fill(page)
-    page.get_by_role("button", name="Randomize my answers").click()
-    _state(page, "review")
-    page.get_by_role("button", name="Send these noisy values").click()
+    _answer_and_send(page)
     assert _state(page, "sent", "queued") == "queued"
     assert _counts(base) == before
     # No "online" event and no reload: the page's own timer sends the batch again.
@@ -346,10 +351,7 @@ def test_embedded_in_another_origin_works_only_when_cors_allows_it(stack) -> Non
         page.goto(stack[name].origin + "/")
         assert _state(page, "ready", "refused") == expected, name
         if expected == "ready":
-            _fill(page)
-            page.get_by_role("button", name="Randomize my answers").click()
-            _state(page, "review")
-            page.get_by_role("button", name="Send these noisy values").click()
+            _answer_and_send(page)
             assert _state(page, "sent", "queued") == "sent"
             recorder.assert_no_true_answer()
         else:
@@ -390,10 +392,7 @@ def test_example_site_relays_only_noisy_reports(stack) -> None:
         recorder = Recorder(page)
         page.goto(f"http://127.0.0.1:{server.server_port}/")
         assert _state(page, "ready", "refused") == "ready"
-        _fill(page)
-        page.get_by_role("button", name="Randomize my answers").click()
-        _state(page, "review")
-        page.get_by_role("button", name="Send these noisy values").click()
+        _answer_and_send(page)
         assert _state(page, "sent", "queued") == "sent"
         recorder.assert_no_true_answer()
     finally:
