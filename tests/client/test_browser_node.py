@@ -7,6 +7,7 @@ the reason when Node >= 20 is missing, unless DENIABLE_REQUIRE_NODE=1 (then it f
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -45,3 +46,20 @@ def test_node_test_runner_passes_the_browser_client_tests() -> None:
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert re.search(r"^# fail 0$", summary, re.M), summary
     assert int(re.search(r"^# pass (\d+)$", summary, re.M).group(1)) >= 30, summary
+
+
+def test_the_npm_package_holds_every_module_and_the_declarations() -> None:
+    """``npm pack --dry-run``: what a publish would upload (nothing is published)."""
+    npm = shutil.which("npm") if node() else None
+    if npm is None:  # it ships with Node
+        if os.environ.get("DENIABLE_REQUIRE_NODE") == "1":
+            pytest.fail("DENIABLE_REQUIRE_NODE=1 but npm is not installed")
+        pytest.skip("npm is not installed")
+    result = subprocess.run([npm, "pack", "--dry-run", "--json"], cwd=BROWSER,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    (package,) = json.loads(result.stdout)
+    files = {entry["path"] for entry in package["files"]}
+    modules = {path.name for path in BROWSER.glob("*.js")}
+    assert files == modules | {"deniable.d.ts", "README.md", "package.json"}
+    assert package["name"] == "@deniable/browser" and not any(f.startswith("test") for f in files)
