@@ -40,8 +40,8 @@ from importlib import resources
 
 from flask import Blueprint, Flask, Response, abort, render_template, request, url_for
 
-from deniable.errors import NotFound
-from deniable.survey import Question, Survey
+from deniable.errors import Conflict, NotFound
+from deniable.survey import FORMAT, Question, Survey
 
 from ..signing import current_key
 from ..storage import current_storage
@@ -173,8 +173,9 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
     try:
         record = current_storage().get_survey(survey_id, count=False)
     except NotFound:
-        page = render_template("respond_missing.html", survey_id=survey_id, style=STYLE)
-        return page, 404, _headers()
+        return _unavailable("No such survey", f"There is no survey “{survey_id}”.", 404)
+    if record.survey.format != FORMAT:
+        return _unavailable("This survey cannot be answered in a browser", _legacy(record.id), 409)
     hashes = integrity()
     names = survey_modules(record.survey)
     modules = [(url_for("respond.static", name=n), hashes[n]) for n in names]
@@ -197,6 +198,8 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
 def embed(survey_id: str) -> Response:
     """The embed snippet for another site: the pinned key and every module's SRI hash."""
     record = current_storage().get_survey(survey_id, count=False)
+    if record.survey.format != FORMAT:
+        raise Conflict(_legacy(record.id))
     base = request.host_url.rstrip("/")
     hashes = integrity()
     lines = [
@@ -216,6 +219,20 @@ def embed(survey_id: str) -> Response:
     response = Response("\n".join(lines) + "\n", mimetype="text/plain")
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+def _legacy(survey_id: str) -> str:
+    # Why: a /1 definition leaves mechanism parameters to Python's defaults, which a browser
+    # cannot reproduce, so the client refuses it (docs/protocol.md, canonical bytes).
+    return (f"Survey “{survey_id}” predates format {FORMAT}, whose signed definition carries "
+            "every mechanism parameter, and browsers answer only that format. Answer it with "
+            "the Deniable client (deniable answer), or ask its organisers for a new survey.")
+
+
+def _unavailable(heading: str, message: str, status: int) -> tuple[str, int, dict[str, str]]:
+    page = render_template("respond_unavailable.html", heading=heading, message=message,
+                           style=STYLE)  # fmt: skip
+    return page, status, _headers()
 
 
 def _headers(inline_script: str | None = None) -> dict[str, str]:

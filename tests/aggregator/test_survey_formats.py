@@ -66,3 +66,22 @@ def test_a_stored_v1_survey_keeps_its_bytes_signature_and_reports(
     assert response.status_code == 201, response.get_json()
     results = client.get(f"/api/v1/surveys/{v1.id}/results").get_json()
     assert results["n_reports"] >= 1
+
+
+def test_a_v1_survey_is_refused_in_the_browser_with_a_reason(
+    client, operator_headers, storage, backend
+) -> None:
+    """Browsers answer /2 only (no table of defaults): the page and the snippet say so."""
+    v1 = Survey.from_dict(demo_survey_dict())
+    client.post("/api/v1/surveys", json={"definition": v1.to_dict()}, headers=operator_headers)
+    assert client.get(f"/surveys/{v1.id}/respond").status_code == 200
+    assert client.get(f"/surveys/{v1.id}/embed").status_code == 200
+    _store_as_v1(storage, backend, v1)
+    page = client.get(f"/surveys/{v1.id}/respond")
+    text = page.get_data(as_text=True)
+    assert page.status_code == 409 and "cannot be answered in a browser" in text
+    assert FORMAT in text and "data-deniable-survey" not in text and "<script" not in text
+    assert "unsafe" not in page.headers["Content-Security-Policy"]
+    embed = client.get(f"/surveys/{v1.id}/embed")
+    assert embed.status_code == 409 and embed.mimetype == "application/problem+json"
+    assert FORMAT in embed.get_json()["detail"]
