@@ -122,7 +122,7 @@ export class SurveyClient {
     state.outbox.push({ origin: this.baseUrl, survey: survey.id, path: `/api/v1/surveys/${survey.id}/reports`, body, enrolment: enrolmentToken });
     this.save(state); // the charge, the mark and the batch in one write, before any byte is sent
     const { pending, retryAfter } = await this.flush();
-    return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending, retryAfter };
+    return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending, ...(retryAfter !== undefined && { retryAfter }) };
   }
 
   /**
@@ -130,9 +130,9 @@ export class SurveyClient {
    * network error, 429 or 5xx the rest waits; `retryAfter`: the seconds a Retry-After asked for.
    * Flushes of one client run one after another, so none posts a batch another is sending.
    */
-  flush() { return (this.flushing = (this.flushing ?? Promise.resolve()).catch(() => {}).then(() => this.send())); }
+  flush() { return (this.flushing = (this.flushing ?? Promise.resolve()).catch(() => {}).then(() => this.#send())); }
 
-  async send() {
+  async #send() {
     let delivered = 0, refused, retryAfter;
     const mine = () => this.load().outbox.filter((e) => e.origin === this.baseUrl);
     for (const entry of mine()) {
