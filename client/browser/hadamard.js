@@ -16,7 +16,7 @@ export class HRR extends Mechanism {
     this.fields = [[widthBytes(order), order], [1, 2]]; // column j, sign (01 = +1, 00 = -1)
   }
 
-  get epsilonImplemented() { return Math.abs(keepEpsilon(this.keep)); }
+  get epsilonImplemented() { return keepEpsilon(this.keep); }
 
   /** Row x + 1, column j: the sign (-1)^popcount((x + 1) & j), kept or flipped. */
   randomize(value, source = SYSTEM) {

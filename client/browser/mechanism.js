@@ -10,8 +10,11 @@ export const threshold = (p) => Math.min(Math.max(Math.floor(p * RESOLUTION), 1)
 /** log(a / b) for positive integers, accurate near 1. */
 export const logRatio = (a, b) => Math.log1p(Number(BigInt(a) - BigInt(b)) / Number(b));
 
-/** The ε of keeping the truth if uniform53() < keep, against odds a : b (GRR: d - 1 : 1). */
-export const keepEpsilon = (keep, a = 1, b = 1) => logRatio(BigInt(keep) * BigInt(a), BigInt(RESOLUTION - keep) * BigInt(b));
+/**
+ * The ε of keeping the truth if uniform53() < keep, against odds a : b (GRR: d - 1 : 1): the
+ * absolute log-ratio, as a keep below the odds (the truth rarely kept) reveals the answer too.
+ */
+export const keepEpsilon = (keep, a = 1, b = 1) => Math.abs(logRatio(BigInt(keep) * BigInt(a), BigInt(RESOLUTION - keep) * BigInt(b)));
 
 export const widthBytes = (upper) => Math.ceil((upper - 1).toString(2).length / 8);
 

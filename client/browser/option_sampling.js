@@ -12,7 +12,7 @@ export class OptionSampling extends Mechanism {
     this.fields = [[widthBytes(options), options], [1, 2]]; // option, membership bit
   }
 
-  get epsilonImplemented() { return Math.abs(keepEpsilon(this.keep)); }
+  get epsilonImplemented() { return keepEpsilon(this.keep); }
 
   checkValue(bits) {
     if (Array.isArray(bits) && bits.length === this.options && bits.every((b) => b === 0 || b === 1)) return bits;

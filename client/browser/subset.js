@@ -14,7 +14,7 @@ export class SubsetSelection extends Mechanism {
     this.fields = Array(subsetSize).fill([widthBytes(domainSize), domainSize]);
   }
 
-  get epsilonImplemented() { return Math.abs(keepEpsilon(this.keep, this.domainSize - this.subsetSize, this.subsetSize)); }
+  get epsilonImplemented() { return keepEpsilon(this.keep, this.domainSize - this.subsetSize, this.subsetSize); }
 
   /** keep first; then k draws of a sparse partial Fisher–Yates over the d - 1 other values. */
   randomize(value, source = SYSTEM) {

@@ -149,7 +149,8 @@ class Mechanism(ABC):
     @property
     @abstractmethod
     def epsilon_implemented(self) -> float:
-        """The ε of the probabilities the code actually samples with."""
+        """The ε of the probabilities the code actually samples with: the largest absolute
+        log-ratio, so thresholds that favour the other values (the truth rarely kept) count too."""
 
     @abstractmethod
     def randomize(self, value: Any, rng: RngLike = None) -> Any:

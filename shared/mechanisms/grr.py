@@ -53,7 +53,7 @@ class GRR(FrequencyOracle):
 
     @property
     def epsilon_implemented(self) -> float:
-        return log_ratio(self._keep * (self.domain_size - 1), RESOLUTION - self._keep)
+        return abs(log_ratio(self._keep * (self.domain_size - 1), RESOLUTION - self._keep))
 
     @property
     def report_bytes(self) -> int:

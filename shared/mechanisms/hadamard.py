@@ -103,7 +103,7 @@ class HRR(FrequencyOracle):
 
     @property
     def epsilon_implemented(self) -> float:
-        return log_ratio(self._keep, RESOLUTION - self._keep)
+        return abs(log_ratio(self._keep, RESOLUTION - self._keep))
 
     @property
     def report_bytes(self) -> int:

@@ -233,7 +233,7 @@ class OLH(FrequencyOracle):
     @property
     def epsilon_implemented(self) -> float:
         # Fixed seed: GRR over [g] with realised p and (1 - p) / (g - 1).
-        return log_ratio(self._keep * (self.hash_range - 1), RESOLUTION - self._keep)
+        return abs(log_ratio(self._keep * (self.hash_range - 1), RESOLUTION - self._keep))
 
     @property
     def report_bytes(self) -> int:

@@ -89,7 +89,7 @@ class SubsetSelection(FrequencyOracle):
     @property
     def epsilon_implemented(self) -> float:
         k, d = self.subset_size, self.domain_size
-        return log_ratio(self._keep * (d - k), (RESOLUTION - self._keep) * k)
+        return abs(log_ratio(self._keep * (d - k), (RESOLUTION - self._keep) * k))
 
     @property
     def report_bytes(self) -> int:

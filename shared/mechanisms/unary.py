@@ -153,7 +153,7 @@ class UnaryEncoding(FrequencyOracle):
     def epsilon_implemented(self) -> float:
         # Exact integer ratio of the realised probabilities, then one log.
         p, q = self._one_if_true, self._one_if_other
-        return log_ratio(p * (RESOLUTION - q), q * (RESOLUTION - p))
+        return abs(log_ratio(p * (RESOLUTION - q), q * (RESOLUTION - p)))
 
     @property
     def report_bytes(self) -> int:

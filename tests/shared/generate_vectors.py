@@ -279,11 +279,22 @@ TRICKY_SURVEY = {
 }
 
 
+# Lengths are counted in Unicode code points (a JavaScript string's .length counts UTF-16
+# units): every text here is at its limit in code points, and twice that in UTF-16.
+LIMITS_SURVEY = {
+    "format": FORMAT,
+    "id": "limits",
+    "title": "🕐" * 200,
+    "description": "𝄞" * 2000,
+    "questions": [q("astral", "single_choice", 1.0, options=["🙂" * 200, "a"], mechanism="grr")],
+}
+
+
 def survey_vectors() -> list[dict[str, Any]]:
     demo = json.loads((ROOT / "aggregator" / "demo_survey.json").read_text("utf-8"))
     key = signing_key()
     out = []
-    for name, definition in (("demo", demo), ("tricky", TRICKY_SURVEY)):
+    for name, definition in (("demo", demo), ("tricky", TRICKY_SURVEY), ("limits", LIMITS_SURVEY)):
         survey = Survey.from_dict(definition).upgraded()
         canonical = survey.canonical_bytes()
         out.append({
@@ -302,7 +313,46 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
         edit(definition)
         return {"reason": reason, "definition": definition}
 
-    first = 0  # burnout (binary_rr), 1 commute (grr), 2 tools (multiple), 3 overtime (duchi)
+    first = 0  # burnout (binary_rr), 1 commute (grr), 2 tools (option_sampling), 3 overtime (duchi)
+    cases = question_vectors()
+
+    def replaced(reason: str, case: str, edit, index: int = 1) -> dict[str, Any]:
+        """The demo with question ``index`` replaced by a resolved CASES question, then edited."""
+
+        def apply(d: dict[str, Any]) -> None:
+            d["questions"][index] = json.loads(json.dumps(cases[case]))
+            edit(d["questions"][index])
+
+        return variant(reason, apply)
+
+    def parameters(**values: Any):
+        return lambda question: question["parameters"].update(values)
+
+    low = 1  # a threshold of 1 / 2**53: the true answer is (almost) never kept
+    # Thresholds that favour the other answers imply a negative log-ratio; the privacy
+    # loss is its absolute value, far above the declared ε (the answer is flipped).  (SUE
+    # or OUE with the two thresholds swapped is not among them: its loss is the same |ε|.)
+    flipped = [
+        variant("binary_rr keep below one half (answers flipped)",
+                lambda d: d["questions"][first]["parameters"].update(keep=low)),
+        variant("grr keep below 1/d (the truth never kept)",
+                lambda d: d["questions"][1]["parameters"].update(keep=low)),
+        variant("option_sampling keep below one half",
+                lambda d: d["questions"][2]["parameters"].update(keep=low)),
+        replaced("binary_rr per option: keep below one half", "tools", parameters(keep=low), 2),
+        replaced("olh keep below 1/g", "olh", parameters(keep=low)),
+        replaced("hrr keep below one half", "hrr", parameters(keep=low)),
+        replaced("subset keep below k/d", "subset", parameters(keep=low)),
+        replaced("longitudinal permanent keep below one half", "habit", parameters(keep=low)),
+        replaced("longitudinal instantaneous_keep below 1/d", "mood",
+                 parameters(instantaneous_keep=low)),
+    ]  # fmt: skip
+
+    def same_key(d: dict[str, Any]) -> None:
+        d["questions"][1] = json.loads(json.dumps(cases["habit"]))
+        d["questions"][2] = json.loads(json.dumps(cases["mood"]))
+        d["questions"][2]["longitudinal"]["key"] = "habit"
+
     return [
         variant("format /1 (needs defaults)", lambda d: d.update(format="deniable.survey/1")),
         variant("unknown top-level field", lambda d: d.update(extra=1)),
@@ -310,14 +360,16 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
             "threshold implies more ε than declared",
             lambda d: d["questions"][first]["parameters"].update(keep=2**53 - 2),
         ),
+        *flipped,
         variant(
             "missing resolved parameter", lambda d: d["questions"][1]["parameters"].pop("keep")
         ),
         variant("unknown parameter", lambda d: d["questions"][1]["parameters"].update(g=3)),
         variant(
-            "per-option ε is not ε/m",
+            "option_sampling takes no option_epsilon",
             lambda d: d["questions"][2]["parameters"].update(option_epsilon=3.0),
         ),
+        replaced("per-option ε is not ε/m", "tools", parameters(option_epsilon=1.0), 2),
         variant(
             "duchi thresholds not symmetric",
             lambda d: d["questions"][3]["parameters"].update(high=2**53 - 1),
@@ -326,14 +378,27 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
             "threshold not an integer",
             lambda d: d["questions"][first]["parameters"].update(keep=0.5),
         ),
+        replaced("hrr order not the power of two above d", "hrr", parameters(order=16)),
+        replaced("olh hash_range below 2", "olh", parameters(hash_range=1)),
+        replaced("subset_size not below d", "subset", parameters(subset_size=12)),
+        replaced("discrete_laplace grid_size below 1", "laplace", parameters(grid_size=0), 3),
         variant("ε out of range", lambda d: d["questions"][first].update(epsilon=25)),
         variant("duplicate question ids", lambda d: d["questions"][1].update(id="burnout")),
+        variant("duplicate longitudinal keys", same_key),
         variant("unknown mechanism", lambda d: d["questions"][1].update(mechanism="laplace")),
+        variant("one option only", lambda d: d["questions"][1].update(options=["Car"])),
+        variant("two equal options", lambda d: d["questions"][1]["options"].__setitem__(1, "Car")),
+        variant("lo not below hi", lambda d: d["questions"][3].update(lo=20, hi=20)),
+        variant("survey id not an identifier", lambda d: d.update(id="Demo Workplace")),
         variant(
             "control character in a label",
             lambda d: d["questions"][1]["options"].__setitem__(0, "Ca\rr"),
         ),
+        variant("C1 control character in a question", lambda d: d["questions"][0].update(
+            text="Burn\u0085out?")),  # fmt: skip
+        variant("line feed in a title", lambda d: d.update(title="Two\nlines")),
         variant("empty title", lambda d: d.update(title="  ")),
+        variant("title over 200 characters", lambda d: d.update(title="🕐" * 201)),
     ]
 
 
