@@ -37,8 +37,6 @@ on nothing but the respondent's enrolment, never on the answers.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import math
 import os
@@ -253,13 +251,9 @@ class SurveyClient(HttpTransport, KeyPinning):
                 f"{key_id!r} for {self.origin}, and the aggregator's key chain does not lead "
                 "there; refusing"
             )
-        signature_text = document.get("signature")
-        if not isinstance(signature_text, str) or not signature_text:
-            raise SignatureError(f"survey {survey_id!r} has no signature; refusing")
-        try:
-            signature = base64.b64decode(signature_text, validate=True)
-        except (binascii.Error, ValueError):
-            raise SignatureError(f"survey {survey_id!r}: signature is not base64") from None
+        from deniable.keychain import decode_signature
+
+        signature = decode_signature(document.get("signature"), f"survey {survey_id!r}")
         from deniable.survey import Survey
 
         try:

@@ -48,6 +48,7 @@ __all__ = [
     "ALGORITHM",
     "Pin",
     "decode_public_key",
+    "decode_signature",
     "encode",
     "follow_chain",
     "key_id",
@@ -71,6 +72,14 @@ def decode_public_key(text: object, where: str) -> bytes:
     raw = _decode(text, where, "public key")
     if len(raw) != 32:
         raise SignatureError(f"{where}: an Ed25519 public key is 32 bytes, got {len(raw)}")
+    return raw
+
+
+def decode_signature(text: object, where: str) -> bytes:
+    """64 raw Ed25519 signature bytes from strict base64 (SignatureError otherwise)."""
+    raw = _decode(text, where, "signature")
+    if len(raw) != 64:
+        raise SignatureError(f"{where}: an Ed25519 signature is 64 bytes, got {len(raw)}")
     return raw
 
 

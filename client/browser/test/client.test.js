@@ -27,6 +27,15 @@ function aggregator({ document = { status: "open", definition: DEMO.definition, 
   return { fetch, calls, state, posts: () => calls.filter((c) => c.method === "POST") };
 }
 
+/** The same 64 bytes with a base64 padding bit set (decoders that do not check accept it). */
+function noncanonical(signature) {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", i = alphabet.indexOf(signature.at(-3));
+  assert.ok(signature.endsWith("==") && i % 16 === 0);
+  const text = signature.slice(0, -3) + alphabet[i + 1] + "==";
+  assert.equal(atob(text), atob(signature));
+  return text;
+}
+
 const client = (agg, options = {}) => new SurveyClient("https://agg.example", { publicKey: KEY, storage: new MemoryStorage(), fetch: agg.fetch, ...options });
 
 test("a verified survey is answered once; the ledger is charged and the batch sent", async () => {
@@ -73,6 +82,7 @@ test("a wrong key, a tampered definition or signature is refused and nothing is 
     [aggregator(), { publicKey: wrongKey }],
     [aggregator({ document: { status: "open", definition: tampered, signature: DEMO.signature } }), {}],
     [aggregator({ document: { status: "open", definition: DEMO.definition, signature: "AAAA" + DEMO.signature.slice(4) } }), {}],
+    [aggregator({ document: { status: "open", definition: DEMO.definition, signature: noncanonical(DEMO.signature) } }), {}],
   ];
   for (const [agg, options] of cases) {
     await assert.rejects(client(agg, options).fetchSurvey("demo-workplace"), SignatureError);
