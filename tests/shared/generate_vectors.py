@@ -159,6 +159,18 @@ CASES: list[tuple[dict[str, Any], list[Any]]] = [
     ),
     (q("laplace_fine", "numeric", 0.1, lo=0, hi=100, mechanism="discrete_laplace"), [42.0, 99.99]),
     (
+        q(
+            "laplace_round",
+            "numeric",
+            1.0,
+            lo=0,
+            hi=1,
+            mechanism="discrete_laplace",
+            parameters={"grid_size": 1},
+        ),
+        [],  # crafted_vectors(): the rounding of the grid step
+    ),
+    (
         q("habit", "yes_no", 2.0, longitudinal={"key": "habit", "instantaneous_epsilon": 1.0}),
         [True],
     ),
@@ -194,7 +206,36 @@ def mechanism_vectors() -> list[dict[str, Any]]:
             })  # fmt: skip
         if question.mechanism in ("sue", "oue"):
             vectors.append(unary_ties_vector(question, answers[0]))
-    return vectors
+    return vectors + crafted_vectors()
+
+
+def crafted_vector(qid: str, answer: Any, prefix: bytes) -> dict[str, Any]:
+    """A report from ``prefix`` (chosen bytes for the first draws), then the usual stream."""
+    question = Question.from_dict(dict(next(d for d, _ in CASES if d["id"] == qid)), "question",
+                                  FORMAT)  # fmt: skip
+    data = prefix + stream(f"{qid}/crafted/{answer}")
+    source = StreamSource(data)
+    payload = question.randomize(answer, rng=source)
+    return {"question": qid, "answer": answer, "stream": data[: source.position].hex(),
+            "report": payload}  # fmt: skip
+
+
+def crafted_vectors() -> list[dict[str, Any]]:
+    """Streams chosen so that a plausible misreading of §4 gives another report.
+
+    HRR: the row is x + 1 (row 0 is all +1): j with popcount((x + 1) & j) and
+    popcount(x & j) of different parity.  Discrete Laplace: the step up from k is
+    taken if uniform53() < round-half-to-even((u - k) * 2**53); u = 1/4 + 2**-54 and
+    1/4 + 3 * 2**-54 put that product at n + 1/2 with n even and odd, and the draw is
+    exactly n, so floor, round-half-up and round-half-to-even each disagree with one.
+    """
+    n_even, n_odd = 2**51, 2**51 + 1
+    return [
+        crafted_vector("hrr", "Car", bytes([0b001])),  # x + 1 = 1, x = 0: j = 1
+        crafted_vector("hrr300", "17", (0b10).to_bytes(2, "little")),  # 18 & 2 vs 17 & 2
+        crafted_vector("laplace_round", 0.25 + 2**-54, (n_even << 3).to_bytes(7, "little")),
+        crafted_vector("laplace_round", 0.25 + 3 * 2**-54, (n_odd << 3).to_bytes(7, "little")),
+    ]
 
 
 def unary_ties_vector(question: Question, answer: Any) -> dict[str, Any]:
@@ -398,6 +439,7 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
             text="Burn\u0085out?")),  # fmt: skip
         variant("line feed in a title", lambda d: d.update(title="Two\nlines")),
         variant("empty title", lambda d: d.update(title="  ")),
+        variant("title of white space only", lambda d: d.update(title="\u3000\u00a0\u2003")),
         variant("title over 200 characters", lambda d: d.update(title="🕐" * 201)),
     ]
 
