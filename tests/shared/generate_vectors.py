@@ -444,6 +444,18 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+# True answers a client must refuse (§7.7), never coerce: (question id in questions{}, answer).
+INVALID_ANSWERS: list[tuple[str, Any]] = [
+    ("yes", "yes"), ("yes", 1), ("yes", 0), ("yes", None), ("yes", [True]),
+    ("grr5", "car"), ("grr5", 0), ("grr5", ["Car"]), ("grr5", None), ("grr5", ""),
+    ("tools", "Email"), ("tools", ["Email", "Fax"]), ("tools", [0]), ("tools", None),
+    ("tools", {"Email": True}),
+    ("duchi", "3"), ("duchi", True), ("duchi", 20.000000000000004), ("duchi", -1e-300),
+    ("duchi", None), ("duchi", [3]),
+    ("laplace", 6.000000000000001), ("laplace", False),
+]  # fmt: skip
+
+
 def olh_vectors() -> list[dict[str, int]]:
     cases = [(0, 1, 4), (0, 0, 2), (0xFFFFFFFF, 65535, 65536), (123456789, 42, 7), (1, 1023, 21)]
     data = stream("olh-hash", 64)
@@ -480,6 +492,7 @@ def build() -> dict[str, Any]:
         "questions": question_vectors(),
         "reports": reports,
         "decode": decode_vectors(reports),
+        "invalid_answers": [{"question": qid, "answer": answer} for qid, answer in INVALID_ANSWERS],
     }
 
 

@@ -16,7 +16,7 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from deniable.errors import InvalidReport, InvalidSurvey
+from deniable.errors import InvalidReport, InvalidSurvey, InvalidValue
 from deniable.mechanisms.local_hashing import bucket
 from deniable.survey import FORMAT, Question, Survey
 from deniable.wire import parse_submission
@@ -49,6 +49,13 @@ def test_canonical_bytes_and_signatures(vector) -> None:
 def test_definitions_a_client_must_refuse(vector) -> None:
     with pytest.raises(InvalidSurvey):
         Survey.from_dict(vector["definition"], resolved=True)
+
+
+@pytest.mark.parametrize("vector", VECTORS["invalid_answers"],
+                         ids=lambda v: f"{v['question']}={v['answer']!r}")  # fmt: skip
+def test_answers_a_client_must_refuse(vector) -> None:
+    with pytest.raises(InvalidValue):
+        QUESTIONS[vector["question"]].check_answer(vector["answer"])
 
 
 def test_draws_from_a_byte_stream() -> None:

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { ArraySource, ReportError, InvalidSurvey, canonicalize, parseDefinition } from "../deniable.js";
+import { ArraySource, ReportError, InvalidSurvey, InvalidValue, canonicalize, parseDefinition } from "../deniable.js";
 import { decode, fromHex } from "../wire.js";
 import { bucket } from "../local_hashing.js";
 import { Question, loadMechanisms } from "../survey.js";
@@ -32,6 +32,12 @@ test("canonical bytes (RFC 8785) and Ed25519 signatures of sample surveys", asyn
 test("definitions a client must refuse", () => {
   for (const vector of VECTORS.invalid_surveys) {
     assert.throws(() => parseDefinition(vector.definition), InvalidSurvey, vector.reason);
+  }
+});
+
+test("true answers a client must refuse, never coerce", () => {
+  for (const v of VECTORS.invalid_answers) {
+    assert.throws(() => QUESTIONS[v.question].checkAnswer(v.answer), InvalidValue, `${v.question} ${JSON.stringify(v.answer)}`);
   }
 });
 
