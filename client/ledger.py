@@ -6,14 +6,13 @@ never arrive is kept: the ledger may over-count, never under-count).  Caps:
 * lifetime: the sum of every charge ever made on this device;
 * rolling period: the sum of the charges in the last ``period_days`` days.
 
-Longitudinal questions charge their permanent ε once per distinct
-(longitudinal key, parameters, value); later reports about the same value are
-post-processing of the memoized permanent response and cost nothing more.
-
-Whether a survey may be answered is decided on its *worst-case* cost (every
-longitudinal value new), which does not depend on the true answers: a refusal
-that depended on them would itself tell the aggregator something.  The
-charge recorded is the actual cost.
+A longitudinal question charges its permanent ε for the first d answers of its
+memo family (longitudinal key, labels, both ε; d = its number of values) and 0
+after: at most d permanent responses exist, each memoized, and later reports
+are post-processing of them (``deniable.client.memo``).  Charging per *new
+value* would be tighter but would depend on the true answers, and then so
+would the budget's refusals, which the aggregator sees.  Every charge, and so
+every decision, depends only on which surveys the device answered.
 """
 
 from __future__ import annotations

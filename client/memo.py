@@ -12,7 +12,15 @@ the CSPRNG (instantaneous layer), so reports do not repeat verbatim.
 
 ``info`` binds the key, the domain labels, both ε and the value, so a survey
 that reuses a key with other options or another ε gets an independent
-permanent response (and is charged again by the ledger).
+permanent response.  The thresholds are bound through ε: this client accepts
+only the thresholds it derives from ε itself (``Survey.from_dict``).
+
+The ledger charges by *memo family*, everything in ``info`` but the value
+(:func:`family_tag`): a longitudinal question costs its permanent ε for the
+first d answers of its family (d = number of values) and nothing after, since
+at most d permanent responses exist.  That bounds the true loss, ε times the
+distinct values answered, and unlike a charge per new value it does not depend
+on the answers, so neither do the budget's refusals.
 
 Guarantees (docs/longitudinal.md): all reports about one value together reveal
 at most the permanent ε; one report reveals at most ``report_epsilon``.
@@ -33,9 +41,9 @@ if TYPE_CHECKING:
     from deniable.survey import Question
 
 _PERMANENT = b"deniable.client.memo/permanent/1"
-_TAG = b"deniable.client.memo/tag/1"
+_FAMILY = b"deniable.client.memo/family/2"
 
-__all__ = ["HmacSource", "is_longitudinal", "memo_tag", "permanent_response"]
+__all__ = ["HmacSource", "family_tag", "is_longitudinal", "permanent_response"]
 
 
 def _mac(key: bytes, message: bytes) -> hmac.HMAC:
@@ -83,14 +91,16 @@ def is_longitudinal(question: Question) -> bool:
     return question.longitudinal is not None and isinstance(question.oracle, LongitudinalGRR)
 
 
-def _info(question: Question, value: int) -> bytes:
+def _info(question: Question, value: int | None) -> bytes:
+    """The memo's info: the family's, and the value's label unless ``value`` is None."""
     assert is_longitudinal(question) and question.longitudinal is not None
     oracle = cast("LongitudinalGRR", question.oracle)
+    family = [question.longitudinal.key, question.labels, oracle.epsilon,
+              oracle.instantaneous_epsilon]  # fmt: skip
     return json.dumps(
-        [question.longitudinal.key, question.labels, oracle.epsilon,
-         oracle.instantaneous_epsilon, question.labels[value]],
+        family if value is None else [*family, question.labels[value]],
         separators=(",", ":"), ensure_ascii=False,
-    ).encode("utf-8")  # fmt: skip
+    ).encode("utf-8")
 
 
 def _subkey(secret: bytes, purpose: bytes) -> bytes:
@@ -106,6 +116,8 @@ def permanent_response(secret: bytes, question: Question, value: int) -> int:
     return oracle.permanent_response(value, rng=source)
 
 
-def memo_tag(secret: bytes, question: Question, value: int) -> str:
-    """An opaque tag for (key, parameters, value): what the ledger remembers, not the value."""
-    return _mac(_subkey(secret, _TAG), _info(question, value)).hexdigest()
+def family_tag(secret: bytes, question: Question) -> str:
+    """An opaque tag for the question's memo family (key, labels, both ε): never a value."""
+    if not is_longitudinal(question):
+        raise InvalidParameter(f"question {question.id!r} is not longitudinal")
+    return _mac(_subkey(secret, _FAMILY), _info(question, None)).hexdigest()

@@ -10,8 +10,9 @@ Order of operations for one survey, and why:
    :meth:`Survey.from_dict` (``resolved=True``: a /2 definition must carry every
    parameter; docs/protocol.md) and verify the signature over
    :meth:`Survey.canonical_bytes`; then the policy (ε caps, mechanism
-   allowlist), the survey status, "already answered" and the worst-case
-   budget.  Any failure raises a typed error and nothing is posted.
+   allowlist), the survey status, "already answered" and the budget
+   (charges that depend on which surveys were answered, never on the answers).
+   Any failure raises a typed error and nothing is posted.
 2. ``answer``: every true answer is validated first (InvalidValue, nothing
    sent); each is randomized with the CSPRNG through the question's shared
    mechanism (longitudinal questions: memoized permanent response, then a
@@ -58,7 +59,7 @@ from deniable.errors import (
 )
 
 from .ledger import Ledger
-from .memo import is_longitudinal, memo_tag, permanent_response
+from .memo import family_tag, is_longitudinal, permanent_response
 from .pinning import KeyPinning, decode_public_key
 from .policy import Policy, question_cost
 from .state import StateStore
@@ -139,7 +140,35 @@ class Randomized:
 
     payloads: dict[str, str]
     charges: list[tuple[str, str, float]]
-    new_tags: dict[str, str]
+    # Memo family tag -> (longitudinal key, answers counted in the family, at most d).
+    families: dict[str, tuple[str, int]]
+
+
+def survey_charges(
+    survey: Survey, device_secret: bytes, memo: Mapping[str, Any]
+) -> tuple[list[tuple[str, str, float]], dict[str, tuple[str, int]]]:
+    """What answering ``survey`` charges per question, and the memo families' new counts.
+
+    A plain question costs its ε.  A longitudinal one costs its permanent ε for
+    the first d answers of its memo family (d = its number of values) and 0
+    after: at most d permanent responses exist, each memoized.  Nothing here
+    depends on the true answers, so neither does any refusal the budget makes.
+    """
+    charges: list[tuple[str, str, float]] = []
+    families: dict[str, tuple[str, int]] = {}
+    for question in survey.questions:
+        cost = question_cost(question)
+        if not is_longitudinal(question):
+            charges.append((question.id, "report", cost))
+            continue
+        family = family_tag(device_secret, question)
+        entry = memo.get(family)
+        count = int(entry.get("count", 0)) if isinstance(entry, dict) else 0
+        d = question.domain_size
+        charges.append((question.id, "permanent", cost) if count < d
+                       else (question.id, "memoized", 0.0))  # fmt: skip
+        families[family] = (question.longitudinal.key, min(d, count + 1))  # type: ignore[union-attr]
+    return charges, families
 
 
 def randomize_answers(
@@ -149,34 +178,25 @@ def randomize_answers(
 
     Plain questions: the question's mechanism with the OS CSPRNG.  Longitudinal
     questions: the permanent response derived from ``device_secret`` (HMAC
-    stream), then a fresh instantaneous randomization with the CSPRNG; the
-    permanent ε is charged only for a (key, value) whose tag is not in ``memo``.
-    Payload lengths depend only on the question, never on the answer.
+    stream), then a fresh instantaneous randomization with the CSPRNG.  The
+    charges are :func:`survey_charges`'.  Payload lengths depend only on the
+    question, never on the answer.
     """
     payloads: dict[str, str] = {}
-    charges: list[tuple[str, str, float]] = []
-    new_tags: dict[str, str] = {}
     for question in survey.questions:
         value = checked[question.id]
         oracle = question.oracle
-        cost = question_cost(question)
         if is_longitudinal(question):
             permanent = permanent_response(device_secret, question, value)
             report = oracle.randomize(value, permanent=permanent)  # type: ignore[call-arg]
-            tag = memo_tag(device_secret, question, value)
-            if tag in memo or tag in new_tags:
-                charges.append((question.id, "memoized", 0.0))
-            else:
-                new_tags[tag] = question.longitudinal.key  # type: ignore[union-attr]
-                charges.append((question.id, "permanent", cost))
         else:
             report = oracle.randomize(value)  # rng=None: the OS CSPRNG
-            charges.append((question.id, "report", cost))
         payload = oracle.encode(report)
         if len(payload) != oracle.report_length:  # pragma: no cover - a mechanism bug
             raise InvalidParameter(f"question {question.id!r}: payload length varies")
         payloads[question.id] = payload
-    return Randomized(payloads=payloads, charges=charges, new_tags=new_tags)
+    charges, families = survey_charges(survey, device_secret, memo)
+    return Randomized(payloads=payloads, charges=charges, families=families)
 
 
 class SurveyClient(HttpTransport, KeyPinning):
@@ -320,8 +340,9 @@ class SurveyClient(HttpTransport, KeyPinning):
             raise SurveyClosed(f"survey {verified.id!r} is closed")
         state = self.store.load()
         self._refuse_answered(state, verified.key_id, verified.id)
+        charges, _ = survey_charges(verified.survey, state.device_secret, state.memo)
         Ledger(state, self.policy, self.clock).check(
-            verified.total_epsilon, f"answering survey {verified.id!r}"
+            sum(c for _, _, c in charges), f"answering survey {verified.id!r}"
         )
 
     def fetch(self, survey_id: str) -> VerifiedSurvey:
@@ -406,7 +427,8 @@ class SurveyClient(HttpTransport, KeyPinning):
             answered_key = self._answered_key(survey.key_id, survey.id)
             self._refuse_answered(state, survey.key_id, survey.id)
             ledger = Ledger(state, self.policy, self.clock)
-            ledger.check(survey.total_epsilon, f"answering survey {survey.id!r}")
+            charges, _ = survey_charges(survey.survey, state.device_secret, state.memo)
+            ledger.check(sum(c for _, _, c in charges), f"answering survey {survey.id!r}")
             randomized = randomize_answers(survey.survey, checked, state.device_secret, state.memo)
             reports = [
                 {"id": str(uuid.uuid4()), "question": question_id, "payload": payload}
@@ -415,8 +437,8 @@ class SurveyClient(HttpTransport, KeyPinning):
             body = json.dumps({"reports": reports}, separators=(",", ":"), ensure_ascii=True)
             charged = ledger.charge(answered_key, randomized.charges)
             now = self.clock()
-            for tag, memo_key in randomized.new_tags.items():
-                state.memo[tag] = {"key": memo_key, "at": now}
+            for family, (memo_key, count) in randomized.families.items():
+                state.memo[family] = {"key": memo_key, "count": count, "at": now}
             report_ids = [r["id"] for r in reports]
             state.answered[answered_key] = {"at": now, "batch": batch_id, "reports": report_ids}
             entry = {

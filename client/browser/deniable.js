@@ -88,8 +88,23 @@ export class SurveyClient {
     }
     if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`epsilon = ${survey.totalEpsilon} is over the cap of ${p.maxSurveyEpsilon} per survey`);
     if (document.status !== "open") throw new TransportError(`survey ${surveyId} is closed`, 409);
-    this.checkBudget(this.load(), surveyId, survey.totalEpsilon); // the worst case: every longitudinal value new
+    const state = this.load(), costs = this.charges(state, survey, await this.families(survey, state));
+    this.checkBudget(state, surveyId, costs.reduce((n, c) => n + c, 0));
     return { ...survey, definition, requireEnrolment: Boolean(document.require_enrolment) };
+  }
+
+  /** Each longitudinal question's memo family tag (null: not longitudinal, or no device secret yet). */
+  families(survey, state) {
+    return Promise.all(survey.questions.map((q) => (q.longitudinal && state.secret ? q.oracle.family(b64decode(state.secret), q) : null)));
+  }
+
+  /**
+   * What answering charges per question, whatever the answers: a longitudinal question costs its ε
+   * for the first d answers of its memo family, then 0 (at most d values, each memoized: RAPPOR).
+   * Why not per new value: a charge that depends on the answers makes refusals reveal them.
+   */
+  charges(state, survey, families) {
+    return survey.questions.map((q, i) => (families[i] && state.memo[families[i]]?.count >= q.domainSize ? 0 : q.cost));
   }
 
   checkBudget(state, surveyId, amount) {
@@ -106,18 +121,22 @@ export class SurveyClient {
     if (extra !== undefined) throw new InvalidSurvey(`no question ${extra} in survey ${survey.id}`);
     let state = this.load();
     if (!state.secret) { state.secret = b64encode(crypto.getRandomValues(new Uint8Array(32))); this.save(state); }
-    const reports = [], seen = new Set(Object.keys(state.memo)), secret = b64decode(state.secret);
+    const reports = [], secret = b64decode(state.secret), families = await this.families(survey, state), costs = this.charges(state, survey, families);
     for (const [i, q] of survey.questions.entries()) {
-      const { report, epsilon } = q.longitudinal ? await q.oracle.report(secret, q, checked[i], seen) : { report: q.oracle.randomize(checked[i]), epsilon: q.cost };
-      reports.push({ id: crypto.randomUUID(), question: q.id, payload: q.oracle.encode(report), description: q.describe(report), epsilon });
+      // A longitudinal answer re-randomizes its memoized permanent response (post-processing).
+      const report = q.longitudinal ? q.oracle.randomize(checked[i], undefined, await q.oracle.permanentFor(secret, q, checked[i])) : q.oracle.randomize(checked[i]);
+      reports.push({ id: crypto.randomUUID(), question: q.id, payload: q.oracle.encode(report), description: q.describe(report), epsilon: costs[i] });
     }
     if (confirm && !(await confirm(reports))) return { survey: survey.id, reportIds: [], epsilonCharged: 0, delivered: false, cancelled: true };
     state = this.load(); // another tab may have answered meanwhile
-    const charged = reports.reduce((n, r) => n + r.epsilon, 0), at = this.clock(), answered = `${this.baseUrl}#${survey.id}`, reportIds = reports.map((r) => r.id);
+    const at = this.clock(), answered = `${this.baseUrl}#${survey.id}`, reportIds = reports.map((r) => r.id);
+    const charges = this.charges(state, survey, families), charged = charges.reduce((n, c) => n + c, 0);
     this.checkBudget(state, survey.id, charged);
     const body = JSON.stringify({ reports: reports.map(({ id, question, payload }) => ({ id, question, payload })) });
-    for (const r of reports) state.ledger.push({ at, survey: answered, question: r.question, epsilon: r.epsilon });
-    for (const tag of seen) state.memo[tag] ??= { at };
+    survey.questions.forEach((q, i) => {
+      state.ledger.push({ at, survey: answered, question: q.id, epsilon: charges[i] });
+      if (families[i]) state.memo[families[i]] = { at, count: Math.min(q.domainSize, (state.memo[families[i]]?.count ?? 0) + 1) };
+    });
     state.answered[answered] = { at, reports: reportIds };
     state.outbox.push({ origin: this.baseUrl, survey: survey.id, path: `/api/v1/surveys/${survey.id}/reports`, body, enrolment: enrolmentToken });
     this.save(state); // the charge, the mark and the batch in one write, before any byte is sent

@@ -8,6 +8,9 @@ import { TOLERANCE, epsilon, exactKeys, identifier } from "./survey.js";
 
 const encode = (text) => new TextEncoder().encode(text);
 const concat = (...parts) => Uint8Array.from(parts.flatMap((part) => [...part]));
+// Why every signed parameter: two surveys with one key and ε but other thresholds would
+// otherwise compare one memoized uniform with two thresholds, and together reveal more than ε.
+const memoInfo = (q) => canonicalBytes([q.longitudinal.key, q.labels, q.epsilon, q.longitudinal.instantaneous_epsilon, q.mechanism, q.parameters]);
 
 async function hmac(key, message) {
   const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
@@ -36,21 +39,21 @@ export class LongitudinalGRR extends GRR {
     return this.instantaneous.randomize(permanent, source);
   }
 
-  /** A report from the memoized permanent response, and its ε: 0 if `seen` has its tag (post-processing of a remembered response). */
-  async report(secret, q, value, seen) {
-    const { permanent, tag } = await this.memoize(secret, q, value), epsilon = seen.has(tag) ? 0 : q.cost;
-    seen.add(tag);
-    return { report: this.randomize(value, undefined, permanent), epsilon };
+  /**
+   * The memo family of question q: its tag (base64), an opaque name for everything that shapes
+   * the permanent response but the value (key, labels, both ε, mechanism, signed parameters).
+   */
+  async family(secret, q) {
+    return btoa(String.fromCharCode(...await hmac(await hmac(secret, encode("deniable.client.memo/family/2")), memoInfo(q))));
   }
 
   /**
    * Question q's permanent response to `value`, drawn from HMAC-SHA256 in counter mode under the
-   * device secret (the same every time), and the opaque tag (base64) the ledger remembers it by.
+   * device secret (the same every time): the family's info, then the value, bound into the stream.
    */
-  async memoize(secret, q, value) {
-    const info = canonicalBytes([q.longitudinal.key, q.labels, q.epsilon, q.longitudinal.instantaneous_epsilon, value]);
-    const tag = btoa(String.fromCharCode(...await hmac(await hmac(secret, encode("deniable.client.memo/tag/1")), info)));
-    const subkey = await hmac(secret, encode("deniable.client.memo/permanent/1"));
+  async permanentFor(secret, q, value) {
+    const info = concat(memoInfo(q), canonicalBytes([value]));
+    const subkey = await hmac(secret, encode("deniable.client.memo/permanent/2"));
     for (let blocks = 4; ; blocks *= 2) {
       const stream = [];
       for (let counter = 0n; counter < blocks; counter++) {
@@ -59,7 +62,7 @@ export class LongitudinalGRR extends GRR {
         stream.push(await hmac(subkey, concat(info, c)));
       }
       try {
-        return { permanent: this.permanentResponse(value, new ArraySource(concat(...stream))), tag };
+        return this.permanentResponse(value, new ArraySource(concat(...stream)));
       } catch (error) {
         if (!(error instanceof RangeError)) throw error; // the stream ran out: more blocks, same prefix
       }

@@ -14,7 +14,8 @@ import uuid
 import numpy as np
 import pytest
 
-from deniable.client.memo import HmacSource, is_longitudinal, memo_tag, permanent_response
+from deniable.client import StateStore
+from deniable.client.memo import HmacSource, family_tag, is_longitudinal, permanent_response
 from deniable.client.session import randomize_answers
 from deniable.randomness import RESOLUTION, RandomSource
 from deniable.survey import Survey
@@ -85,11 +86,11 @@ def test_permanent_response_is_memoized_per_device_and_value() -> None:
         # Another survey reusing the key with the same parameters: the same memo.
         (again,) = weekly("week2").questions
         assert permanent_response(secret, again, value) == first
-        assert memo_tag(secret, again, value) == memo_tag(secret, question, value)
-    assert memo_tag(secret, question, 0) != memo_tag(secret, question, 1)
-    # Other parameters: an independent permanent response and a new tag.
+        assert family_tag(secret, again) == family_tag(secret, question)
+    # Other parameters: another memo family (an independent permanent response).
     (other,) = weekly("week3", epsilon=2.0).questions
-    assert memo_tag(secret, other, 1) != memo_tag(secret, question, 1)
+    assert family_tag(secret, other) != family_tag(secret, question)
+    assert family_tag(secrets.token_bytes(32), question) != family_tag(secret, question)
 
 
 def test_permanent_responses_across_devices_follow_the_permanent_layer() -> None:
@@ -145,21 +146,28 @@ def test_majority_of_50_reports_learns_no_more_than_one_permanent_report() -> No
 
 
 # -- charging through the client --------------------------------------------------------------
-def test_longitudinal_charges_once_per_distinct_value(aggregator, adapter, make_client) -> None:
-    for week in range(1, 5):
+def test_longitudinal_charges_do_not_depend_on_the_answers(
+    aggregator, adapter, make_client, tmp_path
+) -> None:
+    """A yes/no memo family is charged for its first 2 answers, then never, whatever they are.
+
+    Charging per *new value* (1, 0, 1, 0 for yes, yes, no, yes) would make the budget, and
+    so the surveys a device later refuses, reveal whether its answers changed.
+    """
+    for week in range(1, 6):
         aggregator.create(longitudinal_definition(f"week{week}", epsilon=1.0, inst=1.0))
-    client = make_client(policy=GENEROUS)
-    charged = [
-        client.answer(f"week{week}", {"ok": value}).epsilon_charged
-        for week, value in ((1, True), (2, True), (3, False), (4, True))
-    ]
-    assert charged == pytest.approx([1.0, 0.0, 1.0, 0.0])
-    assert client.budget()["spent_total"] == pytest.approx(2.0)
-    kinds = [e["kind"] for e in client.store.load().ledger]
-    assert kinds == ["permanent", "memoized", "permanent", "memoized"]
-    # The state remembers tags, never the values.
-    memo = client.store.load().memo
-    assert len(memo) == 2 and all(set(v) == {"key", "at"} for v in memo.values())
+    runs = []
+    for device, values in enumerate(((True,) * 5, (True, False, True, False, False))):
+        client = make_client(policy=GENEROUS, state=StateStore(tmp_path / f"device{device}.bin"))
+        runs.append([client.answer(f"week{week}", {"ok": value}).epsilon_charged
+                     for week, value in enumerate(values, 1)])  # fmt: skip
+        assert client.budget()["spent_total"] == pytest.approx(2.0)
+        kinds = [e["kind"] for e in client.store.load().ledger]
+        assert kinds == ["permanent", "permanent", "memoized", "memoized", "memoized"]
+        # The state remembers one opaque family tag and a count, never a value.
+        (entry,) = client.store.load().memo.values()
+        assert set(entry) == {"key", "count", "at"} and entry["count"] == 2
+    assert runs[0] == runs[1] == pytest.approx([1.0, 1.0, 0.0, 0.0, 0.0])
 
 
 # -- unbiased end to end ----------------------------------------------------------------------

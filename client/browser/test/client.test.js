@@ -6,8 +6,9 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import {
-  AlreadyAnswered, BudgetExceeded, MemoryStorage, PolicyViolation, SignatureError, SurveyClient, TransportError,
+  AlreadyAnswered, BudgetExceeded, MemoryStorage, PolicyViolation, SignatureError, SurveyClient, TransportError, b64decode,
 } from "../deniable.js";
+import { Question } from "../survey.js";
 
 const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
 const DEMO = VECTORS.surveys.find((s) => s.name === "demo");
@@ -206,20 +207,38 @@ async function signedDocument(definition) {
   return { status: "open", definition, signature: btoa(String.fromCharCode(...signature)) };
 }
 
-test("longitudinal questions: the permanent ε is charged once per value, across surveys", async () => {
-  const storage = new MemoryStorage();
-  const charged = [];
-  for (const id of ["weekly-1", "weekly-2"]) {
-    const definition = { format: "deniable.survey/2", id, title: "Weekly", questions: [VECTORS.questions.habit, VECTORS.questions.mood] };
-    const agg = aggregator({ document: await signedDocument(definition) });
-    const c = client(agg, { storage });
-    const survey = await c.fetchSurvey(id);
-    const receipt = await c.answer(survey, { habit: true, mood: "Home" });
-    assert.ok(receipt.delivered);
-    charged.push(receipt.epsilonCharged);
+test("longitudinal questions: charged for the first d answers of a memo family, whatever the answers", async () => {
+  const runs = [];
+  for (const answers of [(n) => ({ habit: true, mood: "Home" }), (n) => ({ habit: n % 2 === 0, mood: ["Car", "Bus", "Home"][n % 3] })]) {
+    const storage = new MemoryStorage(), charged = [];
+    for (let n = 0; n < 7; n++) {
+      const id = `weekly-${n}`, definition = { format: "deniable.survey/2", id, title: "Weekly", questions: [VECTORS.questions.habit, VECTORS.questions.mood] };
+      const c = client(aggregator({ document: await signedDocument(definition) }), { storage });
+      const receipt = await c.answer(await c.fetchSurvey(id), answers(n));
+      assert.ok(receipt.delivered);
+      charged.push(receipt.epsilonCharged);
+    }
+    runs.push(charged);
   }
-  assert.equal(charged[0], 2 + 3); // the permanent ε of both questions
-  assert.equal(charged[1], 0); // same values again: post-processing of the memoized responses
+  // habit (yes/no, ε = 2): twice; mood (5 options, ε = 3): five times; then post-processing only.
+  assert.deepEqual(runs[0], [5, 5, 3, 3, 3, 0, 0]);
+  assert.deepEqual(runs[1], runs[0], "the charges, and so every refusal, do not depend on the answers");
+});
+
+test("a memo family binds the signed thresholds: other thresholds at the same key and ε are charged again", async () => {
+  const storage = new MemoryStorage(), charged = [];
+  const habit = VECTORS.questions.habit, flipped = { ...habit, parameters: { ...habit.parameters, keep: 2 ** 53 - habit.parameters.keep } };
+  for (const [n, question] of [habit, habit, flipped].entries()) {
+    const id = `daily-${n}`, definition = { format: "deniable.survey/2", id, title: "Daily", questions: [question] };
+    const c = client(aggregator({ document: await signedDocument(definition) }), { storage });
+    charged.push((await c.answer(await c.fetchSurvey(id), { habit: true })).epsilonCharged);
+  }
+  assert.deepEqual(charged, [2, 2, 2]); // the flipped thresholds (|ln| = ε, accepted) start a family of their own
+  const state = JSON.parse(storage.getItem("deniable.state/1")), secret = b64decode(state.secret);
+  const [a, b] = await Promise.all([habit, flipped].map((d, i) => new Question(d, i)).map((q) => q.oracle.family(secret, q)));
+  assert.notEqual(a, b);
+  assert.deepEqual(Object.keys(state.memo).sort(), [a, b].sort());
+  assert.deepEqual([state.memo[a].count, state.memo[b].count], [2, 1]);
 });
 
 test("no module calls Math.random", async () => {
