@@ -91,7 +91,10 @@ export interface Receipt {
 
 export interface FlushResult {
   delivered: number;
+  /** Batches still to send (network error, 429, 5xx); they go again on the next flush. */
   pending: number;
+  /** Batches whose enrolment token was refused (401, 403): sent again only by flush({ enrolmentToken }). */
+  waiting?: number;
   /** Seconds the aggregator's Retry-After asked for, if it answered 429/5xx with one. */
   retryAfter?: number;
 }
@@ -115,8 +118,11 @@ export class SurveyClient {
     answers: Answers,
     options?: { confirm?: (reports: PreparedReport[]) => boolean | Promise<boolean>; enrolmentToken?: string },
   ): Promise<Receipt>;
-  /** Posts the outbox in order; calls run one after another, never two at once. */
-  flush(): Promise<FlushResult>;
+  /**
+   * Posts the outbox in order; calls run one after another, never two at once. With
+   * `enrolmentToken`, batches whose token was refused (of `survey` only, if given) go again with it.
+   */
+  flush(options?: { enrolmentToken?: string; survey?: string }): Promise<FlushResult>;
   budget(): { spentTotal: number; spentPeriod: number; remainingLifetime: number; remainingPeriod: number };
 }
 

@@ -147,28 +147,42 @@ export class SurveyClient {
   /**
    * Sends the outbox in order, identical bodies; a batch leaves on 200/201 or a final 4xx. On a
    * network error, 429 or 5xx the rest waits; `retryAfter`: the seconds a Retry-After asked for.
+   * A batch whose enrolment token is refused (401, 403) waits, unsent, until `flush({ enrolmentToken,
+   * survey })` gives another (`waiting`): it is charged and marked answered, so it is never lost.
    * Flushes of one client run one after another, so none posts a batch another is sending.
    */
-  flush() { return (this.flushing = (this.flushing ?? Promise.resolve()).catch(() => {}).then(() => this.#send())); }
+  flush(options) { return (this.flushing = (this.flushing ?? Promise.resolve()).catch(() => {}).then(() => this.#send(options))); }
 
-  async #send() {
+  /** Applies `change` to the stored outbox entry whose body is `body` (or removes it: change null). */
+  #update(body, change) {
+    const state = this.load();
+    state.outbox = state.outbox.flatMap((e) => (e.body !== body ? [e] : change ? [change(e)] : []));
+    this.save(state);
+  }
+
+  async #send({ enrolmentToken, survey } = {}) {
     let delivered = 0, refused, retryAfter;
     const mine = () => this.load().outbox.filter((e) => e.origin === this.baseUrl);
     for (const entry of mine()) {
+      if (entry.refused) {
+        if (enrolmentToken === undefined || (survey !== undefined && entry.survey !== survey)) continue; // waits for a token
+        entry.enrolment = enrolmentToken; // kept with the batch, for every later retry
+        this.#update(entry.body, (e) => ({ ...e, enrolment: enrolmentToken, refused: undefined }));
+      }
       const response = await this.request("POST", entry.path, entry.body, entry.enrolment).catch(() => null);
       if (!response || response.status === 429 || response.status >= 500) { // kept, in order, for later
         const wait = response?.headers.get("Retry-After"), seconds = /^\d+$/.test(wait) ? +wait : (Date.parse(wait) - this.clock()) / 1000;
         retryAfter = seconds >= 0 ? seconds : undefined;
         break;
       }
-      if (response.status === 200 || response.status === 201) delivered++;
-      else refused ??= new TransportError(`aggregator refused the reports (${response.status})`, response.status);
-      const state = this.load();
-      state.outbox = state.outbox.filter((e) => e.body !== entry.body);
-      this.save(state);
+      const { status } = response, token = status === 401 || status === 403;
+      if (status === 200 || status === 201) delivered++;
+      else refused ??= new TransportError(token ? `aggregator refused the enrolment token (${status}): the reports wait for another` : `aggregator refused the reports (${status})`, status);
+      this.#update(entry.body, token && ((e) => ({ ...e, refused: status })));
     }
     if (refused) throw refused;
-    return { delivered, pending: mine().length, ...(retryAfter !== undefined && { retryAfter }) };
+    const left = mine(), waiting = left.filter((e) => e.refused).length;
+    return { delivered, pending: left.length - waiting, ...(waiting && { waiting }), ...(retryAfter !== undefined && { retryAfter }) };
   }
 
   budget(state = this.load()) {

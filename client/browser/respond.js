@@ -48,11 +48,36 @@ export async function mount(root) {
   const deliver = () => client.flush().then(retry, () => {});
   addEventListener("online", deliver);
   deliver();
+
+  // A batch whose enrolment token was refused waits on this device (charged, marked answered):
+  // ask for another token and send the same reports again.
+  const askForToken = () => {
+    const input = el("input", { id: "deniable-retry-token", autocomplete: "off", required: "" }), send = el("button", { type: "button", text: "Send my saved noisy answers" });
+    const box = el("div", { class: "token" }, el("label", { for: input.id, text: "Enrolment token (from the survey's organisers)" }), input, send);
+    send.onclick = async () => {
+      const enrolmentToken = input.value.trim();
+      if (!enrolmentToken) return say("Please enter your enrolment token.", "error");
+      try {
+        const result = await client.flush({ enrolmentToken, survey: data.deniableSurvey });
+        if (result.delivered) { box.remove(); data.state = "sent"; return say("Sent and acknowledged.", "ok"); }
+        say("Not delivered yet: the noisy values are saved on this device and will be sent again automatically.", "ok");
+        retry(result);
+      } catch (error) {
+        say(`Not sent: ${error.message}`, "error");
+      }
+    };
+    root.append(box);
+    data.state = "token";
+    say("The aggregator refused the enrolment token. Your noisy answers are saved on this device: enter a valid token to send them.", "error");
+    input.focus();
+  };
+  const waiting = () => client.load().outbox.some((e) => e.origin === client.baseUrl && e.survey === data.deniableSurvey && e.refused);
   let survey;
   try {
     say("Checking the survey's signature…");
     survey = await client.fetchSurvey(data.deniableSurvey);
   } catch (error) {
+    if (waiting()) return askForToken();
     say(`This survey cannot be answered here: ${error.message}. Nothing was sent.`, "error");
     return (data.state = "refused");
   }
@@ -96,6 +121,7 @@ export async function mount(root) {
         : "Not delivered yet (offline, or the aggregator is busy): the noisy values are saved on this device and will be sent again automatically.", "ok");
       retry({ pending: receipt.pendingBatches, retryAfter: receipt.retryAfter });
     } catch (error) {
+      if (waiting()) { review.hidden = true; return askForToken(); }
       say(`Not sent: ${error.message}`, "error");
     }
   };

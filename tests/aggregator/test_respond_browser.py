@@ -406,6 +406,8 @@ def test_example_site_relays_only_noisy_reports(stack) -> None:
 
 
 def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> None:
+    """A mistyped token is refused (403); the charged batch waits, even across a reload,
+    until a valid token sends the same reports."""
     base = stack["base"]
     context = stack["browser"].new_context()
     page = context.new_page()
@@ -413,12 +415,18 @@ def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> 
     page.goto(f"{base}/surveys/{ENROLLED}/respond")
     assert _state(page, "ready", "refused") == "ready"
     _fill(page)
-    page.get_by_label("Enrolment token", exact=False).fill(stack["token"])
+    page.get_by_label("Enrolment token", exact=False).fill("dne_" + "x" * 43)
     page.get_by_role("button", name="Randomize my answers").click()
     _state(page, "review")
     page.get_by_role("button", name="Send these noisy values").click()
-    assert _state(page, "sent", "queued") == "sent"
-    (post,) = [r for r in recorder.requests if r[0] == "POST"]
+    assert _state(page, "sent", "token") == "token"
+    page.reload()  # the batch is saved: the page asks for a token again, not for answers
+    assert _state(page, "token", "ready", "refused") == "token"
+    page.fill("#deniable-retry-token", stack["token"])
+    page.get_by_role("button", name="Send my saved noisy answers").click()
+    assert _state(page, "sent") == "sent"
+    posts = [r for r in recorder.requests if r[0] == "POST"]
+    assert len(posts) == 2 and posts[0][2] == posts[1][2], "the same reports, ids included"
     results = requests.get(f"{base}/api/v1/surveys/{ENROLLED}/results", timeout=10).json()
     assert [q["n"] for q in results["questions"]] == [1, 1, 1, 1]
     recorder.assert_no_true_answer()

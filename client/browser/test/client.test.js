@@ -171,6 +171,27 @@ test("a refusal (4xx) drops the batch and raises", async () => {
   assert.deepEqual(await c.flush(), { delivered: 0, pending: 0 });
 });
 
+test("a refused enrolment token (401, 403) keeps the batch until another token is given", async () => {
+  for (const status of [401, 403]) {
+    const agg = aggregator();
+    const c = client(agg);
+    const survey = await c.fetchSurvey("demo-workplace");
+    agg.state.status = status;
+    const error = await c.answer(survey, ANSWERS, { enrolmentToken: "dne_" + "a".repeat(43) }).catch((e) => e);
+    assert.ok(error instanceof TransportError && error.status === status);
+    assert.deepEqual(await c.flush(), { delivered: 0, pending: 0, waiting: 1 }); // not resent without a token
+    assert.equal(agg.posts().length, 1);
+    assert.ok(c.budget().spentTotal > 0); // charged and marked answered: never silently lost
+    agg.state.status = 201;
+    const token = "dne_" + "b".repeat(43);
+    assert.deepEqual(await c.flush({ enrolmentToken: token, survey: "demo-workplace" }), { delivered: 1, pending: 0 });
+    const posts = agg.posts();
+    assert.equal(posts.length, 2);
+    assert.equal(posts[1].body, posts[0].body); // the same reports, ids included
+    assert.equal(posts[1].headers["X-Deniable-Enrolment"], token);
+  }
+});
+
 test("confirm sees only noisy values and can cancel without charging", async () => {
   const agg = aggregator();
   const c = client(agg);
