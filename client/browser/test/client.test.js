@@ -205,6 +205,23 @@ test("confirm sees only noisy values and can cancel without charging", async () 
   assert.ok(shown.every((r) => typeof r.description === "string" && /^[0-9a-f]+$/.test(r.payload)));
 });
 
+test("cancelling and asking again with the same answers shows and sends the same noise", async () => {
+  const agg = aggregator();
+  const c = client(agg);
+  const survey = await c.fetchSurvey("demo-workplace");
+  const shown = [];
+  const look = (reports) => { shown.push(reports.map((r) => r.payload)); return false; };
+  for (let i = 0; i < 20; i++) await c.answer(survey, ANSWERS, { confirm: look });
+  assert.equal(new Set(shown.map((p) => p.join())).size, 1, "no re-randomizing by cancelling");
+  await c.answer(survey, { ...ANSWERS, overtime: 12 }, { confirm: look }); // one answer changed
+  assert.deepEqual(shown.at(-1).slice(0, 3), shown[0].slice(0, 3));
+  const receipt = await c.answer(survey, ANSWERS, { confirm: () => true });
+  assert.ok(receipt.delivered);
+  assert.deepEqual(JSON.parse(agg.posts()[0].body).reports.map((r) => r.payload), shown[0]);
+  // The cache is in memory: no true answer is ever stored on the device.
+  assert.ok(!JSON.stringify(c.load()).includes(ANSWERS.commute));
+});
+
 test("the enrolment header is sent with every retry of the batch", async () => {
   const agg = aggregator();
   const c = client(agg);
