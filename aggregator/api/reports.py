@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
-from deniable.errors import Conflict, Forbidden
+from deniable.errors import Conflict, DeniableError, Forbidden
 from deniable.wire import parse_submission
 
 from ..problems import EnrolmentRequired, read_json
@@ -49,24 +49,32 @@ def submit(survey_id: str) -> Response:
     """Store reports; the acknowledgement means they are committed.
 
     Order of refusals: rate limit by address (429), survey (404), body (400/413/415),
-    closed (409), enrolment token missing (401) or malformed (403), rate limit by
-    token (429), validation (422/413); then, in the storing transaction, token
-    forged or spent (403) and report id reuse (409).  Nothing refused is stored,
-    and a refused batch never spends its token.
+    enrolment token missing (401) or malformed (403) and rate limit by token (429)
+    while the survey is open, validation (422/413, or 409 if the survey is closed);
+    then, in the storing transaction, closed (409), token missing (401), forged or
+    spent (403) and report id reuse (409).
+    Nothing refused is stored, and a refused batch never spends its token.  A batch
+    stored whole already is acknowledged again, spending no token, even once the
+    survey has closed: a device whose acknowledgement was lost learns it was stored.
     """
     check_submission_address()
     storage = current_storage()
     record = storage.get_survey(survey_id, count=False)
     body = read_json()
-    if not record.is_open:
-        raise Conflict(f"survey {survey_id!r} is closed")
     token = None
-    if record.require_enrolment:
+    if record.require_enrolment and record.is_open:
         token = enrolment_token(survey_id)
         current_limits().check_token(token)
-    reports = parse_submission(
-        body, record.survey, max_batch=current_app.config["MAX_BATCH"], one_respondent=True
-    )
+    elif record.require_enrolment:  # closed: only a stored batch's retry passes, token checked
+        token = request.headers.get(ENROLMENT_HEADER, "").strip() or None
+    try:
+        reports = parse_submission(
+            body, record.survey, max_batch=current_app.config["MAX_BATCH"], one_respondent=True
+        )
+    except DeniableError:
+        if not record.is_open:
+            raise Conflict(f"survey {survey_id!r} is closed") from None
+        raise
     ids = storage.add_reports(survey_id, reports, enrolment_token=token)
     return json_response({"survey": survey_id, "received": len(ids), "reports": ids}, 201)
 

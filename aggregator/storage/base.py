@@ -313,14 +313,17 @@ class Storage(TokenStore, ABC):
 
         A report whose id is stored with the same question and payload is
         acknowledged again and not counted twice; with another body the whole
-        batch fails with Conflict.  A closed survey raises Conflict.
+        batch fails with Conflict.  A closed survey raises Conflict, unless the
+        batch is stored whole already (a retry whose acknowledgement was lost).
 
         A survey that requires enrolment needs ``enrolment_token`` (else
         AuthenticationError): an issued, unspent token of this survey is spent
-        in the same transaction, recording :func:`batch_digest`; a token spent
-        by this very batch admits it again (an idempotent retry); any other
-        token raises Forbidden.  If anything fails, nothing is stored and the
-        token stays unspent.  Surveys that do not require enrolment ignore it.
+        in the same transaction, recording :func:`batch_digest`, if the batch
+        stores anything; a batch stored whole already spends nothing, and its
+        token must be unspent or spent by this very batch (an idempotent
+        retry); any other token raises Forbidden.  If anything fails, nothing is
+        stored and the token stays unspent.  Surveys that do not require
+        enrolment ignore it.
         ``operator``: the caller authenticated as the operator (the bulk route),
         which needs no enrolment token.
         """

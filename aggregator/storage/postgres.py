@@ -26,7 +26,6 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from deniable.errors import (
-    AuthenticationError,
     Conflict,
     DeniableError,
     InvalidParameter,
@@ -49,7 +48,6 @@ from .base import (
     fold_into,
     initial_statistics,
     migrations,
-    needs_enrolment,
     over_backlog,
     survey_columns,
 )
@@ -58,7 +56,6 @@ from .tokens import (
     batch_digest,
     check_issuable,
     check_issue_count,
-    check_spent,
     hash_token,
     new_enrolment_token,
 )
@@ -343,35 +340,6 @@ class PostgresStorage(Storage):
             ).fetchone()
         return int(issued), int(spent)
 
-    @staticmethod
-    def _spend(
-        connection: psycopg.Connection, survey_id: str, token: str | None, digest: str
-    ) -> None:
-        """Spend ``token`` on the batch ``digest`` in the caller's transaction (or refuse).
-
-        Under READ COMMITTED a concurrent spender of the same token waits for this
-        row lock, then re-checks ``spent_at IS NULL`` against the committed row: one
-        UPDATE wins, every other sees the winner's digest (or the row unspent again
-        if the winner rolled back).
-        """
-        if token is None:
-            raise AuthenticationError(f"survey {survey_id!r} requires an enrolment token")
-        token_hash = hash_token(token)
-        spent = connection.execute(
-            "UPDATE enrolment_tokens SET spent_at = now(), batch_digest = %s"
-            " WHERE token_hash = %s AND survey_id = %s AND spent_at IS NULL"
-            " AND revoked_at IS NULL",
-            (digest, token_hash, survey_id),
-        ).rowcount
-        if spent == 1:
-            return
-        row = connection.execute(
-            "SELECT batch_digest, revoked_at FROM enrolment_tokens"
-            " WHERE token_hash = %s AND survey_id = %s",
-            (token_hash, survey_id),
-        ).fetchone()
-        check_spent(survey_id, row, digest)
-
     # -- reports ---------------------------------------------------------------------------
     def add_reports(
         self,
@@ -413,17 +381,18 @@ class PostgresStorage(Storage):
     def _store_batch(self, survey_id: str, parameters: dict[str, Any]) -> bool | None:
         """The one-statement ingest: whether to fold, or None for the checked path.
 
-        None when the survey needs an enrolment token here, or when an id of the
-        batch is already stored (a retry, or reuse): the transaction rolls back.
+        None when the survey needs an enrolment token here, is closed, or when an
+        id of the batch is already stored (a retry, or reuse): the transaction
+        rolls back.
         """
         try:
             with self._transaction(passing=(*RETRYABLE, UNIQUE), single=True) as connection:
                 status, require_enrolment, last_seq, first_pending = connection.execute(
                     STORE_BATCH, parameters
                 ).fetchone()
-                survey = None if status is None else (status, require_enrolment)
-                needs_enrolment(survey_id, survey)  # NotFound, or Conflict if closed
-                if last_seq is None:  # open, yet nothing stored: a token is needed
+                if status is None:
+                    raise NotFound(f"no survey {survey_id!r}")
+                if last_seq is None:  # closed, or a token is needed: nothing was stored
                     return None
                 return over_backlog(last_seq, first_pending)
         except UNIQUE:
@@ -436,15 +405,22 @@ class PostgresStorage(Storage):
         parameters: dict[str, Any],
         enrolment_token: str | None,
     ) -> bool:
-        """Store the batch (spending a token if needed), retried ids compared; whether to fold."""
+        """Store the batch, retried ids compared, then spend a token if needed; whether to fold.
+
+        A closed survey stores nothing: a batch stored whole already is acknowledged
+        again, anything else is a Conflict.  The token is spent after the insert, in
+        the same transaction: a batch stored whole spends nothing, and a refused
+        token rolls the insert back.
+        """
         with self._transaction(passing=RETRYABLE) as connection:
             row = connection.execute(
                 "SELECT status, require_enrolment FROM surveys WHERE id = %s FOR SHARE",
                 (survey_id,),
             ).fetchone()
-            if needs_enrolment(survey_id, row) and not parameters["operator"]:
-                self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
-            inserted = connection.execute(STORE_CHECKED, parameters).fetchall()
+            if row is None:
+                raise NotFound(f"no survey {survey_id!r}")
+            is_open = row[0] == OPEN
+            inserted = connection.execute(STORE_CHECKED, parameters).fetchall() if is_open else []
             new = {report_id for report_id, _, _ in inserted}
             if len(new) < len(reports):
                 retried = [r for r in reports if r.id not in new]
@@ -457,8 +433,14 @@ class PostgresStorage(Storage):
                     )
                 }
                 for report in retried:
-                    if stored.get(report.id) != (report.question, report.payload):
+                    body = stored.get(report.id)
+                    if body is None:  # only when closed: an open survey stored it above
+                        raise Conflict(f"survey {survey_id!r} is closed")
+                    if body != (report.question, report.payload):
                         raise Conflict(f"report id {report.id} was already used with another body")
+            if row[1] and not parameters["operator"]:
+                self._spend(connection, survey_id, enrolment_token, batch_digest(reports),
+                            new=bool(inserted))  # fmt: skip
         if not inserted:
             return False
         return over_backlog(max(seq for _, seq, _ in inserted), inserted[0][2])

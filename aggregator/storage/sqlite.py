@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from deniable.errors import AuthenticationError, Conflict, NotFound, StorageError
+from deniable.errors import Conflict, NotFound, StorageError
 from deniable.survey import Survey
 from deniable.wire import Report
 
@@ -40,7 +40,6 @@ from .base import (
     fold_into,
     initial_statistics,
     migrations,
-    needs_enrolment,
     over_backlog,
     statistics_from_json,
     survey_columns,
@@ -51,7 +50,6 @@ from .tokens import (
     batch_digest,
     check_issuable,
     check_issue_count,
-    check_spent,
     hash_token,
     new_enrolment_token,
 )
@@ -328,28 +326,6 @@ class SqliteStorage(Storage):
             ).fetchone()
         return int(issued), int(spent)
 
-    @staticmethod
-    def _spend(
-        connection: sqlite3.Connection, survey_id: str, token: str | None, digest: str
-    ) -> None:
-        """Spend ``token`` on the batch ``digest`` in the caller's transaction (or refuse)."""
-        if token is None:
-            raise AuthenticationError(f"survey {survey_id!r} requires an enrolment token")
-        token_hash = hash_token(token)
-        spent = connection.execute(
-            "UPDATE enrolment_tokens SET spent_at = ?, batch_digest = ?"
-            " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL AND revoked_at IS NULL",
-            (iso(utc_now()), digest, token_hash, survey_id),
-        ).rowcount
-        if spent == 1:
-            return
-        row = connection.execute(
-            "SELECT batch_digest, revoked_at FROM enrolment_tokens"
-            " WHERE token_hash = ? AND survey_id = ?",
-            (token_hash, survey_id),
-        ).fetchone()
-        check_spent(survey_id, row, digest)
-
     # -- reports ---------------------------------------------------------------------------
     def add_reports(
         self,
@@ -374,9 +350,14 @@ class SqliteStorage(Storage):
                     "SELECT status, require_enrolment, folded_through FROM surveys WHERE id = ?",
                     (survey_id,),
                 ).fetchone()
-                if needs_enrolment(survey_id, row and row[:2]) and not operator:
-                    self._spend(connection, survey_id, enrolment_token, batch_digest(reports))
-                staged = self._insert_reports(connection, survey_id, batch, received_at)
+                if row is None:
+                    raise NotFound(f"no survey {survey_id!r}")
+                # Closed: only a batch stored whole already is acknowledged (nothing inserted).
+                closed = None if row[0] == OPEN else f"survey {survey_id!r} is closed"
+                staged = self._insert_reports(connection, survey_id, batch, received_at, closed)
+                if row[1] and not operator:  # after the insert: a batch stored whole spends nothing
+                    self._spend(connection, survey_id, enrolment_token, batch_digest(reports),
+                                new=bool(staged.seqs.size))  # fmt: skip
                 backlog = self._backlog(row[2], staged)
             self._ids.committed(staged)
         if backlog:
@@ -393,6 +374,7 @@ class SqliteStorage(Storage):
     def _insert_reports(
         self, connection: sqlite3.Connection, survey_id: str,
         batch: tuple[dict[str, Report], list[str], np.ndarray], received_at: str,
+        closed: str | None = None,
     ) -> Staged:  # fmt: skip
         """Insert the new reports and queue them for folding; refuse a reused id.
 
@@ -417,6 +399,8 @@ class SqliteStorage(Storage):
         new = [report for report, is_new in zip(incoming.values(), fresh, strict=True) if is_new]
         if not new:
             return Staged()
+        if closed is not None:  # ``closed``: the Conflict to raise rather than store anything
+            raise Conflict(closed)
         before = index.last_seen
         connection.executemany(
             "INSERT INTO reports (survey_id, report_id, question_id, payload, received_at)"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from deniable.errors import Conflict, Forbidden, InvalidParameter, NotFound
+from deniable.errors import AuthenticationError, Conflict, Forbidden, InvalidParameter, NotFound
 from deniable.survey import IDENTIFIER
 
 from .timestamps import iso
@@ -149,6 +149,17 @@ def check_spent(survey_id: str, row: tuple | None, digest: str) -> None:
         raise Forbidden("the enrolment token was already spent on another submission")
 
 
+def check_retry(survey_id: str, row: tuple | None, digest: str) -> None:
+    """A batch already stored whole, sent again: nothing is spent, but its token must be
+    this survey's, not revoked while unspent, and spent on no other batch.
+
+    ``row``: (batch_digest, revoked_at) of the token, None if there is no such token.
+    """
+    if row is not None and row[0] is None and row[1] is None:
+        return  # unspent: the retry spends nothing (the batch's own token may have been lost)
+    check_spent(survey_id, row, digest)
+
+
 class TokenStore:
     """The token tables: a mixin of :class:`~deniable.aggregator.storage.base.Storage`."""
 
@@ -156,6 +167,35 @@ class TokenStore:
     _write: Callable[[], contextlib.AbstractContextManager[Any]]
     _sql: Callable[[str], str]
     _timestamp: Callable[[], Any]
+
+    def _spend(
+        self, connection: Any, survey_id: str, token: str | None, digest: str, *, new: bool
+    ) -> None:
+        """Spend ``token`` on the batch ``digest`` in the caller's transaction, or refuse.
+
+        ``new``: whether the batch stores any report; a batch already stored whole
+        spends nothing (:func:`check_retry`), so resending it never burns a token.
+        PostgreSQL, READ COMMITTED: a concurrent spender of the same token waits for
+        this row lock, then re-checks ``spent_at IS NULL`` against the committed row:
+        one UPDATE wins, every other sees the winner's digest (or the row unspent
+        again if the winner rolled back).
+        """
+        if token is None:
+            raise AuthenticationError(f"survey {survey_id!r} requires an enrolment token")
+        token_hash = hash_token(token)
+        if new and connection.execute(
+            self._sql("UPDATE enrolment_tokens SET spent_at = ?, batch_digest = ?"
+                      " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL"
+                      " AND revoked_at IS NULL"),
+            (self._timestamp(), digest, token_hash, survey_id),
+        ).rowcount == 1:  # fmt: skip
+            return
+        row = connection.execute(
+            self._sql("SELECT batch_digest, revoked_at FROM enrolment_tokens"
+                      " WHERE token_hash = ? AND survey_id = ?"),
+            (token_hash, survey_id),
+        ).fetchone()  # fmt: skip
+        (check_spent if new else check_retry)(survey_id, row, digest)
 
     # -- operator tokens --------------------------------------------------------
     def create_operator_token(self, label: str = "", surveys: Sequence[str] | None = None) -> str:

@@ -232,6 +232,33 @@ def test_closed_survey_is_409_and_keeps_the_token(client, storage, gated, operat
     assert storage.enrolment_token_counts(SURVEY_ID) == (1, 0)
 
 
+def test_a_stored_batch_resent_with_a_fresh_token_spends_nothing(client, storage, gated):
+    """A device whose acknowledgement was lost, given another token, resends the batch."""
+    first, fresh = storage.issue_enrolment_tokens(SURVEY_ID, 2)
+    body = batch()
+    stored = post(client, body, first)
+    assert stored.status_code == 201
+    again = post(client, body, fresh)
+    assert again.status_code == 201 and again.get_json() == stored.get_json()
+    assert storage.count_reports() == 4
+    assert storage.enrolment_token_counts(SURVEY_ID) == (2, 1)  # ``fresh`` is still unspent
+    assert post(client, batch(seed=9), fresh).status_code == 201
+    assert storage.enrolment_token_counts(SURVEY_ID) == (2, 2)
+
+
+def test_a_stored_batch_is_acknowledged_after_the_survey_closes(client, storage, gated,
+                                                                operator_headers):  # fmt: skip
+    (token,) = storage.issue_enrolment_tokens(SURVEY_ID, 1)
+    body = batch()
+    stored = post(client, body, token)
+    client.post(f"/api/v1/surveys/{SURVEY_ID}/close", headers=operator_headers)
+    again = post(client, body, token)
+    assert again.status_code == 201 and again.get_json() == stored.get_json()
+    assert_problem(client.post(REPORTS, json=body), 401)  # without its token: not told
+    assert_problem(post(client, batch(seed=3), token), 409, "conflict")
+    assert storage.count_reports() == 4
+
+
 # -- races -----------------------------------------------------------------------------------------
 
 

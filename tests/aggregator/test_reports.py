@@ -140,7 +140,12 @@ def test_closed_and_unknown_surveys(client, created_survey, demo_definition, ope
     client.post(URL, json=reports[0])
     client.post("/api/v1/surveys/demo/close", headers=operator_headers)
     assert_problem(client.post(URL, json=reports[1]), 409, "conflict")
-    assert_problem(client.post(URL, json=reports[0]), 409)
+    # A retry of a stored batch (its acknowledgement lost) is acknowledged again once closed,
+    # storing nothing; the same id with another body, or a new report with it, is not.
+    again = client.post(URL, json=reports[0])
+    assert again.status_code == 201 and again.get_json()["reports"] == [reports[0]["id"]]
+    assert_problem(client.post(URL, json={**reports[0], "payload": reports[1]["payload"]}), 409)
+    assert_problem(client.post(URL, json={"reports": [reports[0], reports[1]]}), 409)
     assert storage.count_reports() == 1
 
 
