@@ -45,7 +45,7 @@ export class SurveyClient {
   constructor(baseUrl, { publicKey, storage = globalThis.localStorage, policy, fetch = globalThis.fetch.bind(globalThis), trustOnFirstUse, clock = Date.now } = {}) {
     this.publicKey = publicKey === undefined ? undefined : b64decode(publicKey);
     if (this.publicKey ? this.publicKey.length !== 32 : !trustOnFirstUse) throw new SignatureError("publicKey must pin the aggregator's 32-byte Ed25519 key (from the embed code)");
-    Object.assign(this, { baseUrl: String(baseUrl).replace(/\/+$/, ""), storage, policy: { ...DEFAULT_POLICY, ...policy }, fetch, clock, drafts: new Map() });
+    Object.assign(this, { baseUrl: String(baseUrl).replace(/\/+$/, ""), storage, policy: { ...DEFAULT_POLICY, ...policy }, fetch, clock, drafts: new WeakMap() });
   }
 
   load() { return JSON.parse(this.storage.getItem(STATE_KEY) ?? '{"ledger":[],"answered":{},"outbox":[],"memo":{},"keys":{}}'); }
@@ -125,11 +125,12 @@ export class SurveyClient {
     for (const [i, q] of survey.questions.entries()) {
       // Why kept: `confirm` shows the noisy values and may cancel. Asked again with the same answer,
       // the page shows (and sends) the same report, so re-randomizing until the noise looks right
-      // cannot make what is sent depend on the answer beyond the mechanism (in memory only).
-      const draft = JSON.stringify([survey.id, q.id, checked[i]]);
+      // cannot make what is sent depend on the answer beyond the mechanism (in memory only). Kept
+      // per question object: another fetch of the survey, perhaps another definition, draws anew.
+      const drafts = this.drafts.get(q) ?? this.drafts.set(q, new Map()).get(q), draft = JSON.stringify(checked[i]);
       // A longitudinal answer re-randomizes its memoized permanent response (post-processing).
-      const report = this.drafts.get(draft) ?? (q.longitudinal ? q.oracle.randomize(checked[i], undefined, await q.oracle.permanentFor(secret, q, checked[i])) : q.oracle.randomize(checked[i]));
-      this.drafts.set(draft, report);
+      const report = drafts.get(draft) ?? (q.longitudinal ? q.oracle.randomize(checked[i], undefined, await q.oracle.permanentFor(secret, q, checked[i])) : q.oracle.randomize(checked[i]));
+      drafts.set(draft, report);
       reports.push({ id: crypto.randomUUID(), question: q.id, payload: q.oracle.encode(report), description: q.describe(report), epsilon: costs[i] });
     }
     if (confirm && !(await confirm(reports))) return { survey: survey.id, reportIds: [], epsilonCharged: 0, delivered: false, cancelled: true };

@@ -218,6 +218,10 @@ test("cancelling and asking again with the same answers shows and sends the same
   const receipt = await c.answer(survey, ANSWERS, { confirm: () => true });
   assert.ok(receipt.delivered);
   assert.deepEqual(JSON.parse(agg.posts()[0].body).reports.map((r) => r.payload), shown[0]);
+  // Another fetch of the survey (perhaps re-signed with another ε) draws afresh.
+  const fresh = new Set();
+  for (let i = 0; i < 20; i++) await c.answer(await client(aggregator(), { storage: new MemoryStorage() }).fetchSurvey("demo-workplace"), ANSWERS, { confirm: (r) => { fresh.add(r.map((x) => x.payload).join()); return false; } });
+  assert.ok(fresh.size > 1);
   // The cache is in memory: no true answer is ever stored on the device.
   assert.ok(!JSON.stringify(c.load()).includes(ANSWERS.commute));
 });
