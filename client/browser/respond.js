@@ -18,16 +18,17 @@ function field(q) {
   const inputs = q.type === "numeric"
     ? [el("label", { for: name, text: `A number from ${q.lo} to ${q.hi}` }), el("input", { type: "number", id: name, name, min: q.lo, max: q.hi, step: "any", required: "" })]
     : (q.options ?? ["Yes", "No"]).map((label, i) => el("div", { class: "choice" },
-      el("input", { type, id: `${name}-${i}`, name, value: q.options ? label : label === "Yes" }), el("label", { for: `${name}-${i}`, text: label })));
+      el("input", { type, id: `${name}-${i}`, name, value: q.options ? i : label === "Yes" }), el("label", { for: `${name}-${i}`, text: label })));
   return el("fieldset", { id: `${name}-set` }, el("legend", { text: q.text }), ...inputs,
     el("p", { class: "epsilon", text: `Privacy loss of this question: ε = ${round(q.cost)}` }));
 }
 
 /** The answer in the form, or undefined. */
 function read(form, q) {
-  const values = new FormData(form).getAll(`q-${q.id}`), [value = ""] = values; // the checked inputs, or the number
-  if (q.type === "multiple_choice") return values;
-  return value === "" ? undefined : q.type === "numeric" ? Number(value) : q.type === "yes_no" ? value === "true" : value;
+  // The checked inputs (options by index: a label's exact text never round-trips a form), or the number.
+  const values = new FormData(form).getAll(`q-${q.id}`), [value = ""] = values;
+  if (q.type === "multiple_choice") return values.map((i) => q.options[i]);
+  return value === "" ? undefined : q.type === "numeric" ? Number(value) : q.type === "yes_no" ? value === "true" : q.options[value];
 }
 
 export async function mount(root) {

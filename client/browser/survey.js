@@ -51,7 +51,7 @@ export function exactKeys(where, object, names) {
 
 /** At most `limit` code points, no C0/C1 controls or DEL; non-blank (a description: may be empty, keeps \n). */
 function text(where, value, limit, description) {
-  if (typeof value !== "string" || [...value].length > limit || (!description && /^\p{White_Space}*$/u.test(value))) throw fail(where, `must be a non-empty string of at most ${limit} characters`);
+  if (typeof value !== "string" || !value.isWellFormed() || [...value].length > limit || (!description && /^\p{White_Space}*$/u.test(value))) throw fail(where, `must be a non-empty string of at most ${limit} characters`);
   if ((description ? /[\0-\t\v-\x1f\x7f-\x9f]/ : /[\0-\x1f\x7f-\x9f]/).test(value)) throw fail(where, "must not contain control characters");
   return value;
 }

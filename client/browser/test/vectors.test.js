@@ -33,6 +33,11 @@ test("definitions a client must refuse", () => {
   for (const vector of VECTORS.invalid_surveys) {
     assert.throws(() => parseDefinition(vector.definition), InvalidSurvey, vector.reason);
   }
+  // Not in the file (JSON text in UTF-8 cannot hold it): an unpaired surrogate, which a form
+  // would turn into U+FFFD, leaving that answer impossible to send.
+  const demo = structuredClone(VECTORS.surveys[0].definition);
+  demo.questions[1].options[0] = "Car\uD800";
+  assert.throws(() => parseDefinition(demo), InvalidSurvey);
 });
 
 test("true answers a client must refuse, never coerce", () => {
