@@ -189,6 +189,7 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         public_key=current_key().public_key,
         preload=modules[:-1],
         script=modules[-1],
+        pinned=" ".join((*names, *ROTATION)),
         style=STYLE,
     )
     return page, 200, _headers(imports)
@@ -207,9 +208,11 @@ def embed(survey_id: str) -> Response:
         f'integrity="{hashes[name]}" crossorigin="anonymous">'
         for name in survey_modules(record.survey, rotation=True)[:-1]
     ]
+    pinned = " ".join(survey_modules(record.survey, rotation=True))
     lines += [
         f'<div data-deniable-survey="{record.id}" data-deniable-aggregator="{base}"',
-        f'     data-deniable-key="{current_key().public_key}">',
+        f'     data-deniable-key="{current_key().public_key}"',
+        f'     data-deniable-modules="{pinned}">',
         "  <noscript>JavaScript is required to answer: your answers are randomized in your"
         " browser, and without it nothing is sent.</noscript>",
         "</div>",

@@ -108,6 +108,11 @@ export interface ClientOptions {
   policy?: Partial<Policy>;
   fetch?: typeof fetch;
   clock?: () => number;
+  /**
+   * The module files the page pinned by SRI (preloaded, or in its import map's integrity): no
+   * other module is imported (PolicyViolation, or SignatureError for keychain.js). Default: any.
+   */
+  modules?: string[];
 }
 
 export class SurveyClient {
@@ -164,7 +169,7 @@ export function verify(publicKey: Uint8Array, signature: Uint8Array, message: Ui
  * Imports the mechanism modules a definition's questions name (only those, from a fixed table);
  * fetchSurvey calls it after the signature check.
  */
-export function loadMechanisms(definition: unknown): Promise<void>;
+export function loadMechanisms(definition: unknown, modules?: string[]): Promise<void>;
 /** The validated definition, or InvalidSurvey; its mechanisms' modules must be loaded first. */
 export function parseDefinition(definition: unknown): Survey;
 

@@ -32,7 +32,10 @@ export const verify = (publicKey, signature, message) => crypto.subtle.importKey
   .then((key) => crypto.subtle.verify("Ed25519", key, signature, message)).catch(() => false);
 
 // Only for a rotated key or trust on first use.
-const keychain = () => import("./keychain.js");
+const keychain = (client) => {
+  if (client.modules && !client.modules.includes("keychain.js")) throw new SignatureError("keychain.js is not pinned by this page");
+  return import("./keychain.js");
+};
 
 export class MemoryStorage {
   items = new Map();
@@ -42,10 +45,10 @@ export class MemoryStorage {
 }
 
 export class SurveyClient {
-  constructor(baseUrl, { publicKey, storage = globalThis.localStorage, policy, fetch = globalThis.fetch.bind(globalThis), trustOnFirstUse, clock = Date.now } = {}) {
+  constructor(baseUrl, { publicKey, storage = globalThis.localStorage, policy, fetch = globalThis.fetch.bind(globalThis), trustOnFirstUse, clock = Date.now, modules } = {}) {
     this.publicKey = publicKey === undefined ? undefined : b64decode(publicKey);
     if (this.publicKey ? this.publicKey.length !== 32 : !trustOnFirstUse) throw new SignatureError("publicKey must pin the aggregator's 32-byte Ed25519 key (from the embed code)");
-    Object.assign(this, { baseUrl: String(baseUrl).replace(/\/+$/, ""), storage, policy: { ...DEFAULT_POLICY, ...policy }, fetch, clock, drafts: new WeakMap() });
+    Object.assign(this, { baseUrl: String(baseUrl).replace(/\/+$/, ""), storage, policy: { ...DEFAULT_POLICY, ...policy }, fetch, clock, modules, drafts: new WeakMap() });
   }
 
   load() { return JSON.parse(this.storage.getItem(STATE_KEY) ?? '{"ledger":[],"answered":{},"outbox":[],"memo":{},"keys":{}}'); }
@@ -64,7 +67,7 @@ export class SurveyClient {
   async pin() {
     const stored = this.load().keys[this.baseUrl], given = this.publicKey;
     if (stored?.key && (!given || stored.key === b64encode(given) || stored.retired.includes(await keyId(given)))) return { ...stored, key: b64decode(stored.key) };
-    return given ? { key: given, sequence: null, retired: [] } : (await keychain()).trustOnFirstUse(this);
+    return given ? { key: given, sequence: null, retired: [] } : (await keychain(this)).trustOnFirstUse(this);
   }
 
   /** The verified survey, or a typed error; nothing is posted. */
@@ -74,10 +77,10 @@ export class SurveyClient {
     const response = await this.request("GET", `/api/v1/surveys/${surveyId}`), p = this.policy;
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
     const document = await response.json(), { definition } = document;
-    if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = await (await keychain()).rotate(this, pin);
+    if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = await (await keychain(this)).rotate(this, pin);
     const signed = await verify(pin.key, b64decode(document.signature), canonicalBytes(definition));
     if (!signed) throw new SignatureError("the survey's signature does not verify under the pinned key");
-    await loadMechanisms(definition); // only after the signature
+    await loadMechanisms(definition, this.modules); // only after the signature
     const survey = parseDefinition(definition);
     if (survey.id !== surveyId) throw new InvalidSurvey(`asked for survey ${surveyId}, got ${survey.id}`);
     for (const q of survey.questions) {

@@ -35,7 +35,8 @@ export async function mount(root) {
   const data = root.dataset, status = el("p", { role: "status", "aria-live": "polite", class: "status" });
   const say = (text, kind = "") => { status.textContent = text; status.className = `status ${kind}`; };
   root.replaceChildren(status);
-  const client = new SurveyClient(data.deniableAggregator ?? "", { publicKey: data.deniableKey });
+  // data-deniable-modules: the files the page pinned by SRI; no other module is ever imported.
+  const client = new SurveyClient(data.deniableAggregator ?? "", { publicKey: data.deniableKey, modules: data.deniableModules?.split(/\s+/) });
   // A waiting batch (this visit's or an earlier one's) goes again on "online", or after the
   // Retry-After asked for or a backoff (1 s doubling to 5 min, CSPRNG jitter): identical bytes.
   let timer, attempt = 0;

@@ -1,6 +1,6 @@
 // Survey definitions (/2; shared/survey.py; protocol §2, §4, §5): strict, mechanisms from signed parameters alone.
 
-import { InvalidSurvey, InvalidValue } from "./randomness.js";
+import { InvalidSurvey, InvalidValue, PolicyViolation } from "./randomness.js";
 
 export const FORMAT = "deniable.survey/2", TOLERANCE = 1e-9;
 const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
@@ -32,9 +32,15 @@ function oracleKind({ type, mechanism, longitudinal }) {
   return type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism;
 }
 
-export async function loadMechanisms(definition) {
+/**
+ * Imports the modules a definition's questions name. `modules`: the files the page pinned by
+ * SRI (undefined: any); a module outside it is refused before it is fetched, as the aggregator
+ * could otherwise have the page run code that no hash covers by naming another mechanism.
+ */
+export async function loadMechanisms(definition, modules) {
   for (const q of Array.isArray(definition?.questions) ? definition.questions : []) {
     const [file, name] = ORACLES[oracleKind(Object(q))] ?? [];
+    if (file && modules && !modules.includes(`${file}.js`)) throw new PolicyViolation(`${file}.js is not pinned by this page`);
     if (file) loaded[name] ??= (await import(`./${file}.js`))[name];
   }
 }

@@ -55,6 +55,9 @@ def test_page_has_a_strict_csp_and_sri_for_every_module(client, created_survey) 
         assert _sri(served.data) == integrity, name
     key = client.get("/api/v1/key").get_json()["public_key"]
     assert f'data-deniable-key="{key}"' in page
+    # The client may import exactly the modules the page pinned, and no other.
+    (listed,) = re.findall(r'data-deniable-modules="([^"]*)"', page)
+    assert set(listed.split()) == set(pinned)
 
 
 def test_only_the_client_files_are_served(client) -> None:
@@ -78,6 +81,8 @@ def test_embed_snippet(client, created_survey) -> None:
     # An embed keeps the key it was pasted with: it preloads keychain.js for a rotation.
     modules = survey_modules(survey, rotation=True)
     assert snippet.count('integrity="sha384-') == len(modules) < len(MODULES)
+    (listed,) = re.findall(r'data-deniable-modules="([^"]*)"', snippet)
+    assert listed.split() == list(modules)
     assert "/static/deniable/keychain.js" in snippet
 
 

@@ -360,6 +360,29 @@ def test_embedded_in_another_origin_works_only_when_cors_allows_it(stack) -> Non
     assert _counts(base) == [n + 1 for n in before]
 
 
+def test_an_embed_imports_no_module_its_snippet_did_not_pin(stack) -> None:
+    """A snippet pasted for another survey pins fewer modules: the client refuses the
+    survey before fetching a mechanism module that no hash covers."""
+    site = stack["allowed"]
+    original = site.page
+    pinned = "randomness.js jcs.js survey.js deniable.js keychain.js mechanism.js grr.js"
+    site.page = original.replace('data-deniable-key=', f'data-deniable-modules="{pinned}" '
+                                 'data-deniable-key=')  # fmt: skip
+    context = stack["browser"].new_context()
+    try:
+        page = context.new_page()
+        recorder = Recorder(page)
+        page.goto(site.origin + "/")
+        assert _state(page, "ready", "refused") == "refused"
+        assert "not pinned" in page.inner_text("[data-deniable-survey]")
+        fetched = {url.rsplit("/", 1)[1] for _, url, _ in recorder.requests
+                   if "/static/deniable/" in url}  # fmt: skip
+        assert not fetched & {"option_sampling.js", "duchi.js"} and recorder.posts() == []
+    finally:
+        context.close()
+        site.page = original
+
+
 def test_respond_page_headers(stack) -> None:
     response = requests.get(f"{stack['base']}/surveys/{SURVEY}/respond", timeout=10)
     policy = response.headers["Content-Security-Policy"]

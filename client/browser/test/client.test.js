@@ -92,6 +92,15 @@ test("a wrong key, a tampered definition or signature is refused and nothing is 
   assert.throws(() => new SurveyClient("https://agg.example", { storage: new MemoryStorage() }), SignatureError);
 });
 
+test("a survey naming a module the page did not pin is refused before it is imported", async () => {
+  const pinned = ["randomness.js", "jcs.js", "survey.js", "deniable.js", "mechanism.js", "grr.js"];
+  const agg = aggregator();
+  await assert.rejects(client(agg, { modules: pinned }).fetchSurvey("demo-workplace"), (e) => e instanceof PolicyViolation && /option_sampling\.js is not pinned/.test(e.message));
+  assert.equal(agg.posts().length, 0);
+  const survey = await client(aggregator(), { modules: [...pinned, "option_sampling.js", "duchi.js"] }).fetchSurvey("demo-workplace");
+  assert.equal(survey.questions.length, 4);
+});
+
 test("policy caps and the budget are enforced before anything is randomized", async () => {
   const agg = aggregator();
   await assert.rejects(client(agg, { policy: { maxQuestionEpsilon: 2 } }).fetchSurvey("demo-workplace"), PolicyViolation);
