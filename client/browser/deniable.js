@@ -149,7 +149,11 @@ export class SurveyClient {
     state.answered[answered] = { at, reports: reportIds };
     state.outbox.push({ origin: this.baseUrl, survey: survey.id, path: `/api/v1/surveys/${survey.id}/reports`, body, enrolment: enrolmentToken });
     this.save(state); // the charge, the mark and the batch in one write, before any byte is sent
-    const { pending, retryAfter } = await this.flush();
+    // Another batch's refusal (an earlier visit's) does not fail this answer.
+    const { pending, retryAfter } = await this.flush().catch((error) => {
+      if (!error.result || error.bodies.includes(body)) throw error;
+      return error.result;
+    });
     return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending, ...(retryAfter !== undefined && { retryAfter }) };
   }
 
@@ -171,6 +175,7 @@ export class SurveyClient {
 
   async #send({ enrolmentToken, survey } = {}) {
     let delivered = 0, refused, retryAfter;
+    const bodies = [];
     const mine = () => this.load().outbox.filter((e) => e.origin === this.baseUrl);
     for (const entry of mine()) {
       if (entry.refused) {
@@ -186,12 +191,16 @@ export class SurveyClient {
       }
       const { status } = response, token = status === 401 || status === 403;
       if (status === 200 || status === 201) delivered++;
-      else refused ??= new TransportError(token ? `aggregator refused the enrolment token (${status}): the reports wait for another` : `aggregator refused the reports (${status})`, status);
+      else {
+        refused ??= new TransportError(token ? `aggregator refused the enrolment token (${status}): the reports wait for another` : `aggregator refused the reports (${status})`, status);
+        bodies.push(entry.body);
+      }
       this.#update(entry.body, token && ((e) => ({ ...e, refused: status })));
     }
-    if (refused) throw refused;
     const left = mine(), waiting = left.filter((e) => e.refused).length;
-    return { delivered, pending: left.length - waiting, ...(waiting && { waiting }), ...(retryAfter !== undefined && { retryAfter }) };
+    const result = { delivered, pending: left.length - waiting, ...(waiting && { waiting }), ...(retryAfter !== undefined && { retryAfter }) };
+    if (refused) throw Object.assign(refused, { bodies, result }); // which batches, and the rest's outcome
+    return result;
   }
 
   budget(state = this.load()) {

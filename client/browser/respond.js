@@ -124,7 +124,7 @@ export async function mount(root) {
       retry({ pending: receipt.pendingBatches, retryAfter: receipt.retryAfter });
     } catch (error) {
       if (waiting()) { review.hidden = true; return askForToken(); }
-      say(`Not sent: ${error.message}`, "error");
+      say(`${error.status ? "Refused by the aggregator, nothing was recorded" : "Not sent"}: ${error.message}`, "error");
     }
   };
 }

@@ -201,6 +201,27 @@ test("a refused enrolment token (401, 403) keeps the batch until another token i
   }
 });
 
+test("an earlier batch's refusal does not fail a later answer", async () => {
+  const storage = new MemoryStorage(), agg = aggregator();
+  const first = client(agg, { storage });
+  const survey = await first.fetchSurvey("demo-workplace");
+  agg.state.down = true;
+  await first.answer(survey, ANSWERS); // queued
+  const definition = { ...DEMO.definition, id: "demo-2" };
+  const other = aggregator({ document: await signedDocument(definition) });
+  const statuses = [400, 201]; // the queued batch is refused, the new one stored
+  other.fetch = async (url, init) => {
+    other.calls.push({ url, ...init });
+    if (init.method === "GET") return new Response(JSON.stringify(await signedDocument(definition)), { status: 200 });
+    return new Response("{}", { status: statuses.shift() });
+  };
+  const second = client(other, { storage });
+  const receipt = await second.answer(await second.fetchSurvey("demo-2"), ANSWERS);
+  assert.ok(receipt.delivered);
+  assert.equal(other.posts().length, 2);
+  assert.equal(second.load().outbox.length, 0);
+});
+
 test("confirm sees only noisy values and can cancel without charging", async () => {
   const agg = aggregator();
   const c = client(agg);
