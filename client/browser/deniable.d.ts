@@ -181,4 +181,9 @@ export class SignatureError extends DeniableError {}
 export class PolicyViolation extends DeniableError {}
 export class BudgetExceeded extends DeniableError {}
 export class AlreadyAnswered extends DeniableError {}
-export class TransportError extends DeniableError { status?: number; }
+export class TransportError extends DeniableError {
+  status?: number;
+  /** From flush: the bodies of the batches refused, and the outcome for the rest. */
+  bodies?: string[];
+  result?: FlushResult;
+}
