@@ -76,7 +76,8 @@ export class SurveyClient {
     let pin = await this.pin();
     const response = await this.request("GET", `/api/v1/surveys/${surveyId}`), p = this.policy;
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
-    const document = await response.json(), { definition } = document;
+    const document = await response.json().catch(() => { throw new TransportError(`aggregator sent a survey ${surveyId} that is not JSON`, 200); });
+    const { definition } = Object(document);
     if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = await (await keychain(this)).rotate(this, pin);
     const signed = await verify(pin.key, b64decode(document.signature), canonicalBytes(definition));
     if (!signed) throw new SignatureError("the survey's signature does not verify under the pinned key");

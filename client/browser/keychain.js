@@ -44,7 +44,9 @@ export async function followRotation(pin, D) {
   return { key: K, sequence: D.sequence, retired };
 }
 
-const keyDocument = async (client) => (await client.request("GET", "/api/v1/key")).json();
+const keyDocument = async (client) => (await client.request("GET", "/api/v1/key")).json().catch(() => {
+  throw new SignatureError("key rotation refused: the key document is not JSON");
+});
 
 function savePin(client, pin) {
   const state = client.load();

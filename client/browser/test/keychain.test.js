@@ -71,6 +71,11 @@ test("forged, truncated and rolled-back chains are refused; nothing is posted", 
     await assert.rejects(client.fetchSurvey("demo-workplace"), SignatureError, name);
     assert.equal(agg.posts.length, 0);
   }
+  // A key document that is not JSON: a SignatureError too, not a SyntaxError.
+  const garbled = await server(C, good), fetch = garbled.fetch;
+  garbled.fetch = async (url, init) => (url.endsWith("/api/v1/key") ? new Response("<html>", { status: 200 }) : fetch(url, init));
+  const refused = new SurveyClient("https://agg.example", { publicKey: b64encode(A.raw), storage: new MemoryStorage(), fetch: garbled.fetch });
+  await assert.rejects(refused.fetchSurvey("demo-workplace"), SignatureError);
   // Rollback: a device that followed to C is offered A's old signature world again.
   const storage = new MemoryStorage();
   const forward = await server(C, good);
