@@ -91,6 +91,8 @@ export interface Receipt {
 
 export interface FlushResult {
   delivered: number;
+  /** The survey of each batch delivered, in order. */
+  surveys: string[];
   /** Batches still to send (network error, 429, 5xx); they go again on the next flush. */
   pending: number;
   /** Batches whose enrolment token was refused (401, 403): sent again only by flush({ enrolmentToken }). */
@@ -113,6 +115,8 @@ export interface ClientOptions {
    * other module is imported (PolicyViolation, or SignatureError for keychain.js). Default: any.
    */
   modules?: string[];
+  /** Milliseconds before a request is abandoned (a batch then waits for the next flush). Default 30000. */
+  timeout?: number;
 }
 
 export class SurveyClient {
@@ -125,9 +129,10 @@ export class SurveyClient {
   ): Promise<Receipt>;
   /**
    * Posts the outbox in order; calls run one after another, never two at once. With
-   * `enrolmentToken`, batches whose token was refused (of `survey` only, if given) go again with it.
+   * `enrolmentToken` (and `survey`, required: one token on several surveys would link them), that
+   * survey's batch whose token was refused goes again with it.
    */
-  flush(options?: { enrolmentToken?: string; survey?: string }): Promise<FlushResult>;
+  flush(options?: { enrolmentToken: string; survey: string }): Promise<FlushResult>;
   budget(): { spentTotal: number; spentPeriod: number; remainingLifetime: number; remainingPeriod: number };
 }
 

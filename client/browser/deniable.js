@@ -45,10 +45,10 @@ export class MemoryStorage {
 }
 
 export class SurveyClient {
-  constructor(baseUrl, { publicKey, storage = globalThis.localStorage, policy, fetch = globalThis.fetch.bind(globalThis), trustOnFirstUse, clock = Date.now, modules } = {}) {
+  constructor(baseUrl, { publicKey, storage = globalThis.localStorage, policy, fetch = globalThis.fetch.bind(globalThis), trustOnFirstUse, clock = Date.now, modules, timeout = 30000 } = {}) {
     this.publicKey = publicKey === undefined ? undefined : b64decode(publicKey);
     if (this.publicKey ? this.publicKey.length !== 32 : !trustOnFirstUse) throw new SignatureError("publicKey must pin the aggregator's 32-byte Ed25519 key (from the embed code)");
-    Object.assign(this, { baseUrl: String(baseUrl).replace(/\/+$/, ""), storage, policy: { ...DEFAULT_POLICY, ...policy }, fetch, clock, modules, drafts: new WeakMap() });
+    Object.assign(this, { baseUrl: String(baseUrl).replace(/\/+$/, ""), storage, policy: { ...DEFAULT_POLICY, ...policy }, fetch, clock, modules, timeout, drafts: new WeakMap() });
   }
 
   load() { return JSON.parse(this.storage.getItem(STATE_KEY) ?? '{"ledger":[],"answered":{},"outbox":[],"memo":{},"keys":{}}'); }
@@ -57,7 +57,9 @@ export class SurveyClient {
   async request(method, path, body, enrolment) {
     const headers = { Accept: "application/json", ...(body && { "Content-Type": "application/json" }), ...(enrolment !== undefined && { [ENROLMENT_HEADER]: enrolment }) };
     try {
-      return await this.fetch(this.baseUrl + path, { method, headers, body, credentials: "omit", redirect: "error", cache: "no-store" });
+      // Why a timeout: flushes run in turn, so one request the aggregator never answers would
+      // hold back every later batch.
+      return await this.fetch(this.baseUrl + path, { method, headers, body, credentials: "omit", redirect: "error", cache: "no-store", signal: AbortSignal.timeout(this.timeout) });
     } catch (error) {
       throw new TransportError(`aggregator unreachable (${error.message})`);
     }
@@ -175,12 +177,14 @@ export class SurveyClient {
   }
 
   async #send({ enrolmentToken, survey } = {}) {
+    // Why one survey: one token on several surveys' batches would link them.
+    if (enrolmentToken !== undefined && survey === undefined) throw new TypeError("flush({ enrolmentToken }) needs the survey the token is for");
     let delivered = 0, refused, retryAfter;
-    const bodies = [];
+    const bodies = [], surveys = [];
     const mine = () => this.load().outbox.filter((e) => e.origin === this.baseUrl);
     for (const entry of mine()) {
       if (entry.refused) {
-        if (enrolmentToken === undefined || (survey !== undefined && entry.survey !== survey)) continue; // waits for a token
+        if (enrolmentToken === undefined || entry.survey !== survey) continue; // waits for a token
         entry.enrolment = enrolmentToken; // kept with the batch, for every later retry
         this.#update(entry.body, (e) => ({ ...e, enrolment: enrolmentToken, refused: undefined }));
       }
@@ -191,7 +195,7 @@ export class SurveyClient {
         break;
       }
       const { status } = response, token = status === 401 || status === 403;
-      if (status === 200 || status === 201) delivered++;
+      if (status === 200 || status === 201) delivered = surveys.push(entry.survey);
       else {
         refused ??= new TransportError(token ? `aggregator refused the enrolment token (${status}): the reports wait for another` : `aggregator refused the reports (${status})`, status);
         bodies.push(entry.body);
@@ -199,7 +203,7 @@ export class SurveyClient {
       this.#update(entry.body, token && ((e) => ({ ...e, refused: status })));
     }
     const left = mine(), waiting = left.filter((e) => e.refused).length;
-    const result = { delivered, pending: left.length - waiting, ...(waiting && { waiting }), ...(retryAfter !== undefined && { retryAfter }) };
+    const result = { delivered, surveys, pending: left.length - waiting, ...(waiting && { waiting }), ...(retryAfter !== undefined && { retryAfter }) };
     if (refused) throw Object.assign(refused, { bodies, result }); // which batches, and the rest's outcome
     return result;
   }

@@ -40,14 +40,14 @@ export async function mount(root) {
   // A waiting batch (this visit's or an earlier one's) goes again on "online", or after the
   // Retry-After asked for or a backoff (1 s doubling to 5 min, CSPRNG jitter): identical bytes.
   let timer, attempt = 0;
-  const retry = ({ delivered, pending, retryAfter = 0 }) => {
+  const retry = ({ surveys = [], pending, retryAfter = 0 }) => {
     clearTimeout(timer);
-    if (delivered && data.state === "queued") { data.state = "sent"; say("Your noisy answers were delivered.", "ok"); }
+    if (surveys.includes(data.deniableSurvey) && data.state === "queued") { data.state = "sent"; say("Your noisy answers were delivered.", "ok"); }
     if (!pending) return void (attempt = 0);
     const backoff = Math.min(300, 2 ** attempt++) * (0.5 + crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 33);
     timer = setTimeout(deliver, 1000 * Math.min(3600, Math.max(retryAfter, backoff)));
   };
-  const deliver = () => client.flush().then(retry, () => {});
+  const deliver = () => client.flush().then(retry, (error) => error.result && retry(error.result)); // another batch refused: the rest still retried
   addEventListener("online", deliver);
   deliver();
 
@@ -61,7 +61,7 @@ export async function mount(root) {
       if (!enrolmentToken) return say("Please enter your enrolment token.", "error");
       try {
         const result = await client.flush({ enrolmentToken, survey: data.deniableSurvey });
-        if (result.delivered) { box.remove(); data.state = "sent"; return say("Sent and acknowledged.", "ok"); }
+        if (result.surveys.includes(data.deniableSurvey)) { box.remove(); data.state = "sent"; return say("Sent and acknowledged.", "ok"); }
         say("Not delivered yet: the noisy values are saved on this device and will be sent again automatically.", "ok");
         retry(result);
       } catch (error) {

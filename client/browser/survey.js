@@ -40,7 +40,10 @@ function oracleKind({ type, mechanism, longitudinal }) {
 export async function loadMechanisms(definition, modules) {
   for (const q of Array.isArray(definition?.questions) ? definition.questions : []) {
     const [file, name] = ORACLES[oracleKind(Object(q))] ?? [];
-    if (file && modules && !modules.includes(`${file}.js`)) throw new PolicyViolation(`${file}.js is not pinned by this page`);
+    // The module and its static imports (mechanism.js; grr.js for the two built on GRR).
+    const needed = file && ["mechanism", ...(["longitudinal", "optionwise"].includes(file) ? ["grr"] : []), file];
+    const unpinned = modules && needed && needed.find((f) => !modules.includes(`${f}.js`));
+    if (unpinned) throw new PolicyViolation(`${unpinned}.js is not pinned by this page`);
     if (file) loaded[name] ??= (await import(`./${file}.js`))[name];
   }
 }

@@ -99,6 +99,10 @@ test("a survey naming a module the page did not pin is refused before it is impo
   assert.equal(agg.posts().length, 0);
   const survey = await client(aggregator(), { modules: [...pinned, "option_sampling.js", "duchi.js"] }).fetchSurvey("demo-workplace");
   assert.equal(survey.questions.length, 4);
+  // A module's static imports count too: longitudinal.js without grr.js is refused.
+  const definition = { format: "deniable.survey/2", id: "weekly", title: "Weekly", questions: [VECTORS.questions.habit] };
+  const weekly = client(aggregator({ document: await signedDocument(definition) }), { modules: ["randomness.js", "jcs.js", "survey.js", "deniable.js", "mechanism.js", "longitudinal.js"] });
+  await assert.rejects(weekly.fetchSurvey("weekly"), (e) => e instanceof PolicyViolation && /grr\.js is not pinned/.test(e.message));
 });
 
 test("policy caps and the budget are enforced before anything is randomized", async () => {
@@ -123,8 +127,8 @@ test("offline: the batch waits in the outbox and is resent identically (same rep
   agg.state.status = 503;
   assert.equal((await c.flush()).pending, 1);
   agg.state.status = 201;
-  assert.deepEqual(await c.flush(), { delivered: 1, pending: 0 });
-  assert.deepEqual(await c.flush(), { delivered: 0, pending: 0 });
+  assert.deepEqual(await c.flush(), { delivered: 1, surveys: ["demo-workplace"], pending: 0 });
+  assert.deepEqual(await c.flush(), { delivered: 0, surveys: [], pending: 0 });
   const bodies = new Set(agg.posts().map((p) => p.body));
   assert.equal(bodies.size, 1);
   assert.deepEqual(JSON.parse([...bodies][0]).reports.map((r) => r.id), receipt.reportIds);
@@ -143,7 +147,7 @@ test("429/503 keep the batch and report the Retry-After asked for (seconds or an
     const receipt = await c.answer(await c.fetchSurvey("demo-workplace"), ANSWERS);
     assert.equal(receipt.delivered, false);
     assert.equal(receipt.retryAfter, expected);
-    assert.deepEqual(await c.flush(), { delivered: 0, pending: 1, ...(expected !== undefined && { retryAfter: expected }) });
+    assert.deepEqual(await c.flush(), { delivered: 0, surveys: [], pending: 1, ...(expected !== undefined && { retryAfter: expected }) });
     assert.equal(new Set(agg.posts().map((p) => p.body)).size, 1);
     answers.push(agg.posts().length);
   }
@@ -177,7 +181,7 @@ test("a refusal (4xx) drops the batch and raises", async () => {
   const survey = await c.fetchSurvey("demo-workplace");
   agg.state.status = 409;
   await assert.rejects(c.answer(survey, ANSWERS), TransportError);
-  assert.deepEqual(await c.flush(), { delivered: 0, pending: 0 });
+  assert.deepEqual(await c.flush(), { delivered: 0, surveys: [], pending: 0 });
 });
 
 test("a refused enrolment token (401, 403) keeps the batch until another token is given", async () => {
@@ -188,12 +192,12 @@ test("a refused enrolment token (401, 403) keeps the batch until another token i
     agg.state.status = status;
     const error = await c.answer(survey, ANSWERS, { enrolmentToken: "dne_" + "a".repeat(43) }).catch((e) => e);
     assert.ok(error instanceof TransportError && error.status === status);
-    assert.deepEqual(await c.flush(), { delivered: 0, pending: 0, waiting: 1 }); // not resent without a token
+    assert.deepEqual(await c.flush(), { delivered: 0, surveys: [], pending: 0, waiting: 1 }); // not resent without a token
     assert.equal(agg.posts().length, 1);
     assert.ok(c.budget().spentTotal > 0); // charged and marked answered: never silently lost
     agg.state.status = 201;
     const token = "dne_" + "b".repeat(43);
-    assert.deepEqual(await c.flush({ enrolmentToken: token, survey: "demo-workplace" }), { delivered: 1, pending: 0 });
+    assert.deepEqual(await c.flush({ enrolmentToken: token, survey: "demo-workplace" }), { delivered: 1, surveys: ["demo-workplace"], pending: 0 });
     const posts = agg.posts();
     assert.equal(posts.length, 2);
     assert.equal(posts[1].body, posts[0].body); // the same reports, ids included
@@ -220,6 +224,24 @@ test("an earlier batch's refusal does not fail a later answer", async () => {
   assert.ok(receipt.delivered);
   assert.equal(other.posts().length, 2);
   assert.equal(second.load().outbox.length, 0);
+});
+
+test("a retry token is for one survey's batch: flush refuses it without the survey", async () => {
+  const agg = aggregator();
+  const c = client(agg);
+  await assert.rejects(c.flush({ enrolmentToken: "dne_" + "c".repeat(43) }), TypeError);
+});
+
+test("a request the aggregator never answers times out; later batches are not held back", async () => {
+  const agg = aggregator();
+  const c = client(agg, { timeout: 200 });
+  const survey = await c.fetchSurvey("demo-workplace");
+  const fetch = agg.fetch;
+  c.fetch = (url, init) => (init.method === "POST" ? new Promise((_, reject) => init.signal.addEventListener("abort", () => reject(init.signal.reason))) : fetch(url, init));
+  const alive = setTimeout(() => {}, 5000); // Node's AbortSignal.timeout timer does not keep it running
+  const started = Date.now(), receipt = await c.answer(survey, ANSWERS);
+  clearTimeout(alive);
+  assert.ok(!receipt.delivered && receipt.pendingBatches === 1 && Date.now() - started < 5000);
 });
 
 test("confirm sees only noisy values and can cancel without charging", async () => {
