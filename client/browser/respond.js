@@ -62,6 +62,8 @@ export async function mount(root) {
       try {
         const result = await client.flush({ enrolmentToken, survey: data.deniableSurvey });
         if (result.surveys.includes(data.deniableSurvey)) { box.remove(); data.state = "sent"; return say("Sent and acknowledged.", "ok"); }
+        box.remove(); // the token now goes with the batch, on every automatic retry
+        data.state = "queued";
         say("Not delivered yet: the noisy values are saved on this device and will be sent again automatically.", "ok");
         retry(result);
       } catch (error) {
