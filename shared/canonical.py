@@ -26,11 +26,31 @@ from .errors import InvalidSurvey
 __all__ = ["jcs", "legacy_bytes"]
 
 
+# Integers JSON numbers can hold exactly as doubles (what a JavaScript parser keeps).
+SAFE_INTEGER = 2**53 - 1
+
+
+def _as_doubles(value: Any) -> Any:
+    """``value`` with every integer beyond ±(2**53 - 1) as the double JSON's number model gives.
+
+    Why: JCS writes a double such as 1e16 as ``10000000000000000``, which Python's parser
+    reads back as an int, and rfc8785 refuses ints beyond 2**53 - 1; JavaScript reads the
+    same text as the double it was.  Turned back into that double, it gets the same bytes.
+    """
+    if isinstance(value, dict):
+        return {key: _as_doubles(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_doubles(item) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > SAFE_INTEGER:
+        return float(value)
+    return value
+
+
 def jcs(document: Any) -> bytes:
     """RFC 8785 canonical UTF-8 bytes of a JSON-compatible document (InvalidSurvey if not)."""
     try:
-        return rfc8785.dumps(document)
-    except (rfc8785.CanonicalizationError, TypeError, ValueError) as error:
+        return rfc8785.dumps(_as_doubles(document))
+    except (rfc8785.CanonicalizationError, TypeError, ValueError, OverflowError) as error:
         raise InvalidSurvey(f"survey: cannot be canonicalized ({error})") from None
 
 

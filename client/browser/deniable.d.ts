@@ -67,6 +67,8 @@ export interface Survey {
 export interface VerifiedSurvey extends Survey {
   definition: object;
   requireEnrolment: boolean;
+  /** The pinned key's id, then its retired ids: "answered" marks follow these, not the URL. */
+  keyIds: string[];
 }
 
 export interface PreparedReport {

@@ -94,9 +94,11 @@ export class SurveyClient {
     }
     if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`epsilon = ${survey.totalEpsilon} is over the cap of ${p.maxSurveyEpsilon} per survey`);
     if (document.status !== "open") throw new TransportError(`survey ${surveyId} is closed`, 409);
-    const state = this.load(), costs = this.charges(state, survey, await this.families(survey, state));
-    this.checkBudget(state, surveyId, costs.reduce((n, c) => n + c, 0));
-    return { ...survey, definition, requireEnrolment: Boolean(document.require_enrolment) };
+    // "Answered" follows the aggregator's key (current and retired), not the spelling of its URL.
+    const keyIds = [await keyId(pin.key), ...pin.retired], state = this.load(), costs = this.charges(state, survey, await this.families(survey, state));
+    const verified = { ...survey, definition, requireEnrolment: Boolean(document.require_enrolment), keyIds };
+    this.checkBudget(state, verified, costs.reduce((n, c) => n + c, 0));
+    return verified;
   }
 
   /** Each longitudinal question's memo family tag (null: not longitudinal, or no device secret yet). */
@@ -113,9 +115,10 @@ export class SurveyClient {
     return survey.questions.map((q, i) => (families[i] && state.memo[families[i]]?.count >= q.domainSize ? 0 : q.cost));
   }
 
-  checkBudget(state, surveyId, amount) {
-    const { spentTotal, spentPeriod } = this.budget(state), p = this.policy;
-    if (state.answered[`${this.baseUrl}#${surveyId}`]) throw new AlreadyAnswered(`survey ${surveyId} was already answered on this device`);
+  checkBudget(state, survey, amount) {
+    const { spentTotal, spentPeriod } = this.budget(state), p = this.policy, surveyId = survey.id;
+    const marks = [...survey.keyIds, this.baseUrl].map((k) => `${k}#${surveyId}`); // the URL: marks of earlier versions
+    if (marks.some((mark) => state.answered[mark])) throw new AlreadyAnswered(`survey ${surveyId} was already answered on this device`);
     const over = spentTotal + amount > p.lifetimeEpsilon + TOLERANCE ? "its lifetime" : spentPeriod + amount > p.periodEpsilon + TOLERANCE && "the period";
     if (over) throw new BudgetExceeded(`survey ${surveyId} would exceed this device's epsilon cap for ${over}`);
   }
@@ -141,9 +144,9 @@ export class SurveyClient {
     }
     if (confirm && !(await confirm(reports))) return { survey: survey.id, reportIds: [], epsilonCharged: 0, delivered: false, cancelled: true };
     state = this.load(); // another tab may have answered meanwhile
-    const at = this.clock(), answered = `${this.baseUrl}#${survey.id}`, reportIds = reports.map((r) => r.id);
+    const at = this.clock(), answered = `${survey.keyIds[0]}#${survey.id}`, reportIds = reports.map((r) => r.id);
     const charges = this.charges(state, survey, families), charged = charges.reduce((n, c) => n + c, 0);
-    this.checkBudget(state, survey.id, charged);
+    this.checkBudget(state, survey, charged);
     const body = JSON.stringify({ reports: reports.map(({ id, question, payload }) => ({ id, question, payload })) });
     survey.questions.forEach((q, i) => {
       state.ledger.push({ at, survey: answered, question: q.id, epsilon: charges[i] });

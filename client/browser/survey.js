@@ -126,6 +126,8 @@ export function parseDefinition(data) {
   if (data.format !== FORMAT) throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`);
   const q = data.questions;
   if (!Array.isArray(q) || q.length < 1 || q.length > 100) throw fail("survey.questions", "must be a list of 1 to 100 questions");
+  // The canonical form omits an empty description: "" cannot be the signed bytes of a survey.
+  if (data.description === "") throw fail("survey.description", "must be omitted rather than empty");
   const survey = { id: identifier("survey.id", data.id), title: text("survey.title", data.title, 200),
     description: "description" in data ? text("survey.description", data.description, 2000, true) : "", questions: q.map((d, i) => new Question(d, i)) };
   const distinct = (values) => new Set(values).size === values.length;

@@ -400,8 +400,12 @@ def check_number(value: object, lo: float, hi: float) -> float:
         raise InvalidValue(
             f"value must be a number in [{lo}, {hi}], got {type(value).__name__} {value!r}"
         )
-    result = float(value)
-    if not lo <= result <= hi:  # also rejects NaN
+    try:
+        result = float(value)
+    except OverflowError:
+        raise InvalidValue(f"value must be in [{lo}, {hi}], got an integer too large") from None
+    if not lo <= result <= hi or (isinstance(value, int) and result != value):
+        # NaN fails the range; an integer that no double holds exactly would be rounded
         raise InvalidValue(f"value must be in [{lo}, {hi}], got {value!r}")
     return result
 

@@ -327,7 +327,12 @@ LIMITS_SURVEY = {
     "id": "limits",
     "title": "🕐" * 200,
     "description": "𝄞" * 2000,
-    "questions": [q("astral", "single_choice", 1.0, options=["🙂" * 200, "a"], mechanism="grr")],
+    "questions": [
+        q("astral", "single_choice", 1.0, options=["🙂" * 200, "a"], mechanism="grr"),
+        # JCS writes 1e16 as 10000000000000000: an integer literal beyond 2**53 that a parser
+        # must read as the double it is (Python's reads an int).
+        q("huge", "numeric", 1.0, lo=-1e16, hi=1e16),
+    ],
 }
 
 
@@ -439,6 +444,7 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
             text="Burn\u0085out?")),  # fmt: skip
         variant("line feed in a title", lambda d: d.update(title="Two\nlines")),
         variant("empty title", lambda d: d.update(title="  ")),
+        variant("empty description (omitted, never empty)", lambda d: d.update(description="")),
         variant("title of white space only", lambda d: d.update(title="\u3000\u00a0\u2003")),
         variant("title over 200 characters", lambda d: d.update(title="🕐" * 201)),
     ]

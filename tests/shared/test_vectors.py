@@ -43,6 +43,10 @@ def test_canonical_bytes_and_signatures(vector) -> None:
     assert rfc8785.dumps(vector["definition"]) == canonical
     key = Ed25519PublicKey.from_public_bytes(base64.b64decode(VECTORS["public_key"]))
     key.verify(base64.b64decode(vector["signature"]), canonical)  # raises if wrong
+    # Parsed back from its own canonical text (as a client gets it): the same bytes, even
+    # where JCS wrote a double as an integer literal beyond 2**53 (1e16).
+    again = Survey.from_dict(json.loads(canonical), resolved=True)
+    assert again.canonical_bytes() == canonical
 
 
 @pytest.mark.parametrize("vector", VECTORS["invalid_surveys"], ids=lambda v: v["reason"])

@@ -53,6 +53,15 @@ test("a verified survey is answered once; the ledger is charged and the batch se
   await assert.rejects(c.fetchSurvey("demo-workplace"), AlreadyAnswered);
 });
 
+test("'already answered' follows the aggregator's key, not the spelling of its URL", async () => {
+  const storage = new MemoryStorage(), agg = aggregator();
+  const first = new SurveyClient("https://agg.example", { publicKey: KEY, storage, fetch: agg.fetch });
+  assert.ok((await first.answer(await first.fetchSurvey("demo-workplace"), ANSWERS)).delivered);
+  const second = new SurveyClient("https://AGG.example/", { publicKey: KEY, storage, fetch: agg.fetch });
+  await assert.rejects(second.fetchSurvey("demo-workplace"), AlreadyAnswered);
+  assert.equal(agg.posts().length, 1);
+});
+
 test("the request's size, shape and headers do not depend on the answers", async () => {
   const shapes = [];
   for (const answers of [ANSWERS, OTHER, ANSWERS]) {
