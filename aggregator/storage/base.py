@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.errors import Conflict, NotFound, StorageError
+from deniable.errors import StorageError
 from deniable.survey import Survey
 from deniable.wire import Report
 
@@ -375,18 +375,6 @@ class Storage(TokenStore, ABC):
             while len(self._surveys) > SURVEY_CACHE_SIZE:
                 self._surveys.popitem(last=False)
         return survey
-
-
-def needs_enrolment(survey_id: str, row: tuple | None) -> bool:
-    """Before storing reports: the survey must exist and be open; True if it needs enrolment.
-
-    ``row``: (status, require_enrolment) of the survey, None if there is no such survey.
-    """
-    if row is None:
-        raise NotFound(f"no survey {survey_id!r}")
-    if row[0] != OPEN:
-        raise Conflict(f"survey {survey_id!r} is closed")
-    return bool(row[1])
 
 
 def definition_text(survey: Survey) -> str:
