@@ -491,7 +491,7 @@ class Survey:
             raise _fail("survey.format", f"must be one of {', '.join(FORMATS)}, got {format!r}")
         sid = _identifier("survey.id", data["id"])
         title = _text("survey.title", data["title"], MAX_LABEL)
-        if data.get("description") == "":
+        if resolved and data.get("description") == "":
             # Why: the canonical form omits an empty description, so one given as "" could not
             # be the signed bytes of any survey (docs/protocol.md §2.2).
             raise _fail("survey.description", "must be omitted rather than empty")
