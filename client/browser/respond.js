@@ -61,8 +61,8 @@ export async function mount(root) {
       if (!enrolmentToken) return say("Please enter your enrolment token.", "error");
       try {
         const result = await client.flush({ enrolmentToken, survey: data.deniableSurvey });
-        if (result.surveys.includes(data.deniableSurvey)) { box.remove(); data.state = "sent"; return say("Sent and acknowledged.", "ok"); }
-        box.remove(); // the token now goes with the batch, on every automatic retry
+        box.remove(); // taken: the token now goes with the batch, on every automatic retry
+        if (result.surveys.includes(data.deniableSurvey)) { data.state = "sent"; return say("Sent and acknowledged.", "ok"); }
         data.state = "queued";
         say("Not delivered yet: the noisy values are saved on this device and will be sent again automatically.", "ok");
         retry(result);
