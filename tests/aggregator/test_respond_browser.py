@@ -147,6 +147,13 @@ class Recorder:
                 assert text not in url and text not in body, (method, url, body)
 
 
+def _open(stack):
+    """A fresh browser context, a page in it, and a recorder of that page's requests."""
+    context = stack["browser"].new_context()
+    page = context.new_page()
+    return context, page, Recorder(page)
+
+
 def _fill(page) -> None:
     page.get_by_label("Yes", exact=True).check()
     page.get_by_label(ANSWERS["commute"], exact=True).check()
@@ -172,9 +179,7 @@ def _state(page, *states: str, timeout: float = 20_000) -> str:
 def test_answer_in_the_page_only_noisy_values_leave(stack) -> None:
     base = stack["base"]
     before = _counts(base)
-    context = stack["browser"].new_context()
-    page = context.new_page()
-    recorder = Recorder(page)
+    context, page, recorder = _open(stack)
     page.goto(f"{base}/surveys/{SURVEY}/respond")
     assert _state(page, "ready", "refused") == "ready"
     # Every module the page ran is pinned in it by an SRI hash (the mechanism modules the client
@@ -225,9 +230,7 @@ def test_without_javascript_the_page_says_so_and_posts_nothing(stack) -> None:
 @pytest.mark.parametrize("tamper", ["definition", "signature"])
 def test_a_tampered_survey_is_refused_and_nothing_is_posted(stack, tamper) -> None:
     base = stack["base"]
-    context = stack["browser"].new_context()
-    page = context.new_page()
-    recorder = Recorder(page)
+    context, page, recorder = _open(stack)
 
     def alter(route) -> None:
         response = route.fetch()
@@ -253,9 +256,7 @@ def test_keychain_is_imported_for_another_key_id_and_pinned_by_the_import_map(
 ) -> None:
     """keychain.js is not preloaded; when needed, the import map's integrity pins it."""
     base = stack["base"]
-    context = stack["browser"].new_context()
-    page = context.new_page()
-    recorder = Recorder(page)
+    context, page, recorder = _open(stack)
 
     def other_key_id(route) -> None:  # the key is unchanged: following it keeps the pin
         response = route.fetch()
@@ -284,9 +285,7 @@ def test_keychain_is_imported_for_another_key_id_and_pinned_by_the_import_map(
 def test_offline_then_online_delivers_exactly_once(stack) -> None:
     base = stack["base"]
     before = _counts(base)
-    context = stack["browser"].new_context()
-    page = context.new_page()
-    recorder = Recorder(page)
+    context, page, recorder = _open(stack)
     page.goto(f"{base}/surveys/{SURVEY}/respond")
     assert _state(page, "ready", "refused") == "ready"
     _fill(page)
@@ -312,9 +311,7 @@ def test_offline_then_online_delivers_exactly_once(stack) -> None:
 def test_a_busy_aggregator_is_retried_after_retry_after_and_counted_once(stack) -> None:
     base = stack["base"]
     before = _counts(base)
-    context = stack["browser"].new_context()
-    page = context.new_page()
-    recorder = Recorder(page)
+    context, page, recorder = _open(stack)
     answered: list[int] = []
 
     def busy_once(route) -> None:  # the first POST meets a 503, as from an overloaded server
@@ -345,9 +342,7 @@ def test_embedded_in_another_origin_works_only_when_cors_allows_it(stack) -> Non
     base = stack["base"]
     before = _counts(base)
     for name, expected in (("refused", "refused"), ("allowed", "ready")):
-        context = stack["browser"].new_context()
-        page = context.new_page()
-        recorder = Recorder(page)
+        context, page, recorder = _open(stack)
         page.goto(stack[name].origin + "/")
         assert _state(page, "ready", "refused") == expected, name
         if expected == "ready":
@@ -368,10 +363,8 @@ def test_an_embed_imports_no_module_its_snippet_did_not_pin(stack) -> None:
     pinned = "randomness.js jcs.js survey.js deniable.js keychain.js mechanism.js grr.js"
     site.page = original.replace('data-deniable-key=', f'data-deniable-modules="{pinned}" '
                                  'data-deniable-key=')  # fmt: skip
-    context = stack["browser"].new_context()
+    context, page, recorder = _open(stack)
     try:
-        page = context.new_page()
-        recorder = Recorder(page)
         page.goto(site.origin + "/")
         assert _state(page, "ready", "refused") == "refused"
         assert "not pinned" in page.inner_text("[data-deniable-survey]")
@@ -409,10 +402,8 @@ def test_example_site_relays_only_noisy_reports(stack) -> None:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     before = _counts(base)
-    context = stack["browser"].new_context()
+    context, page, recorder = _open(stack)
     try:
-        page = context.new_page()
-        recorder = Recorder(page)
         page.goto(f"http://127.0.0.1:{server.server_port}/")
         assert _state(page, "ready", "refused") == "ready"
         _answer_and_send(page)
@@ -432,9 +423,7 @@ def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> 
     """A mistyped token is refused (403); the charged batch waits, even across a reload,
     until a valid token sends the same reports."""
     base = stack["base"]
-    context = stack["browser"].new_context()
-    page = context.new_page()
-    recorder = Recorder(page)
+    context, page, recorder = _open(stack)
     page.goto(f"{base}/surveys/{ENROLLED}/respond")
     assert _state(page, "ready", "refused") == "ready"
     _fill(page)
