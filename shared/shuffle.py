@@ -62,14 +62,18 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from .errors import InvalidParameter
 from .lazy import np
 from .parameters import MAX_EPSILON, check_domain_size, check_epsilon, check_int, check_real
 
 __all__ = [
+    "CONDITIONS",
     "MAX_BATCH",
+    "Amplification",
+    "amplification",
     "central_epsilon",
     "delta_for",
     "fmt21_closed_form",
@@ -321,3 +325,57 @@ def fmt21_closed_form(epsilon0: float, n: int, delta: float) -> float | None:
     b = 1 - math.exp(-epsilon0)
     d = 1 + math.exp(-epsilon0 - first)
     return math.log(1 + (b / d) * (a + c))
+
+
+# What a published central ε assumes, in plain words (results, dashboard, docs).
+CONDITIONS = (
+    "The relay did not collude with the aggregator.",
+    "The batch counts only genuine respondents: "
+    "if k of its reports were injected, the figure is the one for n - k.",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Amplification:
+    """The central guarantee of one question's smallest forwarded batch.
+
+    ``bound`` is "generic" (any ε0-LDP randomizer) or "k-ary randomized response"
+    (``domain_size`` values); ``conditions`` are what the figure assumes."""
+
+    local_epsilon: float
+    batch: int
+    delta: float
+    central_epsilon: float
+    bound: str
+    domain_size: int | None
+    conditions: tuple[str, ...] = CONDITIONS
+
+    def to_dict(self) -> dict[str, Any]:
+        result = asdict(self)
+        result["conditions"] = list(self.conditions)
+        return result
+
+
+def amplification(
+    epsilon0: float,
+    n: int,
+    delta: float,
+    *,
+    mechanism: str | None = None,
+    domain_size: int | None = None,
+) -> Amplification:
+    """:func:`central_epsilon` with its context, for publishing.
+
+    The sharper k-ary randomized response bound is used only when ``mechanism`` is
+    ``"grr"`` and ``domain_size`` is given; any other mechanism (or a whole
+    submission, whose ε0 is the survey's total) gets the generic bound."""
+    k = domain_size if mechanism == "grr" and domain_size is not None else None
+    central = central_epsilon(epsilon0, n, delta, domain_size=k)
+    return Amplification(
+        local_epsilon=float(epsilon0),
+        batch=int(n),
+        delta=float(delta),
+        central_epsilon=central,
+        bound="generic" if k is None or k == 2 else "k-ary randomized response",
+        domain_size=k,
+    )

@@ -11,6 +11,7 @@ import pytest
 
 from deniable.errors import InvalidParameter
 from deniable.shuffle import (
+    amplification,
     central_epsilon,
     delta_for,
     fmt21_closed_form,
@@ -177,3 +178,16 @@ def test_import_does_not_load_numpy() -> None:
     code = "import sys, deniable.shuffle; print('numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_amplification_for_publishing() -> None:
+    generic = amplification(4, 10_000, 1e-6, mechanism="oue", domain_size=5)
+    assert generic.bound == "generic" and generic.domain_size is None
+    assert generic.central_epsilon == central_epsilon(4, 10_000, 1e-6)
+    grr = amplification(4, 10_000, 1e-6, mechanism="grr", domain_size=5)
+    assert grr.bound == "k-ary randomized response" and grr.domain_size == 5
+    assert grr.central_epsilon < generic.central_epsilon
+    document = grr.to_dict()
+    assert document["local_epsilon"] == 4 and document["batch"] == 10_000
+    assert any("collude" in line for line in document["conditions"])
+    assert any("n - k" in line for line in document["conditions"])
