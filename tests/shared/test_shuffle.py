@@ -6,11 +6,14 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from decimal import Decimal, getcontext
 
+import numpy as np
 import pytest
 
 from deniable.errors import InvalidParameter
 from deniable.shuffle import (
+    _binomial_pmf,
     amplification,
     central_epsilon,
     delta_for,
@@ -64,12 +67,24 @@ def test_fmt21_validity_condition() -> None:
     assert not fmt21_valid(0.001, 200, delta)
 
 
-@pytest.mark.parametrize("epsilon0", [0.5, 1, 2, 4])
-@pytest.mark.parametrize("n", [20_000, 100_000])
+@pytest.mark.parametrize(
+    ("epsilon0", "n"),
+    [(e, n) for e in (0.5, 1, 2, 4) for n in (20_000, 100_000)] + [(8, 1_000_000), (6, 200_000)],
+)
 def test_tight_bound_below_fmt21(epsilon0: float, n: int) -> None:
     closed = fmt21_closed_form(epsilon0, n, 1e-6)
     assert closed is not None
     assert central_epsilon(epsilon0, n, 1e-6) < closed
+
+
+def test_binomial_probabilities_are_exact_to_1e_13() -> None:
+    # lgamma differences lose ~1e-9 at n = 10^6 (~1e-11 here); the saddle-point form must not
+    for m, k, num, den in [(10, 3, 1, 2), (40_000, 20_071, 1, 2), (300_000, 290, 1, 1024)]:
+        getcontext().prec = 50
+        share = Decimal(num) / Decimal(den)
+        exact = Decimal(math.comb(m, k)) * share**k * (1 - share) ** (m - k)
+        ours = Decimal(float(_binomial_pmf(np.array([k]), m, num / den)[0]))
+        assert abs(ours / exact - 1) < Decimal("1e-13")
 
 
 def enumerated_delta(epsilon: float, epsilon0: float, n: int, k: int = 2) -> float:
@@ -123,6 +138,8 @@ def test_never_above_local_epsilon() -> None:
 
 def test_monotone() -> None:
     by_n = [central_epsilon(2, n, 1e-6) for n in (10, 100, 1_000, 10_000, 100_000)]
+    assert by_n == sorted(by_n, reverse=True) and len(set(by_n)) == len(by_n)
+    by_n = [central_epsilon(8, n, 1e-6) for n in (10_000, 100_000, 300_000, 1_000_000)]
     assert by_n == sorted(by_n, reverse=True) and len(set(by_n)) == len(by_n)
     by_epsilon0 = [central_epsilon(e, 5_000, 1e-6) for e in (0.1, 0.5, 1, 2, 4, 8)]
     assert by_epsilon0 == sorted(by_epsilon0) and len(set(by_epsilon0)) == len(by_epsilon0)
