@@ -207,6 +207,12 @@ def relay_table(result: RelayPlan) -> str:
                 f"Without the relay, epsilon {result.central_epsilon:g} on the device needs "
                 f"{result.respondents_without_relay:,}."
             )
+        if result.smallest_batch is not None:
+            lines.append(
+                f"Fewest respondents for ±{target:g} through the relay: "
+                f"{result.smallest_batch:,}, all in one batch (min_batch "
+                f"{result.smallest_batch:,}, epsilon {result.smallest_batch_local_epsilon:g})."
+            )
     lines += [
         "Each shuffle unit (a question by default, or a whole submission) counts its own "
         "batch; with whole submissions, the epsilon above is the survey's total.",

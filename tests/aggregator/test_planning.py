@@ -4,6 +4,7 @@ shuffling relay, and the respondents it needs, through the installed console scr
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator import cli
-from deniable.shuffle import central_epsilon
+from deniable.planner import best_respondents, plan
+from deniable.shuffle import central_epsilon, local_epsilon_for
 
 PROG = "deniable-aggregator"
 
@@ -52,6 +54,14 @@ def test_issue_command_prints_epsilon0_and_respondents() -> None:
     assert relay["respondents"] == 10_000 and relay["respondents_for_precision"] < 10_000
     assert relay["respondents_without_relay"] == 11_687  # docs/choosing-epsilon.md, ε = 0.5
     assert document["epsilon"] == 4.336 and document["without_relay"]["epsilon"] == 0.5
+    # the fewest respondents through a relay: one batch of N at the ε0 batches of N allow
+    smallest, local = relay["smallest_batch"], relay["smallest_batch_local_epsilon"]
+    assert "Fewest respondents for ±0.05 through the relay: 622" in out
+    assert (smallest, local) == (622, 1.958)
+    assert central_epsilon(local, smallest, 1e-6) <= 0.5
+    assert best_respondents(plan("yes_no", epsilon=local, half_width=0.05)) <= smallest
+    below = math.floor(local_epsilon_for(0.5, smallest - 1, 1e-6) * 1000) / 1000
+    assert best_respondents(plan("yes_no", epsilon=below, half_width=0.05)) > smallest - 1
 
 
 def test_single_choice_offers_the_k_ary_bound(capsys) -> None:
