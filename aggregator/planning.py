@@ -19,6 +19,7 @@ import argparse
 import json
 from typing import Any
 
+from deniable.client.policy import Policy
 from deniable.planner import (
     DEFAULT_RELAY_DELTA,
     DEFAULT_RELAY_HALF_WIDTH,
@@ -213,6 +214,12 @@ def relay_table(result: RelayPlan) -> str:
                 f"{result.smallest_batch:,}, all in one batch (min_batch "
                 f"{result.smallest_batch:,}, epsilon {result.smallest_batch_local_epsilon:g})."
             )
+    cap = Policy().max_question_epsilon
+    if result.local_epsilon > cap:
+        lines.append(
+            f"Note: devices on the default policy refuse more than epsilon {cap:g} per question "
+            "(deniable.client.policy): they would not answer unless their cap is raised."
+        )
     lines += [
         "Each shuffle unit (a question by default, or a whole submission) counts its own "
         "batch; with whole submissions, the epsilon above is the survey's total.",

@@ -44,6 +44,7 @@ def test_issue_command_prints_epsilon0_and_respondents() -> None:
     assert "Respondents needed for ±0.05 (95%, binary_rr): 10,000 (one batch" in out
     assert "Without the relay, epsilon 0.5 on the device needs 11,687." in out
     assert "collude" in out and "binary_rr *" in out
+    assert "refuse more than epsilon 4 per question" in out  # 4.336 is over the default cap
 
     document = json.loads(script(*argv, "--json").stdout)
     relay = document["relay"]
@@ -69,6 +70,7 @@ def test_single_choice_offers_the_k_ary_bound(capsys) -> None:
                                    "1000", "--options", "5", "--json"])  # fmt: skip
     assert status == 0
     relay = json.loads(out)["relay"]
+    assert relay["local_epsilon"] == 2.302  # table in docs/relay-epsilon.md
     assert relay["grr_local_epsilon"] > relay["local_epsilon"]
     assert central_epsilon(relay["grr_local_epsilon"], 1000, 1e-6, domain_size=5) <= 0.5
     assert relay["respondents"] >= 1000
