@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator import cli
-from deniable.planner import best_respondents, plan
+from deniable.planner import best_respondents, plan, smallest_relayed_batch
 from deniable.shuffle import central_epsilon, local_epsilon_for
 
 PROG = "deniable-aggregator"
@@ -113,3 +113,15 @@ def test_usage_error_through_the_console_script() -> None:
     result = script("plan", "--relay", "--batch", "1000")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == f"{PROG}: error: --relay needs --central-epsilon"
+
+
+def test_choosing_epsilon_relayed_column() -> None:
+    """Two cells of docs/choosing-epsilon.md's relayed columns, recomputed."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "choosing-epsilon.md").read_text("utf-8")
+    assert "| 1 | 718 | 2,795 | 17,176 | 367 (ε0 2.427) |" in text
+    assert smallest_relayed_batch("yes_no", central_epsilon=1, half_width=0.05) == (367, 2.427)
+    assert "| 324 (ε0 3.04) | 409 (ε0 3.245) |" in text
+    assert smallest_relayed_batch(
+        "single_choice", central_epsilon=2, half_width=0.05, options=5
+    ) == (324, 3.04)

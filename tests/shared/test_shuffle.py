@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 from decimal import Decimal, getcontext
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -209,3 +210,31 @@ def test_amplification_for_publishing() -> None:
     assert document["local_epsilon"] == 4 and document["batch"] == 10_000
     assert any("collude" in line for line in document["conditions"])
     assert any("n - k" in line for line in document["conditions"])
+
+
+def markdown_table(text: str, header_start: str) -> list[list[str]]:
+    lines = text[text.index(header_start) :].splitlines()
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_docs_tables_match() -> None:
+    """docs/relay-epsilon.md's two tables, batches up to 100,000 (10^6 is slow to test)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "relay-epsilon.md").read_text("utf-8")
+    batches = (1_000, 10_000, 100_000)
+    for row in markdown_table(text, "| ε0 | batch n = 1,000"):
+        epsilon0 = float(row[0])
+        for n, cell in zip(batches, row[1:4], strict=True):
+            value = central_epsilon(epsilon0, n, 1e-6)
+            if "no gain" in cell:
+                assert value > epsilon0 - 1e-4
+            else:
+                assert float(f"{value:.3g}") == float(cell), (epsilon0, n)
+    for row in markdown_table(text, "| central ε | n = 1,000"):
+        target = float(row[0])
+        for n, cell in zip(batches, row[1:4], strict=True):
+            assert math.floor(local_epsilon_for(target, n, 1e-6) * 1000) / 1000 == float(cell)
