@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from . import shuffle
 from .errors import InvalidParameter
 from .estimation import (
     FAMILIES,
@@ -40,7 +41,7 @@ from .estimation import (
 )
 from .mechanisms import CATEGORICAL, NUMERIC, SET_VALUED, recommend
 from .mechanisms.binary_rr import BinaryRR
-from .parameters import check_domain_size, check_epsilon, check_range, check_real
+from .parameters import check_domain_size, check_epsilon, check_int, check_range, check_real
 
 QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
 MAX_RESPONDENTS = 10**12
@@ -363,12 +364,8 @@ def relay_plan(
     (``central_epsilon``, ``delta``)-DP after shuffling, then :func:`plan` at that ε0
     (half-widths at ``n``, or the n for ``half_width``, default ±0.05), beside the
     same plan with no relay at ε = ``central_epsilon``."""
-    from .shuffle import MAX_BATCH, local_epsilon_for
-    from .shuffle import central_epsilon as shuffled
-
     target = check_epsilon(central_epsilon, "central_epsilon")
-    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
-        raise InvalidParameter(f"batch must be an int in [1, {MAX_BATCH:,}], got {batch!r}")
+    batch = check_int("batch", batch, 1, shuffle.MAX_BATCH)
     if n is None and half_width is None:
         half_width = DEFAULT_RELAY_HALF_WIDTH
     if n is not None and isinstance(n, int) and not isinstance(n, bool) and n < batch:
@@ -377,7 +374,7 @@ def relay_plan(
         )
     # rounded down to what an operator writes in a definition (never up: that could
     # break the central target)
-    local = math.floor(local_epsilon_for(target, batch, delta) * 1000) / 1000
+    local = math.floor(shuffle.local_epsilon_for(target, batch, delta) * 1000) / 1000
     at_local = plan(question_type, epsilon=local, options=options, beta=beta, n=n,
                     half_width=half_width, lo=lo, hi=hi)  # fmt: skip
     direct = plan(question_type, epsilon=target, options=options, beta=beta, n=n,
@@ -385,7 +382,7 @@ def relay_plan(
     grr_local = grr_needed = None
     if question_type == "single_choice":
         grr_local = math.floor(
-            local_epsilon_for(target, batch, delta, domain_size=options) * 1000
+            shuffle.local_epsilon_for(target, batch, delta, domain_size=options) * 1000
         ) / 1000
         if half_width is not None:
             grr = next(t for t in targets(question_type, epsilon=grr_local, options=options)
@@ -407,7 +404,7 @@ def relay_plan(
         delta=delta,
         batch=batch,
         local_epsilon=local,
-        achieved_central_epsilon=shuffled(local, batch, delta),
+        achieved_central_epsilon=shuffle.central_epsilon(local, batch, delta),
         grr_local_epsilon=grr_local,
         grr_respondents=grr_needed,
         respondents_for_precision=needed,
@@ -436,12 +433,10 @@ def smallest_relayed_batch(
     to set: the smallest N whose ε0 for batches of N (:func:`relay_plan`'s rule)
     needs at most N respondents for the target.  More respondents only help: a
     larger batch allows a larger ε0, which needs fewer respondents."""
-    from .shuffle import local_epsilon_for
-
     target = check_epsilon(central_epsilon, "central_epsilon")
 
     def local(batch: int) -> float:
-        return math.floor(local_epsilon_for(target, batch, delta) * 1000) / 1000
+        return math.floor(shuffle.local_epsilon_for(target, batch, delta) * 1000) / 1000
 
     def needed(batch: int) -> int:
         result = plan(question_type, epsilon=local(batch), options=options, beta=beta,
