@@ -145,6 +145,8 @@ CASES: list[tuple[dict[str, Any], list[Any]]] = [
     ),
     (q("duchi", "numeric", 1.5, lo=0, hi=20), [0, 20, 3.5, 7.123456789]),
     (q("duchi_tricky", "numeric", 0.30000000000000004, lo=-1e-6, hi=1e21), [12345.678]),
+    # hi - lo = 1e308 is finite; 2 * (x - lo) is not (crafted_vectors(): the order of §4).
+    (q("duchi_wide", "numeric", 1.0, lo=-5e307, hi=5e307), [0, -5e307, 5e307]),
     (
         q(
             "laplace",
@@ -230,7 +232,13 @@ def crafted_vectors() -> list[dict[str, Any]]:
     exactly n, so floor, round-half-up and round-half-to-even each disagree with one.
     """
     n_even, n_odd = 2**51, 2**51 + 1
+    # Duchi at x = 4e307 on [-5e307, 5e307]: the draw equals the threshold of t = 0.8, so the
+    # report is -1; evaluated as 2 * (x - lo) / (hi - lo), t overflows to +1 and gives +1.
+    wide = Question.from_dict(resolved(next(d for d, _ in CASES if d["id"] == "duchi_wide")),
+                              "question", FORMAT).oracle  # fmt: skip
+    tau = wide._threshold(4e307)
     return [
+        crafted_vector("duchi_wide", 4e307, (tau << 3).to_bytes(7, "little")),
         crafted_vector("hrr", "Car", bytes([0b001])),  # x + 1 = 1, x = 0: j = 1
         crafted_vector("hrr300", "17", (0b10).to_bytes(2, "little")),  # 18 & 2 vs 17 & 2
         crafted_vector("laplace_round", 0.25 + 2**-54, (n_even << 3).to_bytes(7, "little")),
