@@ -21,7 +21,9 @@ def test_duchi_scales_a_value_without_overflow_on_the_widest_ranges() -> None:
     oracle = Duchi(epsilon=1.0, lo=-5e307, hi=5e307)
     t = 2 * ((4e307 + 5e307) / 1e308) - 1
     assert math.isclose(t, 0.8)
-    expected = min(oracle._high, max(oracle._low, math.floor((0.5 + t * oracle._slope) * RESOLUTION)))
+    expected = min(
+        oracle._high, max(oracle._low, math.floor((0.5 + t * oracle._slope) * RESOLUTION))
+    )
     assert oracle._threshold(4e307) == expected
     assert oracle._threshold(5e307) == oracle._high
     assert oracle._threshold(-5e307) == oracle._low
