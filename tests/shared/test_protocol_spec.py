@@ -5,6 +5,7 @@ The cross-language vectors carry the same cases for the JavaScript client.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -14,6 +15,10 @@ from deniable.estimation import chebyshev_half_width
 from deniable.mechanisms.discrete_laplace import DiscreteLaplace
 from deniable.mechanisms.duchi import Duchi
 from deniable.randomness import RESOLUTION
+from deniable.survey import FORMAT, Survey
+
+from .generate_vectors import StreamSource
+from .test_vectors import VECTORS
 
 
 def test_duchi_scales_a_value_without_overflow_on_the_widest_ranges() -> None:
@@ -68,3 +73,47 @@ def test_discrete_laplace_chebyshev_interval_covers_at_the_worst_case() -> None:
     # and the old bound, with (G/2)² per report, was about 6 % wider here
     old = math.sqrt(((20 * 20 / 4 + oracle.noise_variance) / n) / beta)
     assert half < old / 1.05
+
+
+def _demo(edit) -> dict:
+    definition = json.loads(json.dumps(VECTORS["surveys"][0]["definition"]))
+    edit(definition)
+    return definition
+
+
+def test_signed_thresholds_within_the_declared_epsilon_are_used_as_signed() -> None:
+    # One rule for both clients and the aggregator (docs/protocol.md §2.3): a threshold below
+    # the derived one is accepted (it implies less ε) and randomizes and estimates as signed.
+    keep = 2**52 + 2**50  # p = 0.625 < e/(1 + e): implied ε = ln(5/3) < 1
+    survey = Survey.from_dict(
+        _demo(lambda d: d["questions"][0]["parameters"].update(keep=keep)), resolved=True
+    )
+    oracle = survey.questions[0].oracle
+    assert oracle.p_star == 0.625 and survey.questions[0].probabilities == {"keep": keep}
+    assert survey.to_dict()["questions"][0]["parameters"]["keep"] == keep
+    # a byte stream whose draw lies between the signed and the derived threshold: kept no more
+    draw = keep + 1000
+    source = StreamSource((draw << 3).to_bytes(7, "little"))
+    assert survey.questions[0].randomize(True, rng=source) == "00"
+    # Duchi's slope is accuracy only: any in (0, 0.5] with symmetric clamps, and the estimator
+    # follows it (report magnitude 1/(2 slope)).
+    wide = Survey.from_dict(
+        _demo(lambda d: d["questions"][3]["parameters"].update(slope=0.125)), resolved=True
+    )
+    assert wide.questions[3].oracle.bound == 4.0
+
+
+def test_a_longitudinal_question_with_other_thresholds_is_another_memo_family() -> None:
+    from deniable.client.memo import family_tag
+
+    habit = VECTORS["questions"]["habit"]
+    survey = {"format": FORMAT, "id": "s", "title": "T", "questions": [habit]}
+    derived = Survey.from_dict(survey, resolved=True).questions[0]
+    other = json.loads(json.dumps(survey))
+    other["questions"][0]["parameters"]["keep"] -= 1
+    signed = Survey.from_dict(other, resolved=True).questions[0]
+    secret = bytes(32)
+    assert family_tag(secret, derived) != family_tag(secret, signed)
+    assert family_tag(secret, derived) == family_tag(
+        secret, Survey.from_dict(json.loads(json.dumps(survey)), resolved=True).questions[0]
+    )
