@@ -24,7 +24,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from deniable.errors import InvalidReport
 from deniable.mechanisms.local_hashing import bucket
 from deniable.randomness import ByteStreamSource
-from deniable.survey import FORMAT, MAX_QUESTIONS, Question, Survey
+from deniable.survey import (
+    FORMAT,
+    MAX_LABEL,
+    MAX_MULTIPLE_OPTIONS,
+    MAX_OPTIONS,
+    MAX_QUESTIONS,
+    MAX_TEXT,
+    Question,
+    Survey,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PATH = ROOT / "shared" / "vectors" / "protocol-vectors.json"
@@ -328,31 +337,70 @@ TRICKY_SURVEY = {
 }
 
 
-# Lengths are counted in Unicode code points (a JavaScript string's .length counts UTF-16
-# units): every text here is at its limit in code points, and twice that in UTF-16.
+# Every limit of §2.2 at once, each at its largest valid value.  Lengths are counted in Unicode
+# code points (a JavaScript string's .length counts UTF-16 units): the texts here are at their
+# limit in code points, and twice that in UTF-16.  One more of anything is an invalid_surveys
+# vector.
+LONG_ID = "l" + "-" * 62 + "9"  # 64 characters: [a-z0-9][a-z0-9_-]{0,63}
 LIMITS_SURVEY = {
     "format": FORMAT,
-    "id": "limits",
-    "title": "🕐" * 200,
-    "description": "𝄞" * 2000,
+    "id": "limits" + "_" * 57 + "0",
+    "title": "🕐" * MAX_LABEL,
+    "description": "𝄞" * MAX_TEXT,
     "questions": [
-        q("astral", "single_choice", 1.0, options=["🙂" * 200, "a"], mechanism="grr"),
+        q(LONG_ID, "single_choice", 1.0, mechanism="grr", text="𝄞" * MAX_TEXT,
+          options=["🙂" * MAX_LABEL, *map(str, range(1, MAX_OPTIONS))]),
+        q("multiple", "multiple_choice", 20.0, mechanism="binary_rr",
+          options=[f"o{i}" for i in range(MAX_MULTIPLE_OPTIONS)]),
+        q("least", "yes_no", 0.001,
+          longitudinal={"key": "k" * 64, "instantaneous_epsilon": 20.0}),
+        q("finest", "numeric", 0.001, lo=0, hi=1, mechanism="discrete_laplace",
+          parameters={"grid_size": 10**6}),
+        q("widest_hash", "single_choice", 20.0, options=["a", "b"], mechanism="olh",
+          parameters={"hash_range": 65536}),
         # JCS writes 1e16 as 10000000000000000: an integer literal beyond 2**53 that a parser
         # must read as the double it is (Python's reads an int).
         q("huge", "numeric", 1.0, lo=-1e16, hi=1e16),
+        *(q(f"q{i:02d}", "yes_no", 1.0, text=f"{i}") for i in range(MAX_QUESTIONS - 6)),
     ],
-}
+}  # fmt: skip
+assert len(LIMITS_SURVEY["questions"]) == MAX_QUESTIONS and len(LONG_ID) == 64
+
+
+def spelled_as_floats(definition: dict[str, Any]) -> dict[str, Any]:
+    """The definition with every integral parameter written as a float (``5.0`` for ``5``)."""
+    out = json.loads(json.dumps(definition))
+    for question in out["questions"]:
+        question["parameters"] = {k: float(v) if type(v) is int else v
+                                  for k, v in question["parameters"].items()}  # fmt: skip
+    return out
+
+
+# The demo questions, titled with invisible characters around visible ones (not blank: §2.2),
+# and written with 5.0 where JCS writes 5 (a number's value counts, not its spelling).
+SPELLING_SURVEY = {
+    "format": FORMAT,
+    "id": "spelling",
+    "title": "\ufeffInvisible edges\u200b",
+    "questions": [
+        *json.loads((ROOT / "aggregator" / "demo_survey.json").read_text("utf-8"))["questions"],
+        q("grid", "numeric", 1.0, lo=0, hi=10, mechanism="discrete_laplace",
+          parameters={"grid_size": 4}),
+    ],
+}  # fmt: skip
 
 
 def survey_vectors() -> list[dict[str, Any]]:
     demo = json.loads((ROOT / "aggregator" / "demo_survey.json").read_text("utf-8"))
     key = signing_key()
     out = []
-    for name, definition in (("demo", demo), ("tricky", TRICKY_SURVEY), ("limits", LIMITS_SURVEY)):
+    for name, definition in (("demo", demo), ("tricky", TRICKY_SURVEY), ("limits", LIMITS_SURVEY),
+                             ("spelling", SPELLING_SURVEY)):  # fmt: skip
         survey = Survey.from_dict(definition).upgraded()
         canonical = survey.canonical_bytes()
+        written = survey.to_dict() if name != "spelling" else spelled_as_floats(survey.to_dict())
         out.append({
-            "name": name, "definition": survey.to_dict(), "canonical": canonical.decode("utf-8"),
+            "name": name, "definition": written, "canonical": canonical.decode("utf-8"),
             "canonical_sha256": hashlib.sha256(canonical).hexdigest(),
             "signature": base64.b64encode(key.sign(canonical)).decode(),
         })  # fmt: skip
