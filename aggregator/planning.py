@@ -71,7 +71,7 @@ def add_parser(commands: Any) -> None:
     goal.add_argument("--n", type=_count, help="respondents: print expected half-widths")
     goal.add_argument("--half-width", type=_real,
                       help="target half-width (a share, e.g. 0.05; answer units for numeric): "
-                      "print the respondents needed")
+                      "print the respondents needed (with --relay: default 0.05)")
     sub.add_argument("--lo", type=_real, default=0.0, help="numeric: lower end (default 0)")
     sub.add_argument("--hi", type=_real, default=1.0, help="numeric: upper end (default 1)")
     sub.add_argument("--json", action="store_true", help="JSON instead of a table")
