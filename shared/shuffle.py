@@ -161,9 +161,12 @@ def _deviance(x: object, mean: object) -> object:
         total = (xn - mn) * v
         term = 2 * xn * v
         square = v * v
-        for j in range(1, 10):  # |v| < 0.1: each term is 1/100 of the last
+        bound = float(square.max())  # < 0.01: each term is at most 1/100 of the last
+        for j in range(1, 10):
             term = term * square
             total = total + term / (2 * j + 1)
+            if bound**j < 1e-17:  # every remaining term is below rounding
+                break
         result = np.where(near, 0.0, result)
         result[near] = total
     return result
