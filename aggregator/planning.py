@@ -214,6 +214,12 @@ def relay_table(result: RelayPlan) -> str:
                 f"{result.smallest_batch:,}, all in one batch (min_batch "
                 f"{result.smallest_batch:,}, epsilon {result.smallest_batch_local_epsilon:g})."
             )
+    if result.delta * result.batch > 0.1:
+        lines.append(
+            f"Note: delta {result.delta:g} is not well below 1/batch: a guarantee that may "
+            "fail with that chance for each respondent could expose someone in a batch "
+            "outright. Choose a smaller --delta."
+        )
     cap = Policy().max_question_epsilon
     if result.local_epsilon > cap:
         lines.append(

@@ -279,7 +279,7 @@ def format_number(value: float | None) -> str:
 
 # -- planning a relayed survey (issue 18: the shuffle model) ------------------------------
 
-DEFAULT_RELAY_DELTA = 1e-6
+DEFAULT_RELAY_DELTA = shuffle.DEFAULT_DELTA
 DEFAULT_RELAY_HALF_WIDTH = 0.05
 
 

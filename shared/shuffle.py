@@ -71,6 +71,7 @@ from .parameters import MAX_EPSILON, check_domain_size, check_epsilon, check_int
 
 __all__ = [
     "CONDITIONS",
+    "DEFAULT_DELTA",
     "MAX_BATCH",
     "Amplification",
     "amplification",
@@ -82,6 +83,9 @@ __all__ = [
 ]
 
 MAX_BATCH = 10**7
+# δ is the chance that the guarantee fails outright, so it must stay well below 1/n:
+# 10^-6 is at most a tenth of 1/n for batches up to 10^5 (the table uses it).
+DEFAULT_DELTA = 1e-6
 _SIGMAS = 10.0  # rows beyond this many standard deviations hold < 1e-23 of the mass
 _TOLERANCE = 1e-7  # relative bisection width on ε (the upper end is returned)
 

@@ -125,3 +125,14 @@ def test_choosing_epsilon_relayed_column() -> None:
     assert smallest_relayed_batch(
         "single_choice", central_epsilon=2, half_width=0.05, options=5
     ) == (324, 3.04)
+
+
+def test_notes_for_a_large_delta_and_the_device_cap(capsys) -> None:
+    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
+                                   "1000000", "--n", "1000000"])  # fmt: skip
+    assert status == 0
+    assert "delta 1e-06 is not well below 1/batch" in out
+    assert "refuse more than epsilon 4 per question" in out  # ε0 8.9
+    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
+                                   "1000", "--n", "1000"])  # fmt: skip
+    assert status == 0 and "Note:" not in out
