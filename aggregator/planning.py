@@ -186,12 +186,6 @@ def relay_table(result: RelayPlan) -> str:
         f"central epsilon {result.achieved_central_epsilon:.4g} by the generic shuffling "
         "bound, FMT23 / Wang et al. 2024).",
     ]
-    if result.grr_local_epsilon is not None:
-        grr = f"With grr, epsilon {result.grr_local_epsilon:g} is enough (k-ary randomized "
-        grr += "response bound)"
-        if result.grr_respondents is not None:
-            grr += f": {result.grr_respondents:,} respondents."
-        lines.append(grr + ("" if result.grr_respondents is not None else "."))
     if result.respondents is not None:
         target = question.target if question.target is not None else DEFAULT_RELAY_HALF_WIDTH
         level = f"{100 * (1 - question.beta):g}%"
