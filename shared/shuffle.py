@@ -333,7 +333,10 @@ def _central_epsilon(
 
 
 def _excess(value: float, delta: float) -> float:
-    """log(value/delta): the search runs on the log scale, where δ(ε) is nearly linear."""
+    """log(value/delta): the search runs on the log scale, where δ(ε) is nearly linear.
+    A NaN counts as failing the target, so a numerical accident can only raise ε."""
+    if math.isnan(value):
+        return math.inf
     return math.log(value / delta) if value > 0 else -math.inf
 
 
