@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -340,7 +341,9 @@ def _excess(value: float, delta: float) -> float:
     return math.log(value / delta) if value > 0 else -math.inf
 
 
-def _boundary(excess: object, bad: float, good: float, tolerance: float = _TOLERANCE) -> float:
+def _boundary(
+    excess: Callable[[float], float], bad: float, good: float, tolerance: float = _TOLERANCE
+) -> float:
     """The end of ``[bad, good]`` (either order) where a monotone ``excess`` turns ≤ 0,
     to ``tolerance`` relative, on the side where it is ≤ 0.  Excess at ``bad`` is > 0,
     at ``good`` ≤ 0.  Regula falsi with the Illinois rule, halving whenever a step
