@@ -119,7 +119,7 @@ class VerifiedSurvey:
     # Whether the aggregator admits only respondents with a one-time enrolment token.
     require_enrolment: bool = False
     # A relayed survey: the key document's encryption_key member, verified at fetch.
-    encryption: dict[str, Any] | None = field(default=None, repr=False)
+    encryption: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def id(self) -> str:
