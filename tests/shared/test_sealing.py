@@ -74,6 +74,8 @@ def test_info_and_padding_vectors():
 def test_unit_sizes_vectors():
     for unit, size in OWN["unit_sizes"].items():
         assert sealing.unit_size(SURVEY, unit) == size
+    with pytest.raises(SealingError, match="no question"):
+        sealing.unit_size(SURVEY, "nope")
 
 
 @pytest.mark.parametrize("vector", OWN["sealed"], ids=lambda v: v["unit"] or "submission")
