@@ -271,7 +271,7 @@ def verify_document(document: object, survey_id: str, public_key: bytes) -> Any:
     if not isinstance(document, dict):
         raise SignatureError(f"{where}: the survey document is not an object", reason="signature")
     served = document.get("key_id")
-    if served is not None and served != key_id(public_key):
+    if "key_id" in document and served != key_id(public_key):
         raise SignatureError(
             f"{where} is signed by key {served!r} but this device pinned {key_id(public_key)!r}, "
             "and the aggregator's key chain does not lead there; refusing",
