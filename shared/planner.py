@@ -274,3 +274,133 @@ def format_number(value: float | None) -> str:
     if math.isinf(value):
         return "inf"
     return f"{value:.4g}"
+
+
+# -- planning a relayed survey (issue 18: the shuffle model) ------------------------------
+
+DEFAULT_RELAY_DELTA = 1e-6
+DEFAULT_RELAY_HALF_WIDTH = 0.05
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelayPlan:
+    """The ε0 to set on each device for a central (ε, δ) through a shuffling relay, and
+    what it buys in respondents (:mod:`deniable.shuffle` for the bound).
+
+    ``local_epsilon`` holds for every mechanism (the generic bound, FMT23 / Wang et al.
+    2024); for a single-choice question answered with ``grr``, the sharper k-ary
+    randomized response bound allows ``grr_local_epsilon``.  ``respondents`` is the
+    recommended mechanism's n for the target half-width with its tightest interval
+    (``respondents_for_precision``), and never less than one batch: nothing is
+    published before a batch is forwarded.
+    ``respondents_without_relay`` is the same figure with ε = the central target on
+    the device and no relay."""
+
+    central_epsilon: float
+    delta: float
+    batch: int
+    local_epsilon: float
+    achieved_central_epsilon: float
+    grr_local_epsilon: float | None
+    grr_respondents: int | None
+    respondents_for_precision: int | None
+    respondents: int | None
+    respondents_without_relay: int | None
+    plan: Plan
+    without_relay: Plan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "relay": {
+                "central_epsilon": self.central_epsilon,
+                "delta": self.delta,
+                "batch": self.batch,
+                "local_epsilon": self.local_epsilon,
+                "achieved_central_epsilon": self.achieved_central_epsilon,
+                "grr_local_epsilon": self.grr_local_epsilon,
+                "grr_respondents": self.grr_respondents,
+                "respondents_for_precision": self.respondents_for_precision,
+                "respondents": self.respondents,
+                "respondents_without_relay": self.respondents_without_relay,
+            },
+            **self.plan.to_dict(),
+            "without_relay": self.without_relay.to_dict(),
+        }
+
+
+def best_respondents(result: Plan, mechanism: str | None = None) -> int | None:
+    """The smallest n for the target over the interval families of ``mechanism``
+    (default: the recommended one), or None when the plan is for a given n."""
+    name = mechanism or result.recommended
+    needed = [
+        row.n_for_half_width
+        for row in result.rows
+        if row.mechanism == name and row.n_for_half_width is not None
+    ]
+    return min(needed) if needed else None
+
+
+def relay_plan(
+    question_type: str,
+    *,
+    central_epsilon: float,
+    batch: int,
+    delta: float = DEFAULT_RELAY_DELTA,
+    options: int | None = None,
+    beta: float = 0.05,
+    n: int | None = None,
+    half_width: float | None = None,
+    lo: float = 0.0,
+    hi: float = 1.0,
+) -> RelayPlan:
+    """Plan a relayed question: the largest ε0 whose batches of ``batch`` reports are
+    (``central_epsilon``, ``delta``)-DP after shuffling, then :func:`plan` at that ε0
+    (half-widths at ``n``, or the n for ``half_width``, default ±0.05), beside the
+    same plan with no relay at ε = ``central_epsilon``."""
+    from .shuffle import MAX_BATCH, local_epsilon_for
+    from .shuffle import central_epsilon as shuffled
+
+    target = check_epsilon(central_epsilon, "central_epsilon")
+    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
+        raise InvalidParameter(f"batch must be an int in [1, {MAX_BATCH:,}], got {batch!r}")
+    if n is None and half_width is None:
+        half_width = DEFAULT_RELAY_HALF_WIDTH
+    if n is not None and isinstance(n, int) and not isinstance(n, bool) and n < batch:
+        raise InvalidParameter(
+            f"n = {n:,} is less than one batch ({batch:,}): nothing would be published"
+        )
+    # rounded down to what an operator writes in a definition (never up: that could
+    # break the central target)
+    local = math.floor(local_epsilon_for(target, batch, delta) * 1000) / 1000
+    at_local = plan(question_type, epsilon=local, options=options, beta=beta, n=n,
+                    half_width=half_width, lo=lo, hi=hi)  # fmt: skip
+    direct = plan(question_type, epsilon=target, options=options, beta=beta, n=n,
+                  half_width=half_width, lo=lo, hi=hi)  # fmt: skip
+    grr_local = grr_needed = None
+    if question_type == "single_choice":
+        grr_local = math.floor(
+            local_epsilon_for(target, batch, delta, domain_size=options) * 1000
+        ) / 1000
+        if half_width is not None:
+            grr = next(t for t in targets(question_type, epsilon=grr_local, options=options)
+                       if t.mechanism == "grr")  # fmt: skip
+            model = score_model(grr.oracle)
+            grr_needed = max(batch, min(
+                respondents_for(grr, family, half_width, beta)
+                for family in FAMILIES if family in available_families(model)
+            ))  # fmt: skip
+    needed = best_respondents(at_local)
+    return RelayPlan(
+        central_epsilon=target,
+        delta=delta,
+        batch=batch,
+        local_epsilon=local,
+        achieved_central_epsilon=shuffled(local, batch, delta),
+        grr_local_epsilon=grr_local,
+        grr_respondents=grr_needed,
+        respondents_for_precision=needed,
+        respondents=None if needed is None else max(batch, needed),
+        respondents_without_relay=best_respondents(direct),
+        plan=at_local,
+        without_relay=direct,
+    )

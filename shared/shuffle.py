@@ -1,0 +1,381 @@
+"""Privacy amplification by shuffling: the central (ε, δ) of a relayed batch.
+
+A relay that hides who sent what and forwards a batch of n reports in a
+uniformly random order turns n ε0-LDP reports into an (ε, δ)-DP release of
+the batch, with ε far below ε0.  This module computes that ε.
+
+**The bound.**  Feldman, McMillan and Talwar, "Stronger privacy amplification
+by shuffling for Rényi and approximate differential privacy" (SODA 2023,
+FMT23), Theorem 3.2, in the general *variation-ratio* form of Wang, Peng, Li,
+Chen, Hu, Wang, "Privacy amplification via shuffling: unified, simplified,
+and tightened" (VLDB 2024; reference code: github.com/wangsw/PrivacyAmplification).
+An ε0-LDP randomizer with parameters (p, β, q) lets the two output
+distributions of the one respondent who differs be written as mixtures
+
+    P0 = p·α·Q0 + α·Q1 + γ·Q2,    P1 = α·Q0 + p·α·Q1 + γ·Q2,
+
+with α = β/(p − 1) and γ = 1 − (1 + p)·α, while every other respondent's
+report is a mixture r·Q0 + r·Q1 + (1 − 2r)·Q2 with r = α·p/q ("clones").  The
+shuffled batch is then a post-processing of the counts (A, B) of reports that
+fell in Q0 and Q1, so the batch is (ε, δ(ε))-DP with
+
+    δ(ε) = E[ max(0, c0·A + c1·B + c2·(n − A − B)) ] / n,
+    c0 = α(p − e^ε)/r,  c1 = α(1 − p·e^ε)/r,  c2 = γ(1 − e^ε)/(1 − 2r),
+
+the expectation over (A, B, n − A − B) ~ Multinomial(n; r, r, 1 − 2r).  (This
+is the hockey-stick divergence of the two count distributions, written once
+over the whole batch; with r0 = r1 the two directions are equal by symmetry.)
+The sum is exact: rows A + B = s are weighted by Binomial(n, 2r), and within
+a row A ~ Binomial(s, 1/2) has one threshold, so each row needs two binomial
+tails, which are carried along the rows by the recurrence of a fair coin.
+Rows beyond 12 standard deviations are charged their full mass, so the value
+is an upper bound; ε is found by bisection to 1e-9 and rounded up.
+
+*Generic ε0-LDP randomizer* (the issue's table): p = q = e^ε0,
+β = (e^ε0 − 1)/(e^ε0 + 1), hence α = r = 1/(e^ε0 + 1) and γ = 0: each other
+report is a clone of either input with probability 1/(e^ε0 + 1) (FMT23).
+Wang et al. and FMT23 show a matching lower bound for this worst case.
+
+*k-ary randomized response* (``grr`` over ``domain_size`` = k values):
+β = (e^ε0 − 1)/(e^ε0 + k − 1) (Wang et al., Table 2), so
+α = r = 1/(e^ε0 + k − 1) and γ = (k − 2)/(e^ε0 + k − 1); sharper for k > 2,
+identical to the generic bound for k = 2 (binary randomized response).
+
+**Cross-check.**  Feldman, McMillan and Talwar, "Hiding among the clones: a
+simple and nearly optimal analysis of privacy amplification by shuffling"
+(FOCS 2021, FMT21), Theorem 3.1, in the form of its authors' code
+(github.com/apple/ml-shuffling-amplification): valid only when
+ε0 ≤ log(n / (16·log(4/δ))); :func:`fmt21_closed_form` returns None outside.
+
+The aggregator publishes, per question, the central ε for the *smallest
+batch forwarded*: each respondent is in exactly one batch, so the batch size,
+not the total n, is what hides them.  The guarantee assumes the relay does not
+collude with the aggregator and that n counts genuine respondents only (with
+k injected reports, use n − k); the local ε0 holds for every report whatever
+the relay does.
+
+numpy is imported on first use (``deniable.lazy``), so importing this module
+costs a device nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .errors import InvalidParameter
+from .lazy import np
+from .parameters import MAX_EPSILON, check_domain_size, check_epsilon, check_int, check_real
+
+__all__ = [
+    "CONDITIONS",
+    "MAX_BATCH",
+    "Amplification",
+    "amplification",
+    "central_epsilon",
+    "delta_for",
+    "fmt21_closed_form",
+    "fmt21_valid",
+    "local_epsilon_for",
+]
+
+MAX_BATCH = 10**7
+_SIGMAS = 12.0  # rows beyond this many standard deviations hold < 1e-32 of the mass
+_TOLERANCE = 1e-9  # bisection width on ε
+
+
+@dataclass(frozen=True)
+class _Model:
+    """The variation-ratio decomposition of one randomizer at ε0 (see module docstring)."""
+
+    p: float  # e^ε0
+    alpha: float
+    r: float  # clone probability of each other respondent, per side
+    gamma: float  # 1 − (1 + p)·α: the victim's mass outside the two clones
+
+
+def _model(epsilon0: float, domain_size: int | None) -> _Model:
+    p = math.exp(epsilon0)
+    # α = β/(p − 1) with β = (p − 1)/(p + k − 1); generic is k = 2
+    k = 2 if domain_size is None else domain_size
+    alpha = 1.0 / (p + k - 1)
+    return _Model(p=p, alpha=alpha, r=alpha, gamma=(k - 2) / (p + k - 1))
+
+
+def _check(epsilon0: object, n: object, delta: object, domain_size: object) -> tuple:
+    epsilon0 = check_epsilon(epsilon0, "epsilon0")
+    n = check_int("n", n, 1, MAX_BATCH)
+    delta = check_real("delta", delta)
+    if not 0.0 < delta < 1.0:
+        raise InvalidParameter(f"delta must be in (0, 1), got {delta!r}")
+    if domain_size is not None:
+        domain_size = check_domain_size(domain_size)
+    return epsilon0, n, delta, domain_size
+
+
+# -- log-gamma on arrays (numpy has none; scipy is not a dependency) -------------
+
+_SMALL = 64
+
+
+@functools.cache
+def _small_lgamma() -> object:
+    return np.array([math.lgamma(x) if x > 0 else math.inf for x in range(_SMALL)])
+
+
+def _log_factorial(k: object) -> object:
+    """log(k!) for an int array k ≥ 0: math.lgamma below 63, Stirling's series above
+    (truncation error below 1e-17 there)."""
+    k = np.asarray(k, dtype=np.int64)
+    x = (k + 1).astype(np.float64)
+    big = np.maximum(x, float(_SMALL))
+    inverse = 1.0 / big
+    square = inverse * inverse
+    series = inverse * (1 / 12 - square * (1 / 360 - square * (1 / 1260 - square * (1 / 1680))))
+    stirling = (big - 0.5) * np.log(big) - big + 0.5 * math.log(2 * math.pi) + series
+    small = _small_lgamma()[np.minimum(k + 1, _SMALL - 1)]
+    return np.where(x < _SMALL, small, stirling)
+
+
+def _half_pmf(m: object, t: object) -> object:
+    """P(Binomial(m, 1/2) = t), zero outside 0 ≤ t ≤ m (arrays)."""
+    m = np.asarray(m, dtype=np.int64)
+    t = np.asarray(t, dtype=np.int64)
+    inside = (t >= 0) & (t <= m) & (m >= 0)
+    tc = np.where(inside, t, 0)
+    mc = np.where(inside, m, 0)
+    log = _log_factorial(mc) - _log_factorial(tc) - _log_factorial(mc - tc) - mc * math.log(2)
+    return np.where(inside, np.exp(log), 0.0)
+
+
+def _upper_tail(m: int, t: int) -> float:
+    """P(Binomial(m, 1/2) ≥ t), summed directly from the smaller side."""
+    if t <= 0:
+        return 1.0
+    if t > m:
+        return 0.0
+    reach = math.ceil(20 * math.sqrt(m)) + 1  # 40 standard deviations: pmf < 1e-300 beyond
+    if 2 * t > m:
+        k = np.arange(t, min(m, m // 2 + reach) + 1)
+        return float(np.sum(_half_pmf(np.full(len(k), m), k)))
+    k = np.arange(max(0, m // 2 - reach), t)
+    return 1.0 - float(np.sum(_half_pmf(np.full(len(k), m), k)))
+
+
+def _tails_along(m: object, t: object) -> object:
+    """P(Binomial(m_i, 1/2) ≥ t_i) along a path with m_{i+1} = m_i + 1 and
+    t_{i+1} − t_i ∈ {0, 1}, 0 ≤ t_i ≤ m_i + 1.
+
+    Adding one fair coin: G(m + 1, t) = G(m, t) + pmf(m, t − 1)/2, and moving the
+    threshold up: G(m + 1, t + 1) = G(m + 1, t) − pmf(m + 1, t).  The first value
+    is summed directly; the rest is one cumulative sum.
+    """
+    m0 = int(m[0])
+    first = _upper_tail(m0, int(t[0]))
+    if len(m) == 1:
+        return np.array([first])
+    step = np.diff(t)
+    increment = 0.5 * _half_pmf(m[:-1], t[:-1] - 1) - step * _half_pmf(m[1:], t[:-1])
+    values = first + np.concatenate(([0.0], np.cumsum(increment)))
+    return np.clip(values, 0.0, 1.0)
+
+
+@functools.cache
+def _rows(n: int, r: float) -> tuple[object, object, float]:
+    """The rows s = A + B kept, their Binomial(n, 2r) weights, and the mass left out."""
+    clone = 2 * r
+    mean = n * clone
+    spread = math.sqrt(n * clone * (1 - clone))
+    low = max(0, math.floor(mean - _SIGMAS * spread - _SIGMAS))
+    high = min(n, math.ceil(mean + _SIGMAS * spread + _SIGMAS))
+    s = np.arange(low, high + 1, dtype=np.int64)
+    log_weight = (
+        _log_factorial(n) - _log_factorial(s) - _log_factorial(n - s)
+        + s * math.log(clone) + (n - s) * math.log1p(-clone)
+    )  # fmt: skip
+    weight = np.exp(log_weight)
+    return s, weight, max(0.0, 1.0 - float(np.sum(weight)))
+
+
+def _delta(model: _Model, n: int, epsilon: float) -> float:
+    """δ(ε) of the shuffled batch (module docstring), an upper bound."""
+    e = math.exp(epsilon)
+    c0 = model.alpha * (model.p - e) / model.r
+    c1 = model.alpha * (1.0 - model.p * e) / model.r
+    c2 = model.gamma * (1.0 - e) / (1.0 - 2 * model.r) if model.gamma else 0.0
+    if c0 <= 0.0:
+        return 0.0  # ε ≥ ε0: the local guarantee alone
+    s, weight, left_out = _rows(n, model.r)
+    offset = c1 * s + c2 * (n - s)  # h = (c0 − c1)·A + offset
+    # h > 0 ⟺ A > −offset/(c0 − c1); the slope in s is in (0, 1), so t steps by 0 or 1
+    t = np.floor(-offset / (c0 - c1)).astype(np.int64) + 1
+    t = np.clip(t, 0, s + 1)
+    # guard the path property (steps of 0 or 1) against rounding at an exact tie
+    t = np.maximum.accumulate(t)
+    index = np.arange(len(t))
+    t = np.minimum(np.minimum.accumulate(t - index) + index, s + 1)
+    tail = _tails_along(s, t)
+    # E[A; A ≥ t] = (s/2)·P(Binomial(s − 1, 1/2) ≥ t − 1)
+    shifted = np.where(s >= 1, _tails_along_shifted(s, t), 0.0)
+    expectation = (c0 - c1) * 0.5 * s * shifted + offset * tail
+    rows = float(np.sum(weight * np.maximum(expectation, 0.0)))
+    # a row left out contributes at most max h/n ≤ max(c0, 0) per unit of mass
+    return rows / n + left_out * c0
+
+
+def _tails_along_shifted(s: object, t: object) -> object:
+    """P(Binomial(s − 1, 1/2) ≥ t − 1) along the rows (s ≥ 1)."""
+    start = int(np.argmax(s >= 1))
+    m = s[start:] - 1
+    u = np.clip(t[start:] - 1, 0, m + 1)
+    values = np.zeros(len(s))
+    values[start:] = _tails_along(m, u)
+    return values
+
+
+def delta_for(epsilon: float, epsilon0: float, n: int, *, domain_size: int | None = None) -> float:
+    """The δ at which a shuffled batch of n ε0-LDP reports is (ε, δ)-DP (module
+    docstring): FMT23 Thm 3.2 / Wang et al. 2024.  ``domain_size`` selects the
+    k-ary randomized response form."""
+    epsilon0, n, _, domain_size = _check(epsilon0, n, 0.5, domain_size)
+    epsilon = check_real("epsilon", epsilon)
+    if epsilon < 0:
+        raise InvalidParameter(f"epsilon must be non-negative, got {epsilon!r}")
+    return _delta(_model(epsilon0, domain_size), n, epsilon)
+
+
+def central_epsilon(
+    epsilon0: float, n: int, delta: float, *, domain_size: int | None = None
+) -> float:
+    """The central ε at which a uniformly shuffled batch of ``n`` reports, each from an
+    ``epsilon0``-LDP randomizer, is (ε, ``delta``)-DP.
+
+    The tight numerical bound for a generic ε0-LDP randomizer (Feldman, McMillan,
+    Talwar 2023, Thm 3.2, in the form of Wang et al., VLDB 2024); with
+    ``domain_size`` = k, the sharper bound for k-ary randomized response (Wang et
+    al. 2024, variation ratio of k-RR).  Never above ``epsilon0``.  Cached: a
+    repeated call costs a dictionary look-up.
+    """
+    return _central_epsilon(*_check(epsilon0, n, delta, domain_size))
+
+
+@functools.lru_cache(maxsize=4096)
+def _central_epsilon(epsilon0: float, n: int, delta: float, domain_size: int | None) -> float:
+    model = _model(epsilon0, domain_size)
+    low, high = 0.0, epsilon0
+    if _delta(model, n, 0.0) <= delta:
+        return 0.0
+    while high - low > _TOLERANCE * max(1.0, high):
+        middle = (low + high) / 2
+        if _delta(model, n, middle) <= delta:
+            high = middle
+        else:
+            low = middle
+    return min(high, epsilon0)
+
+
+def local_epsilon_for(
+    central_epsilon: float, n: int, delta: float, *, domain_size: int | None = None
+) -> float:
+    """The largest ε0 (to 1e-6, rounded down) whose shuffled batch of ``n`` reports is
+    (``central_epsilon``, ``delta``)-DP by :func:`central_epsilon`: what to set on
+    the device for a target central guarantee.  At least ``central_epsilon`` itself
+    (shuffling never hurts); at most the largest ε the project accepts."""
+    target, n, delta, domain_size = _check(central_epsilon, n, delta, domain_size)
+    return _local_epsilon_for(target, n, delta, domain_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _local_epsilon_for(target: float, n: int, delta: float, domain_size: int | None) -> float:
+    # central_epsilon(ε0) ≤ target ⟺ δ_{ε0}(target) ≤ delta: one δ per step, no inner search
+    def meets(epsilon0: float) -> bool:
+        return epsilon0 <= target or _delta(_model(epsilon0, domain_size), n, target) <= delta
+
+    low, high = target, MAX_EPSILON
+    if meets(high):
+        return high
+    while high - low > 1e-6:
+        middle = (low + high) / 2
+        if meets(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def fmt21_valid(epsilon0: float, n: int, delta: float) -> bool:
+    """Whether FMT21's closed form applies: ε0 ≤ log(n / (16·log(4/δ)))."""
+    epsilon0, n, delta, _ = _check(epsilon0, n, delta, None)
+    return n > 16 * math.log(4 / delta) and epsilon0 <= math.log(n / (16 * math.log(4 / delta)))
+
+
+def fmt21_closed_form(epsilon0: float, n: int, delta: float) -> float | None:
+    """FMT21's closed-form central ε (Feldman, McMillan, Talwar, "Hiding among the
+    clones", FOCS 2021, Thm 3.1, as computed by the authors' code), or None
+    outside its validity condition (:func:`fmt21_valid`).  Looser than
+    :func:`central_epsilon`; kept as a cross-check."""
+    if not fmt21_valid(epsilon0, n, delta):
+        return None
+    e0 = math.exp(epsilon0)
+    a = 8 * math.sqrt(e0 * math.log(4 / delta) / n)
+    c = 8 * e0 / n
+    first = math.log(1 + a + c)
+    b = 1 - math.exp(-epsilon0)
+    d = 1 + math.exp(-epsilon0 - first)
+    return math.log(1 + (b / d) * (a + c))
+
+
+# What a published central ε assumes, in plain words (results, dashboard, docs).
+CONDITIONS = (
+    "The relay did not collude with the aggregator.",
+    "The batch counts only genuine respondents: "
+    "if k of its reports were injected, the figure is the one for n - k.",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Amplification:
+    """The central guarantee of one question's smallest forwarded batch.
+
+    ``bound`` is "generic" (any ε0-LDP randomizer) or "k-ary randomized response"
+    (``domain_size`` values); ``conditions`` are what the figure assumes."""
+
+    local_epsilon: float
+    batch: int
+    delta: float
+    central_epsilon: float
+    bound: str
+    domain_size: int | None
+    conditions: tuple[str, ...] = CONDITIONS
+
+    def to_dict(self) -> dict[str, Any]:
+        result = asdict(self)
+        result["conditions"] = list(self.conditions)
+        return result
+
+
+def amplification(
+    epsilon0: float,
+    n: int,
+    delta: float,
+    *,
+    mechanism: str | None = None,
+    domain_size: int | None = None,
+) -> Amplification:
+    """:func:`central_epsilon` with its context, for publishing.
+
+    The sharper k-ary randomized response bound is used only when ``mechanism`` is
+    ``"grr"`` and ``domain_size`` is given; any other mechanism (or a whole
+    submission, whose ε0 is the survey's total) gets the generic bound."""
+    k = domain_size if mechanism == "grr" and domain_size is not None else None
+    central = central_epsilon(epsilon0, n, delta, domain_size=k)
+    return Amplification(
+        local_epsilon=float(epsilon0),
+        batch=int(n),
+        delta=float(delta),
+        central_epsilon=central,
+        bound="generic" if k is None or k == 2 else "k-ary randomized response",
+        domain_size=k,
+    )

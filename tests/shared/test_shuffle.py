@@ -1,0 +1,193 @@
+"""deniable.shuffle: amplification by shuffling, checked against the published
+figures and against a direct enumeration of the shuffled counts."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from deniable.errors import InvalidParameter
+from deniable.shuffle import (
+    amplification,
+    central_epsilon,
+    delta_for,
+    fmt21_closed_form,
+    fmt21_valid,
+    local_epsilon_for,
+)
+
+# Issue 18's table: generic ε0-LDP randomizer, δ = 1e-6 (FMT23 / Wang et al. 2024)
+TABLE = {
+    (1, 1_000): "0.149", (1, 10_000): "0.043", (1, 100_000): "0.012",
+    (2, 1_000): "0.397", (2, 10_000): "0.114", (2, 100_000): "0.033",
+    (4, 1_000): "1.85", (4, 10_000): "0.411", (4, 100_000): "0.118",
+}  # fmt: skip
+
+
+def rounded_like(value: float, published: str) -> str:
+    """``value`` printed with as many decimals as the published figure."""
+    decimals = len(published.split(".")[1])
+    return f"{value:.{decimals}f}"
+
+
+@pytest.mark.parametrize(("epsilon0", "n"), sorted(TABLE))
+def test_issue_table(epsilon0: int, n: int) -> None:
+    assert (
+        rounded_like(central_epsilon(epsilon0, n, 1e-6), TABLE[epsilon0, n]) == TABLE[epsilon0, n]
+    )
+
+
+def test_apple_readme_figures() -> None:
+    # apple/ml-shuffling-amplification README: ε0 = 4, n = 100,000, δ = 1e-6
+    assert fmt21_closed_form(4, 100_000, 1e-6) == pytest.approx(0.5378040242374512, rel=1e-9)
+    tight = central_epsilon(4, 100_000, 1e-6)
+    assert f"{tight:.3f}" == "0.118"
+    # below FMT21's own numerical range (0.1675 to 0.1728)
+    assert tight < 0.1675
+
+
+def test_fmt21_validity_condition() -> None:
+    n, delta = 100_000, 1e-6
+    edge = math.log(n / (16 * math.log(4 / delta)))  # 6.02
+    assert fmt21_valid(edge, n, delta)
+    assert fmt21_closed_form(edge, n, delta) is not None
+    assert not fmt21_valid(edge + 1e-6, n, delta)
+    assert fmt21_closed_form(edge + 1e-6, n, delta) is None
+    # ε0 = 4 needs n ≥ 16·e^4·log(4/δ) ≈ 13,300
+    assert fmt21_closed_form(4, 1_000, delta) is None
+    assert fmt21_closed_form(4, 13_000, delta) is None
+    assert fmt21_closed_form(4, 13_400, delta) is not None
+    # too few reports for any ε0: log(n/(16 log(4/δ))) ≤ 0
+    assert not fmt21_valid(0.001, 200, delta)
+
+
+@pytest.mark.parametrize("epsilon0", [0.5, 1, 2, 4])
+@pytest.mark.parametrize("n", [20_000, 100_000])
+def test_tight_bound_below_fmt21(epsilon0: float, n: int) -> None:
+    closed = fmt21_closed_form(epsilon0, n, 1e-6)
+    assert closed is not None
+    assert central_epsilon(epsilon0, n, 1e-6) < closed
+
+
+def enumerated_delta(epsilon: float, epsilon0: float, n: int, k: int = 2) -> float:
+    """The hockey-stick divergence of the shuffled clone counts, summed cell by cell.
+
+    FMT23 / Wang et al.: the victim's report is Q0 w.p. pα, Q1 w.p. α, else Q2
+    (swapped on the neighbouring input); each of the n − 1 others is Q0 or Q1
+    w.p. r each; the batch reveals the counts (a, b)."""
+    p = math.exp(epsilon0)
+    alpha = r = 1 / (p + k - 1)
+    gamma = 1 - (1 + p) * alpha
+    others = n - 1
+
+    def f(a: int, b: int) -> float:
+        if a < 0 or b < 0 or a + b > others:
+            return 0.0
+        ways = math.comb(others, a) * math.comb(others - a, b)
+        return ways * r ** (a + b) * (1 - 2 * r) ** (others - a - b)
+
+    e = math.exp(epsilon)
+    forward = backward = 0.0
+    for a in range(n + 1):
+        for b in range(n + 1 - a):
+            p0 = p * alpha * f(a - 1, b) + alpha * f(a, b - 1) + gamma * f(a, b)
+            p1 = alpha * f(a - 1, b) + p * alpha * f(a, b - 1) + gamma * f(a, b)
+            forward += max(0.0, p0 - e * p1)
+            backward += max(0.0, p1 - e * p0)
+    return max(forward, backward)
+
+
+@pytest.mark.parametrize(("epsilon0", "n", "k"), [(1, 40, 2), (3, 60, 2), (2, 50, 6), (0.3, 25, 3)])
+@pytest.mark.parametrize("fraction", [0.05, 0.3, 0.7])
+def test_delta_equals_enumeration(epsilon0: float, n: int, k: int, fraction: float) -> None:
+    epsilon = fraction * epsilon0
+    exact = enumerated_delta(epsilon, epsilon0, n, k)
+    domain_size = None if k == 2 else k
+    assert delta_for(epsilon, epsilon0, n, domain_size=domain_size) == pytest.approx(
+        exact, rel=1e-9, abs=1e-15
+    )
+
+
+def test_never_above_local_epsilon() -> None:
+    for epsilon0 in (0.01, 0.5, 2, 8, 20):
+        for n in (1, 2, 10, 1_000):
+            assert 0 <= central_epsilon(epsilon0, n, 1e-6) <= epsilon0
+    # alone, nothing to hide among: only δ itself buys anything (δ(ε) = (p − e^ε)/(p + 1))
+    assert central_epsilon(3, 1, 1e-6) == pytest.approx(3 - 1e-6 * (1 + math.exp(-3)), abs=1e-8)
+    assert delta_for(2.0, 2.0, 1_000) == 0.0
+
+
+def test_monotone() -> None:
+    by_n = [central_epsilon(2, n, 1e-6) for n in (10, 100, 1_000, 10_000, 100_000)]
+    assert by_n == sorted(by_n, reverse=True) and len(set(by_n)) == len(by_n)
+    by_epsilon0 = [central_epsilon(e, 5_000, 1e-6) for e in (0.1, 0.5, 1, 2, 4, 8)]
+    assert by_epsilon0 == sorted(by_epsilon0) and len(set(by_epsilon0)) == len(by_epsilon0)
+    by_delta = [central_epsilon(2, 5_000, d) for d in (1e-9, 1e-6, 1e-3)]
+    assert by_delta == sorted(by_delta, reverse=True)
+    by_epsilon = [delta_for(e, 2, 5_000) for e in (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)]
+    assert by_epsilon == sorted(by_epsilon, reverse=True)
+
+
+def test_k_ary_randomized_response_is_sharper() -> None:
+    generic = central_epsilon(4, 10_000, 1e-6)
+    assert central_epsilon(4, 10_000, 1e-6, domain_size=2) == generic  # binary RR: the same
+    sharper = [central_epsilon(4, 10_000, 1e-6, domain_size=k) for k in (3, 5, 20, 100)]
+    assert all(value < generic for value in sharper)
+    assert sharper == sorted(sharper, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("target", "n", "k"), [(0.5, 10_000, None), (0.1, 100_000, None), (0.3, 5_000, 8)]
+)
+def test_local_epsilon_for_inverts(target: float, n: int, k: int | None) -> None:
+    epsilon0 = local_epsilon_for(target, n, 1e-6, domain_size=k)
+    assert epsilon0 > target
+    assert central_epsilon(epsilon0, n, 1e-6, domain_size=k) <= target + 1e-8
+    assert central_epsilon(epsilon0 + 1e-4, n, 1e-6, domain_size=k) > target
+
+
+def test_local_epsilon_for_reads_the_table() -> None:
+    # the table read backwards: central 0.411 at n = 10,000 needs about ε0 = 4
+    assert local_epsilon_for(0.411, 10_000, 1e-6) == pytest.approx(4, abs=0.01)
+    # a batch of one hides nothing: ε0 is the target itself
+    assert local_epsilon_for(0.5, 1, 1e-6) == pytest.approx(0.5, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "keywords"),
+    [
+        ((0, 1_000, 1e-6), {}),
+        ((1, 0, 1e-6), {}),
+        ((1, 1_000, 0.0), {}),
+        ((1, 1_000, 1.0), {}),
+        ((1, 1.5, 1e-6), {}),
+        ((math.nan, 1_000, 1e-6), {}),
+        ((1, 1_000, 1e-6), {"domain_size": 1}),
+        ((1, 10**9, 1e-6), {}),
+    ],
+)
+def test_bad_input(arguments: tuple, keywords: dict) -> None:
+    with pytest.raises(InvalidParameter):
+        central_epsilon(*arguments, **keywords)
+
+
+def test_import_does_not_load_numpy() -> None:
+    code = "import sys, deniable.shuffle; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_amplification_for_publishing() -> None:
+    generic = amplification(4, 10_000, 1e-6, mechanism="oue", domain_size=5)
+    assert generic.bound == "generic" and generic.domain_size is None
+    assert generic.central_epsilon == central_epsilon(4, 10_000, 1e-6)
+    grr = amplification(4, 10_000, 1e-6, mechanism="grr", domain_size=5)
+    assert grr.bound == "k-ary randomized response" and grr.domain_size == 5
+    assert grr.central_epsilon < generic.central_epsilon
+    document = grr.to_dict()
+    assert document["local_epsilon"] == 4 and document["batch"] == 10_000
+    assert any("collude" in line for line in document["conditions"])
+    assert any("n - k" in line for line in document["conditions"])
