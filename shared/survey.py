@@ -465,6 +465,34 @@ class OptionwiseRR(Mechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Relay:
+    """A relayed survey's signed relay terms (PROVISIONAL on the relay branch: the
+    sealing branch's definition replaces this one at merge)."""
+
+    url: str
+    min_batch: int
+    shuffle_unit: str = "question"
+
+    @classmethod
+    def from_dict(cls, data: object) -> Relay:
+        _require_keys("survey.relay", data, {"url", "min_batch"},
+                      {"url", "min_batch", "shuffle_unit"})  # fmt: skip
+        assert isinstance(data, Mapping)
+        url, min_batch = data["url"], data["min_batch"]
+        unit = data.get("shuffle_unit", "question")
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+            raise _fail("survey.relay.url", "must be an http(s) URL")
+        if isinstance(min_batch, bool) or not isinstance(min_batch, int) or min_batch < 1:
+            raise _fail("survey.relay.min_batch", "must be a positive integer")
+        if unit not in ("question", "submission"):
+            raise _fail("survey.relay.shuffle_unit", "must be question or submission")
+        return cls(url=url, min_batch=min_batch, shuffle_unit=unit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "min_batch": self.min_batch, "shuffle_unit": self.shuffle_unit}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Survey:
     """A validated survey definition."""
 
@@ -473,8 +501,9 @@ class Survey:
     description: str = ""
     questions: tuple[Question, ...]
     format: str = FORMAT
+    relay: Relay | None = None
 
-    FIELDS: ClassVar[set[str]] = {"format", "id", "title", "description", "questions"}
+    FIELDS: ClassVar[set[str]] = {"format", "id", "title", "description", "questions", "relay"}
 
     @classmethod
     def from_dict(cls, data: object, *, resolved: bool = False) -> Survey:
@@ -510,8 +539,10 @@ class Survey:
         keys = [q.longitudinal.key for q in questions if q.longitudinal]
         if len(set(keys)) != len(keys):
             raise _fail("survey.questions", "longitudinal keys must be distinct")
+        relay = Relay.from_dict(data["relay"]) if "relay" in data else None
         survey = cls(
-            id=sid, title=title, description=description, questions=questions, format=format
+            id=sid, title=title, description=description, questions=questions, format=format,
+            relay=relay,
         )
         if resolved and survey.canonical_bytes() != survey._canonical(data):
             raise _fail("survey", "definition is not in resolved form (a parameter is missing)")
@@ -534,6 +565,8 @@ class Survey:
         if self.description:
             data["description"] = self.description
         data["questions"] = [q.to_dict(self.format) for q in self.questions]
+        if self.relay is not None:
+            data["relay"] = self.relay.to_dict()
         return data
 
     def _canonical(self, document: Any) -> bytes:

@@ -48,6 +48,7 @@ from deniable.errors import (
     Forbidden,
     InvalidReport,
     PayloadTooLarge,
+    StorageError,
 )
 from deniable.wire import Report, parse_report, parse_submission
 
@@ -105,26 +106,22 @@ def content_digest(blobs: list[bytes]) -> str:
     return digest.hexdigest()
 
 
-def decryption_keys() -> list[Any]:
-    """The aggregator's X25519 private keys, the current one first."""
-    from ..signing import current_encryption_keys
+def decryption_keys() -> Any:
+    """The aggregator's encryption keys (the current X25519 key and those it retired)."""
+    from ..signing import current_key
 
-    return list(current_encryption_keys())
+    keys = current_key().encryption
+    if keys is None:
+        raise StorageError("the aggregator has no encryption key; run 'deniable-aggregator init'")
+    return keys
 
 
-def open_unit(survey: Any, unit: str, blob: bytes, keys: list[Any], size: int,
+def open_unit(survey: Any, unit: str, blob: bytes, keys: Any, size: int,
               max_batch: int) -> list[Report] | None:  # fmt: skip
     """The reports a blob holds, or None if it does not open or holds no valid report."""
-    from deniable.sealing import open_sealed
-
-    body = None
-    for key in keys:
-        try:
-            body = open_sealed(key, survey_id=survey.id, unit=unit, sealed=blob, size=size)
-            break
-        except DeniableError:
-            continue
-    if body is None:
+    try:
+        body = keys.open_sealed(survey_id=survey.id, unit=unit, sealed=blob, size=size)
+    except DeniableError:
         return None
     try:
         document = json.loads(body)
