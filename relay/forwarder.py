@@ -40,8 +40,7 @@ from . import upstream
 from .storage import Batch, RelayStorage
 
 logger = logging.getLogger("deniable.relay.forwarder")
-# After a failed forward, wait this long (growing with attempts, capped) before the next.
-RETRY_BASE = 1.0
+# After a failed forward, wait FORWARD_INTERVAL x 2^attempts seconds, at most this long.
 RETRY_CAP = 300.0
 
 _random = secrets.SystemRandom()
@@ -96,7 +95,7 @@ def send(storage: RelayStorage, config: Mapping[str, Any], batch: Batch) -> bool
         logger.warning("batch %s of survey %s refused for good, deleted: %s", batch.batch_id,
                        batch.survey_id, outcome.detail)  # fmt: skip
         return False
-    retry = min(RETRY_CAP, RETRY_BASE * 2 ** min(10, _attempts(storage, batch)))
+    retry = min(RETRY_CAP, config["FORWARD_INTERVAL"] * 2 ** min(12, _attempts(storage, batch)))
     storage.failed(batch, outcome.detail, retry_in=retry)
     logger.warning("batch %s of survey %s not acknowledged (%s); again in %.0f s",
                    batch.batch_id, batch.survey_id, outcome.detail, retry)  # fmt: skip
@@ -115,13 +114,8 @@ def forward_once(
 ) -> dict[str, int]:
     """One pass: refresh (if due), form batches, send every batch due; counts of each."""
     counts = {"refreshed": 0, "formed": 0, "acknowledged": 0, "failed": 0}
-    for stored in storage.list_surveys():
-        if refresh_due:
-            try:
-                refresh(storage, config, stored.survey_id)
-                counts["refreshed"] += 1
-            except DeniableError as error:
-                logger.warning("survey %s: refresh failed: %s", stored.survey_id, error)
+    surveys = storage.list_surveys()
+    for stored in surveys:
         counts["formed"] += len(storage.form_batches(stored.survey_id,
                                                      window=config["WINDOW_SECONDS"]))
     lease = config["FORWARD_TIMEOUT"] + 30
@@ -130,6 +124,13 @@ def forward_once(
             counts["acknowledged"] += 1
         else:
             counts["failed"] += 1
+    # Why last: an aggregator that does not answer must not hold up batches of the others.
+    for stored in surveys if refresh_due else ():
+        try:
+            refresh(storage, config, stored.survey_id)
+            counts["refreshed"] += 1
+        except DeniableError as error:
+            logger.warning("survey %s: refresh failed: %s", stored.survey_id, error)
     return counts
 
 
@@ -143,6 +144,9 @@ class Forwarder:
                                         daemon=True)  # fmt: skip
 
     def start(self) -> None:
+        # Why: a lease held by a process that died (SIGKILL mid-forward) would delay its
+        # batch by the whole lease; sending it twice is harmless (batch ids are idempotent).
+        self.storage.release_leases()
         self._thread.start()
 
     def stop(self) -> None:

@@ -319,6 +319,11 @@ class RelayStorage:
                                      sealed=[bytes(s) for (s,) in sealed]))  # fmt: skip
         return batches
 
+    def release_leases(self) -> None:
+        """Make every formed batch due now (a forwarder starting after a crash)."""
+        with self._transaction() as connection:
+            self._run(connection, "UPDATE batches SET leased_until = NULL")
+
     def acknowledged(self, batch: Batch) -> None:
         """The aggregator stored the batch: delete its units, count it."""
         with self._transaction() as connection:
