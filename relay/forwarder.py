@@ -30,7 +30,6 @@ import json
 import logging
 import secrets
 import threading
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -124,43 +123,58 @@ def forward_once(
             counts["acknowledged"] += 1
         else:
             counts["failed"] += 1
-    # Why last: an aggregator that does not answer must not hold up batches of the others.
-    for stored in surveys if refresh_due else ():
-        try:
-            refresh(storage, config, stored.survey_id)
-            counts["refreshed"] += 1
-        except DeniableError as error:
-            logger.warning("survey %s: refresh failed: %s", stored.survey_id, error)
+    if refresh_due:
+        counts["refreshed"] = refresh_all(storage, config)
     return counts
 
 
+def refresh_all(storage: RelayStorage, config: Mapping[str, Any]) -> int:
+    """Refresh every relayed survey; return how many succeeded (failures are logged)."""
+    refreshed = 0
+    for stored in storage.list_surveys():
+        try:
+            refresh(storage, config, stored.survey_id)
+            refreshed += 1
+        except DeniableError as error:
+            logger.warning("survey %s: refresh failed: %s", stored.survey_id, error)
+    return refreshed
+
+
 class Forwarder:
-    """:func:`forward_once` every ``FORWARD_INTERVAL`` seconds on a daemon thread."""
+    """:func:`forward_once` every ``FORWARD_INTERVAL`` seconds on a daemon thread, and
+    :func:`refresh_all` every ``REFRESH_SECONDS`` on another (an aggregator that does
+    not answer a refresh must not hold up forming and sending batches)."""
 
     def __init__(self, storage: RelayStorage, config: Mapping[str, Any]) -> None:
         self.storage, self.config = storage, config
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="deniable-relay-forwarder",
                                         daemon=True)  # fmt: skip
+        self._refresher = threading.Thread(target=self._refresh, daemon=True,
+                                           name="deniable-relay-refresher")  # fmt: skip
 
     def start(self) -> None:
         # Why: a lease held by a process that died (SIGKILL mid-forward) would delay its
         # batch by the whole lease; sending it twice is harmless (batch ids are idempotent).
         self.storage.release_leases()
         self._thread.start()
+        self._refresher.start()
 
     def stop(self) -> None:
         self._stop.set()
 
     def _run(self) -> None:
-        last_refresh = -float("inf")
         while not self._stop.is_set():
-            now = time.monotonic()
-            due = now - last_refresh >= self.config["REFRESH_SECONDS"]
             try:
-                forward_once(self.storage, self.config, refresh_due=due)
+                forward_once(self.storage, self.config, refresh_due=False)
             except Exception:  # noqa: BLE001 - the loop must survive a database outage
                 logger.exception("forwarder pass failed")
-            if due:
-                last_refresh = now
             self._stop.wait(self.config["FORWARD_INTERVAL"])
+
+    def _refresh(self) -> None:
+        while not self._stop.is_set():
+            try:
+                refresh_all(self.storage, self.config)
+            except Exception:  # noqa: BLE001 - the loop must survive a database outage
+                logger.exception("refresh failed")
+            self._stop.wait(self.config["REFRESH_SECONDS"])

@@ -12,6 +12,8 @@ encryption key.
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import json
 import os
 import signal
@@ -127,12 +129,10 @@ class Deployment:
     key_id: str
 
     def aggregator_cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        return run([sys.executable, "-m", "deniable.aggregator.cli", *args],
-                   self.aggregator_env, check=check)  # fmt: skip
+        return run(["-m", "deniable.aggregator.cli", *args], self.aggregator_env, check=check)
 
-    def relay_cli(self, *args: str, check: bool = True, stdin: str | None = None):
-        return run([sys.executable, "-m", "deniable.relay.cli", *args], self.relay_env,
-                   check=check, stdin=stdin)  # fmt: skip
+    def relay_cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return run(["-m", "deniable.relay.cli", *args], self.relay_env, check=check)
 
     def relay_status(self) -> dict[str, Any]:
         rows = json.loads(self.relay_cli("status", "--json").stdout)
@@ -171,12 +171,28 @@ class Deployment:
                     f"{self.aggregator.log()[-2000:]}")  # fmt: skip
 
 
-def run(command: list[str], environment: dict[str, str], *, check: bool = True,
-        stdin: str | None = None) -> subprocess.CompletedProcess:  # fmt: skip
-    done = subprocess.run(command, env={**os.environ, **environment}, capture_output=True,
-                          text=True, input=stdin, timeout=60)  # fmt: skip
-    if check and done.returncode != 0:
-        pytest.fail(f"{' '.join(command[2:])}: exit {done.returncode}\n{done.stderr}")
+def run(command: list[str], environment: dict[str, str], *,
+        check: bool = True) -> subprocess.CompletedProcess:  # fmt: skip
+    """``python -m MODULE ARGS`` run in this process (its main(), real settings and storage):
+    a subprocess per command cost a second of imports each."""
+    from deniable.aggregator import cli as aggregator_cli
+    from deniable.relay import cli as relay_cli
+
+    assert command[0] == "-m"
+    main = {"deniable.aggregator.cli": aggregator_cli.main,
+            "deniable.relay.cli": relay_cli.main}[command[1]]  # fmt: skip
+    saved = dict(os.environ)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.environ.update(environment)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(command[2:])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    done = subprocess.CompletedProcess(command, status, out.getvalue(), err.getvalue())
+    if check and status != 0:
+        pytest.fail(f"{' '.join(command[1:])}: exit {status}\n{done.stderr}")
     return done
 
 
@@ -238,7 +254,7 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
                  "DENIABLE_RELAY_WINDOW_SECONDS": str(WINDOW_SECONDS),
                  "DENIABLE_RELAY_FORWARD_INTERVAL": str(INTERVAL),
                  "DENIABLE_RELAY_REFRESH_SECONDS": "0.5",
-                 "DENIABLE_RELAY_FORWARD_TIMEOUT": "10"}  # fmt: skip
+                 "DENIABLE_RELAY_FORWARD_TIMEOUT": "3"}  # fmt: skip
     aggregator = Process([sys.executable, "-m", "deniable.aggregator.cli", "serve", "--bind",
                           f"{HOST}:{aggregator_port}", "--workers", "1"], aggregator_env,
                          aggregator_port, "/api/v1/health")  # fmt: skip
@@ -247,23 +263,23 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
                     "/api/v1/health")  # fmt: skip
     surveys = {}
     try:
-        run([sys.executable, "-m", "deniable.aggregator.cli", "init"], aggregator_env)
+        run(["-m", "deniable.aggregator.cli", "init"], aggregator_env)
         for survey_id, min_batch, unit in (("q", 20, "question"), ("w", 10, "submission"),
                                            ("p", 60, "question")):  # fmt: skip
             path = directory / f"{survey_id}.json"
             path.write_text(json.dumps(survey_definition(survey_id, relay_url, min_batch, unit)))
-            run([sys.executable, "-m", "deniable.aggregator.cli", "create-survey", str(path)],
+            run(["-m", "deniable.aggregator.cli", "create-survey", str(path)],
                 aggregator_env)  # fmt: skip
-        credential = run([sys.executable, "-m", "deniable.aggregator.cli", "relay", "credential",
+        credential = run(["-m", "deniable.aggregator.cli", "relay", "credential",
                           "--relay-url", relay_url], aggregator_env).stdout.strip()  # fmt: skip
         aggregator.start()
         key_document = requests.get(f"{aggregator.url}/api/v1/key", timeout=10).json()
         encryption = key_document["encryption_key"]
-        run([sys.executable, "-m", "deniable.relay.cli", "init"], relay_env)
+        run(["-m", "deniable.relay.cli", "init"], relay_env)
         credential_file = directory / "credential"
         credential_file.write_text(credential)
         for survey_id in ("q", "w", "p"):
-            run([sys.executable, "-m", "deniable.relay.cli", "add-survey", aggregator.url,
+            run(["-m", "deniable.relay.cli", "add-survey", aggregator.url,
                  survey_id, "--credential-file", str(credential_file),
                  "--aggregator-key", key_document["public_key"]], relay_env)  # fmt: skip
             document = requests.get(f"{aggregator.url}/api/v1/surveys/{survey_id}",

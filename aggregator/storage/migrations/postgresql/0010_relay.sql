@@ -25,3 +25,8 @@ CREATE TABLE relay_batches (
     received_at  timestamptz NOT NULL,
     PRIMARY KEY (survey_id, batch_id)
 );
+
+-- A report's time is its transaction's, as SQLite stores it: every report of one stored
+-- batch (a relay's batch of many respondents) shares one time, so no row carries a time
+-- of its own (clock_timestamp() gave each row of a batch its own microseconds).
+ALTER TABLE reports ALTER COLUMN received_at SET DEFAULT now();
