@@ -19,6 +19,7 @@ import argparse
 import json
 from typing import Any
 
+from deniable.client.policy import Policy
 from deniable.planner import (
     DEFAULT_RELAY_DELTA,
     DEFAULT_RELAY_HALF_WIDTH,
@@ -70,7 +71,7 @@ def add_parser(commands: Any) -> None:
     goal.add_argument("--n", type=_count, help="respondents: print expected half-widths")
     goal.add_argument("--half-width", type=_real,
                       help="target half-width (a share, e.g. 0.05; answer units for numeric): "
-                      "print the respondents needed")
+                      "print the respondents needed (with --relay: default 0.05)")
     sub.add_argument("--lo", type=_real, default=0.0, help="numeric: lower end (default 0)")
     sub.add_argument("--hi", type=_real, default=1.0, help="numeric: upper end (default 1)")
     sub.add_argument("--json", action="store_true", help="JSON instead of a table")
@@ -207,6 +208,18 @@ def relay_table(result: RelayPlan) -> str:
                 f"Without the relay, epsilon {result.central_epsilon:g} on the device needs "
                 f"{result.respondents_without_relay:,}."
             )
+        if result.smallest_batch is not None:
+            lines.append(
+                f"Fewest respondents for ±{target:g} through the relay: "
+                f"{result.smallest_batch:,}, all in one batch (min_batch "
+                f"{result.smallest_batch:,}, epsilon {result.smallest_batch_local_epsilon:g})."
+            )
+    cap = Policy().max_question_epsilon
+    if result.local_epsilon > cap:
+        lines.append(
+            f"Note: devices on the default policy refuse more than epsilon {cap:g} per question "
+            "(deniable.client.policy): they would not answer unless their cap is raised."
+        )
     lines += [
         "Each shuffle unit (a question by default, or a whole submission) counts its own "
         "batch; with whole submissions, the epsilon above is the survey's total.",

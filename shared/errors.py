@@ -51,7 +51,15 @@ class InvalidReport(DeniableError, ValueError):
 
 
 class InvalidSurvey(DeniableError, ValueError):
-    """A survey definition does not validate."""
+    """A survey definition does not validate.
+
+    ``reason`` is a machine-readable code (docs/protocol.md §7, "Reason codes"), the same in
+    every client, so tests can tell a refusal for the right reason from one for another.
+    """
+
+    def __init__(self, message: str, *, reason: str = "invalid") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class NotFound(DeniableError):

@@ -28,8 +28,8 @@ over the whole batch; with r0 = r1 the two directions are equal by symmetry.)
 The sum is exact: rows A + B = s are weighted by Binomial(n, 2r), and within
 a row A ~ Binomial(s, 1/2) has one threshold, so each row needs two binomial
 tails, which are carried along the rows by the recurrence of a fair coin.
-Rows beyond 12 standard deviations are charged their full mass, so the value
-is an upper bound; ε is found by bisection to 1e-9 and rounded up.
+Rows beyond 10 standard deviations are charged their full mass, so the value
+is an upper bound; ε is found by bisection to 1e-7 (relative) and rounded up.
 
 *Generic ε0-LDP randomizer* (the issue's table): p = q = e^ε0,
 β = (e^ε0 − 1)/(e^ε0 + 1), hence α = r = 1/(e^ε0 + 1) and γ = 0: each other
@@ -82,8 +82,8 @@ __all__ = [
 ]
 
 MAX_BATCH = 10**7
-_SIGMAS = 12.0  # rows beyond this many standard deviations hold < 1e-32 of the mass
-_TOLERANCE = 1e-9  # bisection width on ε
+_SIGMAS = 10.0  # rows beyond this many standard deviations hold < 1e-23 of the mass
+_TOLERANCE = 1e-7  # relative bisection width on ε (the upper end is returned)
 
 
 @dataclass(frozen=True)
@@ -115,39 +115,84 @@ def _check(epsilon0: object, n: object, delta: object, domain_size: object) -> t
     return epsilon0, n, delta, domain_size
 
 
-# -- log-gamma on arrays (numpy has none; scipy is not a dependency) -------------
+# -- binomial probabilities on arrays (numpy has no lgamma; scipy is no dependency) -----
+#
+# Why not lgamma differences: log C(n, k) for n near 10^6 subtracts numbers near 10^7,
+# leaving absolute errors near 1e-9 that a tail sum or a left-over mass then carries.
+# Loader's saddle-point form (Loader 2000, "Fast and accurate computation of binomial
+# probabilities", the method of R's dbinom) stays accurate to about 1e-14 relative.
 
-_SMALL = 64
+_STIRLING_TABLE = 16
 
 
 @functools.cache
-def _small_lgamma() -> object:
-    return np.array([math.lgamma(x) if x > 0 else math.inf for x in range(_SMALL)])
+def _small_stirling_errors() -> object:
+    """stirlerr(k) = log(k!) − (k + ½)·log(k) + k − ½·log(2π) for k < 16 (0 at k = 0)."""
+    values = [0.0] + [
+        math.lgamma(k + 1) - (k + 0.5) * math.log(k) + k - 0.5 * math.log(2 * math.pi)
+        for k in range(1, _STIRLING_TABLE)
+    ]
+    return np.array(values)
 
 
-def _log_factorial(k: object) -> object:
-    """log(k!) for an int array k ≥ 0: math.lgamma below 63, Stirling's series above
-    (truncation error below 1e-17 there)."""
+def _stirling_error(k: object) -> object:
+    """stirlerr(k) for an int array k ≥ 0: a table below 16, the series above."""
+    x = np.maximum(np.asarray(k, dtype=np.float64), float(_STIRLING_TABLE))
+    inverse_square = 1.0 / (x * x)
+    series = (
+        1 / 12
+        - (1 / 360 - (1 / 1260 - (1 / 1680 - inverse_square / 1188) * inverse_square)
+           * inverse_square) * inverse_square
+    ) / x  # fmt: skip
+    table = _small_stirling_errors()[np.minimum(np.asarray(k), _STIRLING_TABLE - 1)]
+    return np.where(np.asarray(k) < _STIRLING_TABLE, table, series)
+
+
+def _deviance(x: object, mean: object) -> object:
+    """bd0(x, μ) = x·log(x/μ) + μ − x, by its series where x is near μ (x ≥ 1, μ > 0)."""
+    x = np.asarray(x, dtype=np.float64)
+    mean = np.broadcast_to(np.asarray(mean, dtype=np.float64), x.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        result = x * np.log(x / mean) + mean - x
+    near = np.abs(x - mean) < 0.1 * (x + mean)
+    if near.any():
+        xn, mn = x[near], mean[near]
+        v = (xn - mn) / (xn + mn)
+        total = (xn - mn) * v
+        term = 2 * xn * v
+        square = v * v
+        bound = float(square.max())  # < 0.01: each term is at most 1/100 of the last
+        for j in range(1, 10):
+            term = term * square
+            total = total + term / (2 * j + 1)
+            if bound**j < 1e-17:  # every remaining term is below rounding
+                break
+        result = np.where(near, 0.0, result)
+        result[near] = total
+    return result
+
+
+def _binomial_pmf(k: object, m: object, prob: float) -> object:
+    """P(Binomial(m, prob) = k) for int arrays, zero outside 0 ≤ k ≤ m (0 < prob < 1)."""
     k = np.asarray(k, dtype=np.int64)
-    x = (k + 1).astype(np.float64)
-    big = np.maximum(x, float(_SMALL))
-    inverse = 1.0 / big
-    square = inverse * inverse
-    series = inverse * (1 / 12 - square * (1 / 360 - square * (1 / 1260 - square * (1 / 1680))))
-    stirling = (big - 0.5) * np.log(big) - big + 0.5 * math.log(2 * math.pi) + series
-    small = _small_lgamma()[np.minimum(k + 1, _SMALL - 1)]
-    return np.where(x < _SMALL, small, stirling)
+    m = np.broadcast_to(np.asarray(m, dtype=np.int64), k.shape)
+    inside = (k >= 0) & (k <= m)
+    interior = inside & (k > 0) & (k < m)
+    kk = np.where(interior, k, 1)
+    mm = np.where(interior, m, 2)
+    rest = mm - kk
+    log = (
+        _stirling_error(mm) - _stirling_error(kk) - _stirling_error(rest)
+        - _deviance(kk, mm * prob) - _deviance(rest, mm * (1 - prob))
+        + 0.5 * np.log(mm / (2 * math.pi * kk * rest))
+    )  # fmt: skip
+    ends = np.where(k == 0, m * math.log1p(-prob), m * math.log(prob))
+    return np.where(interior, np.exp(log), np.where(inside, np.exp(ends), 0.0))
 
 
 def _half_pmf(m: object, t: object) -> object:
     """P(Binomial(m, 1/2) = t), zero outside 0 ≤ t ≤ m (arrays)."""
-    m = np.asarray(m, dtype=np.int64)
-    t = np.asarray(t, dtype=np.int64)
-    inside = (t >= 0) & (t <= m) & (m >= 0)
-    tc = np.where(inside, t, 0)
-    mc = np.where(inside, m, 0)
-    log = _log_factorial(mc) - _log_factorial(tc) - _log_factorial(mc - tc) - mc * math.log(2)
-    return np.where(inside, np.exp(log), 0.0)
+    return _binomial_pmf(t, m, 0.5)
 
 
 def _upper_tail(m: int, t: int) -> float:
@@ -182,21 +227,26 @@ def _tails_along(m: object, t: object) -> object:
     return np.clip(values, 0.0, 1.0)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)
 def _rows(n: int, r: float) -> tuple[object, object, float]:
-    """The rows s = A + B kept, their Binomial(n, 2r) weights, and the mass left out."""
+    """The rows s = A + B kept, their Binomial(n, 2r) weights, and a bound on the mass
+    left out (each side's tail is below its first term over 1 − the term ratio)."""
     clone = 2 * r
     mean = n * clone
     spread = math.sqrt(n * clone * (1 - clone))
     low = max(0, math.floor(mean - _SIGMAS * spread - _SIGMAS))
     high = min(n, math.ceil(mean + _SIGMAS * spread + _SIGMAS))
     s = np.arange(low, high + 1, dtype=np.int64)
-    log_weight = (
-        _log_factorial(n) - _log_factorial(s) - _log_factorial(n - s)
-        + s * math.log(clone) + (n - s) * math.log1p(-clone)
-    )  # fmt: skip
-    weight = np.exp(log_weight)
-    return s, weight, max(0.0, 1.0 - float(np.sum(weight)))
+    weight = _binomial_pmf(s, n, clone)
+    odds = clone / (1 - clone)
+    left_out = 0.0
+    if high < n:  # above the mode: w(s + 1)/w(s) = (n − s)/(s + 1)·odds falls below 1
+        ratio = (n - high - 1) / (high + 2) * odds
+        left_out += float(_binomial_pmf(np.array([high + 1]), n, clone)[0]) / (1 - ratio)
+    if low > 0:  # below the mode: w(s − 1)/w(s) = s/(n − s + 1)/odds falls below 1
+        ratio = (low - 1) / (n - low + 2) / odds
+        left_out += float(_binomial_pmf(np.array([low - 1]), n, clone)[0]) / (1 - ratio)
+    return s, weight, left_out
 
 
 def _delta(model: _Model, n: int, epsilon: float) -> float:
@@ -264,22 +314,59 @@ def central_epsilon(
 @functools.lru_cache(maxsize=4096)
 def _central_epsilon(epsilon0: float, n: int, delta: float, domain_size: int | None) -> float:
     model = _model(epsilon0, domain_size)
-    low, high = 0.0, epsilon0
     if _delta(model, n, 0.0) <= delta:
         return 0.0
-    while high - low > _TOLERANCE * max(1.0, high):
-        middle = (low + high) / 2
-        if _delta(model, n, middle) <= delta:
-            high = middle
+    # δ(ε) falls with ε and is 0 at ε0: the smallest ε with δ(ε) ≤ delta, rounded up
+    return _boundary(lambda epsilon: _excess(_delta(model, n, epsilon), delta), 0.0, epsilon0)
+
+
+def _excess(value: float, delta: float) -> float:
+    """log(value/delta): the search runs on the log scale, where δ(ε) is nearly linear."""
+    return math.log(value / delta) if value > 0 else -math.inf
+
+
+def _boundary(excess: object, bad: float, good: float, tolerance: float = _TOLERANCE) -> float:
+    """The end of ``[bad, good]`` (either order) where a monotone ``excess`` turns ≤ 0,
+    to ``tolerance`` relative, on the side where it is ≤ 0.  Excess at ``bad`` is > 0,
+    at ``good`` ≤ 0.  Regula falsi with the Illinois rule, halving whenever a step
+    fails to halve the bracket (Dowell & Jarratt 1971)."""
+    f_bad, f_good = math.inf, -math.inf
+    last = None
+    while abs(good - bad) > tolerance * max(abs(good), abs(bad)):
+        width = abs(good - bad)
+        if math.isfinite(f_bad) and math.isfinite(f_good):
+            x = good - f_good * (good - bad) / (f_good - f_bad)
+            # keep the step inside the bracket, a little away from its ends
+            low, high = min(bad, good), max(bad, good)
+            x = min(max(x, low + 0.01 * width), high - 0.01 * width)
         else:
-            low = middle
-    return min(high, epsilon0)
+            x = (bad + good) / 2
+        f = excess(x)
+        if f > 0:
+            bad, f_bad = x, f
+            if last == "bad" and math.isfinite(f_good):
+                f_good /= 2
+            last = "bad"
+        else:
+            good, f_good = x, f
+            if last == "good" and math.isfinite(f_bad):
+                f_bad /= 2
+            last = "good"
+        if abs(good - bad) > width / 2:  # the step did not halve: halve once
+            middle = (bad + good) / 2
+            f = excess(middle)
+            if f > 0:
+                bad, f_bad = middle, f
+            else:
+                good, f_good = middle, f
+            last = None
+    return good
 
 
 def local_epsilon_for(
     central_epsilon: float, n: int, delta: float, *, domain_size: int | None = None
 ) -> float:
-    """The largest ε0 (to 1e-6, rounded down) whose shuffled batch of ``n`` reports is
+    """The largest ε0 (to 1e-7 relative, rounded down) whose shuffled batch of ``n`` reports is
     (``central_epsilon``, ``delta``)-DP by :func:`central_epsilon`: what to set on
     the device for a target central guarantee.  At least ``central_epsilon`` itself
     (shuffling never hurts); at most the largest ε the project accepts."""
@@ -290,19 +377,14 @@ def local_epsilon_for(
 @functools.lru_cache(maxsize=1024)
 def _local_epsilon_for(target: float, n: int, delta: float, domain_size: int | None) -> float:
     # central_epsilon(ε0) ≤ target ⟺ δ_{ε0}(target) ≤ delta: one δ per step, no inner search
-    def meets(epsilon0: float) -> bool:
-        return epsilon0 <= target or _delta(_model(epsilon0, domain_size), n, target) <= delta
+    def excess(epsilon0: float) -> float:
+        if epsilon0 <= target:
+            return -math.inf
+        return _excess(_delta(_model(epsilon0, domain_size), n, target), delta)
 
-    low, high = target, MAX_EPSILON
-    if meets(high):
-        return high
-    while high - low > 1e-6:
-        middle = (low + high) / 2
-        if meets(middle):
-            low = middle
-        else:
-            high = middle
-    return low
+    if excess(MAX_EPSILON) <= 0:
+        return MAX_EPSILON
+    return _boundary(excess, MAX_EPSILON, target, tolerance=1e-7)
 
 
 def fmt21_valid(epsilon0: float, n: int, delta: float) -> bool:

@@ -62,6 +62,15 @@ export interface Survey {
   description: string;
   questions: Question[];
   totalEpsilon: number;
+  /** A relayed survey's relay (signed): reports are sealed and posted there only. */
+  relay: Relay | null;
+}
+
+export interface Relay {
+  url: string;
+  minBatch: number;
+  /** "question": each report sealed and shuffled alone; "submission": one respondent's together. */
+  shuffleUnit: "question" | "submission";
 }
 
 export interface VerifiedSurvey extends Survey {
@@ -188,6 +197,8 @@ export class SignatureError extends DeniableError {}
 export class PolicyViolation extends DeniableError {}
 export class BudgetExceeded extends DeniableError {}
 export class AlreadyAnswered extends DeniableError {}
+/** A report cannot be sealed, or a sealed blob does not open (sealing.js). */
+export class SealingError extends DeniableError {}
 export class TransportError extends DeniableError {
   status?: number;
   /** From flush: the bodies of the batches refused, and the outcome for the rest. */

@@ -4,6 +4,7 @@ shuffling relay, and the respondents it needs, through the installed console scr
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from deniable.aggregator import cli
-from deniable.shuffle import central_epsilon
+from deniable.planner import best_respondents, plan, smallest_relayed_batch
+from deniable.shuffle import central_epsilon, local_epsilon_for
 
 PROG = "deniable-aggregator"
 
@@ -42,6 +44,7 @@ def test_issue_command_prints_epsilon0_and_respondents() -> None:
     assert "Respondents needed for ±0.05 (95%, binary_rr): 10,000 (one batch" in out
     assert "Without the relay, epsilon 0.5 on the device needs 11,687." in out
     assert "collude" in out and "binary_rr *" in out
+    assert "refuse more than epsilon 4 per question" in out  # 4.336 is over the default cap
 
     document = json.loads(script(*argv, "--json").stdout)
     relay = document["relay"]
@@ -52,6 +55,14 @@ def test_issue_command_prints_epsilon0_and_respondents() -> None:
     assert relay["respondents"] == 10_000 and relay["respondents_for_precision"] < 10_000
     assert relay["respondents_without_relay"] == 11_687  # docs/choosing-epsilon.md, ε = 0.5
     assert document["epsilon"] == 4.336 and document["without_relay"]["epsilon"] == 0.5
+    # the fewest respondents through a relay: one batch of N at the ε0 batches of N allow
+    smallest, local = relay["smallest_batch"], relay["smallest_batch_local_epsilon"]
+    assert "Fewest respondents for ±0.05 through the relay: 622" in out
+    assert (smallest, local) == (622, 1.958)
+    assert central_epsilon(local, smallest, 1e-6) <= 0.5
+    assert best_respondents(plan("yes_no", epsilon=local, half_width=0.05)) <= smallest
+    below = math.floor(local_epsilon_for(0.5, smallest - 1, 1e-6) * 1000) / 1000
+    assert best_respondents(plan("yes_no", epsilon=below, half_width=0.05)) > smallest - 1
 
 
 def test_single_choice_offers_the_k_ary_bound(capsys) -> None:
@@ -59,6 +70,7 @@ def test_single_choice_offers_the_k_ary_bound(capsys) -> None:
                                    "1000", "--options", "5", "--json"])  # fmt: skip
     assert status == 0
     relay = json.loads(out)["relay"]
+    assert relay["local_epsilon"] == 2.302  # table in docs/relay-epsilon.md
     assert relay["grr_local_epsilon"] > relay["local_epsilon"]
     assert central_epsilon(relay["grr_local_epsilon"], 1000, 1e-6, domain_size=5) <= 0.5
     assert relay["respondents"] >= 1000
@@ -101,3 +113,15 @@ def test_usage_error_through_the_console_script() -> None:
     result = script("plan", "--relay", "--batch", "1000")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == f"{PROG}: error: --relay needs --central-epsilon"
+
+
+def test_choosing_epsilon_relayed_column() -> None:
+    """Two cells of docs/choosing-epsilon.md's relayed columns, recomputed."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "choosing-epsilon.md").read_text("utf-8")
+    assert "| 1 | 718 | 2,795 | 17,176 | 367 (ε0 2.427) |" in text
+    assert smallest_relayed_batch("yes_no", central_epsilon=1, half_width=0.05) == (367, 2.427)
+    assert "| 324 (ε0 3.04) | 409 (ε0 3.245) |" in text
+    assert smallest_relayed_batch(
+        "single_choice", central_epsilon=2, half_width=0.05, options=5
+    ) == (324, 3.04)

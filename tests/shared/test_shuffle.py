@@ -6,11 +6,15 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from decimal import Decimal, getcontext
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from deniable.errors import InvalidParameter
 from deniable.shuffle import (
+    _binomial_pmf,
     amplification,
     central_epsilon,
     delta_for,
@@ -64,12 +68,24 @@ def test_fmt21_validity_condition() -> None:
     assert not fmt21_valid(0.001, 200, delta)
 
 
-@pytest.mark.parametrize("epsilon0", [0.5, 1, 2, 4])
-@pytest.mark.parametrize("n", [20_000, 100_000])
+@pytest.mark.parametrize(
+    ("epsilon0", "n"),
+    [(e, n) for e in (0.5, 1, 2, 4) for n in (20_000, 100_000)] + [(8, 1_000_000), (6, 200_000)],
+)
 def test_tight_bound_below_fmt21(epsilon0: float, n: int) -> None:
     closed = fmt21_closed_form(epsilon0, n, 1e-6)
     assert closed is not None
     assert central_epsilon(epsilon0, n, 1e-6) < closed
+
+
+def test_binomial_probabilities_are_exact_to_1e_13() -> None:
+    # lgamma differences lose ~1e-9 at n = 10^6 (~1e-11 here); the saddle-point form must not
+    for m, k, num, den in [(10, 3, 1, 2), (40_000, 20_071, 1, 2), (300_000, 290, 1, 1024)]:
+        getcontext().prec = 50
+        share = Decimal(num) / Decimal(den)
+        exact = Decimal(math.comb(m, k)) * share**k * (1 - share) ** (m - k)
+        ours = Decimal(float(_binomial_pmf(np.array([k]), m, num / den)[0]))
+        assert abs(ours / exact - 1) < Decimal("1e-13")
 
 
 def enumerated_delta(epsilon: float, epsilon0: float, n: int, k: int = 2) -> float:
@@ -116,12 +132,15 @@ def test_never_above_local_epsilon() -> None:
         for n in (1, 2, 10, 1_000):
             assert 0 <= central_epsilon(epsilon0, n, 1e-6) <= epsilon0
     # alone, nothing to hide among: only δ itself buys anything (δ(ε) = (p − e^ε)/(p + 1))
-    assert central_epsilon(3, 1, 1e-6) == pytest.approx(3 - 1e-6 * (1 + math.exp(-3)), abs=1e-8)
+    assert central_epsilon(3, 1, 1e-6) == pytest.approx(3 - 1e-6 * (1 + math.exp(-3)), abs=1e-6)
+    assert central_epsilon(3, 1, 1e-6) < 3
     assert delta_for(2.0, 2.0, 1_000) == 0.0
 
 
 def test_monotone() -> None:
     by_n = [central_epsilon(2, n, 1e-6) for n in (10, 100, 1_000, 10_000, 100_000)]
+    assert by_n == sorted(by_n, reverse=True) and len(set(by_n)) == len(by_n)
+    by_n = [central_epsilon(8, n, 1e-6) for n in (10_000, 100_000, 300_000, 1_000_000)]
     assert by_n == sorted(by_n, reverse=True) and len(set(by_n)) == len(by_n)
     by_epsilon0 = [central_epsilon(e, 5_000, 1e-6) for e in (0.1, 0.5, 1, 2, 4, 8)]
     assert by_epsilon0 == sorted(by_epsilon0) and len(set(by_epsilon0)) == len(by_epsilon0)
@@ -191,3 +210,58 @@ def test_amplification_for_publishing() -> None:
     assert document["local_epsilon"] == 4 and document["batch"] == 10_000
     assert any("collude" in line for line in document["conditions"])
     assert any("n - k" in line for line in document["conditions"])
+
+
+def markdown_table(text: str, header_start: str) -> list[list[str]]:
+    lines = text[text.index(header_start) :].splitlines()
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_docs_tables_match() -> None:
+    """docs/relay-epsilon.md's two tables, batches up to 100,000 (10^6 is slow to test)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "relay-epsilon.md").read_text("utf-8")
+    batches = (1_000, 10_000, 100_000)
+    for row in markdown_table(text, "| ε0 | batch n = 1,000"):
+        epsilon0 = float(row[0])
+        for n, cell in zip(batches, row[1:4], strict=True):
+            value = central_epsilon(epsilon0, n, 1e-6)
+            if "no gain" in cell:
+                assert value > epsilon0 - 1e-4
+            else:
+                assert float(f"{value:.3g}") == float(cell), (epsilon0, n)
+    for row in markdown_table(text, "| central ε | n = 1,000"):
+        target = float(row[0])
+        for n, cell in zip(batches, row[1:4], strict=True):
+            assert math.floor(local_epsilon_for(target, n, 1e-6) * 1000) / 1000 == float(cell)
+
+
+def shuffled_binary_rr_epsilon(epsilon0: float, n: int, delta: float) -> float:
+    """The exact ε of one neighbouring pair for shuffled binary randomized response:
+    n − 1 respondents answer "no", one answers "no" or "yes"; the aggregator sees
+    the number of "yes" reports.  A lower bound on the true central ε."""
+    q = 1 / (math.exp(epsilon0) + 1)
+    others = np.array([math.comb(n - 1, k) * q**k * (1 - q) ** (n - 1 - k) for k in range(n)])
+    no, yes = np.convolve(others, [1 - q, q]), np.convolve(others, [q, 1 - q])
+
+    def divergence(epsilon: float) -> float:
+        e = math.exp(epsilon)
+        return max(np.maximum(no - e * yes, 0).sum(), np.maximum(yes - e * no, 0).sum())
+
+    low, high = 0.0, epsilon0
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (low, middle) if divergence(middle) <= delta else (middle, high)
+    return low
+
+
+@pytest.mark.parametrize(("epsilon0", "n"), [(1, 1_000), (4, 1_000), (2, 600)])
+def test_bound_is_never_below_a_real_mechanism(epsilon0: float, n: int) -> None:
+    """Soundness: the bound covers shuffled binary RR (and is within 30% of it here)."""
+    exact = shuffled_binary_rr_epsilon(epsilon0, n, 1e-6)
+    bound = central_epsilon(epsilon0, n, 1e-6)
+    assert exact <= bound <= 1.3 * exact

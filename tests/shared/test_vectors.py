@@ -51,8 +51,9 @@ def test_canonical_bytes_and_signatures(vector) -> None:
 
 @pytest.mark.parametrize("vector", VECTORS["invalid_surveys"], ids=lambda v: v["reason"])
 def test_definitions_a_client_must_refuse(vector) -> None:
-    with pytest.raises(InvalidSurvey):
+    with pytest.raises(InvalidSurvey) as refused:
         Survey.from_dict(vector["definition"], resolved=True)
+    assert refused.value.reason == vector["code"], str(refused.value)  # refused for its reason
 
 
 @pytest.mark.parametrize("vector", VECTORS["invalid_answers"],
