@@ -586,24 +586,30 @@ class Relay:
         assert isinstance(data, Mapping)
         url = data["url"]
         if not isinstance(url, str) or not 0 < len(url) <= MAX_LABEL or CONTROL.search(url):
-            raise _fail(f"{where}.url", f"must be a URL of at most {MAX_LABEL} characters")
+            raise _fail(f"{where}.url", f"must be a URL of at most {MAX_LABEL} characters", "relay")
         scheme, _, rest = url.partition("://")
         host = rest.split("/", 1)[0]
         hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         if (scheme not in ("https", "http") or not host or any(c in url for c in "?#@ \\")
                 or url.endswith("/")):  # fmt: skip
             raise _fail(f"{where}.url", "must be https://host[:port][/path] without a trailing "
-                        f"slash, query, fragment or credentials, got {url!r}")  # fmt: skip
+                        f"slash, query, fragment or credentials, got {url!r}", "relay")  # fmt: skip
         if scheme == "http" and hostname not in _LOOPBACK_HOSTS:
-            raise _fail(f"{where}.url", "must use https (http only for a loopback host)")
+            raise _fail(f"{where}.url", "must use https (http only for a loopback host)",
+                        "relay")  # fmt: skip
+        # 1000.0 is 1000, as in every client (docs/protocol.md §2.2)
         min_batch = data["min_batch"]
+        if type(min_batch) is float and min_batch.is_integer():
+            min_batch = int(min_batch)
         if isinstance(min_batch, bool) or not isinstance(min_batch, int) or not (
             1 <= min_batch <= MAX_MIN_BATCH
         ):
-            raise _fail(f"{where}.min_batch", f"must be an integer in [1, {MAX_MIN_BATCH}]")
+            raise _fail(f"{where}.min_batch", f"must be an integer in [1, {MAX_MIN_BATCH}]",
+                        "relay")  # fmt: skip
         unit = data.get("shuffle_unit", "question")
         if unit not in SHUFFLE_UNITS:
-            raise _fail(f"{where}.shuffle_unit", f"must be one of {', '.join(SHUFFLE_UNITS)}")
+            raise _fail(f"{where}.shuffle_unit", f"must be one of {', '.join(SHUFFLE_UNITS)}",
+                        "relay")  # fmt: skip
         return cls(url=url, min_batch=min_batch, shuffle_unit=unit)
 
     def to_dict(self) -> dict[str, Any]:

@@ -139,10 +139,10 @@ export function parseRelay(data, where = "survey.relay") {
   const { url, min_batch: minBatch, shuffle_unit: shuffleUnit } = data;
   const match = typeof url === "string" && url.length <= 200 && !/[\0-\x1f\x7f-\x9f?#@ \\]/.test(url) && !url.endsWith("/") && /^(https?):\/\/([^/]+)/.exec(url);
   const host = match && (match[2].endsWith("]") ? match[2] : match[2].replace(/:[^:]*$/, ""));
-  if (!match) throw fail(`${where}.url`, "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials");
-  if (match[1] === "http" && !["localhost", "127.0.0.1", "[::1]"].includes(host)) throw fail(`${where}.url`, "must use https (http only for a loopback host)");
-  if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e7) throw fail(`${where}.min_batch`, "must be an integer in [1, 10000000]");
-  if (!["question", "submission"].includes(shuffleUnit)) throw fail(`${where}.shuffle_unit`, "must be question or submission");
+  if (!match) throw fail(`${where}.url`, "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials", "relay");
+  if (match[1] === "http" && !["localhost", "127.0.0.1", "[::1]"].includes(host)) throw fail(`${where}.url`, "must use https (http only for a loopback host)", "relay");
+  if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e7) throw fail(`${where}.min_batch`, "must be an integer in [1, 10000000]", "relay");
+  if (!["question", "submission"].includes(shuffleUnit)) throw fail(`${where}.shuffle_unit`, "must be question or submission", "relay");
   return Object.freeze({ url, minBatch, shuffleUnit });
 }
 

@@ -10,8 +10,8 @@ import stat
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from deniable.aggregator.settings import SettingsError
 from deniable.aggregator import signing
+from deniable.aggregator.settings import SettingsError
 from deniable.aggregator.signing import create_key, load_key
 
 
@@ -27,7 +27,8 @@ def test_key_file_is_private_and_reused(tmp_path):
     assert not create_key(path)
     assert load_key(path).public_key == first.public_key
     # No temporary left; the encryption key is created beside it, also 0600.
-    assert sorted(p.name for p in path.parent.iterdir()) == ["signing.encryption.pem", "signing.pem"]
+    names = sorted(p.name for p in path.parent.iterdir())
+    assert names == ["signing.encryption.pem", "signing.pem"]
     assert stat.S_IMODE((path.parent / "signing.encryption.pem").stat().st_mode) == 0o600
 
 
