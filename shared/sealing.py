@@ -177,8 +177,11 @@ def seal(
     two different blobs of the same length, :func:`sealed_length` (``size``).
     """
     padded = pad(plaintext, size)
-    recipient = _public_key(public_key)
-    return _suite().encrypt(padded, recipient, info(survey_id, unit))
+    recipient, context = _public_key(public_key), info(survey_id, unit)
+    try:
+        return _suite().encrypt(padded, recipient, context)
+    except ValueError:  # an all-zero X25519 shared secret: a low-order point (RFC 9180 7.1.4)
+        raise SealingError("X25519 refused the recipient's key (a low-order point)") from None
 
 
 def open_sealed(

@@ -615,10 +615,9 @@ class Relay:
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "min_batch": self.min_batch, "shuffle_unit": self.shuffle_unit}
 
-    @property
-    def sealed_path(self) -> str:
-        """Where devices post: ``{url}/api/v1/surveys/<survey id>/sealed`` (per survey)."""
-        return self.url + "/api/v1/surveys/{survey_id}/sealed"
+    def sealed_url(self, survey_id: str) -> str:
+        """Where devices post a survey's sealed units: ``{url}/api/v1/surveys/<id>/sealed``."""
+        return f"{self.url}/api/v1/surveys/{survey_id}/sealed"
 
     def units(self, survey: Survey) -> list[str]:
         """The sealing units of ``survey``: its question ids, or ``[""]`` for submissions."""

@@ -78,6 +78,8 @@ export interface VerifiedSurvey extends Survey {
   requireEnrolment: boolean;
   /** The pinned key's id, then its retired ids: "answered" marks follow these, not the URL. */
   keyIds: string[];
+  /** A relayed survey: the aggregator's encryption key, verified under the pinned key at fetch. */
+  encryption?: { key: Uint8Array; keyId: string };
 }
 
 export interface PreparedReport {

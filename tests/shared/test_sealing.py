@@ -199,6 +199,14 @@ def test_bad_seal_arguments(kwargs, match):
         sealing.seal(PUBLIC, survey_id="s", unit="q", **kwargs)
 
 
+def test_low_order_keys_are_refused():
+    with pytest.raises(SealingError, match="low-order"):
+        sealing.seal(bytes(32), survey_id="s", unit="q", plaintext=b"", size=0)
+    blob = sealing.seal(PUBLIC, survey_id="s", unit="q", plaintext=b"", size=0)
+    with pytest.raises(SealingError):
+        sealing.open_sealed(PRIVATE, survey_id="s", unit="q", sealed=bytes(32) + blob[32:])
+
+
 def test_bad_keys():
     with pytest.raises(SealingError, match="32 raw"):
         sealing.seal(b"short", survey_id="s", unit="q", plaintext=b"", size=0)
