@@ -127,6 +127,7 @@ class Deployment:
     surveys: dict[str, Survey]
     encryption_key: bytes
     key_id: str
+    tokens: list[str]
 
     def aggregator_cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return run(["-m", "deniable.aggregator.cli", *args], self.aggregator_env, check=check)
@@ -150,6 +151,12 @@ class Deployment:
                                 headers={"Authorization": f"Bearer {token}"}, timeout=30)
         assert response.status_code == 200, response.text
         return [json.loads(line) for line in response.text.splitlines()]
+
+    def client(self, name: str) -> Any:
+        """The Python client (deniable.client.SurveyClient) with its own state file."""
+        from deniable.client import SurveyClient
+
+        return SurveyClient(self.aggregator.url, state=self.directory / f"{name}.state")
 
     def submit(self, survey_id: str, body: dict[str, Any]) -> requests.Response:
         return requests.post(f"{self.relay.url}/api/v1/surveys/{survey_id}/sealed", json=body,
@@ -265,11 +272,14 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
     try:
         run(["-m", "deniable.aggregator.cli", "init"], aggregator_env)
         for survey_id, min_batch, unit in (("q", 20, "question"), ("w", 10, "submission"),
-                                           ("p", 60, "question")):  # fmt: skip
+                                           ("p", 60, "question"), ("e", 2, "question")):
             path = directory / f"{survey_id}.json"
             path.write_text(json.dumps(survey_definition(survey_id, relay_url, min_batch, unit)))
-            run(["-m", "deniable.aggregator.cli", "create-survey", str(path)],
+            enrolment = ["--require-enrolment"] if survey_id == "e" else []
+            run(["-m", "deniable.aggregator.cli", "create-survey", str(path), *enrolment],
                 aggregator_env)  # fmt: skip
+        tokens = run(["-m", "deniable.aggregator.cli", "token", "issue", "e",
+                      "--count", "3"], aggregator_env).stdout.split()  # fmt: skip
         credential = run(["-m", "deniable.aggregator.cli", "relay", "credential",
                           "--relay-url", relay_url], aggregator_env).stdout.strip()  # fmt: skip
         aggregator.start()
@@ -278,7 +288,7 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
         run(["-m", "deniable.relay.cli", "init"], relay_env)
         credential_file = directory / "credential"
         credential_file.write_text(credential)
-        for survey_id in ("q", "w", "p"):
+        for survey_id in ("q", "w", "p", "e"):
             run(["-m", "deniable.relay.cli", "add-survey", aggregator.url,
                  survey_id, "--credential-file", str(credential_file),
                  "--aggregator-key", key_document["public_key"]], relay_env)  # fmt: skip
@@ -290,7 +300,7 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
                          relay=relay, aggregator_env=aggregator_env, relay_env=relay_env,
                          credential=credential, surveys=surveys,
                          encryption_key=decode_public_key(encryption["public_key"], "key"),
-                         key_id=encryption["key_id"])  # fmt: skip
+                         key_id=encryption["key_id"], tokens=tokens)  # fmt: skip
     finally:
         relay.kill()
         aggregator.kill()

@@ -82,6 +82,42 @@ def test_reports_reach_results_only_after_min_batch_and_match_the_unsealed_estim
     assert "central epsilon" in table and "did not collude" in table
 
 
+def test_the_python_client_sends_to_the_relay_only_and_its_answers_reach_the_results(deployment):
+    before = deployment.results("q")["n_reports"]
+    receipts = []
+    for index in range(20):
+        client = deployment.client(f"device-{index}")
+        receipt = client.answer("q", ANSWERS[index])
+        assert receipt.delivered  # 202 from the relay
+        receipts.append(receipt)
+    deployment.wait_for(lambda: deployment.results("q")["n_reports"] == before + 40)
+    stored = {row["id"] for row in deployment.export("q")}
+    assert all(set(r.report_ids) <= stored for r in receipts)
+
+
+def test_enrolment_tokens_are_checked_and_spent_at_the_relay(deployment):
+    body, _ = deployment.seal("e", ANSWERS[0])
+    missing = deployment.submit("e", body)
+    assert missing.status_code == 401
+    forged = deployment.submit("e", {**body, "enrolment_token": "not-issued"})
+    assert forged.status_code == 403
+    first = {**body, "enrolment_token": deployment.tokens[0]}
+    assert deployment.submit("e", first).status_code == 202
+    assert deployment.submit("e", first).status_code == 202  # a resend: held once
+    other, _ = deployment.seal("e", ANSWERS[1])
+    spent = deployment.submit("e", {**other, "enrolment_token": deployment.tokens[0]})
+    assert spent.status_code == 403
+    assert deployment.submit("e", {**other, "enrolment_token": deployment.tokens[1]}).status_code \
+        == 202  # fmt: skip
+    deployment.wait_for(lambda: deployment.results("e")["n_reports"] == 4)
+    status = deployment.relay_status()["e"]
+    assert status["enrolment_tokens"] == {"known": 3, "spent": 2}
+    direct = requests.post(f"{deployment.aggregator.url}/api/v1/surveys/e/reports", timeout=10,
+                           json={"id": str(uuid.uuid4()), "question": "smoker", "payload": "01"},
+                           headers={"X-Deniable-Enrolment": deployment.tokens[2]})  # fmt: skip
+    assert direct.status_code == 403  # a token never travels to the aggregator with a report
+
+
 def test_whole_submissions_are_one_unit_and_stored_together(deployment):
     sent = []
     for answers in ANSWERS[:10]:
