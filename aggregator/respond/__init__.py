@@ -69,7 +69,7 @@ ORACLE_MODULES = {
 MODULES = (
     *CORE, *ROTATION, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
     "local_hashing.js", "hadamard.js", "subset.js", "option_sampling.js", "duchi.js",
-    "discrete_laplace.js", "longitudinal.js", "wire.js", "respond.js",
+    "discrete_laplace.js", "longitudinal.js", "wire.js", "sealing.js", "respond.js",
 )  # fmt: skip
 STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
 
@@ -117,6 +117,8 @@ def survey_modules(survey: Survey, *, rotation: bool = False) -> tuple[str, ...]
     """
     needed = {name for q in survey.questions for name in ORACLE_MODULES.get(_oracle(q), ())}
     needed |= {*CORE, "respond.js", *(ROTATION if rotation else ())}
+    if getattr(survey, "relay", None) is not None:
+        needed.add("sealing.js")  # a relayed survey: every unit is sealed (docs/relay.md)
     return tuple(name for name in MODULES if name in needed)
 
 
@@ -137,16 +139,24 @@ def import_map() -> str:
     return json.dumps({"integrity": pinned}, separators=(",", ":"))
 
 
-def content_security_policy(inline_script: str | None = None) -> str:
+def content_security_policy(inline_script: str | None = None, relay: str | None = None) -> str:
     # Why: scripts only from this origin and only with the SRI hashes in the page (the one
-    # inline script, the import map, by its hash); the page talks only to this origin; no
-    # form ever posts (the no-JS page must send nothing).
+    # inline script, the import map, by its hash); the page talks only to this origin (and,
+    # for a relayed survey, to the relay its signed definition names); no form ever posts
+    # (the no-JS page must send nothing).
     script = f" 'sha256-{_sha256(inline_script)}'" if inline_script else ""
+    connect = "'self'" + (f" {_origin(relay)}" if relay else "")
     return (
-        f"default-src 'none'; script-src 'self'{script}; connect-src 'self'; "
+        f"default-src 'none'; script-src 'self'{script}; connect-src {connect}; "
         f"style-src 'sha256-{_sha256(STYLE)}'; img-src 'none'; base-uri 'none'; "
         "form-action 'none'; frame-ancestors 'none'"
     )
+
+
+def _origin(url: str) -> str:
+    """scheme://host[:port] of a signed relay URL (validated by Survey: no quotes or spaces)."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
 @blueprint.get("/static/deniable/<name>")
@@ -192,7 +202,8 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         pinned=" ".join((*names, *ROTATION)),
         style=STYLE,
     )
-    return page, 200, _headers(imports)
+    relay = getattr(record.survey, "relay", None)
+    return page, 200, _headers(imports, relay.url if relay is not None else None)
 
 
 @blueprint.get("/surveys/<survey_id>/embed")
@@ -238,9 +249,9 @@ def _unavailable(heading: str, message: str, status: int) -> tuple[str, int, dic
     return page, status, _headers()
 
 
-def _headers(inline_script: str | None = None) -> dict[str, str]:
+def _headers(inline_script: str | None = None, relay: str | None = None) -> dict[str, str]:
     return {
-        "Content-Security-Policy": content_security_policy(inline_script),
+        "Content-Security-Policy": content_security_policy(inline_script, relay),
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
         "Cache-Control": "no-store",

@@ -261,7 +261,9 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
                  "DENIABLE_RELAY_WINDOW_SECONDS": str(WINDOW_SECONDS),
                  "DENIABLE_RELAY_FORWARD_INTERVAL": str(INTERVAL),
                  "DENIABLE_RELAY_REFRESH_SECONDS": "0.5",
-                 "DENIABLE_RELAY_FORWARD_TIMEOUT": "3"}  # fmt: skip
+                 "DENIABLE_RELAY_FORWARD_TIMEOUT": "3",
+                 # the aggregator's respond page posts to the relay from its origin
+                 "DENIABLE_RELAY_CORS_ORIGINS": f"http://{HOST}:{aggregator_port}"}  # fmt: skip
     aggregator = Process([sys.executable, "-m", "deniable.aggregator.cli", "serve", "--bind",
                           f"{HOST}:{aggregator_port}", "--workers", "1"], aggregator_env,
                          aggregator_port, "/api/v1/health")  # fmt: skip
