@@ -80,6 +80,9 @@ def test_reports_reach_results_only_after_min_batch_and_match_the_unsealed_estim
     assert "central_epsilon" in csv.splitlines()[0]
     table = deployment.aggregator_cli("results", "q").stdout
     assert "central epsilon" in table and "did not collude" in table
+    page = requests.get(f"{deployment.aggregator.url}/surveys/q", timeout=10).text
+    assert 'id="relay-notice"' in page and 'data-smallest-batch="20"' in page
+    assert page.count('class="meta central"') == 2 and "did not collude" in page
 
 
 def test_the_python_client_sends_to_the_relay_only_and_its_answers_reach_the_results(deployment):
