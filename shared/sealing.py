@@ -177,8 +177,11 @@ def seal(
     two different blobs of the same length, :func:`sealed_length` (``size``).
     """
     padded = pad(plaintext, size)
-    recipient = _public_key(public_key)
-    return _suite().encrypt(padded, recipient, info(survey_id, unit))
+    recipient, context = _public_key(public_key), info(survey_id, unit)
+    try:
+        return _suite().encrypt(padded, recipient, context)
+    except ValueError:  # an all-zero X25519 shared secret: a low-order point (RFC 9180 7.1.4)
+        raise SealingError("X25519 refused the recipient's key (a low-order point)") from None
 
 
 def open_sealed(
@@ -257,6 +260,8 @@ def unit_size(survey: Survey, unit: str) -> int:
     with every question answered (fewer answers are padded up to it).
     """
     if unit:
+        if not survey.has_question(unit):
+            raise SealingError(f"survey {survey.id!r} has no question {unit!r} to seal")
         question = survey.question(unit)
         return _report_size(question.id, question.oracle.report_bytes)
     reports = [_report_size(q.id, q.oracle.report_bytes) for q in survey.questions]

@@ -95,13 +95,19 @@ async function scheduleContext(infoBytes) {
  * KeySchedule (§5.1) from the KEM's shared secret: {key (raw), baseNonce, context}. Exported for
  * the RFC 9180 test vectors.
  */
+// secret = LabeledExtract(shared_secret, "secret", psk = ""): its input keying material is the
+// constant labeled empty psk, and shared_secret the salt, so one imported HKDF key serves every seal.
+let secretIkm;
+const expandSecret = async (sharedSecret, label, context, length) => {
+  secretIkm ??= subtle().importKey("raw", labeledIkm(HPKE_SUITE, "secret", EMPTY), "HKDF", false, ["deriveBits"]);
+  const info = labeledInfo(HPKE_SUITE, label, context, length);
+  return new Uint8Array(await subtle().deriveBits({ name: "HKDF", hash: "SHA-256", salt: sharedSecret, info }, await secretIkm, length * 8));
+};
+
 export async function keySchedule(sharedSecret, infoBytes) {
   const context = await scheduleContext(infoBytes);
-  // secret = LabeledExtract(shared_secret, "secret", psk = ""); key/base_nonce = LabeledExpand(secret, ...).
-  const [key, baseNonce] = await Promise.all([
-    extractAndExpand(sharedSecret, HPKE_SUITE, "secret", EMPTY, "key", context, 16),
-    extractAndExpand(sharedSecret, HPKE_SUITE, "secret", EMPTY, "base_nonce", context, 12),
-  ]);
+  // key = LabeledExpand(secret, "key", context, Nk); base_nonce = LabeledExpand(secret, "base_nonce", context, Nn).
+  const [key, baseNonce] = await Promise.all([expandSecret(sharedSecret, "key", context, 16), expandSecret(sharedSecret, "base_nonce", context, 12)]);
   return { key, baseNonce, context };
 }
 
@@ -111,6 +117,19 @@ const kemSharedSecret = (dh, enc, pkR) => extractAndExpand(EMPTY, KEM_SUITE, "ea
 const x25519Public = (raw) => {
   if (!(raw instanceof Uint8Array) || raw.length !== 32) throw new SealingError("the recipient's public key must be 32 raw X25519 bytes");
   return subtle().importKey("raw", raw, { name: "X25519" }, false, []);
+};
+// The recipient's key is imported once (a page seals every unit to the same key).
+const recipients = new Map();
+const recipientKey = (raw) => {
+  const cacheKey = raw instanceof Uint8Array ? String.fromCharCode(...raw) : "";
+  let key = recipients.get(cacheKey);
+  if (!key) {
+    key = x25519Public(raw);
+    key.catch(() => recipients.delete(cacheKey));
+    if (recipients.size > 16) recipients.clear();
+    recipients.set(cacheKey, key);
+  }
+  return key;
 };
 // PKCS #8 for a raw X25519 private key (RFC 8410): WebCrypto imports private keys no other way.
 const PKCS8_X25519 = Uint8Array.from([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x6e, 0x04, 0x22, 0x04, 0x20]);
@@ -138,7 +157,7 @@ async function aead(direction, key, baseNonce, seq, aad, data) {
  * test vectors; otherwise a fresh X25519 pair from the CSPRNG. Returns enc || ciphertext.
  */
 export async function sealBase(pkR, infoBytes, plaintext, { aad = EMPTY, seq = 0, ephemeral } = {}) {
-  const recipient = await x25519Public(pkR);
+  const recipient = await recipientKey(pkR);
   let skE = ephemeral?.privateKey, enc = ephemeral?.publicKey;
   if (!skE) {
     const pair = await subtle().generateKey({ name: "X25519" }, true, ["deriveBits"]);

@@ -88,6 +88,8 @@ test("seal: fresh ephemeral keys, one length whatever the answer, tampering refu
   }
   await assert.rejects(sealing.openSealed(PRIVATE, PUBLIC, { surveyId: "s", unit: "q", sealed: one }), SealingError);
   assert.throws(() => sealing.pad(new Uint8Array(5), 4), SealingError);
+  await assert.rejects(sealing.seal(new Uint8Array(32), { surveyId: "s", unit: "", plaintext: new Uint8Array(0), size: 0 }), /low-order/);
+  await assert.rejects(sealing.openSealed(PRIVATE, PUBLIC, { surveyId: "s", unit: "", sealed: new Uint8Array([...new Uint8Array(32), ...one.subarray(32)]) }), SealingError);
   await assert.rejects(sealing.seal(new Uint8Array(31), { surveyId: "s", unit: "", plaintext: new Uint8Array(0), size: 0 }), SealingError);
 });
 
