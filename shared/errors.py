@@ -16,6 +16,7 @@ expects ``ValueError`` keeps working::
     │   └── Forbidden                       token forged, spent, or lacks the right
     ├── RateLimited                         too many requests; carries ``retry_after``
     ├── PayloadTooLarge                     request body or batch over the configured limit
+    ├── SealingError          (ValueError)  a sealed report does not seal or open (HPKE)
     ├── StorageError                        the database failed or holds an unreadable row
     ├── MissingDependency     (ImportError) numpy (simulation, aggregation) is not installed
     └── ClientError                         raised only on the respondent's device
@@ -87,6 +88,11 @@ class RateLimited(DeniableError):
 
 class PayloadTooLarge(DeniableError):
     """A request body or batch exceeds the configured limit."""
+
+
+class SealingError(DeniableError, ValueError):
+    """A report cannot be sealed, or a sealed blob does not open (altered, wrong key,
+    survey or unit, bad padding): see :mod:`deniable.sealing`."""
 
 
 class StorageError(DeniableError):

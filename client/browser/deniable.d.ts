@@ -62,6 +62,15 @@ export interface Survey {
   description: string;
   questions: Question[];
   totalEpsilon: number;
+  /** A relayed survey's relay (signed): reports are sealed and posted there only. */
+  relay: Relay | null;
+}
+
+export interface Relay {
+  url: string;
+  minBatch: number;
+  /** "question": each report sealed and shuffled alone; "submission": one respondent's together. */
+  shuffleUnit: "question" | "submission";
 }
 
 export interface VerifiedSurvey extends Survey {
@@ -69,6 +78,8 @@ export interface VerifiedSurvey extends Survey {
   requireEnrolment: boolean;
   /** The pinned key's id, then its retired ids: "answered" marks follow these, not the URL. */
   keyIds: string[];
+  /** A relayed survey: the aggregator's encryption key, verified under the pinned key at fetch. */
+  encryption?: { key: Uint8Array; keyId: string };
 }
 
 export interface PreparedReport {
@@ -196,6 +207,8 @@ export class SignatureError extends DeniableError { readonly reason: string; }
 export class PolicyViolation extends DeniableError {}
 export class BudgetExceeded extends DeniableError {}
 export class AlreadyAnswered extends DeniableError {}
+/** A report cannot be sealed, or a sealed blob does not open (sealing.js). */
+export class SealingError extends DeniableError {}
 export class TransportError extends DeniableError {
   status?: number;
   /** From flush: the bodies of the batches refused, and the outcome for the rest. */

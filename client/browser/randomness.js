@@ -49,3 +49,4 @@ export class PolicyViolation extends DeniableError {}
 export class BudgetExceeded extends DeniableError {}
 export class AlreadyAnswered extends DeniableError {}
 export class TransportError extends DeniableError { constructor(message, status) { super(message); this.status = status; } }
+export class SealingError extends DeniableError {}

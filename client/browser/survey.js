@@ -133,8 +133,21 @@ export class Question {
   describe(report) { return this.oracle.describe(report, this.labels); }
 }
 
+/** A relayed survey's `relay` member (shared/survey.py Relay; protocol "Sealing"), signed form: all three members. */
+export function parseRelay(data, where = "survey.relay") {
+  exactKeys(where, data, ["url", "min_batch", "shuffle_unit"]);
+  const { url, min_batch: minBatch, shuffle_unit: shuffleUnit } = data;
+  const match = typeof url === "string" && url.length <= 200 && !/[\0-\x1f\x7f-\x9f?#@ \\]/.test(url) && !url.endsWith("/") && /^(https?):\/\/([^/]+)/.exec(url);
+  const host = match && (match[2].endsWith("]") ? match[2] : match[2].replace(/:[^:]*$/, ""));
+  if (!match) throw fail(`${where}.url`, "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials", "relay");
+  if (match[1] === "http" && !["localhost", "127.0.0.1", "[::1]"].includes(host)) throw fail(`${where}.url`, "must use https (http only for a loopback host)", "relay");
+  if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e7) throw fail(`${where}.min_batch`, "must be an integer in [1, 10000000]", "relay");
+  if (!["question", "submission"].includes(shuffleUnit)) throw fail(`${where}.shuffle_unit`, "must be question or submission", "relay");
+  return Object.freeze({ url, minBatch, shuffleUnit });
+}
+
 export function parseDefinition(data) {
-  exactKeys("survey", data, ["format", "id", "title", "description?", "questions"]);
+  exactKeys("survey", data, ["format", "id", "title", "description?", "questions", "relay?"]);
   if (data.format !== FORMAT) throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`, "format");
   const q = data.questions;
   if (!Array.isArray(q)) throw fail("survey.questions", "must be a list of questions", "wrong-type");
@@ -147,5 +160,6 @@ export function parseDefinition(data) {
   if (!distinct(survey.questions.map((x) => x.id))) throw fail("survey.questions", "question ids must be distinct", "question-id-duplicate");
   if (!distinct(survey.questions.filter((x) => x.longitudinal).map((x) => x.longitudinal.key))) throw fail("survey.questions", "longitudinal keys must be distinct", "longitudinal-key-duplicate");
   survey.totalEpsilon = survey.questions.reduce((sum, x) => sum + x.cost, 0);
+  survey.relay = data.relay === undefined ? null : parseRelay(data.relay);
   return survey;
 }
