@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from . import shuffle
 from .errors import InvalidParameter
 from .estimation import (
     FAMILIES,
@@ -40,7 +41,7 @@ from .estimation import (
 )
 from .mechanisms import CATEGORICAL, NUMERIC, SET_VALUED, recommend
 from .mechanisms.binary_rr import BinaryRR
-from .parameters import check_domain_size, check_epsilon, check_range, check_real
+from .parameters import check_domain_size, check_epsilon, check_int, check_range, check_real
 
 QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
 MAX_RESPONDENTS = 10**12
@@ -278,7 +279,7 @@ def format_number(value: float | None) -> str:
 
 # -- planning a relayed survey (issue 18: the shuffle model) ------------------------------
 
-DEFAULT_RELAY_DELTA = 1e-6
+DEFAULT_RELAY_DELTA = shuffle.DEFAULT_DELTA
 DEFAULT_RELAY_HALF_WIDTH = 0.05
 
 
@@ -288,8 +289,8 @@ class RelayPlan:
     what it buys in respondents (:mod:`deniable.shuffle` for the bound).
 
     ``local_epsilon`` holds for every mechanism (the generic bound, FMT23 / Wang et al.
-    2024); for a single-choice question answered with ``grr``, the sharper k-ary
-    randomized response bound allows ``grr_local_epsilon``.  ``respondents`` is the
+    2024; :mod:`deniable.shuffle` says why no mechanism gets a sharper one).
+    ``respondents`` is the
     recommended mechanism's n for the target half-width with its tightest interval
     (``respondents_for_precision``), and never less than one batch: nothing is
     published before a batch is forwarded.
@@ -303,8 +304,6 @@ class RelayPlan:
     batch: int
     local_epsilon: float
     achieved_central_epsilon: float
-    grr_local_epsilon: float | None
-    grr_respondents: int | None
     respondents_for_precision: int | None
     respondents: int | None
     respondents_without_relay: int | None
@@ -321,8 +320,6 @@ class RelayPlan:
                 "batch": self.batch,
                 "local_epsilon": self.local_epsilon,
                 "achieved_central_epsilon": self.achieved_central_epsilon,
-                "grr_local_epsilon": self.grr_local_epsilon,
-                "grr_respondents": self.grr_respondents,
                 "respondents_for_precision": self.respondents_for_precision,
                 "respondents": self.respondents,
                 "respondents_without_relay": self.respondents_without_relay,
@@ -363,12 +360,8 @@ def relay_plan(
     (``central_epsilon``, ``delta``)-DP after shuffling, then :func:`plan` at that ε0
     (half-widths at ``n``, or the n for ``half_width``, default ±0.05), beside the
     same plan with no relay at ε = ``central_epsilon``."""
-    from .shuffle import MAX_BATCH, local_epsilon_for
-    from .shuffle import central_epsilon as shuffled
-
     target = check_epsilon(central_epsilon, "central_epsilon")
-    if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_BATCH:
-        raise InvalidParameter(f"batch must be an int in [1, {MAX_BATCH:,}], got {batch!r}")
+    batch = check_int("batch", batch, 1, shuffle.MAX_BATCH)
     if n is None and half_width is None:
         half_width = DEFAULT_RELAY_HALF_WIDTH
     if n is not None and isinstance(n, int) and not isinstance(n, bool) and n < batch:
@@ -377,24 +370,11 @@ def relay_plan(
         )
     # rounded down to what an operator writes in a definition (never up: that could
     # break the central target)
-    local = math.floor(local_epsilon_for(target, batch, delta) * 1000) / 1000
+    local = math.floor(shuffle.local_epsilon_for(target, batch, delta) * 1000) / 1000
     at_local = plan(question_type, epsilon=local, options=options, beta=beta, n=n,
                     half_width=half_width, lo=lo, hi=hi)  # fmt: skip
     direct = plan(question_type, epsilon=target, options=options, beta=beta, n=n,
                   half_width=half_width, lo=lo, hi=hi)  # fmt: skip
-    grr_local = grr_needed = None
-    if question_type == "single_choice":
-        grr_local = math.floor(
-            local_epsilon_for(target, batch, delta, domain_size=options) * 1000
-        ) / 1000
-        if half_width is not None:
-            grr = next(t for t in targets(question_type, epsilon=grr_local, options=options)
-                       if t.mechanism == "grr")  # fmt: skip
-            model = score_model(grr.oracle)
-            grr_needed = max(batch, min(
-                respondents_for(grr, family, half_width, beta)
-                for family in FAMILIES if family in available_families(model)
-            ))  # fmt: skip
     needed = best_respondents(at_local)
     smallest = smallest_local = None
     if half_width is not None:
@@ -407,9 +387,7 @@ def relay_plan(
         delta=delta,
         batch=batch,
         local_epsilon=local,
-        achieved_central_epsilon=shuffled(local, batch, delta),
-        grr_local_epsilon=grr_local,
-        grr_respondents=grr_needed,
+        achieved_central_epsilon=shuffle.central_epsilon(local, batch, delta),
         respondents_for_precision=needed,
         respondents=None if needed is None else max(batch, needed),
         respondents_without_relay=best_respondents(direct),
@@ -436,12 +414,10 @@ def smallest_relayed_batch(
     to set: the smallest N whose ε0 for batches of N (:func:`relay_plan`'s rule)
     needs at most N respondents for the target.  More respondents only help: a
     larger batch allows a larger ε0, which needs fewer respondents."""
-    from .shuffle import local_epsilon_for
-
     target = check_epsilon(central_epsilon, "central_epsilon")
 
     def local(batch: int) -> float:
-        return math.floor(local_epsilon_for(target, batch, delta) * 1000) / 1000
+        return math.floor(shuffle.local_epsilon_for(target, batch, delta) * 1000) / 1000
 
     def needed(batch: int) -> int:
         result = plan(question_type, epsilon=local(batch), options=options, beta=beta,
