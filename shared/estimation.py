@@ -54,7 +54,7 @@ from .parameters import check_real
 
 DEFAULT_BETA = 0.05
 FAMILIES = ("chebyshev", "chebyshev_exact", "bernstein")
-EXACT_TAIL = "exact_tail"  # published beside FAMILIES where exact_tail.available(n, d)
+EXACT_TAIL = "exact_tail"  # published beside FAMILIES where exact_tail.available(...)
 # Interval half-widths (in units of the estimand's range) at which results say so in words.
 UNINFORMATIVE_HALF_WIDTH = 0.5
 PRECISE_HALF_WIDTH = 0.1
@@ -280,7 +280,7 @@ def tightest_family(n: int, model: ScoreModel, beta: float, categories: int = 1)
 
     Chebyshev with the exact variance is contained in the worst-case Chebyshev
     interval for every estimate, so it is preferred to it.  The exact tail is a
-    candidate where it is published (``exact_tail.available(n, categories)``).
+    candidate where it is published (``exact_tail.available``).
     All of it depends on n, d, β and the mechanism only, never on the data.
     """
     best = "chebyshev_exact"
@@ -290,7 +290,7 @@ def tightest_family(n: int, model: ScoreModel, beta: float, categories: int = 1)
         best = "bernstein"
     if (
         model.tail is not None
-        and exact_tail.available(n, categories)
+        and exact_tail.available(model.tail, n, categories)
         and nominal_half_width(EXACT_TAIL, n, model, beta)
         < nominal_half_width(best, n, model, beta)
     ):
@@ -404,7 +404,11 @@ def interval_families(
             nominal_half_width=halves[0],
             simultaneous_nominal_half_width=halves[1],
         )
-    if statistics is not None and model.tail is not None and exact_tail.available(n, categories):
+    if (
+        statistics is not None
+        and model.tail is not None
+        and exact_tail.available(model.tail, n, categories)
+    ):
         (low, high), (both_low, both_high) = exact_tail.interval(
             model.tail, statistics, n, (beta, beta / categories)
         )

@@ -190,26 +190,38 @@ def _hypergeometric(n: int, k: np.ndarray, sample: int) -> np.ndarray:
     return pmf / pmf.sum(axis=1, keepdims=True)
 
 
-def sampled_bounds(yes: int, sampled: int, n: int, keep: float, alpha: float) -> tuple[int, int]:
-    """(k_lo, k_hi) for option sampling: ``yes`` reports (v, 1) among ``sampled`` with index v."""
-    threshold = alpha / 2 - SLACK
+def sampled_bounds(
+    yes: int, sampled: int, n: int, keep: float, alpha: float | tuple[float, ...]
+) -> tuple[int, int] | list[tuple[int, int]]:
+    """(k_lo, k_hi) for option sampling: ``yes`` reports (v, 1) among ``sampled`` with index v.
+
+    One pair for one ``alpha``, a list of pairs for a tuple of levels (the
+    conditional tails are computed once and shared).
+    """
+    alphas = alpha if isinstance(alpha, tuple) else (alpha,)
     holders = np.arange(sampled + 1)
-    # Given h sampled holders: yes ~ Bin(h, keep) + Bin(N - h, 1 - keep).
-    at_most = lower_tail(holders, np.full(sampled + 1, yes), sampled, keep, 1 - keep)
-    at_least = lower_tail(
-        sampled - holders, np.full(sampled + 1, sampled - yes), sampled, keep, 1 - keep
-    )  # N - yes ~ Bin(N - h, keep) + Bin(h, 1 - keep)
+    # Given h sampled holders: yes ~ Bin(h, keep) + Bin(N - h, 1 - keep), and
+    # N - yes ~ Bin(N - h, keep) + Bin(h, 1 - keep).
+    at_most = lower_tail(holders, yes, sampled, keep, 1 - keep)
+    at_least = lower_tail(sampled - holders, sampled - yes, sampled, keep, 1 - keep)
+    levels = len(alphas)
+    thresholds = np.tile(np.asarray(alphas) / 2 - SLACK, 2)
+    tails = np.stack([at_most] * levels + [at_least] * levels)
 
-    def upper_ok(rows, k):
-        return _hypergeometric(n, k, sampled) @ at_most > threshold
+    def holds(rows, k):
+        # Rows < levels search k (P_k(yes <= a) falls with k); the others j = n - k.
+        holders_k = np.where(rows < levels, k, n - k)
+        return (
+            np.einsum("ij,ij->i", _hypergeometric(n, holders_k, sampled), tails[rows])
+            > thresholds[rows]
+        )
 
-    def lower_ok_complement(rows, j):  # j = n - k
-        return _hypergeometric(n, n - j, sampled) @ at_least > threshold
-
-    k_hi = int(_last_true(upper_ok, 1, n)[0])
-    k_lo = n - int(_last_true(lower_ok_complement, 1, n)[0])
-    low = min(max(k_lo, 0), n)
-    return low, max(min(max(k_hi, 0), n), low)
+    last = _last_true(holds, 2 * levels, n)
+    pairs = []
+    for i in range(levels):
+        low = min(max(n - int(last[levels + i]), 0), n)
+        pairs.append((low, max(min(max(int(last[i]), 0), n), low)))
+    return pairs if isinstance(alpha, tuple) else pairs[0]
 
 
 # -- the family --------------------------------------------------------------------------------
@@ -240,18 +252,19 @@ def pure_interval(
 
 
 def sampling_interval(
-    statistics: np.ndarray, n: int, options: int, keep: float, alpha: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per option (last axis of the 2m statistics: yes counts, then no counts)."""
+    statistics: np.ndarray, n: int, options: int, keep: float, alphas: tuple[float, ...]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per option (last axis of the 2m statistics: yes counts, then no counts), per level."""
     check_n(n)
     statistics = np.asarray(statistics, dtype=np.int64)
     yes, no = statistics[..., :options], statistics[..., options:]
-    lower = np.empty(yes.shape)
-    upper = np.empty(yes.shape)
+    ends = np.empty((len(alphas), 2, *yes.shape))
     for index in np.ndindex(yes.shape):
-        low, high = sampled_bounds(int(yes[index]), int(yes[index] + no[index]), n, keep, alpha)
-        lower[index], upper[index] = low / n, high / n
-    return lower, upper
+        pairs = sampled_bounds(int(yes[index]), int(yes[index] + no[index]), n, keep, alphas)
+        for level, (low, high) in enumerate(pairs):
+            ends[(level, 0, *index)] = low / n
+            ends[(level, 1, *index)] = high / n
+    return [(ends[level, 0], ends[level, 1]) for level in range(len(alphas))]
 
 
 @lru_cache(maxsize=512)
@@ -287,14 +300,19 @@ def sampling_typical_half_width(n: int, options: int, keep: float, alpha: float)
 
 # -- the family's entry points (``deniable.estimation`` publishes it) ----------------------------
 
-# Published when n <= MAX_N and categories * sqrt(n) <= WORK (a question's intervals then take
-# well under a second); the rule depends on n and d only, never on the data.
+# Published when n <= MAX_N and categories * sqrt(n) <= WORK, and for option sampling also
+# n sqrt(n / m) <= SAMPLING_WORK (its mixture costs about that many cells per option), so a
+# question's intervals take well under a second; the rule depends on n, d and the mechanism
+# only, never on the data.
 WORK = 10_000
+SAMPLING_WORK = 3_000_000
 
 
-def available(n: int, categories: int) -> bool:
+def available(tail: tuple, n: int, categories: int) -> bool:
     """Whether the family is computed for n respondents and ``categories`` estimates."""
-    return 0 < n <= MAX_N and 1 <= categories and categories * math.sqrt(n) <= WORK
+    if not (0 < n <= MAX_N and 1 <= categories and categories * math.sqrt(n) <= WORK):
+        return False
+    return tail[0] == "pure" or n * math.sqrt(n / tail[2]) <= SAMPLING_WORK
 
 
 def interval(
@@ -303,7 +321,7 @@ def interval(
     """(lower, upper) shares at each level, from a mechanism's statistics (``tail``: its model)."""
     if tail[0] == "pure":
         return pure_interval(statistics, n, tail[1], tail[2], alphas)
-    return [sampling_interval(statistics, n, tail[2], tail[1], alpha) for alpha in alphas]
+    return sampling_interval(statistics, n, tail[2], tail[1], alphas)
 
 
 def nominal_half_width(tail: tuple, n: int, alpha: float) -> float:
