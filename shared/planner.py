@@ -129,7 +129,10 @@ def targets(
         raise InvalidParameter(f"a {question_type} question needs its number of options")
     options = check_domain_size(options)
     multiple = question_type == "multiple_choice"
-    figures = {c.mechanism: c for c in recommend(options, epsilon, multiple=multiple).candidates}
+    figures = {
+        c.mechanism: c
+        for c in recommend(options, epsilon, multiple=multiple).candidates
+    }
     result = []
     if multiple:
         for name, candidate in figures.items():

@@ -40,6 +40,9 @@ CSV_COLUMNS = (
     "chebyshev_exact_simultaneous_upper", "bernstein_lower", "bernstein_upper",
     "bernstein_simultaneous_lower", "bernstein_simultaneous_upper", "tightest",
     "simultaneous_tightest", "precision",
+    # The exact-tail family and the maximum-likelihood estimate (issue 20; where published).
+    "exact_tail_lower", "exact_tail_upper", "exact_tail_simultaneous_lower",
+    "exact_tail_simultaneous_upper", "ibu",
 )  # fmt: skip
 # Why: a spreadsheet runs a cell starting with one of these as a formula (or, after
 # stripping leading whitespace or NUL, one that follows them).
