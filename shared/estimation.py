@@ -318,13 +318,23 @@ def precision(half_width: float) -> str:
     return "ok"
 
 
+# Above this many respondents the planner's figure uses the classical families only.
+EXACT_PLANNING_MAX_N = 20_000
+
+
 @functools.lru_cache(maxsize=256)
 def respondents_needed(model: ScoreModel, beta: float, target: float = PRECISE_HALF_WIDTH) -> int:
-    """Smallest n whose tightest worst-case half-width (in range units) is <= target."""
+    """Smallest n whose tightest worst-case half-width (in range units) is <= target.
+
+    First over the classical families (closed forms; categories=0 leaves the
+    exact tail out); where that n is at most EXACT_PLANNING_MAX_N and the exact
+    tail reaches the target there, the smallest n (to within 1%) at which it
+    does: its widths come from exact computations, so the search is coarse.
+    """
     span = model.high - model.low
 
     def width(n: int) -> float:
-        return nominal_half_width(tightest_family(n, model, beta), n, model, beta) / span
+        return nominal_half_width(tightest_family(n, model, beta, 0), n, model, beta) / span
 
     low, high = 1, 2
     while width(high) > target:
@@ -337,7 +347,22 @@ def respondents_needed(model: ScoreModel, beta: float, target: float = PRECISE_H
             high = middle
         else:
             low = middle + 1
-    return low
+    if model.tail is None or low > EXACT_PLANNING_MAX_N:
+        return low
+
+    def exact(n: int) -> bool:
+        return (
+            exact_tail.available(model.tail, n, 1)
+            and nominal_half_width(EXACT_TAIL, n, model, beta) / span <= target
+        )
+
+    if not exact(low):
+        return low
+    below, above = 0, low  # exact(above) holds; exact(below) is taken to fail
+    while above - below > max(1, above // 100):
+        middle = (below + above) // 2
+        below, above = (below, middle) if exact(middle) else (middle, above)
+    return above
 
 
 # -- result objects ------------------------------------------------------------------------------
