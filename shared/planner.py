@@ -29,12 +29,16 @@ up to ``EXACT_PLANNING_MAX_N`` respondents (beyond, its row says "-").
 Crosstab cells (:func:`plan_crosstab`): the per-respondent cell estimate is
 the product Z = X·Y of the two questions' per-report unbiased indicator
 estimates (issue 20; ``deniable.crosstab``), independent given the answers.
-With E[X] = 1[a = x] in {0, 1} and Var X = v(θ)/slope² (the per-category
-score model), E[X²] <= M = max(v(0)/slope², v(1)/slope² + 1), and since
-E[(XY)²] = E[X²] E[Y²] for independent X and Y, Var Z <= M_A M_B for every
-truth.  |X| <= 1 + deviation/slope, so |Z - E Z| <= R_A R_B + 1.  Chebyshev
-gives ±sqrt(M_A M_B/(n β)); Bernstein ±(sqrt(2 M_A M_B L/n) + (R_A R_B + 1)
-L/(3n)), L = ln(2/β); a whole d_A x d_B table at once uses β/(d_A d_B).
+For one respondent E[X] = θ = 1[a = x] in {0, 1} and Var X = v(θ)/slope²
+(the per-category score model), so E[X²] = m(θ) = v(θ)/slope² + θ²; since
+E[(XY)²] = E[X²] E[Y²] for independent X and Y,
+
+    Var Z = m_A(θ_A) m_B(θ_B) - θ_A θ_B <= V = max over θ_A, θ_B in {0, 1},
+
+a bound for every respondent and every truth.  |X| <= 1 + deviation/slope,
+so |Z - E Z| <= R_A R_B + 1.  Chebyshev gives ±sqrt(V/(n β)); Bernstein
+±(sqrt(2 V L/n) + (R_A R_B + 1) L/(3n)), L = ln(2/β); a whole d_A x d_B
+table at once uses β/(d_A d_B).
 """
 
 from __future__ import annotations
@@ -352,7 +356,7 @@ class CrosstabPlan:
     rows_mechanism: str
     columns_mechanism: str
     cells: int
-    second_moment: float  # M_A M_B: bounds the per-respondent variance of a cell
+    variance: float  # V: bounds the per-respondent variance of a cell
     deviation: float  # R_A R_B + 1: bounds |Z - E Z| per respondent
     rows: tuple[CellRow, ...]
 
@@ -361,24 +365,31 @@ class CrosstabPlan:
             "rows_mechanism": self.rows_mechanism,
             "columns_mechanism": self.columns_mechanism,
             "cells": self.cells,
-            "second_moment": self.second_moment,
+            "variance": self.variance,
             "deviation": self.deviation,
             "rows": [row.to_dict() for row in self.rows],
         }
 
 
-def indicator_moments(oracle: Any) -> tuple[float, float]:
-    """(M, R): max over the truth of E[X²], and a bound on |X|, for one report's estimate X.
+def indicator_moments(oracle: Any) -> tuple[tuple[float, float], float]:
+    """((m(0), m(1)), R): E[X²] when the respondent's indicator θ is 0 and 1, and |X| <= R.
 
-    X = (score - offset)/slope per report, E X = θ in {0, 1} for one respondent,
-    Var X = v(θ)/slope² (linear in θ for frequencies), so E X² is largest at an end.
+    X = (score - offset)/slope is one report's unbiased estimate of θ, with
+    Var X = v(θ)/slope², so E X² = v(θ)/slope² + θ².
     """
     model = score_model(oracle)
     if model.deviation is None or (model.low, model.high) != (0.0, 1.0):
         raise InvalidParameter("crosstab cells need a categorical or multiple-choice question")
     slope2 = model.slope * model.slope
-    second = max(float(model.variance(0.0)) / slope2, float(model.variance(1.0)) / slope2 + 1.0)
-    return second, 1.0 + model.deviation / model.slope
+    moments = (float(model.variance(0.0)) / slope2, float(model.variance(1.0)) / slope2 + 1.0)
+    return moments, 1.0 + model.deviation / model.slope
+
+
+def cell_variance(first: Any, second: Any) -> tuple[float, float]:
+    """(V, b): a cell's per-respondent variance bound and |Z - E Z| bound (module docstring)."""
+    (m_a, r_a), (m_b, r_b) = indicator_moments(first), indicator_moments(second)
+    variance = max(m_a[i] * m_b[j] - i * j for i in (0, 1) for j in (0, 1))
+    return variance, r_a * r_b + 1.0
 
 
 def cell_half_width(family: str, second: float, deviation: float, n: int, beta: float) -> float:
@@ -433,8 +444,7 @@ def plan_crosstab(
         else:
             best = recommend(options, epsilon, multiple=question_type == "multiple_choice")
             chosen.append(next(c for c in candidates if c.mechanism == best.mechanism))
-    (m_a, r_a), (m_b, r_b) = (indicator_moments(t.oracle) for t in chosen)
-    second, deviation = m_a * m_b, r_a * r_b + 1.0
+    second, deviation = cell_variance(chosen[0].oracle, chosen[1].oracle)
     cells = chosen[0].categories * chosen[1].categories
     figures = []
     for family in ("chebyshev", "bernstein"):
@@ -458,7 +468,7 @@ def plan_crosstab(
         rows_mechanism=chosen[0].mechanism,
         columns_mechanism=chosen[1].mechanism,
         cells=cells,
-        second_moment=second,
+        variance=second,
         deviation=deviation,
         rows=tuple(figures),
     )

@@ -256,3 +256,70 @@ def test_the_family_is_published_from_n_and_d_only() -> None:
 def test_bad_n_is_refused() -> None:
     with pytest.raises(Exception, match="exact-tail"):
         exact_tail.pure_interval(np.array([1]), exact_tail.MAX_N + 1, 0.7, 0.3, (0.05,))
+
+
+def test_the_planner_lists_the_exact_tail_where_it_is_tightest() -> None:
+    from deniable.planner import expected_half_width, plan, targets
+
+    result = plan("single_choice", epsilon=1.0, options=5, half_width=0.1)
+    needed = {(r.mechanism, r.family): r.n_for_half_width for r in result.rows}
+    target = next(
+        t for t in targets("single_choice", epsilon=1.0, options=5) if t.mechanism == "grr"
+    )
+    n = needed[("grr", EXACT_TAIL)]
+    assert n < needed[("grr", "bernstein")]
+    assert expected_half_width(target, EXACT_TAIL, n, 0.05) <= 0.1
+    # Past the planning cap the exact tail is not planned ("-"), the others are.
+    wide = plan("single_choice", epsilon=0.5, options=20, half_width=0.02)
+    assert all(r.n_for_half_width is None for r in wide.rows if r.family == EXACT_TAIL)
+
+
+def _product_variance(first, second, a: int, b: int) -> float:
+    """Exact Var(X Y) for one respondent answering a, b, cell (0, 0), from the report laws."""
+    moments = []
+    for oracle, value in ((first, a), (second, b)):
+        law = oracle.report_distribution(value)
+        outputs = list(law)
+        support = np.array([oracle.support_counts(oracle.decode_many([y]))[0] for y in outputs])
+        x = (support - oracle.q_star) / (oracle.p_star - oracle.q_star)
+        weights = np.array([law[y] for y in outputs])
+        moments.append((weights @ x, weights @ x**2))
+    (mean_a, square_a), (mean_b, square_b) = moments
+    return square_a * square_b - (mean_a * mean_b) ** 2
+
+
+def test_the_crosstab_cell_variance_bound_is_the_worst_exact_variance() -> None:
+    from deniable.planner import cell_variance
+
+    for first, second in (
+        (GRR(epsilon=1.0, domain_size=3), BinaryRR(epsilon=2.0)),
+        (CATEGORICAL["oue"](epsilon=0.5, domain_size=3), GRR(epsilon=4.0, domain_size=4)),
+    ):
+        bound, _ = cell_variance(first, second)
+        exact = [
+            _product_variance(first, second, a, b)
+            for a in range(first.domain_size)
+            for b in range(second.domain_size)
+        ]
+        assert max(exact) <= bound * (1 + 1e-12)
+        assert max(exact) == pytest.approx(bound, rel=1e-9)  # attained: the bound is tight
+
+
+def test_a_planned_crosstab_cell_covers_by_simulation() -> None:
+    """Binary RR x binary RR at the planned n for ±0.1 (Bernstein): the cell's interval covers."""
+    from deniable.planner import plan_crosstab
+
+    epsilon, beta, collections = 1.0, 0.05, 400
+    planned = plan_crosstab(("yes_no", None, epsilon), ("yes_no", None, epsilon), half_width=0.1)
+    n = next(r for r in planned.rows if r.family == "bernstein").n_for_half_width
+    oracle = BinaryRR(epsilon=epsilon)
+    rng = np.random.default_rng(11)
+    a = (np.arange(n) < n // 2).astype(np.int64)
+    b = (np.arange(n) % 3 == 0).astype(np.int64)
+    truth = np.mean(a * b)
+    misses = 0
+    for _ in range(collections):
+        x = (oracle.randomize_many(a, rng) - oracle.q_star) / (oracle.p_star - oracle.q_star)
+        y = (oracle.randomize_many(b, rng) - oracle.q_star) / (oracle.p_star - oracle.q_star)
+        misses += abs(np.mean(x * y) - truth) > 0.1
+    assert misses <= _budget(collections, beta)
