@@ -285,10 +285,10 @@ def write_export(reports: Iterator[Any], fmt: str, out: TextIO) -> int:
     count = 0
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["seq", "id", "question", "payload", "received_at"])
+        writer.writerow(["seq", "id", "question", "payload", "received_at", "submission"])
         for report in reports:
             writer.writerow([report.seq, report.id, report.question, report.payload,
-                             report.received_at])  # fmt: skip
+                             report.received_at, report.submission])  # fmt: skip
             count += 1
     else:
         for report in reports:

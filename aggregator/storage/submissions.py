@@ -1,0 +1,92 @@
+"""Joined reports for crosstabs: a mixin of :class:`~deniable.aggregator.storage.base.Storage`.
+
+Since migration 0009 every report carries the server-assigned key of its
+submission (one respondent's answers).  A crosstab of questions A and B
+counts the submissions holding a report of both.  Folded crosstab statistics
+are kept per ordered pair with ``through_seq``: every submission whose reports
+have seqs up to it is counted, and none after it.
+
+Why a seq watermark is safe: a submission's reports are inserted in one
+transaction, so a watermark W never splits one, provided every report with
+seq <= W is committed when W is read.  SQLite has one writer, whose seqs are
+all above every committed one.  PostgreSQL's identity values commit out of
+order, but every ingest holds its survey's row FOR SHARE until it commits, so
+W is read (:meth:`_crosstab_watermark`) while holding that row FOR NO KEY
+UPDATE: no ingest of the survey is in flight, and later ones take larger seqs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+class SubmissionStore:
+    """Queries on submission keys and the crosstab cache."""
+
+    _read: Callable[[], contextlib.AbstractContextManager[Any]]
+    _write: Callable[[], contextlib.AbstractContextManager[Any]]
+    _sql: Callable[[str], str]
+
+    def unjoinable_reports(self, survey_id: str) -> int:
+        """Reports of the survey without a submission key (stored before 0009, or loose)."""
+        with self._read() as connection:
+            return int(connection.execute(
+                self._sql("SELECT COUNT(*) FROM reports WHERE survey_id = ?"
+                          " AND submission IS NULL"), (survey_id,),
+            ).fetchone()[0])  # fmt: skip
+
+    def _crosstab_watermark(self, survey_id: str) -> int:
+        """A seq W such that every report of the survey with seq <= W is committed."""
+        with self._read() as connection:
+            last = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM reports").fetchone()
+            return int(last[0])
+
+    def joined_reports(
+        self, survey_id: str, questions: tuple[str, str], after: int
+    ) -> tuple[int, list[tuple[int, str, str]]]:
+        """(W, the (submission, question, payload) rows of both questions with after < seq <= W)."""
+        through = self._crosstab_watermark(survey_id)
+        if through <= after:
+            return after, []
+        with self._read() as connection:
+            rows = connection.execute(
+                self._sql("SELECT submission, question_id, payload FROM reports"
+                          " WHERE survey_id = ? AND seq > ? AND seq <= ?"
+                          " AND question_id IN (?, ?) AND submission IS NOT NULL"),
+                (survey_id, after, through, *questions),
+            ).fetchall()  # fmt: skip
+        return through, rows
+
+    def cached_crosstab(
+        self, survey_id: str, questions: tuple[str, str]
+    ) -> tuple[int, dict[str, Any]] | None:
+        """(through_seq, statistics as stored) of a folded pair, or None."""
+        with self._read() as connection:
+            row = connection.execute(
+                self._sql("SELECT through_seq, statistics FROM crosstab_statistics"
+                          " WHERE survey_id = ? AND rows_question = ? AND columns_question = ?"),
+                (survey_id, *questions),
+            ).fetchone()  # fmt: skip
+        return None if row is None else (int(row[0]), json.loads(row[1]))
+
+    def store_crosstab(
+        self, survey_id: str, questions: tuple[str, str], through: int, statistics: dict[str, Any]
+    ) -> None:
+        """Keep folded statistics unless a fold through a later seq is stored already.
+
+        Each stored row is whole (statistics and watermark together), so racing
+        folds leave one consistent row, the furthest.
+        """
+        with self._write() as connection:
+            connection.execute(
+                self._sql("INSERT INTO crosstab_statistics (survey_id, rows_question,"
+                          " columns_question, through_seq, statistics) VALUES (?, ?, ?, ?, ?)"
+                          " ON CONFLICT (survey_id, rows_question, columns_question) DO UPDATE"
+                          " SET through_seq = excluded.through_seq,"
+                          " statistics = excluded.statistics"
+                          " WHERE crosstab_statistics.through_seq < excluded.through_seq"),
+                (survey_id, *questions, through, json.dumps(statistics)),
+            )  # fmt: skip
