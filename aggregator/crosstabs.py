@@ -175,7 +175,7 @@ def compare_cells(
                for cell in cells]  # fmt: skip
     result = comparison.difference(figures[0], figures[1], dependence="any", beta=beta)
     return {"first": list(cells[0]), "second": list(cells[1]), **result.to_dict(),
-            "sentence": result.sentence()}  # fmt: skip
+            "sentence": result.sentence(verb="differs")}  # fmt: skip
 
 
 # -- comparisons of one question between two surveys ------------------------------------------

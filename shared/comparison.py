@@ -71,12 +71,18 @@ class Difference:
     def upper(self) -> float:
         return min(self.value + self.half_width, self.span)
 
-    def sentence(self, unit: str = "points", scale: float = 100.0, digits: int = 0) -> str:
+    def sentence(
+        self, unit: str = "points", scale: float = 100.0, digits: int = 0, verb: str = "changed"
+    ) -> str:
         """'changed by +6 points (±4)', and says so when the interval holds 0."""
-        value = f"{self.value * scale:+.{digits}f}" + (f" {unit}" if unit else "")
-        change = f"changed by {value} (±{self.half_width * scale:.{digits}f})"
+        value = f"{self.value * scale:+.{digits}f}"
+        if float(value) == 0:  # no "-0": a change that rounds to nothing has no sign
+            value = f"{0:.{digits}f}"
+        value += f" {unit}" if unit else ""
+        change = f"{verb} by {value} (±{self.half_width * scale:.{digits}f})"
         if self.lower <= 0.0 <= self.upper:
-            return change + ", not distinguishable from no change"
+            return change + ", not distinguishable from no " + (
+                "change" if verb == "changed" else "difference")
         return change
 
     def to_dict(self) -> dict[str, Any]:

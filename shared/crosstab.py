@@ -521,9 +521,9 @@ def category_means(
         return (numeric.origin + np.clip(lower, 0.0, span),
                 numeric.origin + np.clip(upper, 0.0, span))  # fmt: skip
 
-    lower, upper = ratio(n_low, n_high, d_low, d_high)
-    simultaneous_lower, simultaneous_upper = ratio(ns_low, ns_high, ds_low, ds_high)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        lower, upper = ratio(n_low, n_high, d_low, d_high)
+        simultaneous_lower, simultaneous_upper = ratio(ns_low, ns_high, ds_low, ds_high)
         mean = numeric.origin + np.clip(np.where(shares > 0, totals / shares, np.nan), 0.0, span)
     return CategoryMeans(
         n=n, beta=beta, lo=numeric.origin, hi=numeric.origin + span, mean=mean,

@@ -125,7 +125,7 @@ def test_crosstab_document_and_formats(client, created_survey, operator_headers)
     compared = client.get(URL + "/crosstab?rows=transport&columns=smoker&first_row=car"
                           "&first_column=yes&second_row=bus&second_column=yes").get_json()
     assert compared["comparison"]["dependence"] == "any"
-    assert compared["comparison"]["sentence"].startswith("changed by ")
+    assert compared["comparison"]["sentence"].startswith("differs by ")
     # Later asks of the same pair fold only what arrived since; the transposed pair agrees.
     again = client.get(URL + "/crosstab?rows=smoker&columns=transport").get_json()
     assert again["n"] == 120
@@ -185,3 +185,57 @@ def test_compare_two_surveys(client, operator_headers):
     assert text.data.decode().startswith("label,first,second,difference")
     assert_problem(client.get("/api/v1/surveys/wave1/compare?question=smoker&with=wave2"
                               "&with_question=transport"), 400)  # fmt: skip
+
+
+def test_cli_crosstab_and_compare(client, created_survey, operator_headers, database, backend,
+                                  capsys, tmp_path):  # fmt: skip
+    if backend != "sqlite":
+        pytest.skip("the CLI reads the same storage; once is enough")
+    from deniable.aggregator import cli
+
+    survey = Survey.from_dict(created_survey["definition"])
+    assert post_respondents(client, operator_headers,
+                            respondents_body(survey, 80, seed=5)).status_code == 201  # fmt: skip
+    base = ["--database", database, "--signing-key", str(tmp_path / "key.pem")]
+    assert cli.main([*base, "crosstab", "demo", "transport", "smoker", "--compare", "car", "yes",
+                     "bus", "yes"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "transport by smoker" in out and "n = 80" in out and "differs by" in out
+    assert cli.main([*base, "crosstab", "demo", "overtime", "transport", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "means"
+    assert cli.main([*base, "crosstab", "demo", "transport", "tools", "--csv"]) == 0
+    assert capsys.readouterr().out.startswith("row,column,estimate")
+    assert cli.main([*base, "crosstab", "demo", "transport", "nope"]) == 2
+    assert "no question 'nope'" in capsys.readouterr().err
+    assert cli.main([*base, "compare", "demo", "demo", "smoker"]) == 0
+    assert "changed by 0 points" in capsys.readouterr().out
+    assert cli.main([*base, "crosstab", "missing", "a", "b"]) == 3
+
+
+def test_dashboard_pages(client, created_survey, operator_headers):
+    survey = Survey.from_dict(created_survey["definition"])
+    assert post_respondents(client, operator_headers,
+                            respondents_body(survey, 90, seed=6)).status_code == 201  # fmt: skip
+    page = client.get("/surveys/demo").data.decode()
+    assert 'id="crosstab-link"' in page
+    html = client.get("/surveys/demo/crosstab?rows=transport&columns=smoker").data.decode()
+    assert 'id="joint"' in html and 'data-n="90"' in html and html.count("data-estimate=") == 8
+    assert "background: hsl(" in html and 'aria-current="true"' in html
+    assert 'id="means"' in client.get("/surveys/demo/crosstab?rows=transport"
+                                      "&columns=overtime").data.decode()  # fmt: skip
+    assert client.get("/surveys/demo/crosstab?rows=nope&columns=smoker").status_code == 200
+    definition = demo_survey_dict("later")
+    client.post("/api/v1/surveys", json={"definition": definition, "results_public": True},
+                headers=operator_headers)  # fmt: skip
+    post_respondents(client, operator_headers, respondents_body(survey, 40, seed=8), "later")
+    assert "/surveys/demo/compare/later" in client.get("/surveys/demo").data.decode()
+    changes = client.get("/surveys/demo/compare/later").data.decode()
+    assert changes.count("changed by") == 2 + 4 + 3 + 1
+    # Loose reports: the page says crosstabs are unavailable, in words.
+    loose = respondents_body(survey, 2, seed=12)["respondents"][0]["reports"]
+    client.post(URL + "/reports/bulk", json={"reports": loose}, headers=operator_headers)
+    unavailable = client.get("/surveys/demo/crosstab").data.decode()
+    assert 'id="unavailable"' in unavailable and "cannot be joined" in unavailable
+    client.post("/api/v1/surveys", json={"definition": demo_survey_dict("secret"),
+                                         "results_public": False}, headers=operator_headers)
+    assert 'id="private-notice"' in client.get("/surveys/secret/crosstab").data.decode()
