@@ -22,8 +22,9 @@ from deniable.crosstab import (
     axis,
     category_means,
     cell_model,
+    crosstab_statistics,
+    decode_stored,
     estimate_crosstab,
-    wire_crosstab_statistics,
 )
 from deniable.errors import Conflict, InvalidParameter
 from deniable.estimation import DEFAULT_BETA
@@ -80,8 +81,8 @@ def folded_statistics(
     if cached is not None:
         after, statistics = cached[0], CrosstabStatistics.from_dict(cached[1])
     through, found = storage.joined_reports(record.id, pair, after)
-    if found:
-        statistics = statistics + _joined(first_axis, second_axis, first.id, found)
+    if found[first.id][0] and found[second.id][0]:
+        statistics = statistics + _joined(first_axis, second_axis, first.id, second.id, found)
     if through > after:
         storage.store_crosstab(record.id, pair, through, statistics.to_dict())
     if first is rows:
@@ -90,20 +91,19 @@ def folded_statistics(
 
 
 def _joined(
-    first: Axis, second: Axis, first_id: str, found: list[tuple[int, str, str]]
+    first: Axis, second: Axis, first_id: str, second_id: str, found: dict[str, tuple[str, str]]
 ) -> CrosstabStatistics:
-    """Statistics of the submissions holding both questions among ``found`` rows."""
-    keys: tuple[list[int], list[int]] = ([], [])
-    payloads: tuple[list[str], list[str]] = ([], [])
-    for submission, question_id, payload in found:
-        side = 0 if question_id == first_id else 1
-        keys[side].append(submission)
-        payloads[side].append(payload)
-    _, left, right = np.intersect1d(np.asarray(keys[0], dtype=np.int64),
-                                    np.asarray(keys[1], dtype=np.int64),
-                                    assume_unique=True, return_indices=True)  # fmt: skip
-    return wire_crosstab_statistics(first, second, [payloads[0][i] for i in left],
-                                    [payloads[1][i] for i in right])  # fmt: skip
+    """Statistics of the submissions holding both questions (``storage.joined_reports``)."""
+    keys = []
+    for question_id in (first_id, second_id):
+        text = found[question_id][0]
+        keys.append(np.array(text.split(",") if text else [], dtype=np.int64))
+    _, left, right = np.intersect1d(keys[0], keys[1], assume_unique=True, return_indices=True)
+    batches = [
+        decode_stored(axis_.mechanism, found[question_id][1])[rows]
+        for axis_, question_id, rows in ((first, first_id, left), (second, second_id, right))
+    ]
+    return crosstab_statistics(first, second, *batches)
 
 
 def _describe(question: Question) -> dict[str, Any]:

@@ -487,6 +487,8 @@ class PostgresStorage(Storage):
                 "SELECT COUNT(*) FROM reports WHERE survey_id = %s", (survey_id,)
             ).fetchone()[0]
 
+    _concatenate = "string_agg"
+
     def _crosstab_watermark(self, survey_id: str) -> int:
         # Why the row lock: ingest holds it FOR SHARE until commit (storage/submissions.py).
         with self._transaction() as connection:

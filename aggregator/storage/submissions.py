@@ -44,21 +44,34 @@ class SubmissionStore:
             last = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM reports").fetchone()
             return int(last[0])
 
+    # The SQL aggregate that concatenates text (PostgreSQL: string_agg).
+    _concatenate = "group_concat"
+
     def joined_reports(
         self, survey_id: str, questions: tuple[str, str], after: int
-    ) -> tuple[int, list[tuple[int, str, str]]]:
-        """(W, the (submission, question, payload) rows of both questions with after < seq <= W)."""
+    ) -> tuple[int, dict[str, tuple[str, str]]]:
+        """(W, per question: its reports' submission keys and payloads with after < seq <= W).
+
+        Per question, the keys joined by commas and the payloads concatenated
+        (each is a fixed-width hex text), in one and the same row order: two
+        aggregates over one scan, so no per-row work in Python.
+        """
         through = self._crosstab_watermark(survey_id)
+        found: dict[str, tuple[str, str]] = {}
         if through <= after:
-            return after, []
+            return after, {question: ("", "") for question in questions}
+        concatenate = self._concatenate
         with self._read() as connection:
-            rows = connection.execute(
-                self._sql("SELECT submission, question_id, payload FROM reports"
-                          " WHERE survey_id = ? AND seq > ? AND seq <= ?"
-                          " AND question_id IN (?, ?) AND submission IS NOT NULL"),
-                (survey_id, after, through, *questions),
-            ).fetchall()  # fmt: skip
-        return through, rows
+            for question in questions:
+                keys, payloads = connection.execute(
+                    self._sql(f"SELECT {concatenate}(CAST(submission AS TEXT), ','),"
+                              f" {concatenate}(payload, '') FROM reports"
+                              " WHERE survey_id = ? AND question_id = ? AND seq > ? AND seq <= ?"
+                              " AND submission IS NOT NULL"),
+                    (survey_id, question, after, through),
+                ).fetchone()  # fmt: skip
+                found[question] = (keys or "", payloads or "")
+        return through, found
 
     def cached_crosstab(
         self, survey_id: str, questions: tuple[str, str]
