@@ -97,7 +97,7 @@ def _joined(
     keys = []
     for question_id in (first_id, second_id):
         text = found[question_id][0]
-        keys.append(np.array(text.split(",") if text else [], dtype=np.int64))
+        keys.append(np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, int))
     _, left, right = np.intersect1d(keys[0], keys[1], assume_unique=True, return_indices=True)
     batches = [
         decode_stored(axis_.mechanism, found[question_id][1])[rows]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -137,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             assert len(rows) == 2 * args.respondents
 
         results()  # fold the per-question statistics first: not part of any figure
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print("\nbaseline (same run)")
         floor = timed(bare_read, 3)
         print(f"  bare SELECT of the pair's {2 * args.respondents:,} rows  min {ms(min(floor))}")
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         first = timed(crosstab, 1)[0]
         verdict = "ok" if first < 2.0 else "MISSED"
         print(f"  on demand (first call: read, join, fold, cache) {ms(first)}"
-              f"   target < 2 s: {verdict} ({first / min(floor):.1f}x the bare SELECT)")  # fmt: skip
+              f"   target < 2 s: {verdict} ({first / min(floor):.1f}x the bare SELECT)")
         steady = timed(crosstab, args.repeat)
         verdict = "ok" if percentile(steady, 50) < 0.05 else "MISSED"
         print(f"  folded, served                   p50 {ms(percentile(steady, 50))}"
