@@ -116,10 +116,18 @@ def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None
     sub.add_argument("survey", metavar="ID", help="id of the survey")
     sub.add_argument("rows", metavar="ROWS", help="question id for the rows")
     sub.add_argument("columns", metavar="COLUMNS", help="question id for the columns")
-    sub.add_argument("--beta", type=beta, default=0.05,
-                     help="allowed failure probability of each interval (default 0.05)")
-    sub.add_argument("--compare", nargs=4, metavar=("ROW1", "COLUMN1", "ROW2", "COLUMN2"),
-                     help="also the difference of two cells (labels)")
+    sub.add_argument(
+        "--beta",
+        type=beta,
+        default=0.05,
+        help="allowed failure probability of each interval (default 0.05)",
+    )
+    sub.add_argument(
+        "--compare",
+        nargs=4,
+        metavar=("ROW1", "COLUMN1", "ROW2", "COLUMN2"),
+        help="also the difference of two cells (labels)",
+    )
     sub.add_argument("--csv", action="store_true", help="print the cells as CSV")
     add_json(sub, "the API's crosstab document")
     sub.set_defaults(func=cmd_crosstab)
@@ -132,9 +140,14 @@ def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None
     sub.add_argument("survey", metavar="ID", help="the earlier survey")
     sub.add_argument("other", metavar="OTHER", help="the later survey")
     sub.add_argument("question", metavar="QUESTION", help="question id")
-    sub.add_argument("--other-question", metavar="QUESTION",
-                     help="the question's id in OTHER, if it differs")
-    sub.add_argument("--beta", type=beta, default=0.05,
-                     help="allowed failure probability of each interval (default 0.05)")
+    sub.add_argument(
+        "--other-question", metavar="QUESTION", help="the question's id in OTHER, if it differs"
+    )
+    sub.add_argument(
+        "--beta",
+        type=beta,
+        default=0.05,
+        help="allowed failure probability of each interval (default 0.05)",
+    )
     add_json(sub, "the API's comparison document")
     sub.set_defaults(func=cmd_compare)

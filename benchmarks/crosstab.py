@@ -147,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\ncrosstab of two 16-option questions (GRR x OUE)")
         first = timed(crosstab, 1)[0]
         verdict = "ok" if first < 2.0 else "MISSED"
-        print(f"  on demand (first call: read, join, fold, cache) {ms(first)}"
-              f"   target < 2 s: {verdict} ({first / min(floor):.1f}x the bare SELECT)")
+        print(
+            f"  on demand (first call: read, join, fold, cache) {ms(first)}"
+            f"   target < 2 s: {verdict} ({first / min(floor):.1f}x the bare SELECT)"
+        )
         steady = timed(crosstab, args.repeat)
         verdict = "ok" if percentile(steady, 50) < 0.05 else "MISSED"
         print(f"  folded, served                   p50 {ms(percentile(steady, 50))}"

@@ -81,8 +81,11 @@ class Difference:
         value += f" {unit}" if unit else ""
         change = f"{verb} by {value} (±{self.half_width * scale:.{digits}f})"
         if self.lower <= 0.0 <= self.upper:
-            return change + ", not distinguishable from no " + (
-                "change" if verb == "changed" else "difference")
+            return (
+                change
+                + ", not distinguishable from no "
+                + ("change" if verb == "changed" else "difference")
+            )
         return change
 
     def to_dict(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ HUE, SATURATION, LIGHTEST, DARKEST = 212, 62, 98, 70
 
 def shade(share: float) -> str:
     share = min(max(float(share), 0.0), 1.0)
-    return f"hsl({HUE} {SATURATION}% {LIGHTEST - (LIGHTEST - DARKEST) * share ** 0.5:.1f}%)"
+    return f"hsl({HUE} {SATURATION}% {LIGHTEST - (LIGHTEST - DARKEST) * share**0.5:.1f}%)"
 
 
 def percent(value: float) -> str:
@@ -146,8 +146,11 @@ def compare_page(survey_id: str, other_id: str) -> str | tuple[str, int]:
                 continue
             other = second.survey.question(question.id)
             try:
-                document = compare_document((first, question, folded[0][question.id]),
-                                            (second, other, folded[1][question.id]), beta=beta)
+                document = compare_document(
+                    (first, question, folded[0][question.id]),
+                    (second, other, folded[1][question.id]),
+                    beta=beta,
+                )
             except InvalidParameter:
                 continue  # same id, different question: not comparable
             sections.append({"question": question, "document": document})

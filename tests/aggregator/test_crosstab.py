@@ -111,19 +111,25 @@ def test_crosstab_document_and_formats(client, created_survey, operator_headers)
     assert len(document["cells"]) == 8 and document["epsilon"] == 3.0
     assert "No extra privacy cost" in document["privacy"]
     cell = document["cells"][0]
-    assert cell["lower"] <= cell["estimate"] <= cell["upper"] or cell["estimate"] < 0 or (
-        cell["estimate"] > 1)
+    assert (
+        cell["lower"] <= cell["estimate"] <= cell["upper"]
+        or cell["estimate"] < 0
+        or (cell["estimate"] > 1)
+    )
     assert cell["simultaneous_lower"] <= cell["lower"]
     assert {"chebyshev", "chebyshev_exact", "bernstein"} == {
-        i["family"] for i in document["intervals"]}
+        i["family"] for i in document["intervals"]
+    }
     means = client.get(URL + "/crosstab?rows=overtime&columns=transport").get_json()
     assert means["kind"] == "means" and means["by"] == "transport"
     assert all(0 <= c["lower"] <= c["upper"] <= 20 for c in means["categories"])
     text = client.get(URL + "/crosstab?rows=transport&columns=smoker&format=csv").data.decode()
     table = list(csv.DictReader(io.StringIO(text)))
     assert len(table) == 8 and table[0]["row"] == "car" and table[0]["column"] == "no"
-    compared = client.get(URL + "/crosstab?rows=transport&columns=smoker&first_row=car"
-                          "&first_column=yes&second_row=bus&second_column=yes").get_json()
+    compared = client.get(
+        URL + "/crosstab?rows=transport&columns=smoker&first_row=car"
+        "&first_column=yes&second_row=bus&second_column=yes"
+    ).get_json()
     assert compared["comparison"]["dependence"] == "any"
     assert compared["comparison"]["sentence"].startswith("differs by ")
     # Later asks of the same pair fold only what arrived since; the transposed pair agrees.
@@ -150,7 +156,8 @@ def test_crosstab_refusals(client, created_survey, operator_headers):
     # A respondent answering one question twice is refused whole.
     twice = respondents_body(survey, 2, seed=4)
     twice["respondents"][1]["reports"].append(
-        {**twice["respondents"][1]["reports"][0], "id": str(uuid.uuid4())})
+        {**twice["respondents"][1]["reports"][0], "id": str(uuid.uuid4())}
+    )
     assert_problem(post_respondents(client, operator_headers, twice), 422)
 
 
@@ -236,6 +243,9 @@ def test_dashboard_pages(client, created_survey, operator_headers):
     client.post(URL + "/reports/bulk", json={"reports": loose}, headers=operator_headers)
     unavailable = client.get("/surveys/demo/crosstab").data.decode()
     assert 'id="unavailable"' in unavailable and "cannot be joined" in unavailable
-    client.post("/api/v1/surveys", json={"definition": demo_survey_dict("secret"),
-                                         "results_public": False}, headers=operator_headers)
+    client.post(
+        "/api/v1/surveys",
+        json={"definition": demo_survey_dict("secret"), "results_public": False},
+        headers=operator_headers,
+    )
     assert 'id="private-notice"' in client.get("/surveys/secret/crosstab").data.decode()

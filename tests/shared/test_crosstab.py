@@ -234,8 +234,13 @@ def test_difference_covers(dependence: str) -> None:
         truth = np.mean((a == 0) & (b == 1)) - np.mean((a == 1) & (b == 1))
         deviation = cell_model(ra, rb).deviation
         for _ in range(trials):
-            estimate = estimate_crosstab(ra, rb, crosstab_statistics(
-                ra, rb, a_mech.randomize_many(a, rng), b_mech.randomize_many(b, rng)))
+            estimate = estimate_crosstab(
+                ra,
+                rb,
+                crosstab_statistics(
+                    ra, rb, a_mech.randomize_many(a, rng), b_mech.randomize_many(b, rng)
+                ),
+            )
             first = comparison.cell_figure(estimate, 0, 1, deviation)
             second = comparison.cell_figure(estimate, 1, 1, deviation)
             result = comparison.difference(first, second, dependence="any", beta=beta)
