@@ -20,23 +20,18 @@ from deniable.crosstab import (
     Axis,
     CrosstabStatistics,
     axis,
-    category_means,
     cell_model,
-    crosstab_statistics,
+    check_pair,
     decode_stored,
     estimate_crosstab,
+    join_submissions,
+    question_crosstab,
 )
 from deniable.errors import Conflict, InvalidParameter
 from deniable.estimation import DEFAULT_BETA
 from deniable.survey import Question, Survey
 
 from .storage import Storage, SurveyRecord
-
-PRIVACY = (
-    "No extra privacy cost: a crosstab is computed from the reports the respondents already "
-    "sent, whose privacy loss is the sum of the questions' epsilon (sequential composition); "
-    "linking them is post-processing."
-)
 
 
 def unavailable_reason(storage: Storage, record: SurveyRecord) -> str | None:
@@ -94,22 +89,12 @@ def _joined(
     first: Axis, second: Axis, first_id: str, second_id: str, found: dict[str, tuple[str, str]]
 ) -> CrosstabStatistics:
     """Statistics of the submissions holding both questions (``storage.joined_reports``)."""
-    keys = []
-    for question_id in (first_id, second_id):
-        text = found[question_id][0]
-        keys.append(np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, int))
-    _, left, right = np.intersect1d(keys[0], keys[1], assume_unique=True, return_indices=True)
-    batches = [
-        decode_stored(axis_.mechanism, found[question_id][1])[rows]
-        for axis_, question_id, rows in ((first, first_id, left), (second, second_id, right))
-    ]
-    return crosstab_statistics(first, second, *batches)
-
-
-def _describe(question: Question) -> dict[str, Any]:
-    return {"question": question.id, "text": question.text, "type": question.type,
-            "mechanism": question.mechanism, "epsilon": question.epsilon,
-            "labels": question.labels}  # fmt: skip
+    sides = []
+    for axis_, question_id in ((first, first_id), (second, second_id)):
+        keys, payloads = found[question_id]
+        parsed = np.fromstring(keys, dtype=np.int64, sep=",") if keys else np.zeros(0, np.int64)
+        sides.append((parsed, decode_stored(axis_.mechanism, payloads)))
+    return join_submissions(first, second, *sides[0], *sides[1])
 
 
 def crosstab_document(
@@ -120,37 +105,16 @@ def crosstab_document(
     survey = record.survey
     rows = _question(survey, rows_id, "rows")
     columns = _question(survey, columns_id, "columns")
-    if rows.id == columns.id:
-        raise InvalidParameter("rows and columns must be two different questions")
-    if rows.type == "numeric" and columns.type == "numeric":
-        raise InvalidParameter("a crosstab needs at least one question that is not numeric")
-    head = {
-        "survey": record.id,
-        "title": survey.title,
-        "status": record.status,
-        "rows": _describe(rows),
-        "columns": _describe(columns),
-        "epsilon": rows.epsilon + columns.epsilon,
-        "privacy": PRIVACY,
-        "beta": beta,
-    }
+    check_pair(rows, columns)
+    head = {"survey": record.id, "title": survey.title, "status": record.status}
     reason = unavailable_reason(storage, record)
     if reason is not None:
         raise Conflict(reason)
     statistics = folded_statistics(storage, record, rows, columns)
-    if statistics.n == 0:
-        return {**head, "kind": "empty", "n": 0, "estimate": None}
-    if columns.type == "numeric" or rows.type == "numeric":
-        categorical, numeric = (rows, columns) if columns.type == "numeric" else (columns, rows)
-        if categorical is columns:
-            statistics = statistics.transposed()
-        means = category_means(_axis(categorical), _axis(numeric), statistics, beta=beta)
-        return {**head, "kind": "means", "by": categorical.id, "of": numeric.id,
-                **means.to_dict(categorical.labels)}  # fmt: skip
-    row_axis, column_axis = _axis(rows), _axis(columns)
-    estimate = estimate_crosstab(row_axis, column_axis, statistics, beta=beta)
-    document = {**head, "kind": "joint", **estimate.to_dict(rows.labels, columns.labels)}
-    if compare is not None:
+    document = {**head, **question_crosstab(rows, columns, statistics, beta=beta)}
+    if compare is not None and document["kind"] == "joint":
+        row_axis, column_axis = axis(rows.oracle), axis(columns.oracle)
+        estimate = estimate_crosstab(row_axis, column_axis, statistics, beta=beta)
         document["comparison"] = compare_cells(estimate, rows, columns, row_axis, column_axis,
                                                compare, beta)  # fmt: skip
     return document
@@ -181,55 +145,18 @@ def compare_cells(
 # -- comparisons of one question between two surveys ------------------------------------------
 
 
-def question_figures(question: Question, statistics: Any, n: int) -> list[comparison.Figure]:
-    """One :class:`~deniable.comparison.Figure` per published estimate of a question."""
-    oracle = question.oracle
-    if question.type == "numeric":
-        return [comparison.mean_figure(oracle, statistics, n)]
-    per_option = getattr(oracle, "option_oracle", oracle)
-    return comparison.frequency_figures(per_option, statistics, n)
-
-
 def compare_document(
     first: tuple[SurveyRecord, Question, Any], second: tuple[SurveyRecord, Question, Any],
     *, beta: float = DEFAULT_BETA,
 ) -> dict[str, Any]:  # fmt: skip
     """Per category: the later survey's estimate minus the earlier's (``second - first``).
 
-    Each ``(record, question, folded statistics)``.  Two waves of one memoized
-    longitudinal question (same key) have non-negatively correlated reports;
-    any other pair of surveys is independent (``deniable.comparison``).
+    Each ``(record, question, folded statistics)``; see
+    :func:`deniable.comparison.compare_question`.
     """
     (record_a, question_a, folded_a), (record_b, question_b, folded_b) = first, second
-    if question_a.type != question_b.type or question_a.labels != question_b.labels:
-        raise InvalidParameter(
-            f"questions {question_a.id!r} and {question_b.id!r} differ in type or options"
-        )
-    if question_a.type == "numeric" and (question_a.lo, question_a.hi) != (
-        question_b.lo,
-        question_b.hi,
-    ):
-        raise InvalidParameter("numeric questions must share their range to be compared")
-    head = {"first": {"survey": record_a.id, "question": question_a.id, "n": folded_a.n},
+    body = comparison.compare_question(question_a, folded_a.statistics, folded_a.n, question_b,
+                                       folded_b.statistics, folded_b.n, beta=beta)  # fmt: skip
+    return {"first": {"survey": record_a.id, "question": question_a.id, "n": folded_a.n},
             "second": {"survey": record_b.id, "question": question_b.id, "n": folded_b.n},
-            "beta": beta}  # fmt: skip
-    if folded_a.n == 0 or folded_b.n == 0:
-        return {**head, "comparisons": None}
-    memoized = (question_a.longitudinal is not None and question_b.longitudinal is not None
-                and question_a.longitudinal.key == question_b.longitudinal.key)  # fmt: skip
-    dependence = "nonnegative" if memoized else "independent"
-    before = question_figures(question_a, folded_a.statistics, folded_a.n)
-    after = question_figures(question_b, folded_b.statistics, folded_b.n)
-    numeric = question_a.type == "numeric"
-    rows = []
-    for label, old, new in zip(question_a.labels, before, after, strict=True):
-        single = comparison.difference(new, old, dependence=dependence, beta=beta)
-        together = comparison.difference(new, old, dependence=dependence, beta=beta,
-                                         claims=len(before))  # fmt: skip
-        rows.append({
-            "label": label, "first": old.value, "second": new.value, **single.to_dict(),
-            "simultaneous_lower": together.lower, "simultaneous_upper": together.upper,
-            "sentence": single.sentence(unit="", scale=1.0, digits=2)
-            if numeric else single.sentence(),
-        })  # fmt: skip
-    return {**head, "dependence": dependence, "comparisons": rows}
+            "beta": beta, **body}  # fmt: skip

@@ -172,3 +172,48 @@ def cell_figure(estimate: Any, row: int, column: int, deviation: float) -> Figur
     return Figure(value=float(estimate.estimates[row, column]),
                   variance_bound=estimate.variance_bound,
                   deviation=deviation / estimate.n)  # fmt: skip
+
+
+def question_figures(question: Any, statistics: Any, n: int) -> list[Figure]:
+    """One :class:`Figure` per published estimate of a survey question."""
+    oracle = question.oracle
+    if question.type == "numeric":
+        return [mean_figure(oracle, statistics, n)]
+    return frequency_figures(getattr(oracle, "option_oracle", oracle), statistics, n)
+
+
+def compare_question(
+    first: Any, first_statistics: Any, first_n: int,
+    second: Any, second_statistics: Any, second_n: int, *, beta: float = DEFAULT_BETA,
+) -> dict[str, Any]:  # fmt: skip
+    """Each estimate of ``second`` minus ``first`` (two waves, or two surveys), with intervals.
+
+    Two waves of one memoized longitudinal question (the same key) are
+    ``nonnegative``ly dependent; any other pair ``independent``.  ``comparisons``
+    is None while either has no reports; per category ``simultaneous_*`` holds
+    for every category at once (union bound).
+    """
+    beta = check_beta(beta)
+    if first.type != second.type or first.labels != second.labels:
+        raise InvalidParameter(
+            f"questions {first.id!r} and {second.id!r} differ in type or options"
+        )
+    if first.type == "numeric" and (first.lo, first.hi) != (second.lo, second.hi):
+        raise InvalidParameter("numeric questions must share their range to be compared")
+    memoized = (first.longitudinal is not None and second.longitudinal is not None
+                and first.longitudinal.key == second.longitudinal.key)  # fmt: skip
+    dependence = "nonnegative" if memoized else "independent"
+    if first_n == 0 or second_n == 0:
+        return {"dependence": dependence, "comparisons": None}
+    before = question_figures(first, first_statistics, first_n)
+    after = question_figures(second, second_statistics, second_n)
+    numeric = first.type == "numeric"
+    rows = []
+    for label, old, new in zip(first.labels, before, after, strict=True):
+        single = difference(new, old, dependence=dependence, beta=beta)
+        together = difference(new, old, dependence=dependence, beta=beta, claims=len(before))
+        sentence = single.sentence(unit="", scale=1.0, digits=2) if numeric else single.sentence()
+        rows.append({"label": label, "first": old.value, "second": new.value, **single.to_dict(),
+                     "simultaneous_lower": together.lower,
+                     "simultaneous_upper": together.upper, "sentence": sentence})  # fmt: skip
+    return {"dependence": dependence, "comparisons": rows}

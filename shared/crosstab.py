@@ -545,3 +545,63 @@ def category_means(
         simultaneous_upper=simultaneous_upper, share=shares,
         numerator_family=total_family, denominator_family=share_family,
     )  # fmt: skip
+
+
+# -- two questions of a survey ------------------------------------------------------------------
+
+PRIVACY = (
+    "No extra privacy cost: a crosstab is computed from the reports the respondents already "
+    "sent, whose privacy loss is the sum of the questions' epsilon (sequential composition); "
+    "linking them is post-processing."
+)
+
+
+def join_submissions(
+    first: Axis, second: Axis, first_keys: np.ndarray, first_batch: np.ndarray,
+    second_keys: np.ndarray, second_batch: np.ndarray,
+) -> CrosstabStatistics:  # fmt: skip
+    """Statistics of the submissions present on both sides (keys: one per report, unique)."""
+    _, left, right = np.intersect1d(np.asarray(first_keys, np.int64),
+                                    np.asarray(second_keys, np.int64),
+                                    assume_unique=True, return_indices=True)  # fmt: skip
+    return crosstab_statistics(first, second, first_batch[left], second_batch[right])
+
+
+def check_pair(rows: Any, columns: Any) -> None:
+    """InvalidParameter unless two questions can be crosstabbed (``deniable.survey.Question``)."""
+    if rows.id == columns.id:
+        raise InvalidParameter("rows and columns must be two different questions")
+    if rows.type == "numeric" and columns.type == "numeric":
+        raise InvalidParameter("a crosstab needs at least one question that is not numeric")
+
+
+def describe(question: Any) -> dict[str, Any]:
+    return {"question": question.id, "text": question.text, "type": question.type,
+            "mechanism": question.mechanism, "epsilon": question.epsilon,
+            "labels": question.labels}  # fmt: skip
+
+
+def question_crosstab(
+    rows: Any, columns: Any, statistics: CrosstabStatistics, *, beta: float = DEFAULT_BETA
+) -> dict[str, Any]:
+    """The published crosstab of two questions of a survey, from their joined statistics.
+
+    ``kind`` is ``joint`` (:func:`estimate_crosstab`), ``means`` (one question
+    numeric: :func:`category_means`) or ``empty`` (nobody answered both).
+    """
+    check_pair(rows, columns)
+    beta = check_beta(beta)
+    head = {"rows": describe(rows), "columns": describe(columns), "beta": beta,
+            "epsilon": rows.epsilon + columns.epsilon, "privacy": PRIVACY}  # fmt: skip
+    if statistics.n == 0:
+        return {**head, "kind": "empty", "n": 0, "estimate": None}
+    if "numeric" in (rows.type, columns.type):
+        categorical, numeric = (rows, columns) if columns.type == "numeric" else (columns, rows)
+        if categorical is columns:
+            statistics = statistics.transposed()
+        means = category_means(axis(categorical.oracle), axis(numeric.oracle), statistics,
+                               beta=beta)  # fmt: skip
+        return {**head, "kind": "means", "by": categorical.id, "of": numeric.id,
+                **means.to_dict(categorical.labels)}  # fmt: skip
+    estimate = estimate_crosstab(axis(rows.oracle), axis(columns.oracle), statistics, beta=beta)
+    return {**head, "kind": "joint", **estimate.to_dict(rows.labels, columns.labels)}
