@@ -49,8 +49,9 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
     """A results document: one row per question category (numeric questions: one row)."""
     rows = []
     for question in document["questions"]:
+        beta = question.get("beta", document.get("beta"))
         common = {"question": question["question"], "type": question["type"],
-                  "n": question["n"], "beta": question.get("beta", document.get("beta"))}  # fmt: skip
+                  "n": question["n"], "beta": beta}  # fmt: skip
         if question.get("categories"):
             for category in question["categories"]:
                 rows.append({**common, **category})
@@ -58,7 +59,8 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
             extra = {k: v for k, v in question.items()
                      if k.startswith(("chebyshev_exact_", "bernstein_"))}  # fmt: skip
             rows.append({**common, "label": "mean", "estimate": question["mean"],
-                         "lower": question["lower"], "upper": question["upper"], **extra})  # fmt: skip
+                         "lower": question["lower"], "upper": question["upper"],
+                         **extra})  # fmt: skip
         else:
             rows.append({**common, "label": None, "estimate": None})
     return pd.DataFrame(rows)

@@ -43,7 +43,7 @@ def test_devices_bulk_and_analysis_agree(server, demo_definition, tmp_path):  # 
         client.answer("demo", answers)
         client.flush()
     # An import of 200 respondents through the bulk route, in two requests.
-    for part in range(2):
+    for _ in range(2):
         groups = [{"reports": [
             {"id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "question": q.id,
              "payload": q.randomize(random_answer(q, rng), rng)} for q in survey.questions
