@@ -43,13 +43,14 @@ def test_devices_bulk_and_analysis_agree(server, demo_definition, tmp_path):  # 
         client.answer("demo", answers)
         client.flush()
     # An import of 200 respondents through the bulk route, in two requests.
-    for _ in range(2):
+    for _part in range(2):
         groups = [{"reports": [
             {"id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "question": q.id,
              "payload": q.randomize(random_answer(q, rng), rng)} for q in survey.questions
         ]} for _ in range(100)]  # fmt: skip
-        response = requests.post(f"{base}/surveys/demo/reports/bulk",
-                                 json={"respondents": groups}, headers=operator, timeout=30)  # fmt: skip
+        bulk = f"{base}/surveys/demo/reports/bulk"
+        body = {"respondents": groups}
+        response = requests.post(bulk, json=body, headers=operator, timeout=30)
         assert response.status_code == 201, response.text
         assert response.json()["respondents"] == 100
     analyst = Aggregator(root)
