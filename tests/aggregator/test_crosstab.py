@@ -249,3 +249,18 @@ def test_dashboard_pages(client, created_survey, operator_headers):
         headers=operator_headers,
     )
     assert 'id="private-notice"' in client.get("/surveys/secret/crosstab").data.decode()
+
+
+def test_relay_shuffling_per_question_makes_crosstabs_unavailable(storage, created_survey):
+    """The relay's per-question shuffle unit (WORKING.md's shared format) forbids joining."""
+    from types import SimpleNamespace
+
+    from deniable.aggregator.crosstabs import unavailable_reason
+
+    record = storage.get_survey("demo")
+    assert unavailable_reason(storage, record) is None
+    for unit, refused in (("question", True), ("submission", False)):
+        relay = SimpleNamespace(url="https://relay.example", min_batch=1000, shuffle_unit=unit)
+        survey = SimpleNamespace(id="demo", relay=relay)
+        reason = unavailable_reason(storage, SimpleNamespace(id="demo", survey=survey))
+        assert (reason is not None and "shuffles each question" in reason) == refused
