@@ -210,7 +210,7 @@ export async function mount(root) {
   // The noisy reports; true on "Send", false on "Change my answers".
   const confirm = (reports) => new Promise((resolve) => {
     const send = el("button", { type: "button", class: "deniable-primary", disabled: "", text: t("send") });
-    const back = el("button", { type: "button", class: "deniable-secondary", text: t("change") });
+    const back = el("button", { type: "button", class: "deniable-secondary", disabled: "", text: t("change") });
     send.onclick = () => { send.disabled = back.disabled = true; say(t("sending")); status.focus(); resolve(true); };
     back.onclick = () => {
       review.hidden = true; form.hidden = false; say(t("cancelled"));
@@ -229,7 +229,7 @@ export async function mount(root) {
     say("");
     data.state = "review";
     review.firstChild.focus();
-    setTimeout(() => { send.disabled = false; }, SEND_HOLD_MS);
+    setTimeout(() => { send.disabled = back.disabled = false; }, SEND_HOLD_MS); // both: a double click leaves the review up
   });
 
   form.onsubmit = async (event) => {
