@@ -221,7 +221,7 @@ export async function mount(root) {
     review.replaceChildren(el("h2", { id: "deniable-review", tabindex: "-1", text: t("review_heading") }),
       el("p", { text: t("review_explain") }), el("p", { text: t("review_why") }),
       el("dl", {}, ...reports.flatMap((r) => {
-        const q = survey.questions.find((x) => x.id === r.question), how = { duchi: "how_numeric", discrete_laplace: "how_noise" }[q.mechanism];
+        const q = survey.questions.find((x) => x.id === r.question), how = { duchi: "how_numeric", discrete_laplace: "how_noise", option_sampling: "how_sampled" }[q.mechanism];
         return [el("dt", { text: q.text }), el("dd", { class: "deniable-value", text: r.description }), ...(how ? [el("dd", { class: "deniable-note", text: t(how) })] : [])];
       })),
       el("p", { text: t("review_cost", { epsilon: number(spent) }) }), el("div", { class: "deniable-buttons" }, send, back));
@@ -246,11 +246,11 @@ export async function mount(root) {
       const results = receipt.delivered && data.deniableResults;
       say("");
       thanks.replaceChildren(el("h2", { id: "deniable-thanks", tabindex: "-1", text: t("thanks_heading") }),
-        el("p", { class: "deniable-ok", text: receipt.delivered ? t("sent", { count: receipt.reportIds.length, epsilon: number(receipt.epsilonCharged) }) : t("queued") }),
+        el("p", { class: receipt.delivered ? "deniable-ok" : "deniable-waiting", text: receipt.delivered ? t("sent", { count: receipt.reportIds.length, epsilon: number(receipt.epsilonCharged) }) : t("queued") }),
         el("p", { class: "deniable-note", text: budgetText(client, t, number, lang) }), ...(results ? [el("p", {}, link(results, t("results_link")))] : []));
       thanks.hidden = false;
       thanks.firstChild.focus();
-      delivered = () => { thanks.querySelector(".deniable-ok").textContent = t("delivered_now"); say(t("delivered_now"), "ok"); };
+      delivered = () => { thanks.querySelector("p").textContent = t("delivered_now"); say(t("delivered_now"), "ok"); };
       retry({ pending: receipt.pendingBatches, retryAfter: receipt.retryAfter });
     } catch (error) {
       review.hidden = true;
