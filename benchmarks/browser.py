@@ -121,6 +121,9 @@ def submit_times(pages: int) -> list[float]:
                 page.fill("#q-overtime", "3.5")
                 page.get_by_role("button", name="Randomize my answers").click()
                 page.wait_for_selector("[data-state=review]", state="attached")
+                # Send is held inactive for a moment after the review shows (a double click
+                # must not send): time from the click the respondent can make.
+                page.wait_for_selector(".deniable-review button.deniable-primary:enabled")
                 start = time.perf_counter()
                 page.get_by_role("button", name="Send these noisy values").click()
                 page.wait_for_selector("[data-state=sent]", state="attached")

@@ -304,3 +304,47 @@ def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> 
     assert [q["n"] for q in results["questions"]] == [1, 1, 1, 1]
     recorder.assert_no_true_answer()
     context.close()
+
+
+def test_keyboard_only(stack) -> None:
+    """The whole form by keyboard alone: Tab, Space, arrow keys, typing and Enter."""
+    base = stack["base"]
+    context, page, recorder = _open(stack)
+    keys = page.keyboard
+    focused = lambda: page.evaluate("document.activeElement.id || document.activeElement.tagName")  # noqa: E731
+    try:
+        page.goto(f"{base}/surveys/{SURVEY}/respond")
+        assert _state(page, "ready", "refused") == "ready"
+        keys.press("Tab")  # the link to what ε means
+        assert page.evaluate("document.activeElement.textContent") == "What does ε mean?"
+        keys.press("Tab")
+        assert focused() == "q-burnout-0"
+        keys.press("Space")  # Yes
+        keys.press("Tab")
+        assert focused() == "q-commute-0"
+        keys.press("ArrowDown")
+        keys.press("ArrowDown")  # Bicycle
+        keys.press("Tab")
+        keys.press("Space")  # Email
+        keys.press("Tab")
+        keys.press("Tab")
+        keys.press("Space")  # Meetings
+        keys.press("Tab")
+        keys.press("Tab")
+        assert focused() == "q-overtime"
+        keys.type("3.5")
+        keys.press("Tab")
+        keys.press("Enter")  # Randomize my answers
+        assert _state(page, "review") == "review" and focused() == "deniable-review"
+        names = ("q-burnout-0", "q-commute-2", "q-tools-0", "q-tools-2", "q-tools-1")
+        checked = [page.is_checked(f"#{name}") for name in names]
+        assert checked == [True, True, True, True, False]
+        page.wait_for_selector(".deniable-review button.deniable-primary:enabled")  # after the hold
+        keys.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Send these noisy values"
+        keys.press("Enter")
+        assert _state(page, "sent", "queued") == "sent" and focused() == "deniable-thanks"
+        assert len(recorder.posts()) == 1
+        recorder.assert_no_true_answer()
+    finally:
+        context.close()
