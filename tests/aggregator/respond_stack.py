@@ -52,6 +52,8 @@ class _EmbedHandler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
+        for name, value in self.server.headers.items():  # type: ignore[attr-defined]
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 
@@ -63,6 +65,7 @@ class EmbedSite(ThreadingHTTPServer):
     """Another origin: a page embedding the form, loading the client from the aggregator."""
 
     page = ""
+    headers: dict[str, str] = {}  # e.g. the host page's own Content-Security-Policy
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _EmbedHandler)

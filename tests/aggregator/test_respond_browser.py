@@ -248,14 +248,9 @@ def test_respond_page_headers(stack) -> None:
 
 def test_example_site_relays_only_noisy_reports(stack) -> None:
     """examples/webform/site.py (design B): the site's server receives only noisy batches."""
-    import importlib.util
-
     from werkzeug.serving import make_server
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "webform" / "site.py"
-    spec = importlib.util.spec_from_file_location("webform_site", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    module = _example("webform", "site")
     base = stack["base"]
     key = requests.get(f"{base}/api/v1/key", timeout=10).json()["public_key"]
     site = module.create_site(base, SURVEY, key)
@@ -304,6 +299,38 @@ def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> 
     assert [q["n"] for q in results["questions"]] == [1, 1, 1, 1]
     recorder.assert_no_true_answer()
     context.close()
+
+
+def _example(folder: str, name: str):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "examples" / folder / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{folder}_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_embed_example_host_page(stack) -> None:
+    """examples/embed/host.py: the snippet pasted in a static page on another (allowed)
+    origin, under the host page's own CSP as docs/embedding.md states it."""
+    host, base, site = _example("embed", "host"), stack["base"], stack["allowed"]
+    original = site.page
+    site.page = host.page(stack["snippet"])
+    site.headers = {"Content-Security-Policy": host.content_security_policy(stack["snippet"], base)}
+    before = _counts(base)
+    context, page, recorder = _open(stack)
+    try:
+        page.goto(site.origin + "/")
+        assert _state(page, "ready", "refused") == "ready"
+        _answer_and_send(page)
+        assert _state(page, "sent", "queued") == "sent"
+        recorder.assert_no_true_answer()
+        assert not [line for line in recorder.console if "Content Security Policy" in line]
+    finally:
+        context.close()
+        site.page, site.headers = original, {}
+    assert _counts(base) == [n + 1 for n in before]
 
 
 def test_keyboard_only(stack) -> None:
