@@ -233,10 +233,13 @@ def embed(survey_id: str) -> Response:
     url = lambda name: html.escape(base + url_for("respond.static", name=name))  # noqa: E731
     names = survey_modules(record.survey, rotation=True)
     results = url_for("dashboard.survey", survey_id=record.id) if record.results_public else ""
+    imports = html.escape(import_map(base), quote=False)
     lines = [
         f"<!-- Deniable: the form of survey {html.escape(record.id)}; answers are randomized in the"
-        " browser. Keep these lines together: they pin every file the form runs. -->",
-        f'<script type="importmap">{html.escape(import_map(base), quote=False)}</script>',
+        " browser. Keep these lines together: they pin every file the form runs.",
+        f"     A Content-Security-Policy of the host page needs: script-src {base}"
+        f" 'sha256-{_sha256(imports)}'; style-src {base}; connect-src {base} -->",
+        f'<script type="importmap">{imports}</script>',
         f'<link rel="stylesheet" href="{url("respond.css")}" integrity="{hashes["respond.css"]}"'
         ' crossorigin="anonymous">',
         f'<script src="{url("watch.js")}" integrity="{hashes["watch.js"]}"'

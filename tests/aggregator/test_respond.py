@@ -94,6 +94,8 @@ def test_embed_snippet(client, created_survey) -> None:
     assert "/static/deniable/keychain.js" in snippet
     # The import map pins every module at its absolute URL: a refetch is checked too.
     (mapped,) = re.findall(r'<script type="importmap">(.*?)</script>', snippet)
+    digest = base64.b64encode(hashlib.sha256(mapped.encode()).digest()).decode()
+    assert f"script-src http://localhost 'sha256-{digest}'; style-src" in snippet  # host CSP
     hashes = respond.integrity()
     assert json.loads(mapped)["integrity"] == {
         f"http://localhost/static/deniable/{name}": hashes[name] for name in MODULES}  # fmt: skip
