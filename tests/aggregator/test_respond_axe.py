@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from .respond_stack import REQUIRED, SURVEY, fill, host_page, open_page, run_stack, state
+from .respond_stack import REQUIRED, SURVEY, fill, host_page, open_page, state
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,15 +31,15 @@ TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+@pytest.fixture
+def stack(request):
     if not AXE.exists():
         reason = f"axe-core is not installed at {AXE} (npm ci --prefix .ci/node)"
         if REQUIRED:
             pytest.fail(f"DENIABLE_REQUIRE_BROWSER=1 but {reason}")
         pytest.skip(reason)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    yield from run_stack(tmp_path_factory)
+    return request.getfixturevalue("respond_stack")
 
 
 def _check(page, size: str, name: str) -> list[str]:
@@ -53,42 +53,47 @@ def _check(page, size: str, name: str) -> list[str]:
             for v in result["violations"]]  # fmt: skip
 
 
-def _context(stack, size: str, **options):
-    width, height = SIZES[size]
-    context, page, recorder = open_page(stack, viewport={"width": width, "height": height},
-                                        is_mobile=size == "phone", has_touch=size == "phone",
-                                        **options)  # fmt: skip
+def _context(stack, **options):
+    context, page, recorder = open_page(stack, **options)
     context.add_init_script(path=str(AXE))  # by the browser's debugger: outside the page's CSP
     return context, page, recorder
 
 
-@pytest.mark.parametrize("size", list(SIZES))
-def test_every_state_has_no_wcag_22_aa_violation(stack, size) -> None:
+def _check_both(page, name: str) -> list[str]:
+    """The state as it is now, at each size (the same page resized: one flow per state)."""
+    found = []
+    for size, (width, height) in SIZES.items():
+        page.set_viewport_size({"width": width, "height": height})
+        found += _check(page, size, name)
+    return found
+
+
+def test_every_state_has_no_wcag_22_aa_violation(stack) -> None:
     base, found = stack["base"], []
     respond = f"{base}/surveys/{SURVEY}/respond"
-    context, page, _ = _context(stack, size)
+    context, page, _ = _context(stack)
     try:
         page.goto(respond)
         state(page, "ready")
-        found += _check(page, size, "landing")
+        found += _check_both(page, "landing")
         page.get_by_role("button", name="Randomize my answers").click()
         state(page, "errors")
-        found += _check(page, size, "errors")
+        found += _check_both(page, "errors")
         fill(page)
         page.get_by_role("button", name="Randomize my answers").click()
         state(page, "review")
-        found += _check(page, size, "review")
+        found += _check_both(page, "review")
         page.get_by_role("button", name="Send these noisy values").click()
         assert state(page, "sent", "queued") == "sent"
-        found += _check(page, size, "sent")
+        found += _check_both(page, "sent")
         page.reload()
         state(page, "answered")
-        found += _check(page, size, "already-answered")
+        found += _check_both(page, "already-answered")
         page.goto(f"{base}/about/epsilon")
-        found += _check(page, size, "epsilon")
+        found += _check_both(page, "epsilon")
     finally:
         context.close()
-    context, page, _ = _context(stack, size)
+    context, page, _ = _context(stack)
     try:  # offline: the batch waits on the device
         page.goto(respond)
         state(page, "ready")
@@ -98,27 +103,26 @@ def test_every_state_has_no_wcag_22_aa_violation(stack, size) -> None:
         state(page, "review")
         page.get_by_role("button", name="Send these noisy values").click()
         assert state(page, "sent", "queued") == "queued"
-        found += _check(page, size, "queued")
+        found += _check_both(page, "queued")
         context.set_offline(False)
         # refused: a survey whose signature does not verify (a tampered definition)
         page.route(f"{base}/api/v1/surveys/{SURVEY}", lambda route: route.fulfill(
             response=(r := route.fetch()), body=r.text().replace("burnt out", "burned out")))
         page.goto(respond)
         state(page, "refused")
-        found += _check(page, size, "refused")
+        found += _check_both(page, "refused")
     finally:
         context.close()
     site, original = stack["allowed"], stack["allowed"].page
     german = requests.get(f"{base}/surveys/{SURVEY}/embed?lang=de", timeout=10).text
     site.page = host_page(german, lang="de")
-    context, page, _ = _context(stack, size, locale="de-DE")
+    context, page, _ = _context(stack, locale="de-DE")
     try:  # the other language, embedded in another site's page
         page.goto(site.origin + "/")
         state(page, "ready")
-        found += _check(page, size, "embed-de-landing")
         page.get_by_role("button", name="Meine Antworten zufällig verändern").click()
         state(page, "errors")
-        found += _check(page, size, "embed-de-errors")
+        found += _check_both(page, "embed-de-errors")
     finally:
         context.close()
         site.page = original

@@ -18,7 +18,7 @@ import requests
 from deniable.aggregator.respond import MODULES
 from deniable.survey import Survey
 
-from .respond_stack import ENROLLED, SURVEY, TRUE_TEXT, Recorder, host_page, run_stack
+from .respond_stack import ENROLLED, SURVEY, TRUE_TEXT, Recorder, host_page
 from .respond_stack import answer_and_send as _answer_and_send
 from .respond_stack import counts as _counts
 from .respond_stack import fill as _fill
@@ -28,9 +28,9 @@ from .respond_stack import state as _state
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    yield from run_stack(tmp_path_factory)
+@pytest.fixture
+def stack(respond_stack):
+    return respond_stack
 
 
 def test_answer_in_the_page_only_noisy_values_leave(stack) -> None:
