@@ -205,6 +205,8 @@ export async function mount(root) {
     say(t("fix_errors"), "error");
     data.state = "errors";
     problems[0].focus();
+    // On a phone the message sits below the options: bring it into view with its question.
+    form.querySelector(`#${problems[0].getAttribute("aria-describedby")}`)?.scrollIntoView({ block: "nearest" });
   };
 
   // The noisy reports; true on "Send", false on "Change my answers".

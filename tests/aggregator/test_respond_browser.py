@@ -79,6 +79,7 @@ def test_without_javascript_the_page_says_so_and_posts_nothing(stack) -> None:
     recorder = Recorder(page)
     page.goto(f"{stack['base']}/surveys/{SURVEY}/respond")
     assert "JavaScript is required" in page.inner_text("main")
+    assert not page.is_visible("[data-deniable-loading]")  # no "Loading…" that never ends
     assert page.query_selector("form") is None and recorder.posts() == []
     context.close()
 
