@@ -249,12 +249,3 @@ def post_bulk(client: FlaskClient, survey_id: str, reports: list[dict[str, str]]
     token = client.application.extensions["deniable.storage"].create_operator_token("bulk")
     return client.post(f"/api/v1/surveys/{survey_id}/reports/bulk", json={"reports": reports},
                        headers={"Authorization": f"Bearer {token}"})  # fmt: skip
-
-
-@pytest.fixture(scope="session")
-def respond_stack(tmp_path_factory):
-    """One served aggregator, embedding sites and Chromium, shared by the respond page's
-    browser test modules (respond_stack.py): starting them is the expensive part."""
-    from .respond_stack import run_stack
-
-    yield from run_stack(tmp_path_factory)

@@ -1,9 +1,8 @@
 """What the respond page's Chromium tests share: a served aggregator, embedding sites, helpers.
 
 Playwright for Python drives Debian's /usr/bin/chromium (never a downloaded browser) against a
-real gunicorn aggregator on a free loopback port.  One stack (``run_stack``: the session
-fixture ``respond_stack`` of conftest.py) serves every browser test module; each test opens
-a browser context per state.
+real gunicorn aggregator on a free loopback port.  Each test module starts one stack
+(``run_stack``, its module-scoped fixture) and opens a browser context per state.
 Skipped with the reason when Chromium or Playwright is missing, unless
 DENIABLE_REQUIRE_BROWSER=1 (then it fails).
 """

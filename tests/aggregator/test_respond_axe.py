@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from .respond_stack import REQUIRED, SURVEY, fill, host_page, open_page, state
+from .respond_stack import REQUIRED, SURVEY, fill, host_page, open_page, run_stack, state
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,15 +31,15 @@ TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
 
 
-@pytest.fixture
-def stack(request):
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
     if not AXE.exists():
         reason = f"axe-core is not installed at {AXE} (npm ci --prefix .ci/node)"
         if REQUIRED:
             pytest.fail(f"DENIABLE_REQUIRE_BROWSER=1 but {reason}")
         pytest.skip(reason)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    return request.getfixturevalue("respond_stack")
+    yield from run_stack(tmp_path_factory)
 
 
 def _check(page, size: str, name: str) -> list[str]:
@@ -106,8 +106,12 @@ def test_every_state_has_no_wcag_22_aa_violation(stack) -> None:
         found += _check_both(page, "queued")
         context.set_offline(False)
         # refused: a survey whose signature does not verify (a tampered definition)
-        page.route(f"{base}/api/v1/surveys/{SURVEY}", lambda route: route.fulfill(
-            response=(r := route.fetch()), body=r.text().replace("burnt out", "burned out")))
+        page.route(
+            f"{base}/api/v1/surveys/{SURVEY}",
+            lambda route: route.fulfill(
+                response=(r := route.fetch()), body=r.text().replace("burnt out", "burned out")
+            ),
+        )
         page.goto(respond)
         state(page, "refused")
         found += _check_both(page, "refused")

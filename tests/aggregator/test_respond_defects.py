@@ -15,7 +15,7 @@ import pytest
 from deniable.aggregator import demo
 from deniable.aggregator.respond import survey_modules
 
-from .respond_stack import SURVEY, counts, fill, open_page, state
+from .respond_stack import SURVEY, counts, fill, open_page, run_stack, state
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -24,9 +24,11 @@ ROOT = "[data-deniable-survey]"
 TAMPERED = "\nglobalThis.deniableTampered = true;\n"
 
 
-@pytest.fixture
-def stack(respond_stack):
-    return respond_stack
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    # Module scope, not session: other modules start Playwright's sync API of their own,
+    # which cannot run while another instance is open.
+    yield from run_stack(tmp_path_factory)
 
 
 def _fail_first_then_modify(page, url: str, failure: str) -> list[str]:
