@@ -53,7 +53,9 @@ from .words import chosen_language, translator
 blueprint = Blueprint("respond", __name__, template_folder="templates")
 
 # The client library every page loads: respond.js imports deniable.js, which imports these.
-CORE = ("randomness.js", "jcs.js", "survey.js", "deniable.js", "messages.js")
+CORE = ("randomness.js", "jcs.js", "survey.js", "deniable.js")
+# The form: its words (one catalogue, also read by the aggregator: words.py), then the form.
+FORM = ("messages.js", "respond.js")
 # Key rotation, imported by deniable.js only when a survey names another key (or on trust on
 # first use; it imports deniable.js).
 ROTATION = ("keychain.js",)
@@ -75,7 +77,7 @@ SEALING = ("sealing.js",)
 MODULES = (
     *CORE, *ROTATION, *SEALING, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
     "local_hashing.js", "hadamard.js", "subset.js", "option_sampling.js", "duchi.js",
-    "discrete_laplace.js", "longitudinal.js", "wire.js", "respond.js",
+    "discrete_laplace.js", "longitudinal.js", "wire.js", *FORM,
 )  # fmt: skip
 # watch.js (a classic script: says so when the modules fail to load) and the form's style.
 PAGE_FILES = ("watch.js", "respond.css")
@@ -118,7 +120,7 @@ def survey_modules(survey: Survey, *, rotation: bool = False) -> tuple[str, ...]
     (the embed snippet keeps the key it was pasted with).
     """
     needed = {name for q in survey.questions for name in ORACLE_MODULES.get(_oracle(q), ())}
-    needed |= {*CORE, "respond.js", *(ROTATION if rotation else ())}
+    needed |= {*CORE, *FORM, *(ROTATION if rotation else ())}
     if survey.relay is not None:  # reports are sealed in the page (docs/protocol.md §10)
         needed |= set(SEALING)
     return tuple(name for name in MODULES if name in needed)

@@ -14,7 +14,15 @@ import re
 import pytest
 
 from deniable.aggregator import create_app, respond
-from deniable.aggregator.respond import CORE, MODULES, PAGE_FILES, ROTATION, survey_modules, words
+from deniable.aggregator.respond import (
+    CORE,
+    FORM,
+    MODULES,
+    PAGE_FILES,
+    ROTATION,
+    survey_modules,
+    words,
+)
 from deniable.aggregator.storage import EXTENSION as STORAGE_EXTENSION
 from deniable.survey import Survey
 
@@ -46,7 +54,7 @@ def test_page_has_a_strict_csp_and_sri_for_every_module(client, created_survey) 
     # The core and only the demo survey's mechanisms (binary_rr, grr, option_sampling, duchi).
     survey = Survey.from_dict(created_survey["definition"], resolved=True)
     mechanisms = {"mechanism.js", "grr.js", "option_sampling.js", "duchi.js"}
-    assert set(preloaded) == set(survey_modules(survey)) == {*CORE, *mechanisms, "respond.js"}
+    assert set(preloaded) == set(survey_modules(survey)) == {*CORE, *mechanisms, *FORM}
     # Every module is pinned by the import map's integrity as well: a module fetched again
     # after a failed preload is checked too. keychain.js (a rotation only) is not preloaded.
     mapped = json.loads(inline)["integrity"]
