@@ -18,8 +18,9 @@ import requests
 from deniable.aggregator.respond import MODULES
 from deniable.survey import Survey
 
-from .respond_stack import (
-    CHROMIUM,  # noqa: F401 - test_respond_relay_browser's
+from .respond_stack import (  # ARGS, CHROMIUM, _require: other browser tests import them here
+    ARGS,  # noqa: F401
+    CHROMIUM,  # noqa: F401
     ENROLLED,
     SURVEY,
     TRUE_TEXT,
@@ -31,7 +32,7 @@ from .respond_stack import answer_and_send as _answer_and_send
 from .respond_stack import counts as _counts
 from .respond_stack import fill as _fill
 from .respond_stack import open_page as _open
-from .respond_stack import require_browser as _require  # noqa: F401 - idem
+from .respond_stack import require_browser as _require  # noqa: F401
 from .respond_stack import state as _state
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
