@@ -106,7 +106,8 @@ def parse_storage(value: object) -> str:
     text = str(value or "").strip()
     if not text.startswith(STORAGE_SCHEMES):
         raise ValueError(
-            f"must be memory:// or a redis://, rediss:// or redis+unix:// URL, got {text[:60]!r}"
+            "must be memory:// or a redis://, rediss:// or redis+unix:// URL, got "
+            f"{shown_storage(text)[:60]!r}"
         )
     return text
 
@@ -148,14 +149,10 @@ def parse_proxies(value: object) -> int:
 
 
 def shown_storage(uri: str) -> str:
-    """The storage URL without a password, for logs and messages."""
-    from urllib.parse import urlsplit, urlunsplit
+    """The storage URL without a password in any form, for logs and messages (masking.py)."""
+    from .masking import mask_credentials
 
-    parts = urlsplit(uri)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return uri
+    return mask_credentials(uri)
 
 
 class RateLimits:
@@ -242,7 +239,8 @@ class RateLimits:
                 self._warned_at = now
                 logger.warning(
                     "rate-limit storage %s failed (%s: %s); counting in this process's memory",
-                    shown_storage(self.storage), type(error).__name__, str(error)[:200],
+                    shown_storage(self.storage), type(error).__name__,
+                    shown_storage(str(error)[:200]),
                 )  # fmt: skip
 
     def check_address(self, address: str) -> None:
@@ -296,7 +294,7 @@ def init_app(app: Any) -> None:
         limiter = open_limiter(storage)
     except Exception as error:  # noqa: BLE001 - a bad URL or a missing redis package
         raise SettingsError(
-            f"setting RATE_LIMIT_STORAGE ({shown_storage(storage)}): {error}"
+            f"setting RATE_LIMIT_STORAGE ({shown_storage(storage)}): {shown_storage(str(error))}"
         ) from None
     app.extensions[EXTENSION] = RateLimits(
         per_address=app.config["RATE_LIMIT_PER_ADDRESS"],

@@ -28,6 +28,7 @@ from typing import Any
 from deniable.errors import DeniableError
 
 from .cors import parse_origins
+from .masking import mask_credentials as mask_credentials  # settings masking lives there
 from .ratelimit import parse_key_prefix, parse_networks, parse_proxies, parse_rate, parse_storage
 
 ENVIRONMENT_PREFIX = "DENIABLE_"

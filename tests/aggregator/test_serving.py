@@ -117,3 +117,33 @@ def test_two_aggregators_on_one_host_do_not_share_a_control_socket(tmp_path, ser
     assert second.stop() == 0
     for served in (first, second):
         assert "control" not in served.output().lower(), served.output()[-2000:]
+
+
+SECRET = "hunter2Zq"
+
+
+def test_serve_never_prints_a_password_given_in_a_query_string(tmp_path, servers):
+    """The start-up line and the rate limiter's warnings mask ``?password=`` (issue 21, 4)."""
+    from .conftest import postgres_admin_dsn
+
+    dsn = postgres_admin_dsn()  # skips without PostgreSQL
+    redis_url = os.environ.get("DENIABLE_TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip("DENIABLE_TEST_REDIS_URL is unset")
+    separator = "&" if "?" in dsn else "?"
+    # The test servers trust local connections, so the passwords are sent and ignored
+    # (PostgreSQL) or refused (Redis without one: the limiter warns and counts in memory).
+    environment = {
+        "DENIABLE_DATABASE": f"{dsn}{separator}password={SECRET}",
+        "DENIABLE_RATE_LIMIT_STORAGE": f"{redis_url}?password={SECRET}",
+        "DENIABLE_RATE_LIMIT_EXEMPT": "",
+    }
+    served = start(tmp_path, "data", environment, workers=1)
+    servers.append(served)
+    report = {"id": "6f1e4a3c-0d7b-4c55-9a8e-0123456789ab", "question": "q", "payload": "1"}
+    requests.post(f"{served.base}/api/v1/surveys/none/reports", json=report, timeout=10)
+    assert served.stop() == 0
+    output = served.output()
+    assert "serving backend=postgresql" in output and "password=***" in output, output[-2000:]
+    assert "rate-limit storage" in output, output[-2000:]
+    assert SECRET not in output
