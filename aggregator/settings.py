@@ -29,6 +29,7 @@ from deniable.errors import DeniableError
 
 from .cors import parse_origins
 from .masking import mask_credentials as mask_credentials  # settings masking lives there
+from .public_url import parse_public_url
 from .ratelimit import parse_key_prefix, parse_networks, parse_proxies, parse_rate, parse_storage
 
 ENVIRONMENT_PREFIX = "DENIABLE_"
@@ -279,6 +280,14 @@ SETTINGS: tuple[Setting, ...] = (
         "by reason, request latency, fold time, database errors) to an operator token that is "
         "not limited to some surveys.",
         parse=_boolean,
+    ),
+    Setting(
+        name="PUBLIC_URL",
+        default="",
+        help="The aggregator's public URL (https://host[:port]) where browsers reach it: the "
+        "base of the URLs in the embed snippet. Empty: the request's Host and scheme (the "
+        "scheme from X-Forwarded-Proto only with TRUST_PROXY); set it behind a proxy.",
+        parse=parse_public_url,
     ),
     Setting(
         name="MIGRATE",

@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from deniable import keychain
 
+from .datadir import private_directory
 from .settings import SettingsError
 
 ALGORITHM = "Ed25519"
@@ -109,7 +110,7 @@ def create_key(path: str | os.PathLike[str]) -> bool:
     fails if another process won the race: both then load the same key.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_directory(target.parent)  # 0700, and refused if others may write in it
     if target.exists():
         return False
     pem = Ed25519PrivateKey.generate().private_bytes(
@@ -137,7 +138,8 @@ def load_key(path: str | os.PathLike[str]) -> SigningKey:
     """Load a private key file, refusing one that others can read."""
     target = Path(path)
     try:
-        mode = target.stat().st_mode
+        info = target.stat()
+        mode, owner = info.st_mode, info.st_uid
         data = target.read_bytes()
     except OSError as error:
         raise SettingsError(f"SIGNING_KEY_PATH {target}: cannot read ({error.strerror})") from None
@@ -145,6 +147,13 @@ def load_key(path: str | os.PathLike[str]) -> SigningKey:
         raise SettingsError(
             f"SIGNING_KEY_PATH {target}: mode {stat.S_IMODE(mode):04o} lets others read the "
             "private key; run chmod 600 on it"
+        )
+    if owner != os.geteuid():
+        # Why: its owner could replace the key this server signs with.
+        raise SettingsError(
+            f"SIGNING_KEY_PATH {target}: owned by another user (uid {owner}); the key must "
+            f"belong to the user the server runs as (uid {os.geteuid()}): chown it, or make a "
+            "new one"
         )
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -156,7 +165,32 @@ def load_key(path: str | os.PathLike[str]) -> SigningKey:
         serialization.Encoding.Raw, serialization.PublicFormat.Raw
     )
     chain = keychain.chain_ending_at(load_chain(target), public)
+    check_no_loop(chain, target)
     return SigningKey(private_key=key, path=target, chain=tuple(chain))
+
+
+def check_no_loop(chain: list[dict[str, Any]], key_path: Path) -> None:
+    """Refuse a chain that returns to a key it retired (A -> B -> A), or whose links do not join.
+
+    Why: a device follows each link from the key it holds, so a loop would move
+    devices that left a key back onto it (a retired key is one that may have leaked).
+    """
+    seen: list[str] = []
+    for link in chain:
+        previous, following = link.get("previous_public_key"), link.get("public_key")
+        if seen and previous != seen[-1]:
+            raise SettingsError(
+                f"key chain {chain_path(key_path)}: link {link.get('sequence')} does not "
+                "start from the key the previous link ended at"
+            )
+        if not seen:
+            seen.append(previous)
+        if following in seen:
+            raise SettingsError(
+                f"key chain {chain_path(key_path)}: link {link.get('sequence')} loops back to a "
+                "retired key; refusing to publish it (restore the chain from a backup)"
+            )
+        seen.append(following)
 
 
 def _write_atomically(path: Path, data: bytes, mode: int) -> None:

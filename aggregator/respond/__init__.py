@@ -43,6 +43,7 @@ from flask import Blueprint, Flask, Response, abort, render_template, request, u
 from deniable.errors import Conflict, NotFound
 from deniable.survey import FORMAT, Question, Survey
 
+from ..public_url import public_base_url
 from ..signing import current_key
 from ..storage import current_storage
 
@@ -201,7 +202,7 @@ def embed(survey_id: str) -> Response:
     record = current_storage().get_survey(survey_id, count=False)
     if record.survey.format != FORMAT:
         raise Conflict(_legacy(record.id))
-    base = request.host_url.rstrip("/")
+    base = public_base_url()  # PUBLIC_URL, never a Host header alone (public_url.py)
     hashes = integrity()
     lines = [
         f'<link rel="modulepreload" href="{base}{url_for("respond.static", name=name)}" '

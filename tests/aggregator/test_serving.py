@@ -147,3 +147,34 @@ def test_serve_never_prints_a_password_given_in_a_query_string(tmp_path, servers
     assert "serving backend=postgresql" in output and "password=***" in output, output[-2000:]
     assert "rate-limit storage" in output, output[-2000:]
     assert SECRET not in output
+
+
+def test_behind_a_tls_proxy_the_embed_snippet_never_says_http(tmp_path, servers):
+    """Issue 19: with TRUST_PROXY the proxy's X-Forwarded-Proto: https reaches the snippet
+    through gunicorn and waitress; without it the header is ignored."""
+    from deniable.aggregator import cli
+    from deniable.aggregator.storage import open_storage
+    from deniable.survey import Survey
+
+    from .conftest import demo_survey_dict
+
+    data = tmp_path / "data"
+    assert cli.main(["--data-dir", str(data), "init"]) == 0
+    storage = open_storage({"DATABASE": str(data / "deniable.sqlite3")})
+    try:
+        definition = {**demo_survey_dict("embedded"), "format": "deniable.survey/2"}
+        storage.create_survey(Survey.from_dict(definition), results_public=True)
+    finally:
+        storage.close()
+    proxied = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9",
+               "Host": "surveys.example.org"}  # fmt: skip
+    served = start(tmp_path, "data", {"DENIABLE_TRUST_PROXY": "1"}, workers=1)
+    servers.append(served)
+    snippet = requests.get(f"{served.base}/surveys/embedded/embed", headers=proxied, timeout=10)
+    assert snippet.status_code == 200, snippet.text
+    assert "http://" not in snippet.text and "https://surveys.example.org/" in snippet.text
+    served.stop()
+    direct = start(tmp_path, "data", workers=1)
+    servers.append(direct)
+    snippet = requests.get(f"{direct.base}/surveys/embedded/embed", headers=proxied, timeout=10)
+    assert "https://" not in snippet.text and "http://surveys.example.org/" in snippet.text
