@@ -332,8 +332,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import requests
 
     if args.dir:
-        directory = Path(args.dir)
-        directory.mkdir(parents=True, exist_ok=True)
+        from .datadir import private_directory
+
+        directory = private_directory(args.dir)  # 0700, like every data directory
         created_directory = False
     else:
         directory = Path(tempfile.mkdtemp(prefix="deniable-demo-"))
