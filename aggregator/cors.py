@@ -28,7 +28,7 @@ import re
 
 from flask import Flask, Request, Response, request
 
-ROUTES = re.compile(r"^/api/v1/(key|surveys/[^/]+|surveys/[^/]+/reports)$")
+ROUTES = r"^/api/v1/(key|surveys/[^/]+|surveys/[^/]+/reports)$"
 ALLOWED_HEADERS = ("Content-Type", "X-Deniable-Enrolment")
 ALLOWED_METHODS = ("GET", "POST")
 MAX_AGE = 600
@@ -102,14 +102,15 @@ def parse_origins(value: object) -> tuple[str, ...]:
 class CrossOrigin:
     """The after-request hook that writes the CORS headers of the three routes."""
 
-    def __init__(self, origins: tuple[str, ...]) -> None:
+    def __init__(self, origins: tuple[str, ...], routes: str = ROUTES) -> None:
         self.origins = frozenset(origins)
+        self.routes = re.compile(routes)
 
     def __call__(self, response: Response) -> Response:
         return self.apply(request, response)
 
     def apply(self, incoming: Request, response: Response) -> Response:
-        if not ROUTES.match(incoming.path):
+        if not self.routes.match(incoming.path):
             return response
         response.vary.add("Origin")
         origin = incoming.headers.get("Origin")
@@ -123,7 +124,8 @@ class CrossOrigin:
         return response
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask, routes: str = ROUTES) -> None:
+    """Share ``routes`` (a path regex; the relay passes its own) with ``CORS_ORIGINS``."""
     origins = tuple(app.config["CORS_ORIGINS"])
     if origins:
-        app.after_request(CrossOrigin(origins))
+        app.after_request(CrossOrigin(origins, routes))
