@@ -12,8 +12,10 @@ and lock files, the signing key) is raw reports and a private key, so:
 * lock files are opened without following a symbolic link (a link planted as a
   lock file would make the server create or lock a file elsewhere).
 
-Each refusal is a :class:`~deniable.aggregator.settings.SettingsError` naming the
-path and the command that fixes it, so a misconfigured server never starts.
+Each refusal is :class:`UnsafeFiles`, naming the path and the command that fixes
+it: a misconfigured server never starts (a command exits with status 2), and a
+running one that meets it (permissions changed under it) answers 503, as for any
+database it cannot use.
 """
 
 from __future__ import annotations
@@ -22,11 +24,19 @@ import os
 import stat
 from pathlib import Path
 
+from deniable.errors import StorageError
+
 from .settings import SettingsError
 
 PRIVATE_DIRECTORY = 0o700
 OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 OTHERS_ANY = stat.S_IRWXG | stat.S_IRWXO
+
+
+class UnsafeFiles(SettingsError, StorageError):
+    """The data directory or a file in it is open to other users (see the module)."""
+
+    exit_status = 2  # the command line's usage status: a setting to fix, not an outage
 
 
 def private_directory(path: str | os.PathLike[str]) -> Path:
@@ -43,7 +53,7 @@ def private_directory(path: str | os.PathLike[str]) -> Path:
         except FileExistsError:
             continue  # another process made it first: checked below like any other
         except OSError as error:
-            raise SettingsError(f"cannot create directory {created}: {error.strerror}") from None
+            raise UnsafeFiles(f"cannot create directory {created}: {error.strerror}") from None
         os.chmod(created, PRIVATE_DIRECTORY)  # Why: mkdir's mode is cut by the umask
     check_directory(directory)
     return directory
@@ -54,11 +64,11 @@ def check_directory(path: str | os.PathLike[str]) -> None:
     try:
         info = os.stat(path)
     except OSError as error:
-        raise SettingsError(f"directory {path}: {error.strerror}") from None
+        raise UnsafeFiles(f"directory {path}: {error.strerror}") from None
     if not stat.S_ISDIR(info.st_mode):
-        raise SettingsError(f"{path} is not a directory")
+        raise UnsafeFiles(f"{path} is not a directory")
     if info.st_mode & OTHERS_WRITE:
-        raise SettingsError(
+        raise UnsafeFiles(
             f"directory {path}: mode {stat.S_IMODE(info.st_mode):04o} lets other users write "
             f"in it, next to the database and key; run chmod go-w {path} (or choose a private "
             "directory)"
@@ -72,9 +82,11 @@ def check_private_file(path: str | os.PathLike[str], what: str) -> None:
     except FileNotFoundError:
         return
     except OSError as error:
-        raise SettingsError(f"{what} {path}: {error.strerror}") from None
+        raise UnsafeFiles(f"{what} {path}: {error.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        return  # not a file at all: SQLite says what is wrong
     if info.st_mode & OTHERS_ANY:
-        raise SettingsError(
+        raise UnsafeFiles(
             f"{what} {path}: mode {stat.S_IMODE(info.st_mode):04o} lets other users read it; "
             f"run chmod 600 {path}"
         )
@@ -87,12 +99,12 @@ def open_lock_file(path: str | os.PathLike[str]) -> int:
         descriptor = os.open(path, flags, 0o600)
     except OSError:
         if os.path.islink(path):
-            raise SettingsError(
+            raise UnsafeFiles(
                 f"lock file {path} is a symbolic link; remove it (nothing but the server "
                 "should create files in its data directory)"
             ) from None
         raise
     if not stat.S_ISREG(os.fstat(descriptor).st_mode):
         os.close(descriptor)
-        raise SettingsError(f"lock file {path} is not a regular file; remove it")
+        raise UnsafeFiles(f"lock file {path} is not a regular file; remove it")
     return descriptor

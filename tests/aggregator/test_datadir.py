@@ -132,3 +132,20 @@ def test_the_documented_backup_recipe_makes_files_the_server_accepts(tmp_path):
     subprocess.run(["bash", "-euc", "umask 022\n" + commands], check=True, cwd=tmp_path)
     migrated(target / "deniable.sqlite3")  # accepted: not readable by others
     signing.load_key(target / "signing_key.pem")
+
+
+def test_a_running_server_that_meets_a_readable_database_answers_503(tmp_path):
+    from deniable.aggregator import create_app
+
+    from .conftest import assert_problem
+
+    app = create_app({"DATABASE": str(tmp_path / "deniable.sqlite3"),
+                      "SIGNING_KEY_PATH": str(tmp_path / "signing_key.pem")})  # fmt: skip
+    storage = app.extensions["deniable.storage"]
+    try:
+        assert app.test_client().get("/api/v1/surveys").status_code == 200
+        (tmp_path / "deniable.sqlite3").chmod(0o644)
+        storage.close()  # the next request opens the file again
+        assert_problem(app.test_client().get("/api/v1/surveys"), 503, "storage-unavailable")
+    finally:
+        storage.close()
