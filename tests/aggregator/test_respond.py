@@ -131,6 +131,17 @@ def test_language_follows_accept_language_and_the_epsilon_page(client, created_s
 def test_the_catalogue_is_complete_in_every_language() -> None:
     catalogue = words.catalogue()
     english = catalogue["en"]
+    # Every message the form and the pages ask for is in it (and nothing is left unused).
+    from importlib import resources
+
+    sources = [respond.static_file("respond.js").decode()] + [
+        path.read_text() for path in resources.files("deniable.aggregator.respond")
+        .joinpath("templates").iterdir() if path.name.endswith(".html")]  # fmt: skip
+    sources.append((resources.files("deniable.aggregator.respond") / "__init__.py").read_text())
+    asked = {name for text in sources for name in re.findall(r"""\bt\(["'](\w+)["']""", text)}
+    assert asked <= set(english), asked - set(english)
+    quoted = {name for text in sources for name in re.findall(r"""["'](\w+)["']""", text)}
+    assert set(english) - quoted <= {"language"}, set(english) - quoted
     fields = lambda text: sorted(re.findall(r"\{(\w+)\}", text))  # noqa: E731
     for lang, table in catalogue.items():
         assert set(table) == set(english), lang
