@@ -46,6 +46,7 @@ from flask import Blueprint, Flask, Response, abort, render_template, request, u
 from deniable.errors import Conflict, NotFound
 from deniable.survey import FORMAT, Question, Survey
 
+from ..public_url import public_base_url
 from ..signing import current_key
 from ..storage import current_storage
 from .words import chosen_language, translator
@@ -250,7 +251,7 @@ def embed(survey_id: str) -> Response:
         raise Conflict(_legacy(record.id))
     lang = chosen_language()
     t = translator(lang)
-    base = request.host_url.rstrip("/")
+    base = public_base_url()  # PUBLIC_URL, never a Host header alone (public_url.py)
     hashes = integrity()
     url = lambda name: html.escape(base + url_for("respond.static", name=name))  # noqa: E731
     names = survey_modules(record.survey, rotation=True)
