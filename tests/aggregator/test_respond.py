@@ -189,3 +189,16 @@ def test_bad_cors_origins_are_refused_at_start(app_config, value) -> None:
 
     with pytest.raises(SettingsError, match="CORS_ORIGINS"):
         create_app({**app_config, "CORS_ORIGINS": value})
+
+
+def test_the_results_link_only_when_results_are_public(
+    client, operator_headers, demo_definition, created_survey
+) -> None:
+    public = client.get(f"/surveys/{created_survey['id']}/respond").get_data(as_text=True)
+    assert f'data-deniable-results="/surveys/{created_survey["id"]}"' in public
+    private = {**demo_definition, "id": "private-one"}
+    response = client.post("/api/v1/surveys", headers=operator_headers,
+                           json={"definition": private, "results_public": False})  # fmt: skip
+    assert response.status_code == 201, response.data
+    for path in ("/surveys/private-one/respond", "/surveys/private-one/embed"):
+        assert "data-deniable-results" not in client.get(path).get_data(as_text=True), path
