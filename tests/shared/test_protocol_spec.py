@@ -101,7 +101,12 @@ def test_signed_thresholds_within_the_declared_epsilon_are_used_as_signed() -> N
     wide = Survey.from_dict(
         _demo(lambda d: d["questions"][3]["parameters"].update(slope=0.125)), resolved=True
     )
-    assert wide.questions[3].oracle.bound == 4.0
+    oracle = wide.questions[3].oracle
+    assert oracle.bound == 4.0
+    for value in (oracle.lo, 7.5, oracle.hi):  # E[B · sign] = t: the estimator stays unbiased
+        t = 2 * ((value - oracle.lo) / (oracle.hi - oracle.lo)) - 1
+        plus = oracle.report_distribution(value)["01"]
+        assert oracle.bound * (2 * plus - 1) == pytest.approx(t, abs=1e-12)
 
 
 def test_a_longitudinal_question_with_other_thresholds_is_another_memo_family() -> None:
