@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -333,11 +334,16 @@ def _central_epsilon(
 
 
 def _excess(value: float, delta: float) -> float:
-    """log(value/delta): the search runs on the log scale, where δ(ε) is nearly linear."""
+    """log(value/delta): the search runs on the log scale, where δ(ε) is nearly linear.
+    A NaN counts as failing the target, so a numerical accident can only raise ε."""
+    if math.isnan(value):
+        return math.inf
     return math.log(value / delta) if value > 0 else -math.inf
 
 
-def _boundary(excess: object, bad: float, good: float, tolerance: float = _TOLERANCE) -> float:
+def _boundary(
+    excess: Callable[[float], float], bad: float, good: float, tolerance: float = _TOLERANCE
+) -> float:
     """The end of ``[bad, good]`` (either order) where a monotone ``excess`` turns ≤ 0,
     to ``tolerance`` relative, on the side where it is ≤ 0.  Excess at ``bad`` is > 0,
     at ``good`` ≤ 0.  Regula falsi with the Illinois rule, halving whenever a step

@@ -92,22 +92,24 @@ async function scheduleContext(infoBytes) {
 }
 
 /**
- * KeySchedule (§5.1) from the KEM's shared secret: {key (raw), baseNonce, context}. Exported for
- * the RFC 9180 test vectors.
+ * KeySchedule (§5.1) from the KEM's shared secret: {key (an AES-GCM CryptoKey), baseNonce, context}.
+ * Exported for the RFC 9180 test vectors (`extractable` lets them read the key's bytes).
  */
 // secret = LabeledExtract(shared_secret, "secret", psk = ""): its input keying material is the
 // constant labeled empty psk, and shared_secret the salt, so one imported HKDF key serves every seal.
 let secretIkm;
-const expandSecret = async (sharedSecret, label, context, length) => {
-  secretIkm ??= subtle().importKey("raw", labeledIkm(HPKE_SUITE, "secret", EMPTY), "HKDF", false, ["deriveBits"]);
-  const info = labeledInfo(HPKE_SUITE, label, context, length);
-  return new Uint8Array(await subtle().deriveBits({ name: "HKDF", hash: "SHA-256", salt: sharedSecret, info }, await secretIkm, length * 8));
-};
+const secretParameters = (sharedSecret, label, context, length) => ({ name: "HKDF", hash: "SHA-256", salt: sharedSecret, info: labeledInfo(HPKE_SUITE, label, context, length) });
 
-export async function keySchedule(sharedSecret, infoBytes) {
+export async function keySchedule(sharedSecret, infoBytes, { extractable = false } = {}) {
   const context = await scheduleContext(infoBytes);
-  // key = LabeledExpand(secret, "key", context, Nk); base_nonce = LabeledExpand(secret, "base_nonce", context, Nn).
-  const [key, baseNonce] = await Promise.all([expandSecret(sharedSecret, "key", context, 16), expandSecret(sharedSecret, "base_nonce", context, 12)]);
+  secretIkm ??= subtle().importKey("raw", labeledIkm(HPKE_SUITE, "secret", EMPTY), "HKDF", false, ["deriveBits", "deriveKey"]);
+  const ikm = await secretIkm;
+  // key = LabeledExpand(secret, "key", context, Nk), derived straight into an AES-GCM key (one call
+  // less than bits then import); base_nonce = LabeledExpand(secret, "base_nonce", context, Nn).
+  const [key, baseNonce] = await Promise.all([
+    subtle().deriveKey(secretParameters(sharedSecret, "key", context, 16), ikm, { name: "AES-GCM", length: 128 }, extractable, ["encrypt", "decrypt"]),
+    subtle().deriveBits(secretParameters(sharedSecret, "base_nonce", context, 12), ikm, 96).then((bits) => new Uint8Array(bits)),
+  ]);
   return { key, baseNonce, context };
 }
 
@@ -148,8 +150,7 @@ async function aead(direction, key, baseNonce, seq, aad, data) {
   const iv = baseNonce.slice();
   const seqBytes = i2osp(seq, 12);
   for (let i = 0; i < 12; i++) iv[i] ^= seqBytes[i];
-  const aesKey = await subtle().importKey("raw", key, "AES-GCM", false, [direction]);
-  return new Uint8Array(await subtle()[direction]({ name: "AES-GCM", iv, additionalData: aad, tagLength: 128 }, aesKey, data));
+  return new Uint8Array(await subtle()[direction]({ name: "AES-GCM", iv, additionalData: aad, tagLength: 128 }, key, data));
 }
 
 /**

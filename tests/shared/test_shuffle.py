@@ -321,20 +321,8 @@ def test_k_ary_form_is_not_an_upper_bound(epsilon0: float, n: int) -> None:
 def test_k_ary_form_fails_by_brute_force() -> None:
     """The same, summed over all 3^8 output vectors of a batch of 8 (no shortcuts)."""
     epsilon0, n, epsilon = 3.0, 8, 2.8
-    p = math.exp(epsilon0)
-
-    def histogram_law(first: int) -> dict[tuple[int, ...], float]:
-        law: dict[tuple[int, ...], float] = {}
-        for outputs in itertools.product(range(3), repeat=n):
-            inputs = (first,) + (0,) * (n - 1)
-            chance = math.prod(
-                (p if o == x else 1.0) / (p + 2) for o, x in zip(outputs, inputs, strict=True)
-            )
-            key = tuple(outputs.count(value) for value in range(3))
-            law[key] = law.get(key, 0.0) + chance
-        return law
-
-    zero, one = histogram_law(0), histogram_law(1)
+    zero = histogram_law(epsilon0, 3, (0,) * n)
+    one = histogram_law(epsilon0, 3, (1,) + (0,) * (n - 1))
     e = math.exp(epsilon)
     exact = max(
         sum(max(0.0, zero[h] - e * one[h]) for h in zero),
@@ -343,3 +331,33 @@ def test_k_ary_form_fails_by_brute_force() -> None:
     assert exact > 0.08  # the pair's δ at ε = 2.8
     assert _delta(_model(epsilon0, 3), n, epsilon) < 0.02  # what the k-RR form claims
     assert delta_for(epsilon, epsilon0, n) >= exact  # the generic bound holds
+
+
+def histogram_law(epsilon0: float, k: int, inputs: tuple[int, ...]) -> dict[tuple[int, ...], float]:
+    """The law of the shuffled k-RR histogram of ``inputs``, summed over every output vector."""
+    p = math.exp(epsilon0)
+    law: dict[tuple[int, ...], float] = {}
+    for outputs in itertools.product(range(k), repeat=len(inputs)):
+        chance = math.prod(
+            (p if o == x else 1.0) / (p + k - 1) for o, x in zip(outputs, inputs, strict=True)
+        )
+        key = tuple(outputs.count(value) for value in range(k))
+        law[key] = law.get(key, 0.0) + chance
+    return law
+
+
+@pytest.mark.parametrize(
+    ("epsilon0", "k", "others"),
+    [(1, 2, (0, 0, 1, 1, 0, 1)), (3, 3, (0, 0, 0, 0, 0, 0)), (2, 3, (2, 1, 0, 2, 2, 1)),
+     (4, 4, (3, 3, 0, 2)), (0.5, 3, (1, 1, 1, 1, 1, 1))],
+)  # fmt: skip
+def test_generic_bound_holds_by_brute_force(epsilon0: float, k: int, others: tuple) -> None:
+    """Soundness for mixed batches: shuffled k-RR, the differing respondent holding 0 or 1
+    and the others as given, every output vector summed; δ never exceeds the bound's."""
+    zero = histogram_law(epsilon0, k, (0, *others))
+    one = histogram_law(epsilon0, k, (1, *others))
+    for fraction in (0.25, 0.5, 0.8, 0.95):
+        e = math.exp(fraction * epsilon0)
+        exact = max(sum(max(0.0, zero[h] - e * one[h]) for h in zero),
+                    sum(max(0.0, one[h] - e * zero[h]) for h in zero))  # fmt: skip
+        assert exact <= delta_for(fraction * epsilon0, epsilon0, len(others) + 1) * (1 + 1e-12)
