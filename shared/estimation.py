@@ -53,6 +53,8 @@ from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_real
 
 DEFAULT_BETA = 0.05
+# The planner (deniable.planner) searches the exact tail's n up to this many respondents.
+EXACT_PLANNING_MAX_N = 20_000
 FAMILIES = ("chebyshev", "chebyshev_exact", "bernstein")
 EXACT_TAIL = "exact_tail"  # published beside FAMILIES where exact_tail.available(...)
 # Interval half-widths (in units of the estimand's range) at which results say so in words.
@@ -318,18 +320,15 @@ def precision(half_width: float) -> str:
     return "ok"
 
 
-# Above this many respondents the planner's figure uses the classical families only.
-EXACT_PLANNING_MAX_N = 20_000
 
 
 @functools.lru_cache(maxsize=256)
 def respondents_needed(model: ScoreModel, beta: float, target: float = PRECISE_HALF_WIDTH) -> int:
-    """Smallest n whose tightest worst-case half-width (in range units) is <= target.
+    """Smallest n whose tightest closed-form worst-case half-width (range units) is <= target.
 
-    First over the classical families (closed forms; categories=0 leaves the
-    exact tail out); where that n is at most EXACT_PLANNING_MAX_N and the exact
-    tail reaches the target there, the smallest n (to within 1%) at which it
-    does: its widths come from exact computations, so the search is coarse.
+    The closed-form families only (categories=0 leaves the exact tail out): this
+    figure is published with every result and must stay cheap.  The exact tail
+    usually needs fewer respondents; ``deniable.planner.plan`` lists its n.
     """
     span = model.high - model.low
 
@@ -347,22 +346,7 @@ def respondents_needed(model: ScoreModel, beta: float, target: float = PRECISE_H
             high = middle
         else:
             low = middle + 1
-    if model.tail is None or low > EXACT_PLANNING_MAX_N:
-        return low
-
-    def exact(n: int) -> bool:
-        return (
-            exact_tail.available(model.tail, n, 1)
-            and nominal_half_width(EXACT_TAIL, n, model, beta) / span <= target
-        )
-
-    if not exact(low):
-        return low
-    below, above = 0, low  # exact(above) holds; exact(below) is taken to fail
-    while above - below > max(1, above // 100):
-        middle = (below + above) // 2
-        below, above = (below, middle) if exact(middle) else (middle, above)
-    return above
+    return low
 
 
 # -- result objects ------------------------------------------------------------------------------
