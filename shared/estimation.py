@@ -277,12 +277,13 @@ def available_families(model: ScoreModel) -> tuple[str, ...]:
     return FAMILIES if model.deviation is not None else FAMILIES[:2]
 
 
-def tightest_family(n: int, model: ScoreModel, beta: float, categories: int = 1) -> str:
+def tightest_family(n: int, model: ScoreModel, beta: float, categories: int = 0) -> str:
     """The family with the smallest worst-case half-width (ties: the simpler one).
 
     Chebyshev with the exact variance is contained in the worst-case Chebyshev
     interval for every estimate, so it is preferred to it.  The exact tail is a
-    candidate where it is published (``exact_tail.available``).
+    candidate where it is published (``exact_tail.available``) for ``categories``
+    estimates; with the default 0 it is not (callers that publish it pass d).
     All of it depends on n, d, β and the mechanism only, never on the data.
     """
     best = "chebyshev_exact"
