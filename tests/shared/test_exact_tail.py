@@ -20,6 +20,7 @@ import pytest
 from scipy import stats
 
 from deniable import exact_tail
+from deniable.errors import InvalidParameter
 from deniable.estimation import (
     EXACT_TAIL,
     estimate_frequencies,
@@ -254,7 +255,7 @@ def test_the_family_is_published_from_n_and_d_only() -> None:
 
 
 def test_bad_n_is_refused() -> None:
-    with pytest.raises(Exception, match="exact-tail"):
+    with pytest.raises(InvalidParameter, match="exact-tail"):
         exact_tail.pure_interval(np.array([1]), exact_tail.MAX_N + 1, 0.7, 0.3, (0.05,))
 
 
@@ -323,3 +324,10 @@ def test_a_planned_crosstab_cell_covers_by_simulation() -> None:
         y = (oracle.randomize_many(b, rng) - oracle.q_star) / (oracle.p_star - oracle.q_star)
         misses += abs(np.mean(x * y) - truth) > 0.1
     assert misses <= _budget(collections, beta)
+
+
+def test_counts_outside_0_to_n_are_refused() -> None:
+    with pytest.raises(InvalidParameter, match="support counts"):
+        exact_tail.pure_interval(np.array([0, 11]), 10, 0.7, 0.3, (0.05,))
+    with pytest.raises(InvalidParameter, match="option sampling"):
+        exact_tail.sampling_interval(np.array([6, 0, 5, 0]), 10, 2, 0.7, (0.05,))
