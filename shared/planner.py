@@ -35,10 +35,12 @@ E[(XY)²] = E[X²] E[Y²] for independent X and Y,
 
     Var Z = m_A(θ_A) m_B(θ_B) - θ_A θ_B <= V = max over θ_A, θ_B in {0, 1},
 
-a bound for every respondent and every truth.  |X| <= 1 + deviation/slope,
-so |Z - E Z| <= R_A R_B + 1.  Chebyshev gives ±sqrt(V/(n β)); Bernstein
-±(sqrt(2 V L/n) + (R_A R_B + 1) L/(3n)), L = ln(2/β); a whole d_A x d_B
-table at once uses β/(d_A d_B).
+a bound for every respondent and every truth.  With X in [x_lo, x_hi] (its
+extreme values) and E Z in [0, 1], |Z - E Z| <= b = max(max XY, 1 - min XY)
+over the ends.  Chebyshev gives ±sqrt(V/(n β)); Bernstein ±(sqrt(2 V L/n) +
+b L/(3n)), L = ln(2/β); a whole d_A x d_B table at once uses β/(d_A d_B).
+V and b come from ``deniable.crosstab`` (``cell_variances``, ``cell_model``),
+the estimator the aggregator serves, so the plan and the result agree.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from . import exact_tail, shuffle
+from . import crosstab, exact_tail, shuffle
 from .errors import InvalidParameter
 from .estimation import (
     EXACT_PLANNING_MAX_N,
@@ -357,7 +359,7 @@ class CrosstabPlan:
     columns_mechanism: str
     cells: int
     variance: float  # V: bounds the per-respondent variance of a cell
-    deviation: float  # R_A R_B + 1: bounds |Z - E Z| per respondent
+    deviation: float  # b: bounds |Z - E Z| per respondent
     rows: tuple[CellRow, ...]
 
     def to_dict(self) -> dict[str, Any]:
@@ -371,25 +373,18 @@ class CrosstabPlan:
         }
 
 
-def indicator_moments(oracle: Any) -> tuple[tuple[float, float], float]:
-    """((m(0), m(1)), R): E[X²] when the respondent's indicator θ is 0 and 1, and |X| <= R.
-
-    X = (score - offset)/slope is one report's unbiased estimate of θ, with
-    Var X = v(θ)/slope², so E X² = v(θ)/slope² + θ².
-    """
-    model = score_model(oracle)
-    if model.deviation is None or (model.low, model.high) != (0.0, 1.0):
-        raise InvalidParameter("crosstab cells need a categorical or multiple-choice question")
-    slope2 = model.slope * model.slope
-    moments = (float(model.variance(0.0)) / slope2, float(model.variance(1.0)) / slope2 + 1.0)
-    return moments, 1.0 + model.deviation / model.slope
-
-
 def cell_variance(first: Any, second: Any) -> tuple[float, float]:
-    """(V, b): a cell's per-respondent variance bound and |Z - E Z| bound (module docstring)."""
-    (m_a, r_a), (m_b, r_b) = indicator_moments(first), indicator_moments(second)
-    variance = max(m_a[i] * m_b[j] - i * j for i in (0, 1) for j in (0, 1))
-    return variance, r_a * r_b + 1.0
+    """(V, b): a cell's per-respondent variance bound and |Z - E Z| bound (module docstring).
+
+    From ``deniable.crosstab`` (the served estimator), so plan and result agree:
+    V is the largest of its four per-respondent variances (``cell_variances``),
+    b the range bound of its cell score model (``cell_model``).
+    """
+    rows, columns = crosstab.axis(first), crosstab.axis(second)
+    if rows.numeric or columns.numeric:
+        raise InvalidParameter("crosstab cells need categorical or multiple-choice questions")
+    variance = max(crosstab.cell_variances(rows, columns).values())
+    return variance, float(crosstab.cell_model(rows, columns).deviation)
 
 
 def cell_half_width(family: str, second: float, deviation: float, n: int, beta: float) -> float:
