@@ -15,7 +15,7 @@ respondents the same question needs with no relay.
 With ``--by-options`` (and optionally ``--by-type``, ``--by-epsilon``) it also
 plans a crosstab of this question by a second one: the half-width of one cell
 and of the whole table at once, or the respondents for ``--half-width`` per
-cell (``deniable.planner.plan_crosstab``).
+cell (``deniable.crosstab_plan.plan_crosstab``).
 """
 
 from __future__ import annotations
@@ -25,16 +25,15 @@ import json
 from typing import Any
 
 from deniable.client.policy import Policy
+from deniable.crosstab_plan import CrosstabPlan, plan_crosstab
 from deniable.planner import (
     DEFAULT_RELAY_DELTA,
     DEFAULT_RELAY_HALF_WIDTH,
     QUESTION_TYPES,
-    CrosstabPlan,
     Plan,
     RelayPlan,
     format_number,
     plan,
-    plan_crosstab,
     relay_plan,
 )
 

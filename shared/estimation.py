@@ -53,8 +53,6 @@ from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_real
 
 DEFAULT_BETA = 0.05
-# The planner (deniable.planner) searches the exact tail's n up to this many respondents.
-EXACT_PLANNING_MAX_N = 20_000
 FAMILIES = ("chebyshev", "chebyshev_exact", "bernstein")
 EXACT_TAIL = "exact_tail"  # published beside FAMILIES where exact_tail.available(...)
 # Interval half-widths (in units of the estimand's range) at which results say so in words.
@@ -319,8 +317,6 @@ def precision(half_width: float) -> str:
     if half_width > PRECISE_HALF_WIDTH:
         return "imprecise"
     return "ok"
-
-
 
 
 @functools.lru_cache(maxsize=256)

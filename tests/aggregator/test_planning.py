@@ -136,3 +136,20 @@ def test_notes_for_a_large_delta_and_the_device_cap(capsys) -> None:
     status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
                                    "1000", "--n", "1000"])  # fmt: skip
     assert status == 0 and "Note:" not in out
+
+
+def test_crosstab_cell_plan(capsys) -> None:
+    """``plan --by-type``: respondents for a ±10-point crosstab cell (deniable.crosstab_plan)."""
+    from deniable.crosstab_plan import plan_crosstab
+
+    argv = ["plan", "--options", "5", "--epsilon", "1", "--half-width", "0.1",
+            "--by-type", "yes_no"]  # fmt: skip
+    status, out, _ = call(capsys, argv)
+    assert status == 0
+    expected = plan_crosstab(("single_choice", 5, 1.0), ("yes_no", None, 1.0), half_width=0.1)
+    bernstein = next(r for r in expected.rows if r.family == "bernstein")
+    assert "crosstab grr x binary_rr: respondents needed for ±0.1 in a crosstab cell" in out
+    assert f"{bernstein.n_for_half_width:,}" in out and "n all 10 cells" in out
+    status, out, _ = call(capsys, [*argv, "--json"])
+    document = json.loads(out)
+    assert document["crosstab"]["rows"][1]["n_for_half_width"] == bernstein.n_for_half_width

@@ -298,7 +298,7 @@ def _product_variance(first, second, a: int, b: int) -> float:
 
 
 def test_the_crosstab_cell_variance_bound_is_the_worst_exact_variance() -> None:
-    from deniable.planner import cell_variance
+    from deniable.crosstab_plan import cell_variance
 
     for first, second in (
         (GRR(epsilon=1.0, domain_size=3), BinaryRR(epsilon=2.0)),
@@ -316,7 +316,7 @@ def test_the_crosstab_cell_variance_bound_is_the_worst_exact_variance() -> None:
 
 def test_a_planned_crosstab_cell_covers_by_simulation() -> None:
     """Binary RR x binary RR at the planned n for ±0.1 (Bernstein): the cell's interval covers."""
-    from deniable.planner import plan_crosstab
+    from deniable.crosstab_plan import plan_crosstab
 
     epsilon, beta, collections = 1.0, 0.05, 400
     planned = plan_crosstab(("yes_no", None, epsilon), ("yes_no", None, epsilon), half_width=0.1)
