@@ -125,7 +125,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.by_type or args.by_options:
         by_type = args.by_type or ("single_choice" if args.by_options else "yes_no")
         crosstab = plan_crosstab(
-            (args.question_type, args.options, args.epsilon),
+            (result.question_type, args.options, args.epsilon),
             (by_type, args.by_options, args.by_epsilon or args.epsilon),
             beta=args.beta, n=args.n, half_width=args.half_width,
         )  # fmt: skip
