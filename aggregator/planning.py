@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 from deniable.client.policy import Policy
@@ -36,25 +37,58 @@ from deniable.planner import (
     plan,
     relay_plan,
 )
+from deniable.planner import MAX_RESPONDENTS as MAX_PLANNED_RESPONDENTS
 
 from .terminal import EXIT_USAGE, CommandError, format_table
 
+# Why these bounds: past them the planner's arithmetic leaves floating point (a range
+# squared overflows past 1e154, an interval's 1/sqrt(beta) past beta = 1e-300), and Python
+# raised OverflowError, exit status 1 (issue 21).  Each is far beyond any real survey.
+MAX_RESPONDENTS = MAX_PLANNED_RESPONDENTS  # --n, and the most --half-width may need
+MAX_OPTIONS = 65_536  # what a question allows (deniable.parameters)
+MAX_MAGNITUDE = 1e150  # --lo, --hi, --half-width
+MIN_BETA = 1e-15
 
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 24 else value[:20] + "...")
+
+
+def _count(maximum: int, what: str) -> Any:
+    def parse(value: str) -> int:
+        text = value.strip()
         number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
-    return number
+        if text.isdigit() and len(text) <= len(str(maximum)):
+            number = int(text)
+        if not 1 <= number <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number of {what} from 1 to {maximum:,}, got {_shown(value)}"
+            )
+        return number
+
+    return parse
 
 
 def _real(value: str) -> float:
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {value!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a number, got {_shown(value)}") from None
+    if not math.isfinite(number) or abs(number) > MAX_MAGNITUDE:
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number between -{MAX_MAGNITUDE:g} and {MAX_MAGNITUDE:g}, "
+            f"got {_shown(value)}"
+        )
+    return number
+
+
+def _beta(value: str) -> float:
+    number = _real(value)
+    if not MIN_BETA <= number < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a probability from {MIN_BETA:g} to below 1, got {_shown(value)}"
+        )
+    return number
 
 
 def add_parser(commands: Any) -> None:
@@ -67,14 +101,15 @@ def add_parser(commands: Any) -> None:
     sub.add_argument("--type", dest="question_type", choices=QUESTION_TYPES, default=None,
                      help="question type (default single_choice; with --relay and no "
                      "--options, yes_no)")
-    sub.add_argument("--options", type=_count, default=None,
+    sub.add_argument("--options", type=_count(MAX_OPTIONS, "options"), default=None,
                      help="number of options (single and multiple choice)")
     sub.add_argument("--epsilon", type=_real, default=None,
                      help="the question's ε (required without --relay)")
-    sub.add_argument("--beta", type=_real, default=0.05,
+    sub.add_argument("--beta", type=_beta, default=0.05,
                      help="allowed failure probability of each interval (default 0.05)")
     goal = sub.add_mutually_exclusive_group()
-    goal.add_argument("--n", type=_count, help="respondents: print expected half-widths")
+    goal.add_argument("--n", type=_count(MAX_RESPONDENTS, "respondents"),
+                      help="respondents: print expected half-widths")
     goal.add_argument("--half-width", type=_real,
                       help="target half-width (a share, e.g. 0.05; answer units for numeric): "
                       "print the respondents needed (with --relay: default 0.05)")
@@ -88,7 +123,7 @@ def add_parser(commands: Any) -> None:
                        help="with --relay: the central ε wanted for each batch")
     relay.add_argument("--delta", type=_real, default=None,
                        help=f"with --relay: the central δ (default {DEFAULT_RELAY_DELTA:g})")
-    relay.add_argument("--batch", type=_count, default=None,
+    relay.add_argument("--batch", type=_count(MAX_RESPONDENTS, "reports"), default=None,
                        help="with --relay: the smallest batch the relay forwards (min_batch)")
     sub.add_argument("--by-type", choices=("yes_no", "single_choice", "multiple_choice"),
                      default=None, help="crosstab by a second question of this type "
