@@ -39,8 +39,6 @@ from . import upstream
 from .storage import Batch, RelayStorage
 
 logger = logging.getLogger("deniable.relay.forwarder")
-# After a failed forward, wait FORWARD_INTERVAL x 2^attempts seconds, at most this long.
-RETRY_CAP = 300.0
 
 _random = secrets.SystemRandom()
 
@@ -94,7 +92,9 @@ def send(storage: RelayStorage, config: Mapping[str, Any], batch: Batch) -> bool
         logger.warning("batch %s of survey %s refused for good, deleted: %s", batch.batch_id,
                        batch.survey_id, outcome.detail)  # fmt: skip
         return False
-    retry = min(RETRY_CAP, config["FORWARD_INTERVAL"] * 2 ** min(12, _attempts(storage, batch)))
+    # FORWARD_INTERVAL x 2^attempts, at most RETRY_MAX_SECONDS.
+    retry = min(config["RETRY_MAX_SECONDS"],
+                config["FORWARD_INTERVAL"] * 2 ** min(20, _attempts(storage, batch)))
     storage.failed(batch, outcome.detail, retry_in=retry)
     logger.warning("batch %s of survey %s not acknowledged (%s); again in %.0f s",
                    batch.batch_id, batch.survey_id, outcome.detail, retry)  # fmt: skip

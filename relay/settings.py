@@ -76,6 +76,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(name="FORWARD_TIMEOUT", default=120.0, prefix=PREFIX, parse=_seconds(1, 3600),
             help="Seconds to wait for the aggregator to acknowledge one batch; a batch is "
                  "sent again (same batch id) after a failure."),
+    Setting(name="RETRY_MAX_SECONDS", default=300.0, prefix=PREFIX, parse=_seconds(0.05, 86400),
+            help="Longest wait before sending an unacknowledged batch again (the wait starts at "
+                 "FORWARD_INTERVAL and doubles with each failed attempt)."),
     Setting(name="FORWARDER", default=True, prefix=PREFIX, parse=common._boolean,
             help="Run the forwarder in each serving process (off: only 'deniable-relay "
                  "forward' sends batches)."),

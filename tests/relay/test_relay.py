@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import secrets
 import signal
 import sqlite3
@@ -27,6 +28,9 @@ from .conftest import MARKER, WINDOW_SECONDS, b64
 
 # The tables where a service's own URL (on 127.0.0.1 in these tests) belongs.
 ADDRESSES_ALLOWED = {"surveys", "relay_credentials", "relayed_surveys"}
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 ANSWERS = [{"smoker": i % 3 == 0, "team": ["red", "green", "blue"][i % 3]} for i in range(200)]
 
 
@@ -327,6 +331,45 @@ def test_every_acknowledged_report_is_stored_once_across_sigkills(deployment):
     assert document["n_reports"] == before + 2 * acknowledged
     rows = deployment.export("p")
     assert len({r["id"] for r in rows}) == len(rows) == before + 2 * acknowledged
+
+
+@pytest.mark.browser
+def test_the_respond_page_seals_and_sends_to_the_relay_only(deployment):
+    """One short Chromium run (one backend: the page is the subject)."""
+    if deployment.backend != "sqlite":
+        pytest.skip("the respond page is checked once, on SQLite")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    sync_playwright = sync_api.sync_playwright
+
+    before = deployment.relay_status()["q"]["waiting"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_context().new_page()
+        posts = []
+        page.on("request", lambda r: r.method == "POST" and posts.append((r.url, r.post_data)))
+        errors = []
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.goto(f"{deployment.aggregator.url}/surveys/q/respond")
+        page.wait_for_selector("[data-deniable-survey][data-state=ready]", state="attached",
+                               timeout=20_000)  # fmt: skip
+        page.get_by_label("Yes", exact=True).check()
+        page.get_by_label("green", exact=True).check()
+        page.get_by_role("button", name="Randomize my answers").click()
+        page.wait_for_selector("[data-deniable-survey][data-state=review]", state="attached")
+        page.get_by_role("button", name="Send these noisy values").click()
+        page.wait_for_selector("[data-deniable-survey][data-state=sent]", state="attached",
+                               timeout=20_000)  # fmt: skip
+        browser.close()
+    assert errors == []
+    assert len(posts) == 1 and posts[0][0] == f"{deployment.relay.url}/api/v1/surveys/q/sealed"
+    body = json.loads(posts[0][1])
+    assert [u["unit"] for u in body["units"]] == ["smoker", "team"]
+    assert "green" not in posts[0][1]
+    after = deployment.relay_status()["q"]["waiting"]
+    assert {unit: after.get(unit, 0) - before.get(unit, 0) for unit in ("smoker", "team")} == {
+        "smoker": 1, "team": 1}
 
 
 def test_closed_surveys_are_refused_at_the_relay(deployment):

@@ -131,3 +131,40 @@ def test_add_survey_needs_a_public_url_and_says_so_in_one_line(tmp_path, capsys,
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "PUBLIC_URL" in err
     assert main(["--data-dir", str(tmp_path / "none"), "status"]) == 3
+
+
+@pytest.mark.slow
+def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_path,
+                                                                         monkeypatch):  # fmt: skip
+    """The parallel opening path (processes) drops and stores exactly as the serial one."""
+    import secrets
+    import uuid
+
+    from deniable import sealing
+    from deniable.aggregator import create_app as aggregator_app
+    from deniable.aggregator.api import batches
+    from deniable.aggregator.signing import current_key
+    from deniable.aggregator.storage import current_storage
+    from deniable.aggregator.storage import relay as relay_storage
+
+    monkeypatch.setattr(batches, "PARALLEL_FROM", 10)
+    monkeypatch.setattr(batches, "DECRYPT_PROCESSES", 2)
+    app = aggregator_app({"HOME": str(tmp_path), "TESTING": True})
+    survey = Survey.from_dict(DEFINITION).upgraded()
+    with app.app_context():
+        current_storage().create_survey(survey, results_public=True)
+        credential = relay_storage.create_credential(current_storage(), RELAY_URL)
+        public = current_key().encryption.public_bytes
+    question = survey.question("a")
+    size = sealing.unit_size(survey, "a")
+    blobs = [sealing.seal(public, survey_id="s", unit="a", size=size,
+                          plaintext=sealing.unit_body([{"id": str(uuid.uuid4()), "question": "a",
+                                                        "payload": question.randomize(True)}],
+                                                      "a")) for _ in range(40)]  # fmt: skip
+    blobs[5] = blobs[5][:-1] + bytes([blobs[5][-1] ^ 1])
+    body = {"format": "deniable.batch/1", "unit": "a",
+            "sealed": [base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in blobs]}
+    response = app.test_client().put(f"/api/v1/surveys/s/batches/{secrets.token_hex(16)}",
+                                     json=body, headers={"Authorization": f"Bearer {credential}"})
+    assert response.status_code == 201, response.json
+    assert (response.json["stored"], response.json["dropped"]) == (39, 1)
