@@ -35,6 +35,7 @@ import atexit
 import base64
 import binascii
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -212,22 +213,43 @@ def open_unit(survey: Any, unit: str, body: bytes | None,
         return None
 
 
-def _store(survey_id: str, reports: list[Report]) -> tuple[int, int]:
-    """Store the batch's reports; (stored, dropped for a reused id with another body)."""
+def _add(survey_id: str, reports: list[Report], owners: list[int | None]) -> None:
+    """Store reports as the operator would, each with its respondent within the batch.
+
+    A whole-submission unit's reports share one submission key per blob (so crosstabs
+    join one respondent's answers); per-question units stay loose (``None``): their
+    answers cannot be joined, which is what shuffling them apart is for.
+    """
     storage = current_storage()
-    try:
+    # Merge shim: ``respondents`` arrives with migration 0009 (submission keys); until then
+    # add_reports stores no submission key at all.
+    if "respondents" in inspect.signature(storage.add_reports).parameters:
+        storage.add_reports(survey_id, reports, operator=True,
+                            respondents=owners)  # type: ignore[call-arg]  # fmt: skip
+    else:
         storage.add_reports(survey_id, reports, operator=True)
-        return len(reports), 0
+
+
+def _store(survey_id: str, groups: list[list[Report]], whole: bool) -> int:
+    """Store every blob's reports; return how many blobs were dropped because a report id
+    was stored before with another body (the rest is stored, blob by blob)."""
+    def owners(chunk: list[list[Report]]) -> list[int | None]:
+        return [index if whole else None for index, group in enumerate(chunk) for _ in group]
+
+    try:
+        _add(survey_id, [r for group in groups for r in group], owners(groups))
+        return 0
     except Conflict:
-        pass  # a report id stored before with another body: store the rest one by one
-    stored = dropped = 0
-    for report in reports:
+        if not current_storage().get_survey(survey_id, count=False).is_open:
+            raise  # closed meanwhile: the whole batch is refused, nothing is counted
+        # else a report id stored before with another body: store the rest blob by blob
+    dropped = 0
+    for group in groups:
         try:
-            storage.add_reports(survey_id, [report], operator=True)
-            stored += 1
+            _add(survey_id, group, owners([group]))
         except Conflict:
             dropped += 1
-    return stored, dropped
+    return dropped
 
 
 @blueprint.put("/surveys/<survey_id>/batches/<batch_id>")
@@ -271,13 +293,13 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
     keys = decryption_keys()
     size = unit_size(record.survey, unit)
     max_batch = len(record.survey.questions)
-    reports: list[Report] = []
+    groups: list[list[Report]] = []  # each accepted blob's reports
     seen: dict[str, Report] = {}
-    accepted = dropped = 0
+    dropped = 0
     bodies = open_all(keys, survey_id, unit, size, blobs)
     fast = fast_reports(record.survey, unit, bodies)
     if fast is not None:  # every blob a valid report of the unit (a duplicate counts once)
-        reports, accepted, bodies = fast, len(fast), []
+        groups, bodies = [[report] for report in fast], []
     for body in bodies:
         opened = open_unit(record.survey, unit, body, max_batch)
         if opened is None:
@@ -290,12 +312,10 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
                 dropped += 1
             continue
         seen.update((r.id, r) for r in opened)
-        reports.extend(opened)
-        accepted += 1
-    stored, conflicting = _store(survey_id, reports) if reports else (0, 0)
-    if conflicting:  # report ids stored before with other bodies: dropped, not stored
-        dropped += conflicting
-        accepted -= min(accepted, conflicting)
+        groups.append(opened)
+    conflicting = _store(survey_id, groups, unit == "") if groups else 0
+    dropped += conflicting  # report ids stored before with other bodies: dropped, not stored
+    accepted = len(groups) - conflicting
     if dropped:
         logger.warning("survey %s batch %s: %d of %d sealed blobs dropped (did not open, or "
                        "invalid)", survey_id, batch_id, dropped, len(blobs))  # fmt: skip
