@@ -186,12 +186,6 @@ def relay_table(result: RelayPlan) -> str:
         f"central epsilon {result.achieved_central_epsilon:.4g} by the generic shuffling "
         "bound, FMT23 / Wang et al. 2024).",
     ]
-    if result.grr_local_epsilon is not None:
-        grr = f"With grr, epsilon {result.grr_local_epsilon:g} is enough (k-ary randomized "
-        grr += "response bound)"
-        if result.grr_respondents is not None:
-            grr += f": {result.grr_respondents:,} respondents."
-        lines.append(grr + ("" if result.grr_respondents is not None else "."))
     if result.respondents is not None:
         target = question.target if question.target is not None else DEFAULT_RELAY_HALF_WIDTH
         level = f"{100 * (1 - question.beta):g}%"
@@ -214,6 +208,12 @@ def relay_table(result: RelayPlan) -> str:
                 f"{result.smallest_batch:,}, all in one batch (min_batch "
                 f"{result.smallest_batch:,}, epsilon {result.smallest_batch_local_epsilon:g})."
             )
+    if result.delta * result.batch > 0.1:
+        lines.append(
+            f"Note: delta {result.delta:g} is not well below 1/batch: a guarantee that may "
+            "fail with that chance for each respondent could expose someone in a batch "
+            "outright. Choose a smaller --delta."
+        )
     cap = Policy().max_question_epsilon
     if result.local_epsilon > cap:
         lines.append(

@@ -5,8 +5,7 @@ Run: ``.venv/bin/python benchmarks/shuffle.py``.  Prints
 * the central ε of a generic ε0-LDP randomizer at δ = 1e-6 (the tight bound of
   FMT23 / Wang et al. 2024, ``deniable.shuffle.central_epsilon``) for ε0 in
   {0.5, 1, 2, 4, 8} and batches of 1,000 to 1,000,000, beside FMT21's closed form
-  (the peer figure; "-" where its validity condition fails) and the k-ary
-  randomized response bound for k = 5;
+  (the peer figure; "-" where its validity condition fails);
 * the time of each ``central_epsilon`` cold (nothing cached) and warm (cached),
   and of a results call for a 10-question relayed survey, cold and warm;
 * the time of ``local_epsilon_for`` (the planner's inverse);
@@ -44,9 +43,8 @@ def timed(function, *args, **keywords) -> tuple[float, float]:
 
 
 def table() -> None:
-    print(f"central epsilon at delta = {DELTA:g} (tight; FMT21 closed form; k-RR k = 5), "
-          "cold ms / warm us")  # fmt: skip
-    header = f"{'eps0':>5} " + " ".join(f"{'n = ' + format(n, ','):>40}" for n in BATCHES)
+    print(f"central epsilon at delta = {DELTA:g} (tight; FMT21 closed form), cold ms / warm us")
+    header = f"{'eps0':>5} " + " ".join(f"{'n = ' + format(n, ','):>33}" for n in BATCHES)
     print(header)
     for epsilon0 in EPSILONS0:
         cells = []
@@ -54,12 +52,10 @@ def table() -> None:
             clear()
             tight, cold = timed(central_epsilon, epsilon0, n, DELTA)
             _, warm = timed(central_epsilon, epsilon0, n, DELTA)
-            krr = central_epsilon(epsilon0, n, DELTA, domain_size=5)
             closed = fmt21_closed_form(epsilon0, n, DELTA)
             closed_text = "-" if closed is None else f"{closed:.4f}"
-            cells.append(f"{tight:.4f} {closed_text:>6} {krr:.4f} "
-                         f"{1000 * cold:6.1f}ms {1e6 * warm:5.1f}us")  # fmt: skip
-        print(f"{epsilon0:>5g} " + " ".join(f"{cell:>40}" for cell in cells))
+            cells.append(f"{tight:.4f} {closed_text:>6} {1000 * cold:6.1f}ms {1e6 * warm:5.1f}us")
+        print(f"{epsilon0:>5g} " + " ".join(f"{cell:>33}" for cell in cells))
 
 
 def results_call() -> None:

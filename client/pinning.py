@@ -92,6 +92,8 @@ class KeyPinning:
         served = decode_public_key(document.get("public_key"), "aggregator key")
         keychain = _keychain()
         pin = keychain.follow_chain(keychain.Pin(public_key=served), document)
+        pin = keychain.Pin(public_key=pin.public_key, sequence=document.get("sequence"),
+                           retired=pin.retired)  # fmt: skip
         existing = self.store.load().keys.get(self.origin)
         self._save_pin(pin, None if existing is None else existing.get("public_key"))
         return pin.public_key, pin.key_id

@@ -119,7 +119,7 @@ class VerifiedSurvey:
     # Whether the aggregator admits only respondents with a one-time enrolment token.
     require_enrolment: bool = False
     # A relayed survey: the key document's encryption_key member, verified at fetch.
-    encryption: dict[str, Any] | None = field(default=None, repr=False)
+    encryption: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def id(self) -> str:
@@ -276,35 +276,11 @@ class SurveyClient(HttpTransport, KeyPinning):
     def _verify(self, survey_id: str, document: object, key: bytes, key_id: str) -> VerifiedSurvey:
         if not isinstance(document, dict):
             raise SignatureError(f"survey {survey_id!r}: the survey document is not an object")
-        served_key_id = document.get("key_id")
-        if served_key_id is not None and served_key_id != key_id:
-            raise SignatureError(
-                f"survey {survey_id!r} is signed by key {served_key_id!r} but this device pinned "
-                f"{key_id!r} for {self.origin}, and the aggregator's key chain does not lead "
-                "there; refusing"
-            )
-        from deniable.keychain import decode_signature
+        from deniable.keychain import decode_signature, verify_document
 
+        # key_id, signature, definition, id: docs/protocol.md §2, §7 (reason codes on errors).
+        survey = verify_document(document, survey_id, key)
         signature = decode_signature(document.get("signature"), f"survey {survey_id!r}")
-        from deniable.survey import Survey
-
-        try:
-            survey = Survey.from_dict(document.get("definition"), resolved=True)
-        except InvalidSurvey as error:
-            # The aggregator only signs definitions that validate.
-            raise SignatureError(
-                f"survey {survey_id!r}: definition does not validate, so it is not the "
-                f"signed one ({error})"
-            ) from None
-        from deniable.keychain import signature_valid
-
-        if not signature_valid(key, signature, survey.canonical_bytes()):
-            raise SignatureError(
-                f"survey {survey_id!r}: signature does not match the definition under the "
-                f"pinned key {key_id}; the survey was altered or signed by someone else"
-            )
-        if survey.id != survey_id or document.get("id", survey_id) != survey_id:
-            raise SignatureError(f"asked for survey {survey_id!r}, got {survey.id!r}")
         status = document.get("status")
         if status not in ("open", "closed"):
             raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
@@ -357,6 +333,20 @@ class SurveyClient(HttpTransport, KeyPinning):
             sum(c for _, _, c in charges), f"answering survey {verified.id!r}"
         )
 
+    @staticmethod
+    def _strict_json(response: requests.Response, what: str) -> Any:
+        """JSON with every member name once per object (InvalidSurvey ``duplicate-member``)."""
+        from deniable.canonical import loads
+
+        try:
+            return loads(response.content)
+        except ValueError as error:
+            if isinstance(error, InvalidSurvey):
+                raise
+            raise TransportError(
+                f"aggregator sent a {what} that is not JSON", status=response.status_code
+            ) from None
+
     def fetch(self, survey_id: str) -> VerifiedSurvey:
         """Download, verify and admit a survey; raise a typed error otherwise."""
         from deniable.survey import IDENTIFIER
@@ -369,7 +359,7 @@ class SurveyClient(HttpTransport, KeyPinning):
         response = self._request("GET", path)
         if response.status_code != 200:
             raise self._http_error("GET", path, response)
-        document = self._json(response, "survey")
+        document = self._strict_json(response, "survey")
         served_key_id = document.get("key_id") if isinstance(document, dict) else None
         if served_key_id is not None and served_key_id != key_id:
             # Signed by another key: follow the signed rotation chain, or refuse.

@@ -100,7 +100,10 @@ class HttpTransport:
                 )
         except ValueError:
             pass
-        message = f"aggregator answered {response.status_code} to {method} {path}"
+        url = getattr(response, "url", None)
+        who = ("aggregator" if not isinstance(url, str) or url.startswith(self.base_url)
+               else f"relay at {url.split('/api/')[0]}")  # fmt: skip
+        message = f"{who} answered {response.status_code} to {method} {path}"
         return TransportError(f"{message}{': ' + detail if detail else ''}",
                               status=response.status_code)  # fmt: skip
 

@@ -108,7 +108,15 @@ class ClientError(DeniableError):
 
 
 class SignatureError(ClientError):
-    """The survey signature is missing or wrong, or the aggregator key changed."""
+    """The survey signature is missing or wrong, or the aggregator key changed.
+
+    ``reason``: ``signature``, ``key-id`` or ``id-mismatch`` for a survey document
+    (docs/protocol.md §7, "Reason codes"); ``invalid`` otherwise.
+    """
+
+    def __init__(self, message: str, *, reason: str = "invalid") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class PolicyViolation(ClientError):

@@ -65,6 +65,7 @@ __all__ = [
     "key_id",
     "link_document",
     "rotation_message",
+    "verify_document",
     "verify_encryption_key",
 ]
 
@@ -202,7 +203,10 @@ def follow_chain(pin: Pin, document: Mapping[str, Any]) -> Pin:
                 f"aggregator key {key_id(current)} is served at sequence {sequence}, but this "
                 f"device pinned it at sequence {pin.sequence}; refusing"
             )
-        return Pin(public_key=current, sequence=sequence, retired=pin.retired)
+        # Unchanged (step 2): an unknown sequence stays unknown.  Why: D.sequence is not signed
+        # when no link is walked, and a forged one would make the next true rotation look
+        # renumbered.  Trust on first use takes it explicitly (key-rotation.md, "When").
+        return pin
     start = next(
         (index for index, link in enumerate(links)
          if link["previous_public_key"] == encode(pin.public_key)),
@@ -314,3 +318,52 @@ def verify_encryption_key(document: Mapping[str, Any], signing_public: bytes) ->
         raise SignatureError(f"encryption_key {key_id(raw)} is not signed by the aggregator key "
                              f"{key_id(signing_public)}; refusing to seal to it")  # fmt: skip
     return raw
+
+
+# -- survey documents ------------------------------------------------------------------------
+
+
+def verify_document(document: object, survey_id: str, public_key: bytes) -> Any:
+    """The validated :class:`deniable.survey.Survey` of a survey document, verified under a pin.
+
+    docs/protocol.md §2 and §7, in this order: ``key_id``, when present, names the pinned key
+    (the caller follows a rotation first: key-rotation.md); the signature is canonical base64 of
+    64 bytes and verifies over the canonical bytes of the definition as received; the definition
+    is valid /2 (or /1) in resolved form; its id, and the document's, are the one asked for.
+    SignatureError (``reason`` ``key-id``, ``signature``, ``id-mismatch``) or InvalidSurvey.
+    """
+    from .canonical import jcs, legacy_bytes
+    from .errors import InvalidSurvey
+    from .survey import FORMAT_V1, Survey
+
+    where = f"survey {survey_id!r}"
+    if not isinstance(document, dict):
+        raise SignatureError(f"{where}: the survey document is not an object", reason="signature")
+    served = document.get("key_id")
+    if "key_id" in document and served != key_id(public_key):
+        raise SignatureError(
+            f"{where} is signed by key {served!r} but this device pinned {key_id(public_key)!r}, "
+            "and the aggregator's key chain does not lead there; refusing",
+            reason="key-id",
+        )
+    try:
+        signature = decode_signature(document.get("signature"), where)
+    except SignatureError as error:
+        raise SignatureError(str(error), reason="signature") from None
+    definition = document.get("definition")
+    legacy = isinstance(definition, dict) and definition.get("format") == FORMAT_V1
+    try:
+        signed = legacy_bytes(definition) if legacy else jcs(definition)
+    except (InvalidSurvey, TypeError, ValueError):
+        signed = b""  # cannot be the bytes of any signed definition
+    if not signed or not signature_valid(public_key, signature, signed):
+        raise SignatureError(
+            f"{where}: signature does not match the definition under the pinned key "
+            f"{key_id(public_key)}; the survey was altered or signed by someone else",
+            reason="signature",
+        )
+    survey = Survey.from_dict(definition, resolved=True)
+    if survey.id != survey_id or document.get("id", survey_id) != survey_id:
+        raise SignatureError(f"asked for survey {survey_id!r}, got {survey.id!r}",
+                             reason="id-mismatch")  # fmt: skip
+    return survey

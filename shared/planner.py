@@ -279,7 +279,7 @@ def format_number(value: float | None) -> str:
 
 # -- planning a relayed survey (issue 18: the shuffle model) ------------------------------
 
-DEFAULT_RELAY_DELTA = 1e-6
+DEFAULT_RELAY_DELTA = shuffle.DEFAULT_DELTA
 DEFAULT_RELAY_HALF_WIDTH = 0.05
 
 
@@ -289,8 +289,8 @@ class RelayPlan:
     what it buys in respondents (:mod:`deniable.shuffle` for the bound).
 
     ``local_epsilon`` holds for every mechanism (the generic bound, FMT23 / Wang et al.
-    2024); for a single-choice question answered with ``grr``, the sharper k-ary
-    randomized response bound allows ``grr_local_epsilon``.  ``respondents`` is the
+    2024; :mod:`deniable.shuffle` says why no mechanism gets a sharper one).
+    ``respondents`` is the
     recommended mechanism's n for the target half-width with its tightest interval
     (``respondents_for_precision``), and never less than one batch: nothing is
     published before a batch is forwarded.
@@ -304,8 +304,6 @@ class RelayPlan:
     batch: int
     local_epsilon: float
     achieved_central_epsilon: float
-    grr_local_epsilon: float | None
-    grr_respondents: int | None
     respondents_for_precision: int | None
     respondents: int | None
     respondents_without_relay: int | None
@@ -322,8 +320,6 @@ class RelayPlan:
                 "batch": self.batch,
                 "local_epsilon": self.local_epsilon,
                 "achieved_central_epsilon": self.achieved_central_epsilon,
-                "grr_local_epsilon": self.grr_local_epsilon,
-                "grr_respondents": self.grr_respondents,
                 "respondents_for_precision": self.respondents_for_precision,
                 "respondents": self.respondents,
                 "respondents_without_relay": self.respondents_without_relay,
@@ -379,19 +375,6 @@ def relay_plan(
                     half_width=half_width, lo=lo, hi=hi)  # fmt: skip
     direct = plan(question_type, epsilon=target, options=options, beta=beta, n=n,
                   half_width=half_width, lo=lo, hi=hi)  # fmt: skip
-    grr_local = grr_needed = None
-    if question_type == "single_choice":
-        grr_local = math.floor(
-            shuffle.local_epsilon_for(target, batch, delta, domain_size=options) * 1000
-        ) / 1000
-        if half_width is not None:
-            grr = next(t for t in targets(question_type, epsilon=grr_local, options=options)
-                       if t.mechanism == "grr")  # fmt: skip
-            model = score_model(grr.oracle)
-            grr_needed = max(batch, min(
-                respondents_for(grr, family, half_width, beta)
-                for family in FAMILIES if family in available_families(model)
-            ))  # fmt: skip
     needed = best_respondents(at_local)
     smallest = smallest_local = None
     if half_width is not None:
@@ -405,8 +388,6 @@ def relay_plan(
         batch=batch,
         local_epsilon=local,
         achieved_central_epsilon=shuffle.central_epsilon(local, batch, delta),
-        grr_local_epsilon=grr_local,
-        grr_respondents=grr_needed,
         respondents_for_precision=needed,
         respondents=None if needed is None else max(batch, needed),
         respondents_without_relay=best_respondents(direct),

@@ -260,6 +260,8 @@ def unit_size(survey: Survey, unit: str) -> int:
     with every question answered (fewer answers are padded up to it).
     """
     if unit:
+        if not survey.has_question(unit):
+            raise SealingError(f"survey {survey.id!r} has no question {unit!r} to seal")
         question = survey.question(unit)
         return _report_size(question.id, question.oracle.report_bytes)
     reports = [_report_size(q.id, q.oracle.report_bytes) for q in survey.questions]

@@ -82,6 +82,8 @@ BLANK = re.compile(
     "\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0"
     "\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]*"
 )
+# A JSON text may escape half of a UTF-16 pair ("\ud800"); JCS cannot encode it.
+SURROGATE = re.compile("[\ud800-\udfff]")
 # Tolerance of the implied-ε check (docs/protocol.md §2.3).
 TOLERANCE = 1e-9
 
@@ -115,8 +117,9 @@ def _text(
     Why: labels and titles reach CSV files, terminals and logs; a ``\\r`` split a
     CSV row and planted a formula cell (issue 8.4), an ESC would drive a terminal.
     """
-    if not isinstance(value, str):
-        raise _fail(where, f"must be a string, got {type(value).__name__}", "wrong-type")
+    if not isinstance(value, str) or SURROGATE.search(value):
+        raise _fail(where, "must be a string of whole characters (no unpaired surrogate), got "
+                    f"{type(value).__name__}", "wrong-type")  # fmt: skip
     if len(value) > limit:
         raise _fail(where, f"must be at most {limit} characters", "text-length")
     if not empty and BLANK.fullmatch(value):

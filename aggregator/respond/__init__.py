@@ -35,8 +35,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from functools import cache
 from importlib import resources
+from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, abort, render_template, request, url_for
 
@@ -65,11 +67,13 @@ ORACLE_MODULES = {
         "discrete_laplace": ("discrete_laplace.js",), "longitudinal": ("grr.js", "longitudinal.js"),
     }.items()
 }  # fmt: skip
+# Sealing (HPKE to the aggregator's encryption key), imported only for a relayed survey.
+SEALING = ("sealing.js",)
 # Every module of the browser client (respond.js last); wire.js (decoding) no page loads.
 MODULES = (
-    *CORE, *ROTATION, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
+    *CORE, *ROTATION, *SEALING, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
     "local_hashing.js", "hadamard.js", "subset.js", "option_sampling.js", "duchi.js",
-    "discrete_laplace.js", "longitudinal.js", "wire.js", "sealing.js", "respond.js",
+    "discrete_laplace.js", "longitudinal.js", "wire.js", "respond.js",
 )  # fmt: skip
 STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
 
@@ -117,8 +121,8 @@ def survey_modules(survey: Survey, *, rotation: bool = False) -> tuple[str, ...]
     """
     needed = {name for q in survey.questions for name in ORACLE_MODULES.get(_oracle(q), ())}
     needed |= {*CORE, "respond.js", *(ROTATION if rotation else ())}
-    if getattr(survey, "relay", None) is not None:
-        needed.add("sealing.js")  # a relayed survey: every unit is sealed (docs/relay.md)
+    if survey.relay is not None:  # reports are sealed in the page (docs/protocol.md §10)
+        needed |= set(SEALING)
     return tuple(name for name in MODULES if name in needed)
 
 
@@ -139,24 +143,30 @@ def import_map() -> str:
     return json.dumps({"integrity": pinned}, separators=(",", ":"))
 
 
+_ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|http://\[::1\](:[0-9]{1,5})?")
+
+
+def relay_origin(survey: Survey) -> str | None:
+    """The origin of a relayed survey's relay (its signed ``relay.url``), for connect-src."""
+    if survey.relay is None:
+        return None
+    parts = urlsplit(survey.relay.url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    return origin if _ORIGIN.fullmatch(origin) else None
+
+
 def content_security_policy(inline_script: str | None = None, relay: str | None = None) -> str:
     # Why: scripts only from this origin and only with the SRI hashes in the page (the one
-    # inline script, the import map, by its hash); the page talks only to this origin (and,
-    # for a relayed survey, to the relay its signed definition names); no form ever posts
-    # (the no-JS page must send nothing).
+    # inline script, the import map, by its hash); the page talks only to this origin, and
+    # for a relayed survey to its signed relay; no form ever posts (the no-JS page must
+    # send nothing).
     script = f" 'sha256-{_sha256(inline_script)}'" if inline_script else ""
-    connect = "'self'" + (f" {_origin(relay)}" if relay else "")
+    connect = f" {relay}" if relay else ""
     return (
-        f"default-src 'none'; script-src 'self'{script}; connect-src {connect}; "
+        f"default-src 'none'; script-src 'self'{script}; connect-src 'self'{connect}; "
         f"style-src 'sha256-{_sha256(STYLE)}'; img-src 'none'; base-uri 'none'; "
         "form-action 'none'; frame-ancestors 'none'"
     )
-
-
-def _origin(url: str) -> str:
-    """scheme://host[:port] of a signed relay URL (validated by Survey: no quotes or spaces)."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
 @blueprint.get("/static/deniable/<name>")
@@ -202,8 +212,7 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         pinned=" ".join((*names, *ROTATION)),
         style=STYLE,
     )
-    relay = getattr(record.survey, "relay", None)
-    return page, 200, _headers(imports, relay.url if relay is not None else None)
+    return page, 200, _headers(imports, relay_origin(record.survey))
 
 
 @blueprint.get("/surveys/<survey_id>/embed")

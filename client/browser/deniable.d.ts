@@ -176,6 +176,13 @@ export const SYSTEM: SystemRandomSource;
 
 export function canonicalize(value: unknown): string;
 export function canonicalBytes(value: unknown): Uint8Array;
+/** JSON.parse refusing an object with a member twice (InvalidSurvey, reason "duplicate-member"). */
+export function parseJson(text: string): unknown;
+/**
+ * A survey document verified under a key (protocol §2, §7): its definition and validated survey,
+ * or SignatureError (reason "key-id", "signature", "id-mismatch") or InvalidSurvey (with its reason).
+ */
+export function verifyDocument(document: unknown, surveyId: string, publicKey: Uint8Array, modules?: string[]): Promise<{ definition: unknown; survey: Survey }>;
 export function b64encode(bytes: Uint8Array): string;
 /** Canonical padded base64 only, or SignatureError. */
 export function b64decode(text: string): Uint8Array;
@@ -192,10 +199,11 @@ export function loadMechanisms(definition: unknown, modules?: string[]): Promise
 export function parseDefinition(definition: unknown): Survey;
 
 export class DeniableError extends Error {}
-export class InvalidSurvey extends DeniableError {}
+/** `reason`: a machine-readable code (protocol §7, "Reason codes"). */
+export class InvalidSurvey extends DeniableError { readonly reason: string; }
 export class InvalidValue extends DeniableError {}
 export class ReportError extends DeniableError {}
-export class SignatureError extends DeniableError {}
+export class SignatureError extends DeniableError { readonly reason: string; }
 export class PolicyViolation extends DeniableError {}
 export class BudgetExceeded extends DeniableError {}
 export class AlreadyAnswered extends DeniableError {}

@@ -1,11 +1,11 @@
 // The browser client (client/session.py; docs/protocol.md; the order, and why: README.md).
 
-import { canonicalBytes } from "./jcs.js";
+import { canonicalBytes, parseJson } from "./jcs.js";
 import { AlreadyAnswered, BudgetExceeded, InvalidSurvey, PolicyViolation, SignatureError, TransportError } from "./randomness.js";
 import { MECHANISMS, TOLERANCE, identifier, loadMechanisms, parseDefinition } from "./survey.js";
 
 export * from "./randomness.js";
-export { canonicalBytes, canonicalize } from "./jcs.js";
+export { canonicalBytes, canonicalize, parseJson } from "./jcs.js";
 export { loadMechanisms, parseDefinition } from "./survey.js";
 
 export const ENROLMENT_HEADER = "X-Deniable-Enrolment";
@@ -30,6 +30,28 @@ export const keyId = async (key) => [...new Uint8Array(await crypto.subtle.diges
 
 export const verify = (publicKey, signature, message) => crypto.subtle.importKey("raw", publicKey, "Ed25519", false, ["verify"])
   .then((key) => crypto.subtle.verify("Ed25519", key, signature, message)).catch(() => false);
+
+/**
+ * The signed definition of a survey document and its validated survey, verified under `publicKey`
+ * (protocol §2, §7, in this order; shared/keychain.py's verify_document): key_id, when present,
+ * names that key (a rotation is followed before); the signature verifies over the JCS bytes of the
+ * definition as received; only then are its modules loaded and the definition validated; its id and
+ * the document's are the one asked for. SignatureError (reason key-id, signature, id-mismatch) or InvalidSurvey.
+ */
+export async function verifyDocument(document, surveyId, publicKey, modules) {
+  if (document === null || typeof document !== "object" || Array.isArray(document)) throw new SignatureError("the survey document is not an object", "signature");
+  if (document.key_id !== undefined && document.key_id !== await keyId(publicKey)) {
+    throw new SignatureError(`survey ${surveyId} is signed by key ${document.key_id}, not the pinned key, and the aggregator's key chain does not lead there`, "key-id");
+  }
+  const { definition } = document;
+  let signature, bytes;
+  try { signature = b64decode(document.signature); bytes = canonicalBytes(definition); } catch { /* refused below */ }
+  if (!bytes || signature.length !== 64 || !(await verify(publicKey, signature, bytes))) throw new SignatureError("the survey's signature does not verify under the pinned key", "signature");
+  await loadMechanisms(definition, modules); // only after the signature
+  const survey = parseDefinition(definition);
+  if (survey.id !== surveyId || (document.id ?? surveyId) !== surveyId) throw new SignatureError(`asked for survey ${surveyId}, got ${survey.id}`, "id-mismatch");
+  return { definition, survey };
+}
 
 // Only for a rotated key or trust on first use.
 const keychain = (client) => {
@@ -97,14 +119,14 @@ export class SurveyClient {
     let pin = await this.pin();
     const response = await this.request("GET", `/api/v1/surveys/${surveyId}`), p = this.policy;
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
-    const document = await response.json().catch(() => { throw new TransportError(`aggregator sent a survey ${surveyId} that is not JSON`, 200); });
-    const { definition } = Object(document);
-    if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = await (await keychain(this)).rotate(this, pin);
-    const signed = await verify(pin.key, b64decode(document.signature), canonicalBytes(definition));
-    if (!signed) throw new SignatureError("the survey's signature does not verify under the pinned key");
-    await loadMechanisms(definition, this.modules); // only after the signature
-    const survey = parseDefinition(definition);
-    if (survey.id !== surveyId) throw new InvalidSurvey(`asked for survey ${surveyId}, got ${survey.id}`);
+    const text = await response.text();
+    let document;
+    try { document = parseJson(text); } catch (error) {
+      if (error instanceof InvalidSurvey) throw error; // a member twice
+      throw new TransportError(`aggregator sent a survey ${surveyId} that is not JSON`, 200);
+    }
+    if (document?.key_id !== undefined && document.key_id !== await keyId(pin.key)) pin = await (await keychain(this)).rotate(this, pin);
+    const { definition, survey } = await verifyDocument(document, surveyId, pin.key, this.modules);
     for (const q of survey.questions) {
       const why = !p.allowedMechanisms.includes(q.mechanism) ? `mechanism ${q.mechanism} is not allowed`
         : q.longitudinal && !p.allowLongitudinal ? "longitudinal questions are not allowed"

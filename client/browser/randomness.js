@@ -44,7 +44,7 @@ export class DeniableError extends Error { get name() { return this.constructor.
 export class InvalidSurvey extends DeniableError { constructor(message, reason = "invalid") { super(message); this.reason = reason; } }
 export class InvalidValue extends DeniableError {}
 export class ReportError extends DeniableError {}
-export class SignatureError extends DeniableError {}
+export class SignatureError extends DeniableError { constructor(message, reason = "invalid") { super(message); this.reason = reason; } }
 export class PolicyViolation extends DeniableError {}
 export class BudgetExceeded extends DeniableError {}
 export class AlreadyAnswered extends DeniableError {}

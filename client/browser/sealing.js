@@ -92,15 +92,23 @@ async function scheduleContext(infoBytes) {
 }
 
 /**
- * KeySchedule (§5.1) from the KEM's shared secret: {key (raw), baseNonce, context}. Exported for
- * the RFC 9180 test vectors.
+ * KeySchedule (§5.1) from the KEM's shared secret: {key (an AES-GCM CryptoKey), baseNonce, context}.
+ * Exported for the RFC 9180 test vectors (`extractable` lets them read the key's bytes).
  */
-export async function keySchedule(sharedSecret, infoBytes) {
+// secret = LabeledExtract(shared_secret, "secret", psk = ""): its input keying material is the
+// constant labeled empty psk, and shared_secret the salt, so one imported HKDF key serves every seal.
+let secretIkm;
+const secretParameters = (sharedSecret, label, context, length) => ({ name: "HKDF", hash: "SHA-256", salt: sharedSecret, info: labeledInfo(HPKE_SUITE, label, context, length) });
+
+export async function keySchedule(sharedSecret, infoBytes, { extractable = false } = {}) {
   const context = await scheduleContext(infoBytes);
-  // secret = LabeledExtract(shared_secret, "secret", psk = ""); key/base_nonce = LabeledExpand(secret, ...).
+  secretIkm ??= subtle().importKey("raw", labeledIkm(HPKE_SUITE, "secret", EMPTY), "HKDF", false, ["deriveBits", "deriveKey"]);
+  const ikm = await secretIkm;
+  // key = LabeledExpand(secret, "key", context, Nk), derived straight into an AES-GCM key (one call
+  // less than bits then import); base_nonce = LabeledExpand(secret, "base_nonce", context, Nn).
   const [key, baseNonce] = await Promise.all([
-    extractAndExpand(sharedSecret, HPKE_SUITE, "secret", EMPTY, "key", context, 16),
-    extractAndExpand(sharedSecret, HPKE_SUITE, "secret", EMPTY, "base_nonce", context, 12),
+    subtle().deriveKey(secretParameters(sharedSecret, "key", context, 16), ikm, { name: "AES-GCM", length: 128 }, extractable, ["encrypt", "decrypt"]),
+    subtle().deriveBits(secretParameters(sharedSecret, "base_nonce", context, 12), ikm, 96).then((bits) => new Uint8Array(bits)),
   ]);
   return { key, baseNonce, context };
 }
@@ -111,6 +119,19 @@ const kemSharedSecret = (dh, enc, pkR) => extractAndExpand(EMPTY, KEM_SUITE, "ea
 const x25519Public = (raw) => {
   if (!(raw instanceof Uint8Array) || raw.length !== 32) throw new SealingError("the recipient's public key must be 32 raw X25519 bytes");
   return subtle().importKey("raw", raw, { name: "X25519" }, false, []);
+};
+// The recipient's key is imported once (a page seals every unit to the same key).
+const recipients = new Map();
+const recipientKey = (raw) => {
+  const cacheKey = raw instanceof Uint8Array ? String.fromCharCode(...raw) : "";
+  let key = recipients.get(cacheKey);
+  if (!key) {
+    key = x25519Public(raw);
+    key.catch(() => recipients.delete(cacheKey));
+    if (recipients.size > 16) recipients.clear();
+    recipients.set(cacheKey, key);
+  }
+  return key;
 };
 // PKCS #8 for a raw X25519 private key (RFC 8410): WebCrypto imports private keys no other way.
 const PKCS8_X25519 = Uint8Array.from([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x6e, 0x04, 0x22, 0x04, 0x20]);
@@ -129,8 +150,7 @@ async function aead(direction, key, baseNonce, seq, aad, data) {
   const iv = baseNonce.slice();
   const seqBytes = i2osp(seq, 12);
   for (let i = 0; i < 12; i++) iv[i] ^= seqBytes[i];
-  const aesKey = await subtle().importKey("raw", key, "AES-GCM", false, [direction]);
-  return new Uint8Array(await subtle()[direction]({ name: "AES-GCM", iv, additionalData: aad, tagLength: 128 }, aesKey, data));
+  return new Uint8Array(await subtle()[direction]({ name: "AES-GCM", iv, additionalData: aad, tagLength: 128 }, key, data));
 }
 
 /**
@@ -138,7 +158,7 @@ async function aead(direction, key, baseNonce, seq, aad, data) {
  * test vectors; otherwise a fresh X25519 pair from the CSPRNG. Returns enc || ciphertext.
  */
 export async function sealBase(pkR, infoBytes, plaintext, { aad = EMPTY, seq = 0, ephemeral } = {}) {
-  const recipient = await x25519Public(pkR);
+  const recipient = await recipientKey(pkR);
   let skE = ephemeral?.privateKey, enc = ephemeral?.publicKey;
   if (!skE) {
     const pair = await subtle().generateKey({ name: "X25519" }, true, ["deriveBits"]);

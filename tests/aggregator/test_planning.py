@@ -65,14 +65,14 @@ def test_issue_command_prints_epsilon0_and_respondents() -> None:
     assert best_respondents(plan("yes_no", epsilon=below, half_width=0.05)) > smallest - 1
 
 
-def test_single_choice_offers_the_k_ary_bound(capsys) -> None:
+def test_single_choice(capsys) -> None:
     status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
                                    "1000", "--options", "5", "--json"])  # fmt: skip
     assert status == 0
-    relay = json.loads(out)["relay"]
+    document = json.loads(out)
+    relay = document["relay"]
     assert relay["local_epsilon"] == 2.302  # table in docs/relay-epsilon.md
-    assert relay["grr_local_epsilon"] > relay["local_epsilon"]
-    assert central_epsilon(relay["grr_local_epsilon"], 1000, 1e-6, domain_size=5) <= 0.5
+    assert document["question_type"] == "single_choice" and document["options"] == 5
     assert relay["respondents"] >= 1000
     assert relay["respondents"] < relay["respondents_without_relay"]
 
@@ -125,3 +125,14 @@ def test_choosing_epsilon_relayed_column() -> None:
     assert smallest_relayed_batch(
         "single_choice", central_epsilon=2, half_width=0.05, options=5
     ) == (324, 3.04)
+
+
+def test_notes_for_a_large_delta_and_the_device_cap(capsys) -> None:
+    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
+                                   "1000000", "--n", "1000000"])  # fmt: skip
+    assert status == 0
+    assert "delta 1e-06 is not well below 1/batch" in out
+    assert "refuse more than epsilon 4 per question" in out  # ε0 8.9
+    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
+                                   "1000", "--n", "1000"])  # fmt: skip
+    assert status == 0 and "Note:" not in out

@@ -150,7 +150,7 @@ def test_the_enrolment_token_goes_to_the_relay_only(aggregator, adapter, client,
     aggregator.create(relayed(relay, "r5"))
     verified = client.fetch("r5")
     relay.statuses = [401]
-    with pytest.raises(TransportError):
+    with pytest.raises(TransportError, match=f"relay at {relay.url} answered 401"):
         client.answer(verified, ANSWERS)
     assert client.pending() == 1
     client.flush(enrolment_token="tok-123", survey_id="r5")

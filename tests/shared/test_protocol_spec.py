@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from deniable.errors import InvalidSurvey
 from deniable.estimation import chebyshev_half_width
 from deniable.mechanisms.discrete_laplace import DiscreteLaplace
 from deniable.mechanisms.duchi import Duchi
@@ -100,7 +101,12 @@ def test_signed_thresholds_within_the_declared_epsilon_are_used_as_signed() -> N
     wide = Survey.from_dict(
         _demo(lambda d: d["questions"][3]["parameters"].update(slope=0.125)), resolved=True
     )
-    assert wide.questions[3].oracle.bound == 4.0
+    oracle = wide.questions[3].oracle
+    assert oracle.bound == 4.0
+    for value in (oracle.lo, 7.5, oracle.hi):  # E[B · sign] = t: the estimator stays unbiased
+        t = 2 * ((value - oracle.lo) / (oracle.hi - oracle.lo)) - 1
+        plus = oracle.report_distribution(value)["01"]
+        assert oracle.bound * (2 * plus - 1) == pytest.approx(t, abs=1e-12)
 
 
 def test_a_longitudinal_question_with_other_thresholds_is_another_memo_family() -> None:
@@ -117,3 +123,12 @@ def test_a_longitudinal_question_with_other_thresholds_is_another_memo_family() 
     assert family_tag(secret, derived) == family_tag(
         secret, Survey.from_dict(json.loads(json.dumps(survey)), resolved=True).questions[0]
     )
+
+
+def test_an_unpaired_surrogate_is_refused_as_javascript_refuses_it() -> None:
+    # Not in the vector file (UTF-8 cannot hold it); client/browser/test/vectors.test.js has
+    # the JavaScript twin.  JSON text can escape one: json.loads('"\\ud800"') == "\ud800".
+    definition = _demo(lambda d: d["questions"][1]["options"].__setitem__(0, "Car\ud800"))
+    with pytest.raises(InvalidSurvey) as refused:
+        Survey.from_dict(definition, resolved=True)
+    assert refused.value.reason == "wrong-type"

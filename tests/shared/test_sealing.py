@@ -74,6 +74,8 @@ def test_info_and_padding_vectors():
 def test_unit_sizes_vectors():
     for unit, size in OWN["unit_sizes"].items():
         assert sealing.unit_size(SURVEY, unit) == size
+    with pytest.raises(SealingError, match="no question"):
+        sealing.unit_size(SURVEY, "nope")
 
 
 @pytest.mark.parametrize("vector", OWN["sealed"], ids=lambda v: v["unit"] or "submission")
@@ -224,3 +226,36 @@ def test_unit_body_shapes():
         sealing.unit_body([report], "other")
     with pytest.raises(SealingError):
         sealing.unit_body([], "")
+
+
+def test_what_the_browser_module_seals_python_opens():
+    """sealing.js (under Node's WebCrypto) seals every vector body; deniable.sealing opens it."""
+    import shutil
+    import subprocess
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    module = Path(__file__).resolve().parents[2] / "client" / "browser" / "sealing.js"
+    script = (
+        f"const s = await import({json.dumps(module.as_uri())});"
+        "const v = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "const key = Uint8Array.from(Buffer.from(v.key, 'hex'));"
+        "const out = [];"
+        "for (const x of v.sealed) out.push(Buffer.from(await s.seal(key, {"
+        "surveyId: v.survey_id, unit: x.unit, plaintext: new TextEncoder().encode(x.body),"
+        " size: x.size})).toString('hex'));"
+        "console.log(JSON.stringify(out));"
+    )
+    data = json.dumps({"key": OWN["recipient_public_key"], "survey_id": OWN["survey_id"],
+                       "sealed": OWN["sealed"]})  # fmt: skip
+    result = subprocess.run([node, "--input-type=commonjs", "-e", f"(async () => {{{script}}})()"],
+                            input=data, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    blobs = json.loads(result.stdout)
+    assert len(blobs) == len(OWN["sealed"])
+    for vector, blob in zip(OWN["sealed"], blobs, strict=True):
+        assert blob != vector["sealed"]  # a fresh ephemeral key
+        body = sealing.open_sealed(PRIVATE, survey_id=OWN["survey_id"], unit=vector["unit"],
+                                   sealed=bytes.fromhex(blob), size=vector["size"])  # fmt: skip
+        assert body.decode() == vector["body"]

@@ -3,6 +3,7 @@ figures and against a direct enumeration of the shuffled counts."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import subprocess
 import sys
@@ -15,6 +16,9 @@ import pytest
 from deniable.errors import InvalidParameter
 from deniable.shuffle import (
     _binomial_pmf,
+    _central_epsilon,
+    _delta,
+    _model,
     amplification,
     central_epsilon,
     delta_for,
@@ -121,10 +125,10 @@ def enumerated_delta(epsilon: float, epsilon0: float, n: int, k: int = 2) -> flo
 def test_delta_equals_enumeration(epsilon0: float, n: int, k: int, fraction: float) -> None:
     epsilon = fraction * epsilon0
     exact = enumerated_delta(epsilon, epsilon0, n, k)
-    domain_size = None if k == 2 else k
-    assert delta_for(epsilon, epsilon0, n, domain_size=domain_size) == pytest.approx(
-        exact, rel=1e-9, abs=1e-15
-    )
+    # k > 2: Wang et al.'s k-RR form, kept privately to show it is not a bound (below)
+    model = _model(epsilon0, None if k == 2 else k)
+    computed = delta_for(epsilon, epsilon0, n) if k == 2 else _delta(model, n, epsilon)
+    assert computed == pytest.approx(exact, rel=1e-9, abs=1e-15)
 
 
 def test_never_above_local_epsilon() -> None:
@@ -150,22 +154,12 @@ def test_monotone() -> None:
     assert by_epsilon == sorted(by_epsilon, reverse=True)
 
 
-def test_k_ary_randomized_response_is_sharper() -> None:
-    generic = central_epsilon(4, 10_000, 1e-6)
-    assert central_epsilon(4, 10_000, 1e-6, domain_size=2) == generic  # binary RR: the same
-    sharper = [central_epsilon(4, 10_000, 1e-6, domain_size=k) for k in (3, 5, 20, 100)]
-    assert all(value < generic for value in sharper)
-    assert sharper == sorted(sharper, reverse=True)
-
-
-@pytest.mark.parametrize(
-    ("target", "n", "k"), [(0.5, 10_000, None), (0.1, 100_000, None), (0.3, 5_000, 8)]
-)
-def test_local_epsilon_for_inverts(target: float, n: int, k: int | None) -> None:
-    epsilon0 = local_epsilon_for(target, n, 1e-6, domain_size=k)
+@pytest.mark.parametrize(("target", "n"), [(0.5, 10_000), (0.1, 100_000), (0.3, 5_000)])
+def test_local_epsilon_for_inverts(target: float, n: int) -> None:
+    epsilon0 = local_epsilon_for(target, n, 1e-6)
     assert epsilon0 > target
-    assert central_epsilon(epsilon0, n, 1e-6, domain_size=k) <= target + 1e-8
-    assert central_epsilon(epsilon0 + 1e-4, n, 1e-6, domain_size=k) > target
+    assert central_epsilon(epsilon0, n, 1e-6) <= target + 1e-8
+    assert central_epsilon(epsilon0 + 1e-4, n, 1e-6) > target
 
 
 def test_local_epsilon_for_reads_the_table() -> None:
@@ -184,7 +178,6 @@ def test_local_epsilon_for_reads_the_table() -> None:
         ((1, 1_000, 1.0), {}),
         ((1, 1.5, 1e-6), {}),
         ((math.nan, 1_000, 1e-6), {}),
-        ((1, 1_000, 1e-6), {"domain_size": 1}),
         ((1, 10**9, 1e-6), {}),
     ],
 )
@@ -201,11 +194,11 @@ def test_import_does_not_load_numpy() -> None:
 
 def test_amplification_for_publishing() -> None:
     generic = amplification(4, 10_000, 1e-6, mechanism="oue", domain_size=5)
-    assert generic.bound == "generic" and generic.domain_size is None
+    assert generic.bound == "generic"
     assert generic.central_epsilon == central_epsilon(4, 10_000, 1e-6)
+    # grr gets the generic bound too: the k-RR form is not an upper bound (below)
     grr = amplification(4, 10_000, 1e-6, mechanism="grr", domain_size=5)
-    assert grr.bound == "k-ary randomized response" and grr.domain_size == 5
-    assert grr.central_epsilon < generic.central_epsilon
+    assert grr == generic
     document = grr.to_dict()
     assert document["local_epsilon"] == 4 and document["batch"] == 10_000
     assert any("collude" in line for line in document["conditions"])
@@ -265,3 +258,106 @@ def test_bound_is_never_below_a_real_mechanism(epsilon0: float, n: int) -> None:
     exact = shuffled_binary_rr_epsilon(epsilon0, n, 1e-6)
     bound = central_epsilon(epsilon0, n, 1e-6)
     assert exact <= bound <= 1.3 * exact
+
+
+def shuffled_three_rr_epsilon(epsilon0: float, n: int, delta: float, others: int) -> float:
+    """The exact ε of one neighbouring pair for shuffled 3-ary randomized response:
+    the n − 1 others all hold value ``others``, the one who differs holds 0 or 1; the
+    aggregator sees the histogram of the n reports (summed cell by cell)."""
+    p = math.exp(epsilon0)
+    keep, other = p / (p + 2), 1 / (p + 2)
+    shares = [other, other, other]
+    shares[others] = keep
+    m = n - 1
+    ones, twos = np.arange(m + 1)[:, None], np.arange(m + 1)[None, :]
+    inside = ones + twos <= m
+    log_factorial = np.array([math.lgamma(i + 1) for i in range(m + 1)])
+    rest = np.where(inside, m - ones - twos, 0)
+    log_mass = (log_factorial[m] - log_factorial[ones] - log_factorial[twos] - log_factorial[rest]
+                + ones * math.log(shares[1]) + twos * math.log(shares[2])
+                + rest * math.log(shares[0]))  # fmt: skip
+    mass = np.where(inside, np.exp(log_mass), 0.0)
+
+    def shifted(one: int, two: int) -> np.ndarray:
+        grid = np.zeros((m + 2, m + 2))
+        grid[one : one + m + 1, two : two + m + 1] = mass
+        return grid
+
+    zero_report, one_report, two_report = shifted(0, 0), shifted(1, 0), shifted(0, 1)
+    holds_zero = keep * zero_report + other * one_report + other * two_report
+    holds_one = other * zero_report + keep * one_report + other * two_report
+
+    def divergence(epsilon: float) -> float:
+        e = math.exp(epsilon)
+        return max(np.maximum(holds_zero - e * holds_one, 0).sum(),
+                   np.maximum(holds_one - e * holds_zero, 0).sum())  # fmt: skip
+
+    low, high = 0.0, epsilon0
+    for _ in range(40):
+        middle = (low + high) / 2
+        low, high = (low, middle) if divergence(middle) <= delta else (middle, high)
+    return high
+
+
+def wang_k_ary_epsilon(epsilon0: float, n: int, delta: float, k: int) -> float:
+    """Wang et al.'s k-RR form (their reference code's computation), kept private."""
+    return _central_epsilon(epsilon0, n, delta, k)
+
+
+@pytest.mark.parametrize(("epsilon0", "n"), [(3, 200), (4, 400)])
+def test_k_ary_form_is_not_an_upper_bound(epsilon0: float, n: int) -> None:
+    """Why grr gets the generic bound: when everyone else holds the differing
+    respondent's first value, shuffled 3-RR's exact ε exceeds Wang et al.'s k-RR
+    form (it stays below the generic bound).  When they hold a third value, it
+    equals the form: the form is that configuration's figure, not the worst case."""
+    wang = wang_k_ary_epsilon(epsilon0, n, 1e-6, 3)
+    generic = central_epsilon(epsilon0, n, 1e-6)
+    same = shuffled_three_rr_epsilon(epsilon0, n, 1e-6, others=0)
+    assert wang + 0.03 < same <= generic
+    third = shuffled_three_rr_epsilon(epsilon0, n, 1e-6, others=2)
+    assert third == pytest.approx(wang, rel=1e-6)
+
+
+def test_k_ary_form_fails_by_brute_force() -> None:
+    """The same, summed over all 3^8 output vectors of a batch of 8 (no shortcuts)."""
+    epsilon0, n, epsilon = 3.0, 8, 2.8
+    zero = histogram_law(epsilon0, 3, (0,) * n)
+    one = histogram_law(epsilon0, 3, (1,) + (0,) * (n - 1))
+    e = math.exp(epsilon)
+    exact = max(
+        sum(max(0.0, zero[h] - e * one[h]) for h in zero),
+        sum(max(0.0, one[h] - e * zero[h]) for h in zero),
+    )
+    assert exact > 0.08  # the pair's δ at ε = 2.8
+    assert _delta(_model(epsilon0, 3), n, epsilon) < 0.02  # what the k-RR form claims
+    assert delta_for(epsilon, epsilon0, n) >= exact  # the generic bound holds
+
+
+def histogram_law(epsilon0: float, k: int, inputs: tuple[int, ...]) -> dict[tuple[int, ...], float]:
+    """The law of the shuffled k-RR histogram of ``inputs``, summed over every output vector."""
+    p = math.exp(epsilon0)
+    law: dict[tuple[int, ...], float] = {}
+    for outputs in itertools.product(range(k), repeat=len(inputs)):
+        chance = math.prod(
+            (p if o == x else 1.0) / (p + k - 1) for o, x in zip(outputs, inputs, strict=True)
+        )
+        key = tuple(outputs.count(value) for value in range(k))
+        law[key] = law.get(key, 0.0) + chance
+    return law
+
+
+@pytest.mark.parametrize(
+    ("epsilon0", "k", "others"),
+    [(1, 2, (0, 0, 1, 1, 0, 1)), (3, 3, (0, 0, 0, 0, 0, 0)), (2, 3, (2, 1, 0, 2, 2, 1)),
+     (4, 4, (3, 3, 0, 2)), (0.5, 3, (1, 1, 1, 1, 1, 1))],
+)  # fmt: skip
+def test_generic_bound_holds_by_brute_force(epsilon0: float, k: int, others: tuple) -> None:
+    """Soundness for mixed batches: shuffled k-RR, the differing respondent holding 0 or 1
+    and the others as given, every output vector summed; δ never exceeds the bound's."""
+    zero = histogram_law(epsilon0, k, (0, *others))
+    one = histogram_law(epsilon0, k, (1, *others))
+    for fraction in (0.25, 0.5, 0.8, 0.95):
+        e = math.exp(fraction * epsilon0)
+        exact = max(sum(max(0.0, zero[h] - e * one[h]) for h in zero),
+                    sum(max(0.0, one[h] - e * zero[h]) for h in zero))  # fmt: skip
+        assert exact <= delta_for(fraction * epsilon0, epsilon0, len(others) + 1) * (1 + 1e-12)
