@@ -168,3 +168,28 @@ def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_
                                      json=body, headers={"Authorization": f"Bearer {credential}"})
     assert response.status_code == 201, response.json
     assert (response.json["stored"], response.json["dropped"]) == (39, 1)
+
+
+def test_concurrent_submissions_commit_together_and_a_refusal_stays_alone(storage):
+    """Group commit: many holds in one transaction, each in its own savepoint."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from deniable.errors import Forbidden
+    from deniable.relay.storage import token_digest
+
+    storage.add_enrolment_digests("s", [token_digest("good")])
+
+    def hold(seed: int) -> object:
+        token = {0: "forged", 1: "good"}.get(seed)
+        try:
+            return storage.hold("s", [("a", blob(seed)), ("b", blob(seed))],
+                                enrolment_token=token)  # fmt: skip
+        except Forbidden as error:
+            return error
+
+    with ThreadPoolExecutor(16) as pool:
+        outcomes = list(pool.map(hold, range(40)))
+    assert isinstance(outcomes[0], Forbidden)
+    assert outcomes[1:] == [2] * 39
+    assert storage.held_counts("s") == {"a": (39, 0), "b": (39, 0)}
+    assert storage.enrolment_counts("s") == (1, 1)
