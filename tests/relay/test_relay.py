@@ -259,6 +259,16 @@ def test_tampered_blobs_are_dropped_and_counted_and_batches_are_idempotent(deplo
     other = put(deployment, "q", batch_id, sealed_blobs(deployment, "q", 20))
     assert other.status_code == 409
     assert stored_batches(deployment, "q")["smoker"]["dropped"] >= 2
+    # A report id stored before, sealed again with another payload: dropped, the rest stored.
+    survey = deployment.surveys["q"]
+    taken = next(r for r in deployment.export("q") if r["question"] == "smoker")
+    other = "01" if taken["payload"] == "00" else "00"
+    reused = sealing.seal(deployment.encryption_key, survey_id="q", unit="smoker",
+                          plaintext=sealing.unit_body([{**taken, "payload": other}], "smoker"),
+                          size=sealing.unit_size(survey, "smoker"))  # fmt: skip
+    fresh = sealed_blobs(deployment, "q", 20)
+    mixed = put(deployment, "q", secrets.token_hex(16), [*fresh, reused])
+    assert mixed.status_code == 201 and (mixed.json()["stored"], mixed.json()["dropped"]) == (20, 1)
 
 
 def test_unauthenticated_foreign_small_and_direct_submissions_are_refused(deployment):
