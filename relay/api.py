@@ -10,7 +10,8 @@ submission (docs/protocol.md, "Relay flow")::
 
 and answers ``202 Accepted`` once every unit is held durably.  Order of
 refusals: rate limit by address (429), survey not relayed here (404), body
-(400/413/415), closed (409), malformed submission (422), oversize unit (413),
+(400/413/415), closed (409), malformed submission (422), a unit longer than
+its fixed sealed length (413) or of another length (422),
 enrolment token missing (401), unknown or spent (403), rate limit by token (429).
 
 The request's address is used for the rate limit only, in memory or Redis
@@ -42,49 +43,54 @@ PREFIX = "/api/v1"
 FORMAT = "deniable.sealed/1"
 FIELDS = frozenset({"format", "key_id", "units", "enrolment_token"})
 UNIT_FIELDS = frozenset({"unit", "sealed"})
-# An X25519 encapsulated key (32 bytes) and an AES-GCM tag (16 bytes): the least a unit holds.
-MIN_SEALED_BYTES = 48
 KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 blueprint = Blueprint("relay", __name__)
-_surveys: OrderedDict[tuple[str, str], Survey] = OrderedDict()
+_surveys: OrderedDict[tuple[str, str], tuple[Survey, dict[str, int]]] = OrderedDict()
 _surveys_lock = threading.Lock()
 
 
-def definition(stored: RelayedSurvey) -> Survey:
-    """The stored signed document's survey (parsed once per document)."""
+def definition(stored: RelayedSurvey) -> tuple[Survey, dict[str, int]]:
+    """The stored signed document's survey and the exact sealed length of each unit
+    (:func:`deniable.sealing.sealed_length`), computed once per document."""
+    from deniable.sealing import sealed_length, unit_size
+
     key = (stored.survey_id, stored.document)
     with _surveys_lock:
         if key in _surveys:
             return _surveys[key]
     survey = Survey.from_dict(json.loads(stored.document)["definition"], resolved=True)
+    units = [""] if stored.shuffle_unit == "submission" else [q.id for q in survey.questions]
+    lengths = {unit: sealed_length(unit_size(survey, unit)) for unit in units}
     with _surveys_lock:
-        _surveys[key] = survey
+        _surveys[key] = (survey, lengths)
         while len(_surveys) > 256:
             _surveys.popitem(last=False)
-    return survey
+    return survey, lengths
 
 
-def _decode(text: object, where: str, limit: int) -> bytes:
+def _decode(text: object, where: str, length: int) -> bytes:
+    """A sealed unit's bytes: every unit of a survey's unit has one fixed length."""
     if not isinstance(text, str) or not text:
         raise InvalidReport(f"{where}: must be a non-empty base64url string")
-    if len(text) > 2 * limit:  # checked before decoding: no work for an absurd string
-        raise PayloadTooLarge(f"{where}: larger than {limit} bytes")
+    if len(text) > 2 * length:  # checked before decoding: no work for an absurd string
+        raise PayloadTooLarge(f"{where}: larger than this unit's {length} bytes")
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (binascii.Error, ValueError):
         raise InvalidReport(f"{where}: not base64url") from None
     if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != text.rstrip("="):
         raise InvalidReport(f"{where}: not canonical base64url")
-    if len(raw) > limit:
-        raise PayloadTooLarge(f"{where}: {len(raw)} bytes, larger than {limit}")
-    if len(raw) < MIN_SEALED_BYTES:
-        raise InvalidReport(f"{where}: {len(raw)} bytes cannot be a sealed unit")
+    if len(raw) > length:
+        raise PayloadTooLarge(f"{where}: {len(raw)} bytes, larger than this unit's {length}")
+    if len(raw) != length:
+        raise InvalidReport(f"{where}: {len(raw)} bytes; every sealed unit of this survey's "
+                            f"unit is {length} bytes (docs/protocol.md §10.3)")  # fmt: skip
     return raw
 
 
 def parse_sealed(
-    body: Any, survey: Survey, shuffle_unit: str, limit: int
+    body: Any, survey: Survey, shuffle_unit: str, lengths: dict[str, int]
 ) -> list[tuple[str, bytes]]:
     """The submission's (unit, sealed bytes), checked against the survey's signed terms."""
     if not isinstance(body, dict):
@@ -121,7 +127,7 @@ def parse_sealed(
             raise InvalidReport(f"{where}: unit {unit!r} appears twice; one respondent sends "
                                 "one sealed unit per question")  # fmt: skip
         seen.add(unit)
-        result.append((unit, _decode(item["sealed"], f"{where}.sealed", limit)))
+        result.append((unit, _decode(item["sealed"], f"{where}.sealed", lengths[unit])))
     return result
 
 
@@ -134,8 +140,8 @@ def submit(survey_id: str) -> Response:
     body = read_json()
     if not stored.is_open:
         raise Conflict(f"survey {survey_id!r} is closed")
-    survey = definition(stored)
-    units = parse_sealed(body, survey, stored.shuffle_unit, current_app.config["MAX_SEALED_BYTES"])
+    survey, lengths = definition(stored)
+    units = parse_sealed(body, survey, stored.shuffle_unit, lengths)
     token = None
     if stored.require_enrolment:
         token = body.get("enrolment_token")

@@ -82,9 +82,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(name="FORWARDER", default=True, prefix=PREFIX, parse=common._boolean,
             help="Run the forwarder in each serving process (off: only 'deniable-relay "
                  "forward' sends batches)."),
-    Setting(name="MAX_SEALED_BYTES", default=16_384, prefix=PREFIX,
-            parse=common._integer(64, 1 << 20),
-            help="Largest sealed unit accepted, in bytes after base64url decoding (larger: 413)."),
     _shared("MAX_BODY_BYTES"),
     _shared("POOL_SIZE"),
     _shared("POOL_TIMEOUT"),

@@ -300,6 +300,11 @@ def test_the_relay_refuses_what_it_cannot_relay(deployment):
     oversize = json.loads(json.dumps(body))
     oversize["units"][0]["sealed"] = b64(b"x" * 20_000)
     assert requests.post(f"{url}/q/sealed", json=oversize, timeout=10).status_code == 413
+    short = json.loads(json.dumps(body))  # every unit of a question has one sealed length
+    blob = base64.urlsafe_b64decode(short["units"][0]["sealed"] + "==")
+    short["units"][0]["sealed"] = b64(blob[:-1])
+    refused = requests.post(f"{url}/q/sealed", json=short, timeout=10)
+    assert refused.status_code == 422 and "bytes" in refused.json()["detail"]
     malformed = json.loads(json.dumps(body))
     malformed["units"].append(malformed["units"][0])
     assert requests.post(f"{url}/q/sealed", json=malformed, timeout=10).status_code == 422

@@ -97,7 +97,11 @@ def _app(tmp_path, storage_url: str, prefix: str):
 
 
 def _body() -> dict:
-    units = [{"unit": "a", "sealed": base64.urlsafe_b64encode(os.urandom(80)).decode().rstrip("=")}]
+    from deniable import sealing
+
+    length = sealing.sealed_length(sealing.unit_size(Survey.from_dict(DEFINITION), "a"))
+    sealed = base64.urlsafe_b64encode(os.urandom(length)).decode().rstrip("=")
+    units = [{"unit": "a", "sealed": sealed}]
     return {"format": "deniable.sealed/1", "key_id": "abc", "units": units}
 
 
