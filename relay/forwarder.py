@@ -73,7 +73,7 @@ def refresh(storage: RelayStorage, config: Mapping[str, Any], survey_id: str) ->
         digests = upstream.fetch_enrolment_digests(stored.aggregator_url, survey_id,
                                                    stored.credential,
                                                    timeout=config["FORWARD_TIMEOUT"])  # fmt: skip
-        storage.add_enrolment_digests(survey_id, digests)
+        storage.sync_enrolment_digests(survey_id, digests)
 
 
 def send(storage: RelayStorage, config: Mapping[str, Any], batch: Batch) -> bool:

@@ -208,6 +208,20 @@ class RelayStorage:
                                    (survey_id, digest)).rowcount  # fmt: skip
         return added
 
+    def sync_enrolment_digests(self, survey_id: str, digests: list[str]) -> tuple[int, int]:
+        """Make the unspent digests the aggregator's: add new ones, forget unspent ones it no
+        longer lists (revoked there); spent ones stay.  Returns (added, forgotten)."""
+        listed = set(digests)
+        with self._transaction() as connection:
+            unspent = {d for (d,) in self._run(connection, "SELECT digest FROM enrolment_digests "
+                                               "WHERE survey_id = ? AND spent_by IS NULL",
+                                               (survey_id,)).fetchall()}  # fmt: skip
+            for digest in unspent - listed:
+                self._run(connection, "DELETE FROM enrolment_digests WHERE survey_id = ? AND "
+                          "digest = ? AND spent_by IS NULL", (survey_id, digest))  # fmt: skip
+        added = self.add_enrolment_digests(survey_id, sorted(listed - unspent))
+        return added, len(unspent - listed)
+
     def enrolment_counts(self, survey_id: str) -> tuple[int, int]:
         """(known, spent) enrolment digests of a survey."""
         with self._read() as connection:

@@ -197,3 +197,19 @@ def test_concurrent_submissions_commit_together_and_a_refusal_stays_alone(storag
     assert outcomes[1:] == [2] * 39
     assert storage.held_counts("s") == {"a": (39, 0), "b": (39, 0)}
     assert storage.enrolment_counts("s") == (1, 1)
+
+
+def test_enrolment_digests_follow_the_aggregators_list(storage):
+    from deniable.relay.storage import token_digest
+
+    storage.add_enrolment_digests("s", [token_digest(t) for t in ("one", "two", "three")])
+    storage.hold("s", [("a", blob(1))], enrolment_token="one")
+    # "two" was revoked at the aggregator, "four" issued; "one" is spent here (not listed).
+    added, forgotten = storage.sync_enrolment_digests(
+        "s", [token_digest(t) for t in ("three", "four")])
+    assert (added, forgotten) == (1, 1)
+    assert storage.enrolment_counts("s") == (3, 1)  # one (spent), three, four
+    from deniable.errors import Forbidden
+
+    with pytest.raises(Forbidden):
+        storage.hold("s", [("a", blob(2))], enrolment_token="two")
