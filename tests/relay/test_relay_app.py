@@ -153,7 +153,9 @@ def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_
 
     monkeypatch.setattr(batches, "PARALLEL_FROM", 10)
     monkeypatch.setattr(batches, "DECRYPT_PROCESSES", 2)
-    app = aggregator_app({"HOME": str(tmp_path), "TESTING": True})
+    # A body limit far below the batch's: only the relay's credential lifts it, to
+    # MAX_RELAY_BATCH_BYTES.
+    app = aggregator_app({"HOME": str(tmp_path), "TESTING": True, "MAX_BODY_BYTES": 2048})
     survey = Survey.from_dict(DEFINITION).upgraded()
     with app.app_context():
         current_storage().create_survey(survey, results_public=True)
@@ -172,6 +174,7 @@ def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_
                                      json=body, headers={"Authorization": f"Bearer {credential}"})
     assert response.status_code == 201, response.json
     assert (response.json["stored"], response.json["dropped"]) == (39, 1)
+    assert len(json.dumps(body)) > 2048  # taken although over MAX_BODY_BYTES
 
 
 def test_concurrent_submissions_commit_together_and_a_refusal_stays_alone(storage):
