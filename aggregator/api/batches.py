@@ -35,7 +35,6 @@ import atexit
 import base64
 import binascii
 import hashlib
-import inspect
 import json
 import logging
 import os
@@ -220,14 +219,7 @@ def _add(survey_id: str, reports: list[Report], owners: list[int | None]) -> Non
     join one respondent's answers); per-question units stay loose (``None``): their
     answers cannot be joined, which is what shuffling them apart is for.
     """
-    storage = current_storage()
-    # Merge shim: ``respondents`` arrives with migration 0009 (submission keys); until then
-    # add_reports stores no submission key at all.
-    if "respondents" in inspect.signature(storage.add_reports).parameters:
-        storage.add_reports(survey_id, reports, operator=True,
-                            respondents=owners)  # type: ignore[call-arg]  # fmt: skip
-    else:
-        storage.add_reports(survey_id, reports, operator=True)
+    current_storage().add_reports(survey_id, reports, operator=True, respondents=owners)
 
 
 def _store(survey_id: str, groups: list[list[Report]], whole: bool) -> int:
