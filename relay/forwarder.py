@@ -1,16 +1,18 @@
 """The forwarder: refresh surveys, form batches, send them, delete only what was acknowledged.
 
-One pass (:func:`forward_once`):
+Refreshing (:func:`refresh_all`, every ``REFRESH_SECONDS`` on its own thread, so an
+aggregator that does not answer holds up no batch): each relayed survey's signed
+document is fetched and verified again (open or closed; a rotated key is followed
+along its signed chain) and, for surveys that require enrolment, the enrolment token
+digests are synchronized.  Units of a closed survey that wait for no batch are
+deleted: they can never make a batch of ``min_batch``.
 
-1. every ``REFRESH_SECONDS``, each relayed survey's signed document is fetched
-   and verified again (open or closed; a rotated key is followed along its
-   signed chain) and, for surveys that require enrolment, new enrolment token
-   digests are fetched.  Units of a closed survey that wait for no batch are
-   deleted: they can never make a batch of ``min_batch``.
-2. per open survey and unit, a batch is formed when ``min_batch`` units wait
+One forwarding pass (:func:`forward_once`, every ``FORWARD_INTERVAL``):
+
+1. per open survey and unit, a batch is formed when ``min_batch`` units wait
    and ``WINDOW_SECONDS`` passed since the unit's last batch
    (:meth:`RelayStorage.form_batches`, one transaction).
-3. each formed batch is leased, put in a uniformly random order drawn from the
+2. each formed batch is leased, put in a uniformly random order drawn from the
    operating system's CSPRNG (``secrets.SystemRandom``: Fisher-Yates over
    ``os.urandom``), and sent in one authenticated PUT under its batch id.  Its
    units are deleted only after the aggregator acknowledges; a failure leaves
