@@ -233,7 +233,8 @@ def _store(survey_id: str, groups: list[list[Report]], whole: bool) -> int:
         return 0
     except Conflict:
         if not current_storage().get_survey(survey_id, count=False).is_open:
-            raise  # closed meanwhile: the whole batch is refused, nothing is counted
+            # Closed meanwhile: the whole batch is refused, nothing is counted.
+            raise Conflict(f"survey {survey_id!r} is closed") from None
         # else a report id stored before with another body: store the rest blob by blob
     dropped = 0
     for group in groups:

@@ -396,8 +396,14 @@ def test_the_respond_page_seals_and_sends_to_the_relay_only(deployment):
 
 
 def test_closed_surveys_are_refused_at_the_relay(deployment):
+    for answers in ANSWERS[:3]:  # fewer than min_batch 10: they can never be forwarded
+        body, _ = deployment.seal("w", answers)
+        assert deployment.submit("w", body).status_code == 202
     deployment.aggregator_cli("close-survey", "w")
     deployment.wait_for(lambda: deployment.relay_status()["w"]["status"] == "closed")
+    status = deployment.wait_for(lambda: (s := deployment.relay_status()["w"])
+                                 ["discarded_reports"] == 3 and s)  # fmt: skip
+    assert sum(status["waiting"].values()) == 0  # deleted, never forwarded
     body, _ = deployment.seal("w", ANSWERS[0])
     refused = deployment.submit("w", body)
     assert refused.status_code == 409 and "closed" in refused.json()["detail"]
