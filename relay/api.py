@@ -23,23 +23,26 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 import re
 import threading
 from collections import OrderedDict
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app
+from flask import Blueprint, Flask, Response, current_app, request
 
 from deniable import __version__
 from deniable.aggregator.problems import EnrolmentRequired, read_json
-from deniable.aggregator.ratelimit import check_submission_address, current_limits
+from deniable.aggregator.ratelimit import current_limits
 from deniable.errors import Conflict, Forbidden, InvalidReport, NotFound, PayloadTooLarge
 from deniable.survey import IDENTIFIER, Survey
 
 from .storage import RelayedSurvey, current_storage
 
 PREFIX = "/api/v1"
+PSEUDONYM_KEY = "deniable.relay.pseudonym_key"
 FORMAT = "deniable.sealed/1"
 FIELDS = frozenset({"format", "key_id", "units", "enrolment_token"})
 UNIT_FIELDS = frozenset({"unit", "sealed"})
@@ -131,10 +134,29 @@ def parse_sealed(
     return result
 
 
+def check_address() -> None:
+    """429 if this client address used up its submissions; it is counted under a pseudonym.
+
+    Why: the limiter's counts live in memory or in a shared Redis for a moving window;
+    keyed by HMAC-SHA256 of the address under a secret of this relay's database, they
+    never hold an address (the exempt networks are judged on the address itself).
+    """
+    limits = current_limits()
+    if limits.per_address is None:
+        return
+    forwarded = request.headers.get("X-Forwarded-For") if limits.trust_proxy else None
+    address = limits.client_address(request.remote_addr, forwarded)
+    if limits.is_exempt(address):
+        return
+    key = current_app.extensions[PSEUDONYM_KEY]
+    counted = limits.limit_key(address)  # an IPv6 address counts as its /64, as at the aggregator
+    limits.check_address(hmac.new(key, counted.encode(), hashlib.sha256).hexdigest())
+
+
 @blueprint.post("/surveys/<survey_id>/sealed")
 def submit(survey_id: str) -> Response:
     """Hold one respondent's sealed units; 202 once durable."""
-    check_submission_address()
+    check_address()
     storage = current_storage()
     stored = storage.get_survey(survey_id)
     body = read_json()
@@ -174,5 +196,8 @@ def _check_survey_id(endpoint: str | None, values: dict[str, Any] | None) -> Non
 
 
 def init_app(app: Flask) -> None:
+    from .storage import EXTENSION
+
+    app.extensions[PSEUDONYM_KEY] = app.extensions[EXTENSION].secret("rate-limit-pseudonyms")
     app.register_blueprint(blueprint, url_prefix=PREFIX)
     app.url_value_preprocessor(_check_survey_id)

@@ -17,6 +17,8 @@ short transactions, an acknowledgement only after COMMIT (SQLite: WAL,
   ``held`` (``batch_id`` set) until the aggregator acknowledges the batch.
 * ``enrolment_digests``: SHA-256 digests of the aggregator's enrolment tokens;
   spending one records the digest of the submission it admitted.
+* ``relay_secrets`` (0002): the key that turns a client address into the pseudonym
+  the rate limiter counts (relay/api.py).
 """
 
 from __future__ import annotations
@@ -196,6 +198,15 @@ class RelayStorage:
         if not deleted:
             raise NotFound(f"this relay does not relay survey {survey_id!r}")
         return int(count)
+
+    def secret(self, name: str) -> bytes:
+        """A random 32-byte secret shared by every process on this database (made once)."""
+        with self._transaction() as connection:
+            self._run(connection, "INSERT INTO relay_secrets (name, value) VALUES (?, ?) "
+                      "ON CONFLICT DO NOTHING", (name, secrets.token_bytes(32)))  # fmt: skip
+            (value,) = self._run(connection, "SELECT value FROM relay_secrets WHERE name = ?",
+                                 (name,)).fetchone()  # fmt: skip
+        return bytes(value)
 
     # -- enrolment ---------------------------------------------------------------------------
     def add_enrolment_digests(self, survey_id: str, digests: list[str]) -> int:
