@@ -19,7 +19,7 @@ async function timed(seconds, step) {
     elapsed = performance.now() - start;
   }
   const used = cpuStart && process.cpuUsage(cpuStart);
-  return { perSecond: (count / elapsed) * 1000, microseconds: (elapsed * 1000) / count, ...(used && { cpuMicroseconds: (used.user + used.system) / count }) };
+  return { count, perSecond: (count / elapsed) * 1000, microseconds: (elapsed * 1000) / count, ...(used && { cpuMicroseconds: (used.user + used.system) / count }) };
 }
 
 /** [{label, ...figures}] for each [label, question definition, answer]. */
@@ -40,8 +40,33 @@ export async function run(questions, publicKeyHex, seconds = 1, inFlight = 32) {
   return out;
 }
 
+/**
+ * The floor under any seal: HPKE's X25519 alone (a fresh pair, its public half exported, one
+ * DH), as sealing.js calls it, with `inFlight` at once; no KDF, no AEAD, no report.
+ */
+export async function x25519(seconds = 1, inFlight = 32) {
+  const subtle = crypto.subtle, recipient = (await subtle.generateKey({ name: "X25519" }, true, ["deriveBits"])).publicKey;
+  const kem = async () => {
+    const pair = await subtle.generateKey({ name: "X25519" }, false, ["deriveBits"]);
+    await Promise.all([subtle.exportKey("raw", pair.publicKey), subtle.deriveBits({ name: "X25519", public: recipient }, pair.privateKey, 256)]);
+  };
+  for (let i = 0; i < 200; i++) await kem(); // warm up
+  return timed(seconds, async () => { await Promise.all(Array.from({ length: inFlight }, kem)); return inFlight; });
+}
+
+/** randomize + encode + seal of one question alone, `inFlight` at once (the caller measures CPU time around it). */
+export async function sealLoop([, definition, answer], publicKeyHex, seconds = 1, inFlight = 32) {
+  await loadMechanisms({ questions: [definition] });
+  const q = new Question(definition, 0), value = q.checkAnswer(answer), publicKey = hex(publicKeyHex);
+  const size = sealing.unitSize({ id: "bench", questions: [q] }, q.id);
+  const sealOne = () => sealing.seal(publicKey, { surveyId: "bench", unit: q.id, size,
+    plaintext: sealing.unitBody([{ id: crypto.randomUUID(), question: q.id, payload: q.oracle.encode(q.oracle.randomize(value)) }], q.id) });
+  return timed(seconds, async () => { await Promise.all(Array.from({ length: inFlight }, sealOne)); return inFlight; }); // run() warmed up
+}
+
 if (typeof process !== "undefined" && import.meta.url === (await import("node:url")).pathToFileURL(process.argv[1]).href) {
   const { readFileSync } = await import("node:fs");
   const { questions, public_key: key } = JSON.parse(readFileSync(0, "utf8"));
   for (const line of await run(questions, key, Number(process.argv[2] ?? 1))) console.log(JSON.stringify(line));
+  console.log(JSON.stringify({ x25519: await x25519(Number(process.argv[2] ?? 1)) }));
 }

@@ -158,14 +158,14 @@ async function aead(direction, key, baseNonce, seq, aad, data) {
  * test vectors; otherwise a fresh X25519 pair from the CSPRNG. Returns enc || ciphertext.
  */
 export async function sealBase(pkR, infoBytes, plaintext, { aad = EMPTY, seq = 0, ephemeral } = {}) {
-  const recipient = await recipientKey(pkR);
-  let skE = ephemeral?.privateKey, enc = ephemeral?.publicKey;
-  if (!skE) {
-    const pair = await subtle().generateKey({ name: "X25519" }, true, ["deriveBits"]);
-    skE = pair.privateKey;
-    enc = new Uint8Array(await subtle().exportKey("raw", pair.publicKey));
-  }
-  const shared = await kemSharedSecret(await dh(skE, recipient), enc, pkR);
+  // A fresh pair per seal; its private half is not extractable (nothing here needs its bytes).
+  // The public half's export and the DH run at once (WebCrypto works them off this thread).
+  const [recipient, pair] = await Promise.all([recipientKey(pkR), ephemeral ?? subtle().generateKey({ name: "X25519" }, false, ["deriveBits"])]);
+  const [enc, dhBytes] = await Promise.all([
+    ephemeral ? ephemeral.publicKey : subtle().exportKey("raw", pair.publicKey).then((raw) => new Uint8Array(raw)),
+    dh(pair.privateKey, recipient),
+  ]);
+  const shared = await kemSharedSecret(dhBytes, enc, pkR);
   const { key, baseNonce } = await keySchedule(shared, infoBytes);
   return concat(enc, await aead("encrypt", key, baseNonce, seq, aad, plaintext));
 }
