@@ -72,8 +72,9 @@ ORACLE_MODULES = {
         "discrete_laplace": ("discrete_laplace.js",), "longitudinal": ("grr.js", "longitudinal.js"),
     }.items()
 }  # fmt: skip
-# Sealing (HPKE to the aggregator's encryption key), imported only for a relayed survey.
-SEALING = ("sealing.js",)
+# A relayed survey's path (sealed.js: its relay member, encryption key and sealed body) and the
+# sealing it imports (HPKE to the aggregator's encryption key): imported only for a relayed survey.
+SEALING = ("sealed.js", "sealing.js")
 # Every module of the browser client (respond.js last); wire.js (decoding) no page loads.
 MODULES = (
     *CORE, *ROTATION, *SEALING, "mechanism.js", "grr.js", "optionwise.js", "unary.js",

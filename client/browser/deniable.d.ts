@@ -191,11 +191,12 @@ export function keyId(key: Uint8Array): Promise<string>;
 /** Whether `signature` is an Ed25519 signature of `message` under the raw 32-byte `publicKey`. */
 export function verify(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean>;
 /**
- * Imports the mechanism modules a definition's questions name (only those, from a fixed table);
- * fetchSurvey calls it after the signature check.
+ * Imports the mechanism modules a definition's questions name (only those, from a fixed table),
+ * and sealed.js (with sealing.js) when it names a relay; fetchSurvey calls it after the
+ * signature check. `modules`: the files the page pinned; any other is PolicyViolation.
  */
 export function loadMechanisms(definition: unknown, modules?: string[]): Promise<void>;
-/** The validated definition, or InvalidSurvey; its mechanisms' modules must be loaded first. */
+/** The validated definition, or InvalidSurvey; its mechanisms' modules (and sealed.js, relayed) must be loaded first. */
 export function parseDefinition(definition: unknown): Survey;
 
 export class DeniableError extends Error {}

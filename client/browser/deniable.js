@@ -58,14 +58,12 @@ const keychain = (client) => {
   if (client.modules && !client.modules.includes("keychain.js")) throw new SignatureError("keychain.js is not pinned by this page");
   return import("./keychain.js");
 };
-// Only for a relayed survey (its signed definition names a relay).
-const sealingModule = (client) => {
-  if (client.modules && !client.modules.includes("sealing.js")) throw new SignatureError("sealing.js is not pinned by this page");
-  return import("./sealing.js");
+// Only for a relayed survey (its signed definition names a relay): sealed.js, which imports sealing.js.
+const sealed = (client) => {
+  const unpinned = client.modules && ["sealed.js", "sealing.js"].find((name) => !client.modules.includes(name));
+  if (unpinned) throw new PolicyViolation(`${unpinned} is not pinned by this page`); // as survey.js's loadMechanisms
+  return import("./sealed.js");
 };
-const b64url = (bytes) => b64encode(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-/** The relay's body (docs/protocol.md "Sealing"): format, key id, units, and the enrolment token if any. */
-const relayBody = (keyIdValue, units, token) => JSON.stringify({ format: "deniable.sealed/1", key_id: keyIdValue, units, ...(token !== undefined && { enrolment_token: token }) });
 
 export class MemoryStorage {
   items = new Map();
@@ -94,16 +92,6 @@ export class SurveyClient {
     } catch (error) {
       throw new TransportError(`${url ? "relay" : "aggregator"} unreachable (${error.message})`);
     }
-  }
-
-  /** The aggregator's encryption key, verified under the pinned signing key (followed along its chain). */
-  async encryptionKey(pin) {
-    const response = await this.request("GET", "/api/v1/key");
-    if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET key`, response.status);
-    const document = await response.json().catch(() => { throw new SignatureError("the key document is not JSON"); });
-    if (document?.public_key !== b64encode(pin.key)) pin = await (await keychain(this)).rotate(this, pin);
-    const sealing = await sealingModule(this);
-    return { key: await sealing.verifiedEncryptionKey(document, pin.key, { verify, b64decode, b64encode, keyId, SignatureError }), keyId: document.encryption_key.key_id, pin };
   }
 
   /** The pin {key, sequence, retired}: stored (if it descends from the given key), given, or first used. */
@@ -136,7 +124,7 @@ export class SurveyClient {
     if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`epsilon = ${survey.totalEpsilon} is over the cap of ${p.maxSurveyEpsilon} per survey`);
     if (document.status !== "open") throw new TransportError(`survey ${surveyId} is closed`, 409);
     // A relayed survey: the encryption key its reports are sealed to, checked now, before answering.
-    const encryption = survey.relay ? await this.encryptionKey(pin) : undefined;
+    const encryption = survey.relay ? await (await sealed(this)).encryptionKey(this, pin, async (p) => (await keychain(this)).rotate(this, p)) : undefined;
     if (encryption && b64encode(encryption.pin.key) !== b64encode(pin.key)) throw new SignatureError("the aggregator key changed while fetching the survey; fetch it again");
     // "Answered" follows the aggregator's key (current and retired), not the spelling of its URL.
     const keyIds = [await keyId(pin.key), ...pin.retired], state = this.load(), costs = this.charges(state, survey, await this.families(survey, state));
@@ -190,7 +178,7 @@ export class SurveyClient {
     // Sealed before the state is read (WebCrypto is asynchronous): the read, the checks and the
     // write below stay one synchronous step, which another tab cannot interleave.
     const wire = reports.map(({ id, question, payload }) => ({ id, question, payload }));
-    const body = survey.relay ? await this.sealedBody(survey, wire, enrolmentToken) : JSON.stringify({ reports: wire });
+    const body = survey.relay ? await (await sealed(this)).sealedBody(survey, wire, enrolmentToken) : JSON.stringify({ reports: wire });
     state = this.load(); // another tab may have answered meanwhile
     const at = this.clock(), answered = `${survey.keyIds[0]}#${survey.id}`, reportIds = reports.map((r) => r.id);
     const charges = this.charges(state, survey, families), charged = charges.reduce((n, c) => n + c, 0);
@@ -210,18 +198,6 @@ export class SurveyClient {
       return error.result;
     });
     return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending, ...(retryAfter !== undefined && { retryAfter }) };
-  }
-
-  /** Every unit of a relayed survey sealed to its verified encryption key (sealing.js), as the relay's body. */
-  async sealedBody(survey, reports, token) {
-    if (!survey.encryption) throw new SignatureError(`survey ${survey.id} is relayed but no encryption key was verified; fetch it again`);
-    const sealing = await sealingModule(this);
-    const units = await Promise.all((survey.relay.shuffleUnit === "submission" ? [""] : survey.questions.map((q) => q.id)).map(async (unit) => {
-      const chosen = unit ? reports.filter((r) => r.question === unit) : reports;
-      const sealed = await sealing.seal(survey.encryption.key, { surveyId: survey.id, unit, plaintext: sealing.unitBody(chosen, unit), size: sealing.unitSize(survey, unit) });
-      return { unit, sealed: b64url(sealed) };
-    }));
-    return relayBody(survey.encryption.keyId, units, token);
   }
 
   /**
@@ -250,10 +226,9 @@ export class SurveyClient {
       if (entry.refused) {
         if (enrolmentToken === undefined || entry.survey !== survey) continue; // waits for a token
         const before = entry.body;
-        if (entry.url) { // a relayed batch: the token is a member of its body, the sealed units unchanged
-          const { key_id: id, units } = JSON.parse(before);
-          entry.body = relayBody(id, units, enrolmentToken);
-        } else entry.enrolment = enrolmentToken; // kept with the batch, for every later retry
+        // A relayed batch: the token is the body's last member (sealed.js's relayBody), the sealed units unchanged.
+        if (entry.url) entry.body = JSON.stringify({ ...JSON.parse(before), enrolment_token: enrolmentToken });
+        else entry.enrolment = enrolmentToken; // kept with the batch, for every later retry
         this.#update(before, (e) => ({ ...e, body: entry.body, enrolment: entry.enrolment, refused: undefined }));
       }
       const response = await this.request("POST", entry.path, entry.body, entry.enrolment, entry.url).catch(() => null);

@@ -33,7 +33,8 @@ function oracleKind({ type, mechanism, longitudinal }) {
 }
 
 /**
- * Imports the modules a definition's questions name. `modules`: the files the page pinned by
+ * Imports the modules a definition's questions name, and sealed.js for its relay member if any
+ * (the parser is there, beside what a relayed survey seals). `modules`: the files the page pinned by
  * SRI (undefined: any); a module outside it is refused before it is fetched, as the aggregator
  * could otherwise have the page run code that no hash covers by naming another mechanism.
  */
@@ -45,6 +46,12 @@ export async function loadMechanisms(definition, modules) {
     const unpinned = modules && needed && needed.find((f) => !modules.includes(`${f}.js`));
     if (unpinned) throw new PolicyViolation(`${unpinned}.js is not pinned by this page`);
     if (file) loaded[name] ??= (await import(`./${file}.js`))[name];
+  }
+  // A relayed survey: its relay member is parsed by sealed.js (which imports sealing.js).
+  if (definition?.relay !== undefined) {
+    const unpinned = modules && ["sealed.js", "sealing.js"].find((f) => !modules.includes(f));
+    if (unpinned) throw new PolicyViolation(`${unpinned} is not pinned by this page`);
+    loaded.parseRelay ??= (await import("./sealed.js")).parseRelay;
   }
 }
 
@@ -135,19 +142,6 @@ export class Question {
   describe(report) { return this.oracle.describe(report, this.labels); }
 }
 
-/** A relayed survey's `relay` member (shared/survey.py Relay; protocol "Sealing"), signed form: all three members. */
-export function parseRelay(data, where = "survey.relay") {
-  exactKeys(where, data, ["url", "min_batch", "shuffle_unit"]);
-  const { url, min_batch: minBatch, shuffle_unit: shuffleUnit } = data;
-  const match = typeof url === "string" && url.length <= 200 && !/[\0-\x1f\x7f-\x9f?#@ \\]/.test(url) && !url.endsWith("/") && /^(https?):\/\/([^/]+)/.exec(url);
-  const host = match && (match[2].endsWith("]") ? match[2] : match[2].replace(/:[^:]*$/, ""));
-  if (!match) throw fail(`${where}.url`, "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials", "relay");
-  if (match[1] === "http" && !["localhost", "127.0.0.1", "[::1]"].includes(host)) throw fail(`${where}.url`, "must use https (http only for a loopback host)", "relay");
-  if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e7) throw fail(`${where}.min_batch`, "must be an integer in [1, 10000000]", "relay");
-  if (!["question", "submission"].includes(shuffleUnit)) throw fail(`${where}.shuffle_unit`, "must be question or submission", "relay");
-  return Object.freeze({ url, minBatch, shuffleUnit });
-}
-
 export function parseDefinition(data) {
   exactKeys("survey", data, ["format", "id", "title", "description?", "questions", "relay?"]);
   if (data.format !== FORMAT) throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`, "format");
@@ -162,6 +156,7 @@ export function parseDefinition(data) {
   if (!distinct(survey.questions.map((x) => x.id))) throw fail("survey.questions", "question ids must be distinct", "question-id-duplicate");
   if (!distinct(survey.questions.filter((x) => x.longitudinal).map((x) => x.longitudinal.key))) throw fail("survey.questions", "longitudinal keys must be distinct", "longitudinal-key-duplicate");
   survey.totalEpsilon = survey.questions.reduce((sum, x) => sum + x.cost, 0);
-  survey.relay = data.relay === undefined ? null : parseRelay(data.relay);
+  if (data.relay !== undefined && !loaded.parseRelay) throw new Error("sealed.js is not loaded: await loadMechanisms(definition) first");
+  survey.relay = data.relay === undefined ? null : loaded.parseRelay(data.relay);
   return survey;
 }

@@ -1,4 +1,4 @@
-"""The respond page of a relayed survey: sealing.js pinned, and the relay allowed to connect."""
+"""The respond page of a relayed survey: sealed.js and sealing.js pinned, the relay allowed."""
 
 from __future__ import annotations
 
@@ -26,5 +26,6 @@ def test_modules_and_csp_follow_the_signed_relay(client, operator_headers):
     assert page.status_code == 200
     csp = page.headers["Content-Security-Policy"]
     assert "connect-src 'self' https://relay.example:8443;" in csp
-    assert integrity()["sealing.js"] in page.get_data(as_text=True)
-    assert client.get("/static/deniable/sealing.js").status_code == 200
+    for name in ("sealed.js", "sealing.js"):
+        assert integrity()[name] in page.get_data(as_text=True)
+        assert client.get(f"/static/deniable/{name}").status_code == 200

@@ -26,3 +26,14 @@ test("a survey's mechanisms, loaded on demand and only those", async () => {
   // Whatever is loaded, a mechanism outside a question type's list is refused as invalid.
   assert.throws(() => parseDefinition({ ...DEMO, questions: [{ ...VECTORS.questions.yes, mechanism: "duchi" }] }), (e) => e instanceof InvalidSurvey && /does not fit/.test(e.message));
 });
+
+test("a relayed survey's sealed.js, loaded on demand and only for a relay member, pinned", async () => {
+  const relayed = { ...DEMO, relay: { url: "https://relay.example", min_batch: 10, shuffle_unit: "question" } };
+  await loadMechanisms(DEMO);
+  assert.throws(() => parseDefinition(relayed), /sealed\.js is not loaded: await loadMechanisms/);
+  await assert.rejects(loadMechanisms(relayed, ["mechanism.js", "grr.js", "option_sampling.js", "duchi.js", "sealing.js"]), /sealed\.js is not pinned/);
+  assert.throws(() => parseDefinition(relayed), /sealed\.js is not loaded/); // the refusal imported nothing
+  await loadMechanisms(relayed);
+  assert.deepEqual(parseDefinition(relayed).relay, { url: "https://relay.example", minBatch: 10, shuffleUnit: "question" });
+  assert.throws(() => parseDefinition({ ...relayed, relay: { ...relayed.relay, url: "http://relay.example" } }), (e) => e instanceof InvalidSurvey && e.reason === "relay");
+});

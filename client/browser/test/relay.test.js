@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { MemoryStorage, SignatureError, SurveyClient, TransportError, b64encode, canonicalBytes, keyId } from "../deniable.js";
+import { MemoryStorage, PolicyViolation, SignatureError, SurveyClient, TransportError, b64encode, canonicalBytes, keyId } from "../deniable.js";
 import * as sealing from "../sealing.js";
 
 const read = (name) => JSON.parse(readFileSync(new URL(`../../../shared/vectors/${name}`, import.meta.url), "utf8"));
@@ -100,10 +100,14 @@ test("an encryption key the pinned key did not sign is refused before anything i
   assert.equal(w.posts().length, 0);
 });
 
-test("a page that did not pin sealing.js cannot answer a relayed survey", async () => {
+test("a page that did not pin sealed.js and sealing.js cannot answer a relayed survey", async () => {
   const w = await world();
-  w.client.modules = ["deniable.js", "survey.js", "jcs.js", "randomness.js", "mechanism.js", "binary_rr.js", "grr.js", "option_sampling.js", "duchi.js", "wire.js"];
-  await assert.rejects(w.client.fetchSurvey("demo-workplace"), (e) => e instanceof SignatureError && /sealing\.js/.test(e.message));
+  const core = ["deniable.js", "survey.js", "jcs.js", "randomness.js", "mechanism.js", "binary_rr.js", "grr.js", "option_sampling.js", "duchi.js", "wire.js"];
+  for (const [pinned, missing] of [[core, "sealed"], [[...core, "sealed.js"], "sealing"], [[...core, "sealing.js"], "sealed"]]) {
+    w.client.modules = pinned;
+    await assert.rejects(w.client.fetchSurvey("demo-workplace"), (e) => e instanceof PolicyViolation && e.message === `${missing}.js is not pinned by this page`);
+  }
+  assert.equal(w.posts().length, 0);
 });
 
 test("after a rotation A → B the device follows the chain and takes the encryption key B signed", async () => {

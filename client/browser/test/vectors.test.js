@@ -11,7 +11,7 @@ import { bucket } from "../local_hashing.js";
 import { Question, isBlank, loadMechanisms } from "../survey.js";
 
 const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
-await loadMechanisms({ questions: Object.values(VECTORS.questions) }); // every mechanism module
+await loadMechanisms({ questions: Object.values(VECTORS.questions), relay: {} }); // every mechanism module, and sealed.js (relay members)
 const QUESTIONS = Object.fromEntries(Object.entries(VECTORS.questions).map(([id, d], i) => [id, new Question(d, i)]));
 const bytes = (hex) => fromHex(hex, hex.length / 2);
 
