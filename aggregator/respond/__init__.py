@@ -3,18 +3,19 @@
 ``GET /surveys/<id>/respond`` is an HTML form for one survey.  Order of operations,
 and why:
 
-1. The page carries the survey id and the aggregator's public key (the pin) in
-   data attributes, and loads ``respond.js`` with a Subresource Integrity hash
-   (every module it imports is preloaded with its own hash), under a CSP that
-   allows scripts from this origin only: no ``eval``, and no inline script but the
-   import map, allowed by its hash.  The client loads only the mechanism modules
-   its survey uses (``survey_modules``): the page preloads exactly those, with their
-   hashes, so what it fetches depends on the survey alone and every module it runs
-   is pinned.  ``keychain.js`` (key rotation) is imported only when the survey names
-   a key other than the pinned one, which the page (pinning the current key) meets
-   only if the key rotates meanwhile: the page does not preload it but pins it in its
-   import map's ``integrity`` (browsers that implement import-map integrity check
-   it).  The embed snippet, whose pasted key ages, preloads it.
+1. The page carries the survey id and the aggregator's public key (the pin) in data
+   attributes, and loads ``respond.js`` with a Subresource Integrity hash (every module
+   it imports is preloaded with its own hash), under a CSP that allows scripts from this
+   origin only: no ``eval``, and no inline script but the import map and watch.js (which
+   says so when the modules fail to load: inline, so it cannot fail to load itself),
+   each allowed by its hash. The client loads only the mechanism modules its survey uses
+   (``survey_modules``): the page preloads exactly those, with their hashes, so what it
+   fetches depends on the survey alone and every module it runs is pinned.
+   ``keychain.js`` (key rotation) is imported only when the survey names a key other
+   than the pinned one, which the page (pinning the current key) meets only if the key
+   rotates meanwhile: the page does not preload it but pins it in its import map's
+   ``integrity`` (browsers that implement import-map integrity check it). The embed
+   snippet, whose pasted key ages, preloads it.
 2. The script fetches the signed survey, verifies the Ed25519 signature over the
    RFC 8785 bytes with WebCrypto, validates it, renders the form, randomizes the
    answers in the page with ``crypto.getRandomValues``, shows the noisy values
@@ -82,6 +83,8 @@ MODULES = (
     "discrete_laplace.js", "longitudinal.js", "wire.js", *FORM,
 )  # fmt: skip
 # watch.js (a classic script: says so when the modules fail to load) and the form's style.
+# The respond page carries watch.js inline (allowed by its hash): a watcher that must be
+# fetched can fail to load too, and with respond.js failing as well "Loading…" would stay.
 PAGE_FILES = ("watch.js", "respond.css")
 STATIC_FILES = frozenset(MODULES) | set(PAGE_FILES) | {"deniable.d.ts", "package.json"}
 
@@ -134,6 +137,15 @@ def integrity() -> dict[str, str]:
     return {name: _sri(static_file(name)) for name in (*MODULES, *PAGE_FILES)}
 
 
+@cache
+def watch_script() -> str:
+    """watch.js as the text of an inline script (it holds no "</", so it cannot end one early)."""
+    text = static_file("watch.js").decode("utf-8")
+    if "</" in text or "<!--" in text:
+        raise ValueError("watch.js cannot be inlined in a <script> element")
+    return text
+
+
 def _sha256(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode("ascii")
 
@@ -162,12 +174,14 @@ def relay_origin(survey: Survey) -> str | None:
     return origin if _ORIGIN.fullmatch(origin) else None
 
 
-def content_security_policy(inline_script: str | None = None, relay: str | None = None) -> str:
-    # Why: scripts only from this origin and only with the SRI hashes in the page (the one
-    # inline script, the import map, by its hash); the page talks only to this origin, and
-    # for a relayed survey to its signed relay; no form ever posts (the no-JS page must
-    # send nothing).
-    script = f" 'sha256-{_sha256(inline_script)}'" if inline_script else ""
+def content_security_policy(inline_script: str | tuple[str, ...] | None = None,
+                            relay: str | None = None) -> str:  # fmt: skip
+    # Why: scripts only from this origin and only with the SRI hashes in the page (the inline
+    # scripts, the import map and watch.js, by their hashes); the page talks only to this
+    # origin, and for a relayed survey to its signed relay; no form ever posts (the no-JS
+    # page must send nothing).
+    inline = (inline_script,) if isinstance(inline_script, str) else inline_script or ()
+    script = "".join(f" 'sha256-{_sha256(text)}'" for text in inline)
     connect = f" {relay}" if relay else ""
     return (
         f"default-src 'none'; script-src 'self'{script}; connect-src 'self'{connect}; "
@@ -222,13 +236,14 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         public_key=current_key().public_key,
         results=url_for("dashboard.survey", survey_id=record.id) if record.results_public else "",
         files={name: (url_for("respond.static", name=name), hashes[name]) for name in PAGE_FILES},
+        watch=watch_script(),
         preload=modules[:-1],
         script=modules[-1],
         pinned=" ".join((*names, *ROTATION)),
         style=STYLE,
         noscript_style=NOSCRIPT_STYLE,
     )
-    return page, 200, _headers(imports, relay_origin(record.survey))
+    return page, 200, _headers((imports, watch_script()), relay_origin(record.survey))
 
 
 @blueprint.get("/about/epsilon")
@@ -303,7 +318,8 @@ def _unavailable(lang: str, heading: str, message: str, status: int):
     return page, status, _headers()
 
 
-def _headers(inline_script: str | None = None, relay: str | None = None) -> dict[str, str]:
+def _headers(inline_script: str | tuple[str, ...] | None = None,
+             relay: str | None = None) -> dict[str, str]:  # fmt: skip
     return {
         "Content-Security-Policy": content_security_policy(inline_script, relay),
         "X-Content-Type-Options": "nosniff",

@@ -285,3 +285,29 @@ def test_every_loading_failure_ends_in_words(stack, failure) -> None:
             page.close()
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("failure", ["503", "drop"])
+def test_watch_js_failing_too_still_ends_in_words(stack, failure) -> None:
+    """Issue 19: the watcher itself cannot fail to load on the respond page (it is inline, by
+    its hash), so a page whose watch.js fetch and respond.js both fail still says so at once."""
+    base = stack["base"]
+    context, page, recorder = open_page(stack)
+    try:
+
+        def fail(route) -> None:
+            if failure == "503":
+                route.fulfill(status=503, body="busy")
+            else:
+                route.abort("connectionreset")
+
+        for name in ("watch.js", "respond.js"):  # every fetch of either fails
+            page.route(f"{base}/static/deniable/{name}", fail)
+        page.goto(f"{base}/surveys/{SURVEY}/respond")
+        assert state(page, "ready", "refused", timeout=10_000) == "refused"
+        text = page.inner_text(ROOT)
+        assert "could not be loaded safely" in text and "Nothing was sent" in text, text
+        assert "Loading the survey" not in text and page.is_visible(f"{ROOT} .deniable-error")
+        assert recorder.posts() == []
+    finally:
+        context.close()
