@@ -64,6 +64,26 @@ export async function sealLoop([, definition, answer], publicKeyHex, seconds = 1
   return timed(seconds, async () => { await Promise.all(Array.from({ length: inFlight }, sealOne)); return inFlight; }); // run() warmed up
 }
 
+/**
+ * sealLoop in `workers` dedicated module workers at once (the browser: each worker a thread of
+ * its own), after a short warm-up in each: {perSecond} summed over the workers, {count}.
+ */
+export async function inWorkers(first, publicKeyHex, seconds = 1, workers = 2) {
+  const results = await Promise.all(Array.from({ length: workers }, () => new Promise((resolve, reject) => {
+    const worker = new Worker(import.meta.url, { type: "module" });
+    worker.onmessage = ({ data }) => { worker.terminate(); resolve(data); };
+    worker.onerror = (event) => { worker.terminate(); reject(new Error(event.message)); };
+    worker.postMessage([first, publicKeyHex, seconds]);
+  })));
+  return { workers, count: results.reduce((n, r) => n + r.count, 0), perSecond: results.reduce((n, r) => n + r.perSecond, 0) };
+}
+if (typeof WorkerGlobalScope !== "undefined") {
+  globalThis.onmessage = async ({ data: [first, key, seconds] }) => {
+    await sealLoop(first, key, Math.min(seconds, 0.3)); // warm up
+    postMessage(await sealLoop(first, key, seconds));
+  };
+}
+
 if (typeof process !== "undefined" && import.meta.url === (await import("node:url")).pathToFileURL(process.argv[1]).href) {
   const { readFileSync } = await import("node:fs");
   const { questions, public_key: key } = JSON.parse(readFileSync(0, "utf8"));

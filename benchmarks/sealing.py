@@ -197,6 +197,7 @@ def browser_figures(survey: Survey, public: bytes, seconds: float) -> None:
             cpu = {}
             for name, call, argument in (
                 ("seal", "sealLoop(first, key, seconds)", node_questions(survey)[0]),
+                ("workers", "inWorkers(first, key, seconds, 2)", node_questions(survey)[0]),
                 ("x25519", "x25519(seconds)", None),
             ):
                 before = tree_cpu_seconds(os.getpid())
@@ -212,9 +213,13 @@ def browser_figures(survey: Survey, public: bytes, seconds: float) -> None:
         server.server_close()
     print_js(f"Chromium {version} (headless)", lines)
     (seal, seal_cpu), (floor, floor_cpu) = cpu["seal"], cpu["x25519"]
+    (workers, workers_cpu) = cpu["workers"]
     first = survey.questions[0].id
     print(f"  {first} alone, 32 in flight: {seal['perSecond']:,.0f}/s, {seal_cpu:.1f} CPU us per "
           f"sealed report, browser's processes together ({1e6 / seal_cpu:,.0f}/s per whole core)")
+    print(f"  {first} alone in {workers['workers']} module workers, 32 in flight each: "
+          f"{workers['perSecond']:,.0f}/s together, {workers_cpu:.1f} CPU us per sealed report "
+          "(warm-up included)")  # fmt: skip
     print(f"  X25519 alone (fresh pair + export + one DH, 32 in flight, no KDF/AEAD): "
           f"{floor['perSecond']:,.0f}/s, {floor_cpu:.1f} CPU us each "
           f"({1e6 / floor_cpu:,.0f}/s per whole core)")  # fmt: skip
