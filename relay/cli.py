@@ -130,6 +130,7 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
               "aggregator's operator ('deniable-aggregator key show')", file=sys.stderr)
     verified = upstream.verify_survey(aggregator, args.survey, pin,
                                       public_url=config["PUBLIC_URL"])  # fmt: skip
+    encryption = upstream.encryption_key_id(aggregator, verified.pin)
     relay = verified.relay
     questions = verified.survey.questions
     units = [""] if relay.shuffle_unit == "submission" else [q.id for q in questions]
@@ -139,7 +140,8 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
             signing_key=upstream.pin_text(verified.pin), key_sequence=verified.pin.sequence,
             document=json.dumps(verified.document), status=verified.status,
             min_batch=relay.min_batch, shuffle_unit=relay.shuffle_unit,
-            require_enrolment=verified.require_enrolment, refreshed_at=""), units)  # fmt: skip
+            require_enrolment=verified.require_enrolment, refreshed_at="",
+            encryption_keys=(encryption,)), units)  # fmt: skip
         if verified.require_enrolment:
             digests = upstream.fetch_enrolment_digests(aggregator, args.survey, credential)
             storage.add_enrolment_digests(args.survey, digests)

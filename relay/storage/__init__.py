@@ -45,7 +45,7 @@ EXTENSION = "deniable.relay.storage"
 
 SURVEY_COLUMNS = """survey_id, aggregator_url, credential, signing_key, key_sequence, document,
     status, min_batch, shuffle_unit, require_enrolment, refreshed_at, forwarded_batches,
-    forwarded_reports, smallest_batch, discarded_reports"""
+    forwarded_reports, smallest_batch, discarded_reports, encryption_keys"""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +67,8 @@ class RelayedSurvey:
     forwarded_reports: int = 0
     smallest_batch: int | None = None
     discarded_reports: int = 0
+    # The aggregator's encryption key ids verified from its signed key document, newest first.
+    encryption_keys: tuple[str, ...] = ()
 
     @property
     def is_open(self) -> bool:
@@ -78,6 +80,7 @@ class RelayedSurvey:
         values = dict(zip(names, row, strict=True))
         values["require_enrolment"] = bool(values["require_enrolment"])
         values["refreshed_at"] = iso(values["refreshed_at"])
+        values["encryption_keys"] = tuple(values["encryption_keys"].split())
         return cls(**values)
 
 
@@ -152,11 +155,11 @@ class RelayStorage:
             if found:
                 raise Conflict(f"survey {survey.survey_id!r} is relayed already")
             self._run(connection, f"INSERT INTO relayed_surveys ({SURVEY_COLUMNS}) VALUES "
-                      f"({', '.join('?' * 15)})",
+                      f"({', '.join('?' * 16)})",
                       (survey.survey_id, survey.aggregator_url, survey.credential,
                        survey.signing_key, survey.key_sequence, survey.document, survey.status,
                        survey.min_batch, survey.shuffle_unit, survey.require_enrolment,
-                       now, 0, 0, None, 0))  # fmt: skip
+                       now, 0, 0, None, 0, " ".join(survey.encryption_keys)))  # fmt: skip
             for unit in units:
                 self._run(connection, "INSERT INTO windows (survey_id, unit, opened_at) "
                           "VALUES (?, ?, ?)", (survey.survey_id, unit, now))  # fmt: skip
@@ -171,6 +174,24 @@ class RelayStorage:
                       "signing_key = ?, key_sequence = ?, refreshed_at = ? WHERE survey_id = ?",
                       (document, status, signing_key, key_sequence, iso(utc_now()),
                        survey_id))  # fmt: skip
+
+    def accept_encryption_key(self, survey_id: str, key_id: str) -> tuple[str, ...]:
+        """Record a verified encryption key id as the aggregator's current one; keep the
+        previous ones it may still open (newest first, at most ``1 + RETIRED_ENCRYPTION_KEYS``,
+        as many as the aggregator keeps).  Returns the ids kept."""
+        from deniable.aggregator.signing import RETIRED_ENCRYPTION_KEYS
+
+        with self._transaction() as connection:
+            row = self._run(connection, "SELECT encryption_keys FROM relayed_surveys WHERE "
+                            "survey_id = ?" + self.for_update, (survey_id,)).fetchone()  # fmt: skip
+            if row is None:
+                raise NotFound(f"this relay does not relay survey {survey_id!r}")
+            known = tuple(row[0].split())
+            kept = (key_id, *(k for k in known if k != key_id))[:1 + RETIRED_ENCRYPTION_KEYS]
+            if kept != known:
+                self._run(connection, "UPDATE relayed_surveys SET encryption_keys = ? WHERE "
+                          "survey_id = ?", (" ".join(kept), survey_id))  # fmt: skip
+        return kept
 
     def get_survey(self, survey_id: str) -> RelayedSurvey:
         with self._read() as connection:
