@@ -25,7 +25,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from deniable.aggregator.cli_common import Parser, add_json, bind_address, positive, print_json
+from deniable.aggregator.cli_common import (
+    Parser,
+    add_json,
+    bind_address,
+    positive,
+    print_json,
+    print_settings,
+)
 from deniable.aggregator.ratelimit import shown_storage
 from deniable.aggregator.terminal import (
     EXIT_FAILURE,
@@ -219,22 +226,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
         resolved = settings.resolve(given, config_source="command line")
     except settings.SettingsError as error:
         raise _fail(str(error), EXIT_USAGE) from None
-
-    def shown(value: Any) -> Any:
-        if isinstance(value, tuple):
-            return ",".join(str(item) for item in value)
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        return shown_storage(str(value))
-
-    rows = [{"name": r.setting.name, "variable": r.setting.environment_variable,
-             "value": shown(r.value), "source": r.source, "help": r.setting.help}
-            for r in resolved]  # fmt: skip
-    if args.json:
-        print_json(rows)
-    else:
-        print(format_table(["setting", "value", "source"],
-                           [[r["variable"], r["value"], r["source"]] for r in rows]))  # fmt: skip
+    print_settings(resolved, as_json=args.json)
     return 0
 
 
