@@ -226,7 +226,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
         resolved = settings.resolve(given, config_source="command line")
     except settings.SettingsError as error:
         raise _fail(str(error), EXIT_USAGE) from None
-    print_settings(resolved, as_json=args.json)
+    print_settings(resolved, as_json=args.json, verbose=args.verbose)
     return 0
 
 
@@ -273,6 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
             ).set_defaults(func=cmd_forward)
     sub = command("settings", "every DENIABLE_RELAY_* setting: value in effect and its source")
     add_json(sub, "the settings")
+    sub.add_argument("--verbose", "-v", action="store_true", help="add each setting's help text")
     sub.set_defaults(func=cmd_settings)
     return parser
 

@@ -243,3 +243,9 @@ def test_an_unknown_key_id_is_refused_even_when_the_aggregator_cannot_be_asked(t
     assert refused.headers["Content-Type"] == "application/problem+json"
     assert "0123456789abcdef" in refused.json["detail"]
     assert client.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
+
+
+def test_settings_prints_the_relays_settings_with_their_help(capsys):
+    assert main(["settings", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "DENIABLE_RELAY_WINDOW_SECONDS = 3600" in out and "Seconds between" in out
