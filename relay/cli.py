@@ -4,9 +4,10 @@ Commands: ``init`` (create or migrate the database), ``serve`` (gunicorn +
 waitress, as the aggregator; the forwarder runs in each process),
 ``add-survey`` (relay a survey of an aggregator: verify its signed definition
 names this relay, pin the aggregator's key, keep its relay credential),
-``remove-survey``, ``status`` (per survey: state, units held per unit,
-batches waiting for an acknowledgement, forwarded, smallest batch,
-discarded), ``forward`` (one forwarder pass now) and ``settings``.
+``set-credential`` (a new relay credential, held units kept),
+``remove-survey``, ``status`` (per survey: state, units held per unit, batches
+waiting for an acknowledgement, forwarded, smallest batch, discarded),
+``forward`` (one forwarder pass now) and ``settings``.
 
 Every command reads the relay's settings (``DENIABLE_RELAY_*``; ``--data-dir``
 and ``--database`` before the command override HOME and DATABASE).  Failures
@@ -157,6 +158,19 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_set_credential(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    credential = _read_credential(args.credential_file)
+    with opened_storage(config) as storage:
+        for survey_id in args.surveys:
+            storage.get_survey(survey_id)  # all known, or none changed
+        for survey_id in args.surveys:
+            storage.set_credential(survey_id, credential)
+    print(f"new relay credential for survey(s) {', '.join(args.surveys)}; held units kept. "
+          "Ask the aggregator's operator to revoke the old one now")
+    return 0
+
+
 def cmd_remove_survey(args: argparse.Namespace) -> int:
     config = load_settings(args)
     with opened_storage(config) as storage:
@@ -263,6 +277,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the aggregator's Ed25519 signing key to pin (default: the one it "
                      "serves now, printed for you to confirm)")  # fmt: skip
     sub.set_defaults(func=cmd_add_survey)
+    sub = command("set-credential", "replace the relay credential of surveys (units held stay)")
+    sub.add_argument("surveys", nargs="+", metavar="SURVEY_ID")
+    sub.add_argument("--credential-file", required=True, metavar="FILE",
+                     help="file holding the new relay credential ('-' reads standard input)")
+    sub.set_defaults(func=cmd_set_credential)
     sub = command("remove-survey", "stop relaying a survey and delete what is held for it")
     sub.add_argument("survey", metavar="SURVEY_ID")
     sub.set_defaults(func=cmd_remove_survey)

@@ -49,6 +49,14 @@ class SurveyStore:
                       (document, status, signing_key, key_sequence, iso(utc_now()),
                        survey_id))  # fmt: skip
 
+    def set_credential(self, survey_id: str, credential: str) -> None:
+        """Replace the relay credential the survey's batches are sent with (held units stay)."""
+        with self._transaction() as connection:
+            changed = self._run(connection, "UPDATE relayed_surveys SET credential = ? WHERE "
+                                "survey_id = ?", (credential, survey_id)).rowcount  # fmt: skip
+        if not changed:
+            raise NotFound(f"this relay does not relay survey {survey_id!r}")
+
     def accept_encryption_key(self, survey_id: str, key_id: str) -> tuple[str, ...]:
         """Record a verified encryption key id as the aggregator's current one; keep the
         previous ones it may still open (newest first, at most ``1 + RETIRED_ENCRYPTION_KEYS``,

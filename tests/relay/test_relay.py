@@ -422,6 +422,33 @@ def test_the_relay_database_holds_no_time_or_address_columns(deployment):
     assert {c for (c,) in columns} == {"id", "survey_id", "unit", "sealed", "batch_id"}
 
 
+def test_the_relay_credential_is_replaced_without_losing_held_units(deployment):
+    """docs/operations.md, "Rotating the relay credential": a new credential, set at the
+    relay (units held meanwhile stay), the old one revoked; batches go on being accepted.
+    Near the end of this module: the other surveys keep the revoked credential."""
+    import hashlib
+
+    before = deployment.relay_status()["q"]["forwarded_reports"]
+    for answers in ANSWERS[:5]:  # held while the credential changes
+        assert deployment.submit("q", deployment.seal("q", answers)[0]).status_code == 202
+    relay_url = deployment.relay_env["DENIABLE_RELAY_PUBLIC_URL"]
+    credential = deployment.aggregator_cli("relay", "credential", "--relay-url",
+                                           relay_url).stdout.strip()  # fmt: skip
+    path = deployment.directory / "credential.new"
+    path.write_text(credential)
+    done = deployment.relay_cli("set-credential", "q", "--credential-file", str(path))
+    assert "q" in done.stdout
+    old = hashlib.sha256(deployment.credential.encode()).hexdigest()[:16]
+    deployment.aggregator_cli("relay", "revoke", old)
+    missing = deployment.relay_cli("set-credential", "nope", "--credential-file", str(path),
+                                   check=False)  # fmt: skip
+    assert missing.returncode == 3 and missing.stderr.count("\n") == 1
+    for answers in ANSWERS[5:20]:
+        assert deployment.submit("q", deployment.seal("q", answers)[0]).status_code == 202
+    deployment.wait_for(lambda: deployment.relay_status()["q"]["forwarded_reports"]
+                        >= before + 2 * 20)  # both units of the 20 submissions  # fmt: skip
+
+
 def test_a_unit_sealed_to_a_key_the_aggregator_does_not_accept_is_refused_at_the_relay(deployment):
     """The body's key_id must be an encryption key the relay verified in the aggregator's
     signed key document: the current one, or one retired since (still opened there).
