@@ -38,7 +38,7 @@ import numpy as np
 from deniable.errors import DeniableError
 from deniable.survey import Survey
 
-from . import cli_keys, cli_relay, cli_tokens, planning
+from . import cli_crosstab, cli_keys, cli_relay, cli_tokens, planning
 from .cli_common import (
     PROG,
     Parser,
@@ -281,10 +281,10 @@ def write_export(reports: Iterator[Any], fmt: str, out: TextIO) -> int:
     count = 0
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["seq", "id", "question", "payload", "received_at"])
+        writer.writerow(["seq", "id", "question", "payload", "received_at", "submission"])
         for report in reports:
             writer.writerow([report.seq, report.id, report.question, report.payload,
-                             report.received_at])  # fmt: skip
+                             report.received_at, report.submission])  # fmt: skip
             count += 1
     else:
         for report in reports:
@@ -474,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_tokens.register(commands, Parser)
     cli_keys.register(commands, Parser)
     cli_relay.register(commands, Parser)
+    cli_crosstab.register(commands, Parser)
 
     sub = command("results", "a survey's estimates and intervals as a table")
     sub.add_argument("survey", metavar="ID", help="id of the survey")

@@ -11,6 +11,11 @@ With ``--relay``, the survey goes through a shuffling relay: given the central
 it prints the ε0 to set on each question (:mod:`deniable.shuffle`) and the
 respondents needed for ``--half-width`` (default ±0.05) at that ε0, beside the
 respondents the same question needs with no relay.
+
+With ``--by-options`` (and optionally ``--by-type``, ``--by-epsilon``) it also
+plans a crosstab of this question by a second one: the half-width of one cell
+and of the whole table at once, or the respondents for ``--half-width`` per
+cell (``deniable.planner.plan_crosstab``).
 """
 
 from __future__ import annotations
@@ -25,10 +30,12 @@ from deniable.planner import (
     DEFAULT_RELAY_DELTA,
     DEFAULT_RELAY_HALF_WIDTH,
     QUESTION_TYPES,
+    CrosstabPlan,
     Plan,
     RelayPlan,
     format_number,
     plan,
+    plan_crosstab,
     relay_plan,
 )
 from deniable.planner import MAX_RESPONDENTS as MAX_PLANNED_RESPONDENTS
@@ -119,6 +126,13 @@ def add_parser(commands: Any) -> None:
                        help=f"with --relay: the central δ (default {DEFAULT_RELAY_DELTA:g})")
     relay.add_argument("--batch", type=_count(MAX_RESPONDENTS, "reports"), default=None,
                        help="with --relay: the smallest batch the relay forwards (min_batch)")
+    sub.add_argument("--by-type", choices=("yes_no", "single_choice", "multiple_choice"),
+                     default=None, help="crosstab by a second question of this type "
+                     "(default single_choice, or yes_no without --by-options)")
+    sub.add_argument("--by-options", type=_count, default=None,
+                     help="crosstab by a second question with this many options")
+    sub.add_argument("--by-epsilon", type=_real, default=None,
+                     help="the second question's ε (default: the same as --epsilon)")
     sub.set_defaults(func=cmd_plan)  # fmt: skip
 
 
@@ -143,11 +157,50 @@ def cmd_plan(args: argparse.Namespace) -> int:
         lo=args.lo,
         hi=args.hi,
     )
+    crosstab = None
+    if args.by_type or args.by_options:
+        by_type = args.by_type or ("single_choice" if args.by_options else "yes_no")
+        crosstab = plan_crosstab(
+            (args.question_type, args.options, args.epsilon),
+            (by_type, args.by_options, args.by_epsilon or args.epsilon),
+            beta=args.beta, n=args.n, half_width=args.half_width,
+        )  # fmt: skip
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        document = result.to_dict()
+        if crosstab is not None:
+            document["crosstab"] = crosstab.to_dict()
+        print(json.dumps(document, indent=2))
     else:
         print(plan_table(result))
+        if crosstab is not None:
+            print()
+            print(crosstab_table(crosstab, result))
     return 0
+
+
+def crosstab_table(crosstab: CrosstabPlan, result: Plan) -> str:
+    """One row per family: a cell's figures and the whole table's (all cells at once)."""
+    if result.n is not None:
+        goal = f"half-widths of a crosstab cell at n = {result.n:,}"
+        headers = ["interval", "± one cell", f"± all {crosstab.cells} cells"]
+    else:
+        goal = f"respondents needed for ±{result.target:g} in a crosstab cell"
+        headers = ["interval", "n one cell", f"n all {crosstab.cells} cells"]
+    rows = []
+    for row in crosstab.rows:
+        if result.n is not None:
+            values = [row.half_width, row.simultaneous_half_width]
+        else:
+            values = [row.n_for_half_width, row.n_for_simultaneous_half_width]
+        rows.append([row.family, *map(format_number, values)])
+    return "\n".join(
+        [
+            f"crosstab {crosstab.rows_mechanism} x {crosstab.columns_mechanism}: {goal}",
+            format_table(headers, rows),
+            "A cell's estimate is the product of the two questions' per-report unbiased "
+            "estimates; its variance is at most E[X²]E[Y²] for every truth (docs/design.md).",
+        ]
+    )
 
 
 def plan_table(result: Plan) -> str:

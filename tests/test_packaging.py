@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ROOMS = {"shared": "deniable", "client": "deniable/client", "aggregator": "deniable/aggregator"}
+ROOMS = {"shared": "deniable", "client": "deniable/client", "aggregator": "deniable/aggregator",
+         "analysis": "deniable/analysis"}
 
 
 def expected_members() -> set[str]:

@@ -138,12 +138,56 @@ def schemas(max_batch: int) -> dict[str, Any]:
             },
         },
         "Submission": {"oneOf": [_ref("Report"), _ref("Batch")]},
+        # The bulk route: respondents (issue 20), or loose reports (stored without a submission).
+        "Respondents": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["respondents"],
+            "properties": {
+                "respondents": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["reports"],
+                        "properties": {
+                            "reports": {"type": "array", "minItems": 1, "items": _ref("Report")}
+                        },
+                    },
+                }
+            },
+        },
+        "BulkSubmission": {"oneOf": [_ref("Respondents"), _ref("Batch"), _ref("Report")]},
+        "Crosstab": {
+            "type": "object",
+            "required": ["survey", "rows", "columns", "epsilon", "beta", "kind", "n"],
+            "properties": {
+                "survey": {"type": "string"},
+                "kind": {"enum": ["joint", "means", "empty"]},
+                "n": {"type": "integer", "minimum": 0},
+                "epsilon": {"type": "number"},
+                "beta": {"type": "number"},
+                "cells": {"type": "array", "items": {"type": "object"}},
+                "categories": {"type": "array", "items": {"type": "object"}},
+            },
+        },
+        "Comparison": {
+            "type": "object",
+            "required": ["first", "second", "beta", "comparisons"],
+            "properties": {
+                "beta": {"type": "number"},
+                "dependence": {"enum": ["independent", "nonnegative", "any"]},
+                "comparisons": {"type": ["array", "null"], "items": {"type": "object"}},
+            },
+        },
         "Acknowledgement": {
             "type": "object",
             "required": ["survey", "received", "reports"],
             "properties": {
                 "survey": {"type": "string"},
                 "received": {"type": "integer", "minimum": 1},
+                "respondents": {"type": "integer", "minimum": 1},
                 "reports": {"type": "array", "items": {"type": "string", "pattern": UUID_PATTERN}},
             },
         },
@@ -258,9 +302,11 @@ def schemas(max_batch: int) -> dict[str, Any]:
                                 "description": "Every interval family: family, method, "
                                 "guarantee, nominal_half_width (docs/api.md).",
                             },
-                            "tightest": {"enum": ["chebyshev", "chebyshev_exact", "bernstein"]},
+                            "tightest": {
+                                "enum": ["chebyshev", "chebyshev_exact", "bernstein", "exact_tail"]
+                            },
                             "simultaneous_tightest": {
-                                "enum": ["chebyshev", "chebyshev_exact", "bernstein"]
+                                "enum": ["chebyshev", "chebyshev_exact", "bernstein", "exact_tail"]
                             },
                             "covers": {"enum": ["respondents"]},
                             "precision": {"enum": ["ok", "imprecise", "uninformative"]},
@@ -444,7 +490,7 @@ def document(max_batch: int) -> dict[str, Any]:
                 {201: _ok("Stored", _ref("Acknowledgement"))},
                 (*body_errors, *operator_errors, 404, 409, 503),
                 operator=True,
-                body=_ref("Submission"),
+                body=_ref("BulkSubmission"),
                 parameters=[SURVEY_ID],
             )
         },
@@ -455,6 +501,32 @@ def document(max_batch: int) -> dict[str, Any]:
                 (400, *operator_errors, 404, 503),
                 parameters=[SURVEY_ID, beta, results_format],
             )
+        },
+        "/api/v1/surveys/{survey_id}/crosstab": {
+            "get": _operation(
+                "Crosstab of two questions: joint shares, or a numeric question's mean by "
+                "category, with every interval family (operator token if results are private)",
+                {200: _ok("Crosstab", _ref("Crosstab"), {"text/csv": {"schema": text}})},
+                (400, *operator_errors, 404, 409, 503),
+                parameters=[SURVEY_ID, *[
+                    {"name": name, "in": "query", "required": name in ("rows", "columns"),
+                     "schema": {"type": "string"}}
+                    for name in ("rows", "columns", "first_row", "first_column", "second_row",
+                                 "second_column")
+                ], beta, results_format],
+            )  # fmt: skip
+        },
+        "/api/v1/surveys/{survey_id}/compare": {
+            "get": _operation(
+                "Each estimate of a question in another survey (a later wave) minus this one's",
+                {200: _ok("Comparison", _ref("Comparison"), {"text/csv": {"schema": text}})},
+                (400, *operator_errors, 404, 503),
+                parameters=[SURVEY_ID, *[
+                    {"name": name, "in": "query", "required": name != "with_question",
+                     "schema": {"type": "string"}}
+                    for name in ("question", "with", "with_question")
+                ], beta, results_format],
+            )  # fmt: skip
         },
         "/api/v1/surveys/{survey_id}/export": {
             "get": _operation(

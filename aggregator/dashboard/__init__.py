@@ -106,7 +106,9 @@ def survey(survey_id: str) -> str | tuple[str, int]:
     # itself (~1 MB) is kept, compressed, beside the results it shows.
     key = None
     if record.results_public:
-        key = statistics_key(record, beta, f"page:{'beta' in request.args}")[0]
+        # Why the comparable surveys in the key: a later wave adds a link to the page.
+        later = ",".join(other.id for other in _crosstab.comparable_surveys(record))
+        key = statistics_key(record, beta, f"page:{'beta' in request.args}:{later}")[0]
         cached = results_cache().get(key)
         if cached is not None:
             return b"".join(unpacked(cached)).decode("utf-8")
@@ -142,7 +144,11 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         results_url=url_for("results.results", survey_id=record.id, **extra),
         csv_url=url_for("results.results", survey_id=record.id, format="csv", **extra),
         survey_url=url_for("surveys.get_survey", survey_id=record.id),
+        comparable=_crosstab.comparable_surveys(record),
     )
+
+
+from . import crosstab as _crosstab  # noqa: E402,F401 - its pages register on the blueprint
 
 
 def init_app(app: Flask) -> None:

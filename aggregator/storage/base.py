@@ -51,6 +51,7 @@ from deniable.errors import StorageError
 from deniable.survey import Survey
 from deniable.wire import Report
 
+from .submissions import SubmissionStore
 from .timestamps import iso, utc_now
 from .tokens import TokenStore
 
@@ -128,6 +129,7 @@ class StoredReport:
     question: str
     payload: str
     received_at: str
+    submission: int | None = None  # shared by one submission's reports (migration 0009)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +138,7 @@ class StoredReport:
             "question": self.question,
             "payload": self.payload,
             "received_at": self.received_at,
+            "submission": self.submission,
         }
 
 
@@ -146,6 +149,20 @@ class QuestionStatistics:
     question: str
     n: int
     statistics: np.ndarray
+
+
+def submission_owners(
+    reports: list[Report], respondents: list[int | None] | None
+) -> dict[str, int | None]:
+    """Report id -> its respondent's index in the batch (None: a loose, unjoinable report).
+
+    ``respondents`` is None for one respondent's submission (every report joins).
+    """
+    if respondents is None:
+        return {report.id: 0 for report in reports}
+    if len(respondents) != len(reports):
+        raise StorageError("one respondent index per report is needed")
+    return {report.id: owner for report, owner in zip(reports, respondents, strict=True)}
 
 
 def respondents(statistics: dict[str, QuestionStatistics]) -> int:
@@ -215,7 +232,7 @@ SURVEY_COLUMNS_UNCOUNTED = """
 """
 
 
-class Storage(TokenStore, ABC):
+class Storage(TokenStore, SubmissionStore, ABC):
     """The storage protocol: every method is one or a few short transactions.
 
     An acknowledgement (a method returning normally after a write) means the
@@ -308,8 +325,13 @@ class Storage(TokenStore, ABC):
         *,
         enrolment_token: str | None = None,
         operator: bool = False,
+        respondents: list[int | None] | None = None,
     ) -> list[str]:
         """Store validated reports all-or-nothing; return their ids.
+
+        The reports of one respondent share a new submission key (migration
+        0009): ``respondents`` gives each report's respondent index in the batch
+        (None: a loose report, no key); by default the batch is one respondent.
 
         A report whose id is stored with the same question and payload is
         acknowledged again and not counted twice; with another body the whole

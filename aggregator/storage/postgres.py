@@ -49,6 +49,7 @@ from .base import (
     initial_statistics,
     migrations,
     over_backlog,
+    submission_owners,
     survey_columns,
 )
 from .timestamps import iso, utc_now
@@ -73,8 +74,17 @@ SURVEY_COLUMNS = survey_columns(
 
 # The batch's columns as three arrays, unnested in the body's order.
 _INCOMING = """incoming AS (
-    SELECT * FROM unnest(%(ids)s::text[]::uuid[], %(questions)s::text[], %(payloads)s::text[])
-        WITH ORDINALITY AS r (report_id, question_id, payload, position)
+    SELECT r.*, k.submission FROM unnest(
+        %(ids)s::text[]::uuid[], %(questions)s::text[], %(payloads)s::text[],
+        %(respondents)s::bigint[]
+    ) WITH ORDINALITY AS r (report_id, question_id, payload, respondent, position)
+    LEFT JOIN keys k USING (respondent)
+)"""
+# One new submission key per respondent of the batch (migration 0009); -1: a loose report.
+_KEYS = """keys AS MATERIALIZED (
+    SELECT respondent, nextval('submission_keys') AS submission
+    FROM (SELECT DISTINCT respondent FROM unnest(%(respondents)s::bigint[]) AS t (respondent)
+          WHERE respondent >= 0) AS distinct_respondents
 )"""
 # The batch's seqs as one pending row, and the oldest pending batch's first seq
 # (read before this statement's own rows): together they bound the backlog.
@@ -92,9 +102,9 @@ _QUEUE = """queued AS (
 STORE_BATCH = f"""
 WITH survey AS MATERIALIZED (
     SELECT status, require_enrolment FROM surveys WHERE id = %(survey)s FOR SHARE
-), {_INCOMING}, inserted AS (
-    INSERT INTO reports (survey_id, report_id, question_id, payload)
-    SELECT %(survey)s, report_id, question_id, payload FROM incoming
+), {_KEYS}, {_INCOMING}, inserted AS (
+    INSERT INTO reports (survey_id, report_id, question_id, payload, submission)
+    SELECT %(survey)s, report_id, question_id, payload, submission FROM incoming
     WHERE (SELECT status = '{OPEN}' AND (%(operator)s OR NOT require_enrolment) FROM survey)
     ORDER BY position
     RETURNING seq
@@ -105,9 +115,10 @@ SELECT (SELECT status FROM survey), (SELECT require_enrolment FROM survey),
 # The checked path, after the survey row is locked (and a token spent): stores
 # the reports whose ids are new and names them, so the rest can be compared.
 STORE_CHECKED = f"""
-WITH {_INCOMING}, inserted AS (
-    INSERT INTO reports (survey_id, report_id, question_id, payload)
-    SELECT %(survey)s, report_id, question_id, payload FROM incoming ORDER BY position
+WITH {_KEYS}, {_INCOMING}, inserted AS (
+    INSERT INTO reports (survey_id, report_id, question_id, payload, submission)
+    SELECT %(survey)s, report_id, question_id, payload, submission FROM incoming
+    ORDER BY position
     ON CONFLICT (report_id, survey_id) DO NOTHING
     RETURNING seq, report_id
 ), {_QUEUE}
@@ -348,7 +359,9 @@ class PostgresStorage(Storage):
         *,
         enrolment_token: str | None = None,
         operator: bool = False,
+        respondents: list[int | None] | None = None,
     ) -> list[str]:
+        owners = submission_owners(reports, respondents)
         # Why retry: two concurrent batches sharing ids in opposite orders can deadlock;
         # PostgreSQL aborts one, and its rerun then finds the other's rows committed.
         # (Sorting by id would avoid that but lose the body's order in the log.)
@@ -358,6 +371,7 @@ class PostgresStorage(Storage):
             "ids": [r.id for r in reports],
             "questions": [r.question for r in reports],
             "payloads": [r.payload for r in reports],
+            "respondents": [-1 if owners[r.id] is None else owners[r.id] for r in reports],
         }
         checked = enrolment_token is not None and not operator
         for attempt in range(ATTEMPTS):
@@ -456,13 +470,14 @@ class PostgresStorage(Storage):
             with connection.cursor(name="deniable_export") as cursor:
                 cursor.itersize = 2000
                 cursor.execute(
-                    "SELECT seq, report_id::text, question_id, payload, received_at FROM reports"
-                    " WHERE survey_id = %s ORDER BY seq",
+                    "SELECT seq, report_id::text, question_id, payload, received_at, submission"
+                    " FROM reports WHERE survey_id = %s ORDER BY seq",
                     (survey_id,),
                 )
-                for seq, report_id, question_id, payload, received_at in cursor:
+                for seq, report_id, question_id, payload, received_at, submission in cursor:
                     yield StoredReport(seq=seq, id=report_id, question=question_id,
-                                       payload=payload, received_at=iso(received_at))  # fmt: skip
+                                       payload=payload, received_at=iso(received_at),
+                                       submission=submission)  # fmt: skip
 
     def count_reports(self, survey_id: str | None = None) -> int:
         with self._transaction() as connection:
@@ -471,6 +486,17 @@ class PostgresStorage(Storage):
             return connection.execute(
                 "SELECT COUNT(*) FROM reports WHERE survey_id = %s", (survey_id,)
             ).fetchone()[0]
+
+    _concatenate = "string_agg"
+
+    def _crosstab_watermark(self, survey_id: str) -> int:
+        # Why the row lock: ingest holds it FOR SHARE until commit (storage/submissions.py).
+        with self._transaction() as connection:
+            connection.execute(
+                "SELECT 1 FROM surveys WHERE id = %s FOR NO KEY UPDATE", (survey_id,)
+            ).fetchone()
+            last = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM reports").fetchone()
+            return int(last[0])
 
     # -- results ---------------------------------------------------------------------------
     def fold(self, survey_id: str, *, chunk: int = 10_000) -> dict[str, QuestionStatistics]:

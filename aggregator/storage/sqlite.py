@@ -43,6 +43,7 @@ from .base import (
     migrations,
     over_backlog,
     statistics_from_json,
+    submission_owners,
     survey_columns,
 )
 from .sqlite_ids import FileLock, IdIndex, Staged, reports_by_seq
@@ -342,8 +343,10 @@ class SqliteStorage(Storage):
         *,
         enrolment_token: str | None = None,
         operator: bool = False,
+        respondents: list[int | None] | None = None,
     ) -> list[str]:
         received_at = iso(utc_now())
+        owners = submission_owners(reports, respondents)
         incoming: dict[str, Report] = {}
         for report in reports:
             previous = incoming.setdefault(report.id, report)
@@ -351,7 +354,7 @@ class SqliteStorage(Storage):
                 raise Conflict(f"report id {report.id} appears twice with different bodies")
         ids = list(incoming)
         # Why here: less work while holding the locks.
-        batch = (incoming, ids, self._ids.id_keys.keys(survey_id, ids))
+        batch = (incoming, ids, self._ids.id_keys.keys(survey_id, ids), owners)
         # The ingest lock: this process's id index changes only under it (sqlite_ids.py).
         with self._ingest_lock:
             with self._transaction() as connection:
@@ -382,7 +385,8 @@ class SqliteStorage(Storage):
 
     def _insert_reports(
         self, connection: sqlite3.Connection, survey_id: str,
-        batch: tuple[dict[str, Report], list[str], np.ndarray], received_at: str,
+        batch: tuple[dict[str, Report], list[str], np.ndarray, dict[str, int | None]],
+        received_at: str,
         closed: str | None = None,
     ) -> Staged:  # fmt: skip
         """Insert the new reports and queue them for folding; refuse a reused id.
@@ -394,7 +398,7 @@ class SqliteStorage(Storage):
         Conflict and the caller's transaction rolls back.  Returns what the id
         index learns once the caller has committed.
         """
-        incoming, ids, id_keys = batch
+        incoming, ids, id_keys, owners = batch
         index = self._ids
         index.sync(connection)
         stored = index.stored(connection, survey_id, ids, id_keys)
@@ -411,11 +415,19 @@ class SqliteStorage(Storage):
         if closed is not None:  # ``closed``: the Conflict to raise rather than store anything
             raise Conflict(closed)
         before = index.last_seen
+        # The batch takes seqs before + 1 onwards (IdIndex.stage): a submission's key is
+        # the seq of its first new report.
+        keys: dict[int, int] = {}
+        submissions = [
+            None if owners[r.id] is None else keys.setdefault(owners[r.id], before + 1 + i)
+            for i, r in enumerate(new)
+        ]
         connection.executemany(
-            "INSERT INTO reports (survey_id, report_id, question_id, payload, received_at)"
-            " VALUES (?, ?, ?, ?, ?)",
-            [(survey_id, r.id, r.question, r.payload, received_at) for r in new],
-        )
+            "INSERT INTO reports (survey_id, report_id, question_id, payload, received_at,"
+            " submission) VALUES (?, ?, ?, ?, ?, ?)",
+            [(survey_id, r.id, r.question, r.payload, received_at, key)
+             for r, key in zip(new, submissions, strict=True)],
+        )  # fmt: skip
         return index.stage(connection, before, [r.id for r in new], id_keys[np.array(fresh)])
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
@@ -426,14 +438,15 @@ class SqliteStorage(Storage):
         # Why: one read transaction is one WAL snapshot for the whole export.
         with self._transaction("DEFERRED", fresh=True) as connection:
             cursor = connection.execute(
-                "SELECT seq, report_id, question_id, payload, received_at FROM reports"
-                " WHERE survey_id = ? ORDER BY seq",
+                "SELECT seq, report_id, question_id, payload, received_at, submission"
+                " FROM reports WHERE survey_id = ? ORDER BY seq",
                 (survey_id,),
             )
             while rows := cursor.fetchmany(1000):
-                for seq, report_id, question_id, payload, received_at in rows:
+                for seq, report_id, question_id, payload, received_at, submission in rows:
                     yield StoredReport(seq=seq, id=report_id, question=question_id,
-                                       payload=payload, received_at=iso(received_at))  # fmt: skip
+                                       payload=payload, received_at=iso(received_at),
+                                       submission=submission)  # fmt: skip
 
     def count_reports(self, survey_id: str | None = None) -> int:
         with self._transaction("DEFERRED") as connection:

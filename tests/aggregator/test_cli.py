@@ -288,7 +288,7 @@ def test_export_writes_every_report_in_order(with_survey, capsys, fmt) -> None:
     assert [r["id"] for r in rows] == [r.id for r in reports]
     assert [r["payload"] for r in rows] == [r.payload for r in reports]
     assert [int(r["seq"]) for r in rows] == sorted(int(r["seq"]) for r in rows)
-    assert set(rows[0]) == {"seq", "id", "question", "payload", "received_at"}
+    assert set(rows[0]) == {"seq", "id", "question", "payload", "received_at", "submission"}
 
 
 def test_export_to_stdout_and_errors(with_survey, capsys) -> None:

@@ -165,7 +165,8 @@ def test_export_in_append_order(client, created_survey, demo_definition, operato
         (r["id"], r["question"], r["payload"]) for r in reports
     ]
     assert [r["seq"] for r in rows] == sorted(r["seq"] for r in rows)
-    assert all(set(r) == {"seq", "id", "question", "payload", "received_at"} for r in rows)
+    keys = {"seq", "id", "question", "payload", "received_at", "submission"}
+    assert all(set(r) == keys for r in rows)
     response = client.get(export + "?format=csv", headers=operator_headers)
     assert response.mimetype == "text/csv"
     table = list(csv.DictReader(io.StringIO(response.data.decode())))

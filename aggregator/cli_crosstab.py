@@ -1,0 +1,153 @@
+"""``deniable-aggregator crosstab`` and ``compare``: the API's documents, as tables.
+
+``crosstab SURVEY ROWS COLUMNS``: joint shares of two questions (each cell
+"estimate [lower, upper]" in percent, from the tightest interval family), or
+a numeric question's mean by category.  ``compare SURVEY OTHER QUESTION``:
+each estimate's change from SURVEY to OTHER ("changed by +6 points (±4)").
+Exit status 3 for an unknown survey, 4 when crosstabs are unavailable
+(conflict), 2 for a bad question (see the main help).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from typing import Any
+
+from .cli_common import add_json, beta, load_settings, opened_storage, print_json
+from .terminal import format_table
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def crosstab_table(document: dict[str, Any]) -> str:
+    """The crosstab document as text: one line per row category."""
+    rows, columns = document["rows"], document["columns"]
+    title = f"{document['survey']}: {rows['question']} by {columns['question']}"
+    if document.get("estimate", 0) is None:
+        return f"{title}\nno respondent answered both questions yet"
+    if document["kind"] == "means":
+        body = format_table(
+            [document["by"], f"mean of {document['of']}", "lower", "upper", "share %"],
+            [[c["label"], f"{c['mean']:.2f}", f"{c['lower']:.2f}", f"{c['upper']:.2f}",
+              _percent(c["share"])] for c in document["categories"]],
+        )  # fmt: skip
+        return f"{title} (n = {document['n']:,})\n{body}\n{document['guarantee']}"
+    prefix = "" if document["tightest"] == "chebyshev" else document["tightest"] + "_"
+    cells = {(c["row"], c["column"]): c for c in document["cells"]}
+    table = format_table(
+        [rows["question"], *columns["labels"]],
+        [[row, *(f"{_percent(cells[row, col]['estimate'])} "
+                 f"[{_percent(cells[row, col][prefix + 'lower'])}, "
+                 f"{_percent(cells[row, col][prefix + 'upper'])}]"
+                 for col in columns["labels"])] for row in rows["labels"]],
+    )  # fmt: skip
+    level = f"{100 * (1 - document['beta']):g}%"
+    note = (f"percent of respondents who answered both (n = {document['n']:,}); "
+            f"{level} {document['tightest']} intervals per cell")  # fmt: skip
+    text = f"{title}\n{table}\n{note}"
+    if "comparison" in document:
+        comparison = document["comparison"]
+        text += (f"\n{' / '.join(comparison['first'])} minus {' / '.join(comparison['second'])}: "
+                 f"{comparison['sentence']}")  # fmt: skip
+    return text
+
+
+def cmd_crosstab(args: argparse.Namespace) -> int:
+    from .crosstabs import crosstab_document
+
+    config = load_settings(args)
+    compare = None
+    if args.compare:
+        compare = ((args.compare[0], args.compare[1]), (args.compare[2], args.compare[3]))
+    with opened_storage(config) as storage:
+        record = storage.get_survey(args.survey, count=False)
+        document = crosstab_document(storage, record, args.rows, args.columns, beta=args.beta,
+                                     compare=compare)  # fmt: skip
+    if args.json:
+        print_json(document)
+    elif args.csv:
+        rows = document.get("categories") if document.get("kind") == "means" else document.get(
+            "cells", [])  # fmt: skip
+        if rows:
+            writer = csv.DictWriter(sys.stdout, list(rows[0]), lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+    else:
+        print(crosstab_table(document))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .crosstabs import compare_document
+
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        sides = []
+        pairs = ((args.survey, args.question), (args.other, args.other_question or args.question))
+        for survey_id, question_id in pairs:
+            record = storage.get_survey(survey_id, count=False)
+            question = record.survey.question(question_id)
+            sides.append((record, question, storage.fold(survey_id)[question_id]))
+        document = compare_document(sides[0], sides[1], beta=args.beta)
+    if args.json:
+        print_json(document)
+        return 0
+    title = f"{args.question}: {args.survey} -> {args.other}"
+    if document["comparisons"] is None:
+        print(f"{title}\nno reports in one of the surveys yet")
+        return 0
+    rows = [[row["label"], row["sentence"]] for row in document["comparisons"]]
+    print(f"{title}\n{format_table(['category', 'change'], rows)}")
+    return 0
+
+
+def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None:
+    """Add ``crosstab`` and ``compare`` to the command line."""
+    sub = commands.add_parser(
+        "crosstab", help="joint shares of two questions (or a mean by category) with intervals",
+        description="Crosstab of two questions of a survey: the share of respondents in each "
+        "pair of answers, or a numeric question's mean by category, with intervals that cover "
+        "the respondents' own answers.",
+    )  # fmt: skip
+    sub.add_argument("survey", metavar="ID", help="id of the survey")
+    sub.add_argument("rows", metavar="ROWS", help="question id for the rows")
+    sub.add_argument("columns", metavar="COLUMNS", help="question id for the columns")
+    sub.add_argument(
+        "--beta",
+        type=beta,
+        default=0.05,
+        help="allowed failure probability of each interval (default 0.05)",
+    )
+    sub.add_argument(
+        "--compare",
+        nargs=4,
+        metavar=("ROW1", "COLUMN1", "ROW2", "COLUMN2"),
+        help="also the difference of two cells (labels)",
+    )
+    sub.add_argument("--csv", action="store_true", help="print the cells as CSV")
+    add_json(sub, "the API's crosstab document")
+    sub.set_defaults(func=cmd_crosstab)
+
+    sub = commands.add_parser(
+        "compare", help="change of one question's estimates between two surveys (waves)",
+        description="Each estimate of QUESTION in OTHER minus its estimate in ID, with an "
+        "interval: 'changed by +6 points (±4)'.",
+    )  # fmt: skip
+    sub.add_argument("survey", metavar="ID", help="the earlier survey")
+    sub.add_argument("other", metavar="OTHER", help="the later survey")
+    sub.add_argument("question", metavar="QUESTION", help="question id")
+    sub.add_argument(
+        "--other-question", metavar="QUESTION", help="the question's id in OTHER, if it differs"
+    )
+    sub.add_argument(
+        "--beta",
+        type=beta,
+        default=0.05,
+        help="allowed failure probability of each interval (default 0.05)",
+    )
+    add_json(sub, "the API's comparison document")
+    sub.set_defaults(func=cmd_compare)

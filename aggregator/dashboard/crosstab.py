@@ -1,0 +1,176 @@
+"""Dashboard pages for crosstabs and comparisons (issue 20), on the dashboard's blueprint.
+
+``/surveys/<id>/crosstab?rows=<q1>&columns=<q2>``: the joint shares as a table
+shaded like a heat map (darker: larger share), each cell with its interval,
+or a numeric question's mean by category; questions are picked with links
+(the pages run no script and submit no form).  ``/surveys/<id>/compare/<other>``:
+every question the two surveys share, each category's change in words
+("changed by +6 points (±4)").  Private surveys show a notice, as the
+survey page does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import render_template, request, url_for
+
+from deniable.errors import Conflict, InvalidParameter, NotFound
+
+from ..api.common import check_survey_id
+from ..crosstabs import compare_document, crosstab_document
+from ..storage import current_storage
+from . import blueprint, svg
+from .present import COVERS, confidence_text
+
+# Cell shading: lightness from LIGHTEST (share 0) to DARKEST (share 1) at this hue; dark text
+# stays above 4.5:1 contrast on the darkest shade (WCAG 2.2 AA).
+HUE, SATURATION, LIGHTEST, DARKEST = 212, 62, 98, 70
+
+
+def shade(share: float) -> str:
+    share = min(max(float(share), 0.0), 1.0)
+    return f"hsl({HUE} {SATURATION}% {LIGHTEST - (LIGHTEST - DARKEST) * share**0.5:.1f}%)"
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def _beta() -> float:
+    from ..api.results import parse_beta
+
+    return parse_beta()
+
+
+def _missing(survey_id: str, error: str | None = None, status: int = 404) -> tuple[str, int]:
+    return render_template("missing.html", survey_id=survey_id, error=error), status
+
+
+def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
+    family = document["simultaneous_tightest"]
+    prefix = "" if family == "chebyshev" else family + "_"
+    rows, columns = document["rows"]["labels"], document["columns"]["labels"]
+    cells = {(c["row"], c["column"]): c for c in document["cells"]}
+    # Shaded relative to the largest cell: the pattern is what a heat map shows.
+    largest = max([c["clipped"] for c in document["cells"]] + [1e-9])
+    table = []
+    for row in rows:
+        line = []
+        for column in columns:
+            cell = cells[row, column]
+            low, high = cell[prefix + "simultaneous_lower"], cell[prefix + "simultaneous_upper"]
+            line.append({"text": percent(max(cell["estimate"], 0.0)),
+                         "raw": cell["estimate"], "low": percent(low), "high": percent(high),
+                         "style": f"background: {shade(cell['clipped'] / largest)}"})  # fmt: skip
+        table.append({"label": row, "cells": line,
+                      "share": percent(max(document["row_shares"][row], 0.0))})  # fmt: skip
+    return {
+        "table": table,
+        "columns": columns,
+        "column_shares": [percent(max(document["column_shares"][c], 0.0)) for c in columns],
+        "family": svg.FAMILY_NAMES.get(family, family),
+    }
+
+
+@blueprint.get("/surveys/<survey_id>/crosstab")
+def crosstab_page(survey_id: str) -> str | tuple[str, int]:
+    try:
+        check_survey_id(None, {"survey_id": survey_id})
+        record = current_storage().get_survey(survey_id, count=False)
+    except NotFound:
+        return _missing(survey_id)
+    try:
+        beta = _beta()
+    except InvalidParameter as error:
+        return _missing(survey_id, str(error), 400)
+    questions = record.survey.questions
+    choices = [q for q in questions if q.type != "numeric"]
+    rows_id = request.args.get("rows") or (choices[0].id if choices else questions[0].id)
+    columns_id = request.args.get("columns") or next(
+        (q.id for q in questions if q.id != rows_id), rows_id)  # fmt: skip
+    document, error = None, None
+    if record.results_public:
+        try:
+            document = crosstab_document(current_storage(), record, rows_id, columns_id, beta=beta)
+        except (InvalidParameter, Conflict) as problem:
+            error = str(problem)
+    extra = {"beta": beta} if "beta" in request.args else {}
+
+    def link(rows: str, columns: str) -> str:
+        return url_for("dashboard.crosstab_page", survey_id=record.id, rows=rows,
+                       columns=columns, **extra)  # fmt: skip
+
+    view = None
+    if document is not None and document.get("n"):
+        view = _joint_view(document) if document["kind"] == "joint" else None
+    return render_template(
+        "crosstab.html",
+        survey=record,
+        public=record.results_public,
+        rows=rows_id,
+        columns=columns_id,
+        row_links=[(q, link(q.id, columns_id)) for q in questions],
+        column_links=[(q, link(rows_id, q.id)) for q in questions],
+        document=document,
+        view=view,
+        error=error,
+        level=confidence_text(beta),
+        covers=COVERS,
+        api_url=url_for("crosstab.crosstab", survey_id=record.id, rows=rows_id,
+                        columns=columns_id, **extra),
+        csv_url=url_for("crosstab.crosstab", survey_id=record.id, rows=rows_id,
+                        columns=columns_id, format="csv", **extra),
+        survey_url=url_for("dashboard.survey", survey_id=record.id),
+    )  # fmt: skip
+
+
+@blueprint.get("/surveys/<survey_id>/compare/<other_id>")
+def compare_page(survey_id: str, other_id: str) -> str | tuple[str, int]:
+    storage = current_storage()
+    try:
+        for identifier in (survey_id, other_id):
+            check_survey_id(None, {"survey_id": identifier})
+        first, second = storage.get_survey(survey_id), storage.get_survey(other_id)
+        beta = _beta()
+    except NotFound:
+        return _missing(other_id)
+    except InvalidParameter as error:
+        return _missing(survey_id, str(error), 400)
+    sections = []
+    public = first.results_public and second.results_public
+    if public:
+        folded = storage.fold(first.id), storage.fold(second.id)
+        for question in first.survey.questions:
+            if question.id not in second.survey.question_id_set:
+                continue
+            other = second.survey.question(question.id)
+            try:
+                document = compare_document(
+                    (first, question, folded[0][question.id]),
+                    (second, other, folded[1][question.id]),
+                    beta=beta,
+                )
+            except InvalidParameter:
+                continue  # same id, different question: not comparable
+            sections.append({"question": question, "document": document})
+    return render_template("compare.html", first=first, second=second, public=public,
+                           sections=sections, level=confidence_text(beta))  # fmt: skip
+
+
+# Surveys looked at for a "what changed" link on a survey page (the newest first).
+COMPARABLE_SCAN = 50
+
+
+def comparable_surveys(record: Any) -> list[Any]:
+    """Other public surveys created after this one that share a question id (later waves)."""
+    if not record.results_public:
+        return []
+    storage = current_storage()
+    total = len(storage.list_surveys())
+    recent = storage.list_surveys(offset=max(0, total - COMPARABLE_SCAN))
+    mine = record.survey.question_id_set
+    return [other for other in recent
+            if other.id != record.id and other.results_public
+            and other.created_at >= record.created_at
+            and mine & other.survey.question_id_set]  # fmt: skip

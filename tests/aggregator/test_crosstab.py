@@ -1,0 +1,266 @@
+"""Crosstabs and comparisons through the API, on both backends (issue 20).
+
+The recount: the crosstab of the exported raw reports, recomputed by a plain
+loop over submissions (support sets from each oracle's own ``support_counts``
+of one report), equals the served one exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import uuid
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deniable.survey import Survey
+
+from .conftest import assert_problem, demo_survey_dict, random_answer
+
+URL = "/api/v1/surveys/demo"
+
+
+def respondents_body(survey: Survey, count: int, seed: int = 0, skip: float = 0.0) -> dict:
+    """``count`` respondents answering every question (each skipped with probability ``skip``)."""
+    rng = np.random.default_rng(seed)
+    groups = []
+    for _ in range(count):
+        reports = [
+            {"id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "question": q.id,
+             "payload": q.randomize(random_answer(q, rng), rng)}
+            for q in survey.questions if rng.random() >= skip
+        ]  # fmt: skip
+        if reports:
+            groups.append({"reports": reports})
+    return {"respondents": groups}
+
+
+def post_respondents(client, headers, body, survey_id="demo"):
+    return client.post(f"/api/v1/surveys/{survey_id}/reports/bulk", json=body, headers=headers)
+
+
+def recount(survey: Survey, exported: list[dict[str, Any]], rows: str, columns: str) -> dict:
+    """The co-score matrix and marginal sums by a straightforward loop over submissions."""
+    by_submission: dict[int, dict[str, str]] = {}
+    for report in exported:
+        by_submission.setdefault(report["submission"], {})[report["question"]] = report["payload"]
+    a, b = survey.question(rows), survey.question(columns)
+
+    def scores(question, payload):
+        oracle = question.oracle
+        report = oracle.decode_many([payload])
+        if question.type == "numeric":
+            return [int(report[0])]
+        if question.mechanism == "option_sampling":
+            option, bit = (int(v) for v in report[0])
+            return [(2 * bit - 1) if v == option else 0 for v in range(oracle.options)]
+        if question.type == "multiple_choice":
+            return [int(v) for v in report[0]]
+        return [int(v) for v in oracle.support_counts(report)]
+
+    n, joint = 0, np.zeros((len(a.labels), len(b.labels)), dtype=np.int64)
+    row_sums, column_sums = np.zeros(len(a.labels), np.int64), np.zeros(len(b.labels), np.int64)
+    for answers in by_submission.values():
+        if rows in answers and columns in answers:
+            x, y = scores(a, answers[rows]), scores(b, answers[columns])
+            n += 1
+            row_sums += x
+            column_sums += y
+            for i, xi in enumerate(x):
+                for j, yj in enumerate(y):
+                    joint[i, j] += xi * yj
+    return {"n": n, "rows": row_sums.tolist(), "columns": column_sums.tolist(),
+            "joint": joint.tolist()}  # fmt: skip
+
+
+def test_crosstab_recount_from_export_matches_served(client, created_survey, operator_headers,
+                                                     storage):  # fmt: skip
+    survey = Survey.from_dict(created_survey["definition"])
+    body = respondents_body(survey, 150, seed=3, skip=0.2)
+    response = post_respondents(client, operator_headers, body)
+    assert response.status_code == 201, response.data
+    assert response.get_json()["respondents"] == len(body["respondents"])
+    # One respondent through the public route (one submission of its own).
+    single = respondents_body(survey, 1, seed=9)["respondents"][0]
+    assert client.post(URL + "/reports", json=single).status_code == 201
+    export = client.get(URL + "/export", headers=operator_headers)
+    exported = [json.loads(line) for line in export.data.splitlines()]
+    assert all(isinstance(r["submission"], int) for r in exported)
+    from deniable.aggregator.crosstabs import folded_statistics
+
+    record = storage.get_survey("demo")
+    for rows, columns in [("transport", "smoker"), ("tools", "transport"),
+                          ("smoker", "overtime"), ("transport", "tools")]:  # fmt: skip
+        expected = recount(survey, exported, rows, columns)
+        served = folded_statistics(storage, record, survey.question(rows),
+                                   survey.question(columns)).to_dict()  # fmt: skip
+        assert served == expected, (rows, columns)
+        document = client.get(URL + f"/crosstab?rows={rows}&columns={columns}").get_json()
+        assert document["n"] == expected["n"] > 80
+
+
+def test_crosstab_document_and_formats(client, created_survey, operator_headers):
+    survey = Survey.from_dict(created_survey["definition"])
+    assert post_respondents(client, operator_headers,
+                            respondents_body(survey, 120, seed=1)).status_code == 201  # fmt: skip
+    document = client.get(URL + "/crosstab?rows=transport&columns=smoker&beta=0.1").get_json()
+    assert document["kind"] == "joint" and document["n"] == 120 and document["beta"] == 0.1
+    assert len(document["cells"]) == 8 and document["epsilon"] == 3.0
+    assert "No extra privacy cost" in document["privacy"]
+    cell = document["cells"][0]
+    assert (
+        cell["lower"] <= cell["estimate"] <= cell["upper"]
+        or cell["estimate"] < 0
+        or (cell["estimate"] > 1)
+    )
+    assert cell["simultaneous_lower"] <= cell["lower"]
+    assert {"chebyshev", "chebyshev_exact", "bernstein"} == {
+        i["family"] for i in document["intervals"]
+    }
+    means = client.get(URL + "/crosstab?rows=overtime&columns=transport").get_json()
+    assert means["kind"] == "means" and means["by"] == "transport"
+    assert all(0 <= c["lower"] <= c["upper"] <= 20 for c in means["categories"])
+    text = client.get(URL + "/crosstab?rows=transport&columns=smoker&format=csv").data.decode()
+    table = list(csv.DictReader(io.StringIO(text)))
+    assert len(table) == 8 and table[0]["row"] == "car" and table[0]["column"] == "no"
+    compared = client.get(
+        URL + "/crosstab?rows=transport&columns=smoker&first_row=car"
+        "&first_column=yes&second_row=bus&second_column=yes"
+    ).get_json()
+    assert compared["comparison"]["dependence"] == "any"
+    assert compared["comparison"]["sentence"].startswith("differs by ")
+    # Later asks of the same pair fold only what arrived since; the transposed pair agrees.
+    again = client.get(URL + "/crosstab?rows=smoker&columns=transport").get_json()
+    assert again["n"] == 120
+    assert again["cells"][1]["estimate"] == pytest.approx(document["cells"][2]["estimate"])
+
+
+def test_crosstab_refusals(client, created_survey, operator_headers):
+    assert_problem(client.get(URL + "/crosstab?rows=transport"), 400)
+    assert_problem(client.get(URL + "/crosstab?rows=transport&columns=transport"), 400)
+    assert_problem(client.get(URL + "/crosstab?rows=overtime&columns=overtime"), 400)
+    assert_problem(client.get(URL + "/crosstab?rows=nope&columns=smoker"), 400)
+    assert_problem(client.get(URL + "/crosstab?rows=transport&columns=smoker&beta=0.3"), 400)
+    empty = client.get(URL + "/crosstab?rows=transport&columns=smoker").get_json()
+    assert empty["n"] == 0 and empty["estimate"] is None
+    # Loose bulk reports (the old format) are stored, and make crosstabs unavailable.
+    survey = Survey.from_dict(created_survey["definition"])
+    loose = [r for g in respondents_body(survey, 5, seed=2)["respondents"] for r in g["reports"]]
+    response = client.post(URL + "/reports/bulk", json={"reports": loose}, headers=operator_headers)
+    assert response.status_code == 201
+    problem = assert_problem(client.get(URL + "/crosstab?rows=transport&columns=smoker"), 409)
+    assert "unavailable" in problem["detail"]
+    # A respondent answering one question twice is refused whole.
+    twice = respondents_body(survey, 2, seed=4)
+    twice["respondents"][1]["reports"].append(
+        {**twice["respondents"][1]["reports"][0], "id": str(uuid.uuid4())}
+    )
+    assert_problem(post_respondents(client, operator_headers, twice), 422)
+
+
+def test_private_surveys_stay_private(client, operator_headers, storage):
+    definition = demo_survey_dict("hidden")
+    client.post("/api/v1/surveys", json={"definition": definition, "results_public": False},
+                headers=operator_headers)  # fmt: skip
+    path = "/api/v1/surveys/hidden/crosstab?rows=transport&columns=smoker"
+    assert_problem(client.get(path), 401)
+    assert client.get(path, headers=operator_headers).status_code == 200
+    limited = storage.create_operator_token("other", surveys=["demo"])
+    assert_problem(client.get(path, headers={"Authorization": f"Bearer {limited}"}), 403)
+    compare = "/api/v1/surveys/hidden/compare?question=smoker&with=hidden"
+    assert_problem(client.get(compare), 401)
+
+
+def test_compare_two_surveys(client, operator_headers):
+    for name, seed in (("wave1", 1), ("wave2", 2)):
+        definition = demo_survey_dict(name)
+        client.post("/api/v1/surveys", json={"definition": definition, "results_public": True},
+                    headers=operator_headers)  # fmt: skip
+        body = respondents_body(Survey.from_dict(definition), 60, seed=seed)
+        assert post_respondents(client, operator_headers, body, name).status_code == 201
+    document = client.get("/api/v1/surveys/wave1/compare?question=transport&with=wave2").get_json()
+    assert document["dependence"] == "independent" and len(document["comparisons"]) == 4
+    row = document["comparisons"][0]
+    assert row["difference"] == pytest.approx(row["second"] - row["first"])
+    assert row["simultaneous_lower"] <= row["lower"] and row["sentence"].startswith("changed by")
+    numeric = client.get("/api/v1/surveys/wave1/compare?question=overtime&with=wave2").get_json()
+    assert numeric["comparisons"][0]["label"] == "mean"
+    text = client.get("/api/v1/surveys/wave1/compare?question=smoker&with=wave2&format=csv")
+    assert text.data.decode().startswith("label,first,second,difference")
+    assert_problem(client.get("/api/v1/surveys/wave1/compare?question=smoker&with=wave2"
+                              "&with_question=transport"), 400)  # fmt: skip
+
+
+def test_cli_crosstab_and_compare(client, created_survey, operator_headers, database, backend,
+                                  capsys, tmp_path):  # fmt: skip
+    if backend != "sqlite":
+        pytest.skip("the CLI reads the same storage; once is enough")
+    from deniable.aggregator import cli
+
+    survey = Survey.from_dict(created_survey["definition"])
+    assert post_respondents(client, operator_headers,
+                            respondents_body(survey, 80, seed=5)).status_code == 201  # fmt: skip
+    base = ["--database", database, "--signing-key", str(tmp_path / "key.pem")]
+    assert cli.main([*base, "crosstab", "demo", "transport", "smoker", "--compare", "car", "yes",
+                     "bus", "yes"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "transport by smoker" in out and "n = 80" in out and "differs by" in out
+    assert cli.main([*base, "crosstab", "demo", "overtime", "transport", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "means"
+    assert cli.main([*base, "crosstab", "demo", "transport", "tools", "--csv"]) == 0
+    assert capsys.readouterr().out.startswith("row,column,estimate")
+    assert cli.main([*base, "crosstab", "demo", "transport", "nope"]) == 2
+    assert "no question 'nope'" in capsys.readouterr().err
+    assert cli.main([*base, "compare", "demo", "demo", "smoker"]) == 0
+    assert "changed by 0 points" in capsys.readouterr().out
+    assert cli.main([*base, "crosstab", "missing", "a", "b"]) == 3
+
+
+def test_dashboard_pages(client, created_survey, operator_headers):
+    survey = Survey.from_dict(created_survey["definition"])
+    assert post_respondents(client, operator_headers,
+                            respondents_body(survey, 90, seed=6)).status_code == 201  # fmt: skip
+    page = client.get("/surveys/demo").data.decode()
+    assert 'id="crosstab-link"' in page
+    html = client.get("/surveys/demo/crosstab?rows=transport&columns=smoker").data.decode()
+    assert 'id="joint"' in html and 'data-n="90"' in html and html.count("data-estimate=") == 8
+    assert "background: hsl(" in html and 'aria-current="true"' in html
+    assert 'id="means"' in client.get("/surveys/demo/crosstab?rows=transport"
+                                      "&columns=overtime").data.decode()  # fmt: skip
+    assert client.get("/surveys/demo/crosstab?rows=nope&columns=smoker").status_code == 200
+    definition = demo_survey_dict("later")
+    client.post("/api/v1/surveys", json={"definition": definition, "results_public": True},
+                headers=operator_headers)  # fmt: skip
+    post_respondents(client, operator_headers, respondents_body(survey, 40, seed=8), "later")
+    assert "/surveys/demo/compare/later" in client.get("/surveys/demo").data.decode()
+    changes = client.get("/surveys/demo/compare/later").data.decode()
+    assert changes.count("changed by") == 2 + 4 + 3 + 1
+    # Loose reports: the page says crosstabs are unavailable, in words.
+    loose = respondents_body(survey, 2, seed=12)["respondents"][0]["reports"]
+    client.post(URL + "/reports/bulk", json={"reports": loose}, headers=operator_headers)
+    unavailable = client.get("/surveys/demo/crosstab").data.decode()
+    assert 'id="unavailable"' in unavailable and "cannot be joined" in unavailable
+    client.post(
+        "/api/v1/surveys",
+        json={"definition": demo_survey_dict("secret"), "results_public": False},
+        headers=operator_headers,
+    )
+    assert 'id="private-notice"' in client.get("/surveys/secret/crosstab").data.decode()
+
+
+def test_relay_shuffling_per_question_makes_crosstabs_unavailable(storage, created_survey):
+    """The relay's per-question shuffle unit (WORKING.md's shared format) forbids joining."""
+    from types import SimpleNamespace
+
+    from deniable.aggregator.crosstabs import unavailable_reason
+
+    record = storage.get_survey("demo")
+    assert unavailable_reason(storage, record) is None
+    for unit, refused in (("question", True), ("submission", False)):
+        relay = SimpleNamespace(url="https://relay.example", min_batch=1000, shuffle_unit=unit)
+        survey = SimpleNamespace(id="demo", relay=relay)
+        reason = unavailable_reason(storage, SimpleNamespace(id="demo", survey=survey))
+        assert (reason is not None and "shuffles each question" in reason) == refused
