@@ -38,7 +38,7 @@ import numpy as np
 from deniable.errors import DeniableError
 from deniable.survey import Survey
 
-from . import cli_crosstab, cli_keys, cli_tokens, planning
+from . import cli_crosstab, cli_keys, cli_relay, cli_tokens, planning
 from .cli_common import (
     PROG,
     Parser,
@@ -477,6 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_tokens.register(commands, Parser)
     cli_keys.register(commands, Parser)
     cli_crosstab.register(commands, Parser)
+    cli_relay.register(commands, Parser)
 
     sub = command("results", "a survey's estimates and intervals as a table")
     sub.add_argument("survey", metavar="ID", help="id of the survey")

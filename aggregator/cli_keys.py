@@ -42,6 +42,10 @@ def cmd_key_show(args: argparse.Namespace) -> int:
     print(f"public key: {key.public_key} (Ed25519)")
     print(f"sequence:   {document['sequence']} rotation(s) since the first key")
     print(f"key file:   {path}")
+    if key.encryption is not None:
+        print(f"encryption: {key.encryption.key_id} (X25519, for sealed reports; "
+              f"{len(key.encryption.retired)} retired key(s) kept) in "
+              f"{signing.encryption_key_path(path)}")  # fmt: skip
     if key.chain:
         print(f"chain file: {signing.chain_path(path)}")
         for link in key.chain:
@@ -59,8 +63,13 @@ def cmd_key_rotate(args: argparse.Namespace) -> int:
                     "sequence": len(new.chain)})  # fmt: skip
     else:
         print(f"rotated signing key {old.key_id} -> {new.key_id} (sequence {len(new.chain)})")
-    print(f"the chain is in {signing.chain_path(path)}; copy it and {path} to every machine that "
-          "serves this database; running servers switch within a second", file=sys.stderr)
+        if new.encryption is not None:
+            print(f"rotated encryption key -> {new.encryption.key_id} (the previous ones still "
+                  "open reports a relay holds)")  # fmt: skip
+    print(f"the chain is in {signing.chain_path(path)}; copy it, {path} and the encryption key "
+          f"files ({signing.encryption_key_path(path).name}, "
+          f"{signing.retired_encryption_path(path).name}) to every machine that serves this "
+          "database; running servers switch within a second", file=sys.stderr)
     return 0
 
 

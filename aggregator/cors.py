@@ -31,7 +31,8 @@ def parse_origins(value: object) -> tuple[str, ...]:
     return origins
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask, routes: str = ROUTES) -> None:
+    """Share ``routes`` (a path regex; the relay passes its own) with ``CORS_ORIGINS``."""
     origins = list(app.config["CORS_ORIGINS"])
     if not origins:
         return
@@ -39,7 +40,7 @@ def init_app(app: Flask) -> None:
 
     CORS(
         app,
-        resources={ROUTES: {"origins": origins}},
+        resources={routes: {"origins": origins}},
         methods=["GET", "POST"],
         allow_headers=ALLOWED_HEADERS,
         supports_credentials=False,

@@ -5,6 +5,12 @@ candidate mechanism and interval family either the expected half-width at
 ``--n`` respondents or the respondents needed for ``--half-width``
 (:mod:`deniable.planner`).  A table by default, JSON with ``--json``.  No
 database, no settings: the planner is pure arithmetic.
+
+With ``--relay``, the survey goes through a shuffling relay: given the central
+``--central-epsilon`` and ``--delta`` wanted for batches of ``--batch`` reports,
+it prints the ε0 to set on each question (:mod:`deniable.shuffle`) and the
+respondents needed for ``--half-width`` (default ±0.05) at that ε0, beside the
+respondents the same question needs with no relay.
 """
 
 from __future__ import annotations
@@ -13,9 +19,19 @@ import argparse
 import json
 from typing import Any
 
-from deniable.planner import QUESTION_TYPES, Plan, format_number, plan
+from deniable.client.policy import Policy
+from deniable.planner import (
+    DEFAULT_RELAY_DELTA,
+    DEFAULT_RELAY_HALF_WIDTH,
+    QUESTION_TYPES,
+    Plan,
+    RelayPlan,
+    format_number,
+    plan,
+    relay_plan,
+)
 
-from .terminal import format_table
+from .terminal import EXIT_USAGE, CommandError, format_table
 
 
 def _count(value: str) -> int:
@@ -42,27 +58,48 @@ def add_parser(commands: Any) -> None:
         description="Expected interval half-widths for n respondents, or the respondents "
         "needed for a half-width, per mechanism and interval family.",
     )
-    sub.add_argument("--type", dest="question_type", choices=QUESTION_TYPES,
-                     default="single_choice", help="question type (default single_choice)")
+    sub.add_argument("--type", dest="question_type", choices=QUESTION_TYPES, default=None,
+                     help="question type (default single_choice; with --relay and no "
+                     "--options, yes_no)")
     sub.add_argument("--options", type=_count, default=None,
                      help="number of options (single and multiple choice)")
-    sub.add_argument("--epsilon", type=_real, required=True, help="the question's ε")
+    sub.add_argument("--epsilon", type=_real, default=None,
+                     help="the question's ε (required without --relay)")
     sub.add_argument("--beta", type=_real, default=0.05,
                      help="allowed failure probability of each interval (default 0.05)")
-    goal = sub.add_mutually_exclusive_group(required=True)
+    goal = sub.add_mutually_exclusive_group()
     goal.add_argument("--n", type=_count, help="respondents: print expected half-widths")
     goal.add_argument("--half-width", type=_real,
                       help="target half-width (a share, e.g. 0.05; answer units for numeric): "
-                      "print the respondents needed")
+                      "print the respondents needed (with --relay: default 0.05)")
     sub.add_argument("--lo", type=_real, default=0.0, help="numeric: lower end (default 0)")
     sub.add_argument("--hi", type=_real, default=1.0, help="numeric: upper end (default 1)")
     sub.add_argument("--json", action="store_true", help="JSON instead of a table")
+    relay = sub.add_argument_group("relayed survey (shuffle model, docs/relay.md)")
+    relay.add_argument("--relay", action="store_true",
+                       help="plan for a shuffling relay: print the ε0 to set on each question")
+    relay.add_argument("--central-epsilon", type=_real, default=None,
+                       help="with --relay: the central ε wanted for each batch")
+    relay.add_argument("--delta", type=_real, default=None,
+                       help=f"with --relay: the central δ (default {DEFAULT_RELAY_DELTA:g})")
+    relay.add_argument("--batch", type=_count, default=None,
+                       help="with --relay: the smallest batch the relay forwards (min_batch)")
     sub.set_defaults(func=cmd_plan)  # fmt: skip
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    if args.relay:
+        return cmd_relay_plan(args)
+    for option in ("central_epsilon", "batch", "delta"):
+        if getattr(args, option) is not None:
+            flag = "--" + option.replace("_", "-")
+            raise CommandError(f"{flag} needs --relay", EXIT_USAGE)
+    if args.epsilon is None:
+        raise CommandError("the following arguments are required: --epsilon", EXIT_USAGE)
+    if args.n is None and args.half_width is None:
+        raise CommandError("one of the arguments --n --half-width is required", EXIT_USAGE)
     result = plan(
-        args.question_type,
+        args.question_type or "single_choice",
         epsilon=args.epsilon,
         options=args.options,
         beta=args.beta,
@@ -106,5 +143,90 @@ def plan_table(result: Plan) -> str:
         "* recommended: smallest squared error summed over categories at the uniform "
         "distribution (ties: smaller report).",
         "Intervals cover the respondents' own answers; half-widths are before cutting at 0 and 1.",
+    ]
+    return "\n".join(lines)
+
+
+def cmd_relay_plan(args: argparse.Namespace) -> int:
+    if args.epsilon is not None:
+        raise CommandError(
+            "--relay computes the question's ε from --central-epsilon: drop --epsilon", EXIT_USAGE
+        )
+    missing = [flag for flag, value in (("--central-epsilon", args.central_epsilon),
+                                        ("--batch", args.batch)) if value is None]  # fmt: skip
+    if missing:
+        raise CommandError(f"--relay needs {' and '.join(missing)}", EXIT_USAGE)
+    question_type = args.question_type or ("single_choice" if args.options else "yes_no")
+    result = relay_plan(
+        question_type,
+        central_epsilon=args.central_epsilon,
+        delta=DEFAULT_RELAY_DELTA if args.delta is None else args.delta,
+        batch=args.batch,
+        options=args.options,
+        beta=args.beta,
+        n=args.n,
+        half_width=args.half_width,
+        lo=args.lo,
+        hi=args.hi,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(relay_table(result))
+    return 0
+
+
+def relay_table(result: RelayPlan) -> str:
+    """The relay summary in words, then the plan at ε0."""
+    question = result.plan
+    lines = [
+        f"Relayed survey: central epsilon {result.central_epsilon:g} at delta "
+        f"{result.delta:g} for every batch of at least {result.batch:,} reports.",
+        f"Set epsilon {result.local_epsilon:g} on each question (any mechanism; "
+        f"central epsilon {result.achieved_central_epsilon:.4g} by the generic shuffling "
+        "bound, FMT23 / Wang et al. 2024).",
+    ]
+    if result.respondents is not None:
+        target = question.target if question.target is not None else DEFAULT_RELAY_HALF_WIDTH
+        level = f"{100 * (1 - question.beta):g}%"
+        needed = f"Respondents needed for ±{target:g} ({level}, {question.recommended}): "
+        needed += f"{result.respondents:,}"
+        if result.respondents_for_precision is not None and (
+            result.respondents_for_precision < result.batch
+        ):
+            needed += (f" (one batch; precision alone needs "
+                       f"{result.respondents_for_precision:,})")  # fmt: skip
+        lines.append(needed + ".")
+        if result.respondents_without_relay is not None:
+            lines.append(
+                f"Without the relay, epsilon {result.central_epsilon:g} on the device needs "
+                f"{result.respondents_without_relay:,}."
+            )
+        if result.smallest_batch is not None:
+            lines.append(
+                f"Fewest respondents for ±{target:g} through the relay: "
+                f"{result.smallest_batch:,}, all in one batch (min_batch "
+                f"{result.smallest_batch:,}, epsilon {result.smallest_batch_local_epsilon:g})."
+            )
+    if result.delta * result.batch > 0.1:
+        lines.append(
+            f"Note: delta {result.delta:g} is not well below 1/batch: a guarantee that may "
+            "fail with that chance for each respondent could expose someone in a batch "
+            "outright. Choose a smaller --delta."
+        )
+    cap = Policy().max_question_epsilon
+    if result.local_epsilon > cap:
+        lines.append(
+            f"Note: devices on the default policy refuse more than epsilon {cap:g} per question "
+            "(deniable.client.policy): they would not answer unless their cap is raised."
+        )
+    lines += [
+        "Each shuffle unit (a question by default, or a whole submission) counts its own "
+        "batch; with whole submissions, the epsilon above is the survey's total.",
+        "The central figure holds if the relay does not collude with the aggregator and every "
+        "report in a batch is genuine (with k injected, use batch - k); the device's epsilon "
+        "holds for every report regardless.",
+        "",
+        plan_table(question),
     ]
     return "\n".join(lines)

@@ -34,6 +34,7 @@ from deniable.errors import (
     NotFound,
     PayloadTooLarge,
     RateLimited,
+    SealingError,
     StorageError,
 )
 
@@ -70,6 +71,7 @@ PROBLEMS: tuple[tuple[type[BaseException], int, str, str], ...] = (
     (InvalidReport, 422, "invalid-report", "Invalid report"),
     (InvalidSurvey, 422, "invalid-survey", "Invalid survey"),
     (InvalidValue, 422, "invalid-value", "Invalid value"),
+    (SealingError, 422, "invalid-sealed", "Sealed report does not open"),
     (RateLimited, 429, "rate-limited", "Too many requests"),
     (StorageError, 503, "storage-unavailable", "Storage unavailable"),
     (SettingsError, 500, "internal", "Internal error"),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -55,7 +55,9 @@ class WaitressWorker(Worker):
             asyncore_use_poll=True,
             # Why twice the app's limit: a body a little over it still reaches the app,
             # which answers problem+json 413; far larger ones are cut off by waitress.
-            max_request_body_size=2 * max_body,
+            max_request_body_size=max(
+                2 * max_body, int(self.app.app_config.get("MAX_RELAY_BATCH_BYTES", 0))
+            ),
             ident="deniable",
             clear_untrusted_proxy_headers=False,  # the app applies TRUST_PROXY itself
         )
@@ -77,28 +79,50 @@ class WaitressWorker(Worker):
 class AggregatorApplication(BaseApplication):
     """gunicorn with :class:`WaitressWorker`, serving ``create_app(config)`` in each worker."""
 
-    def __init__(self, config: Mapping[str, Any], bind: str, workers: int, timeout: int) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        bind: str,
+        workers: int,
+        timeout: int,
+        *,
+        factory: Callable[[Mapping[str, Any]], Any] | None = None,
+        process_name: str = PROCESS_NAME,
+    ) -> None:
         self.app_config = dict(config)
         self.bind, self.workers, self.timeout = bind, workers, timeout
+        # Another service (the relay) serves its own app factory the same way.
+        self.factory, self.process_name = factory, process_name
         super().__init__()
 
     def load_config(self) -> None:
         self.cfg.set("bind", [self.bind])
         self.cfg.set("workers", self.workers)
         self.cfg.set("timeout", self.timeout)
-        self.cfg.set("proc_name", PROCESS_NAME)
+        self.cfg.set("proc_name", self.process_name)
         self.cfg.set("worker_class", f"{__name__}.WaitressWorker")
-        from .metrics import child_exit
+        if self.factory is None:
+            from .metrics import child_exit
 
-        self.cfg.set("child_exit", child_exit)  # metrics: forget a dead worker's live values
+            self.cfg.set("child_exit", child_exit)  # metrics: forget a dead worker's live values
 
     def load(self):
         from . import create_app
 
         # Why: built in each worker after fork, so no connection crosses a fork.
-        return create_app(self.app_config)
+        return (self.factory or create_app)(self.app_config)
 
 
-def serve(config: Mapping[str, Any], bind: str, workers: int, timeout: int = 60) -> None:
-    """Serve the aggregator (blocks until stopped); see the module docstring."""
-    AggregatorApplication(config, bind, workers, timeout).run()
+def serve(
+    config: Mapping[str, Any],
+    bind: str,
+    workers: int,
+    timeout: int = 60,
+    *,
+    factory: Callable[[Mapping[str, Any]], Any] | None = None,
+    process_name: str = PROCESS_NAME,
+) -> None:
+    """Serve the aggregator, or ``factory``'s app (blocks until stopped); see the docstring."""
+    AggregatorApplication(
+        config, bind, workers, timeout, factory=factory, process_name=process_name
+    ).run()

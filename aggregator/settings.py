@@ -141,10 +141,11 @@ class Setting:
     default: Any
     help: str
     parse: Callable[[object], Any]
+    prefix: str = ENVIRONMENT_PREFIX  # the relay's table uses DENIABLE_RELAY_
 
     @property
     def environment_variable(self) -> str:
-        return ENVIRONMENT_PREFIX + self.name
+        return self.prefix + self.name
 
 
 # The one table.  ``None`` defaults are filled in from HOME.
@@ -280,6 +281,13 @@ SETTINGS: tuple[Setting, ...] = (
         parse=_boolean,
     ),
     Setting(
+        name="MAX_RELAY_BATCH_BYTES",
+        default=256 << 20,
+        help="Largest body of one batch from a relayed survey's relay, in bytes (larger: 413); "
+        "only a request with that relay's credential may exceed MAX_BODY_BYTES.",
+        parse=_integer(1_024, 1 << 34),
+    ),
+    Setting(
         name="MIGRATE",
         default=True,
         help="Apply pending schema migrations at start-up.",
@@ -299,16 +307,28 @@ class Resolved:
     source: str  # "default", "DENIABLE_<NAME>", "command line" or "config[...]"
 
 
+# Settings whose default is a file in HOME, when unset.
+DERIVED = {"DATABASE": "deniable.sqlite3", "SIGNING_KEY_PATH": "signing_key.pem"}
+
+
 def resolve(
     config: Mapping[str, Any] | None = None,
     environment: Mapping[str, str] | None = None,
     *,
     config_source: str | None = None,
+    table: tuple[Setting, ...] = SETTINGS,
+    derived: Mapping[str, str] = DERIVED,
+    default_home: Path | None = None,
 ) -> list[Resolved]:
-    """Every setting's parsed value and its source (SettingsError on a bad value)."""
+    """Every setting's parsed value and its source (SettingsError on a bad value).
+
+    ``table``, ``derived`` and ``default_home`` let another service (the relay) resolve
+    its own table with this machinery.
+    """
     environment = os.environ if environment is None else environment
+    by_name = {setting.name: setting for setting in table}
     resolved: dict[str, Resolved] = {}
-    for setting in SETTINGS:
+    for setting in table:
         raw, source = setting.default, "default"
         if setting.environment_variable in environment:
             raw, source = environment[setting.environment_variable], setting.environment_variable
@@ -321,12 +341,12 @@ def resolve(
         resolved[setting.name] = Resolved(setting=setting, value=value, source=source)
     home = resolved["HOME"]
     if home.value is None:
-        resolved["HOME"] = Resolved(setting=home.setting, value=str(user_data_dir()),
+        home_dir = default_home if default_home is not None else user_data_dir()
+        resolved["HOME"] = Resolved(setting=home.setting, value=str(home_dir),
                                     source="default (platform user data directory)")  # fmt: skip
-    derived = {"DATABASE": "deniable.sqlite3", "SIGNING_KEY_PATH": "signing_key.pem"}
     for name, filename in derived.items():
         if resolved[name].value is None:
-            resolved[name] = Resolved(setting=BY_NAME[name],
+            resolved[name] = Resolved(setting=by_name[name],
                                       value=str(Path(resolved["HOME"].value) / filename),
                                       source="default (in HOME)")  # fmt: skip
     return list(resolved.values())
@@ -337,6 +357,7 @@ def load(
     environment: Mapping[str, str] | None = None,
     *,
     instance_path: str | os.PathLike[str] | None = None,
+    **options: Any,
 ) -> dict[str, Any]:
     """Every setting's parsed value: defaults, then environment, then ``config``.
 
@@ -344,15 +365,16 @@ def load(
     not in the table, e.g. ``TESTING``) pass through unparsed.  ``instance_path``
     is accepted for compatibility and ignored: data lives in HOME.
     """
-    values = {item.setting.name: item.value for item in resolve(config, environment)}
-    extra = {k: v for k, v in (config or {}).items() if k not in BY_NAME}
+    resolved = resolve(config, environment, **options)
+    values = {item.setting.name: item.value for item in resolved}
+    extra = {k: v for k, v in (config or {}).items() if k not in values}
     return {**extra, **values}
 
 
-def describe() -> str:
+def describe(table: tuple[Setting, ...] = SETTINGS) -> str:
     """A plain-text table of every setting, for ``--help`` texts and docs."""
     lines = []
-    for setting in SETTINGS:
+    for setting in table:
         lines.append(f"{setting.environment_variable} (default: {setting.default!r})")
         lines.append(f"    {setting.help}")
     return "\n".join(lines)

@@ -14,6 +14,14 @@ a crash leaves either the old key or the new one, each with a chain that serves
 it.  Running servers notice the new key file (checked at most once a second) and
 sign every survey document with it from then on: surveys are signed per request,
 never stored signed.
+
+The *encryption key* (X25519, for sealed reports: :mod:`deniable.sealing`) lives
+beside the signing key in ``<key stem>.encryption.pem`` (mode 0600, created with
+it), and is published in the key document as ``encryption_key``, signed by the
+signing key.  ``key rotate`` replaces it too; the keys it replaces are kept, newest
+first, in ``<key stem>.encryption.retired.pem`` (mode 0600, at most
+:data:`RETIRED_ENCRYPTION_KEYS`), so batches sealed before a rotation and still held
+by a relay still open (:meth:`EncryptionKeys.open_sealed`).
 """
 
 from __future__ import annotations
@@ -27,18 +35,64 @@ import stat
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from deniable import keychain
+from deniable import keychain, sealing
+from deniable.errors import SealingError
 
 from .settings import SettingsError
 
 ALGORITHM = "Ed25519"
 EXTENSION = "deniable.signing"
+# Why a few: a relay may hold reports sealed to a retired key for one batch window; more
+# retired keys only widen what a stolen file opens.
+RETIRED_ENCRYPTION_KEYS = 4
+
+
+def _raw_public(key: X25519PrivateKey) -> bytes:
+    return sealing.public_bytes(key)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EncryptionKeys:
+    """The aggregator's X25519 key for sealed reports, and the recently retired ones."""
+
+    current: X25519PrivateKey
+    retired: tuple[X25519PrivateKey, ...] = ()
+
+    @property
+    def public_bytes(self) -> bytes:
+        return _raw_public(self.current)
+
+    @property
+    def key_id(self) -> str:
+        return keychain.key_id(self.public_bytes)
+
+    def open_sealed(
+        self, *, survey_id: str, unit: str, sealed: bytes, size: int | None = None
+    ) -> bytes:
+        """The body of a sealed blob, opened with the current key or a retired one.
+
+        Raises :class:`~deniable.errors.SealingError` if no key opens it (altered,
+        sealed for another survey or unit, or to a key older than those kept).
+        """
+        error: SealingError | None = None
+        for key in (self.current, *self.retired):
+            try:
+                return sealing.open_sealed(key, survey_id=survey_id, unit=unit, sealed=sealed,
+                                           size=size)  # fmt: skip
+            except SealingError as failure:
+                error = failure
+                if size is not None and len(sealed) != sealing.sealed_length(size):
+                    break  # the length is wrong for every key
+        assert error is not None
+        raise error
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,16 +123,31 @@ class SigningKey:
         return base64.b64encode(self.private_key.sign(message)).decode("ascii")
 
     chain: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    encryption: EncryptionKeys | None = field(default=None, repr=False)
+
+    @cached_property
+    def encryption_document(self) -> dict[str, Any] | None:
+        """The ``encryption_key`` member: the X25519 key, signed by this signing key."""
+        if self.encryption is None:
+            return None
+        public = self.encryption.public_bytes
+        message = keychain.encryption_key_message(self.public_bytes, public)
+        return keychain.encryption_key_document(
+            self.public_bytes, public, self.private_key.sign(message)
+        )
 
     def public_document(self) -> dict[str, Any]:
-        """``GET /api/v1/key``: the key, its sequence and the chain of rotations up to it."""
-        return {
+        """``GET /api/v1/key``: the key, its sequence, the chain up to it, the encryption key."""
+        document = {
             "algorithm": ALGORITHM,
             "public_key": self.public_key,
             "key_id": self.key_id,
             "sequence": len(self.chain),
             "chain": list(self.chain),
         }
+        if self.encryption_document is not None:
+            document["encryption_key"] = dict(self.encryption_document)
+        return document
 
 
 def chain_path(key_path: str | os.PathLike[str]) -> Path:
@@ -101,22 +170,44 @@ def load_chain(key_path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return document["chain"]
 
 
+def encryption_key_path(key_path: str | os.PathLike[str]) -> Path:
+    """The encryption key beside a signing key file: ``signing_key.pem`` → ``.encryption.pem``."""
+    target = Path(key_path)
+    return target.with_name(f"{target.stem}.encryption.pem")
+
+
+def retired_encryption_path(key_path: str | os.PathLike[str]) -> Path:
+    """Where rotated-away encryption keys are kept: ``<stem>.encryption.retired.pem``."""
+    target = Path(key_path)
+    return target.with_name(f"{target.stem}.encryption.retired.pem")
+
+
+def _pem(key: Ed25519PrivateKey | X25519PrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
 def create_key(path: str | os.PathLike[str]) -> bool:
     """Create a new private key file at ``path`` unless one exists; True if created.
 
-    The file is written to a temporary name opened with mode 0600 (so it is never
-    readable by others, whatever the umask) and then hard-linked into place, which
-    fails if another process won the race: both then load the same key.
+    The encryption key beside it is created too when missing (so a deployment from
+    before sealing gains one at its next start).  Each file is written to a
+    temporary name opened with mode 0600 (so it is never readable by others,
+    whatever the umask) and then hard-linked into place, which fails if another
+    process won the race: both then load the same key.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    created = _create_exclusive(target, lambda: _pem(Ed25519PrivateKey.generate()))
+    _create_exclusive(encryption_key_path(target), lambda: _pem(sealing.generate_private_key()))
+    return created
+
+
+def _create_exclusive(target: Path, make_pem: Any) -> bool:
     if target.exists():
         return False
-    pem = Ed25519PrivateKey.generate().private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
+    pem = make_pem()
     temporary = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -133,30 +224,67 @@ def create_key(path: str | os.PathLike[str]) -> bool:
         temporary.unlink(missing_ok=True)
 
 
-def load_key(path: str | os.PathLike[str]) -> SigningKey:
-    """Load a private key file, refusing one that others can read."""
-    target = Path(path)
+def _read_private(target: Path, what: str) -> bytes:
     try:
         mode = target.stat().st_mode
         data = target.read_bytes()
     except OSError as error:
-        raise SettingsError(f"SIGNING_KEY_PATH {target}: cannot read ({error.strerror})") from None
+        raise SettingsError(f"{what} {target}: cannot read ({error.strerror})") from None
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise SettingsError(
-            f"SIGNING_KEY_PATH {target}: mode {stat.S_IMODE(mode):04o} lets others read the "
+            f"{what} {target}: mode {stat.S_IMODE(mode):04o} lets others read the "
             "private key; run chmod 600 on it"
         )
+    return data
+
+
+def _load_pem(data: bytes, target: Path, what: str, kind: type, name: str) -> Any:
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as error:
-        raise SettingsError(f"SIGNING_KEY_PATH {target}: not a PEM private key ({error})") from None
-    if not isinstance(key, Ed25519PrivateKey):
-        raise SettingsError(f"SIGNING_KEY_PATH {target}: not an Ed25519 key")
+        raise SettingsError(f"{what} {target}: not a PEM private key ({error})") from None
+    if not isinstance(key, kind):
+        raise SettingsError(f"{what} {target}: not an {name} key")
+    return key
+
+
+_PEM_END = b"-----END PRIVATE KEY-----"
+
+
+def load_encryption_keys(path: str | os.PathLike[str]) -> EncryptionKeys | None:
+    """The encryption key beside the signing key at ``path``, and the retired ones kept.
+
+    None if there is no encryption key file (a deployment from before sealing that
+    was not started since: ``init`` or ``serve`` creates it).
+    """
+    current_path = encryption_key_path(path)
+    if not current_path.exists():
+        return None
+    what = "encryption key"
+    current = _load_pem(_read_private(current_path, what), current_path, what,
+                        X25519PrivateKey, "X25519")  # fmt: skip
+    retired_path = retired_encryption_path(path)
+    retired: list[X25519PrivateKey] = []
+    if retired_path.exists():
+        data = _read_private(retired_path, "retired encryption keys")
+        for block in data.split(_PEM_END):
+            if block.strip():
+                retired.append(_load_pem(block + _PEM_END + b"\n", retired_path,
+                                         "retired encryption keys", X25519PrivateKey, "X25519"))
+    return EncryptionKeys(current=current, retired=tuple(retired))
+
+
+def load_key(path: str | os.PathLike[str]) -> SigningKey:
+    """Load a private key file (and its encryption keys), refusing one that others can read."""
+    target = Path(path)
+    data = _read_private(target, "SIGNING_KEY_PATH")
+    key = _load_pem(data, target, "SIGNING_KEY_PATH", Ed25519PrivateKey, "Ed25519")
     public = key.public_key().public_bytes(
         serialization.Encoding.Raw, serialization.PublicFormat.Raw
     )
     chain = keychain.chain_ending_at(load_chain(target), public)
-    return SigningKey(private_key=key, path=target, chain=tuple(chain))
+    return SigningKey(private_key=key, path=target, chain=tuple(chain),
+                      encryption=load_encryption_keys(target))  # fmt: skip
 
 
 def _write_atomically(path: Path, data: bytes, mode: int) -> None:
@@ -186,6 +314,7 @@ def rotate_key(path: str | os.PathLike[str]) -> tuple[SigningKey, SigningKey]:
     to it, see docs/key-rotation.md).
     """
     old = load_key(path)
+    _rotate_encryption_key(Path(path), old.encryption)
     chain = list(old.chain)
     new_private = Ed25519PrivateKey.generate()
     new = SigningKey(private_key=new_private, path=old.path)
@@ -202,6 +331,18 @@ def rotate_key(path: str | os.PathLike[str]) -> tuple[SigningKey, SigningKey]:
     )
     _write_atomically(Path(path), pem, 0o600)
     return old, load_key(path)
+
+
+def _rotate_encryption_key(path: Path, old: EncryptionKeys | None) -> None:
+    """A new encryption key; the one it replaces joins the retired keys (newest first).
+
+    The retired file is written first, so a crash between the two writes keeps the
+    old key either as current or as retired: nothing sealed to it is lost.
+    """
+    if old is not None:
+        kept = (old.current, *old.retired)[:RETIRED_ENCRYPTION_KEYS]
+        _write_atomically(retired_encryption_path(path), b"".join(map(_pem, kept)), 0o600)
+    _write_atomically(encryption_key_path(path), _pem(sealing.generate_private_key()), 0o600)
 
 
 class KeyRing:
@@ -249,3 +390,15 @@ def current_key() -> SigningKey:
     from flask import current_app
 
     return current_app.extensions[EXTENSION].current()
+
+
+def open_sealed(*, survey_id: str, unit: str, sealed: bytes, size: int | None = None) -> bytes:
+    """The body of a sealed blob, opened with the app's current or a retired encryption key.
+
+    Raises :class:`~deniable.errors.SealingError` if it does not open, or if this
+    aggregator has no encryption key.
+    """
+    keys = current_key().encryption
+    if keys is None:
+        raise SealingError("this aggregator has no encryption key (run init or serve once)")
+    return keys.open_sealed(survey_id=survey_id, unit=unit, sealed=sealed, size=size)

@@ -84,6 +84,24 @@ def _width(value: float, result: Mapping[str, Any]) -> str:
     return f"{value:.3g}" if "mean" in result else f"{100 * value:.1f}%"
 
 
+def relay_lines(relay: Mapping[str, Any]) -> str:
+    """A relayed survey's batch figures and what its central ε assumes, in plain words."""
+    smallest = relay["smallest_batch"]
+    lines = [f"relayed by {relay['url']} (shuffled per {relay['shuffle_unit']}, min_batch "
+             f"{relay['min_batch']:,}): {relay['batches']:,} batches, smallest "
+             f"{smallest if smallest is not None else '-'}, {relay['dropped']:,} sealed reports "
+             "dropped (did not open or were invalid)"]  # fmt: skip
+    lines += [f"  central epsilon assumes: {condition}" for condition in relay["conditions"]]
+    return "\n".join(lines)
+
+
+def central_line(central: Mapping[str, Any]) -> str:
+    if central.get("central_epsilon") is None:
+        return f"central epsilon: none yet ({central.get('note', 'no batch forwarded')})"
+    return (f"central epsilon {central['central_epsilon']:.3g} at delta {central['delta']:g} "
+            f"(smallest batch {central['batch']:,}; local epsilon {central['local_epsilon']:g})")
+
+
 def results_table(
     results: Mapping[str, Any],
     survey: Mapping[str, Any] | None = None,
@@ -103,11 +121,15 @@ def results_table(
         f"{results['n_reports']:,} reports; intervals: {level}, per category, the tightest "
         "published family (named per question); they cover the respondents' own answers"
     ]
+    if results.get("relay"):
+        blocks.append(relay_lines(results["relay"]))
     for q in results["questions"]:
         head = f"\n[{q['question']}] {texts.get(q['question'], '')}".rstrip()
         head += (
             f"\n  {q['type']}, mechanism {q['mechanism']}, epsilon {q['epsilon']:g}, n {q['n']:,}"
         )
+        if q.get("central"):
+            head += "\n  " + central_line(q["central"])
         if q.get("estimate", 0) is None or not q["n"]:
             blocks.append(head + "\n  no reports yet")
             continue

@@ -34,7 +34,12 @@ of domain size 1,024 (ε = 1; its default mechanism):
    respondent, so there is no token batch row).  It runs on a database already holding
    the reports above, which if anything favours the open path.
 
-6. the rate limiter (``--rate-limits``): single-report POSTs to the real aggregator on a
+6. adversarial ids (``--adversarial``, SQLite; benchmarks/adversarial_ids.py): honest
+   single-report p50/p99 with and without two clients sending 20-report submissions of ids
+   that share their first 64 bits, at the default public limit, after 50,000 such ids are
+   stored.  Target: honest p99 with them under twice its unloaded value.
+
+7. the rate limiter (``--rate-limits``): single-report POSTs to the real aggregator on a
    fresh SQLite database with the per-address limit off, counted in memory, and counted
    in Redis (``RATE_LIMIT_STORAGE``, ``--redis-url``), in rounds that alternate the three
    servers so drift hits them alike; loopback is not exempt there and the limit is far
@@ -56,6 +61,7 @@ Usage::
     python benchmarks/ingest.py [--postgres-dsn postgresql://postgres@127.0.0.1:5432/test]
         [--backends sqlite,postgresql] [--reports 1000000] [--duration 8] [--profile]
         [--rate-limits auto|only|off] [--redis-url redis://127.0.0.1:6379/0]
+        [--adversarial on|only|off] [--adversarial-stored 50000]
 
 The DSN defaults to ``$DENIABLE_BENCH_POSTGRES_DSN``, then
 ``$DENIABLE_TEST_POSTGRES_DSN``, then postgresql://postgres@127.0.0.1:5432/test.
@@ -83,8 +89,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import adversarial_ids  # sibling modules of this script
 import numpy as np
-import rate_limit_phase  # sibling modules of this script
+import rate_limit_phase
 from bare_app import setup_bare_tables
 from load import (
     BATCH,
@@ -473,6 +480,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the limiter phase: auto (when Redis answers), only, off")
     parser.add_argument("--redis-url", default=os.environ.get(
         "DENIABLE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--adversarial", choices=("on", "only", "off"), default="on",
+                        help="the adversarial-ids phase (SQLite): on, only, off")
+    parser.add_argument("--adversarial-stored", type=int, default=50_000,
+                        help="colliding ids stored before that phase (default 50,000)")
     parser.add_argument("--mechanism", default=MECHANISM,
                         help=f"the benchmark question's mechanism (default {MECHANISM})")
     parser.add_argument("--storage-rows", action="store_true",
@@ -493,12 +504,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"deniable ingest benchmark: {os.cpu_count()} CPUs, Python "
           f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, loopback {HOST}",
           flush=True)  # fmt: skip
-    for backend in backends if args.rate_limits != "only" else ():
+    only = "only" in (args.rate_limits, args.adversarial)
+    for backend in backends if not only else ():
         result = run_backend(backend, args, payloads)
         print(report(result), flush=True)
         if args.profile:
             print(profile_real(payloads, backend, args.postgres_dsn, args.mechanism), flush=True)
-    if args.rate_limits != "off":
+    if args.adversarial != "off" and "sqlite" in backends:
+        adversarial = adversarial_ids.run_adversarial(
+            args, payloads, host=HOST, survey=SURVEY_ID, question=QUESTION_ID,
+            create_survey=create_survey, start_real=start_real, stop=stop,
+        )  # fmt: skip
+        print(adversarial_ids.report(adversarial), flush=True)
+    if args.rate_limits != "off" and args.adversarial != "only":
         missing = rate_limit_phase.redis_reachable(args.redis_url)
         if missing is None:
             limits = rate_limit_phase.run_rate_limits(

@@ -285,6 +285,12 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
             f"Signature verified (aggregator key {verified.key_id}). Your answers are randomized "
             "on this device; only the randomized reports leave it.\n"
         )
+        if survey.relay is not None:
+            out.write(
+                f"This survey is relayed: the reports are sealed so that only the aggregator can "
+                f"read them, and sent to the relay at {terminal_text(survey.relay.url)}, which "
+                "hides who sent them and forwards them in shuffled batches.\n"
+            )
         answers = {}
         for number, question in enumerate(survey.questions, 1):
             out.write(f"\n{number}. {terminal_text(question.text)}\n{explain(question)}\n")
@@ -300,11 +306,14 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
             if confirm not in ("y", "yes"):
                 raise Aborted("nothing was sent")
         receipt = client.answer(verified, answers, enrolment_token=args.enrolment_token)
+        where = "relay" if survey.relay is not None else "aggregator"
         if receipt.delivered:
-            out.write(f"Sent {len(receipt.report_ids)} randomized reports. Thank you!\n")
+            sealed = " sealed" if survey.relay is not None else ""
+            out.write(f"Sent {len(receipt.report_ids)} randomized{sealed} reports"
+                      f"{' to the relay' if sealed else ''}. Thank you!\n")  # fmt: skip
         else:
             out.write(
-                "The aggregator is unreachable: the randomized reports are saved on this device "
+                f"The {where} is unreachable: the randomized reports are saved on this device "
                 "and will be sent by `deniable flush` or with your next answer.\n"
             )
     return 0

@@ -12,8 +12,9 @@ the CSPRNG (instantaneous layer), so reports do not repeat verbatim.
 
 ``info`` binds the key, the domain labels, both ε and the value, so a survey
 that reuses a key with other options or another ε gets an independent
-permanent response.  The thresholds are bound through ε: this client accepts
-only the thresholds it derives from ε itself (``Survey.from_dict``).
+permanent response.  The thresholds are bound through ε when they are the ones
+this code derives from ε, and explicitly when a survey signs others
+(``Question.probabilities``, accepted within the declared ε: docs/protocol.md §2.3).
 
 The ledger charges by *memo family*, everything in ``info`` but the value
 (:func:`family_tag`): a longitudinal question costs its permanent ε for the
@@ -97,6 +98,10 @@ def _info(question: Question, value: int | None) -> bytes:
     oracle = cast("LongitudinalGRR", question.oracle)
     family = [question.longitudinal.key, question.labels, oracle.epsilon,
               oracle.instantaneous_epsilon]  # fmt: skip
+    if question.probabilities:
+        # Signed thresholds other than the ones derived from ε shape the permanent response
+        # too (docs/protocol.md §5.4); a survey with them is another family, charged again.
+        family.append(dict(sorted(question.probabilities.items())))
     return json.dumps(
         family if value is None else [*family, question.labels[value]],
         separators=(",", ":"), ensure_ascii=False,

@@ -92,6 +92,8 @@ class KeyPinning:
         served = decode_public_key(document.get("public_key"), "aggregator key")
         keychain = _keychain()
         pin = keychain.follow_chain(keychain.Pin(public_key=served), document)
+        pin = keychain.Pin(public_key=pin.public_key, sequence=document.get("sequence"),
+                           retired=pin.retired)  # fmt: skip
         existing = self.store.load().keys.get(self.origin)
         self._save_pin(pin, None if existing is None else existing.get("public_key"))
         return pin.public_key, pin.key_id
@@ -111,6 +113,27 @@ class KeyPinning:
             previous = self.store.load().keys.get(self.origin)
             self._save_pin(followed, None if previous is None else previous.get("public_key"))
         return followed.key_id
+
+    def verified_encryption_key(self) -> dict[str, Any]:
+        """The aggregator's encryption key member, verified under the (followed) pinned key.
+
+        For relayed surveys (:mod:`deniable.sealing`): fetches the key document, follows
+        its rotation chain if the signing key changed (as :meth:`follow_rotation`), and
+        checks that the pinned key signed ``encryption_key``; SignatureError otherwise, so
+        a relay or mirror cannot have reports sealed to a key of its own.
+        """
+        key, _ = self._pinned_key()
+        stored = self._stored_pin()
+        keychain = _keychain()
+        document = self._key_document()
+        if isinstance(document, dict) and document.get("public_key") != keychain.encode(key):
+            pin = stored if stored is not None else keychain.Pin(public_key=key)
+            followed = keychain.follow_chain(pin, document)
+            previous = self.store.load().keys.get(self.origin)
+            self._save_pin(followed, None if previous is None else previous.get("public_key"))
+            key = followed.public_key
+        keychain.verify_encryption_key(document, key)
+        return dict(document["encryption_key"])
 
     def pinned_key_id(self) -> str | None:
         """The key id this client trusts for its aggregator, if one is pinned."""

@@ -28,6 +28,15 @@ No side channels: every report body for a survey has the same size and key
 order whatever the true answers are (fixed-length payloads and UUIDs), the
 headers are fixed, and exactly one batch is posted per answered survey.
 
+Relayed surveys (a signed ``relay`` member, docs/protocol.md "Sealing"): ``fetch``
+also verifies the aggregator's encryption key against the pinned signing key
+(:meth:`KeyPinning.verified_encryption_key`); ``answer`` seals each report (one
+unit per question, or the whole submission) with :mod:`deniable.sealing`, padded
+to the unit's fixed size, and the outbox entry is a POST to the relay's sealed
+route only: every sealed body of a survey has one size, one path and one header
+set whatever the answers.  The enrolment token, if any, travels in that body to
+the relay, never to the aggregator.
+
 Enrolment: a survey created with ``require_enrolment`` admits one batch per
 one-time token the operator issued.  ``answer(..., enrolment_token=...)``
 stores the token with the outbox entry, so every retry resends it (header
@@ -44,7 +53,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -62,6 +71,7 @@ from .ledger import Ledger
 from .memo import family_tag, is_longitudinal, permanent_response
 from .pinning import KeyPinning, decode_public_key
 from .policy import Policy, question_cost
+from .sealed import relay_body, sealed_body
 from .state import StateStore
 from .transport import HttpTransport, requests_module
 
@@ -108,6 +118,8 @@ class VerifiedSurvey:
     public_key: bytes = field(repr=False)
     # Whether the aggregator admits only respondents with a one-time enrolment token.
     require_enrolment: bool = False
+    # A relayed survey: the key document's encryption_key member, verified at fetch.
+    encryption: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def id(self) -> str:
@@ -264,35 +276,11 @@ class SurveyClient(HttpTransport, KeyPinning):
     def _verify(self, survey_id: str, document: object, key: bytes, key_id: str) -> VerifiedSurvey:
         if not isinstance(document, dict):
             raise SignatureError(f"survey {survey_id!r}: the survey document is not an object")
-        served_key_id = document.get("key_id")
-        if served_key_id is not None and served_key_id != key_id:
-            raise SignatureError(
-                f"survey {survey_id!r} is signed by key {served_key_id!r} but this device pinned "
-                f"{key_id!r} for {self.origin}, and the aggregator's key chain does not lead "
-                "there; refusing"
-            )
-        from deniable.keychain import decode_signature
+        from deniable.keychain import decode_signature, verify_document
 
+        # key_id, signature, definition, id: docs/protocol.md §2, §7 (reason codes on errors).
+        survey = verify_document(document, survey_id, key)
         signature = decode_signature(document.get("signature"), f"survey {survey_id!r}")
-        from deniable.survey import Survey
-
-        try:
-            survey = Survey.from_dict(document.get("definition"), resolved=True)
-        except InvalidSurvey as error:
-            # The aggregator only signs definitions that validate.
-            raise SignatureError(
-                f"survey {survey_id!r}: definition does not validate, so it is not the "
-                f"signed one ({error})"
-            ) from None
-        from deniable.keychain import signature_valid
-
-        if not signature_valid(key, signature, survey.canonical_bytes()):
-            raise SignatureError(
-                f"survey {survey_id!r}: signature does not match the definition under the "
-                f"pinned key {key_id}; the survey was altered or signed by someone else"
-            )
-        if survey.id != survey_id or document.get("id", survey_id) != survey_id:
-            raise SignatureError(f"asked for survey {survey_id!r}, got {survey.id!r}")
         status = document.get("status")
         if status not in ("open", "closed"):
             raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
@@ -345,6 +333,20 @@ class SurveyClient(HttpTransport, KeyPinning):
             sum(c for _, _, c in charges), f"answering survey {verified.id!r}"
         )
 
+    @staticmethod
+    def _strict_json(response: requests.Response, what: str) -> Any:
+        """JSON with every member name once per object (InvalidSurvey ``duplicate-member``)."""
+        from deniable.canonical import loads
+
+        try:
+            return loads(response.content)
+        except ValueError as error:
+            if isinstance(error, InvalidSurvey):
+                raise
+            raise TransportError(
+                f"aggregator sent a {what} that is not JSON", status=response.status_code
+            ) from None
+
     def fetch(self, survey_id: str) -> VerifiedSurvey:
         """Download, verify and admit a survey; raise a typed error otherwise."""
         from deniable.survey import IDENTIFIER
@@ -357,15 +359,23 @@ class SurveyClient(HttpTransport, KeyPinning):
         response = self._request("GET", path)
         if response.status_code != 200:
             raise self._http_error("GET", path, response)
-        document = self._json(response, "survey")
+        document = self._strict_json(response, "survey")
         served_key_id = document.get("key_id") if isinstance(document, dict) else None
         if served_key_id is not None and served_key_id != key_id:
             # Signed by another key: follow the signed rotation chain, or refuse.
             self.follow_rotation()
             key, key_id = self._pinned_key()
         verified = self._verify(survey_id, document, key, key_id)
+        if verified.survey.relay is not None:
+            encryption = self.verified_encryption_key()
+            key, key_id = self._pinned_key()
+            if key != verified.public_key:  # rotated meanwhile: fetch again under the new key
+                raise SignatureError(f"the aggregator key changed while fetching {survey_id!r}; "
+                                     "fetch it again")  # fmt: skip
+            verified = replace(verified, encryption=encryption)
         self._admit(verified)
         return verified
+
 
     # -- answering ----------------------------------------------------------------
     def _check_answers(self, survey: Survey, answers: object) -> dict[str, Any]:
@@ -434,7 +444,11 @@ class SurveyClient(HttpTransport, KeyPinning):
                 {"id": str(uuid.uuid4()), "question": question_id, "payload": payload}
                 for question_id, payload in randomized.payloads.items()
             ]
-            body = json.dumps({"reports": reports}, separators=(",", ":"), ensure_ascii=True)
+            relay = survey.survey.relay
+            if relay is None:
+                body = json.dumps({"reports": reports}, separators=(",", ":"), ensure_ascii=True)
+            else:
+                body = sealed_body(survey, reports, enrolment_token)
             charged = ledger.charge(answered_key, randomized.charges)
             now = self.clock()
             for family, (memo_key, count) in randomized.families.items():
@@ -446,7 +460,11 @@ class SurveyClient(HttpTransport, KeyPinning):
                 "path": f"/api/v1/surveys/{survey.id}/reports", "body": body, "created_at": now,
                 "answered": answered_key,
             }  # fmt: skip
-            if enrolment_token is not None:
+            if relay is not None:
+                # Only the relay hears from this device; the token is in the body.
+                entry["url"] = relay.sealed_url(survey.id)
+                entry["path"] = f"/api/v1/surveys/{survey.id}/sealed"
+            elif enrolment_token is not None:
                 entry["enrolment"] = enrolment_token
             state.outbox.append(entry)
         # The charge, the "answered" mark and the batch are on disk: now send.  flush()
@@ -493,12 +511,13 @@ class SurveyClient(HttpTransport, KeyPinning):
                 path = entry["path"]
                 try:
                     response = self._request(
-                        "POST", path, entry["body"].encode("utf-8"), entry.get("enrolment")
+                        "POST", path, entry["body"].encode("utf-8"), entry.get("enrolment"),
+                        url=entry.get("url"),
                     )
                 except TransportError:
                     break  # still unreachable: keep this and later batches, in order
                 status = response.status_code
-                if status not in (200, 201):
+                if status not in (200, 201, 202):  # 202: a relay holds it durably
                     refused = refused or self._http_error("POST", path, response)
                     answered = state.answered.get(
                         entry.get("answered", f"{self.origin}#{entry['survey']}")
@@ -509,7 +528,7 @@ class SurveyClient(HttpTransport, KeyPinning):
                     entry["refused"] = status  # kept: the body is never touched
                 else:
                     state.outbox.remove(entry)
-                    delivered += status in (200, 201)
+                    delivered += status in (200, 201, 202)
                 self.store.save_now()
             pending = sum(1 for e in state.outbox if e.get("origin") == self.origin)
         if refused is not None:
@@ -530,7 +549,11 @@ class SurveyClient(HttpTransport, KeyPinning):
                 "name the survey the token is for"
             )
         (entry,) = waiting
-        entry["enrolment"] = token
+        if "url" in entry:  # a relayed batch: the token is a member of the body
+            document = json.loads(entry["body"])
+            entry["body"] = relay_body(document["key_id"], document["units"], token)
+        else:
+            entry["enrolment"] = token
         entry.pop("refused")
 
     # -- the ledger, for display ------------------------------------------------

@@ -100,7 +100,10 @@ class HttpTransport:
                 )
         except ValueError:
             pass
-        message = f"aggregator answered {response.status_code} to {method} {path}"
+        url = getattr(response, "url", None)
+        who = ("aggregator" if not isinstance(url, str) or url.startswith(self.base_url)
+               else f"relay at {url.split('/api/')[0]}")  # fmt: skip
+        message = f"{who} answered {response.status_code} to {method} {path}"
         return TransportError(f"{message}{': ' + detail if detail else ''}",
                               status=response.status_code)  # fmt: skip
 
@@ -111,13 +114,16 @@ class HttpTransport:
         body: bytes | None = None,
         enrolment: str | None = None,
         authorization: str | None = None,
+        *,
+        url: str | None = None,
     ) -> requests.Response:
         """One request with timeouts and retries; the same bytes on every attempt.
 
         ``authorization``: an operator bearer token (only the simulator's bulk
-        route uses one; a respondent's device never does).
+        route uses one; a respondent's device never does).  ``url``: an absolute
+        URL instead of ``base_url + path`` (a relayed survey's relay).
         """
-        url = self.base_url + path
+        url = url if url is not None else self.base_url + path
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if authorization is not None:
             headers["Authorization"] = f"Bearer {authorization}"
@@ -134,9 +140,9 @@ class HttpTransport:
                     allow_redirects=False,
                 )  # fmt: skip
             except retryable as exc:
-                error = TransportError(
-                    f"aggregator at {self.base_url} unreachable ({type(exc).__name__})"
-                )
+                where = (f"aggregator at {self.base_url}" if url.startswith(self.base_url)
+                         else f"relay at {url.split('/api/')[0]}")  # fmt: skip
+                error = TransportError(f"{where} unreachable ({type(exc).__name__})")
                 delay = self._delay(attempt)
             else:
                 if response.status_code != 429 and response.status_code < 500:

@@ -23,7 +23,7 @@ import rfc8785
 
 from .errors import InvalidSurvey
 
-__all__ = ["jcs", "legacy_bytes"]
+__all__ = ["jcs", "legacy_bytes", "loads"]
 
 
 # Integers JSON numbers can hold exactly as doubles (what a JavaScript parser keeps).
@@ -52,6 +52,28 @@ def jcs(document: Any) -> bytes:
         return rfc8785.dumps(_as_doubles(document))
     except (rfc8785.CanonicalizationError, TypeError, ValueError, OverflowError) as error:
         raise InvalidSurvey(f"survey: cannot be canonicalized ({error})") from None
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    names = [name for name, _ in pairs]
+    if len(set(names)) != len(names):
+        duplicate = next(name for name in names if names.count(name) > 1)
+        raise InvalidSurvey(
+            f"survey document: member {duplicate!r} appears twice in one object",
+            reason="duplicate-member",
+        )
+    return dict(pairs)
+
+
+def loads(text: str | bytes) -> Any:
+    """A survey document parsed strictly: an object with a member name twice is refused.
+
+    Why: parsers disagree on which duplicate wins (Python's json and JavaScript's JSON.parse
+    keep the last, others the first), so one signed text could mean two definitions; JCS
+    (RFC 8785 §3.1, I-JSON) has no duplicates (docs/protocol.md §2.2).  ValueError for text
+    that is not JSON at all, InvalidSurvey (reason ``duplicate-member``) for duplicates.
+    """
+    return json.loads(text, object_pairs_hook=_unique_members)
 
 
 def legacy_bytes(document: Any) -> bytes:

@@ -16,6 +16,7 @@ expects ``ValueError`` keeps working::
     │   └── Forbidden                       token forged, spent, or lacks the right
     ├── RateLimited                         too many requests; carries ``retry_after``
     ├── PayloadTooLarge                     request body or batch over the configured limit
+    ├── SealingError          (ValueError)  a sealed report does not seal or open (HPKE)
     ├── StorageError                        the database failed or holds an unreadable row
     ├── MissingDependency     (ImportError) numpy (simulation, aggregation) is not installed
     └── ClientError                         raised only on the respondent's device
@@ -50,7 +51,15 @@ class InvalidReport(DeniableError, ValueError):
 
 
 class InvalidSurvey(DeniableError, ValueError):
-    """A survey definition does not validate."""
+    """A survey definition does not validate.
+
+    ``reason`` is a machine-readable code (docs/protocol.md §7, "Reason codes"), the same in
+    every client, so tests can tell a refusal for the right reason from one for another.
+    """
+
+    def __init__(self, message: str, *, reason: str = "invalid") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class NotFound(DeniableError):
@@ -81,6 +90,11 @@ class PayloadTooLarge(DeniableError):
     """A request body or batch exceeds the configured limit."""
 
 
+class SealingError(DeniableError, ValueError):
+    """A report cannot be sealed, or a sealed blob does not open (altered, wrong key,
+    survey or unit, bad padding): see :mod:`deniable.sealing`."""
+
+
 class StorageError(DeniableError):
     """The database failed, or a stored row cannot be read back."""
 
@@ -94,7 +108,15 @@ class ClientError(DeniableError):
 
 
 class SignatureError(ClientError):
-    """The survey signature is missing or wrong, or the aggregator key changed."""
+    """The survey signature is missing or wrong, or the aggregator key changed.
+
+    ``reason``: ``signature``, ``key-id`` or ``id-mismatch`` for a survey document
+    (docs/protocol.md §7, "Reason codes"); ``invalid`` otherwise.
+    """
+
+    def __init__(self, message: str, *, reason: str = "invalid") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class PolicyViolation(ClientError):

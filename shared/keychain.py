@@ -21,6 +21,11 @@ before.  There is no trust on first use of ``K``: a forged, truncated or reorder
 chain, or a served key older than the pin (a rollback), is refused with
 :class:`~deniable.errors.SignatureError`.
 
+The key document also carries the aggregator's X25519 *encryption key* for sealed
+reports (:mod:`deniable.sealing`), signed by the current signing key over
+:func:`encryption_key_message`, so a relay cannot put its own key in its place:
+:func:`verify_encryption_key`.
+
 Pure computation (Ed25519 from ``cryptography``), no I/O: the aggregator signs with
 it and the device verifies with it.
 """
@@ -38,6 +43,10 @@ from .errors import SignatureError
 
 ALGORITHM = "Ed25519"
 CONTEXT = "deniable-key-rotation/1"
+ENCRYPTION_CONTEXT = "deniable-encryption-key/1"
+ENCRYPTION_ALGORITHM = "X25519"
+ENCRYPTION_SUITE = "DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM"
+ENCRYPTION_FIELDS = frozenset({"algorithm", "suite", "public_key", "key_id", "signature"})
 LINK_FIELDS = frozenset(
     {"sequence", "previous_key_id", "previous_public_key", "key_id", "public_key", "signature",
      "endorsement"}
@@ -50,10 +59,14 @@ __all__ = [
     "decode_public_key",
     "decode_signature",
     "encode",
+    "encryption_key_document",
+    "encryption_key_message",
     "follow_chain",
     "key_id",
     "link_document",
     "rotation_message",
+    "verify_document",
+    "verify_encryption_key",
 ]
 
 
@@ -190,7 +203,10 @@ def follow_chain(pin: Pin, document: Mapping[str, Any]) -> Pin:
                 f"aggregator key {key_id(current)} is served at sequence {sequence}, but this "
                 f"device pinned it at sequence {pin.sequence}; refusing"
             )
-        return Pin(public_key=current, sequence=sequence, retired=pin.retired)
+        # Unchanged (step 2): an unknown sequence stays unknown.  Why: D.sequence is not signed
+        # when no link is walked, and a forged one would make the next true rotation look
+        # renumbered.  Trust on first use takes it explicitly (key-rotation.md, "When").
+        return pin
     start = next(
         (index for index, link in enumerate(links)
          if link["previous_public_key"] == encode(pin.public_key)),
@@ -248,3 +264,106 @@ def chain_ending_at(chain: Sequence[Mapping[str, Any]], public_key: bytes) -> li
         if chain[index]["public_key"] == target:
             return list(chain[: index + 1])
     return []
+
+
+# -- the encryption key ----------------------------------------------------------------------
+
+
+def encryption_key_message(signing_public: bytes, encryption_public: bytes) -> bytes:
+    """The exact bytes the signing key signs to publish an encryption key (ASCII, 4 lines)."""
+    return (
+        f"{ENCRYPTION_CONTEXT}\nsigning_key:{encode(signing_public)}\n"
+        f"suite:{ENCRYPTION_SUITE}\npublic_key:{encode(encryption_public)}\n"
+    ).encode("ascii")
+
+
+def encryption_key_document(
+    signing_public: bytes, encryption_public: bytes, signature: bytes
+) -> dict[str, Any]:
+    """The key document's ``encryption_key`` member (docs/key-rotation.md)."""
+    return {
+        "algorithm": ENCRYPTION_ALGORITHM,
+        "suite": ENCRYPTION_SUITE,
+        "public_key": encode(encryption_public),
+        "key_id": key_id(encryption_public),
+        "signature": encode(signature),
+    }
+
+
+def verify_encryption_key(document: Mapping[str, Any], signing_public: bytes) -> bytes:
+    """The 32 raw bytes of the key document's encryption key, verified under the signing key.
+
+    ``document`` is the whole key document (``GET /api/v1/key``); ``signing_public``
+    the key the device trusts now (its pin after :func:`follow_chain`).  Raises
+    SignatureError unless ``encryption_key`` is present, well formed, and signed
+    by exactly that key.
+    """
+    member = document.get("encryption_key") if isinstance(document, Mapping) else None
+    if member is None:
+        raise SignatureError("the aggregator's key document has no encryption_key; it cannot "
+                             "receive sealed reports")  # fmt: skip
+    if not isinstance(member, Mapping) or set(member) != ENCRYPTION_FIELDS:
+        raise SignatureError("encryption_key must have exactly the members "
+                             f"{', '.join(sorted(ENCRYPTION_FIELDS))}")  # fmt: skip
+    if member["algorithm"] != ENCRYPTION_ALGORITHM or member["suite"] != ENCRYPTION_SUITE:
+        raise SignatureError(f"encryption_key must be {ENCRYPTION_ALGORITHM} for the suite "
+                             f"{ENCRYPTION_SUITE}")  # fmt: skip
+    raw = _decode(member["public_key"], "encryption_key", "public key")
+    if len(raw) != 32:
+        raise SignatureError(f"encryption_key: an X25519 public key is 32 bytes, got {len(raw)}")
+    if member["key_id"] != key_id(raw):
+        raise SignatureError("encryption_key: key_id does not match the key")
+    signature = decode_signature(member["signature"], "encryption_key")
+    if not signature_valid(signing_public, signature, encryption_key_message(signing_public, raw)):
+        raise SignatureError(f"encryption_key {key_id(raw)} is not signed by the aggregator key "
+                             f"{key_id(signing_public)}; refusing to seal to it")  # fmt: skip
+    return raw
+
+
+# -- survey documents ------------------------------------------------------------------------
+
+
+def verify_document(document: object, survey_id: str, public_key: bytes) -> Any:
+    """The validated :class:`deniable.survey.Survey` of a survey document, verified under a pin.
+
+    docs/protocol.md §2 and §7, in this order: ``key_id``, when present, names the pinned key
+    (the caller follows a rotation first: key-rotation.md); the signature is canonical base64 of
+    64 bytes and verifies over the canonical bytes of the definition as received; the definition
+    is valid /2 (or /1) in resolved form; its id, and the document's, are the one asked for.
+    SignatureError (``reason`` ``key-id``, ``signature``, ``id-mismatch``) or InvalidSurvey.
+    """
+    from .canonical import jcs, legacy_bytes
+    from .errors import InvalidSurvey
+    from .survey import FORMAT_V1, Survey
+
+    where = f"survey {survey_id!r}"
+    if not isinstance(document, dict):
+        raise SignatureError(f"{where}: the survey document is not an object", reason="signature")
+    served = document.get("key_id")
+    if "key_id" in document and served != key_id(public_key):
+        raise SignatureError(
+            f"{where} is signed by key {served!r} but this device pinned {key_id(public_key)!r}, "
+            "and the aggregator's key chain does not lead there; refusing",
+            reason="key-id",
+        )
+    try:
+        signature = decode_signature(document.get("signature"), where)
+    except SignatureError as error:
+        raise SignatureError(str(error), reason="signature") from None
+    definition = document.get("definition")
+    legacy = isinstance(definition, dict) and definition.get("format") == FORMAT_V1
+    try:
+        signed = legacy_bytes(definition) if legacy else jcs(definition)
+    except (InvalidSurvey, TypeError, ValueError):
+        signed = b""  # cannot be the bytes of any signed definition
+    if not signed or not signature_valid(public_key, signature, signed):
+        raise SignatureError(
+            f"{where}: signature does not match the definition under the pinned key "
+            f"{key_id(public_key)}; the survey was altered or signed by someone else",
+            reason="signature",
+        )
+    survey = Survey.from_dict(definition, resolved=True)
+    if survey.id != survey_id or document.get("id", survey_id) != survey_id:
+        raise SignatureError(f"asked for survey {survey_id!r}, got {survey.id!r}",
+                             reason="id-mismatch")  # fmt: skip
+    return survey

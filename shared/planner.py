@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from . import shuffle
 from .errors import InvalidParameter
 from .estimation import (
     FAMILIES,
@@ -40,7 +41,7 @@ from .estimation import (
 )
 from .mechanisms import CATEGORICAL, NUMERIC, SET_VALUED, recommend
 from .mechanisms.binary_rr import BinaryRR
-from .parameters import check_domain_size, check_epsilon, check_range, check_real
+from .parameters import check_domain_size, check_epsilon, check_int, check_range, check_real
 
 QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
 MAX_RESPONDENTS = 10**12
@@ -274,3 +275,165 @@ def format_number(value: float | None) -> str:
     if math.isinf(value):
         return "inf"
     return f"{value:.4g}"
+
+
+# -- planning a relayed survey (issue 18: the shuffle model) ------------------------------
+
+DEFAULT_RELAY_DELTA = shuffle.DEFAULT_DELTA
+DEFAULT_RELAY_HALF_WIDTH = 0.05
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelayPlan:
+    """The ε0 to set on each device for a central (ε, δ) through a shuffling relay, and
+    what it buys in respondents (:mod:`deniable.shuffle` for the bound).
+
+    ``local_epsilon`` holds for every mechanism (the generic bound, FMT23 / Wang et al.
+    2024; :mod:`deniable.shuffle` says why no mechanism gets a sharper one).
+    ``respondents`` is the
+    recommended mechanism's n for the target half-width with its tightest interval
+    (``respondents_for_precision``), and never less than one batch: nothing is
+    published before a batch is forwarded.
+    ``respondents_without_relay`` is the same figure with ε = the central target on
+    the device and no relay.  ``smallest_batch`` is the fewest respondents that reach
+    the target through the relay at all, in one batch with its own ε0
+    (:func:`smallest_relayed_batch`)."""
+
+    central_epsilon: float
+    delta: float
+    batch: int
+    local_epsilon: float
+    achieved_central_epsilon: float
+    respondents_for_precision: int | None
+    respondents: int | None
+    respondents_without_relay: int | None
+    smallest_batch: int | None
+    smallest_batch_local_epsilon: float | None
+    plan: Plan
+    without_relay: Plan
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "relay": {
+                "central_epsilon": self.central_epsilon,
+                "delta": self.delta,
+                "batch": self.batch,
+                "local_epsilon": self.local_epsilon,
+                "achieved_central_epsilon": self.achieved_central_epsilon,
+                "respondents_for_precision": self.respondents_for_precision,
+                "respondents": self.respondents,
+                "respondents_without_relay": self.respondents_without_relay,
+                "smallest_batch": self.smallest_batch,
+                "smallest_batch_local_epsilon": self.smallest_batch_local_epsilon,
+            },
+            **self.plan.to_dict(),
+            "without_relay": self.without_relay.to_dict(),
+        }
+
+
+def best_respondents(result: Plan, mechanism: str | None = None) -> int | None:
+    """The smallest n for the target over the interval families of ``mechanism``
+    (default: the recommended one), or None when the plan is for a given n."""
+    name = mechanism or result.recommended
+    needed = [
+        row.n_for_half_width
+        for row in result.rows
+        if row.mechanism == name and row.n_for_half_width is not None
+    ]
+    return min(needed) if needed else None
+
+
+def relay_plan(
+    question_type: str,
+    *,
+    central_epsilon: float,
+    batch: int,
+    delta: float = DEFAULT_RELAY_DELTA,
+    options: int | None = None,
+    beta: float = 0.05,
+    n: int | None = None,
+    half_width: float | None = None,
+    lo: float = 0.0,
+    hi: float = 1.0,
+) -> RelayPlan:
+    """Plan a relayed question: the largest ε0 whose batches of ``batch`` reports are
+    (``central_epsilon``, ``delta``)-DP after shuffling, then :func:`plan` at that ε0
+    (half-widths at ``n``, or the n for ``half_width``, default ±0.05), beside the
+    same plan with no relay at ε = ``central_epsilon``."""
+    target = check_epsilon(central_epsilon, "central_epsilon")
+    batch = check_int("batch", batch, 1, shuffle.MAX_BATCH)
+    if n is None and half_width is None:
+        half_width = DEFAULT_RELAY_HALF_WIDTH
+    if n is not None and isinstance(n, int) and not isinstance(n, bool) and n < batch:
+        raise InvalidParameter(
+            f"n = {n:,} is less than one batch ({batch:,}): nothing would be published"
+        )
+    # rounded down to what an operator writes in a definition (never up: that could
+    # break the central target)
+    local = math.floor(shuffle.local_epsilon_for(target, batch, delta) * 1000) / 1000
+    at_local = plan(question_type, epsilon=local, options=options, beta=beta, n=n,
+                    half_width=half_width, lo=lo, hi=hi)  # fmt: skip
+    direct = plan(question_type, epsilon=target, options=options, beta=beta, n=n,
+                  half_width=half_width, lo=lo, hi=hi)  # fmt: skip
+    needed = best_respondents(at_local)
+    smallest = smallest_local = None
+    if half_width is not None:
+        smallest, smallest_local = smallest_relayed_batch(
+            question_type, central_epsilon=target, half_width=half_width, delta=delta,
+            options=options, beta=beta, lo=lo, hi=hi,
+        )  # fmt: skip
+    return RelayPlan(
+        central_epsilon=target,
+        delta=delta,
+        batch=batch,
+        local_epsilon=local,
+        achieved_central_epsilon=shuffle.central_epsilon(local, batch, delta),
+        respondents_for_precision=needed,
+        respondents=None if needed is None else max(batch, needed),
+        respondents_without_relay=best_respondents(direct),
+        smallest_batch=smallest,
+        smallest_batch_local_epsilon=smallest_local,
+        plan=at_local,
+        without_relay=direct,
+    )
+
+
+def smallest_relayed_batch(
+    question_type: str,
+    *,
+    central_epsilon: float,
+    half_width: float,
+    delta: float = DEFAULT_RELAY_DELTA,
+    options: int | None = None,
+    beta: float = 0.05,
+    lo: float = 0.0,
+    hi: float = 1.0,
+) -> tuple[int, float]:
+    """The fewest respondents that reach ±``half_width`` at central
+    (``central_epsilon``, ``delta``) through a relay, all in one batch, and the ε0
+    to set: the smallest N whose ε0 for batches of N (:func:`relay_plan`'s rule)
+    needs at most N respondents for the target.  More respondents only help: a
+    larger batch allows a larger ε0, which needs fewer respondents."""
+    target = check_epsilon(central_epsilon, "central_epsilon")
+
+    def local(batch: int) -> float:
+        return math.floor(shuffle.local_epsilon_for(target, batch, delta) * 1000) / 1000
+
+    def needed(batch: int) -> int:
+        result = plan(question_type, epsilon=local(batch), options=options, beta=beta,
+                      half_width=half_width, lo=lo, hi=hi)  # fmt: skip
+        value = best_respondents(result)
+        assert value is not None  # a half-width plan always has one
+        return value
+
+    direct = best_respondents(plan(question_type, epsilon=target, options=options, beta=beta,
+                                   half_width=half_width, lo=lo, hi=hi))  # fmt: skip
+    assert direct is not None
+    low, high = 1, direct  # at N = direct, ε0 ≥ the target: N suffices
+    while low < high:
+        middle = (low + high) // 2
+        if needed(middle) <= middle:
+            high = middle
+        else:
+            low = middle + 1
+    return low, local(low)

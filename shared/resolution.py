@@ -42,7 +42,23 @@ CONSTRUCTOR_KEYWORDS: dict[str, tuple[str, ...]] = {
     "discrete_laplace": ("grid_size",),
 }
 
-__all__ = ["CONSTRUCTOR_KEYWORDS", "check_resolved", "resolved_parameters", "threshold_of"]
+# Resolved parameters that set probabilities: the signed value is used as signed, whatever
+# this code would derive, as long as the ε it implies is within the declared one (one rule for
+# both clients and the aggregator: docs/protocol.md §2.3).  Every other resolved parameter is
+# structural and must equal what the mechanism derives.
+PROBABILITY_KEYS = frozenset(
+    {"keep", "one_if_true", "one_if_other", "instantaneous_keep", "low", "high", "slope"}
+)
+# Integer-valued resolved parameters: a JSON number's value counts, not its spelling (5.0 is 5).
+INTEGER_KEYS = frozenset(
+    {"keep", "one_if_true", "one_if_other", "instantaneous_keep", "low", "high",
+     "hash_range", "order", "subset_size", "grid_size"}
+)  # fmt: skip
+
+__all__ = [
+    "CONSTRUCTOR_KEYWORDS", "INTEGER_KEYS", "PROBABILITY_KEYS", "adopt_probabilities",
+    "check_resolved", "implied_epsilons", "resolved_parameters", "threshold_of",
+]  # fmt: skip
 
 
 def threshold_of(probability: float) -> int:
@@ -61,7 +77,7 @@ def resolved_parameters(oracle: Any) -> dict[str, Any]:
         return {"option_epsilon": option.epsilon, "keep": threshold_of(option.p_star)}
     if hasattr(oracle, "instantaneous_epsilon"):  # longitudinal GRR: two layers
         return {
-            "keep": threshold_of(oracle.permanent.p_star),
+            "keep": oracle._keep,
             "instantaneous_keep": threshold_of(oracle._instantaneous.p_star),
         }
     if name == "option_sampling":  # multiple choice at the full ε, one option per report
@@ -102,3 +118,71 @@ def check_resolved(oracle: Any, given: dict[str, Any]) -> None:
             raise InvalidParameter(
                 f"parameter {key!r} must be {expected!r} for these settings, got {value!r}"
             )
+
+
+def _set(mechanism: Any, name: str, value: Any) -> None:
+    # Mechanisms are frozen dataclasses that cache derived parameters this way.
+    object.__setattr__(mechanism, name, value)
+
+
+def _threshold(key: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < RESOLUTION:
+        raise InvalidParameter(f"{key} must be an integer in [1, 2**53 - 1], got {value!r}")
+    return value
+
+
+def adopt_probabilities(oracle: Any, signed: dict[str, Any]) -> None:
+    """Set the signed thresholds (and Duchi's slope) on a freshly built mechanism.
+
+    The mechanism was built from ε; the signed values replace what it derived, so the device
+    randomizes and the aggregator estimates with exactly the signed probabilities (p*, q*,
+    ``epsilon_implemented`` all read them).  Only keys of :data:`PROBABILITY_KEYS`.
+    """
+    given = {key: value for key, value in signed.items() if key in PROBABILITY_KEYS}
+    if not given:
+        return
+    allowed = resolved_parameters(oracle).keys()
+    for key in given:
+        if key not in allowed:
+            raise InvalidParameter(f"unknown parameter {key!r} for {oracle.name}")
+    values = {k: v if k == "slope" else _threshold(k, v) for k, v in given.items()}
+    target = oracle.option_oracle if hasattr(oracle, "option_oracle") else oracle
+    if "instantaneous_keep" in values:
+        _set(oracle._instantaneous, "_keep", values["instantaneous_keep"])
+    if oracle.name == "duchi":
+        low = values.get("low", oracle._low)
+        high = values.get("high", oracle._high)
+        slope = values.get("slope", oracle._slope)
+        if high != RESOLUTION - low or not low < high:
+            raise InvalidParameter("duchi thresholds must satisfy high = 2**53 - low > low")
+        if isinstance(slope, bool) or type(slope) not in (int, float) or not 0 < slope <= 0.5:
+            raise InvalidParameter(f"duchi slope must be a number in (0, 0.5], got {slope!r}")
+        if slope != oracle._slope:
+            # E[sign] = 2 t slope, so the unbiased report magnitude is 1/(2 slope).
+            _set(oracle, "_bound", 1 / (2 * slope))
+        _set(oracle, "_low", low)
+        _set(oracle, "_high", high)
+        _set(oracle, "_slope", float(slope))
+    elif "one_if_true" in values or "one_if_other" in values:
+        from .mechanisms.unary import _top_byte_table
+
+        for key in ("one_if_true", "one_if_other"):
+            if key in values:
+                _set(oracle, f"_{key}", values[key])
+                _set(oracle, "_true_table" if key == "one_if_true" else "_other_table",
+                            _top_byte_table(values[key]))  # fmt: skip
+    elif "keep" in values:
+        _set(target, "_keep", values["keep"])
+
+
+def implied_epsilons(oracle: Any) -> list[tuple[str, float, float]]:
+    """(name, implied ε, declared ε) for every layer of a mechanism's signed probabilities."""
+    if hasattr(oracle, "option_oracle"):
+        option = oracle.option_oracle
+        return [("epsilon", option.epsilon_implemented * oracle.options, oracle.epsilon)]
+    layers = [("epsilon", oracle.epsilon_implemented, oracle.epsilon)]
+    if hasattr(oracle, "instantaneous_epsilon"):
+        instantaneous = oracle._instantaneous
+        layers.append(("instantaneous_epsilon", instantaneous.epsilon_implemented,
+                       oracle.instantaneous_epsilon))  # fmt: skip
+    return layers

@@ -35,6 +35,7 @@ Format /2 (docs/protocol.md) differs from /1 in two ways: every question's
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -51,7 +52,15 @@ from .mechanisms.longitudinal import LongitudinalGRR
 from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_epsilon
 from .randomness import RngLike
-from .resolution import CONSTRUCTOR_KEYWORDS, check_resolved, resolved_parameters
+from .resolution import (
+    CONSTRUCTOR_KEYWORDS,
+    INTEGER_KEYS,
+    PROBABILITY_KEYS,
+    adopt_probabilities,
+    check_resolved,
+    implied_epsilons,
+    resolved_parameters,
+)
 
 FORMAT = "deniable.survey/2"
 FORMAT_V1 = "deniable.survey/1"
@@ -65,24 +74,39 @@ MAX_LABEL = 200
 # C0 and C1 control characters and DEL; descriptions may keep line feeds.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 NEWLINE_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+# "Not blank" (docs/protocol.md §2.2): some code point outside Unicode's White_Space and
+# Default_Ignorable_Code_Point properties (fixed lists, the same in client/browser/survey.js), so
+# a title of U+200B or U+FEFF is blank in every client whatever its trim() strips.
+BLANK = re.compile(
+    "[\t-\r \x85\xa0\xad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f"
+    "\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0"
+    "\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]*"
+)
+# A JSON text may escape half of a UTF-16 pair ("\ud800"); JCS cannot encode it.
+SURROGATE = re.compile("[\ud800-\udfff]")
+# Tolerance of the implied-ε check (docs/protocol.md §2.3).
+TOLERANCE = 1e-9
 
 QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
 LONGITUDINAL_MECHANISMS = ("binary_rr", "grr")
 
 
-def _fail(where: str, message: str) -> InvalidSurvey:
-    return InvalidSurvey(f"{where}: {message}")
+def _fail(where: str, message: str, reason: str = "invalid") -> InvalidSurvey:
+    """An InvalidSurvey with its reason code (docs/protocol.md §7, "Reason codes")."""
+    return InvalidSurvey(f"{where}: {message}", reason=reason)
 
 
 def _require_keys(where: str, data: Mapping[str, Any], required: set[str], allowed: set[str]):
     if not isinstance(data, Mapping):
-        raise _fail(where, f"must be an object, got {type(data).__name__}")
+        raise _fail(where, f"must be an object, got {type(data).__name__}", "wrong-type")
     missing = required - data.keys()
     if missing:
-        raise _fail(where, f"missing field(s) {', '.join(sorted(missing))}")
+        raise _fail(where, f"missing field(s) {', '.join(sorted(missing))}", "missing-member")
     extra = data.keys() - allowed
     if extra:
-        raise _fail(where, f"unknown field(s) {', '.join(sorted(map(str, extra)))}")
+        raise _fail(
+            where, f"unknown field(s) {', '.join(sorted(map(str, extra)))}", "unknown-member"
+        )
 
 
 def _text(
@@ -93,24 +117,60 @@ def _text(
     Why: labels and titles reach CSV files, terminals and logs; a ``\\r`` split a
     CSV row and planted a formula cell (issue 8.4), an ESC would drive a terminal.
     """
-    if not isinstance(value, str):
-        raise _fail(where, f"must be a string, got {type(value).__name__}")
-    if len(value) > limit or (not empty and not value.strip()):
-        raise _fail(where, f"must be a non-empty string of at most {limit} characters")
+    if not isinstance(value, str) or SURROGATE.search(value):
+        raise _fail(where, "must be a string of whole characters (no unpaired surrogate), got "
+                    f"{type(value).__name__}", "wrong-type")  # fmt: skip
+    if len(value) > limit:
+        raise _fail(where, f"must be at most {limit} characters", "text-length")
+    if not empty and BLANK.fullmatch(value):
+        raise _fail(where, "must not be blank (white space or invisible characters only)",
+                    "text-blank")  # fmt: skip
     control = (NEWLINE_CONTROL if newlines else CONTROL).search(value)
     if control is not None:
-        raise _fail(where, f"must not contain control character U+{ord(control.group()):04X}")
+        raise _fail(where, f"must not contain control character U+{ord(control.group()):04X}",
+                    "text-control")  # fmt: skip
     return value
 
 
 def _identifier(where: str, value: object) -> str:
     if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
-        raise _fail(where, f"must match {IDENTIFIER.pattern}, got {value!r}")
+        raise _fail(where, f"must match {IDENTIFIER.pattern}, got {value!r}", "identifier")
     return value
 
 
-def _wrap_parameter(where: str, error: InvalidParameter) -> InvalidSurvey:
-    return _fail(where, str(error))
+def _wrap_parameter(where: str, error: InvalidParameter, reason: str = "epsilon") -> InvalidSurvey:
+    return _fail(where, str(error), reason)
+
+
+_MECHANISMS = {
+    "yes_no": tuple(CATEGORICAL),
+    "single_choice": tuple(CATEGORICAL),
+    "multiple_choice": (BinaryRR.name, OptionSampling.name),
+    "numeric": tuple(NUMERIC),
+}
+
+
+def _integral(key: str, value: object) -> object:
+    """A JSON number's value, not its spelling: 5.0 is the integer 5 (docs/protocol.md §2.2).
+
+    Why: a JavaScript parser cannot tell ``5`` from ``5.0``, and JCS writes both as ``5``, so
+    every client must read them alike; 5.5 stays a float and is refused where an int is needed.
+    """
+    if key in INTEGER_KEYS and type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+def _check_range(where: str, lo: object, hi: object) -> None:
+    """lo and hi: finite numbers with lo < hi and hi - lo finite (reason ``range``)."""
+    numbers = all(type(v) in (int, float) for v in (lo, hi))
+    try:
+        fine = numbers and all(map(math.isfinite, (float(lo), float(hi), float(hi) - float(lo))))  # type: ignore[arg-type]
+    except OverflowError:
+        fine = False
+    if not fine or not lo < hi:  # type: ignore[operator]
+        raise _fail(where, f"lo and hi must be finite numbers with lo < hi, got [{lo!r}, {hi!r}]",
+                    "range")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +198,9 @@ class Question:
     hi: float | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
     longitudinal: Longitudinal | None = None
+    # /2: signed thresholds (and Duchi's slope) that differ from the ones this code derives from
+    # ε; used as signed, within the declared ε (docs/protocol.md §2.3).  Usually empty.
+    probabilities: Mapping[str, Any] = field(default_factory=dict)
 
     FIELDS: ClassVar[set[str]] = {
         "id", "type", "text", "epsilon", "mechanism", "options", "lo", "hi",
@@ -154,7 +217,7 @@ class Question:
         where = f"question {qid!r}"
         kind = data["type"]
         if kind not in QUESTION_TYPES:
-            raise _fail(f"{where}.type", f"must be one of {', '.join(QUESTION_TYPES)}")
+            raise _fail(f"{where}.type", f"must be one of {', '.join(QUESTION_TYPES)}", "type")
         text = _text(f"{where}.text", data["text"])
         try:
             epsilon = check_epsilon(data["epsilon"])
@@ -162,30 +225,39 @@ class Question:
             raise _wrap_parameter(where, error) from None
         extra = data.get("parameters", {})
         if not isinstance(extra, Mapping):
-            raise _fail(f"{where}.parameters", "must be an object")
+            raise _fail(f"{where}.parameters", "must be an object", "wrong-type")
         options: tuple[str, ...] = ()
         lo = hi = None
         if kind in ("single_choice", "multiple_choice"):
             options = cls._options(where, data.get("options"), kind)
         elif "options" in data:
-            raise _fail(where, f"a {kind} question has no options")
+            raise _fail(where, f"a {kind} question has no options", "unknown-member")
         if kind == "numeric":
             if "lo" not in data or "hi" not in data:
-                raise _fail(where, "a numeric question needs lo and hi")
+                raise _fail(where, "a numeric question needs lo and hi", "missing-member")
             lo, hi = data["lo"], data["hi"]
+            _check_range(where, lo, hi)
         elif "lo" in data or "hi" in data:
-            raise _fail(where, f"a {kind} question has no lo/hi")
+            raise _fail(where, f"a {kind} question has no lo/hi", "unknown-member")
         mechanism = data.get("mechanism") or cls._default_mechanism(kind, options, epsilon)
         if not isinstance(mechanism, str):
-            raise _fail(f"{where}.mechanism", "must be a string")
+            raise _fail(f"{where}.mechanism", "must be a string", "wrong-type")
+        if mechanism not in _MECHANISMS[kind] or (
+            mechanism == BinaryRR.name and kind == "single_choice" and len(options) != 2
+        ):
+            raise _fail(f"{where}.mechanism", f"{mechanism!r} does not fit a {kind} question",
+                        "mechanism")  # fmt: skip
         longitudinal = cls._longitudinal(where, data.get("longitudinal"), kind, mechanism)
         signed: dict[str, Any] = {}
+        probabilities: dict[str, Any] = {}
         if format == FORMAT:
-            # /2: only the constructor's keywords build the mechanism; the rest of the
-            # resolved parameters must equal what it derives (checked below).
+            # /2: the constructor's keywords build the mechanism, the signed probabilities are
+            # then used as signed (their implied ε is checked below), and the other resolved
+            # parameters (structural) must equal what the mechanism derives.
             keywords = CONSTRUCTOR_KEYWORDS.get(mechanism, ()) if kind != "multiple_choice" else ()
-            signed = dict(extra)
+            signed = {k: _integral(k, v) for k, v in extra.items()}
             extra = {k: v for k, v in signed.items() if k in keywords}
+            probabilities = {k: v for k, v in signed.items() if k in PROBABILITY_KEYS}
         question = cls(
             id=qid,
             type=kind,
@@ -200,20 +272,38 @@ class Question:
         )
         try:
             question.oracle  # noqa: B018 - builds and validates the mechanism once
+            unknown = set(signed) - set(resolved_parameters(question.oracle)) if signed else ()
+            if unknown:
+                raise _fail(f"{where}.parameters", f"unknown field(s) {', '.join(sorted(unknown))}",
+                            "unknown-member")  # fmt: skip
+            # Only the signed probabilities that differ from this code's derivation are kept
+            # (usually none): the same survey compares equal however it was written.
+            derived = resolved_parameters(question.oracle) if probabilities else {}
+            differing = {k: v for k, v in probabilities.items() if derived.get(k) != v}
+            if differing:
+                question = replace(question, probabilities=differing)
+                question.oracle  # noqa: B018 - adopts and checks the signed probabilities
             if signed:
                 check_resolved(question.oracle, signed)
         except (InvalidParameter, TypeError) as error:
-            raise _fail(where, f"invalid mechanism parameters: {error}") from None
+            raise _fail(where, f"invalid mechanism parameters: {error}", "parameter") from None
+        for name, implied, declared in implied_epsilons(question.oracle):
+            if implied > declared + TOLERANCE:
+                raise _fail(where, f"its parameters imply {name} = {implied!r}, more than the "
+                            f"declared {declared!r}", "implied-epsilon")  # fmt: skip
         return question
 
     @staticmethod
     def _options(where: str, options: object, kind: str) -> tuple[str, ...]:
         limit = MAX_MULTIPLE_OPTIONS if kind == "multiple_choice" else MAX_OPTIONS
-        if not isinstance(options, list) or not 2 <= len(options) <= limit:
-            raise _fail(f"{where}.options", f"must be a list of 2 to {limit} labels")
+        if not isinstance(options, list):
+            raise _fail(f"{where}.options", "must be a list of labels", "wrong-type")
+        if not 2 <= len(options) <= limit:
+            raise _fail(f"{where}.options", f"must be a list of 2 to {limit} labels",
+                        "options-count")  # fmt: skip
         labels = tuple(_text(f"{where}.options", o, MAX_LABEL) for o in options)
         if len(set(labels)) != len(labels):
-            raise _fail(f"{where}.options", "labels must be distinct")
+            raise _fail(f"{where}.options", "labels must be distinct", "options-duplicate")
         return labels
 
     @staticmethod
@@ -234,6 +324,7 @@ class Question:
             raise _fail(
                 f"{where}.longitudinal",
                 "only yes_no and single_choice questions with grr or binary_rr can be longitudinal",
+                "mechanism",
             )
         _require_keys(f"{where}.longitudinal", data, {"key", "instantaneous_epsilon"},
                       {"key", "instantaneous_epsilon"})  # fmt: skip
@@ -267,9 +358,8 @@ class Question:
         return data
 
     # -- the mechanism ----------------------------------------------------------
-    @cached_property
-    def oracle(self) -> Mechanism:
-        """The mechanism whose reports the aggregator receives for this question."""
+    def _derived_oracle(self) -> Mechanism:
+        """The mechanism as this code derives it from ε (before the signed probabilities)."""
         if self.type == "multiple_choice":
             if self.mechanism == OptionSampling.name:
                 return OptionSampling(epsilon=self.epsilon, options=len(self.options))
@@ -300,6 +390,13 @@ class Question:
         elif self.domain_size != 2:
             raise InvalidParameter("binary_rr needs exactly two categories")
         return CATEGORICAL[self.mechanism](epsilon=self.epsilon, **keywords)
+
+    @cached_property
+    def oracle(self) -> Mechanism:
+        """The mechanism whose reports the aggregator receives: signed probabilities adopted."""
+        oracle = self._derived_oracle()
+        adopt_probabilities(oracle, dict(self.probabilities))
+        return oracle
 
     @property
     def domain_size(self) -> int:
@@ -464,6 +561,72 @@ class OptionwiseRR(Mechanism):
         return data.astype(np.int64)
 
 
+SHUFFLE_UNITS = ("question", "submission")
+MAX_MIN_BATCH = 10_000_000
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Relay:
+    """A relayed survey's relay (docs/protocol.md, "Sealing"; docs/relay.md).
+
+    Devices seal every report to the aggregator's encryption key and post it to
+    ``url`` only; the relay forwards batches of at least ``min_batch`` reports in
+    random order.  ``shuffle_unit`` is ``"question"`` (each question's reports
+    sealed and shuffled apart: answers cannot be linked, nor crosstabbed) or
+    ``"submission"`` (a respondent's reports sealed together).
+    """
+
+    url: str
+    min_batch: int
+    shuffle_unit: str = "question"
+
+    FIELDS: ClassVar[set[str]] = {"url", "min_batch", "shuffle_unit"}
+
+    @classmethod
+    def from_dict(cls, data: object, where: str = "survey.relay") -> Relay:
+        _require_keys(where, data, {"url", "min_batch"}, cls.FIELDS)
+        assert isinstance(data, Mapping)
+        url = data["url"]
+        if not isinstance(url, str) or not 0 < len(url) <= MAX_LABEL or CONTROL.search(url):
+            raise _fail(f"{where}.url", f"must be a URL of at most {MAX_LABEL} characters", "relay")
+        scheme, _, rest = url.partition("://")
+        host = rest.split("/", 1)[0]
+        hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if (scheme not in ("https", "http") or not host or any(c in url for c in "?#@ \\")
+                or url.endswith("/")):  # fmt: skip
+            raise _fail(f"{where}.url", "must be https://host[:port][/path] without a trailing "
+                        f"slash, query, fragment or credentials, got {url!r}", "relay")  # fmt: skip
+        if scheme == "http" and hostname not in _LOOPBACK_HOSTS:
+            raise _fail(f"{where}.url", "must use https (http only for a loopback host)",
+                        "relay")  # fmt: skip
+        # 1000.0 is 1000, as in every client (docs/protocol.md §2.2)
+        min_batch = data["min_batch"]
+        if type(min_batch) is float and min_batch.is_integer():
+            min_batch = int(min_batch)
+        if isinstance(min_batch, bool) or not isinstance(min_batch, int) or not (
+            1 <= min_batch <= MAX_MIN_BATCH
+        ):
+            raise _fail(f"{where}.min_batch", f"must be an integer in [1, {MAX_MIN_BATCH}]",
+                        "relay")  # fmt: skip
+        unit = data.get("shuffle_unit", "question")
+        if unit not in SHUFFLE_UNITS:
+            raise _fail(f"{where}.shuffle_unit", f"must be one of {', '.join(SHUFFLE_UNITS)}",
+                        "relay")  # fmt: skip
+        return cls(url=url, min_batch=min_batch, shuffle_unit=unit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "min_batch": self.min_batch, "shuffle_unit": self.shuffle_unit}
+
+    def sealed_url(self, survey_id: str) -> str:
+        """Where devices post a survey's sealed units: ``{url}/api/v1/surveys/<id>/sealed``."""
+        return f"{self.url}/api/v1/surveys/{survey_id}/sealed"
+
+    def units(self, survey: Survey) -> list[str]:
+        """The sealing units of ``survey``: its question ids, or ``[""]`` for submissions."""
+        return [""] if self.shuffle_unit == "submission" else survey.question_ids
+
+
 @dataclass(frozen=True, kw_only=True)
 class Survey:
     """A validated survey definition."""
@@ -473,8 +636,9 @@ class Survey:
     description: str = ""
     questions: tuple[Question, ...]
     format: str = FORMAT
+    relay: Relay | None = None
 
-    FIELDS: ClassVar[set[str]] = {"format", "id", "title", "description", "questions"}
+    FIELDS: ClassVar[set[str]] = {"format", "id", "title", "description", "questions", "relay"}
 
     @classmethod
     def from_dict(cls, data: object, *, resolved: bool = False) -> Survey:
@@ -488,33 +652,48 @@ class Survey:
         assert isinstance(data, Mapping)
         format = data["format"]
         if format not in FORMATS:
-            raise _fail("survey.format", f"must be one of {', '.join(FORMATS)}, got {format!r}")
+            raise _fail("survey.format", f"must be one of {', '.join(FORMATS)}, got {format!r}",
+                        "format")  # fmt: skip
         sid = _identifier("survey.id", data["id"])
         title = _text("survey.title", data["title"], MAX_LABEL)
         if resolved and data.get("description") == "":
             # Why: the canonical form omits an empty description, so one given as "" could not
             # be the signed bytes of any survey (docs/protocol.md §2.2).
-            raise _fail("survey.description", "must be omitted rather than empty")
+            raise _fail("survey.description", "must be omitted rather than empty",
+                        "description-empty")  # fmt: skip
         description = _text(
             "survey.description", data.get("description", ""), empty=True, newlines=True
         )
         raw = data["questions"]
-        if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_QUESTIONS:
-            raise _fail("survey.questions", f"must be a list of 1 to {MAX_QUESTIONS} questions")
+        if not isinstance(raw, list):
+            raise _fail("survey.questions", "must be a list of questions", "wrong-type")
+        if not 1 <= len(raw) <= MAX_QUESTIONS:
+            raise _fail("survey.questions", f"must be a list of 1 to {MAX_QUESTIONS} questions",
+                        "questions-count")  # fmt: skip
         questions = tuple(
             Question.from_dict(q, f"survey.questions[{i}]", format) for i, q in enumerate(raw)
         )
         ids = [q.id for q in questions]
         if len(set(ids)) != len(ids):
-            raise _fail("survey.questions", "question ids must be distinct")
+            raise _fail(
+                "survey.questions", "question ids must be distinct", "question-id-duplicate"
+            )
         keys = [q.longitudinal.key for q in questions if q.longitudinal]
         if len(set(keys)) != len(keys):
-            raise _fail("survey.questions", "longitudinal keys must be distinct")
+            raise _fail("survey.questions", "longitudinal keys must be distinct",
+                        "longitudinal-key-duplicate")  # fmt: skip
+        relay = None
+        if "relay" in data:
+            if format != FORMAT:
+                raise _fail("survey.relay", f"needs format {FORMAT}")
+            relay = Relay.from_dict(data["relay"])
         survey = cls(
-            id=sid, title=title, description=description, questions=questions, format=format
+            id=sid, title=title, description=description, questions=questions, format=format,
+            relay=relay,
         )
         if resolved and survey.canonical_bytes() != survey._canonical(data):
-            raise _fail("survey", "definition is not in resolved form (a parameter is missing)")
+            raise _fail("survey", "definition is not in resolved form (a parameter is missing)",
+                        "missing-member")  # fmt: skip
         return survey
 
     def upgraded(self) -> Survey:
@@ -534,6 +713,8 @@ class Survey:
         if self.description:
             data["description"] = self.description
         data["questions"] = [q.to_dict(self.format) for q in self.questions]
+        if self.relay is not None:
+            data["relay"] = self.relay.to_dict()
         return data
 
     def _canonical(self, document: Any) -> bytes:

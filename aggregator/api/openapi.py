@@ -403,6 +403,20 @@ def document(max_batch: int) -> dict[str, Any]:
                                         },
                                     },
                                 },
+                                "encryption_key": {
+                                    "description": "X25519 key for sealed reports, signed by "
+                                    "the key above (docs/protocol.md, Sealing)",
+                                    "type": "object",
+                                    "required": ["algorithm", "suite", "public_key", "key_id",
+                                                 "signature"],
+                                    "properties": {
+                                        "algorithm": {"const": "X25519"},
+                                        "suite": {"type": "string"},
+                                        "public_key": {"type": "string"},
+                                        "key_id": {"type": "string"},
+                                        "signature": {"type": "string"},
+                                    },
+                                },
                             },
                         },
                     )

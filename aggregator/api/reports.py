@@ -45,6 +45,14 @@ def enrolment_token(survey_id: str) -> str:
     return token
 
 
+def refuse_relayed(record) -> None:
+    """403 for unsealed reports to a relayed survey: they go through its relay, sealed."""
+    relay = getattr(record.survey, "relay", None)
+    if relay is not None:
+        raise Forbidden(f"survey {record.id!r} is relayed: send sealed reports to its relay "
+                        f"{relay.url}, never directly")  # fmt: skip
+
+
 @blueprint.post("/surveys/<survey_id>/reports")
 def submit(survey_id: str) -> Response:
     """Store reports; the acknowledgement means they are committed.
@@ -61,6 +69,7 @@ def submit(survey_id: str) -> Response:
     check_submission_address()
     storage = current_storage()
     record = storage.get_survey(survey_id, count=False)
+    refuse_relayed(record)
     body = read_json()
     token = None
     if record.require_enrolment and record.is_open:
@@ -93,6 +102,7 @@ def submit_bulk(survey_id: str) -> Response:
     storage = current_storage()
     with storage.bulk_turn():  # SQLite: one bulk request at a time per process
         record = storage.get_survey(survey_id, count=False)
+        refuse_relayed(record)
         body = read_json()
         if not record.is_open:
             raise Conflict(f"survey {survey_id!r} is closed")

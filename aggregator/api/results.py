@@ -27,6 +27,7 @@ from deniable.estimation import DEFAULT_BETA
 from deniable.survey import Question, Survey
 
 from ..storage import SurveyRecord, current_storage
+from . import relayed
 from .common import choice_parameter, is_operator, json_text, require_operator
 
 blueprint = Blueprint("results", __name__)
@@ -40,6 +41,8 @@ CSV_COLUMNS = (
     "chebyshev_exact_simultaneous_upper", "bernstein_lower", "bernstein_upper",
     "bernstein_simultaneous_lower", "bernstein_simultaneous_upper", "tightest",
     "simultaneous_tightest", "precision",
+    # Relayed surveys (api/relayed.py): the central ε of the smallest batch, at central_delta.
+    "central_epsilon", "central_delta", "smallest_batch",
 )  # fmt: skip
 # Why: a spreadsheet runs a cell starting with one of these as a formula (or, after
 # stripping leading whitespace or NUL, one that follows them).
@@ -136,26 +139,37 @@ def statistics_key(record: SurveyRecord, beta: float, kind: str) -> tuple[Any, .
     for question_id, folded in statistics.items():
         digest.update(f"{question_id}:{folded.n}:".encode())
         digest.update(np.ascontiguousarray(folded.statistics, dtype=np.int64).tobytes())
+    # A relayed survey's batch figures change the document even when no report was stored.
+    batches = relayed.batch_summary(record)
+    if batches is not None:
+        digest.update(json.dumps(batches, sort_keys=True).encode())
     return (record.id, record.status, float(beta), kind, digest.hexdigest()), statistics
 
 
 def _header(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> dict[str, Any]:
-    return {
+    head = {
         "survey": record.id,
         "title": record.survey.title,
         "status": record.status,
         "beta": beta,
         "n_reports": sum(s.n for s in statistics.values()),
     }
+    if relayed.relay_terms(record) is not None:
+        head["relay"] = relayed.header(record, relayed.batch_summary(record))
+    return head
 
 
 def _question_results(
     record: SurveyRecord, statistics: dict[str, Any], beta: float
 ) -> Iterator[tuple[Question, dict[str, Any]]]:
     """Each question with its results, one at a time (never a whole document in memory)."""
+    summary = relayed.batch_summary(record)
     for question in record.survey.questions:
         folded = statistics[question.id]
-        yield question, question.results(folded.statistics, folded.n, beta=beta)
+        result = question.results(folded.statistics, folded.n, beta=beta)
+        if summary is not None:
+            result["central"] = relayed.central(record, question, summary)
+        yield question, result
 
 
 def _json_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> Body:
@@ -208,7 +222,13 @@ def results_body(record: SurveyRecord, beta: float, kind: str = "json") -> Body:
         body = cache.get(key)
         if body is None:
             render = _csv_body if kind == "csv" else _json_body
-            body = cache.executor.submit(render, record, statistics, beta).result()
+            app = current_app._get_current_object()  # type: ignore[attr-defined]
+
+            def in_app() -> Body:  # the executor's thread needs the app (relayed surveys)
+                with app.app_context():
+                    return render(record, statistics, beta)
+
+            body = cache.executor.submit(in_app).result()
             cache.put(key, body)
     return body
 
@@ -248,6 +268,10 @@ def question_rows(question: Question, result: dict[str, Any], beta: float) -> li
     common |= {name: result.get(name) for name in
                ("variance_bound", "half_width", "simultaneous_half_width", "tightest",
                 "simultaneous_tightest", "precision")}  # fmt: skip
+    if result.get("central"):
+        common |= {"central_epsilon": result["central"]["central_epsilon"],
+                   "central_delta": result["central"]["delta"],
+                   "smallest_batch": result["central"]["batch"]}  # fmt: skip
     if "categories" in result:
         return [{**common, **category} for category in result["categories"]]
     if "mean" in result:

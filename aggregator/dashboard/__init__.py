@@ -127,6 +127,7 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         summary["respondents"] = respondents(current_storage().fold(record.id))
         header, results = results_by_question(record, beta)
         summary["n_reports"] = header["n_reports"]
+        summary["relay"] = header.get("relay")  # a relayed survey's batches (api/relayed.py)
         definitions = {q.id: q.to_dict() for q in record.survey.questions}
         questions = []
         for result in results:

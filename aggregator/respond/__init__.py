@@ -35,8 +35,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from functools import cache
 from importlib import resources
+from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, abort, render_template, request, url_for
 
@@ -65,9 +67,11 @@ ORACLE_MODULES = {
         "discrete_laplace": ("discrete_laplace.js",), "longitudinal": ("grr.js", "longitudinal.js"),
     }.items()
 }  # fmt: skip
+# Sealing (HPKE to the aggregator's encryption key), imported only for a relayed survey.
+SEALING = ("sealing.js",)
 # Every module of the browser client (respond.js last); wire.js (decoding) no page loads.
 MODULES = (
-    *CORE, *ROTATION, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
+    *CORE, *ROTATION, *SEALING, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
     "local_hashing.js", "hadamard.js", "subset.js", "option_sampling.js", "duchi.js",
     "discrete_laplace.js", "longitudinal.js", "wire.js", "respond.js",
 )  # fmt: skip
@@ -117,6 +121,8 @@ def survey_modules(survey: Survey, *, rotation: bool = False) -> tuple[str, ...]
     """
     needed = {name for q in survey.questions for name in ORACLE_MODULES.get(_oracle(q), ())}
     needed |= {*CORE, "respond.js", *(ROTATION if rotation else ())}
+    if survey.relay is not None:  # reports are sealed in the page (docs/protocol.md §10)
+        needed |= set(SEALING)
     return tuple(name for name in MODULES if name in needed)
 
 
@@ -137,13 +143,27 @@ def import_map() -> str:
     return json.dumps({"integrity": pinned}, separators=(",", ":"))
 
 
-def content_security_policy(inline_script: str | None = None) -> str:
+_ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|http://\[::1\](:[0-9]{1,5})?")
+
+
+def relay_origin(survey: Survey) -> str | None:
+    """The origin of a relayed survey's relay (its signed ``relay.url``), for connect-src."""
+    if survey.relay is None:
+        return None
+    parts = urlsplit(survey.relay.url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    return origin if _ORIGIN.fullmatch(origin) else None
+
+
+def content_security_policy(inline_script: str | None = None, relay: str | None = None) -> str:
     # Why: scripts only from this origin and only with the SRI hashes in the page (the one
-    # inline script, the import map, by its hash); the page talks only to this origin; no
-    # form ever posts (the no-JS page must send nothing).
+    # inline script, the import map, by its hash); the page talks only to this origin, and
+    # for a relayed survey to its signed relay; no form ever posts (the no-JS page must
+    # send nothing).
     script = f" 'sha256-{_sha256(inline_script)}'" if inline_script else ""
+    connect = f" {relay}" if relay else ""
     return (
-        f"default-src 'none'; script-src 'self'{script}; connect-src 'self'; "
+        f"default-src 'none'; script-src 'self'{script}; connect-src 'self'{connect}; "
         f"style-src 'sha256-{_sha256(STYLE)}'; img-src 'none'; base-uri 'none'; "
         "form-action 'none'; frame-ancestors 'none'"
     )
@@ -192,7 +212,7 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         pinned=" ".join((*names, *ROTATION)),
         style=STYLE,
     )
-    return page, 200, _headers(imports)
+    return page, 200, _headers(imports, relay_origin(record.survey))
 
 
 @blueprint.get("/surveys/<survey_id>/embed")
@@ -238,9 +258,9 @@ def _unavailable(heading: str, message: str, status: int) -> tuple[str, int, dic
     return page, status, _headers()
 
 
-def _headers(inline_script: str | None = None) -> dict[str, str]:
+def _headers(inline_script: str | None = None, relay: str | None = None) -> dict[str, str]:
     return {
-        "Content-Security-Policy": content_security_policy(inline_script),
+        "Content-Security-Policy": content_security_policy(inline_script, relay),
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
         "Cache-Control": "no-store",

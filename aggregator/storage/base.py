@@ -87,10 +87,10 @@ class Migration:
     sql: str
 
 
-def migrations(backend: str) -> list[Migration]:
-    """The migrations of one backend, in version order."""
+def migrations(backend: str, root: Path = MIGRATIONS) -> list[Migration]:
+    """The migrations of one backend, in version order (``root``: another service's folder)."""
     found = []
-    for path in sorted((MIGRATIONS / backend).glob("*.sql")):
+    for path in sorted((root / backend).glob("*.sql")):
         number, _, name = path.stem.partition("_")
         found.append(Migration(version=int(number), name=name, sql=path.read_text("utf-8")))
     versions = [m.version for m in found]

@@ -45,7 +45,7 @@ from .base import (
     submission_owners,
     survey_columns,
 )
-from .sqlite_ids import FileLock, IdIndex, Staged, probes, reports_by_seq
+from .sqlite_ids import FileLock, IdIndex, Staged, reports_by_seq
 from .timestamps import iso, utc_now
 from .tokens import (
     batch_digest,
@@ -345,7 +345,8 @@ class SqliteStorage(Storage):
             if previous is not report and previous != report:
                 raise Conflict(f"report id {report.id} appears twice with different bodies")
         ids = list(incoming)
-        batch = (incoming, ids, probes(ids), owners)  # Why here: less work while holding the locks
+        # Why here: less work while holding the locks.
+        batch = (incoming, ids, self._ids.id_keys.keys(survey_id, ids), owners)
         # The ingest lock: this process's id index changes only under it (sqlite_ids.py).
         with self._ingest_lock:
             with self._transaction() as connection:
@@ -389,10 +390,10 @@ class SqliteStorage(Storage):
         Conflict and the caller's transaction rolls back.  Returns what the id
         index learns once the caller has committed.
         """
-        incoming, ids, id_probes, owners = batch
+        incoming, ids, id_keys, owners = batch
         index = self._ids
         index.sync(connection)
-        stored = index.stored(connection, survey_id, ids, id_probes)
+        stored = index.stored(connection, survey_id, ids, id_keys)
         for report_id, question_id, payload in reports_by_seq(
             connection, "report_id, question_id, payload", list(stored.values())
         ):
@@ -419,7 +420,7 @@ class SqliteStorage(Storage):
             [(survey_id, r.id, r.question, r.payload, received_at, key)
              for r, key in zip(new, submissions, strict=True)],
         )  # fmt: skip
-        return index.stage(connection, before, [r.id for r in new], id_probes[np.array(fresh)])
+        return index.stage(connection, before, [r.id for r in new], id_keys[np.array(fresh)])
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
         self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.

@@ -62,6 +62,15 @@ export interface Survey {
   description: string;
   questions: Question[];
   totalEpsilon: number;
+  /** A relayed survey's relay (signed): reports are sealed and posted there only. */
+  relay: Relay | null;
+}
+
+export interface Relay {
+  url: string;
+  minBatch: number;
+  /** "question": each report sealed and shuffled alone; "submission": one respondent's together. */
+  shuffleUnit: "question" | "submission";
 }
 
 export interface VerifiedSurvey extends Survey {
@@ -69,6 +78,8 @@ export interface VerifiedSurvey extends Survey {
   requireEnrolment: boolean;
   /** The pinned key's id, then its retired ids: "answered" marks follow these, not the URL. */
   keyIds: string[];
+  /** A relayed survey: the aggregator's encryption key, verified under the pinned key at fetch. */
+  encryption?: { key: Uint8Array; keyId: string };
 }
 
 export interface PreparedReport {
@@ -165,6 +176,13 @@ export const SYSTEM: SystemRandomSource;
 
 export function canonicalize(value: unknown): string;
 export function canonicalBytes(value: unknown): Uint8Array;
+/** JSON.parse refusing an object with a member twice (InvalidSurvey, reason "duplicate-member"). */
+export function parseJson(text: string): unknown;
+/**
+ * A survey document verified under a key (protocol §2, §7): its definition and validated survey,
+ * or SignatureError (reason "key-id", "signature", "id-mismatch") or InvalidSurvey (with its reason).
+ */
+export function verifyDocument(document: unknown, surveyId: string, publicKey: Uint8Array, modules?: string[]): Promise<{ definition: unknown; survey: Survey }>;
 export function b64encode(bytes: Uint8Array): string;
 /** Canonical padded base64 only, or SignatureError. */
 export function b64decode(text: string): Uint8Array;
@@ -181,13 +199,16 @@ export function loadMechanisms(definition: unknown, modules?: string[]): Promise
 export function parseDefinition(definition: unknown): Survey;
 
 export class DeniableError extends Error {}
-export class InvalidSurvey extends DeniableError {}
+/** `reason`: a machine-readable code (protocol §7, "Reason codes"). */
+export class InvalidSurvey extends DeniableError { readonly reason: string; }
 export class InvalidValue extends DeniableError {}
 export class ReportError extends DeniableError {}
-export class SignatureError extends DeniableError {}
+export class SignatureError extends DeniableError { readonly reason: string; }
 export class PolicyViolation extends DeniableError {}
 export class BudgetExceeded extends DeniableError {}
 export class AlreadyAnswered extends DeniableError {}
+/** A report cannot be sealed, or a sealed blob does not open (sealing.js). */
+export class SealingError extends DeniableError {}
 export class TransportError extends DeniableError {
   status?: number;
   /** From flush: the bodies of the batches refused, and the outcome for the rest. */

@@ -1,11 +1,11 @@
 // The browser client (client/session.py; docs/protocol.md; the order, and why: README.md).
 
-import { canonicalBytes } from "./jcs.js";
+import { canonicalBytes, parseJson } from "./jcs.js";
 import { AlreadyAnswered, BudgetExceeded, InvalidSurvey, PolicyViolation, SignatureError, TransportError } from "./randomness.js";
 import { MECHANISMS, TOLERANCE, identifier, loadMechanisms, parseDefinition } from "./survey.js";
 
 export * from "./randomness.js";
-export { canonicalBytes, canonicalize } from "./jcs.js";
+export { canonicalBytes, canonicalize, parseJson } from "./jcs.js";
 export { loadMechanisms, parseDefinition } from "./survey.js";
 
 export const ENROLMENT_HEADER = "X-Deniable-Enrolment";
@@ -31,11 +31,41 @@ export const keyId = async (key) => [...new Uint8Array(await crypto.subtle.diges
 export const verify = (publicKey, signature, message) => crypto.subtle.importKey("raw", publicKey, "Ed25519", false, ["verify"])
   .then((key) => crypto.subtle.verify("Ed25519", key, signature, message)).catch(() => false);
 
+/**
+ * The signed definition of a survey document and its validated survey, verified under `publicKey`
+ * (protocol §2, §7, in this order; shared/keychain.py's verify_document): key_id, when present,
+ * names that key (a rotation is followed before); the signature verifies over the JCS bytes of the
+ * definition as received; only then are its modules loaded and the definition validated; its id and
+ * the document's are the one asked for. SignatureError (reason key-id, signature, id-mismatch) or InvalidSurvey.
+ */
+export async function verifyDocument(document, surveyId, publicKey, modules) {
+  if (document === null || typeof document !== "object" || Array.isArray(document)) throw new SignatureError("the survey document is not an object", "signature");
+  if (document.key_id !== undefined && document.key_id !== await keyId(publicKey)) {
+    throw new SignatureError(`survey ${surveyId} is signed by key ${document.key_id}, not the pinned key, and the aggregator's key chain does not lead there`, "key-id");
+  }
+  const { definition } = document;
+  let signature, bytes;
+  try { signature = b64decode(document.signature); bytes = canonicalBytes(definition); } catch { /* refused below */ }
+  if (!bytes || signature.length !== 64 || !(await verify(publicKey, signature, bytes))) throw new SignatureError("the survey's signature does not verify under the pinned key", "signature");
+  await loadMechanisms(definition, modules); // only after the signature
+  const survey = parseDefinition(definition);
+  if (survey.id !== surveyId || (document.id ?? surveyId) !== surveyId) throw new SignatureError(`asked for survey ${surveyId}, got ${survey.id}`, "id-mismatch");
+  return { definition, survey };
+}
+
 // Only for a rotated key or trust on first use.
 const keychain = (client) => {
   if (client.modules && !client.modules.includes("keychain.js")) throw new SignatureError("keychain.js is not pinned by this page");
   return import("./keychain.js");
 };
+// Only for a relayed survey (its signed definition names a relay).
+const sealingModule = (client) => {
+  if (client.modules && !client.modules.includes("sealing.js")) throw new SignatureError("sealing.js is not pinned by this page");
+  return import("./sealing.js");
+};
+const b64url = (bytes) => b64encode(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+/** The relay's body (docs/protocol.md "Sealing"): format, key id, units, and the enrolment token if any. */
+const relayBody = (keyIdValue, units, token) => JSON.stringify({ format: "deniable.sealed/1", key_id: keyIdValue, units, ...(token !== undefined && { enrolment_token: token }) });
 
 export class MemoryStorage {
   items = new Map();
@@ -54,15 +84,26 @@ export class SurveyClient {
   load() { return JSON.parse(this.storage.getItem(STATE_KEY) ?? '{"ledger":[],"answered":{},"outbox":[],"memo":{},"keys":{}}'); }
   save(state) { this.storage.setItem(STATE_KEY, JSON.stringify(state)); }
 
-  async request(method, path, body, enrolment) {
+  /** `url`: an absolute URL instead of baseUrl + path (a relayed survey's relay). */
+  async request(method, path, body, enrolment, url) {
     const headers = { Accept: "application/json", ...(body && { "Content-Type": "application/json" }), ...(enrolment !== undefined && { [ENROLMENT_HEADER]: enrolment }) };
     try {
       // Why a timeout: flushes run in turn, so one request the aggregator never answers would
       // hold back every later batch.
-      return await this.fetch(this.baseUrl + path, { method, headers, body, credentials: "omit", redirect: "error", cache: "no-store", signal: AbortSignal.timeout(this.timeout) });
+      return await this.fetch(url ?? this.baseUrl + path, { method, headers, body, credentials: "omit", redirect: "error", cache: "no-store", signal: AbortSignal.timeout(this.timeout) });
     } catch (error) {
-      throw new TransportError(`aggregator unreachable (${error.message})`);
+      throw new TransportError(`${url ? "relay" : "aggregator"} unreachable (${error.message})`);
     }
+  }
+
+  /** The aggregator's encryption key, verified under the pinned signing key (followed along its chain). */
+  async encryptionKey(pin) {
+    const response = await this.request("GET", "/api/v1/key");
+    if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET key`, response.status);
+    const document = await response.json().catch(() => { throw new SignatureError("the key document is not JSON"); });
+    if (document?.public_key !== b64encode(pin.key)) pin = await (await keychain(this)).rotate(this, pin);
+    const sealing = await sealingModule(this);
+    return { key: await sealing.verifiedEncryptionKey(document, pin.key, { verify, b64decode, b64encode, keyId, SignatureError }), keyId: document.encryption_key.key_id, pin };
   }
 
   /** The pin {key, sequence, retired}: stored (if it descends from the given key), given, or first used. */
@@ -78,14 +119,14 @@ export class SurveyClient {
     let pin = await this.pin();
     const response = await this.request("GET", `/api/v1/surveys/${surveyId}`), p = this.policy;
     if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET survey ${surveyId}`, response.status);
-    const document = await response.json().catch(() => { throw new TransportError(`aggregator sent a survey ${surveyId} that is not JSON`, 200); });
-    const { definition } = Object(document);
-    if (typeof document.key_id === "string" && document.key_id !== await keyId(pin.key)) pin = await (await keychain(this)).rotate(this, pin);
-    const signed = await verify(pin.key, b64decode(document.signature), canonicalBytes(definition));
-    if (!signed) throw new SignatureError("the survey's signature does not verify under the pinned key");
-    await loadMechanisms(definition, this.modules); // only after the signature
-    const survey = parseDefinition(definition);
-    if (survey.id !== surveyId) throw new InvalidSurvey(`asked for survey ${surveyId}, got ${survey.id}`);
+    const text = await response.text();
+    let document;
+    try { document = parseJson(text); } catch (error) {
+      if (error instanceof InvalidSurvey) throw error; // a member twice
+      throw new TransportError(`aggregator sent a survey ${surveyId} that is not JSON`, 200);
+    }
+    if (document?.key_id !== undefined && document.key_id !== await keyId(pin.key)) pin = await (await keychain(this)).rotate(this, pin);
+    const { definition, survey } = await verifyDocument(document, surveyId, pin.key, this.modules);
     for (const q of survey.questions) {
       const why = !p.allowedMechanisms.includes(q.mechanism) ? `mechanism ${q.mechanism} is not allowed`
         : q.longitudinal && !p.allowLongitudinal ? "longitudinal questions are not allowed"
@@ -94,9 +135,12 @@ export class SurveyClient {
     }
     if (survey.totalEpsilon > p.maxSurveyEpsilon + TOLERANCE) throw new PolicyViolation(`epsilon = ${survey.totalEpsilon} is over the cap of ${p.maxSurveyEpsilon} per survey`);
     if (document.status !== "open") throw new TransportError(`survey ${surveyId} is closed`, 409);
+    // A relayed survey: the encryption key its reports are sealed to, checked now, before answering.
+    const encryption = survey.relay ? await this.encryptionKey(pin) : undefined;
+    if (encryption && b64encode(encryption.pin.key) !== b64encode(pin.key)) throw new SignatureError("the aggregator key changed while fetching the survey; fetch it again");
     // "Answered" follows the aggregator's key (current and retired), not the spelling of its URL.
     const keyIds = [await keyId(pin.key), ...pin.retired], state = this.load(), costs = this.charges(state, survey, await this.families(survey, state));
-    const verified = { ...survey, definition, requireEnrolment: Boolean(document.require_enrolment), keyIds };
+    const verified = { ...survey, definition, requireEnrolment: Boolean(document.require_enrolment), keyIds, ...(encryption && { encryption: { key: encryption.key, keyId: encryption.keyId } }) };
     this.checkBudget(state, verified, costs.reduce((n, c) => n + c, 0));
     return verified;
   }
@@ -147,13 +191,16 @@ export class SurveyClient {
     const at = this.clock(), answered = `${survey.keyIds[0]}#${survey.id}`, reportIds = reports.map((r) => r.id);
     const charges = this.charges(state, survey, families), charged = charges.reduce((n, c) => n + c, 0);
     this.checkBudget(state, survey, charged);
-    const body = JSON.stringify({ reports: reports.map(({ id, question, payload }) => ({ id, question, payload })) });
+    const wire = reports.map(({ id, question, payload }) => ({ id, question, payload }));
+    const body = survey.relay ? await this.sealedBody(survey, wire, enrolmentToken) : JSON.stringify({ reports: wire });
     survey.questions.forEach((q, i) => {
       state.ledger.push({ at, survey: answered, question: q.id, epsilon: charges[i] });
       if (families[i]) state.memo[families[i]] = { at, count: Math.min(q.domainSize, (state.memo[families[i]]?.count ?? 0) + 1) };
     });
     state.answered[answered] = { at, reports: reportIds };
-    state.outbox.push({ origin: this.baseUrl, survey: survey.id, path: `/api/v1/surveys/${survey.id}/reports`, body, enrolment: enrolmentToken });
+    state.outbox.push(survey.relay // to the relay only; the token is in the body
+      ? { origin: this.baseUrl, survey: survey.id, url: `${survey.relay.url}/api/v1/surveys/${survey.id}/sealed`, path: `/api/v1/surveys/${survey.id}/sealed`, body }
+      : { origin: this.baseUrl, survey: survey.id, path: `/api/v1/surveys/${survey.id}/reports`, body, enrolment: enrolmentToken });
     this.save(state); // the charge, the mark and the batch in one write, before any byte is sent
     // Another batch's refusal (an earlier visit's) does not fail this answer.
     const { pending, retryAfter } = await this.flush().catch((error) => {
@@ -161,6 +208,18 @@ export class SurveyClient {
       return error.result;
     });
     return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending, ...(retryAfter !== undefined && { retryAfter }) };
+  }
+
+  /** Every unit of a relayed survey sealed to its verified encryption key (sealing.js), as the relay's body. */
+  async sealedBody(survey, reports, token) {
+    if (!survey.encryption) throw new SignatureError(`survey ${survey.id} is relayed but no encryption key was verified; fetch it again`);
+    const sealing = await sealingModule(this);
+    const units = await Promise.all((survey.relay.shuffleUnit === "submission" ? [""] : survey.questions.map((q) => q.id)).map(async (unit) => {
+      const chosen = unit ? reports.filter((r) => r.question === unit) : reports;
+      const sealed = await sealing.seal(survey.encryption.key, { surveyId: survey.id, unit, plaintext: sealing.unitBody(chosen, unit), size: sealing.unitSize(survey, unit) });
+      return { unit, sealed: b64url(sealed) };
+    }));
+    return relayBody(survey.encryption.keyId, units, token);
   }
 
   /**
@@ -188,19 +247,24 @@ export class SurveyClient {
     for (const entry of mine()) {
       if (entry.refused) {
         if (enrolmentToken === undefined || entry.survey !== survey) continue; // waits for a token
-        entry.enrolment = enrolmentToken; // kept with the batch, for every later retry
-        this.#update(entry.body, (e) => ({ ...e, enrolment: enrolmentToken, refused: undefined }));
+        const before = entry.body;
+        if (entry.url) { // a relayed batch: the token is a member of its body, the sealed units unchanged
+          const { key_id: id, units } = JSON.parse(before);
+          entry.body = relayBody(id, units, enrolmentToken);
+        } else entry.enrolment = enrolmentToken; // kept with the batch, for every later retry
+        this.#update(before, (e) => ({ ...e, body: entry.body, enrolment: entry.enrolment, refused: undefined }));
       }
-      const response = await this.request("POST", entry.path, entry.body, entry.enrolment).catch(() => null);
+      const response = await this.request("POST", entry.path, entry.body, entry.enrolment, entry.url).catch(() => null);
       if (!response || response.status === 429 || response.status >= 500) { // kept, in order, for later
         const wait = response?.headers.get("Retry-After"), seconds = /^\d+$/.test(wait) ? +wait : (Date.parse(wait) - this.clock()) / 1000;
         retryAfter = seconds >= 0 ? seconds : undefined;
         break;
       }
       const { status } = response, token = status === 401 || status === 403;
-      if (status === 200 || status === 201) delivered = surveys.push(entry.survey);
+      if (status === 200 || status === 201 || status === 202) delivered = surveys.push(entry.survey); // 202: a relay holds it
       else {
-        refused ??= new TransportError(token ? `aggregator refused the enrolment token (${status}): the reports wait for another` : `aggregator refused the reports (${status})`, status);
+        const who = entry.url ? "relay" : "aggregator";
+        refused ??= new TransportError(token ? `${who} refused the enrolment token (${status}): the reports wait for another` : `${who} refused the reports (${status})`, status);
         bodies.push(entry.body);
       }
       this.#update(entry.body, token && ((e) => ({ ...e, refused: status })));

@@ -19,7 +19,7 @@ export class Duchi extends Mechanism {
 
   /** The threshold for +1 (IEEE doubles, in this order); privacy rests on the clamp alone. */
   limit(value) {
-    const t = Math.min(1, Math.max(-1, 2 * (value - this.lo) / (this.hi - this.lo) - 1));
+    const t = Math.min(1, Math.max(-1, 2 * ((value - this.lo) / (this.hi - this.lo)) - 1)); // the fraction first: no overflow
     return Math.min(this.high, Math.max(this.low, threshold(0.5 + t * this.slope)));
   }
 

@@ -28,7 +28,7 @@ export class LongitudinalGRR extends GRR {
     exactKeys("longitudinal", l, ["key", "instantaneous_epsilon"]);
     identifier("longitudinal.key", l.key);
     epsilon("longitudinal.instantaneous_epsilon", l.instantaneous_epsilon);
-    if (this.instantaneous.epsilonImplemented > l.instantaneous_epsilon + TOLERANCE) throw new InvalidSurvey("its instantaneous_keep implies more than instantaneous_epsilon");
+    if (this.instantaneous.epsilonImplemented > l.instantaneous_epsilon + TOLERANCE) throw new InvalidSurvey("its instantaneous_keep implies more than instantaneous_epsilon", "implied-epsilon");
   }
 
   permanentResponse(value, source = SYSTEM) { return this.permanent.randomize(value, source); }

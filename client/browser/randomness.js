@@ -40,11 +40,13 @@ export class SystemRandomSource extends ByteStreamSource {
 export const SYSTEM = new SystemRandomSource();
 
 export class DeniableError extends Error { get name() { return this.constructor.name; } }
-export class InvalidSurvey extends DeniableError {}
+/** `reason`: a machine-readable code, the same as Python's (docs/protocol.md §7, "Reason codes"). */
+export class InvalidSurvey extends DeniableError { constructor(message, reason = "invalid") { super(message); this.reason = reason; } }
 export class InvalidValue extends DeniableError {}
 export class ReportError extends DeniableError {}
-export class SignatureError extends DeniableError {}
+export class SignatureError extends DeniableError { constructor(message, reason = "invalid") { super(message); this.reason = reason; } }
 export class PolicyViolation extends DeniableError {}
 export class BudgetExceeded extends DeniableError {}
 export class AlreadyAnswered extends DeniableError {}
 export class TransportError extends DeniableError { constructor(message, status) { super(message); this.status = status; } }
+export class SealingError extends DeniableError {}

@@ -48,37 +48,43 @@ export async function loadMechanisms(definition, modules) {
   }
 }
 
-const fail = (where, message) => new InvalidSurvey(`${where}: ${message}`);
+const fail = (where, message, reason) => new InvalidSurvey(`${where}: ${message}`, reason);
+// "Not blank" (protocol §2.2): some code point outside White_Space and Default_Ignorable_Code_Point,
+// as fixed lists (the same as shared/survey.py's BLANK), not trim(), which strips U+FEFF only.
+const BLANK = /^[\t-\r \x85\xa0\xad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]*$/u;
 
 /** An object with exactly the keys named (those ending in "?" optional). */
 export function exactKeys(where, object, names) {
-  if (object === null || typeof object !== "object" || Array.isArray(object)) throw fail(where, "must be an object");
+  if (object === null || typeof object !== "object" || Array.isArray(object)) throw fail(where, "must be an object", "wrong-type");
   const allowed = names.map((name) => name.replace(/\?$/, "")), odd = Object.keys(object).find((key) => !allowed.includes(key));
   const missing = names.find((name) => !name.endsWith("?") && !(name in object));
-  if (odd ?? missing) throw fail(where, odd ? `unknown field ${odd}` : `missing field ${missing}`);
+  if (odd ?? missing) throw fail(where, odd ? `unknown field ${odd}` : `missing field ${missing}`, odd ? "unknown-member" : "missing-member");
 }
 
 /** At most `limit` code points, no C0/C1 controls or DEL; non-blank (a description: may be empty, keeps \n). */
 function text(where, value, limit, description) {
-  if (typeof value !== "string" || !value.isWellFormed() || [...value].length > limit || (!description && /^\p{White_Space}*$/u.test(value))) throw fail(where, `must be a non-empty string of at most ${limit} characters`);
-  if ((description ? /[\0-\t\v-\x1f\x7f-\x9f]/ : /[\0-\x1f\x7f-\x9f]/).test(value)) throw fail(where, "must not contain control characters");
+  if (typeof value !== "string" || !value.isWellFormed()) throw fail(where, "must be a string (of whole characters)", "wrong-type");
+  if ([...value].length > limit) throw fail(where, `must be at most ${limit} characters`, "text-length");
+  if (!description && BLANK.test(value)) throw fail(where, "must not be blank (white space or invisible characters only)", "text-blank");
+  if ((description ? /[\0-\t\v-\x1f\x7f-\x9f]/ : /[\0-\x1f\x7f-\x9f]/).test(value)) throw fail(where, "must not contain control characters", "text-control");
   return value;
 }
 
 export function identifier(where, value) {
   if (typeof value === "string" && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(value)) return value;
-  throw fail(where, "is not an identifier");
+  throw fail(where, "is not an identifier", "identifier");
 }
 
 export function epsilon(where, value) {
   if (typeof value === "number" && value >= 0.001 && value <= 20) return value;
-  throw fail(where, "must be a number in [0.001, 20]");
+  throw fail(where, "must be a number in [0.001, 20]", "epsilon");
 }
 
 export class Question {
   constructor(data, index) {
     let where = `survey.questions[${index}]`;
-    if (!TYPES.includes(data?.type)) throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`);
+    exactKeys(where, data, ["id", "type", "text", "epsilon", "mechanism", "parameters", "longitudinal?", "options?", "lo?", "hi?"]);
+    if (!TYPES.includes(data.type)) throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`, "type");
     const { type, mechanism, options: o, longitudinal: l } = data, extra = { numeric: ["lo", "hi"], yes_no: [] }[type] ?? ["options"];
     exactKeys(where, data, ["id", "type", "text", "epsilon", "mechanism", "parameters", "longitudinal?", ...extra]);
     where = `question ${identifier(`${where}.id`, data.id)}`;
@@ -86,21 +92,27 @@ export class Question {
       mechanism, parameters: data.parameters, longitudinal: l ?? null, lo: data.lo, hi: data.hi });
     if (type.endsWith("_choice")) {
       const limit = type === "multiple_choice" ? 64 : 1024;
-      if (!Array.isArray(o) || o.length < 2 || o.length > limit || new Set(o).size !== o.length) throw fail(`${where}.options`, `must be 2 to ${limit} distinct labels`);
+      if (!Array.isArray(o)) throw fail(`${where}.options`, "must be a list of labels", "wrong-type");
+      if (o.length < 2 || o.length > limit) throw fail(`${where}.options`, `must be 2 to ${limit} labels`, "options-count");
       this.options = o.map((label) => text(`${where}.options`, label, 200));
+      if (new Set(o).size !== o.length) throw fail(`${where}.options`, "labels must be distinct", "options-duplicate");
+    }
+    if (type === "numeric" && !([data.lo, data.hi].every((v) => typeof v === "number") && [data.lo, data.hi, data.hi - data.lo].every(Number.isFinite) && data.lo < data.hi)) {
+      throw fail(where, `lo and hi must be finite numbers with lo < hi, got [${data.lo}, ${data.hi}]`, "range");
     }
     const [file, name, names] = ORACLES[oracleKind(data)] ?? [];
-    if (!name) throw fail(where, `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`);
+    if (!name || (mechanism === "binary_rr" && type === "single_choice" && this.domainSize !== 2)) throw fail(where, `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`, "mechanism");
     exactKeys(`${where}.parameters`, data.parameters, names);
     if (!loaded[name]) throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
     const parameters = Object.fromEntries(Object.entries(data.parameters).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v]));
     try { // the mechanism checks lo, hi and its parameters
       this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, longitudinal: l, ...parameters });
     } catch (error) {
-      throw fail(where, error.message);
+      // The mechanisms' own refusals: a parameter out of range (or, longitudinal, its ε's).
+      throw fail(where, error.message, error.reason && error.reason !== "invalid" ? error.reason : "parameter");
     }
     const implied = this.oracle.epsilonImplemented; // by the signed thresholds (longitudinal: permanent)
-    if (implied > this.epsilon + TOLERANCE) throw fail(where, `its parameters imply epsilon = ${implied}, more than the declared ${this.epsilon}`);
+    if (implied > this.epsilon + TOLERANCE) throw fail(where, `its parameters imply epsilon = ${implied}, more than the declared ${this.epsilon}`, "implied-epsilon");
     this.cost = Math.max(this.epsilon, implied);
   }
 
@@ -121,18 +133,33 @@ export class Question {
   describe(report) { return this.oracle.describe(report, this.labels); }
 }
 
+/** A relayed survey's `relay` member (shared/survey.py Relay; protocol "Sealing"), signed form: all three members. */
+export function parseRelay(data, where = "survey.relay") {
+  exactKeys(where, data, ["url", "min_batch", "shuffle_unit"]);
+  const { url, min_batch: minBatch, shuffle_unit: shuffleUnit } = data;
+  const match = typeof url === "string" && url.length <= 200 && !/[\0-\x1f\x7f-\x9f?#@ \\]/.test(url) && !url.endsWith("/") && /^(https?):\/\/([^/]+)/.exec(url);
+  const host = match && (match[2].endsWith("]") ? match[2] : match[2].replace(/:[^:]*$/, ""));
+  if (!match) throw fail(`${where}.url`, "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials", "relay");
+  if (match[1] === "http" && !["localhost", "127.0.0.1", "[::1]"].includes(host)) throw fail(`${where}.url`, "must use https (http only for a loopback host)", "relay");
+  if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e7) throw fail(`${where}.min_batch`, "must be an integer in [1, 10000000]", "relay");
+  if (!["question", "submission"].includes(shuffleUnit)) throw fail(`${where}.shuffle_unit`, "must be question or submission", "relay");
+  return Object.freeze({ url, minBatch, shuffleUnit });
+}
+
 export function parseDefinition(data) {
-  exactKeys("survey", data, ["format", "id", "title", "description?", "questions"]);
-  if (data.format !== FORMAT) throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`);
+  exactKeys("survey", data, ["format", "id", "title", "description?", "questions", "relay?"]);
+  if (data.format !== FORMAT) throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`, "format");
   const q = data.questions;
-  if (!Array.isArray(q) || q.length < 1 || q.length > 100) throw fail("survey.questions", "must be a list of 1 to 100 questions");
+  if (!Array.isArray(q)) throw fail("survey.questions", "must be a list of questions", "wrong-type");
+  if (q.length < 1 || q.length > 100) throw fail("survey.questions", "must be a list of 1 to 100 questions", "questions-count");
   // The canonical form omits an empty description: "" cannot be the signed bytes of a survey.
-  if (data.description === "") throw fail("survey.description", "must be omitted rather than empty");
+  if (data.description === "") throw fail("survey.description", "must be omitted rather than empty", "description-empty");
   const survey = { id: identifier("survey.id", data.id), title: text("survey.title", data.title, 200),
     description: "description" in data ? text("survey.description", data.description, 2000, true) : "", questions: q.map((d, i) => new Question(d, i)) };
   const distinct = (values) => new Set(values).size === values.length;
-  if (!distinct(survey.questions.map((x) => x.id))) throw fail("survey.questions", "question ids must be distinct");
-  if (!distinct(survey.questions.filter((x) => x.longitudinal).map((x) => x.longitudinal.key))) throw fail("survey.questions", "longitudinal keys must be distinct");
+  if (!distinct(survey.questions.map((x) => x.id))) throw fail("survey.questions", "question ids must be distinct", "question-id-duplicate");
+  if (!distinct(survey.questions.filter((x) => x.longitudinal).map((x) => x.longitudinal.key))) throw fail("survey.questions", "longitudinal keys must be distinct", "longitudinal-key-duplicate");
   survey.totalEpsilon = survey.questions.reduce((sum, x) => sum + x.cost, 0);
+  survey.relay = data.relay === undefined ? null : parseRelay(data.relay);
   return survey;
 }

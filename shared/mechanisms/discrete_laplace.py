@@ -33,8 +33,8 @@ discrete Laplace distribution (the floats only enter through p).
 
 Statistics are ``[sum of z]`` (int64); the mean estimate is
 ``lo + (hi - lo) (total/n) / G``.  The variance bound per report, in grid units,
-is G²/4 (the spread of k over any population in the range, which also covers
-the rounding variance r(1 - r) <= 1/4) plus Var[Z] = 2a/(1 - a)² with
+is 1/4 (the rounding variance r(1 - r) <= 1/4; the answers themselves are fixed, as
+the intervals cover the respondents' own answers) plus Var[Z] = 2a/(1 - a)² with
 a = exp(-ε/G).
 
 Wire: z as an 8-byte big-endian two's-complement integer.  Decoding is strict:
@@ -183,8 +183,17 @@ class DiscreteLaplace(NumericMechanism):
         return np.array([self.lo + (self.hi - self.lo) * (total / n) / self.grid_size])
 
     def variance_bound(self, n: int) -> float:
+        """Var of the mean estimate for every set of n answers: (step)² (1/4 + Var Z)/n.
+
+        The intervals cover the respondents' own answers (docs/design.md): only the coins
+        are random, so report i varies through its rounding, Bernoulli(r_i) with
+        r_i (1 - r_i) <= 1/4 grid units², and its independent noise Z (CKS 2020, discrete
+        Laplace variance 2a/(1 - a)²).  Equality at r_i = 1/2.  (A spread of the answers,
+        (G/2)², would belong to sampling respondents from a larger population: formula
+        sheet, "what the interval covers".)
+        """
         g = self.grid_size
-        return ((self.hi - self.lo) / g) ** 2 * (g * g / 4 + self.noise_variance) / n
+        return ((self.hi - self.lo) / g) ** 2 * (0.25 + self.noise_variance) / n
 
     def report_distribution(self, value: object) -> dict[str, float]:
         """P[z] over the support, until the noise tail left out is below 1e-15."""

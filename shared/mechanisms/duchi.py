@@ -4,14 +4,15 @@ Duchi, Jordan, Wainwright, "Local Privacy and Statistical Minimax Rates"
 (FOCS 2013) and "Minimax Optimal Procedures for Locally Private Estimation"
 (JASA 2018).
 
-The value x in [lo, hi] is scaled to t = 2(x - lo)/(hi - lo) - 1 in [-1, 1].
+The value x in [lo, hi] is scaled to t = 2((x - lo)/(hi - lo)) - 1 in [-1, 1]
+(the fraction first, so that no intermediate overflows: docs/protocol.md §4).
 With B = (e^ε + 1)/(e^ε - 1) the report is +B with probability
 
     p(t) = 1/2 + t (e^ε - 1) / (2 (e^ε + 1))
 
 and -B otherwise, so E[report] = t and Var[report] = B² - t² <= B².  Only the
 sign travels: a batch is an int8 array of ±1, ``statistics`` is ``[sum of
-signs]`` (exact int64), and the mean is ``lo + (B total/n + 1)(hi - lo)/2``.
+signs]`` (exact int64), and the mean is ``(lo + hi)/2 + (B total/n)(hi - lo)/2``.
 
 Sampling: p(t) is computed in floating point from the real t and realised
 as ``threshold(p(t)) / 2**53`` (see :mod:`deniable.randomness`); one CSPRNG
@@ -72,7 +73,9 @@ class Duchi(NumericMechanism):
         return max(plus, minus)
 
     def _scaled(self, value: float) -> float:
-        t = 2 * (value - self.lo) / (self.hi - self.lo) - 1
+        # The fraction first: 2 * (x - lo) overflows when x - lo > 2**1023 although
+        # hi - lo is finite (lo = -5e307, hi = 5e307); x - lo <= hi - lo keeps it finite.
+        t = 2 * ((value - self.lo) / (self.hi - self.lo)) - 1
         return min(1.0, max(-1.0, t))
 
     def _threshold(self, value: float) -> int:
@@ -86,7 +89,7 @@ class Duchi(NumericMechanism):
 
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
         x = check_numbers(values, self.lo, self.hi)
-        t = np.clip(2 * (x - self.lo) / (self.hi - self.lo) - 1, -1.0, 1.0)
+        t = np.clip(2 * ((x - self.lo) / (self.hi - self.lo)) - 1, -1.0, 1.0)
         plus = rng.random(x.size) < 0.5 + t * self._slope
         return np.where(plus, 1, -1).astype(np.int8)
 
@@ -104,7 +107,10 @@ class Duchi(NumericMechanism):
             raise InvalidParameter(f"n must be positive to estimate, got {n}")
         total = float(np.asarray(statistics, dtype=np.int64)[0])
         t_hat = self._bound * total / n
-        return np.array([self.lo + (t_hat + 1) * (self.hi - self.lo) / 2])
+        # The midpoint plus t_hat half-ranges: (t_hat + 1) * (hi - lo) would overflow
+        # on ranges near the largest double although the mean itself is finite.
+        middle, half = self.lo / 2 + self.hi / 2, self.hi / 2 - self.lo / 2
+        return np.array([middle + t_hat * half])
 
     def variance_bound(self, n: int) -> float:
         return self._bound**2 * ((self.hi - self.lo) / 2) ** 2 / n

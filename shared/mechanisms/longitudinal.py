@@ -54,8 +54,10 @@ class LongitudinalGRR(GRR):
 
     @property
     def permanent(self) -> GRR:
-        """The permanent layer alone (what the device memoizes)."""
-        return GRR(epsilon=self.epsilon, domain_size=self.domain_size)
+        """The permanent layer alone (what the device memoizes), with this layer's threshold."""
+        layer = GRR(epsilon=self.epsilon, domain_size=self.domain_size)
+        object.__setattr__(layer, "_keep", self._keep)  # a signed one (docs/protocol.md §2.3)
+        return layer
 
     @property
     def p_star(self) -> float:

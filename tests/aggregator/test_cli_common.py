@@ -74,7 +74,7 @@ def test_init_and_serve_use_the_data_dir_and_sqlite_urls(tmp_path):
     assert cli("init", home=home).returncode == 0
     # The write-lock file queues SQLite writers (aggregator/storage/sqlite_ids.py).
     assert files_under(home) == ["deniable.sqlite3", "deniable.sqlite3.write-lock",
-                                 "signing_key.pem"]  # fmt: skip
+                                 "signing_key.encryption.pem", "signing_key.pem"]  # fmt: skip
     other = tmp_path / "other"
     result = cli("--data-dir", str(other), "init", home=home)
     assert result.returncode == 0 and (other / "deniable.sqlite3").exists()

@@ -10,6 +10,7 @@ import stat
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from deniable.aggregator import signing
 from deniable.aggregator.settings import SettingsError
 from deniable.aggregator.signing import create_key, load_key
 
@@ -25,7 +26,10 @@ def test_key_file_is_private_and_reused(tmp_path):
     first = load_key(path)
     assert not create_key(path)
     assert load_key(path).public_key == first.public_key
-    assert [p.name for p in path.parent.iterdir()] == ["signing.pem"]  # no temporary left
+    # No temporary left; the encryption key is created beside it, also 0600.
+    names = sorted(p.name for p in path.parent.iterdir())
+    assert names == ["signing.encryption.pem", "signing.pem"]
+    assert stat.S_IMODE((path.parent / "signing.encryption.pem").stat().st_mode) == 0o600
 
 
 def test_signatures_verify_with_the_public_key(tmp_path):
@@ -58,8 +62,11 @@ def test_garbage_and_missing_key_files_are_refused(tmp_path):
 def test_the_private_key_is_never_served(client, app, created_survey):
     pem = open(app.config["SIGNING_KEY_PATH"], "rb").read()
     secret_body = b"".join(pem.splitlines()[1:-1])
+    encryption = signing.encryption_key_path(app.config["SIGNING_KEY_PATH"]).read_bytes()
+    encryption_body = b"".join(encryption.splitlines()[1:-1])
     key = client.get("/api/v1/key").get_json()
-    assert set(key) == {"algorithm", "public_key", "key_id", "sequence", "chain"}
+    assert set(key) == {"algorithm", "public_key", "key_id", "sequence", "chain", "encryption_key"}
     assert key["algorithm"] == "Ed25519" and key["chain"] == [] and key["sequence"] == 0
     for url in ("/api/v1/key", "/api/v1/surveys/demo", "/api/v1/surveys", "/api/v1/openapi.json"):
         assert secret_body not in client.get(url).data
+        assert encryption_body not in client.get(url).data

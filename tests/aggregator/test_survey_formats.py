@@ -85,3 +85,36 @@ def test_a_v1_survey_is_refused_in_the_browser_with_a_reason(
     embed = client.get(f"/surveys/{v1.id}/embed")
     assert embed.status_code == 409 and embed.mimetype == "application/problem+json"
     assert FORMAT in embed.get_json()["detail"]
+
+
+def test_signed_thresholds_within_epsilon_are_kept_and_estimated_with(
+    client, operator_headers
+) -> None:
+    """One threshold rule (docs/protocol.md §2.3): the aggregator accepts an operator's keep
+    within the declared ε, signs it as given and estimates with it; beyond ε it refuses."""
+    definition = Survey.from_dict(demo_survey_dict("chosen")).upgraded().to_dict()
+    keep = 2**52 + 2**50  # p = 0.625: implied ε = ln(5/3) < 1
+    definition["questions"][0]["parameters"]["keep"] = keep
+    created = client.post(
+        "/api/v1/surveys", json={"definition": definition}, headers=operator_headers
+    )
+    assert created.status_code == 201, created.get_json()
+    document = client.get("/api/v1/surveys/chosen").get_json()
+    assert document["definition"]["questions"][0]["parameters"]["keep"] == keep
+    served = Survey.from_dict(document["definition"], resolved=True)
+    reports = [{"id": "00000000-0000-4000-8000-000000000001", "question": "smoker",
+                "payload": "01"}]  # fmt: skip
+    reports += random_reports(served, len(served.questions))[1:]
+    posted = client.post("/api/v1/surveys/chosen/reports", json={"reports": reports})
+    assert posted.status_code == 201, posted.get_json()
+    results = client.get("/api/v1/surveys/chosen/results").get_json()
+    smoker = next(q for q in results["questions"] if q["question"] == "smoker")
+    # one "yes" report: (1 - q*)/(p* - q*) with p* = 0.625, q* = 0.375
+    yes = next(c for c in smoker["categories"] if c["label"] == "yes")
+    assert yes["estimate"] == 2.5 and smoker["variance_bound"] == 3.75  # p*(1 - p*)/(p* - q*)²
+    definition["id"] = "too-much"
+    definition["questions"][0]["parameters"]["keep"] = 2**53 - 2
+    refused = client.post(
+        "/api/v1/surveys", json={"definition": definition}, headers=operator_headers
+    )
+    assert refused.status_code == 422 and "imply" in refused.get_json()["detail"]

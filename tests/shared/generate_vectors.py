@@ -24,7 +24,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from deniable.errors import InvalidReport
 from deniable.mechanisms.local_hashing import bucket
 from deniable.randomness import ByteStreamSource
-from deniable.survey import FORMAT, Question, Survey
+from deniable.survey import (
+    FORMAT,
+    MAX_LABEL,
+    MAX_MULTIPLE_OPTIONS,
+    MAX_OPTIONS,
+    MAX_QUESTIONS,
+    MAX_TEXT,
+    Question,
+    Survey,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PATH = ROOT / "shared" / "vectors" / "protocol-vectors.json"
@@ -145,6 +154,8 @@ CASES: list[tuple[dict[str, Any], list[Any]]] = [
     ),
     (q("duchi", "numeric", 1.5, lo=0, hi=20), [0, 20, 3.5, 7.123456789]),
     (q("duchi_tricky", "numeric", 0.30000000000000004, lo=-1e-6, hi=1e21), [12345.678]),
+    # hi - lo = 1e308 is finite; 2 * (x - lo) is not (crafted_vectors(): the order of §4).
+    (q("duchi_wide", "numeric", 1.0, lo=-5e307, hi=5e307), [0, -5e307, 5e307]),
     (
         q(
             "laplace",
@@ -230,7 +241,13 @@ def crafted_vectors() -> list[dict[str, Any]]:
     exactly n, so floor, round-half-up and round-half-to-even each disagree with one.
     """
     n_even, n_odd = 2**51, 2**51 + 1
+    # Duchi at x = 4e307 on [-5e307, 5e307]: the draw equals the threshold of t = 0.8, so the
+    # report is -1; evaluated as 2 * (x - lo) / (hi - lo), t overflows to +1 and gives +1.
+    wide = Question.from_dict(resolved(next(d for d, _ in CASES if d["id"] == "duchi_wide")),
+                              "question", FORMAT).oracle  # fmt: skip
+    tau = wide._threshold(4e307)
     return [
+        crafted_vector("duchi_wide", 4e307, (tau << 3).to_bytes(7, "little")),
         crafted_vector("hrr", "Car", bytes([0b001])),  # x + 1 = 1, x = 0: j = 1
         crafted_vector("hrr300", "17", (0b10).to_bytes(2, "little")),  # 18 & 2 vs 17 & 2
         crafted_vector("laplace_round", 0.25 + 2**-54, (n_even << 3).to_bytes(7, "little")),
@@ -320,31 +337,70 @@ TRICKY_SURVEY = {
 }
 
 
-# Lengths are counted in Unicode code points (a JavaScript string's .length counts UTF-16
-# units): every text here is at its limit in code points, and twice that in UTF-16.
+# Every limit of §2.2 at once, each at its largest valid value.  Lengths are counted in Unicode
+# code points (a JavaScript string's .length counts UTF-16 units): the texts here are at their
+# limit in code points, and twice that in UTF-16.  One more of anything is an invalid_surveys
+# vector.
+LONG_ID = "l" + "-" * 62 + "9"  # 64 characters: [a-z0-9][a-z0-9_-]{0,63}
 LIMITS_SURVEY = {
     "format": FORMAT,
-    "id": "limits",
-    "title": "🕐" * 200,
-    "description": "𝄞" * 2000,
+    "id": "limits" + "_" * 57 + "0",
+    "title": "🕐" * MAX_LABEL,
+    "description": "𝄞" * MAX_TEXT,
     "questions": [
-        q("astral", "single_choice", 1.0, options=["🙂" * 200, "a"], mechanism="grr"),
+        q(LONG_ID, "single_choice", 1.0, mechanism="grr", text="𝄞" * MAX_TEXT,
+          options=["🙂" * MAX_LABEL, *map(str, range(1, MAX_OPTIONS))]),
+        q("multiple", "multiple_choice", 20.0, mechanism="binary_rr",
+          options=[f"o{i}" for i in range(MAX_MULTIPLE_OPTIONS)]),
+        q("least", "yes_no", 0.001,
+          longitudinal={"key": "k" * 64, "instantaneous_epsilon": 20.0}),
+        q("finest", "numeric", 0.001, lo=0, hi=1, mechanism="discrete_laplace",
+          parameters={"grid_size": 10**6}),
+        q("widest_hash", "single_choice", 20.0, options=["a", "b"], mechanism="olh",
+          parameters={"hash_range": 65536}),
         # JCS writes 1e16 as 10000000000000000: an integer literal beyond 2**53 that a parser
         # must read as the double it is (Python's reads an int).
         q("huge", "numeric", 1.0, lo=-1e16, hi=1e16),
+        *(q(f"q{i:02d}", "yes_no", 1.0, text=f"{i}") for i in range(MAX_QUESTIONS - 6)),
     ],
-}
+}  # fmt: skip
+assert len(LIMITS_SURVEY["questions"]) == MAX_QUESTIONS and len(LONG_ID) == 64
+
+
+def spelled_as_floats(definition: dict[str, Any]) -> dict[str, Any]:
+    """The definition with every integral parameter written as a float (``5.0`` for ``5``)."""
+    out = json.loads(json.dumps(definition))
+    for question in out["questions"]:
+        question["parameters"] = {k: float(v) if type(v) is int else v
+                                  for k, v in question["parameters"].items()}  # fmt: skip
+    return out
+
+
+# The demo questions, titled with invisible characters around visible ones (not blank: §2.2),
+# and written with 5.0 where JCS writes 5 (a number's value counts, not its spelling).
+SPELLING_SURVEY = {
+    "format": FORMAT,
+    "id": "spelling",
+    "title": "\ufeffInvisible edges\u200b",
+    "questions": [
+        *json.loads((ROOT / "aggregator" / "demo_survey.json").read_text("utf-8"))["questions"],
+        q("grid", "numeric", 1.0, lo=0, hi=10, mechanism="discrete_laplace",
+          parameters={"grid_size": 4}),
+    ],
+}  # fmt: skip
 
 
 def survey_vectors() -> list[dict[str, Any]]:
     demo = json.loads((ROOT / "aggregator" / "demo_survey.json").read_text("utf-8"))
     key = signing_key()
     out = []
-    for name, definition in (("demo", demo), ("tricky", TRICKY_SURVEY), ("limits", LIMITS_SURVEY)):
+    for name, definition in (("demo", demo), ("tricky", TRICKY_SURVEY), ("limits", LIMITS_SURVEY),
+                             ("spelling", SPELLING_SURVEY)):  # fmt: skip
         survey = Survey.from_dict(definition).upgraded()
         canonical = survey.canonical_bytes()
+        written = survey.to_dict() if name != "spelling" else spelled_as_floats(survey.to_dict())
         out.append({
-            "name": name, "definition": survey.to_dict(), "canonical": canonical.decode("utf-8"),
+            "name": name, "definition": written, "canonical": canonical.decode("utf-8"),
             "canonical_sha256": hashlib.sha256(canonical).hexdigest(),
             "signature": base64.b64encode(key.sign(canonical)).decode(),
         })  # fmt: skip
@@ -354,44 +410,49 @@ def survey_vectors() -> list[dict[str, Any]]:
 def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
     """Signed-looking definitions a client must refuse, each with the reason."""
 
-    def variant(reason: str, edit) -> dict[str, Any]:
+    def variant(reason: str, edit, code: str) -> dict[str, Any]:
         definition = json.loads(json.dumps(valid))
         edit(definition)
-        return {"reason": reason, "definition": definition}
+        return {"reason": reason, "code": code, "definition": definition}
 
     first = 0  # burnout (binary_rr), 1 commute (grr), 2 tools (option_sampling), 3 overtime (duchi)
     cases = question_vectors()
 
-    def replaced(reason: str, case: str, edit, index: int = 1) -> dict[str, Any]:
+    def replaced(reason: str, case: str, edit, code: str, index: int = 1) -> dict[str, Any]:
         """The demo with question ``index`` replaced by a resolved CASES question, then edited."""
 
         def apply(d: dict[str, Any]) -> None:
             d["questions"][index] = json.loads(json.dumps(cases[case]))
             edit(d["questions"][index])
 
-        return variant(reason, apply)
+        return variant(reason, apply, code)
 
     def parameters(**values: Any):
         return lambda question: question["parameters"].update(values)
 
     low = 1  # a threshold of 1 / 2**53: the true answer is (almost) never kept
+    implied = "implied-epsilon"
     # Thresholds that favour the other answers imply a negative log-ratio; the privacy
     # loss is its absolute value, far above the declared ε (the answer is flipped).  (SUE
     # or OUE with the two thresholds swapped is not among them: its loss is the same |ε|.)
     flipped = [
         variant("binary_rr keep below one half (answers flipped)",
-                lambda d: d["questions"][first]["parameters"].update(keep=low)),
+                lambda d: d["questions"][first]["parameters"].update(keep=low), implied),
         variant("grr keep below 1/d (the truth never kept)",
-                lambda d: d["questions"][1]["parameters"].update(keep=low)),
+                lambda d: d["questions"][1]["parameters"].update(keep=low), implied),
         variant("option_sampling keep below one half",
-                lambda d: d["questions"][2]["parameters"].update(keep=low)),
-        replaced("binary_rr per option: keep below one half", "tools", parameters(keep=low), 2),
-        replaced("olh keep below 1/g", "olh", parameters(keep=low)),
-        replaced("hrr keep below one half", "hrr", parameters(keep=low)),
-        replaced("subset keep below k/d", "subset", parameters(keep=low)),
-        replaced("longitudinal permanent keep below one half", "habit", parameters(keep=low)),
+                lambda d: d["questions"][2]["parameters"].update(keep=low), implied),
+        replaced("binary_rr per option: keep below one half", "tools", parameters(keep=low),
+                 implied, 2),
+        replaced("olh keep below 1/g", "olh", parameters(keep=low), implied),
+        replaced("hrr keep below one half", "hrr", parameters(keep=low), implied),
+        replaced("subset keep below k/d", "subset", parameters(keep=low), implied),
+        replaced("longitudinal permanent keep below one half", "habit", parameters(keep=low),
+                 implied),
         replaced("longitudinal instantaneous_keep below 1/d", "mood",
-                 parameters(instantaneous_keep=low)),
+                 parameters(instantaneous_keep=low), implied),
+        replaced("duchi clamps beyond the declared ε", "duchi", parameters(low=2**50,
+                 high=2**53 - 2**50), implied, 3),
     ]  # fmt: skip
 
     def same_key(d: dict[str, Any]) -> None:
@@ -399,55 +460,94 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
         d["questions"][2] = json.loads(json.dumps(cases["mood"]))
         d["questions"][2]["longitudinal"]["key"] = "habit"
 
+    def many_questions(d: dict[str, Any]) -> None:
+        d["questions"] = [dict(d["questions"][0], id=f"q{i}") for i in range(MAX_QUESTIONS + 1)]
+
+    def title(text: str):
+        return lambda d: d.update(title=text)
+
     return [
-        variant("format /1 (needs defaults)", lambda d: d.update(format="deniable.survey/1")),
-        variant("unknown top-level field", lambda d: d.update(extra=1)),
-        variant(
-            "threshold implies more ε than declared",
-            lambda d: d["questions"][first]["parameters"].update(keep=2**53 - 2),
-        ),
+        # (/1 is refused by every client but the Python one, which keeps verifying stored /1
+        # surveys: §2.1; client/browser/test/vectors.test.js checks that refusal.)
+        variant("unknown format", lambda d: d.update(format="deniable.survey/3"), "format"),
+        variant("unknown top-level field", lambda d: d.update(extra=1), "unknown-member"),
+        variant("threshold implies more ε than declared",
+                lambda d: d["questions"][first]["parameters"].update(keep=2**53 - 2), implied),
         *flipped,
-        variant(
-            "missing resolved parameter", lambda d: d["questions"][1]["parameters"].pop("keep")
-        ),
-        variant("unknown parameter", lambda d: d["questions"][1]["parameters"].update(g=3)),
-        variant(
-            "option_sampling takes no option_epsilon",
-            lambda d: d["questions"][2]["parameters"].update(option_epsilon=3.0),
-        ),
-        replaced("per-option ε is not ε/m", "tools", parameters(option_epsilon=1.0), 2),
-        variant(
-            "duchi thresholds not symmetric",
-            lambda d: d["questions"][3]["parameters"].update(high=2**53 - 1),
-        ),
-        variant(
-            "threshold not an integer",
-            lambda d: d["questions"][first]["parameters"].update(keep=0.5),
-        ),
-        replaced("hrr order not the power of two above d", "hrr", parameters(order=16)),
-        replaced("olh hash_range below 2", "olh", parameters(hash_range=1)),
-        replaced("subset_size not below d", "subset", parameters(subset_size=12)),
-        replaced("discrete_laplace grid_size below 1", "laplace", parameters(grid_size=0), 3),
-        variant("ε out of range", lambda d: d["questions"][first].update(epsilon=25)),
-        variant("duplicate question ids", lambda d: d["questions"][1].update(id="burnout")),
-        variant("duplicate longitudinal keys", same_key),
-        variant("unknown mechanism", lambda d: d["questions"][1].update(mechanism="laplace")),
-        variant("one option only", lambda d: d["questions"][1].update(options=["Car"])),
-        variant("two equal options", lambda d: d["questions"][1]["options"].__setitem__(1, "Car")),
-        variant("lo not below hi", lambda d: d["questions"][3].update(lo=20, hi=20)),
-        variant("survey id not an identifier", lambda d: d.update(id="Demo Workplace")),
-        variant(
-            "control character in a label",
-            lambda d: d["questions"][1]["options"].__setitem__(0, "Ca\rr"),
-        ),
-        variant("C1 control character in a question", lambda d: d["questions"][0].update(
-            text="Burn\u0085out?")),  # fmt: skip
-        variant("line feed in a title", lambda d: d.update(title="Two\nlines")),
-        variant("empty title", lambda d: d.update(title="  ")),
-        variant("empty description (omitted, never empty)", lambda d: d.update(description="")),
-        variant("title of white space only", lambda d: d.update(title="\u3000\u00a0\u2003")),
-        variant("title over 200 characters", lambda d: d.update(title="🕐" * 201)),
-    ]
+        variant("missing resolved parameter",
+                lambda d: d["questions"][1]["parameters"].pop("keep"), "missing-member"),
+        variant("unknown parameter", lambda d: d["questions"][1]["parameters"].update(g=3),
+                "unknown-member"),
+        variant("option_sampling takes no option_epsilon",
+                lambda d: d["questions"][2]["parameters"].update(option_epsilon=3.0),
+                "unknown-member"),
+        variant("a probability parameter of another mechanism",
+                lambda d: d["questions"][1]["parameters"].update(slope=0.25), "unknown-member"),
+        replaced("per-option ε is not ε/m", "tools", parameters(option_epsilon=1.0), "parameter",
+                 2),
+        variant("duchi thresholds not symmetric",
+                lambda d: d["questions"][3]["parameters"].update(high=2**53 - 1), "parameter"),
+        variant("duchi slope above one half",
+                lambda d: d["questions"][3]["parameters"].update(slope=0.75), "parameter"),
+        variant("threshold not an integer",
+                lambda d: d["questions"][first]["parameters"].update(keep=0.5), "parameter"),
+        variant("threshold an integral number beyond 2**53 - 1",
+                lambda d: d["questions"][first]["parameters"].update(keep=1e16), "parameter"),
+        variant("threshold a string", lambda d: d["questions"][first]["parameters"].update(
+                keep=str(d["questions"][first]["parameters"]["keep"])), "parameter"),
+        variant("threshold a boolean",
+                lambda d: d["questions"][first]["parameters"].update(keep=True), "parameter"),
+        replaced("hrr order not the power of two above d", "hrr", parameters(order=16),
+                 "parameter"),
+        replaced("olh hash_range below 2", "olh", parameters(hash_range=1), "parameter"),
+        replaced("subset_size not below d", "subset", parameters(subset_size=12), "parameter"),
+        replaced("discrete_laplace grid_size below 1", "laplace", parameters(grid_size=0),
+                 "parameter", 3),
+        replaced("discrete_laplace grid_size with a fraction", "laplace",
+                 parameters(grid_size=4.5), "parameter", 3),
+        variant("ε out of range", lambda d: d["questions"][first].update(epsilon=25), "epsilon"),
+        variant("duplicate question ids", lambda d: d["questions"][1].update(id="burnout"),
+                "question-id-duplicate"),
+        variant("duplicate longitudinal keys", same_key, "longitudinal-key-duplicate"),
+        variant("unknown mechanism", lambda d: d["questions"][1].update(mechanism="laplace"),
+                "mechanism"),
+        variant("one option only", lambda d: d["questions"][1].update(options=["Car"]),
+                "options-count"),
+        variant("two equal options", lambda d: d["questions"][1]["options"].__setitem__(1, "Car"),
+                "options-duplicate"),
+        variant("lo not below hi", lambda d: d["questions"][3].update(lo=20, hi=20), "range"),
+        variant("hi - lo not finite", lambda d: d["questions"][3].update(lo=-1e308, hi=1e308),
+                "range"),
+        variant("survey id not an identifier", lambda d: d.update(id="Demo Workplace"),
+                "identifier"),
+        variant("question id one character too long",
+                lambda d: d["questions"][0].update(id="q" * 65), "identifier"),
+        variant("101 questions", many_questions, "questions-count"),
+        variant("control character in a label",
+                lambda d: d["questions"][1]["options"].__setitem__(0, "Ca\rr"), "text-control"),
+        variant("C1 control character in a question",
+                lambda d: d["questions"][0].update(text="Burn\u0085out?"), "text-control"),
+        variant("line feed in a title", title("Two\nlines"), "text-control"),
+        variant("empty title", title("  "), "text-blank"),
+        variant("empty description (omitted, never empty)", lambda d: d.update(description=""),
+                "description-empty"),
+        variant("title of white space only", title("\u3000\u00a0\u2003"), "text-blank"),
+        # Not blank: a code point outside White_Space and Default_Ignorable_Code_Point.  A
+        # browser's trim() strips U+FEFF but not U+200B; Python's strip() strips neither.
+        variant("title of U+FEFF only", title("\ufeff"), "text-blank"),
+        variant("title of U+200B only", title("\u200b"), "text-blank"),
+        variant("title of invisible characters only", title("\u200b\u2060\ufeff\u00ad \u180e"),
+                "text-blank"),
+        variant("label of U+200B only",
+                lambda d: d["questions"][1]["options"].__setitem__(0, "\u200b"), "text-blank"),
+        variant("title over 200 characters", title("🕐" * 201), "text-length"),
+        variant("question text over 2000 characters",
+                lambda d: d["questions"][0].update(text="𝄞" * 2001), "text-length"),
+        variant("label over 200 characters",
+                lambda d: d["questions"][1]["options"].__setitem__(0, "🙂" * 201), "text-length"),
+        variant("description over 2000 characters", lambda d: d.update(description="x" * 2001),
+                "text-length"),
+    ]  # fmt: skip
 
 
 # True answers a client must refuse (§7.7), never coerce: (question id in questions{}, answer).
@@ -460,6 +560,137 @@ INVALID_ANSWERS: list[tuple[str, Any]] = [
     ("duchi", None), ("duchi", [3]),
     ("laplace", 6.000000000000001), ("laplace", False),
 ]  # fmt: skip
+
+
+def document_vectors(demo: dict[str, Any]) -> list[dict[str, Any]]:
+    """Survey documents as served (JSON text) and what a client pinned to ``public_key`` does.
+
+    ``code`` is null for a document to accept, else the reason of the refusal (§7): a
+    SignatureError's (``key-id``, ``signature``, ``id-mismatch``) or an InvalidSurvey's.
+    """
+    key = signing_key()
+    canonical = Survey.from_dict(demo, resolved=True).canonical_bytes()
+    signature = key.sign(canonical)
+    other_key = hashlib.sha256(b"another key").hexdigest()[:16]
+    envelope = {
+        "id": demo["id"], "status": "open", "results_public": True, "require_enrolment": False,
+        "created_at": "2026-01-01T00:00:00Z", "closed_at": None, "definition": demo,
+        "signature": base64.b64encode(signature).decode(), "key_id": key_id_of_vectors(),
+    }  # fmt: skip
+    text = json.dumps(envelope, ensure_ascii=False)
+
+    def edited(**changes: Any) -> str:
+        return json.dumps({**envelope, **changes}, ensure_ascii=False)
+
+    title = json.dumps(demo["title"], ensure_ascii=False)
+    assert text.count(f'"title": {title}') == 1
+    keep = demo["questions"][0]["parameters"]["keep"]
+    retitled = dict(demo, title="Workplace survey (forged)")
+    cases = [
+        ("the demo document", demo["id"], text, None),
+        ("unknown envelope members are ignored", demo["id"], edited(cache="hit", extra={"a": 1}),
+         None),
+        ("no key_id: verified under the pin", demo["id"],
+         json.dumps({k: v for k, v in envelope.items() if k != "key_id"}), None),
+        ("key_id names a key the pin's chain does not lead to", demo["id"],
+         edited(key_id=other_key), "key-id"),
+        ("signature over another definition", demo["id"], edited(definition=retitled),
+         "signature"),
+        ("signature without its padding", demo["id"],
+         edited(signature=envelope["signature"].rstrip("=")), "signature"),
+        ("signature of 63 bytes", demo["id"],
+         edited(signature=base64.b64encode(signature[:63]).decode()), "signature"),
+        ("signature over the definition's bytes as sent, not JCS", demo["id"],
+         edited(signature=base64.b64encode(key.sign(json.dumps(demo).encode())).decode()),
+         "signature"),
+        ("another survey than the one asked for", "other-survey", text, "id-mismatch"),
+        ("the envelope names another survey", demo["id"], edited(id="other-survey"),
+         "id-mismatch"),
+        # A parser that keeps the last of two members would verify the signed title and show
+        # it, another would show the first: refused whatever the parser.
+        ("a member twice in the definition (the signed one last)", demo["id"],
+         text.replace(f'"title": {title}', f'"title": "Forged", "title": {title}'),
+         "duplicate-member"),
+        ("a parameter twice with the same value", demo["id"],
+         text.replace(f'"keep": {keep}', f'"keep": {keep}, "keep": {keep}', 1),
+         "duplicate-member"),
+        ("a member twice in the envelope", demo["id"],
+         text.replace('"status": "open"', '"status": "closed", "status": "open"'),
+         "duplicate-member"),
+    ]  # fmt: skip
+    return [{"name": n, "survey_id": sid, "text": t, "code": c} for n, sid, t, c in cases]
+
+
+def key_id_of_vectors() -> str:
+    return hashlib.sha256(base64.b64decode(public_key_b64())).hexdigest()[:16]
+
+
+def rotation_keys() -> list[Ed25519PrivateKey]:
+    return [Ed25519PrivateKey.from_private_bytes(
+        hashlib.sha256(f"deniable rotation vectors key {i}".encode()).digest()) for i in range(4)]
+
+
+def raw(key: Ed25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes(serialization.Encoding.Raw,
+                                         serialization.PublicFormat.Raw)  # fmt: skip
+
+
+def rotation_vectors() -> dict[str, Any]:
+    """Key documents and pins (docs/key-rotation.md, "Verification") with the expected new pin.
+
+    ``expect`` is the new pin ({public_key, sequence, retired}) or null for a refusal (the
+    pin is kept).  Keys A, B, C rotate A -> B -> C; D is a stranger.
+    """
+    from deniable.keychain import encode, key_id, link_document, rotation_message
+
+    keys = rotation_keys()
+    a, b, c, d = (raw(k) for k in keys)
+
+    def link(sequence: int, old: int, new: int, *, signer: int | None = None) -> dict[str, Any]:
+        previous, following = raw(keys[old]), raw(keys[new])
+        message = rotation_message(sequence, previous, following)
+        return link_document(sequence, previous, following,
+                             keys[old if signer is None else signer].sign(message),
+                             keys[new].sign(message))  # fmt: skip
+
+    def document(current: bytes, chain: list[dict[str, Any]], **changes: Any) -> dict[str, Any]:
+        return {"algorithm": "Ed25519", "public_key": encode(current), "key_id": key_id(current),
+                "sequence": len(chain), "chain": chain, **changes}  # fmt: skip
+
+    def pin(key: bytes, sequence: int | None, *retired: bytes) -> dict[str, Any]:
+        return {"public_key": encode(key), "sequence": sequence,
+                "retired": [key_id(k) for k in retired]}  # fmt: skip
+
+    chain = [link(1, 0, 1), link(2, 1, 2)]
+    served = document(c, chain)
+    forged = [chain[0], {**chain[1], "signature": link(2, 1, 2, signer=3)["signature"]}]
+    unendorsed = [chain[0], {**chain[1], "endorsement": chain[0]["endorsement"]}]
+    loop = [link(1, 0, 1), link(2, 1, 0)]
+    extra = [chain[0], {**chain[1], "note": "x"}]
+    cases = [
+        ("two rotations from the first key", pin(a, 0), served, pin(c, 2, a, b)),
+        ("one rotation from the second key", pin(b, 1), served, pin(c, 2, b)),
+        ("a pin given from outside (sequence unknown)", pin(a, None), served, pin(c, 2, a, b)),
+        ("unchanged key", pin(c, 2, a, b), served, pin(c, 2, a, b)),
+        ("unchanged key, sequence unknown: it stays unknown", pin(c, None), served,
+         pin(c, None)),
+        ("unchanged key served at another sequence", pin(c, 1), served, None),
+        ("a truncated chain (renumbered)", pin(a, 0),
+         document(c, [{**chain[1], "sequence": 1}]), None),
+        ("a chain not starting from the pin (a stranger's key)", pin(d, 0), served, None),
+        ("a rollback to a retired key", pin(c, 2, a, b), document(b, chain[:1]), None),
+        ("a link signed by another key", pin(a, 0), document(c, forged), None),
+        ("a link not endorsed by its new key", pin(a, 0), document(c, unendorsed), None),
+        ("a loop back to a retired key", pin(b, 1, a), document(a, loop), None),
+        ("key_id not the served key's", pin(a, 0), {**served, "key_id": key_id(d)}, None),
+        ("a link with an unknown member", pin(a, 0), document(c, extra), None),
+        ("the sequence not the number of links", pin(a, 0), {**served, "sequence": 3}, None),
+        ("not Ed25519", pin(a, 0), {**served, "algorithm": "Ed448"}, None),
+        ("a public key in base64 without padding", pin(a, 0),
+         {**served, "public_key": encode(c).rstrip("=")}, None),
+    ]  # fmt: skip
+    return {"cases": [{"name": n, "pin": p, "document": doc, "expect": e}
+                      for n, p, doc, e in cases]}  # fmt: skip
 
 
 def olh_vectors() -> list[dict[str, int]]:
@@ -499,6 +730,8 @@ def build() -> dict[str, Any]:
         "reports": reports,
         "decode": decode_vectors(reports),
         "invalid_answers": [{"question": qid, "answer": answer} for qid, answer in INVALID_ANSWERS],
+        "documents": document_vectors(surveys[0]["definition"]),
+        "key_rotation": rotation_vectors(),
     }
 
 

@@ -16,7 +16,9 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from deniable.errors import InvalidReport, InvalidSurvey, InvalidValue
+from deniable import keychain
+from deniable.canonical import loads
+from deniable.errors import InvalidReport, InvalidSurvey, InvalidValue, SignatureError
 from deniable.mechanisms.local_hashing import bucket
 from deniable.survey import FORMAT, Question, Survey
 from deniable.wire import parse_submission
@@ -51,8 +53,9 @@ def test_canonical_bytes_and_signatures(vector) -> None:
 
 @pytest.mark.parametrize("vector", VECTORS["invalid_surveys"], ids=lambda v: v["reason"])
 def test_definitions_a_client_must_refuse(vector) -> None:
-    with pytest.raises(InvalidSurvey):
+    with pytest.raises(InvalidSurvey) as refused:
         Survey.from_dict(vector["definition"], resolved=True)
+    assert refused.value.reason == vector["code"], str(refused.value)  # refused for its reason
 
 
 @pytest.mark.parametrize("vector", VECTORS["invalid_answers"],
@@ -115,3 +118,33 @@ def test_the_aggregator_accepts_every_vector_report() -> None:
     ]
     parsed = parse_submission({"reports": reports}, survey, max_batch=1000)
     assert [r.payload for r in parsed] == [v["report"] for v in VECTORS["reports"]]
+
+
+@pytest.mark.parametrize("vector", VECTORS["documents"], ids=lambda v: v["name"])
+def test_survey_documents(vector) -> None:
+    """The envelope (§2, §7): parsed strictly, then verified under the pinned key."""
+    key = base64.b64decode(VECTORS["public_key"])
+
+    def open_document() -> Survey:
+        return keychain.verify_document(loads(vector["text"]), vector["survey_id"], key)
+
+    if vector["code"] is None:
+        assert open_document().id == vector["survey_id"]
+    else:
+        with pytest.raises((SignatureError, InvalidSurvey)) as refused:
+            open_document()
+        assert refused.value.reason == vector["code"], str(refused.value)
+
+
+@pytest.mark.parametrize("vector", VECTORS["key_rotation"]["cases"], ids=lambda v: v["name"])
+def test_key_rotation(vector) -> None:
+    given = vector["pin"]
+    pin = keychain.Pin(public_key=base64.b64decode(given["public_key"]),
+                       sequence=given["sequence"], retired=tuple(given["retired"]))  # fmt: skip
+    if vector["expect"] is None:
+        with pytest.raises(SignatureError):
+            keychain.follow_chain(pin, vector["document"])
+        return
+    followed = keychain.follow_chain(pin, vector["document"])
+    assert {"public_key": keychain.encode(followed.public_key), "sequence": followed.sequence,
+            "retired": list(followed.retired)} == vector["expect"]  # fmt: skip

@@ -101,3 +101,26 @@ test("trust on first use: only when asked for; the served key is pinned with its
   await assert.rejects(new SurveyClient("https://agg.example", { trustOnFirstUse: true, storage: empty, fetch: bad.fetch }).fetchSurvey("demo-workplace"), SignatureError);
   assert.equal(empty.getItem("deniable.state/1"), null);
 });
+
+test("a survey naming a key_id other than the pin's after the rotation check is refused (protocol §6.2)", async () => {
+  const [A, C, X] = [await newKey(), await newKey(), await newKey()];
+  const chain = [await link(1, A, C)];
+  // Signed by the current key C but naming a stranger: the pin follows A → C, then the survey is refused.
+  const named = await server(C, chain), fetch = named.fetch;
+  named.fetch = async (url, init) => {
+    const response = await fetch(url, init);
+    if (url.endsWith("/api/v1/key") || init.method === "POST") return response;
+    return new Response(JSON.stringify({ ...(await response.json()), key_id: await keyId(X.raw) }), { status: 200 });
+  };
+  const storage = new MemoryStorage();
+  const client = new SurveyClient("https://agg.example", { publicKey: b64encode(A.raw), storage, fetch: named.fetch });
+  await assert.rejects(client.fetchSurvey("demo-workplace"), (error) => error instanceof SignatureError && error.reason === "key-id");
+  assert.equal(JSON.parse(storage.getItem("deniable.state/1")).keys["https://agg.example"].key, b64encode(C.raw));
+  // A stale document still signed by the retired key A, after the device moved to C: refused, pin kept.
+  const stale = await server(A, []), current = await server(C, chain);
+  stale.fetch = async (url, init) => (url.endsWith("/api/v1/key") ? current.fetch(url, init) : (await server(A, [])).fetch(url, init));
+  const again = new SurveyClient("https://agg.example", { publicKey: b64encode(A.raw), storage, fetch: stale.fetch });
+  await assert.rejects(again.fetchSurvey("demo-workplace"), (error) => error instanceof SignatureError && error.reason === "key-id");
+  assert.equal(JSON.parse(storage.getItem("deniable.state/1")).keys["https://agg.example"].key, b64encode(C.raw));
+  assert.equal(named.posts.length + stale.posts.length, 0);
+});

@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { ArraySource, ReportError, InvalidSurvey, InvalidValue, canonicalize, parseDefinition } from "../deniable.js";
+import { ArraySource, ReportError, InvalidSurvey, InvalidValue, SignatureError, b64encode, canonicalize, parseDefinition, parseJson, verifyDocument } from "../deniable.js";
+import { followRotation } from "../keychain.js";
 import { decode, fromHex } from "../wire.js";
 import { bucket } from "../local_hashing.js";
 import { Question, loadMechanisms } from "../survey.js";
@@ -31,8 +32,11 @@ test("canonical bytes (RFC 8785) and Ed25519 signatures of sample surveys", asyn
 
 test("definitions a client must refuse", () => {
   for (const vector of VECTORS.invalid_surveys) {
-    assert.throws(() => parseDefinition(vector.definition), InvalidSurvey, vector.reason);
+    assert.throws(() => parseDefinition(vector.definition), (error) => error instanceof InvalidSurvey && error.reason === vector.code, `${vector.reason}: not refused with reason ${vector.code}`);
   }
+  // Format /1 needs Python's defaults and repr: every client but Python's refuses it (§2.1).
+  const v1 = { ...VECTORS.surveys[0].definition, format: "deniable.survey/1" };
+  assert.throws(() => parseDefinition(v1), (error) => error.reason === "format");
   // Not in the file (JSON text in UTF-8 cannot hold it): an unpaired surrogate, which a form
   // would turn into U+FFFD, leaving that answer impossible to send.
   const demo = structuredClone(VECTORS.surveys[0].definition);
@@ -103,4 +107,33 @@ test("an optional field's name with its marker is not a field", () => {
   const { description, ...bare } = demo;
   assert.ok(description && parseDefinition(bare).description === "");
   assert.throws(() => parseDefinition({ ...demo, description: "" }), InvalidSurvey); // omitted, not empty
+});
+
+test("survey documents: parsed strictly, verified under the pin, refused for their reason", async () => {
+  const key = Uint8Array.from(atob(VECTORS.public_key), (c) => c.charCodeAt(0));
+  for (const v of VECTORS.documents) {
+    const open = async () => verifyDocument(parseJson(v.text), v.survey_id, key);
+    if (v.code === null) assert.equal((await open()).survey.id, v.survey_id, v.name);
+    else await assert.rejects(open, (error) => (error instanceof SignatureError || error instanceof InvalidSurvey) && error.reason === v.code, `${v.name}: not refused with reason ${v.code}`);
+  }
+});
+
+test("parseJson: a member name twice, however it is escaped, and only within one object", () => {
+  for (const text of ['{"a\\"b":1,"a\\u0022b":2}', '[{"k":1,"k":1}]', '{"x":{"y":[{"z":1,"z":2}]}}']) {
+    assert.throws(() => parseJson(text), (error) => error.reason === "duplicate-member", text);
+  }
+  for (const text of ['{}', '[{}, "a", {"a":1,"b":{"a":2}}]', '{"x":[{},{}],"y":{"x":1},"s":"{\\"x\\":1,\\"x\\":2}"}']) assert.deepEqual(parseJson(text), JSON.parse(text));
+});
+
+test("key rotation: the served chain from the pin, or a refusal that keeps it", async () => {
+  const decode = (text) => Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  for (const v of VECTORS.key_rotation.cases) {
+    const pin = { key: decode(v.pin.public_key), sequence: v.pin.sequence, retired: v.pin.retired };
+    if (v.expect === null) {
+      await assert.rejects(followRotation(pin, v.document), SignatureError, v.name);
+      continue;
+    }
+    const followed = await followRotation(pin, v.document);
+    assert.deepEqual({ public_key: b64encode(followed.key), sequence: followed.sequence, retired: followed.retired }, v.expect, v.name);
+  }
 });

@@ -1,0 +1,80 @@
+"""What the results of a relayed survey add: the central (ε, δ) of its smallest batch.
+
+Each respondent is in exactly one batch, so what hides them is the size of
+their batch, not the total n: the results publish, per question, the central
+ε (:func:`deniable.shuffle.amplification`) for the *smallest* batch forwarded
+of that question's shuffle unit, at δ = :data:`DELTA`, beside the local ε.
+A batch's size here is what the aggregator can vouch for: the blobs that
+opened to new valid reports (dropped and duplicate blobs do not count).
+Per question shuffling: ε0 is the question's ε; whole submissions: ε0 is the
+survey's total ε.  The figure holds under :data:`deniable.shuffle.CONDITIONS`
+(the relay did not collude; n counts genuine respondents, n − k with k
+injected), stated in plain words beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deniable.survey import Question
+
+from ..storage import SurveyRecord, current_storage
+from ..storage import relay as relay_storage
+
+DELTA = 1e-6
+SUMMARY = "The relay hid who sent each report and forwarded batches in a random order."
+
+
+def relay_terms(record: SurveyRecord) -> Any:
+    return getattr(record.survey, "relay", None)
+
+
+def batch_summary(record: SurveyRecord) -> dict[str, dict[str, int]] | None:
+    """Per unit batch figures of a relayed survey (None for a survey that is not relayed)."""
+    if relay_terms(record) is None:
+        return None
+    return relay_storage.batch_summary(current_storage(), record.id)
+
+
+def header(record: SurveyRecord, summary: dict[str, dict[str, int]] | None) -> dict[str, Any]:
+    """The ``relay`` member of a relayed survey's results document."""
+    from deniable.shuffle import CONDITIONS
+
+    relay = relay_terms(record)
+    summary = summary or {}
+    smallest = [unit["smallest_batch"] for unit in summary.values()]
+    return {
+        "url": relay.url,
+        "min_batch": relay.min_batch,
+        "shuffle_unit": relay.shuffle_unit,
+        "batches": sum(unit["batches"] for unit in summary.values()),
+        "smallest_batch": min(smallest) if smallest else None,
+        "dropped": sum(unit["dropped"] for unit in summary.values()),
+        "delta": DELTA,
+        "summary": SUMMARY,
+        "conditions": list(CONDITIONS),
+    }
+
+
+def central(
+    record: SurveyRecord, question: Question, summary: dict[str, dict[str, int]] | None
+) -> dict[str, Any]:
+    """The question's ``central`` member: its amplification, or why there is none yet."""
+    from deniable.shuffle import amplification
+
+    relay = relay_terms(record)
+    whole = relay.shuffle_unit == "submission"
+    unit = (summary or {}).get("" if whole else question.id)
+    if not unit or unit["smallest_batch"] < 1:
+        return {"central_epsilon": None, "delta": DELTA, "batch": None,
+                "local_epsilon": record.survey.total_epsilon if whole else question.epsilon,
+                "note": "no batch forwarded yet"}  # fmt: skip
+    if whole:
+        result = amplification(record.survey.total_epsilon, unit["smallest_batch"], DELTA)
+    else:
+        longitudinal = getattr(question, "longitudinal", None) is not None
+        mechanism = None if longitudinal else question.mechanism
+        domain_size = question.domain_size if mechanism == "grr" else None
+        result = amplification(question.epsilon, unit["smallest_batch"], DELTA,
+                               mechanism=mechanism, domain_size=domain_size)  # fmt: skip
+    return result.to_dict()

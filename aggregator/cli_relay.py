@@ -1,0 +1,107 @@
+"""``deniable-aggregator relay ...``: credentials for relays, and what they forwarded.
+
+* ``relay credential --relay-url URL``: a new credential for the relay at URL
+  (the ``relay.url`` a relayed survey's signed definition names), printed once;
+  only its SHA-256 is stored.  Hand it to the relay's operator, who gives it to
+  ``deniable-relay add-survey --credential-file``.
+* ``relay credentials``: the credentials (digest prefix, URL, created, revoked).
+* ``relay revoke DIGEST_PREFIX``: revoke; that relay's batches are refused from then on.
+* ``relay batches SURVEY``: per unit, batches stored, the smallest, reports
+  stored and sealed blobs dropped (did not open, or held an invalid report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from .cli_common import add_json, load_settings, opened_storage, print_json
+from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, _fail, format_table
+
+
+def cmd_credential(args: argparse.Namespace) -> int:
+    from deniable.relay.settings import parse_url
+
+    from .storage import relay
+
+    try:
+        url = parse_url(args.relay_url)
+    except ValueError as error:
+        raise _fail(f"--relay-url {error}", EXIT_USAGE) from None
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        credential = relay.create_credential(storage, url)
+    print(credential)
+    print(f"relay credential for {url} (shown once; only its SHA-256 is stored)", file=sys.stderr)
+    return 0
+
+
+def cmd_credentials(args: argparse.Namespace) -> int:
+    from .storage import relay
+
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        rows = relay.list_credentials(storage)
+    if args.json:
+        print_json(rows)
+    else:
+        print(format_table(["digest", "relay", "created", "revoked"],
+                           [[r["digest"], r["relay_url"], r["created_at"], r["revoked_at"] or "-"]
+                            for r in rows]))  # fmt: skip
+    return 0
+
+
+def cmd_revoke(args: argparse.Namespace) -> int:
+    from .storage import relay
+
+    prefix = args.digest.lower()
+    if len(prefix) < 8 or any(c not in "0123456789abcdef" for c in prefix):
+        raise _fail("give at least 8 hex digits of the credential's digest", EXIT_USAGE)
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        count = relay.revoke_credential(storage, prefix)
+    if not count:
+        raise _fail(f"no unrevoked relay credential with digest {prefix}...", EXIT_NOT_FOUND)
+    print(f"revoked {count} relay credential(s)")
+    return 0
+
+
+def cmd_batches(args: argparse.Namespace) -> int:
+    from .storage import relay
+
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        storage.get_survey(args.survey, count=False)
+        summary = relay.batch_summary(storage, args.survey)
+    if args.json:
+        print_json({"survey": args.survey, "units": summary})
+    else:
+        print(format_table(["unit", "batches", "smallest", "stored", "dropped"],
+                           [[unit or "(submission)", s["batches"], s["smallest_batch"],
+                             s["stored"], s["dropped"]] for unit, s in sorted(summary.items())]))
+    return 0
+
+
+def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None:
+    """Add ``relay credential|credentials|revoke|batches`` to the command line."""
+    group = commands.add_parser("relay", help="relay credentials and forwarded batches",
+                                description="Credentials for the relays of relayed surveys, "
+                                "and the batches they forwarded (docs/relay.md).")  # fmt: skip
+    actions = group.add_subparsers(dest="relay_command", metavar="ACTION",
+                                   parser_class=parser_class)  # fmt: skip
+    actions.required = True
+    sub = actions.add_parser("credential", help="create a relay credential (printed once)")
+    sub.add_argument("--relay-url", required=True, metavar="URL",
+                     help="the relay's URL, as relayed surveys name it (relay.url)")
+    sub.set_defaults(func=cmd_credential)
+    sub = actions.add_parser("credentials", help="list relay credentials")
+    add_json(sub, "the credentials")
+    sub.set_defaults(func=cmd_credentials)
+    sub = actions.add_parser("revoke", help="revoke a relay credential by digest prefix")
+    sub.add_argument("digest", metavar="DIGEST_PREFIX")
+    sub.set_defaults(func=cmd_revoke)
+    sub = actions.add_parser("batches", help="a relayed survey's batches: smallest, dropped")
+    sub.add_argument("survey", metavar="ID")
+    add_json(sub, "the summary")
+    sub.set_defaults(func=cmd_batches)

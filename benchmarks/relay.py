@@ -1,0 +1,408 @@
+"""Relay benchmark: intake, forward + decrypt, and the latency a batch window adds.
+
+Starts, on 127.0.0.1 only and on fresh SQLite databases (``--postgres DSN`` for
+PostgreSQL schemas instead), a real aggregator and a real relay (``serve``:
+gunicorn + waitress, 2 workers each) relaying a survey of 10 yes/no questions,
+shuffled per question, and prints:
+
+1. **Relay intake**: sealed submissions (10 units each, pre-sealed before the
+   clock starts) POSTed by 16 clients (4 processes x 4 threads, keep-alive) for
+   ``--duration`` seconds, with the forwarder's window far away: sealed reports
+   (units) per second, requests per second, p50/p99.  Target >= 5,000 reports/s.
+   Baseline in the same run: a bare Flask app under gunicorn (2 workers) that parses
+   the same bodies and inserts the same blobs into SQLite (WAL, synchronous=FULL)
+   with no validation, no rate limit, no enrolment.
+2. **Forward + decrypt**: one relay batch of ``--batch`` sealed reports PUT to the
+   aggregator (the relay's credential; HPKE open, validation, storage), timed to its
+   acknowledgement: reports per second.  Target >= 20,000 reports/s.  Baselines in the
+   same run: the same reports unsealed through the operator's bulk route (1,000 per
+   request) on a survey without a relay, and a bare loop of ``deniable.sealing.open_sealed``
+   over the batch in this process (HPKE alone, one core).
+3. **Added latency**: with a window of ``--window`` seconds, the time from the relay's
+   202 for the ``min_batch``-th submission until the results count it, next to the time
+   an unsealed report takes from its 201 to the results (the same aggregator).
+   Expected: about the window (the batch waits for it), plus a forwarder interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import http.client
+import io
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HOST = "127.0.0.1"
+QUESTIONS = 10
+PROCESSES, THREADS = 4, 4
+
+
+def definition(survey_id: str, relay_url: str | None, min_batch: int) -> dict[str, Any]:
+    document = {"format": "deniable.survey/2", "id": survey_id, "title": f"Bench {survey_id}",
+                "questions": [{"id": f"q{i}", "type": "yes_no", "text": f"Question {i}?",
+                               "epsilon": 1.0} for i in range(QUESTIONS)]}  # fmt: skip
+    if relay_url:
+        document["relay"] = {"url": relay_url, "min_batch": min_batch, "shuffle_unit": "question"}
+    return document
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+def cli(module: str, args: list[str], environment: dict[str, str]) -> str:
+    """A command line's main() in this process (its own settings from ``environment``)."""
+    from deniable.aggregator import cli as aggregator_cli
+    from deniable.relay import cli as relay_cli
+
+    main = {"aggregator": aggregator_cli.main, "relay": relay_cli.main}[module]
+    saved, out = dict(os.environ), io.StringIO()
+    try:
+        os.environ.update(environment)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            status = main(args)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    if status:
+        raise SystemExit(f"{module} {' '.join(args)}: exit {status}")
+    return out.getvalue()
+
+
+def serve(command: list[str], environment: dict[str, str], port: int, log: Path,
+          health: str = "/api/v1/health") -> subprocess.Popen:  # fmt: skip
+    process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                               env={**os.environ, **environment})  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"{command[2]} exited:\n{log.read_text()[-2000:]}")
+        try:
+            connection = http.client.HTTPConnection(HOST, port, timeout=2)
+            connection.request("GET", health)
+            if connection.getresponse().status == 200:
+                return process
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"{command} did not come up")
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def sealed_bodies(survey_json: str, public_key: bytes, key_id: str, count: int) -> list[bytes]:
+    """``count`` sealed submission bodies, as devices build them (CSPRNG noise, HPKE)."""
+    from deniable import sealing
+    from deniable.survey import Survey
+
+    survey = Survey.from_json(survey_json)
+    sizes = {q.id: sealing.unit_size(survey, q.id) for q in survey.questions}
+    bodies = []
+    for _ in range(count):
+        units = []
+        for question in survey.questions:
+            report = {"id": str(uuid.uuid4()), "question": question.id,
+                      "payload": question.randomize(secrets.randbelow(2) == 1)}  # fmt: skip
+            blob = sealing.seal(public_key, survey_id=survey.id, unit=question.id,
+                                plaintext=sealing.unit_body([report], question.id),
+                                size=sizes[question.id])  # fmt: skip
+            units.append({"unit": question.id, "sealed": b64(blob)})
+        bodies.append(json.dumps({"format": "deniable.sealed/1", "key_id": key_id,
+                                  "units": units}).encode())  # fmt: skip
+    return bodies
+
+
+def _post_loop(port: int, path: str, bodies: list[bytes], stop_at: float) -> list[float]:
+    connection = http.client.HTTPConnection(HOST, port, timeout=60)
+    latencies = []
+    index = 0
+    while time.monotonic() < stop_at and index < len(bodies):
+        started = time.perf_counter()
+        connection.request("POST", path, bodies[index], {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        response.read()
+        if response.status not in (201, 202):
+            raise RuntimeError(f"POST {path}: HTTP {response.status}")
+        latencies.append(time.perf_counter() - started)
+        index += 1
+    connection.close()
+    return latencies
+
+
+def _process(port: int, path: str, bodies: list[bytes], start_at: float,
+             duration: float) -> list[float]:  # fmt: skip
+    while time.time() < start_at:
+        time.sleep(0.005)
+    stop_at = time.monotonic() + duration
+    with ThreadPoolExecutor(THREADS) as pool:
+        futures = [pool.submit(_post_loop, port, path, bodies[i::THREADS], stop_at)
+                   for i in range(THREADS)]  # fmt: skip
+        return [latency for future in futures for latency in future.result()]
+
+
+def measure_intake(port: int, path: str, bodies: list[bytes], duration: float) -> dict[str, Any]:
+    start_at = time.time() + 1.0
+    with ProcessPoolExecutor(PROCESSES) as pool:
+        futures = [pool.submit(_process, port, path, bodies[p::PROCESSES], start_at, duration)
+                   for p in range(PROCESSES)]  # fmt: skip
+        latencies = sorted(x for future in futures for x in future.result())
+    if len(latencies) >= len(bodies):
+        print("  (warning: every pre-sealed body was sent before the time was up)")
+    return {"requests": len(latencies) / duration, "reports": QUESTIONS * len(latencies) / duration,
+            "p50_ms": 1000 * latencies[len(latencies) // 2],
+            "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)]}  # fmt: skip
+
+
+def bare_app():
+    """The intake baseline: parse the body, decode the units, insert the blobs; nothing else."""
+    import sqlite3
+
+    from flask import Flask, request
+
+    app = Flask("bare-relay")
+    local = threading.local()
+    database = os.environ["BARE_DATABASE"]
+
+    def connection() -> sqlite3.Connection:
+        if getattr(local, "connection", None) is None:
+            local.connection = sqlite3.connect(database, isolation_level=None,
+                                               check_same_thread=False)  # fmt: skip
+            local.connection.execute("PRAGMA journal_mode = WAL")
+            local.connection.execute("PRAGMA synchronous = FULL")
+            local.connection.execute("PRAGMA busy_timeout = 30000")
+            local.connection.execute("CREATE TABLE IF NOT EXISTS held (id BLOB PRIMARY KEY, "
+                                     "survey_id TEXT, unit TEXT, sealed BLOB) WITHOUT ROWID")
+        return local.connection
+
+    @app.post("/api/v1/surveys/<survey_id>/sealed")
+    def sealed(survey_id: str):
+        import hashlib
+
+        body = json.loads(request.get_data())
+        db = connection()
+        db.execute("BEGIN IMMEDIATE")
+        for unit in body["units"]:
+            blob = base64.urlsafe_b64decode(unit["sealed"] + "=" * (-len(unit["sealed"]) % 4))
+            db.execute("INSERT INTO held VALUES (?, ?, ?, ?)",
+                       (hashlib.sha256(blob).digest(), survey_id, unit["unit"], blob))
+        db.execute("COMMIT")
+        return {"held": len(body["units"])}, 202
+
+    @app.get("/api/v1/health")
+    def health():
+        return {"status": "ok"}
+
+    return app
+
+
+def put_batch(port: int, survey_id: str, credential: str, blobs: list[bytes]) -> float:
+    body = json.dumps({"format": "deniable.batch/1", "unit": "q0",
+                       "sealed": [b64(b) for b in blobs]}).encode()  # fmt: skip
+    connection = http.client.HTTPConnection(HOST, port, timeout=600)
+    started = time.perf_counter()
+    connection.request("PUT", f"/api/v1/surveys/{survey_id}/batches/{secrets.token_hex(16)}",
+                       body, {"Content-Type": "application/json",
+                              "Authorization": f"Bearer {credential}"})  # fmt: skip
+    response = connection.getresponse()
+    text = response.read()
+    elapsed = time.perf_counter() - started
+    if response.status != 201:
+        raise SystemExit(f"PUT batch: HTTP {response.status} {text[:300]!r}")
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=float, default=10.0, help="intake seconds (10)")
+    parser.add_argument("--batch", type=int, default=20_000, help="forwarded batch size")
+    parser.add_argument("--window", type=float, default=2.0, help="batch window, seconds (2)")
+    parser.add_argument("--postgres", metavar="DSN", help="use PostgreSQL (fresh schemas)")
+    args = parser.parse_args(argv)
+    from deniable import sealing
+    from deniable.keychain import decode_public_key
+
+    work = Path(tempfile.mkdtemp(prefix="deniable-relay-bench-"))
+    aggregator_port, relay_port, bare_port = free_port(), free_port(), free_port()
+    relay_url = f"http://{HOST}:{relay_port}"
+    if args.postgres:
+        raise SystemExit("--postgres: not wired in this version; SQLite only")
+    aggregator_env = {"DENIABLE_HOME": str(work / "aggregator"),
+                      "DENIABLE_RATE_LIMIT_PER_ADDRESS": "0",
+                      "DENIABLE_MAX_BATCH": "1000", "DENIABLE_MAX_BODY_BYTES": str(8 << 20)}
+    relay_env = {"DENIABLE_RELAY_HOME": str(work / "relay"), "DENIABLE_RELAY_PUBLIC_URL": relay_url,
+                 "DENIABLE_RELAY_WINDOW_SECONDS": "86400", "DENIABLE_RELAY_FORWARD_INTERVAL": "0.1",
+                 "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0"}  # fmt: skip
+    cli("aggregator", ["init"], aggregator_env)
+    for survey_id, relayed, min_batch in (("intake", True, 1_000_000), ("batch", True, 1),
+                                          ("plain", False, 1), ("window", True, 50)):
+        path = work / f"{survey_id}.json"
+        path.write_text(json.dumps(definition(survey_id, relay_url if relayed else None,
+                                              min_batch)))  # fmt: skip
+        cli("aggregator", ["create-survey", str(path)], aggregator_env)
+    credential = cli("aggregator", ["relay", "credential", "--relay-url", relay_url],
+                     aggregator_env).strip()  # fmt: skip
+    operator = cli("aggregator", ["token", "create"], aggregator_env).strip()
+    (work / "credential").write_text(credential)
+    processes = []
+    try:
+        processes.append(serve([sys.executable, "-m", "deniable.aggregator.cli", "serve", "--bind",
+                                f"{HOST}:{aggregator_port}", "--workers", "2"], aggregator_env,
+                               aggregator_port, work / "aggregator.log"))  # fmt: skip
+        connection = http.client.HTTPConnection(HOST, aggregator_port, timeout=30)
+        connection.request("GET", "/api/v1/key")
+        key_document = json.loads(connection.getresponse().read())
+        public = decode_public_key(key_document["encryption_key"]["public_key"], "key")
+        key_id = key_document["encryption_key"]["key_id"]
+        cli("relay", ["init"], relay_env)
+        for survey_id in ("intake", "batch", "window"):
+            cli("relay", ["add-survey", f"http://{HOST}:{aggregator_port}", survey_id,
+                          "--credential-file", str(work / "credential"),
+                          "--aggregator-key", key_document["public_key"]], relay_env)
+        processes.append(serve([sys.executable, "-m", "deniable.relay.cli", "serve", "--bind",
+                                f"{HOST}:{relay_port}", "--workers", "2"], relay_env, relay_port,
+                               work / "relay.log"))  # fmt: skip
+        processes.append(serve([sys.executable, "-m", "gunicorn", "--workers", "2", "--bind",
+                                f"{HOST}:{bare_port}", "--chdir", str(Path(__file__).parent),
+                                "relay:bare_app()"], {"BARE_DATABASE": str(work / "bare.db")},
+                               bare_port, work / "bare.log"))  # fmt: skip
+
+        survey_json = json.dumps(definition("intake", relay_url, 1_000_000))
+        print(f"sealing {int(args.duration * 3000)} submissions of {QUESTIONS} units ...",
+              flush=True)  # fmt: skip
+        with ProcessPoolExecutor(PROCESSES) as pool:
+            chunks = pool.map(sealed_bodies, [survey_json] * PROCESSES, [public] * PROCESSES,
+                              [key_id] * PROCESSES, [int(args.duration * 3000) // PROCESSES] * 4)
+            bodies = [body for chunk in chunks for body in chunk]
+        print("\n1. relay intake (sealed submissions of 10 units, 16 clients)")
+        real = measure_intake(relay_port, "/api/v1/surveys/intake/sealed", bodies, args.duration)
+        bare = measure_intake(bare_port, "/api/v1/surveys/intake/sealed", bodies, args.duration)
+        for name, figures in (("relay", real), ("bare app", bare)):
+            print(f"  {name:9} {figures['reports']:9,.0f} sealed reports/s "
+                  f"({figures['requests']:,.0f} submissions/s), p50 {figures['p50_ms']:.1f} ms, "
+                  f"p99 {figures['p99_ms']:.1f} ms")  # fmt: skip
+        print(f"  target >= 5,000 reports/s: {'met' if real['reports'] >= 5000 else 'NOT met'}")
+
+        print(f"\n2. forward + decrypt: one batch of {args.batch:,} sealed reports")
+        from deniable.survey import Survey
+
+        survey = Survey.from_dict(definition("batch", relay_url, 1), resolved=False)
+        question = survey.question("q0")
+        size = sealing.unit_size(survey, "q0")
+        reports = [{"id": str(uuid.uuid4()), "question": "q0",
+                    "payload": question.randomize(secrets.randbelow(2) == 1)}
+                   for _ in range(args.batch)]  # fmt: skip
+        blobs = [sealing.seal(public, survey_id="batch", unit="q0", size=size,
+                              plaintext=sealing.unit_body([r], "q0")) for r in reports]
+        elapsed = put_batch(aggregator_port, "batch", credential, blobs)
+        forward_rate = args.batch / elapsed
+        private = sealing.generate_private_key()
+        probe = [sealing.seal(sealing.public_bytes(private), survey_id="batch", unit="q0",
+                              size=size, plaintext=sealing.unit_body([r], "q0"))
+                 for r in reports[:2000]]  # fmt: skip
+        started = time.perf_counter()
+        for blob in probe:
+            sealing.open_sealed(private, survey_id="batch", unit="q0", sealed=blob, size=size)
+        open_rate = len(probe) / (time.perf_counter() - started)
+        started = time.perf_counter()
+        connection = http.client.HTTPConnection(HOST, aggregator_port, timeout=600)
+        plain = [{**r, "question": "q0"} for r in reports]
+        for start in range(0, len(plain), 1000):
+            body = json.dumps({"reports": [{**r, "id": str(uuid.uuid4())}
+                                           for r in plain[start:start + 1000]]}).encode()
+            connection.request("POST", "/api/v1/surveys/plain/reports/bulk", body,
+                               {"Content-Type": "application/json",
+                                "Authorization": f"Bearer {operator}"})  # fmt: skip
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 201, response.status
+        bulk_rate = len(plain) / (time.perf_counter() - started)
+        print(f"  relay batch (HPKE open + validate + store) {forward_rate:9,.0f} reports/s "
+              f"({elapsed:.2f} s)")
+        print(f"  bulk route, same reports unsealed       {bulk_rate:9,.0f} reports/s")
+        print(f"  bare HPKE open loop, one core          {open_rate:9,.0f} reports/s")
+        print(f"  target >= 20,000 reports/s: {'met' if forward_rate >= 20000 else 'NOT met'}")
+
+        print(f"\n3. added latency until results (window {args.window:g} s, min_batch 50)")
+        # A fresh relay process with the short window (the first one's is a day long).
+        stop(processes.pop(1))
+        relay_env["DENIABLE_RELAY_WINDOW_SECONDS"] = str(args.window)
+        processes.insert(1, serve([sys.executable, "-m", "deniable.relay.cli", "serve",
+                                   "--bind", f"{HOST}:{relay_port}", "--workers", "1"],
+                                  relay_env, relay_port, work / "relay2.log"))  # fmt: skip
+        window_json = json.dumps(definition("window", relay_url, 50))
+        window_bodies = sealed_bodies(window_json, public, key_id, 100)
+        relay = http.client.HTTPConnection(HOST, relay_port, timeout=60)
+        aggregator = http.client.HTTPConnection(HOST, aggregator_port, timeout=60)
+
+        def results_count(survey_id: str) -> int:
+            aggregator.request("GET", f"/api/v1/surveys/{survey_id}/results")
+            return json.loads(aggregator.getresponse().read())["n_reports"]
+
+        def one_batch() -> tuple[float, float]:
+            """Send min_batch submissions: seconds from the first and the last 202 to results."""
+            before = results_count("window")
+            first = None
+            for body in window_bodies[:50] if before == 0 else window_bodies[50:]:
+                relay.request("POST", "/api/v1/surveys/window/sealed", body,
+                              {"Content-Type": "application/json"})  # fmt: skip
+                relay.getresponse().read()
+                first = first or time.perf_counter()
+            last = time.perf_counter()
+            while results_count("window") < before + 50 * QUESTIONS:
+                time.sleep(0.02)
+            done = time.perf_counter()
+            marks.append(done)
+            return done - first, done - last
+
+        marks: list[float] = []
+        one_batch()  # the first batch resets the unit's window, as in steady operation
+        from_first, relayed_latency = one_batch()
+        body = json.dumps({"reports": [{"id": str(uuid.uuid4()), "question": "q0",
+                                        "payload": question.randomize(True)}]}).encode()
+        before = results_count("plain")
+        aggregator.request("POST", "/api/v1/surveys/plain/reports", body,
+                           {"Content-Type": "application/json"})  # fmt: skip
+        aggregator.getresponse().read()
+        acknowledged = time.perf_counter()
+        while results_count("plain") < before + 1:
+            time.sleep(0.005)
+        direct_latency = time.perf_counter() - acknowledged
+        print(f"  relayed: {from_first:.2f} s from a batch's first 202 to the results, "
+              f"{relayed_latency:.2f} s from its last (window {args.window:g} s, forwarder "
+              "interval 0.1 s)")
+        print(f"  a report that arrives just after a batch waits about the window: "
+              f"{marks[1] - marks[0]:.2f} s from one batch's results to the next's")
+        print(f"  direct (no relay): {1000 * direct_latency:.1f} ms from the 201 to the results")
+    finally:
+        for process in processes:
+            stop(process)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+// SurveyClient on a relayed survey, against a fake aggregator and relay (an injected fetch): the
+// encryption key is taken only when the pinned key signed it, every report is sealed (per question
+// or per submission) and posted to the relay's sealed route only, at one size whatever the answers.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+
+import { MemoryStorage, SignatureError, SurveyClient, TransportError, b64encode, canonicalBytes, keyId } from "../deniable.js";
+import * as sealing from "../sealing.js";
+
+const read = (name) => JSON.parse(readFileSync(new URL(`../../../shared/vectors/${name}`, import.meta.url), "utf8"));
+const DEMO = read("protocol-vectors.json").surveys.find((s) => s.name === "demo");
+const OWN = read("sealing-vectors.json").deniable;
+const hex = (text) => Uint8Array.from(text.match(/../g), (h) => parseInt(h, 16));
+const PRIVATE = hex(OWN.recipient_private_key), PUBLIC = hex(OWN.recipient_public_key);
+const ANSWERS = { burnout: true, commute: "Bicycle", tools: ["Email", "Meetings"], overtime: 3.5 };
+const OTHER = { burnout: false, commute: "Car", tools: [], overtime: 20 };
+const RELAY = "https://relay.example";
+
+const signer = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]);
+const signingRaw = new Uint8Array(await crypto.subtle.exportKey("raw", signer.publicKey));
+const sign = async (bytes) => b64encode(new Uint8Array(await crypto.subtle.sign("Ed25519", signer.privateKey, bytes)));
+
+async function encryptionMember(publicKey = PUBLIC, signingKey = signingRaw) {
+  const text = b64encode(publicKey);
+  const message = new TextEncoder().encode(`deniable-encryption-key/1\nsigning_key:${b64encode(signingKey)}\nsuite:${sealing.SUITE}\npublic_key:${text}\n`);
+  return { algorithm: "X25519", suite: sealing.SUITE, public_key: text, key_id: await keyId(publicKey), signature: await sign(message) };
+}
+
+async function world({ unit = "question", member } = {}) {
+  const definition = { ...DEMO.definition, relay: { url: RELAY, min_batch: 10, shuffle_unit: unit } };
+  const survey = { status: "open", definition, signature: await sign(canonicalBytes(definition)), key_id: await keyId(signingRaw) };
+  const key = { algorithm: "Ed25519", public_key: b64encode(signingRaw), key_id: await keyId(signingRaw), sequence: 0, chain: [], encryption_key: member ?? await encryptionMember() };
+  const calls = [], state = { statuses: [] };
+  const fetch = async (url, init) => {
+    calls.push({ url, ...init });
+    if (init.method === "GET") return new Response(JSON.stringify(url.endsWith("/api/v1/key") ? key : survey), { status: 200 });
+    return new Response("{}", { status: state.statuses.shift() ?? 202 });
+  };
+  const client = new SurveyClient("https://agg.example", { publicKey: b64encode(signingRaw), storage: new MemoryStorage(), fetch, modules: undefined });
+  return { client, calls, state, posts: () => calls.filter((c) => c.method === "POST") };
+}
+
+const unb64url = (text) => Uint8Array.from(atob(text.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+
+test("each question is sealed alone and posted to the relay only", async () => {
+  const w = await world();
+  const survey = await w.client.fetchSurvey("demo-workplace");
+  const receipt = await w.client.answer(survey, ANSWERS);
+  assert.ok(receipt.delivered);
+  assert.deepEqual(w.calls.filter((c) => c.url.startsWith("https://agg.example")).map((c) => c.method), ["GET", "GET"]);
+  const [post] = w.posts();
+  assert.equal(post.url, `${RELAY}/api/v1/surveys/demo-workplace/sealed`);
+  assert.ok(!("X-Deniable-Enrolment" in post.headers));
+  const body = JSON.parse(post.body);
+  assert.deepEqual(Object.keys(body), ["format", "key_id", "units"]);
+  assert.equal(body.key_id, await keyId(PUBLIC));
+  assert.deepEqual(body.units.map((u) => u.unit), survey.questions.map((q) => q.id));
+  for (const { unit, sealed } of body.units) {
+    const opened = JSON.parse(new TextDecoder().decode(await sealing.openSealed(PRIVATE, PUBLIC, { surveyId: survey.id, unit, sealed: unb64url(sealed), size: sealing.unitSize(survey, unit) })));
+    assert.equal(opened.question, unit);
+    assert.ok(receipt.reportIds.includes(opened.id));
+  }
+});
+
+test("a submission is sealed whole, and the body's size does not depend on the answers", async () => {
+  const sizes = new Set();
+  for (const answers of [ANSWERS, OTHER]) {
+    const w = await world({ unit: "submission" });
+    const survey = await w.client.fetchSurvey("demo-workplace");
+    await w.client.answer(survey, answers);
+    const [post] = w.posts(), body = JSON.parse(post.body);
+    assert.deepEqual(body.units.map((u) => u.unit), [""]);
+    const opened = JSON.parse(new TextDecoder().decode(await sealing.openSealed(PRIVATE, PUBLIC, { surveyId: survey.id, unit: "", sealed: unb64url(body.units[0].sealed) })));
+    assert.equal(opened.reports.length, 4);
+    sizes.add(JSON.stringify([post.url, post.headers, post.body.length]));
+  }
+  assert.equal(sizes.size, 1);
+});
+
+test("the enrolment token reaches the relay only, in the body; the sealed units are kept", async () => {
+  const w = await world();
+  const survey = await w.client.fetchSurvey("demo-workplace");
+  w.state.statuses = [401];
+  await assert.rejects(w.client.answer(survey, ANSWERS), TransportError);
+  const result = await w.client.flush({ enrolmentToken: "tok-9", survey: "demo-workplace" });
+  assert.equal(result.delivered, 1);
+  const [first, second] = w.posts().map((p) => JSON.parse(p.body));
+  assert.equal(first.enrolment_token, undefined);
+  assert.equal(second.enrolment_token, "tok-9");
+  assert.deepEqual(second.units, first.units);
+  assert.ok(w.calls.every((c) => !c.url.startsWith("https://agg.example") || !JSON.stringify(c).includes("tok-9")));
+});
+
+test("an encryption key the pinned key did not sign is refused before anything is sent", async () => {
+  const other = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign"]);
+  const forged = { ...(await encryptionMember(new Uint8Array(32).fill(7))), signature: b64encode(new Uint8Array(await crypto.subtle.sign("Ed25519", other.privateKey, new Uint8Array(1)))) };
+  const w = await world({ member: forged });
+  await assert.rejects(w.client.fetchSurvey("demo-workplace"), (e) => e instanceof SignatureError && /not signed/.test(e.message));
+  assert.equal(w.posts().length, 0);
+});
+
+test("a page that did not pin sealing.js cannot answer a relayed survey", async () => {
+  const w = await world();
+  w.client.modules = ["deniable.js", "survey.js", "jcs.js", "randomness.js", "mechanism.js", "binary_rr.js", "grr.js", "option_sampling.js", "duchi.js", "wire.js"];
+  await assert.rejects(w.client.fetchSurvey("demo-workplace"), (e) => e instanceof SignatureError && /sealing\.js/.test(e.message));
+});

@@ -1,0 +1,55 @@
+"""A relayed survey's submission: every unit sealed to the aggregator, for the relay only.
+
+docs/protocol.md, "Sealing": each report (``shuffle_unit`` "question") or the whole
+submission ("submission") is sealed with :func:`deniable.sealing.seal` to the
+aggregator's encryption key, which :meth:`KeyPinning.verified_encryption_key`
+checked against the pinned signing key, padded to the unit's fixed size, so the
+body has one length whatever the answers.  The body posted to
+``{relay}/api/v1/surveys/<survey id>/sealed`` is::
+
+    {"format": "deniable.sealed/1", "key_id": "<encryption key id>",
+     "units": [{"unit": "<question id, or ''>", "sealed": "<unpadded base64url>"}, ...],
+     "enrolment_token": "..."}        (only with a token)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any
+
+from deniable.errors import SignatureError
+
+if TYPE_CHECKING:
+    from .session import VerifiedSurvey
+
+FORMAT = "deniable.sealed/1"
+
+
+def relay_body(key_id: str, units: list[dict[str, str]], token: str | None) -> str:
+    """The JSON text posted to the relay (members in this order, no spaces)."""
+    document: dict[str, Any] = {"format": FORMAT, "key_id": key_id, "units": units}
+    if token is not None:
+        document["enrolment_token"] = token
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=True)
+
+
+def sealed_body(survey: VerifiedSurvey, reports: list[dict[str, str]], token: str | None) -> str:
+    """Every unit of ``survey`` sealed to its verified encryption key, as :func:`relay_body`."""
+    from deniable import keychain, sealing
+
+    relay = survey.survey.relay
+    if relay is None or survey.encryption is None:
+        raise SignatureError(f"survey {survey.id!r} is relayed but no encryption key was "
+                             "verified for it; fetch() it again")  # fmt: skip
+    # Checked again here: a VerifiedSurvey built by hand cannot bring its own key.
+    public = keychain.verify_encryption_key({"encryption_key": survey.encryption},
+                                            survey.public_key)  # fmt: skip
+    units = []
+    for unit in relay.units(survey.survey):
+        chosen = [r for r in reports if r["question"] == unit] if unit else reports
+        blob = sealing.seal(public, survey_id=survey.id, unit=unit,
+                            plaintext=sealing.unit_body(chosen, unit),
+                            size=sealing.unit_size(survey.survey, unit))  # fmt: skip
+        units.append({"unit": unit, "sealed": base64.urlsafe_b64encode(blob).decode().rstrip("=")})
+    return relay_body(survey.encryption["key_id"], units, token)

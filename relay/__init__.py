@@ -1,0 +1,52 @@
+"""The Deniable relay: a separate operator's service that hides who sent which report.
+
+Devices send it sealed reports (HPKE to the aggregator's key, so the relay
+cannot read them); it holds them per survey and shuffle unit until a batch
+has ``min_batch`` reports and a time window passed, then forwards the batch in
+a CSPRNG-drawn random order to the aggregator in one authenticated request
+(docs/relay.md).  Serving, settings and problem+json errors are the
+aggregator's (``deniable.aggregator.serving``, ``.settings``, ``.problems``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from flask import Flask
+
+FORWARDER = "deniable.relay.forwarder"
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """Build the relay app: settings (defaults < DENIABLE_RELAY_* < ``config``), then subsystems."""
+    from flask import Flask
+
+    from deniable.aggregator import cors, problems, ratelimit
+
+    from . import api, settings, storage
+
+    app = Flask(__name__)
+    app.config.from_mapping(settings.load(config))
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    problems.init_app(app)
+    storage.init_app(app)
+    ratelimit.init_app(app)
+    api.init_app(app)
+    cors.init_app(app, routes=r"^/api/v1/surveys/[^/]+/sealed$")
+    app.after_request(_headers)
+    if app.config["FORWARDER"] and not app.config.get("TESTING"):
+        from .forwarder import Forwarder
+
+        forwarder = Forwarder(app.extensions[storage.EXTENSION], app.config)
+        app.extensions[FORWARDER] = forwarder
+        forwarder.start()
+    return app
+
+
+def _headers(response):
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,308 @@
+"""``deniable-relay``: run and administer a relay (docs/relay.md).
+
+Commands: ``init`` (create or migrate the database), ``serve`` (gunicorn +
+waitress, as the aggregator; the forwarder runs in each process),
+``add-survey`` (relay a survey of an aggregator: verify its signed definition
+names this relay, pin the aggregator's key, keep its relay credential),
+``remove-survey``, ``status`` (per survey: state, units held per unit,
+batches waiting for an acknowledgement, forwarded, smallest batch,
+discarded), ``forward`` (one forwarder pass now) and ``settings``.
+
+Every command reads the relay's settings (``DENIABLE_RELAY_*``; ``--data-dir``
+and ``--database`` before the command override HOME and DATABASE).  Failures
+print one line ``deniable-relay: error: ...`` and exit with the aggregator's
+documented statuses: 2 usage, 3 not found, 4 refused or conflict, 5 unavailable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from deniable.aggregator.cli_common import Parser, add_json, bind_address, positive, print_json
+from deniable.aggregator.ratelimit import shown_storage
+from deniable.aggregator.terminal import (
+    EXIT_FAILURE,
+    EXIT_NOT_FOUND,
+    EXIT_REFUSED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    CommandError,
+    _fail,
+    exit_status,
+    format_table,
+    quiet_pipe,
+)
+from deniable.errors import DeniableError
+
+PROG = "deniable-relay"
+
+
+def load_settings(args: argparse.Namespace) -> dict[str, Any]:
+    from . import settings
+
+    given = {name: getattr(args, option) for option, name in
+             (("data_dir", "HOME"), ("database", "DATABASE"))
+             if getattr(args, option, None)}  # fmt: skip
+    try:
+        return settings.load(given)
+    except settings.SettingsError as error:
+        raise _fail(str(error), EXIT_USAGE) from None
+
+
+@contextlib.contextmanager
+def opened_storage(config: Mapping[str, Any], *, migrate: bool = False) -> Iterator[Any]:
+    from .storage import open_storage
+
+    database = str(config["DATABASE"])
+    if not migrate and not database.startswith("postgres") and not Path(database).exists():
+        raise _fail(f"no relay database at {database}; run '{PROG} init' first",
+                    EXIT_NOT_FOUND)  # fmt: skip
+    storage = open_storage(config)
+    try:
+        if migrate:
+            storage.migrate()
+        yield storage
+    finally:
+        storage.close()
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    with opened_storage(config, migrate=True) as storage:
+        version = storage.migrate()
+    print(f"relay database {shown_storage(str(config['DATABASE']))}: schema version {version}")
+    if not config["PUBLIC_URL"]:
+        print(f"{PROG}: note: set DENIABLE_RELAY_PUBLIC_URL to the URL surveys name for this "
+              "relay before adding surveys", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from deniable.aggregator.serving import serve
+
+    from . import create_app
+
+    config = load_settings(args)
+    with opened_storage(config, migrate=True):
+        pass
+    host, port = args.bind
+    print(f"{PROG}: serving database={shown_storage(str(config['DATABASE']))} "
+          f"public_url={config['PUBLIC_URL']} window={config['WINDOW_SECONDS']:g}s "
+          f"bind={host}:{port} workers={args.workers}", file=sys.stderr, flush=True)  # fmt: skip
+    serve(config, f"{host}:{port}", args.workers, args.timeout, factory=create_app,
+          process_name=PROG)  # fmt: skip
+    return 0
+
+
+def _read_credential(path: str) -> str:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text("utf-8")
+    except OSError as error:
+        raise _fail(f"cannot read the credential: {error}", EXIT_USAGE) from None
+    credential = text.strip()
+    if not credential or len(credential) > 500 or any(c.isspace() for c in credential):
+        raise _fail("the credential file must hold the relay credential alone", EXIT_USAGE)
+    return credential
+
+
+def cmd_add_survey(args: argparse.Namespace) -> int:
+    from . import upstream
+    from .storage import RelayedSurvey
+
+    config = load_settings(args)
+    if not config["PUBLIC_URL"]:
+        raise _fail("set DENIABLE_RELAY_PUBLIC_URL (this relay's URL as surveys name it) first",
+                    EXIT_USAGE)  # fmt: skip
+    aggregator = args.aggregator.rstrip("/")
+    credential = _read_credential(args.credential_file)
+    if args.aggregator_key:
+        pin = upstream.pin_from(args.aggregator_key, None)
+    else:
+        pin = upstream.fetch_key(aggregator)
+        print(f"pinned the aggregator's served signing key {pin.key_id}; confirm it with the "
+              "aggregator's operator ('deniable-aggregator key show')", file=sys.stderr)
+    verified = upstream.verify_survey(aggregator, args.survey, pin,
+                                      public_url=config["PUBLIC_URL"])  # fmt: skip
+    relay = verified.relay
+    questions = verified.survey.questions
+    units = [""] if relay.shuffle_unit == "submission" else [q.id for q in questions]
+    with opened_storage(config) as storage:
+        storage.add_survey(RelayedSurvey(
+            survey_id=args.survey, aggregator_url=aggregator, credential=credential,
+            signing_key=upstream.pin_text(verified.pin), key_sequence=verified.pin.sequence,
+            document=json.dumps(verified.document), status=verified.status,
+            min_batch=relay.min_batch, shuffle_unit=relay.shuffle_unit,
+            require_enrolment=verified.require_enrolment, refreshed_at=""), units)  # fmt: skip
+        if verified.require_enrolment:
+            digests = upstream.fetch_enrolment_digests(aggregator, args.survey, credential)
+            storage.add_enrolment_digests(args.survey, digests)
+    print(f"relaying survey {args.survey} of {aggregator}: min_batch {relay.min_batch}, shuffle "
+          f"unit {relay.shuffle_unit}, status {verified.status}, key {verified.pin.key_id}")
+    return 0
+
+
+def cmd_remove_survey(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        deleted = storage.remove_survey(args.survey)
+    print(f"survey {args.survey} no longer relayed; {deleted} held units deleted unsent")
+    return 0
+
+
+def status_rows(storage: Any) -> list[dict[str, Any]]:
+    rows = []
+    for stored in storage.list_surveys():
+        held = storage.held_counts(stored.survey_id)
+        known, spent = storage.enrolment_counts(stored.survey_id)
+        rows.append({
+            "survey": stored.survey_id, "aggregator": stored.aggregator_url,
+            "status": stored.status, "min_batch": stored.min_batch,
+            "shuffle_unit": stored.shuffle_unit,
+            "waiting": {unit: counts[0] for unit, counts in sorted(held.items())},
+            "in_batches": sum(counts[1] for counts in held.values()),
+            "unacknowledged_batches": [
+                {"batch": b, "unit": u, "size": s, "attempts": a, "last_error": e}
+                for b, u, s, a, e in storage.pending_batches(stored.survey_id)],
+            "forwarded_batches": stored.forwarded_batches,
+            "forwarded_reports": stored.forwarded_reports,
+            "smallest_batch": stored.smallest_batch,
+            "discarded_reports": stored.discarded_reports,
+            "enrolment_tokens": {"known": known, "spent": spent},
+            "refreshed_at": stored.refreshed_at,
+        })  # fmt: skip
+    return rows
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        rows = status_rows(storage)
+    if args.json:
+        print_json(rows)
+        return 0
+    print(format_table(
+        ["survey", "status", "min_batch", "unit", "waiting", "in batches", "forwarded",
+         "smallest", "discarded"],
+        [[r["survey"], r["status"], r["min_batch"], r["shuffle_unit"],
+          sum(r["waiting"].values()), r["in_batches"],
+          f"{r['forwarded_reports']} in {r['forwarded_batches']}",
+          r["smallest_batch"] if r["smallest_batch"] is not None else "-",
+          r["discarded_reports"]] for r in rows]))  # fmt: skip
+    return 0
+
+
+def cmd_forward(args: argparse.Namespace) -> int:
+    from .forwarder import forward_once
+
+    config = load_settings(args)
+    with opened_storage(config) as storage:
+        counts = forward_once(storage, config)
+    print(", ".join(f"{name} {count}" for name, count in counts.items()))
+    return 0 if counts["failed"] == 0 else EXIT_UNAVAILABLE
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    from . import settings
+
+    given = {name: getattr(args, option) for option, name in
+             (("data_dir", "HOME"), ("database", "DATABASE")) if getattr(args, option, None)}
+    try:
+        resolved = settings.resolve(given, config_source="command line")
+    except settings.SettingsError as error:
+        raise _fail(str(error), EXIT_USAGE) from None
+
+    def shown(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return ",".join(str(item) for item in value)
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        return shown_storage(str(value))
+
+    rows = [{"name": r.setting.name, "variable": r.setting.environment_variable,
+             "value": shown(r.value), "source": r.source, "help": r.setting.help}
+            for r in resolved]  # fmt: skip
+    if args.json:
+        print_json(rows)
+    else:
+        print(format_table(["setting", "value", "source"],
+                           [[r["variable"], r["value"], r["source"]] for r in rows]))  # fmt: skip
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog=PROG, description="Run and administer a Deniable relay (docs/relay.md).",
+                    epilog="exit status: 0 ok, 1 failure, 2 usage, 3 not found, 4 refused or "
+                    "conflict, 5 unavailable")  # fmt: skip
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="directory of the default database (overrides DENIABLE_RELAY_HOME)")
+    parser.add_argument("--database", metavar="PATH_OR_URL",
+                        help="SQLite path or postgresql:// DSN (overrides DENIABLE_RELAY_DATABASE)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    commands.required = True
+
+    def command(name: str, summary: str) -> Any:
+        return commands.add_parser(name, help=summary, description=summary)
+
+    command("init", "create or migrate the relay's database").set_defaults(func=cmd_init)
+    sub = command("serve", "serve the relay (gunicorn + waitress; the forwarder runs inside)")
+    sub.add_argument("--bind", type=bind_address, default=("127.0.0.1", 8100), metavar="HOST:PORT",
+                     help="address to listen on (default 127.0.0.1:8100)")  # fmt: skip
+    sub.add_argument("--workers", type=positive, default=1, help="gunicorn workers (default 1)")
+    sub.add_argument("--timeout", type=positive, default=60,
+                     help="seconds before gunicorn restarts a silent worker (default 60)")
+    sub.set_defaults(func=cmd_serve)
+    sub = command("add-survey", "relay a survey of an aggregator (its signed definition must "
+                  "name this relay)")  # fmt: skip
+    sub.add_argument("aggregator", metavar="AGGREGATOR_URL", help="the aggregator's base URL")
+    sub.add_argument("survey", metavar="SURVEY_ID", help="id of the relayed survey")
+    sub.add_argument("--credential-file", required=True, metavar="FILE",
+                     help="file holding the relay credential the aggregator's operator issued "
+                     "('deniable-aggregator relay-credential'); '-' reads stdin")  # fmt: skip
+    sub.add_argument("--aggregator-key", metavar="BASE64",
+                     help="the aggregator's Ed25519 signing key to pin (default: the one it "
+                     "serves now, printed for you to confirm)")  # fmt: skip
+    sub.set_defaults(func=cmd_add_survey)
+    sub = command("remove-survey", "stop relaying a survey and delete what is held for it")
+    sub.add_argument("survey", metavar="SURVEY_ID")
+    sub.set_defaults(func=cmd_remove_survey)
+    sub = command("status", "per survey: held, batches waiting, forwarded, smallest, discarded")
+    add_json(sub, "the status")
+    sub.set_defaults(func=cmd_status)
+    command("forward", "one forwarder pass now: refresh, form and send due batches"
+            ).set_defaults(func=cmd_forward)
+    sub = command("settings", "every DENIABLE_RELAY_* setting: value in effect and its source")
+    add_json(sub, "the settings")
+    sub.set_defaults(func=cmd_settings)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if importlib.util.find_spec("flask") is None:
+        print(f"{PROG}: error: the relay needs the server extra: pip install 'deniable[server]'",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_UNAVAILABLE
+    try:
+        with quiet_pipe():
+            return args.func(args)
+    except (CommandError, DeniableError) as error:
+        print(f"{PROG}: error: {str(error).strip() or type(error).__name__}", file=sys.stderr)
+        return exit_status(error)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # noqa: BLE001 - one line, never a traceback
+        print(f"{PROG}: error: unexpected {type(error).__name__}: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+__all__ = ["EXIT_NOT_FOUND", "EXIT_REFUSED", "main"]
+
+if __name__ == "__main__":
+    sys.exit(main())

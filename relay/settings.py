@@ -1,0 +1,126 @@
+"""The relay's settings: one table, resolved by the aggregator's settings machinery.
+
+Variables are named ``DENIABLE_RELAY_<NAME>`` (``DENIABLE_RELAY_DATABASE``,
+...), so a relay and an aggregator on one host never read each other's.
+Precedence, lowest first: defaults, environment, the ``config`` mapping (the
+command line's ``--data-dir`` and ``--database`` land there).  A bad value
+raises :class:`~deniable.aggregator.settings.SettingsError` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from deniable.aggregator import settings as common
+from deniable.aggregator.settings import BY_NAME, Setting, SettingsError
+
+PREFIX = "DENIABLE_RELAY_"
+DERIVED = {"DATABASE": "relay.sqlite3"}
+
+__all__ = ["SETTINGS", "SettingsError", "describe", "load", "resolve"]
+
+
+def parse_url(value: object) -> str | None:
+    """An http(s) base URL without query or fragment, without a trailing slash."""
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"must be an http(s) URL such as https://relay.example, got {text[:80]!r}")
+    return text.rstrip("/")
+
+
+def _seconds(minimum: float, maximum: float):
+    def parse(value: object) -> float:
+        try:
+            number = float(str(value).strip())
+        except ValueError:
+            number = float("nan")
+        if not minimum <= number <= maximum:
+            raise ValueError(f"must be a number of seconds in [{minimum:g}, {maximum:g}]")
+        return number
+
+    return parse
+
+
+def _shared(name: str, help: str | None = None) -> Setting:
+    """One of the aggregator's settings, read as DENIABLE_RELAY_<NAME>."""
+    setting = BY_NAME[name]
+    return replace(setting, prefix=PREFIX, help=help or setting.help)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    _shared("HOME", "Directory for the relay's data (--data-dir): the default SQLite database "
+            "lives here. Default: the platform's user data directory + '-relay', e.g. "
+            "~/.local/share/deniable-relay."),
+    _shared("DATABASE", "An SQLite file path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH "
+            "(default: HOME/relay.sqlite3), or a postgresql:// DSN. Never the aggregator's "
+            "database: the relay is another operator's."),
+    Setting(name="PUBLIC_URL", default=None, prefix=PREFIX, parse=parse_url,
+            help="This relay's URL as relayed surveys name it (their signed relay.url); a "
+                 "survey naming another URL is not relayed here. Required to add surveys."),
+    Setting(name="WINDOW_SECONDS", default=3600.0, prefix=PREFIX, parse=_seconds(0, 365 * 86400),
+            help="Minimum time a batch window stays open: a batch is forwarded once it holds "
+                 "min_batch reports (the survey's) AND this long passed since the last batch "
+                 "of its unit (or since the survey was added)."),
+    Setting(name="FORWARD_INTERVAL", default=5.0, prefix=PREFIX, parse=_seconds(0.05, 3600),
+            help="Seconds between the forwarder's checks for batches to form and send."),
+    Setting(name="REFRESH_SECONDS", default=60.0, prefix=PREFIX, parse=_seconds(0.1, 86400),
+            help="Seconds between re-fetching each relayed survey's signed document (open or "
+                 "closed) and enrolment token digests from its aggregator."),
+    Setting(name="FORWARD_TIMEOUT", default=120.0, prefix=PREFIX, parse=_seconds(1, 3600),
+            help="Seconds to wait for the aggregator to acknowledge one batch; a batch is "
+                 "sent again (same batch id) after a failure."),
+    Setting(name="FORWARDER", default=True, prefix=PREFIX, parse=common._boolean,
+            help="Run the forwarder in each serving process (off: only 'deniable-relay "
+                 "forward' sends batches)."),
+    Setting(name="MAX_SEALED_BYTES", default=16_384, prefix=PREFIX,
+            parse=common._integer(64, 1 << 20),
+            help="Largest sealed unit accepted, in bytes after base64url decoding (larger: 413)."),
+    _shared("MAX_BODY_BYTES"),
+    _shared("POOL_SIZE"),
+    _shared("POOL_TIMEOUT"),
+    _shared("BUSY_TIMEOUT_MS"),
+    _shared("RATE_LIMIT_PER_ADDRESS", "Sealed submissions per client address, as the "
+            "aggregator's setting of that name (0 disables). Counted where RATE_LIMIT_STORAGE "
+            "says; the address is never stored."),
+    _shared("RATE_LIMIT_PER_TOKEN"),
+    _shared("RATE_LIMIT_STORAGE"),
+    replace(_shared("RATE_LIMIT_KEY_PREFIX"), default="deniable-relay"),
+    _shared("RATE_LIMIT_EXEMPT"),
+    _shared("TRUST_PROXY"),
+    _shared("CORS_ORIGINS", "Origins (https://host[:port], comma-separated) whose pages may "
+            "post sealed submissions from the browser: the aggregators' respond pages and "
+            "embedding sites of the surveys relayed here."),
+    _shared("MIGRATE"),
+)
+
+
+def default_home() -> Path:
+    base = common.user_data_dir()
+    return base.with_name(base.name + "-relay")
+
+
+def resolve(
+    config: Mapping[str, Any] | None = None,
+    environment: Mapping[str, str] | None = None,
+    *,
+    config_source: str | None = None,
+) -> list[common.Resolved]:
+    return common.resolve(config, environment, config_source=config_source, table=SETTINGS,
+                          derived=DERIVED, default_home=default_home())  # fmt: skip
+
+
+def load(config: Mapping[str, Any] | None = None,
+         environment: Mapping[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
+    return common.load(config, environment, table=SETTINGS, derived=DERIVED,
+                       default_home=default_home())  # fmt: skip
+
+
+def describe() -> str:
+    return common.describe(SETTINGS)

@@ -1,0 +1,181 @@
+"""The relay's side of talking to an aggregator: verify its surveys, hand it batches.
+
+The relay trusts an aggregator's Ed25519 signing key pinned when the survey was
+added (given by the operator, or the one served then), and follows the key's
+signed rotation chain (:func:`deniable.keychain.follow_chain`) as devices do.
+A survey is relayed here only if its *signed* definition names this relay's
+``PUBLIC_URL``: an aggregator cannot have a relay forward a survey it did not
+publish as relayed, and the relay learns ``min_batch`` and the shuffle unit
+from the signed bytes, never from an unsigned field.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from deniable.errors import DeniableError, SignatureError, TransportError
+from deniable.keychain import (
+    Pin,
+    decode_public_key,
+    decode_signature,
+    encode,
+    follow_chain,
+    key_id,
+    signature_valid,
+)
+from deniable.survey import IDENTIFIER, Survey
+
+FORMAT = "deniable.batch/1"
+USER_AGENT = "deniable-relay"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verified:
+    """A survey document whose signature checked out under the (followed) pinned key."""
+
+    survey: Survey
+    status: str
+    require_enrolment: bool
+    document: dict[str, Any]
+    pin: Pin
+
+    @property
+    def relay(self) -> Any:
+        return self.survey.relay
+
+
+def _session() -> Any:
+    import requests
+
+    session = requests.Session()
+    session.headers["User-Agent"] = USER_AGENT
+    session.trust_env = False  # Why: the relay talks to the URL it was given, no proxy variables
+    return session
+
+
+def _get_json(url: str, *, timeout: float, headers: dict[str, str] | None = None) -> Any:
+    import requests
+
+    try:
+        response = _session().get(url, timeout=timeout, headers=headers or {},
+                                  allow_redirects=False)  # fmt: skip
+    except requests.RequestException as error:
+        raise TransportError(f"GET {url}: {type(error).__name__}: {error}") from None
+    if response.status_code != 200:
+        raise TransportError(f"GET {url}: HTTP {response.status_code} {response.text[:200]}")
+    try:
+        return response.json()
+    except ValueError:
+        raise TransportError(f"GET {url}: the answer is not JSON") from None
+
+
+def fetch_key(aggregator_url: str, *, timeout: float = 10.0) -> Pin:
+    """The aggregator's current signing key, unverified (for a first pin the operator checks)."""
+    document = _get_json(f"{aggregator_url}/api/v1/key", timeout=timeout)
+    if not isinstance(document, dict):
+        raise SignatureError("the aggregator's key document is not an object")
+    public = decode_public_key(document.get("public_key"), "aggregator key")
+    sequence = document.get("sequence")
+    return Pin(public_key=public, sequence=sequence if isinstance(sequence, int) else None)
+
+
+def verify_survey(
+    aggregator_url: str, survey_id: str, pin: Pin, *, public_url: str, timeout: float = 10.0
+) -> Verified:
+    """Fetch and verify a survey; SignatureError/TransportError/DeniableError otherwise."""
+    if not IDENTIFIER.fullmatch(survey_id):
+        raise TransportError(f"survey id must match {IDENTIFIER.pattern}, got {survey_id!r}")
+    document = _get_json(f"{aggregator_url}/api/v1/surveys/{survey_id}", timeout=timeout)
+    if not isinstance(document, dict):
+        raise SignatureError(f"survey {survey_id!r}: the survey document is not an object")
+    if document.get("key_id") not in (None, pin.key_id):
+        # Signed by another key: follow the aggregator's signed rotation chain, or refuse.
+        key_document = _get_json(f"{aggregator_url}/api/v1/key", timeout=timeout)
+        pin = follow_chain(pin, key_document)
+    signature = decode_signature(document.get("signature"), f"survey {survey_id!r}")
+    try:
+        survey = Survey.from_dict(document.get("definition"), resolved=True)
+    except DeniableError as error:
+        raise SignatureError(
+            f"survey {survey_id!r}: definition does not validate ({error})"
+        ) from None
+    if not signature_valid(pin.public_key, signature, survey.canonical_bytes()):
+        raise SignatureError(f"survey {survey_id!r}: signature does not match under the pinned "
+                             f"key {pin.key_id}; refusing")  # fmt: skip
+    if survey.id != survey_id:
+        raise SignatureError(f"asked for survey {survey_id!r}, got {survey.id!r}")
+    relay = getattr(survey, "relay", None)
+    if relay is None:
+        raise SignatureError(f"survey {survey_id!r} is not a relayed survey (its signed "
+                             "definition names no relay)")  # fmt: skip
+    if relay.url.rstrip("/") != public_url.rstrip("/"):
+        raise SignatureError(f"survey {survey_id!r} names the relay {relay.url}, not this one "
+                             f"({public_url}, setting PUBLIC_URL)")  # fmt: skip
+    status = document.get("status")
+    if status not in ("open", "closed"):
+        raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
+    return Verified(survey=survey, status=status, document=document, pin=pin,
+                    require_enrolment=document.get("require_enrolment") is True)  # fmt: skip
+
+
+def pin_text(pin: Pin) -> str:
+    return encode(pin.public_key)
+
+
+def pin_from(text: str, sequence: int | None) -> Pin:
+    return Pin(public_key=decode_public_key(text, "pinned key"), sequence=sequence)
+
+
+def fetch_enrolment_digests(
+    aggregator_url: str, survey_id: str, credential: str, *, timeout: float = 10.0
+) -> list[str]:
+    """The aggregator's unspent enrolment token digests for the survey (relay credential)."""
+    document = _get_json(f"{aggregator_url}/api/v1/surveys/{survey_id}/enrolment-digests",
+                         timeout=timeout, headers={"Authorization": f"Bearer {credential}"})
+    digests = document.get("digests") if isinstance(document, dict) else None
+    if not isinstance(digests, list) or not all(
+        isinstance(d, str) and len(d) == 64 for d in digests
+    ):
+        raise TransportError("enrolment digests: not a list of SHA-256 hex digests")
+    return digests
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    """What the aggregator said to one batch: acknowledged, refused for good, or retry."""
+
+    acknowledged: bool
+    final: bool  # refused for good (closed survey): drop the batch
+    detail: str
+
+
+def put_batch(
+    aggregator_url: str, survey_id: str, batch_id: str, unit: str, sealed: list[bytes],
+    credential: str, *, timeout: float,
+) -> Outcome:  # fmt: skip
+    """One authenticated PUT of a whole batch, in the order given."""
+    import requests
+
+    body = json.dumps({"format": FORMAT, "unit": unit,
+                       "sealed": [base64.urlsafe_b64encode(s).rstrip(b"=").decode("ascii")
+                                  for s in sealed]}, separators=(",", ":"))  # fmt: skip
+    url = f"{aggregator_url}/api/v1/surveys/{survey_id}/batches/{batch_id}"
+    try:
+        response = _session().put(url, data=body.encode("ascii"), timeout=timeout,
+                                  allow_redirects=False,
+                                  headers={"Content-Type": "application/json",
+                                           "Authorization": f"Bearer {credential}"})  # fmt: skip
+    except requests.RequestException as error:
+        return Outcome(acknowledged=False, final=False, detail=f"{type(error).__name__}: {error}")
+    if response.status_code in (200, 201):
+        return Outcome(acknowledged=True, final=False, detail="acknowledged")
+    detail = f"HTTP {response.status_code} {response.text[:300]}"
+    closed = response.status_code == 409 and "closed" in response.text
+    return Outcome(acknowledged=False, final=closed, detail=detail)
+
+
+def key_id_of(pin: Pin) -> str:
+    return key_id(pin.public_key)

@@ -1,0 +1,138 @@
+"""``deniable-aggregator plan --relay``: the ε0 to set for a central target through a
+shuffling relay, and the respondents it needs, through the installed console script."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deniable.aggregator import cli
+from deniable.planner import best_respondents, plan, smallest_relayed_batch
+from deniable.shuffle import central_epsilon, local_epsilon_for
+
+PROG = "deniable-aggregator"
+
+
+def script(*argv: str) -> subprocess.CompletedProcess:
+    path = shutil.which(PROG, path=str(Path(sys.executable).parent))
+    assert path, f"{PROG} is not on the venv's PATH"
+    return subprocess.run([path, *argv], capture_output=True, text=True, timeout=60)
+
+
+def call(capsys, argv: list[str]) -> tuple[int, str, str]:
+    try:
+        status = cli.main(argv)
+    except SystemExit as exit_:  # argparse usage errors
+        status = exit_.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_issue_command_prints_epsilon0_and_respondents() -> None:
+    argv = ["plan", "--relay", "--central-epsilon", "0.5", "--delta", "1e-6", "--batch", "10000"]
+    result = script(*argv)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    # issue 18's table: ε0 = 4 at n = 10,000 gives 0.411, so 0.5 allows a little more
+    assert "Set epsilon 4.336 on each question" in out
+    assert "Respondents needed for ±0.05 (95%, binary_rr): 10,000 (one batch" in out
+    assert "Without the relay, epsilon 0.5 on the device needs 11,687." in out
+    assert "collude" in out and "binary_rr *" in out
+    assert "refuse more than epsilon 4 per question" in out  # 4.336 is over the default cap
+
+    document = json.loads(script(*argv, "--json").stdout)
+    relay = document["relay"]
+    assert relay["local_epsilon"] == 4.336 and relay["batch"] == 10_000
+    assert relay["delta"] == 1e-6
+    assert central_epsilon(relay["local_epsilon"], 10_000, 1e-6) <= 0.5
+    assert central_epsilon(relay["local_epsilon"] + 0.002, 10_000, 1e-6) > 0.5
+    assert relay["respondents"] == 10_000 and relay["respondents_for_precision"] < 10_000
+    assert relay["respondents_without_relay"] == 11_687  # docs/choosing-epsilon.md, ε = 0.5
+    assert document["epsilon"] == 4.336 and document["without_relay"]["epsilon"] == 0.5
+    # the fewest respondents through a relay: one batch of N at the ε0 batches of N allow
+    smallest, local = relay["smallest_batch"], relay["smallest_batch_local_epsilon"]
+    assert "Fewest respondents for ±0.05 through the relay: 622" in out
+    assert (smallest, local) == (622, 1.958)
+    assert central_epsilon(local, smallest, 1e-6) <= 0.5
+    assert best_respondents(plan("yes_no", epsilon=local, half_width=0.05)) <= smallest
+    below = math.floor(local_epsilon_for(0.5, smallest - 1, 1e-6) * 1000) / 1000
+    assert best_respondents(plan("yes_no", epsilon=below, half_width=0.05)) > smallest - 1
+
+
+def test_single_choice(capsys) -> None:
+    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
+                                   "1000", "--options", "5", "--json"])  # fmt: skip
+    assert status == 0
+    document = json.loads(out)
+    relay = document["relay"]
+    assert relay["local_epsilon"] == 2.302  # table in docs/relay-epsilon.md
+    assert document["question_type"] == "single_choice" and document["options"] == 5
+    assert relay["respondents"] >= 1000
+    assert relay["respondents"] < relay["respondents_without_relay"]
+
+
+def test_half_widths_at_n(capsys) -> None:
+    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "1", "--batch",
+                                   "2000", "--n", "6000", "--type", "yes_no"])  # fmt: skip
+    assert status == 0
+    assert "expected half-widths at n = 6,000" in out and "Respondents needed" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--relay", "--central-epsilon", "0.5"], "--relay needs --batch"),
+        (["--relay", "--batch", "100"], "--relay needs --central-epsilon"),
+        (["--relay", "--central-epsilon", "0.5", "--batch", "100", "--epsilon", "1"],
+         "drop --epsilon"),
+        (["--epsilon", "1", "--n", "10", "--batch", "100"], "--batch needs --relay"),
+        (["--epsilon", "1", "--n", "10", "--delta", "1e-6"], "--delta needs --relay"),
+        (["--n", "10"], "--epsilon"),
+        (["--epsilon", "1", "--type", "yes_no"], "--n --half-width"),
+        (["--relay", "--central-epsilon", "0", "--batch", "100"], "central_epsilon"),
+        (["--relay", "--central-epsilon", "0.5", "--batch", "100", "--delta", "1"], "delta"),
+        (["--relay", "--central-epsilon", "0.5", "--batch", "0"], "--batch"),
+        (["--relay", "--central-epsilon", "0.5", "--batch", "1000", "--n", "10"],
+         "less than one batch"),
+    ],
+)  # fmt: skip
+def test_usage_errors_exit_2_with_one_line(capsys, argv, message) -> None:
+    status, _, err = call(capsys, ["plan", *argv])
+    assert status == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"{PROG}") and message in lines[0], err
+
+
+def test_usage_error_through_the_console_script() -> None:
+    result = script("plan", "--relay", "--batch", "1000")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == f"{PROG}: error: --relay needs --central-epsilon"
+
+
+def test_choosing_epsilon_relayed_column() -> None:
+    """Two cells of docs/choosing-epsilon.md's relayed columns, recomputed."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "choosing-epsilon.md").read_text("utf-8")
+    assert "| 1 | 718 | 2,795 | 17,176 | 367 (ε0 2.427) |" in text
+    assert smallest_relayed_batch("yes_no", central_epsilon=1, half_width=0.05) == (367, 2.427)
+    assert "| 324 (ε0 3.04) | 409 (ε0 3.245) |" in text
+    assert smallest_relayed_batch(
+        "single_choice", central_epsilon=2, half_width=0.05, options=5
+    ) == (324, 3.04)
+
+
+def test_notes_for_a_large_delta_and_the_device_cap(capsys) -> None:
+    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
+                                   "1000000", "--n", "1000000"])  # fmt: skip
+    assert status == 0
+    assert "delta 1e-06 is not well below 1/batch" in out
+    assert "refuse more than epsilon 4 per question" in out  # ε0 8.9
+    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
+                                   "1000", "--n", "1000"])  # fmt: skip
+    assert status == 0 and "Note:" not in out

@@ -1,0 +1,194 @@
+"""The Python client on a relayed survey: sealed units to the relay, and nowhere else.
+
+The aggregator is the real app (in process, as in the other client tests); the relay is
+a minimal real HTTP server on a free loopback port that records what arrives and answers
+as told (the relay service itself is tested in tests/relay/).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from deniable import sealing
+from deniable.aggregator import signing
+from deniable.client import SurveyClient
+from deniable.errors import SignatureError, TransportError
+from deniable.survey import Survey
+from deniable.wire import parse_report, parse_submission
+
+from .conftest import ANSWERS, definition
+
+
+class Receiver(ThreadingHTTPServer):
+    """Records every request; answers ``statuses`` in turn, then 202."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.seen: list[dict[str, Any]] = []
+        self.statuses: list[int] = []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        server: Receiver = self.server  # type: ignore[assignment]
+        server.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        status = server.statuses.pop(0) if server.statuses else 202
+        payload = b'{"held": 1}'
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def relay():
+    server = Receiver()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def relayed(relay: Receiver, survey_id: str = "r1", unit: str = "question", **extra: Any) -> dict:
+    return definition(survey_id, format="deniable.survey/2",
+                      relay={"url": relay.url, "min_batch": 10, "shuffle_unit": unit}, **extra)
+
+
+def _open_all(aggregator, survey: Survey, body: bytes) -> list[bytes]:
+    keys = signing.load_key(aggregator.app.config["SIGNING_KEY_PATH"]).encryption
+    document = json.loads(body)
+    assert set(document) == {"format", "key_id", "units"}
+    assert document["format"] == "deniable.sealed/1" and document["key_id"] == keys.key_id
+    opened = []
+    for item in document["units"]:
+        raw = base64.urlsafe_b64decode(item["sealed"] + "=" * (-len(item["sealed"]) % 4))
+        opened.append(keys.open_sealed(survey_id=survey.id, unit=item["unit"], sealed=raw,
+                                       size=sealing.unit_size(survey, item["unit"])))
+    return opened
+
+
+def test_reports_are_sealed_per_question_and_go_only_to_the_relay(
+    aggregator, adapter, client, relay
+):
+    aggregator.create(relayed(relay))
+    verified = client.fetch("r1")
+    assert verified.survey.relay.url == relay.url and verified.encryption is not None
+    receipt = client.answer(verified, ANSWERS)
+    assert receipt.delivered and client.pending() == 0
+    # The aggregator heard GETs only (survey, key document): no report, no token.
+    assert {s.method for s in adapter.seen} == {"GET"}
+    (post,) = relay.seen
+    assert post["path"] == "/api/v1/surveys/r1/sealed"
+    assert "X-Deniable-Enrolment" not in post["headers"]
+    survey = verified.survey
+    bodies = _open_all(aggregator, survey, post["body"])
+    assert len(bodies) == len(survey.questions)
+    reports = [parse_report(json.loads(b), survey) for b in bodies]
+    assert [r.question for r in reports] == survey.question_ids
+    assert sorted(r.id for r in reports) == sorted(receipt.report_ids)
+
+
+def test_submission_unit_seals_the_whole_batch_once(aggregator, client, relay):
+    aggregator.create(relayed(relay, "r2", "submission"))
+    verified = client.fetch("r2")
+    client.answer(verified, ANSWERS)
+    (post,) = relay.seen
+    (body,) = _open_all(aggregator, verified.survey, post["body"])
+    reports = parse_submission(json.loads(body), verified.survey, max_batch=10,
+                               one_respondent=True)  # fmt: skip
+    assert len(reports) == len(verified.survey.questions)
+
+
+def test_the_body_is_the_same_size_whatever_the_answers(aggregator, make_client, relay, tmp_path):
+    from deniable.client import StateStore
+
+    aggregator.create(relayed(relay, "r3"))
+    answers = [ANSWERS, {"smoker": False, "commute": "car", "tools": [], "hours": 0},
+               {"smoker": True, "commute": "home", "tools": ["email", "chat", "meetings"],
+                "hours": 20}]  # fmt: skip
+    for index, answer in enumerate(answers):
+        store = StateStore(tmp_path / f"device{index}" / "state.bin", key=bytes(32))
+        client = make_client(state=store)
+        client.answer(client.fetch("r3"), answer)
+    assert len(relay.seen) == 3
+    assert len({len(s["body"]) for s in relay.seen}) == 1
+    assert len({s["path"] for s in relay.seen}) == 1
+    assert len({tuple(sorted(k for k in s["headers"] if k.lower() != "content-length"))
+                for s in relay.seen}) == 1  # fmt: skip
+
+
+def test_an_unavailable_relay_keeps_the_batch_and_the_retry_is_identical(
+    aggregator, client, relay
+):
+    aggregator.create(relayed(relay, "r4"))
+    relay.statuses = [503] * 10
+    receipt = client.answer(client.fetch("r4"), ANSWERS)
+    assert not receipt.delivered and client.pending() == 1
+    relay.statuses = []
+    assert client.flush().delivered == 1 and client.pending() == 0
+    bodies = {s["body"] for s in relay.seen}
+    assert len(bodies) == 1  # every attempt sent the same sealed bytes
+
+
+def test_the_enrolment_token_goes_to_the_relay_only(aggregator, adapter, client, relay):
+    aggregator.create(relayed(relay, "r5"))
+    verified = client.fetch("r5")
+    relay.statuses = [401]
+    with pytest.raises(TransportError, match=f"relay at {relay.url} answered 401"):
+        client.answer(verified, ANSWERS)
+    assert client.pending() == 1
+    client.flush(enrolment_token="tok-123", survey_id="r5")
+    first, second = (json.loads(s["body"]) for s in relay.seen)
+    assert "enrolment_token" not in first and second["enrolment_token"] == "tok-123"
+    assert first["units"] == second["units"]  # the same sealed reports, never re-randomized
+    assert all(b"tok-123" not in s.body and "tok-123" not in str(s.headers) for s in adapter.seen)
+
+
+def test_a_substituted_encryption_key_is_refused_before_anything_is_sent(
+    aggregator, adapter, client, relay, tmp_path
+):
+    aggregator.create(relayed(relay, "r6"))
+    signing.create_key(tmp_path / "mallory.pem")
+    forged = signing.load_key(tmp_path / "mallory.pem").public_document()["encryption_key"]
+    adapter.rewrite = lambda path, body: ({**body, "encryption_key": forged}
+                                          if path == "/api/v1/key" else body)  # fmt: skip
+    with pytest.raises(SignatureError, match="not signed"):
+        client.fetch("r6")
+    assert relay.seen == [] and client.pending() == 0
+
+
+def test_unrelayed_surveys_still_post_to_the_aggregator(aggregator, adapter, client, relay):
+    aggregator.create(definition("plain"))
+    assert client.answer(client.fetch("plain"), ANSWERS).delivered
+    assert relay.seen == [] and len(adapter.report_posts()) == 1
+
+
+def test_relay_url_is_signed(aggregator, adapter, client, relay):
+    """A mirror that points devices at another relay breaks the survey's signature."""
+    aggregator.create(relayed(relay, "r7"))
+
+    def swap(path: str, body: Any) -> Any:
+        if path == "/api/v1/surveys/r7":
+            body["definition"]["relay"]["url"] = "https://evil.example"
+        return body
+
+    adapter.rewrite = swap
+    with pytest.raises(SignatureError):
+        client.fetch("r7")
+    assert isinstance(client, SurveyClient)

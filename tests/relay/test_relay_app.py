@@ -1,0 +1,133 @@
+"""The relay in process: settings, storage rules, rate limits, command-line errors.
+
+The end-to-end behaviour against a real aggregator is in test_relay.py; here the
+relay's own pieces are checked on their own (real SQLite, real Redis when
+``DENIABLE_TEST_REDIS_URL`` is set), fast.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+
+import pytest
+
+from deniable.relay import create_app, settings
+from deniable.relay.cli import main
+from deniable.relay.storage import RelayedSurvey, SqliteRelayStorage
+from deniable.survey import Survey
+
+RELAY_URL = "http://127.0.0.1:9"
+DEFINITION = {
+    "format": "deniable.survey/2", "id": "s", "title": "S",
+    "questions": [{"id": "a", "type": "yes_no", "text": "A?", "epsilon": 1.0},
+                  {"id": "b", "type": "yes_no", "text": "B?", "epsilon": 1.0}],
+    "relay": {"url": RELAY_URL, "min_batch": 3, "shuffle_unit": "question"},
+}  # fmt: skip
+
+
+def stored_survey(min_batch: int = 3) -> RelayedSurvey:
+    survey = Survey.from_dict(DEFINITION).upgraded()
+    document = {"id": "s", "status": "open", "definition": survey.to_dict()}
+    return RelayedSurvey(survey_id="s", aggregator_url="http://127.0.0.1:1", credential="dnr_x",
+                         signing_key="", key_sequence=None, document=json.dumps(document),
+                         status="open", min_batch=min_batch, shuffle_unit="question",
+                         require_enrolment=False, refreshed_at="")  # fmt: skip
+
+
+@pytest.fixture
+def storage(tmp_path):
+    store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
+    store.migrate()
+    store.add_survey(stored_survey(), ["a", "b"])
+    yield store
+    store.close()
+
+
+def blob(seed: int) -> bytes:
+    return seed.to_bytes(4, "big") * 20
+
+
+def test_settings_are_read_under_the_relays_own_prefix():
+    values = settings.load({}, {"DENIABLE_RELAY_WINDOW_SECONDS": "7", "DENIABLE_DATABASE": "x.db",
+                                "DENIABLE_RELAY_HOME": "/tmp/r"})  # fmt: skip
+    assert values["WINDOW_SECONDS"] == 7.0
+    assert values["DATABASE"] == "/tmp/r/relay.sqlite3"  # the aggregator's variable is ignored
+    assert values["RATE_LIMIT_KEY_PREFIX"] == "deniable-relay"
+    with pytest.raises(settings.SettingsError, match="PUBLIC_URL"):
+        settings.load({"PUBLIC_URL": "ftp://relay"})
+
+
+def test_a_batch_needs_min_batch_units_and_the_window(storage):
+    for seed in range(2):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None)
+    assert storage.form_batches("s", window=0) == []  # 2 < min_batch 3
+    storage.hold("s", [("a", blob(2)), ("b", blob(3))], enrolment_token=None)
+    assert storage.hold("s", [("a", blob(2))], enrolment_token=None) == 0  # the same bytes
+    assert storage.form_batches("s", window=3600) == []  # the window has not passed
+    formed = storage.form_batches("s", window=0)
+    assert len(formed) == 1  # unit a has 3; unit b has 1
+    (batch,) = storage.lease_batches(lease=60)
+    assert sorted(batch.sealed) == sorted([blob(0), blob(1), blob(2)])
+    assert storage.lease_batches(lease=60) == []  # leased to one sender
+    storage.acknowledged(batch)
+    assert storage.held_counts("s") == {"b": (1, 0)}
+    assert storage.list_surveys()[0].smallest_batch == 3
+
+
+def test_the_held_rows_carry_no_arrival_order(storage):
+    for seed in range(50):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None)
+    stored = [sealed for _, sealed in storage.held_rows("s")]
+    assert sorted(stored) == sorted(blob(s) for s in range(50))
+    assert stored != [blob(s) for s in range(50)]  # keyed by a hash, not by arrival
+
+
+def _app(tmp_path, storage_url: str, prefix: str):
+    database = tmp_path / "relay.sqlite3"
+    store = SqliteRelayStorage(str(database))
+    store.migrate()
+    store.add_survey(stored_survey(), ["a", "b"])
+    store.close()
+    return create_app({"DATABASE": str(database), "TESTING": True, "RATE_LIMIT_EXEMPT": "",
+                       "RATE_LIMIT_PER_ADDRESS": "2/minute", "RATE_LIMIT_STORAGE": storage_url,
+                       "RATE_LIMIT_KEY_PREFIX": prefix})  # fmt: skip
+
+
+def _body() -> dict:
+    units = [{"unit": "a", "sealed": base64.urlsafe_b64encode(os.urandom(80)).decode().rstrip("=")}]
+    return {"format": "deniable.sealed/1", "key_id": "abc", "units": units}
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["memory", "redis"])
+def test_rate_limits_per_address_are_the_aggregators_and_may_be_shared(tmp_path, shared):
+    url = "memory://"
+    if shared:
+        url = os.environ.get("DENIABLE_TEST_REDIS_URL", "")
+        if not url:
+            pytest.skip("DENIABLE_TEST_REDIS_URL is unset")
+    prefix = f"relay-test-{time.time_ns()}"
+    first = _app(tmp_path, url, prefix).test_client()
+    assert first.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
+    assert first.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
+    if shared:  # another process sharing the Redis counts: the third is refused there
+        (tmp_path / "other").mkdir()
+        first = _app(tmp_path / "other", url, prefix).test_client()
+    refused = first.post("/api/v1/surveys/s/sealed", json=_body())
+    assert refused.status_code == 429 and refused.headers["Retry-After"]
+    assert refused.headers["Content-Type"] == "application/problem+json"
+
+
+def test_add_survey_needs_a_public_url_and_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("DENIABLE_RELAY_PUBLIC_URL", raising=False)
+    credential = tmp_path / "credential"
+    credential.write_text("dnr_x")
+    assert main(["--data-dir", str(tmp_path), "init"]) == 0
+    assert "PUBLIC_URL" in capsys.readouterr().err  # init reminds
+    status = main(["--data-dir", str(tmp_path), "add-survey", "http://127.0.0.1:1", "s",
+                   "--credential-file", str(credential)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "PUBLIC_URL" in err
+    assert main(["--data-dir", str(tmp_path / "none"), "status"]) == 3

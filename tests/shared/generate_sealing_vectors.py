@@ -1,0 +1,150 @@
+"""Write shared/vectors/sealing-vectors.json: HPKE test vectors for both clients.
+
+    python -m tests.shared.generate_sealing_vectors          # rewrite the file
+    python -m tests.shared.generate_sealing_vectors --check  # exit 1 if it is stale
+
+Two parts (docs/protocol.md, "Sealing"):
+
+* ``rfc9180``: RFC 9180 Appendix A.1.1, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256,
+  AES-128-GCM, base mode, copied from the RFC (kept as it is on regeneration).
+* ``deniable``: this protocol's own vectors: a fixed recipient key, a survey with
+  every mechanism, each unit's padded size, ``info`` bytes, padded plaintexts,
+  sealed blobs that must open to the given body, and blobs that must be refused.
+  HPKE draws a fresh ephemeral key per seal and ``cryptography`` cannot be given
+  one, so the sealed blobs are kept once written; ``--check`` verifies that they
+  still open and that everything derived (sizes, info, padding) is unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from deniable import sealing
+from deniable.survey import Survey
+
+ROOT = Path(__file__).resolve().parents[2]
+PATH = ROOT / "shared" / "vectors" / "sealing-vectors.json"
+PROTOCOL = ROOT / "shared" / "vectors" / "protocol-vectors.json"
+RECIPIENT = hashlib.sha256(b"deniable sealing vectors recipient key").digest()
+SURVEY_ID = "sealing-vectors"
+
+
+def _uuid(label: str) -> str:
+    h = hashlib.sha256(label.encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
+
+
+def survey_definition(previous: dict[str, Any] | None) -> dict[str, Any]:
+    """A resolved /2 survey with one question per mechanism (from the protocol vectors)."""
+    if previous is not None:
+        return previous["survey"]
+    questions = json.loads(PROTOCOL.read_text("utf-8"))["questions"]
+    return {
+        "format": "deniable.survey/2",
+        "id": SURVEY_ID,
+        "title": "Sealing vectors",
+        "questions": list(questions.values()),
+    }
+
+
+def _reports(survey: Survey) -> list[dict[str, str]]:
+    # Real reports from a fixed byte stream (tests only), so each decodes strictly.
+    from tests.shared.generate_vectors import StreamSource, stream
+
+    out = []
+    for question in survey.questions:
+        answer = {"yes_no": True, "single_choice": question.options[-1] if question.options
+                  else None, "multiple_choice": list(question.options[:1])}.get(
+            question.type, question.hi)  # fmt: skip
+        payload = question.randomize(answer, StreamSource(stream(f"sealing/{question.id}")))
+        out.append({"id": _uuid(question.id), "question": question.id, "payload": payload})
+    return out
+
+
+def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    definition = survey_definition(previous and previous["deniable"])
+    survey = Survey.from_dict(definition, resolved=True)
+    reports = _reports(survey)
+    public = sealing.public_bytes(sealing._private_key(RECIPIENT))
+    units = [q.id for q in survey.questions] + [""]
+    sizes = {unit: sealing.unit_size(survey, unit) for unit in units}
+    kept = {(v["unit"], v["body"]): v["sealed"] for v in (previous or {}).get("deniable", {})
+            .get("sealed", [])}  # fmt: skip
+
+    def sealed_vector(unit: str, body: bytes) -> dict[str, Any]:
+        text = body.decode("ascii")
+        blob = kept.get((unit, text))
+        if blob is None:
+            blob = sealing.seal(public, survey_id=SURVEY_ID, unit=unit, plaintext=body,
+                                size=sizes[unit]).hex()  # fmt: skip
+        return {"unit": unit, "size": sizes[unit], "body": text, "sealed": blob}
+
+    sealed = [sealed_vector(r["question"], sealing.unit_body([r], r["question"])) for r in reports]
+    sealed.append(sealed_vector("", sealing.unit_body(reports, "")))
+    sealed.append(sealed_vector("", sealing.unit_body(reports[:1], "")))  # one answer, same size
+    first = sealed[0]
+    blob = bytes.fromhex(first["sealed"])
+    flipped = bytearray(blob)
+    flipped[40] ^= 0x01
+    old = {v["why"]: v["sealed"] for v in (previous or {}).get("deniable", {}).get("invalid", [])}
+    bad_padding = bytes.fromhex(old["padding not all zeros"]) if old else sealing._suite().encrypt(
+        (5).to_bytes(4, "big") + b"hello" + b"\x00" * 3 + b"\x01",
+        sealing._public_key(public), sealing.info(SURVEY_ID, "yes"),
+    )  # fmt: skip
+    invalid = [
+        {"why": "a ciphertext byte flipped", "unit": first["unit"], "sealed": bytes(flipped).hex()},
+        {"why": "enc altered", "unit": first["unit"],
+         "sealed": (bytes([blob[0] ^ 0x80]) + blob[1:]).hex()},
+        {"why": "sealed for another unit", "unit": sealed[1]["unit"], "sealed": first["sealed"]},
+        {"why": "truncated", "unit": first["unit"], "sealed": blob[:-1].hex()},
+        {"why": "padding not all zeros", "unit": "yes", "sealed": bad_padding.hex()},
+    ]
+    padding = [
+        {"body": "", "size": 0, "padded": "00000000"},
+        {"body": "616263", "size": 5, "padded": "00000003616263" + "0000"},
+    ]
+    return {
+        "format": "deniable.sealing-vectors/1",
+        "generator": "tests/shared/generate_sealing_vectors.py",
+        "rfc9180": (previous or {}).get("rfc9180") or json.loads(PATH.read_text("utf-8"))[
+            "rfc9180"
+        ],
+        "deniable": {
+            "suite": sealing.SUITE_NAME,
+            "format": sealing.FORMAT,
+            "survey_id": SURVEY_ID,
+            "recipient_private_key": RECIPIENT.hex(),
+            "recipient_public_key": public.hex(),
+            "survey": definition,
+            "unit_sizes": sizes,
+            "info": [{"survey_id": SURVEY_ID, "unit": unit, "info": sealing.info(SURVEY_ID, unit)
+                      .hex()} for unit in ("yes", "")],  # fmt: skip
+            "padding": padding,
+            "sealed": sealed,
+            "invalid": invalid,
+        },
+    }
+
+
+def render(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    previous = json.loads(PATH.read_text("utf-8"))
+    text = render(build(previous if "deniable" in previous else None))
+    if "--check" in argv:
+        if PATH.read_text("utf-8") != text:
+            print(f"{PATH} is stale: run python -m tests.shared.generate_sealing_vectors")
+            return 1
+        return 0
+    PATH.write_text(text, "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
