@@ -163,14 +163,11 @@ COMPARABLE_SCAN = 50
 
 
 def comparable_surveys(record: Any) -> list[Any]:
-    """Other public surveys created after this one that share a question id (later waves)."""
+    """Public surveys created after this one that share a question id (later waves)."""
     if not record.results_public:
         return []
     storage = current_storage()
-    total = len(storage.list_surveys())
-    recent = storage.list_surveys(offset=max(0, total - COMPARABLE_SCAN))
     mine = record.survey.question_id_set
-    return [other for other in recent
-            if other.id != record.id and other.results_public
-            and other.created_at >= record.created_at
-            and mine & other.survey.question_id_set]  # fmt: skip
+    later = (storage.get_survey(other, count=False)
+             for other in storage.later_public_surveys(record.id, COMPARABLE_SCAN))  # fmt: skip
+    return [other for other in later if mine & other.survey.question_id_set]
