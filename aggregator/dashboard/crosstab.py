@@ -70,6 +70,9 @@ def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
         "columns": columns,
         "column_shares": [percent(max(document["column_shares"][c], 0.0)) for c in columns],
         "family": svg.FAMILY_NAMES.get(family, family),
+        # Shares add up to 100% only when neither question is multiple choice.
+        "partition": "multiple_choice" not in (document["rows"]["type"],
+                                               document["columns"]["type"]),
     }
 
 
