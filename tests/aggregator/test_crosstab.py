@@ -234,6 +234,7 @@ def test_dashboard_pages(client, created_survey, operator_headers):
     html = client.get("/surveys/demo/crosstab?rows=transport&columns=smoker").data.decode()
     assert 'id="joint"' in html and 'data-n="90"' in html and html.count("data-estimate=") == 8
     assert "background: hsl(" in html and 'aria-current="true"' in html
+    assert html.count("differs by") == 2  # largest minus smallest, per column
     assert 'id="means"' in client.get("/surveys/demo/crosstab?rows=transport"
                                       "&columns=overtime").data.decode()  # fmt: skip
     assert client.get("/surveys/demo/crosstab?rows=nope&columns=smoker").status_code == 200
