@@ -123,16 +123,12 @@ def startup_line(config: Mapping[str, Any], bind: str, workers: int | str) -> st
 
 def run_gunicorn(config: Mapping[str, Any], bind: str, workers: int, timeout: int = 60) -> None:
     """Serve ``create_app(config)``: gunicorn processes, waitress reading requests (serving.py)."""
-    import os
-
     from . import metrics
     from .serving import serve
 
-    shared = os.environ.get(metrics.MULTIPROCESS_ENVIRONMENT)
-    if config.get("METRICS") and workers > 1 and not shared:
-        # Why: every worker writes its counts where any worker can sum them for a scrape.
-        os.environ[metrics.MULTIPROCESS_ENVIRONMENT] = tempfile.mkdtemp(prefix="deniable-metrics-")
-    serve(config, bind, workers, timeout)
+    # Why: every worker writes its counts where any worker can sum them for a scrape.
+    with metrics.multiprocess_directory(bool(config.get("METRICS")) and workers > 1):
+        serve(config, bind, workers, timeout)
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -336,8 +332,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import requests
 
     if args.dir:
-        directory = Path(args.dir)
-        directory.mkdir(parents=True, exist_ok=True)
+        from .datadir import private_directory
+
+        directory = private_directory(args.dir)  # 0700, like every data directory
         created_directory = False
     else:
         directory = Path(tempfile.mkdtemp(prefix="deniable-demo-"))
@@ -476,8 +473,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_tokens.register(commands, Parser)
     cli_keys.register(commands, Parser)
-    cli_crosstab.register(commands, Parser)
     cli_relay.register(commands, Parser)
+    cli_crosstab.register(commands, Parser)
 
     sub = command("results", "a survey's estimates and intervals as a table")
     sub.add_argument("survey", metavar="ID", help="id of the survey")

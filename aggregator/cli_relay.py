@@ -91,17 +91,26 @@ def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None
     actions = group.add_subparsers(dest="relay_command", metavar="ACTION",
                                    parser_class=parser_class)  # fmt: skip
     actions.required = True
-    sub = actions.add_parser("credential", help="create a relay credential (printed once)")
+    sub = actions.add_parser("credential", help="create a relay credential (printed once)",
+                             description="Create a credential for the relay at --relay-url; "
+                             "print it once (only its SHA-256 is stored).")  # fmt: skip
     sub.add_argument("--relay-url", required=True, metavar="URL",
                      help="the relay's URL, as relayed surveys name it (relay.url)")
     sub.set_defaults(func=cmd_credential)
-    sub = actions.add_parser("credentials", help="list relay credentials")
+    sub = actions.add_parser("credentials", help="list relay credentials",
+                             description="List relay credentials: digest prefix, relay URL, "
+                             "created, revoked.")  # fmt: skip
     add_json(sub, "the credentials")
     sub.set_defaults(func=cmd_credentials)
-    sub = actions.add_parser("revoke", help="revoke a relay credential by digest prefix")
-    sub.add_argument("digest", metavar="DIGEST_PREFIX")
+    sub = actions.add_parser("revoke", help="revoke a relay credential by digest prefix",
+                             description="Revoke a relay credential: that relay's batches are "
+                             "refused from then on.")  # fmt: skip
+    sub.add_argument("digest", metavar="DIGEST_PREFIX",
+                     help="at least 8 hex digits of the credential's digest ('relay credentials')")
     sub.set_defaults(func=cmd_revoke)
-    sub = actions.add_parser("batches", help="a relayed survey's batches: smallest, dropped")
-    sub.add_argument("survey", metavar="ID")
+    sub = actions.add_parser("batches", help="a relayed survey's batches: smallest, dropped",
+                             description="Per shuffle unit of a relayed survey: batches stored, "
+                             "the smallest, reports stored and sealed blobs dropped.")  # fmt: skip
+    sub.add_argument("survey", metavar="ID", help="id of the relayed survey")
     add_json(sub, "the summary")
     sub.set_defaults(func=cmd_batches)

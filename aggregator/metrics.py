@@ -6,7 +6,10 @@ Off by default.  With ``METRICS=true`` the app counts, with ``prometheus-client`
   retry of stored ones);
 * ``deniable_submissions_refused_total{reason}``: report submissions refused, by
   problem type (``rate-limited``, ``invalid-report``, ``conflict``, ``forbidden`` ...);
-* ``deniable_request_duration_seconds{method,endpoint,status}``: request latency;
+* ``deniable_request_duration_seconds{method,endpoint,status}``: request latency
+  (methods outside :data:`METHODS` count as ``other``, requests no route matched as
+  endpoint ``unmatched``: every label value comes from a fixed set, so no client can
+  add series);
 * ``deniable_fold_seconds``: time to fold pending reports into the statistics;
 * ``deniable_storage_errors_total{backend,operation}``: database failures.
 
@@ -14,14 +17,19 @@ The endpoint answers only a bearer operator token that is not limited to some
 surveys (401 without one, 403 with another).  Under gunicorn with several
 workers, ``deniable-aggregator serve`` points ``PROMETHEUS_MULTIPROC_DIR`` at a
 fresh directory before the workers start, so every scrape sums all workers
-(prometheus-client's multiprocess mode); set it yourself under another server.
+(prometheus-client's multiprocess mode), and removes it when it stops
+(:func:`multiprocess_directory`); set it yourself under another server.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import shutil
+import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from deniable.errors import StorageError
@@ -29,6 +37,10 @@ from deniable.errors import StorageError
 EXTENSION = "deniable.metrics"
 MULTIPROCESS_ENVIRONMENT = "PROMETHEUS_MULTIPROC_DIR"
 SUBMISSION_BLUEPRINT = "reports"
+# Label values of the request methods; any other method is "other".  Why: the method is
+# whatever the client wrote, and each new value would be a series kept forever.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER = "other"
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -116,11 +128,11 @@ def init_app(app: Any) -> None:
     @app.after_request
     def _observe(response: Response) -> Response:
         started = g.pop("deniable_started", None)
-        endpoint = request.endpoint or "unmatched"
         if started is not None:
-            metrics.latency.labels(request.method, endpoint, str(response.status_code)).observe(
+            metrics.latency.labels(*request_labels(request.method, request.endpoint,
+                                                   response.status_code)).observe(
                 time.perf_counter() - started
-            )
+            )  # fmt: skip
         if (request.method == "POST" and request.blueprint == SUBMISSION_BLUEPRINT
                 and response.status_code >= 400):  # fmt: skip
             metrics.refused.labels(_problem_type(response)).inc()
@@ -137,6 +149,16 @@ def init_app(app: Any) -> None:
         return Response(body, content_type=content_type)
 
     app.register_blueprint(blueprint)
+
+
+def request_labels(method: str, endpoint: str | None, status: int) -> tuple[str, str, str]:
+    """(method, endpoint, status) label values, each from a fixed set.
+
+    ``endpoint`` is Flask's name of the matched route (the app's own, finite), or
+    ``unmatched``; ``status`` is a three-digit code the app wrote.
+    """
+    status_label = str(status) if 100 <= status <= 599 else OTHER
+    return (method if method in METHODS else OTHER), (endpoint or "unmatched"), status_label
 
 
 def _problem_type(response: Any) -> str:
@@ -156,3 +178,22 @@ def child_exit(server: Any, worker: Any) -> None:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
+
+
+@contextlib.contextmanager
+def multiprocess_directory(enabled: bool) -> Iterator[str | None]:
+    """With ``enabled`` and no ``PROMETHEUS_MULTIPROC_DIR`` set: a fresh one for the workers.
+
+    The directory (one file per worker and metric type) is removed when the block ends,
+    however the server stops; a directory the operator set is left alone.
+    """
+    if not enabled or os.environ.get(MULTIPROCESS_ENVIRONMENT):
+        yield os.environ.get(MULTIPROCESS_ENVIRONMENT)
+        return
+    directory = tempfile.mkdtemp(prefix="deniable-metrics-")
+    os.environ[MULTIPROCESS_ENVIRONMENT] = directory
+    try:
+        yield directory
+    finally:
+        os.environ.pop(MULTIPROCESS_ENVIRONMENT, None)
+        shutil.rmtree(directory, ignore_errors=True)

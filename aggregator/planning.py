@@ -11,12 +11,18 @@ With ``--relay``, the survey goes through a shuffling relay: given the central
 it prints the ε0 to set on each question (:mod:`deniable.shuffle`) and the
 respondents needed for ``--half-width`` (default ±0.05) at that ε0, beside the
 respondents the same question needs with no relay.
+
+With ``--by-options`` (and optionally ``--by-type``, ``--by-epsilon``) it also
+plans a crosstab of this question by a second one: the half-width of one cell
+and of the whole table at once, or the respondents for ``--half-width`` per
+cell (``deniable.planner.plan_crosstab``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 from typing import Any
 
 from deniable.client.policy import Policy
@@ -24,31 +30,66 @@ from deniable.planner import (
     DEFAULT_RELAY_DELTA,
     DEFAULT_RELAY_HALF_WIDTH,
     QUESTION_TYPES,
+    CrosstabPlan,
     Plan,
     RelayPlan,
     format_number,
     plan,
+    plan_crosstab,
     relay_plan,
 )
+from deniable.planner import MAX_RESPONDENTS as MAX_PLANNED_RESPONDENTS
 
 from .terminal import EXIT_USAGE, CommandError, format_table
 
+# Why these bounds: past them the planner's arithmetic leaves floating point (a range
+# squared overflows past 1e154, an interval's 1/sqrt(beta) past beta = 1e-300), and Python
+# raised OverflowError, exit status 1 (issue 21).  Each is far beyond any real survey.
+MAX_RESPONDENTS = MAX_PLANNED_RESPONDENTS  # --n, and the most --half-width may need
+MAX_OPTIONS = 65_536  # what a question allows (deniable.parameters)
+MAX_MAGNITUDE = 1e150  # --lo, --hi, --half-width
+MIN_BETA = 1e-15
 
-def _count(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 24 else value[:20] + "...")
+
+
+def _count(maximum: int, what: str) -> Any:
+    def parse(value: str) -> int:
+        text = value.strip()
         number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
-    return number
+        if text.isdigit() and len(text) <= len(str(maximum)):
+            number = int(text)
+        if not 1 <= number <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number of {what} from 1 to {maximum:,}, got {_shown(value)}"
+            )
+        return number
+
+    return parse
 
 
 def _real(value: str) -> float:
     try:
-        return float(value)
+        number = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {value!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a number, got {_shown(value)}") from None
+    if not math.isfinite(number) or abs(number) > MAX_MAGNITUDE:
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number between -{MAX_MAGNITUDE:g} and {MAX_MAGNITUDE:g}, "
+            f"got {_shown(value)}"
+        )
+    return number
+
+
+def _beta(value: str) -> float:
+    number = _real(value)
+    if not MIN_BETA <= number < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a probability from {MIN_BETA:g} to below 1, got {_shown(value)}"
+        )
+    return number
 
 
 def add_parser(commands: Any) -> None:
@@ -61,14 +102,15 @@ def add_parser(commands: Any) -> None:
     sub.add_argument("--type", dest="question_type", choices=QUESTION_TYPES, default=None,
                      help="question type (default single_choice; with --relay and no "
                      "--options, yes_no)")
-    sub.add_argument("--options", type=_count, default=None,
+    sub.add_argument("--options", type=_count(MAX_OPTIONS, "options"), default=None,
                      help="number of options (single and multiple choice)")
     sub.add_argument("--epsilon", type=_real, default=None,
                      help="the question's ε (required without --relay)")
-    sub.add_argument("--beta", type=_real, default=0.05,
+    sub.add_argument("--beta", type=_beta, default=0.05,
                      help="allowed failure probability of each interval (default 0.05)")
     goal = sub.add_mutually_exclusive_group()
-    goal.add_argument("--n", type=_count, help="respondents: print expected half-widths")
+    goal.add_argument("--n", type=_count(MAX_RESPONDENTS, "respondents"),
+                      help="respondents: print expected half-widths")
     goal.add_argument("--half-width", type=_real,
                       help="target half-width (a share, e.g. 0.05; answer units for numeric): "
                       "print the respondents needed (with --relay: default 0.05)")
@@ -82,8 +124,15 @@ def add_parser(commands: Any) -> None:
                        help="with --relay: the central ε wanted for each batch")
     relay.add_argument("--delta", type=_real, default=None,
                        help=f"with --relay: the central δ (default {DEFAULT_RELAY_DELTA:g})")
-    relay.add_argument("--batch", type=_count, default=None,
+    relay.add_argument("--batch", type=_count(MAX_RESPONDENTS, "reports"), default=None,
                        help="with --relay: the smallest batch the relay forwards (min_batch)")
+    sub.add_argument("--by-type", choices=("yes_no", "single_choice", "multiple_choice"),
+                     default=None, help="crosstab by a second question of this type "
+                     "(default single_choice, or yes_no without --by-options)")
+    sub.add_argument("--by-options", type=_count, default=None,
+                     help="crosstab by a second question with this many options")
+    sub.add_argument("--by-epsilon", type=_real, default=None,
+                     help="the second question's ε (default: the same as --epsilon)")
     sub.set_defaults(func=cmd_plan)  # fmt: skip
 
 
@@ -108,11 +157,50 @@ def cmd_plan(args: argparse.Namespace) -> int:
         lo=args.lo,
         hi=args.hi,
     )
+    crosstab = None
+    if args.by_type or args.by_options:
+        by_type = args.by_type or ("single_choice" if args.by_options else "yes_no")
+        crosstab = plan_crosstab(
+            (args.question_type, args.options, args.epsilon),
+            (by_type, args.by_options, args.by_epsilon or args.epsilon),
+            beta=args.beta, n=args.n, half_width=args.half_width,
+        )  # fmt: skip
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
+        document = result.to_dict()
+        if crosstab is not None:
+            document["crosstab"] = crosstab.to_dict()
+        print(json.dumps(document, indent=2))
     else:
         print(plan_table(result))
+        if crosstab is not None:
+            print()
+            print(crosstab_table(crosstab, result))
     return 0
+
+
+def crosstab_table(crosstab: CrosstabPlan, result: Plan) -> str:
+    """One row per family: a cell's figures and the whole table's (all cells at once)."""
+    if result.n is not None:
+        goal = f"half-widths of a crosstab cell at n = {result.n:,}"
+        headers = ["interval", "± one cell", f"± all {crosstab.cells} cells"]
+    else:
+        goal = f"respondents needed for ±{result.target:g} in a crosstab cell"
+        headers = ["interval", "n one cell", f"n all {crosstab.cells} cells"]
+    rows = []
+    for row in crosstab.rows:
+        if result.n is not None:
+            values = [row.half_width, row.simultaneous_half_width]
+        else:
+            values = [row.n_for_half_width, row.n_for_simultaneous_half_width]
+        rows.append([row.family, *map(format_number, values)])
+    return "\n".join(
+        [
+            f"crosstab {crosstab.rows_mechanism} x {crosstab.columns_mechanism}: {goal}",
+            format_table(headers, rows),
+            "A cell's estimate is the product of the two questions' per-report unbiased "
+            "estimates; its variance is at most E[X²]E[Y²] for every truth (docs/design.md).",
+        ]
+    )
 
 
 def plan_table(result: Plan) -> str:

@@ -26,7 +26,10 @@ tokens costs memory in proportion to the requests of the last period.
 
 The client address is the socket peer (``REMOTE_ADDR``) unless ``TRUST_PROXY``
 is a number of proxies N > 0: then it is the N-th entry from the right of
-``X-Forwarded-For`` (each trusted proxy appends the address it saw).
+``X-Forwarded-For`` (each trusted proxy appends the address it saw).  Either is
+normalized first (:func:`normalize_address`: no port, one spelling of IPv6, IPv4-mapped
+as IPv4), and an IPv6 client is counted by its /64, so one client cannot multiply
+its limit by spelling its address another way.
 Addresses in ``RATE_LIMIT_EXEMPT`` (default: loopback) are never limited by
 address.  Enrolment tokens are counted under their SHA-256, so the store
 never holds a usable token.
@@ -106,7 +109,8 @@ def parse_storage(value: object) -> str:
     text = str(value or "").strip()
     if not text.startswith(STORAGE_SCHEMES):
         raise ValueError(
-            f"must be memory:// or a redis://, rediss:// or redis+unix:// URL, got {text[:60]!r}"
+            "must be memory:// or a redis://, rediss:// or redis+unix:// URL, got "
+            f"{shown_storage(text)[:60]!r}"
         )
     return text
 
@@ -147,15 +151,35 @@ def parse_proxies(value: object) -> int:
     return number
 
 
-def shown_storage(uri: str) -> str:
-    """The storage URL without a password, for logs and messages."""
-    from urllib.parse import urlsplit, urlunsplit
+def normalize_address(text: str) -> str:
+    """One spelling per client address, so no client multiplies its limit by respelling.
 
-    parts = urlsplit(uri)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return uri
+    A port is stripped (``192.0.2.1:5555``, ``[2001:db8::1]:443``), as are brackets and
+    an IPv6 zone index; IPv6 is written in its compressed lower-case form (RFC 5952),
+    and an IPv4-mapped IPv6 address (``::ffff:192.0.2.1``) as the IPv4 address.
+    Anything else (an obfuscated identifier a proxy wrote) is kept, trimmed to 100
+    characters.
+    """
+    value = text.strip()
+    if value.startswith("[") and "]" in value:
+        value = value[1 : value.index("]")]
+    elif value.count(":") == 1:  # IPv4 with a port
+        value = value.partition(":")[0]
+    value = value.partition("%")[0]
+    try:
+        ip = ipaddress.ip_address(value)
+    except ValueError:
+        return text.strip()[:100]
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def shown_storage(uri: str) -> str:
+    """The storage URL without a password in any form, for logs and messages (masking.py)."""
+    from .masking import mask_credentials
+
+    return mask_credentials(uri)
 
 
 class RateLimits:
@@ -201,18 +225,34 @@ class RateLimits:
         return not self.storage.startswith("memory://")
 
     def client_address(self, remote_addr: str | None, forwarded_for: str | None) -> str:
-        """The address to limit: the peer, or the trusted proxies' X-Forwarded-For entry."""
+        """The client's address (:func:`normalize_address`): the peer, or the trusted
+        proxies' X-Forwarded-For entry."""
         if self.trust_proxy and forwarded_for:
             hops = [hop.strip() for hop in forwarded_for.split(",")]
             if len(hops) >= self.trust_proxy and hops[-self.trust_proxy]:
-                return hops[-self.trust_proxy][:100]
-        return remote_addr or "unknown"
+                return normalize_address(hops[-self.trust_proxy])
+        return normalize_address(remote_addr or "unknown")
+
+    @staticmethod
+    def limit_key(address: str) -> str:
+        """What one client's submissions are counted under: its IPv4 address, or its IPv6 /64.
+
+        Why the /64: one host (one subscriber's LAN) commonly holds a whole /64, so
+        counting each IPv6 address alone gave it 2**64 limits.
+        """
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return address
+        if ip.version == 6:
+            return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+        return address
 
     def is_exempt(self, address: str) -> bool:
         if not self.exempt:
             return False
         try:
-            ip = ipaddress.ip_address(address.strip("[]"))
+            ip = ipaddress.ip_address(normalize_address(address))
         except ValueError:
             return False
         return any(ip in network for network in self.exempt)
@@ -242,13 +282,14 @@ class RateLimits:
                 self._warned_at = now
                 logger.warning(
                     "rate-limit storage %s failed (%s: %s); counting in this process's memory",
-                    shown_storage(self.storage), type(error).__name__, str(error)[:200],
+                    shown_storage(self.storage), type(error).__name__,
+                    shown_storage(str(error)[:200]),
                 )  # fmt: skip
 
     def check_address(self, address: str) -> None:
         if self._address_item is None or self.is_exempt(address):
             return
-        wait = self._hit(self._address_item, "address", address)
+        wait = self._hit(self._address_item, "address", self.limit_key(address))
         if wait > 0:
             raise RateLimited(
                 f"too many submissions from this address (limit {self.per_address}); "
@@ -296,7 +337,7 @@ def init_app(app: Any) -> None:
         limiter = open_limiter(storage)
     except Exception as error:  # noqa: BLE001 - a bad URL or a missing redis package
         raise SettingsError(
-            f"setting RATE_LIMIT_STORAGE ({shown_storage(storage)}): {error}"
+            f"setting RATE_LIMIT_STORAGE ({shown_storage(storage)}): {shown_storage(str(error))}"
         ) from None
     app.extensions[EXTENSION] = RateLimits(
         per_address=app.config["RATE_LIMIT_PER_ADDRESS"],

@@ -13,6 +13,8 @@ and each worker keeps at most ``CONNECTION_LIMIT`` connections open (poll(),
 not select(), so more than 1,024 descriptors work).  gunicorn keeps what it is
 good at: forking ``--workers`` processes on one listening socket, restarting a
 dead one, graceful SIGTERM, and the heartbeat that replaces a hung worker.
+Its control socket (gunicorn 25.1 onwards) is off: it lives at one path per
+user, so instances on one host would share it.
 
 Errors that waitress writes itself, before the app runs (a body over the
 limit, headers over 256 KiB, a malformed request line), are plain text, not
@@ -101,6 +103,12 @@ class AggregatorApplication(BaseApplication):
         self.cfg.set("timeout", self.timeout)
         self.cfg.set("proc_name", self.process_name)
         self.cfg.set("worker_class", f"{__name__}.WaitressWorker")
+        if "control_socket_disable" in self.cfg.settings:  # gunicorn >= 25.1
+            # Why: gunicorn's control socket sits at one per-user path
+            # ($XDG_RUNTIME_DIR/gunicorn.ctl) for every instance, so a second aggregator
+            # (or a relay) on the host took it over and stopping either deleted it under
+            # the other (issue 19).  Nothing here uses it: signals manage the server.
+            self.cfg.set("control_socket_disable", True)
         if self.factory is None:
             from .metrics import child_exit
 

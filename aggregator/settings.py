@@ -28,6 +28,8 @@ from typing import Any
 from deniable.errors import DeniableError
 
 from .cors import parse_origins
+from .masking import mask_credentials as mask_credentials  # settings masking lives there
+from .public_url import parse_public_url
 from .ratelimit import parse_key_prefix, parse_networks, parse_proxies, parse_rate, parse_storage
 
 ENVIRONMENT_PREFIX = "DENIABLE_"
@@ -286,6 +288,14 @@ SETTINGS: tuple[Setting, ...] = (
         help="Largest body of one batch from a relayed survey's relay, in bytes (larger: 413); "
         "only a request with that relay's credential may exceed MAX_BODY_BYTES.",
         parse=_integer(1_024, 1 << 34),
+    ),
+    Setting(
+        name="PUBLIC_URL",
+        default="",
+        help="The aggregator's public URL (https://host[:port]) where browsers reach it: the "
+        "base of the URLs in the embed snippet. Empty: the request's Host and scheme (the "
+        "scheme from X-Forwarded-Proto only with TRUST_PROXY); set it behind a proxy.",
+        parse=parse_public_url,
     ),
     Setting(
         name="MIGRATE",

@@ -46,6 +46,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from deniable import keychain, sealing
 from deniable.errors import SealingError
 
+from .datadir import private_directory
 from .settings import SettingsError
 
 ALGORITHM = "Ed25519"
@@ -198,7 +199,7 @@ def create_key(path: str | os.PathLike[str]) -> bool:
     process won the race: both then load the same key.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_directory(target.parent)  # 0700, and refused if others may write in it
     created = _create_exclusive(target, lambda: _pem(Ed25519PrivateKey.generate()))
     _create_exclusive(encryption_key_path(target), lambda: _pem(sealing.generate_private_key()))
     return created
@@ -226,7 +227,8 @@ def _create_exclusive(target: Path, make_pem: Any) -> bool:
 
 def _read_private(target: Path, what: str) -> bytes:
     try:
-        mode = target.stat().st_mode
+        info = target.stat()
+        mode, owner = info.st_mode, info.st_uid
         data = target.read_bytes()
     except OSError as error:
         raise SettingsError(f"{what} {target}: cannot read ({error.strerror})") from None
@@ -234,6 +236,13 @@ def _read_private(target: Path, what: str) -> bytes:
         raise SettingsError(
             f"{what} {target}: mode {stat.S_IMODE(mode):04o} lets others read the "
             "private key; run chmod 600 on it"
+        )
+    if owner != os.geteuid():
+        # Why: its owner could replace the key this server signs with.
+        raise SettingsError(
+            f"{what} {target}: owned by another user (uid {owner}); the key must "
+            f"belong to the user the server runs as (uid {os.geteuid()}): chown it, or make a "
+            "new one"
         )
     return data
 
@@ -283,8 +292,33 @@ def load_key(path: str | os.PathLike[str]) -> SigningKey:
         serialization.Encoding.Raw, serialization.PublicFormat.Raw
     )
     chain = keychain.chain_ending_at(load_chain(target), public)
+    check_no_loop(chain, target)
     return SigningKey(private_key=key, path=target, chain=tuple(chain),
                       encryption=load_encryption_keys(target))  # fmt: skip
+
+
+def check_no_loop(chain: list[dict[str, Any]], key_path: Path) -> None:
+    """Refuse a chain that returns to a key it retired (A -> B -> A), or whose links do not join.
+
+    Why: a device follows each link from the key it holds, so a loop would move
+    devices that left a key back onto it (a retired key is one that may have leaked).
+    """
+    seen: list[str] = []
+    for link in chain:
+        previous, following = link.get("previous_public_key"), link.get("public_key")
+        if seen and previous != seen[-1]:
+            raise SettingsError(
+                f"key chain {chain_path(key_path)}: link {link.get('sequence')} does not "
+                "start from the key the previous link ended at"
+            )
+        if not seen:
+            seen.append(previous)
+        if following in seen:
+            raise SettingsError(
+                f"key chain {chain_path(key_path)}: link {link.get('sequence')} loops back to a "
+                "retired key; refusing to publish it (restore the chain from a backup)"
+            )
+        seen.append(following)
 
 
 def _write_atomically(path: Path, data: bytes, mode: int) -> None:

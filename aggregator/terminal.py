@@ -73,6 +73,7 @@ INTERVAL_NAMES = {
     "chebyshev": "Chebyshev (worst-case variance)",
     "chebyshev_exact": "Chebyshev (exact variance)",
     "bernstein": "Bernstein",
+    "exact_tail": "exact tail (the count's exact distribution)",
 }
 PRECISION_WORDS = {
     "uninformative": "WARNING: too few respondents: the interval spans half the range or more",

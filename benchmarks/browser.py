@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from deniable.aggregator.demo import demo_survey
-from deniable.aggregator.respond import CORE, MODULES, static_file, survey_modules
+from deniable.aggregator.respond import CORE, FORM, MODULES, static_file, survey_modules
 from deniable.survey import FORMAT, Question
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,6 +121,9 @@ def submit_times(pages: int) -> list[float]:
                 page.fill("#q-overtime", "3.5")
                 page.get_by_role("button", name="Randomize my answers").click()
                 page.wait_for_selector("[data-state=review]", state="attached")
+                # Send is held inactive for a moment after the review shows (a double click
+                # must not send): time from the click the respondent can make.
+                page.wait_for_selector(".deniable-review button.deniable-primary:enabled")
                 start = time.perf_counter()
                 page.get_by_role("button", name="Send these noisy values").click()
                 page.wait_for_selector("[data-state=sent]", state="attached")
@@ -149,8 +152,8 @@ def main() -> None:
 
     print()
     page = survey_modules(demo_survey())
-    client = tuple(name for name in MODULES if name not in ("respond.js", "wire.js"))
-    mechanisms = tuple(name for name in page if name not in (*CORE, "respond.js"))
+    client = tuple(name for name in MODULES if name not in (*FORM, "wire.js"))
+    mechanisms = tuple(name for name in page if name not in (*CORE, *FORM))
     target = 30_000
     for what, names, limit in (
         (f"the client module (deniable.js and its static imports, {len(CORE)} modules):",

@@ -419,8 +419,8 @@ def estimate_crosstab(
         half_width=float(np.sqrt(bound / beta)),
         simultaneous_half_width=float(np.sqrt(bound * cells / beta)),
         intervals=interval_families(estimates, n, model, beta, cells, bound),
-        tightest=tightest_family(n, model, beta),
-        simultaneous_tightest=tightest_family(n, model, beta / cells),
+        tightest=tightest_family(n, model, beta, 0),
+        simultaneous_tightest=tightest_family(n, model, beta / cells, 0),
     )
 
 
@@ -489,9 +489,10 @@ def _family_bounds(
     The family is chosen from n, the model and the level only (never the data).
     """
     families = interval_families(estimates, n, model, level, categories, bound)
-    family = tightest_family(n, model, level)
+    # categories=0: among the families computed here (the exact tail is a per-question one).
+    family = tightest_family(n, model, level, 0)
     chosen = families[family]
-    simultaneous = families[tightest_family(n, model, level / categories)]
+    simultaneous = families[tightest_family(n, model, level / categories, 0)]
     return (chosen.lower, chosen.upper, simultaneous.simultaneous_lower,
             simultaneous.simultaneous_upper, family)  # fmt: skip
 

@@ -20,6 +20,9 @@ n (B² - t̄²) by Jensen).  Each family is one function below:
 * ``bernstein`` (:func:`bernstein_interval`): Bernstein's inequality for the sum
   of independent bounded scores, inverted over θ the same way.  Its tail is
   exponential, so the simultaneous version pays ln(2d/β) instead of d/β.
+* ``exact_tail`` (:mod:`deniable.exact_tail`): the support count's exact law
+  (two binomials given the number of holders), inverted (Clopper–Pearson
+  style); for every pure frequency oracle and option sampling, n <= 100,000.
 
 Simultaneous intervals cover all d categories at once with probability at
 least 1 - β by the union bound (β/d per category).  Every interval is
@@ -33,22 +36,25 @@ guarantee.  Raw unbiased estimates are never altered; post-processed ones
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from . import postprocess
+from . import exact_tail, postprocess
 from .errors import InvalidParameter
 from .mechanisms.base import FrequencyOracle, NumericMechanism
 from .mechanisms.discrete_laplace import DiscreteLaplace
 from .mechanisms.duchi import Duchi
+from .mechanisms.grr import GRR
 from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_real
 
 DEFAULT_BETA = 0.05
 FAMILIES = ("chebyshev", "chebyshev_exact", "bernstein")
+EXACT_TAIL = "exact_tail"  # published beside FAMILIES where exact_tail.available(...)
 # Interval half-widths (in units of the estimand's range) at which results say so in words.
 UNINFORMATIVE_HALF_WIDTH = 0.5
 PRECISE_HALF_WIDTH = 0.1
@@ -57,6 +63,7 @@ METHODS = {
     "chebyshev": "Chebyshev's inequality with the worst-case variance bound",
     "chebyshev_exact": "Chebyshev's inequality with the exact variance, inverted over the truth",
     "bernstein": "Bernstein's inequality for independent bounded reports, inverted over the truth",
+    EXACT_TAIL: "the support count's exact distribution (two binomials), inverted over the truth",
 }
 
 
@@ -90,6 +97,8 @@ class ScoreModel:
     high: float = 1.0
     origin: float = 0.0
     scale: float = 1.0
+    # ("pure", p*, q*) or ("sampling", keep probability, options): the count's exact law.
+    tail: tuple | None = None
 
     def variance(self, theta: np.ndarray | float) -> np.ndarray:
         """Mean per-report variance of the score when the truth is θ."""
@@ -112,7 +121,10 @@ def score_model(mechanism: Any) -> ScoreModel:
     if isinstance(mechanism, OptionSampling):
         gap = (2 * mechanism.keep_probability - 1) / mechanism.options
         # s = +1 for (v, 1), -1 for (v, 0), else 0: E s = -gap + 2 gap x, E s² = 1/m.
-        return ScoreModel(slope=2 * gap, c0=1 / mechanism.options - gap * gap, deviation=1 + gap)
+        return ScoreModel(
+            slope=2 * gap, c0=1 / mechanism.options - gap * gap, deviation=1 + gap,
+            tail=("sampling", mechanism.keep_probability, mechanism.options),
+        )  # fmt: skip
     if isinstance(mechanism, FrequencyOracle):
         p, q = mechanism.p_star, mechanism.q_star
         # The support indicator is Bernoulli(p*) for holders of v, Bernoulli(q*) otherwise.
@@ -121,6 +133,7 @@ def score_model(mechanism: Any) -> ScoreModel:
             c0=q * (1 - q),
             c1=p * (1 - p) - q * (1 - q),
             deviation=max(p, 1 - p, q, 1 - q),
+            tail=("pure", p, q),
         )
     if isinstance(mechanism, Duchi):
         bound = mechanism.bound
@@ -234,6 +247,8 @@ def bernstein_interval(
 
 def nominal_half_width(family: str, n: int, model: ScoreModel, beta: float) -> float:
     """Half-width of a family at the worst-case variance: data-free, used to pick the tightest."""
+    if family == EXACT_TAIL:
+        return exact_tail.nominal_half_width(model.tail, n, check_beta(beta))
     worst = model.worst_variance
     if family == "bernstein":
         a, c = bernstein_terms(n, model, beta)
@@ -260,17 +275,26 @@ def available_families(model: ScoreModel) -> tuple[str, ...]:
     return FAMILIES if model.deviation is not None else FAMILIES[:2]
 
 
-def tightest_family(n: int, model: ScoreModel, beta: float) -> str:
+def tightest_family(n: int, model: ScoreModel, beta: float, categories: int = 1) -> str:
     """The family with the smallest worst-case half-width (ties: the simpler one).
 
     Chebyshev with the exact variance is contained in the worst-case Chebyshev
-    interval for every estimate, so it is preferred to it.
+    interval for every estimate, so it is preferred to it.  The exact tail is a
+    candidate where it is published (``exact_tail.available``).
+    All of it depends on n, d, β and the mechanism only, never on the data.
     """
     best = "chebyshev_exact"
     if model.deviation is not None and nominal_half_width(
         "bernstein", n, model, beta
     ) < nominal_half_width("chebyshev_exact", n, model, beta):
         best = "bernstein"
+    if (
+        model.tail is not None
+        and exact_tail.available(model.tail, n, categories)
+        and nominal_half_width(EXACT_TAIL, n, model, beta)
+        < nominal_half_width(best, n, model, beta)
+    ):
+        best = EXACT_TAIL
     return best
 
 
@@ -294,12 +318,23 @@ def precision(half_width: float) -> str:
     return "ok"
 
 
+# Above this many respondents the planner's figure uses the classical families only.
+EXACT_PLANNING_MAX_N = 20_000
+
+
+@functools.lru_cache(maxsize=256)
 def respondents_needed(model: ScoreModel, beta: float, target: float = PRECISE_HALF_WIDTH) -> int:
-    """Smallest n whose tightest worst-case half-width (in range units) is <= target."""
+    """Smallest n whose tightest worst-case half-width (in range units) is <= target.
+
+    First over the classical families (closed forms; categories=0 leaves the
+    exact tail out); where that n is at most EXACT_PLANNING_MAX_N and the exact
+    tail reaches the target there, the smallest n (to within 1%) at which it
+    does: its widths come from exact computations, so the search is coarse.
+    """
     span = model.high - model.low
 
     def width(n: int) -> float:
-        return nominal_half_width(tightest_family(n, model, beta), n, model, beta) / span
+        return nominal_half_width(tightest_family(n, model, beta, 0), n, model, beta) / span
 
     low, high = 1, 2
     while width(high) > target:
@@ -312,7 +347,22 @@ def respondents_needed(model: ScoreModel, beta: float, target: float = PRECISE_H
             high = middle
         else:
             low = middle + 1
-    return low
+    if model.tail is None or low > EXACT_PLANNING_MAX_N:
+        return low
+
+    def exact(n: int) -> bool:
+        return (
+            exact_tail.available(model.tail, n, 1)
+            and nominal_half_width(EXACT_TAIL, n, model, beta) / span <= target
+        )
+
+    if not exact(low):
+        return low
+    below, above = 0, low  # exact(above) holds; exact(below) is taken to fail
+    while above - below > max(1, above // 100):
+        middle = (below + above) // 2
+        below, above = (below, middle) if exact(middle) else (middle, above)
+    return above
 
 
 # -- result objects ------------------------------------------------------------------------------
@@ -341,11 +391,19 @@ class Interval:
 
 
 def interval_families(
-    estimates: np.ndarray, n: int, model: ScoreModel, beta: float, categories: int, bound: float
+    estimates: np.ndarray,
+    n: int,
+    model: ScoreModel,
+    beta: float,
+    categories: int,
+    bound: float,
+    statistics: np.ndarray | None = None,
 ) -> dict[str, Interval]:
     """Every family at β and β/categories; ``bound`` is today's variance bound (output units).
 
     ``estimates`` may have any shape (e.g. collections x categories in simulations).
+    With the mechanism's ``statistics`` (same leading shape) the exact tail is
+    added where it is published.
     """
     theta = (np.asarray(estimates, dtype=np.float64) - model.origin) / model.scale
     result = {}
@@ -370,6 +428,25 @@ def interval_families(
             simultaneous_upper=bounds[3],
             nominal_half_width=halves[0],
             simultaneous_nominal_half_width=halves[1],
+        )
+    if (
+        statistics is not None
+        and model.tail is not None
+        and exact_tail.available(model.tail, n, categories)
+    ):
+        (low, high), (both_low, both_high) = exact_tail.interval(
+            model.tail, statistics, n, (beta, beta / categories)
+        )
+        result[EXACT_TAIL] = Interval(
+            family=EXACT_TAIL,
+            lower=low,
+            upper=high,
+            simultaneous_lower=both_low,
+            simultaneous_upper=both_high,
+            nominal_half_width=nominal_half_width(EXACT_TAIL, n, model, beta),
+            simultaneous_nominal_half_width=nominal_half_width(
+                EXACT_TAIL, n, model, beta / categories
+            ),
         )
     return result
 
@@ -467,6 +544,7 @@ def estimate_frequencies(
     beta: float = DEFAULT_BETA,
     categories: int | None = None,
     normalize: bool = True,
+    exact: bool = True,
 ) -> FrequencyEstimate:
     """Raw unbiased estimates, every interval family, and post-processed estimates.
 
@@ -475,6 +553,8 @@ def estimate_frequencies(
     covers (the domain size by default).  ``normalize`` adds the three
     consistency post-processings; they only make sense when the categories
     partition the population (single choice), not for independent yes/no options.
+    For GRR (and binary RR) it adds the maximum-likelihood estimate ``ibu`` too.
+    ``exact=False`` leaves out the exact-tail family (simulations of the others).
     """
     beta = check_beta(beta)
     if n <= 0:
@@ -491,6 +571,11 @@ def estimate_frequencies(
         if normalize
         else {"clipped": np.clip(estimates, 0.0, 1.0)}
     )
+    if normalize and isinstance(oracle, GRR):
+        # The maximum-likelihood estimate, where the likelihood depends on the counts only.
+        processed["ibu"] = postprocess.iterative_bayesian_update(
+            counts, oracle.p_star, oracle.q_star
+        )
     model = score_model(oracle)
     return FrequencyEstimate(
         n=n,
@@ -500,9 +585,11 @@ def estimate_frequencies(
         half_width=chebyshev_half_width(bound, beta),
         simultaneous_half_width=chebyshev_half_width(bound, beta / covered),
         postprocessed=processed,
-        intervals=interval_families(estimates, n, model, beta, covered, bound),
-        tightest=tightest_family(n, model, beta),
-        simultaneous_tightest=tightest_family(n, model, beta / covered),
+        intervals=interval_families(
+            estimates, n, model, beta, covered, bound, counts if exact else None
+        ),
+        tightest=tightest_family(n, model, beta, covered if exact else 0),
+        simultaneous_tightest=tightest_family(n, model, beta / covered, covered if exact else 0),
         respondents_for_ten_points=respondents_needed(model, beta),
     )
 

@@ -62,3 +62,37 @@ def project_to_simplex(estimates: np.ndarray) -> np.ndarray:
     if values.size == 0:
         return values.copy()
     return _shift_to_unit_sum(values, positive_only=False)
+
+
+# -- maximum likelihood ------------------------------------------------------------------------
+
+
+def iterative_bayesian_update(counts: np.ndarray, p: float, q: float) -> np.ndarray:
+    """The maximum-likelihood distribution for generalized randomized response (GRR).
+
+    The iterative Bayesian update (Agrawal & Aggarwal, "On the Design and
+    Quantification of Privacy Preserving Data Mining Algorithms", PODS 2001; for
+    LDP oracles as multi-freq-ldpy's IBU, Arcolezi et al.) is an EM algorithm
+    whose fixed point is the maximum-likelihood estimate; for GRR that fixed
+    point has a closed form, computed here exactly instead of iterated.
+    ``counts[y]`` reports of value y; each report is its true value with
+    probability p and each other value with probability q < p.  The
+    log-likelihood sum_y C_y log(q + (p - q) f_y) depends on the reports only
+    through these counts and is concave and separable, so on the simplex its
+    maximum satisfies (KKT) f_y = max(0, C_y / λ - q / (p - q)) with λ such that
+    the shares sum to one: water-filling over the counts, largest first.
+
+    The result is non-negative and sums to one.  Only for oracles whose report
+    is one value (GRR, binary RR, memoized GRR): for the others the likelihood
+    depends on each report, not on the support counts.
+    """
+    counts = np.clip(np.asarray(counts, dtype=np.float64), 0.0, None)
+    if counts.size == 0 or counts.sum() <= 0:
+        return _uniform(counts.size) if counts.size else counts.copy()
+    offset = q / (p - q)
+    order = np.sort(counts)[::-1]
+    ranks = np.arange(1, counts.size + 1)
+    scales = np.cumsum(order) / (1.0 + ranks * offset)  # λ if the top k shares are positive
+    k = int(np.nonzero(order / scales > offset)[0].max())
+    shares = np.clip(counts / scales[k] - offset, 0.0, None)
+    return shares / shares.sum()

@@ -134,23 +134,26 @@ def open_unit(survey: Any, unit: str, blob: bytes, keys: Any, size: int,
 
 
 def _store(
-    survey_id: str, reports: list[Report], owners: list[int | None]
+    survey_id: str, reports: list[Report], respondents: list[int | None]
 ) -> tuple[int, int]:
     """Store the batch's reports; (stored, dropped for a reused id with another body).
 
-    ``owners``: each report's respondent in the batch (a submission unit), or None
-    (a question unit: answers that cannot be joined), for the submission keys.
+    ``respondents``: each report's blob index for a whole-submission unit (its
+    reports share a submission key, so crosstabs can join them), None per
+    report of a question unit (never joinable: that is what shuffling per
+    question protects).
     """
     storage = current_storage()
     try:
-        storage.add_reports(survey_id, reports, operator=True, respondents=owners)
+        storage.add_reports(survey_id, reports, operator=True, respondents=respondents)
         return len(reports), 0
     except Conflict:
         pass  # a report id stored before with another body: store the rest one by one
     stored = dropped = 0
-    for report, owner in zip(reports, owners, strict=True):
+    for report, respondent in zip(reports, respondents, strict=True):
         try:
-            storage.add_reports(survey_id, [report], operator=True, respondents=[owner])
+            storage.add_reports(survey_id, [report], operator=True,
+                                respondents=[None if respondent is None else 0])  # fmt: skip
             stored += 1
         except Conflict:
             dropped += 1
@@ -199,7 +202,7 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
     size = unit_size(record.survey, unit)
     max_batch = len(record.survey.questions)
     reports: list[Report] = []
-    owners: list[int | None] = []  # each report's respondent (submission units only)
+    respondents: list[int | None] = []
     seen: dict[str, Report] = {}
     accepted = dropped = 0
     for blob in blobs:
@@ -215,9 +218,9 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
             continue
         seen.update((r.id, r) for r in opened)
         reports.extend(opened)
-        owners.extend([None if unit else accepted] * len(opened))
+        respondents.extend([accepted if unit == "" else None] * len(opened))
         accepted += 1
-    stored, conflicting = _store(survey_id, reports, owners) if reports else (0, 0)
+    stored, conflicting = _store(survey_id, reports, respondents) if reports else (0, 0)
     if conflicting:  # report ids stored before with other bodies: dropped, not stored
         dropped += conflicting
         accepted -= min(accepted, conflicting)

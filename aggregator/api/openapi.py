@@ -302,9 +302,11 @@ def schemas(max_batch: int) -> dict[str, Any]:
                                 "description": "Every interval family: family, method, "
                                 "guarantee, nominal_half_width (docs/api.md).",
                             },
-                            "tightest": {"enum": ["chebyshev", "chebyshev_exact", "bernstein"]},
+                            "tightest": {
+                                "enum": ["chebyshev", "chebyshev_exact", "bernstein", "exact_tail"]
+                            },
                             "simultaneous_tightest": {
-                                "enum": ["chebyshev", "chebyshev_exact", "bernstein"]
+                                "enum": ["chebyshev", "chebyshev_exact", "bernstein", "exact_tail"]
                             },
                             "covers": {"enum": ["respondents"]},
                             "precision": {"enum": ["ok", "imprecise", "uninformative"]},

@@ -43,6 +43,9 @@ CSV_COLUMNS = (
     "simultaneous_tightest", "precision",
     # Relayed surveys (api/relayed.py): the central ε of the smallest batch, at central_delta.
     "central_epsilon", "central_delta", "smallest_batch",
+    # The exact-tail family and the maximum-likelihood estimate (issue 20; where published).
+    "exact_tail_lower", "exact_tail_upper", "exact_tail_simultaneous_lower",
+    "exact_tail_simultaneous_upper", "ibu",
 )  # fmt: skip
 # Why: a spreadsheet runs a cell starting with one of these as a formula (or, after
 # stripping leading whitespace or NUL, one that follows them).

@@ -45,6 +45,7 @@ FAMILY_NAMES = {
     "chebyshev": "Chebyshev",
     "chebyshev_exact": "exact-variance Chebyshev",
     "bernstein": "Bernstein",
+    "exact_tail": "exact-tail",
 }
 
 

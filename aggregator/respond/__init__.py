@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import re
 from functools import cache
@@ -45,13 +46,17 @@ from flask import Blueprint, Flask, Response, abort, render_template, request, u
 from deniable.errors import Conflict, NotFound
 from deniable.survey import FORMAT, Question, Survey
 
+from ..public_url import public_base_url
 from ..signing import current_key
 from ..storage import current_storage
+from .words import chosen_language, translator
 
 blueprint = Blueprint("respond", __name__, template_folder="templates")
 
 # The client library every page loads: respond.js imports deniable.js, which imports these.
 CORE = ("randomness.js", "jcs.js", "survey.js", "deniable.js")
+# The form: its words (one catalogue, also read by the aggregator: words.py), then the form.
+FORM = ("messages.js", "respond.js")
 # Key rotation, imported by deniable.js only when a survey names another key (or on trust on
 # first use; it imports deniable.js).
 ROTATION = ("keychain.js",)
@@ -73,26 +78,22 @@ SEALING = ("sealing.js",)
 MODULES = (
     *CORE, *ROTATION, *SEALING, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
     "local_hashing.js", "hadamard.js", "subset.js", "option_sampling.js", "duchi.js",
-    "discrete_laplace.js", "longitudinal.js", "wire.js", "respond.js",
+    "discrete_laplace.js", "longitudinal.js", "wire.js", *FORM,
 )  # fmt: skip
-STATIC_FILES = frozenset(MODULES) | {"deniable.d.ts", "package.json"}
+# watch.js (a classic script: says so when the modules fail to load) and the form's style.
+PAGE_FILES = ("watch.js", "respond.css")
+STATIC_FILES = frozenset(MODULES) | set(PAGE_FILES) | {"deniable.d.ts", "package.json"}
 
+# The page around the form (the form's own style: respond.css, shared with embeds).
 STYLE = " ".join(
     """
     body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1f2328;background:#f6f8fa}
-    main{max-width:720px;margin:0 auto;padding:16px 24px 40px}
-    fieldset{border:1px solid #d8dee4;border-radius:8px;background:#fff;margin:12px 0;
-      padding:12px 16px}
-    legend{font-weight:600;padding:0 4px} .choice{margin:4px 0}
-    .epsilon{font-size:13px;color:#59636e;margin:6px 0 0}
-    button{font:inherit;padding:8px 16px;margin:8px 8px 0 0;border-radius:6px;
-      border:1px solid #1f6feb;background:#1f6feb;color:#fff;cursor:pointer}
-    button:focus,input:focus{outline:3px solid #f0b72f}
-    .status.error{color:#a40e26;font-weight:600} .status.ok{color:#116329;font-weight:600}
-    dt{font-weight:600;margin-top:8px} dd{margin:0 0 0 16px;font-family:ui-monospace,monospace}
-    .review{background:#fff;border:1px solid #d8dee4;border-radius:8px;padding:12px 16px}
+    main{max-width:720px;margin:0 auto;padding:16px 20px 40px} h1{font-size:1.6em;line-height:1.25}
+    a{color:#0a58ca} .deniable-error{color:#a40e26;font-weight:600}
     """.split()
 )
+# Without JavaScript, the "Loading…" line would stay: the page's <noscript> hides it.
+NOSCRIPT_STYLE = "[data-deniable-loading]{display:none}"
 
 
 def _sri(data: bytes) -> str:
@@ -120,7 +121,7 @@ def survey_modules(survey: Survey, *, rotation: bool = False) -> tuple[str, ...]
     (the embed snippet keeps the key it was pasted with).
     """
     needed = {name for q in survey.questions for name in ORACLE_MODULES.get(_oracle(q), ())}
-    needed |= {*CORE, "respond.js", *(ROTATION if rotation else ())}
+    needed |= {*CORE, *FORM, *(ROTATION if rotation else ())}
     if survey.relay is not None:  # reports are sealed in the page (docs/protocol.md §10)
         needed |= set(SEALING)
     return tuple(name for name in MODULES if name in needed)
@@ -128,18 +129,23 @@ def survey_modules(survey: Survey, *, rotation: bool = False) -> tuple[str, ...]
 
 @cache
 def integrity() -> dict[str, str]:
-    """Subresource Integrity hash of every module a page loads."""
-    return {name: _sri(static_file(name)) for name in MODULES}
+    """Subresource Integrity hash of every module and page file a page loads."""
+    return {name: _sri(static_file(name)) for name in (*MODULES, *PAGE_FILES)}
 
 
 def _sha256(text: str) -> str:
     return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode("ascii")
 
 
-def import_map() -> str:
-    """The respond page's import map: the SRI hash of each module it may import unpreloaded."""
+def import_map(base: str = "") -> str:
+    """An import map whose ``integrity`` pins every module of the client (URLs under ``base``).
+
+    Why every module, preloaded or not: when a preload's first fetch fails (a 503, a dropped
+    connection), Chromium fetches the module again for the module graph, and that fetch
+    carries only the integrity the import map gives; without it a modified module would run.
+    """
     hashes = integrity()
-    pinned = {url_for("respond.static", name=name): hashes[name] for name in ROTATION}
+    pinned = {base + url_for("respond.static", name=name): hashes[name] for name in MODULES}
     return json.dumps({"integrity": pinned}, separators=(",", ":"))
 
 
@@ -164,8 +170,8 @@ def content_security_policy(inline_script: str | None = None, relay: str | None 
     connect = f" {relay}" if relay else ""
     return (
         f"default-src 'none'; script-src 'self'{script}; connect-src 'self'{connect}; "
-        f"style-src 'sha256-{_sha256(STYLE)}'; img-src 'none'; base-uri 'none'; "
-        "form-action 'none'; frame-ancestors 'none'"
+        f"style-src 'self' 'sha256-{_sha256(STYLE)}' 'sha256-{_sha256(NOSCRIPT_STYLE)}'; "
+        "img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )
 
 
@@ -176,6 +182,8 @@ def static(name: str) -> Response:
     mimetype = "text/javascript" if name.endswith(".js") else "application/json"
     if name.endswith(".d.ts"):
         mimetype = "text/plain"
+    elif name.endswith(".css"):
+        mimetype = "text/css"
     data = static_file(name)
     response = Response(data, mimetype=mimetype)
     # Why: pages pin each file by its SRI hash; revalidating (ETag) instead of caching for a
@@ -190,53 +198,89 @@ def static(name: str) -> Response:
 
 @blueprint.get("/surveys/<survey_id>/respond")
 def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
+    lang = chosen_language()
+    t = translator(lang)
     try:
         record = current_storage().get_survey(survey_id, count=False)
     except NotFound:
-        return _unavailable("No such survey", f"There is no survey “{survey_id}”.", 404)
+        return _unavailable(lang, t("not_found_heading"), t("not_found"), 404)
     if record.survey.format != FORMAT:
-        return _unavailable("This survey cannot be answered in a browser", _legacy(record.id), 409)
+        return _unavailable(lang, t("legacy_heading"), t("legacy"), 409)
     hashes = integrity()
     names = survey_modules(record.survey)
     modules = [(url_for("respond.static", name=n), hashes[n]) for n in names]
     imports = import_map()
     page = render_template(
         "respond.html",
+        t=t,
+        lang=lang,
         import_map=imports,
         survey_id=record.id,
         title=record.survey.title,
         is_open=record.is_open,
         public_key=current_key().public_key,
+        results=url_for("dashboard.survey", survey_id=record.id) if record.results_public else "",
+        files={name: (url_for("respond.static", name=name), hashes[name]) for name in PAGE_FILES},
         preload=modules[:-1],
         script=modules[-1],
         pinned=" ".join((*names, *ROTATION)),
         style=STYLE,
+        noscript_style=NOSCRIPT_STYLE,
     )
     return page, 200, _headers(imports, relay_origin(record.survey))
 
 
+@blueprint.get("/about/epsilon")
+def about_epsilon() -> tuple[str, int, dict[str, str]]:
+    """A short page on what ε means, in the respondent's language (linked from the form)."""
+    lang = chosen_language()
+    page = render_template("epsilon.html", t=translator(lang), lang=lang, style=STYLE)
+    response_headers = _headers()
+    response_headers["Cache-Control"] = "public, max-age=3600"
+    return page, 200, response_headers
+
+
 @blueprint.get("/surveys/<survey_id>/embed")
 def embed(survey_id: str) -> Response:
-    """The embed snippet for another site: the pinned key and every module's SRI hash."""
+    """The embed snippet for another site: the pinned key and every file's SRI hash.
+
+    ``?lang=`` sets the form's language (default: the Accept-Language of this request).
+    """
     record = current_storage().get_survey(survey_id, count=False)
     if record.survey.format != FORMAT:
         raise Conflict(_legacy(record.id))
-    base = request.host_url.rstrip("/")
+    lang = chosen_language()
+    t = translator(lang)
+    base = public_base_url()  # PUBLIC_URL, never a Host header alone (public_url.py)
     hashes = integrity()
+    url = lambda name: html.escape(base + url_for("respond.static", name=name))  # noqa: E731
+    names = survey_modules(record.survey, rotation=True)
+    results = url_for("dashboard.survey", survey_id=record.id) if record.results_public else ""
+    imports = html.escape(import_map(base), quote=False)
+    relay = f" {origin}" if (origin := relay_origin(record.survey)) else ""  # relayed: sealed there
     lines = [
-        f'<link rel="modulepreload" href="{base}{url_for("respond.static", name=name)}" '
-        f'integrity="{hashes[name]}" crossorigin="anonymous">'
-        for name in survey_modules(record.survey, rotation=True)[:-1]
-    ]
-    pinned = " ".join(survey_modules(record.survey, rotation=True))
-    lines += [
-        f'<div data-deniable-survey="{record.id}" data-deniable-aggregator="{base}"',
-        f'     data-deniable-key="{current_key().public_key}"',
-        f'     data-deniable-modules="{pinned}">',
-        "  <noscript>JavaScript is required to answer: your answers are randomized in your"
-        " browser, and without it nothing is sent.</noscript>",
+        f"<!-- Deniable: the form of survey {html.escape(record.id)}; answers are randomized in the"
+        " browser. Keep these lines together: they pin every file the form runs.",
+        f"     A Content-Security-Policy of the host page needs: script-src {base}"
+        f" 'sha256-{_sha256(imports)}'; style-src {base}; connect-src {base}{relay} -->",
+        f'<script type="importmap">{imports}</script>',
+        f'<link rel="stylesheet" href="{url("respond.css")}" integrity="{hashes["respond.css"]}"'
+        ' crossorigin="anonymous">',
+        f'<script src="{url("watch.js")}" integrity="{hashes["watch.js"]}"'
+        ' crossorigin="anonymous"></script>',
+        *(f'<link rel="modulepreload" href="{url(name)}" integrity="{hashes[name]}" '
+          'crossorigin="anonymous">' for name in names[:-1]),
+        f'<div data-deniable-survey="{html.escape(record.id)}"'
+        f' data-deniable-aggregator="{html.escape(base)}"',
+        f'     data-deniable-key="{current_key().public_key}" data-deniable-lang="{lang}"',
+        f'     data-deniable-modules="{" ".join(names)}"'
+        + (f'\n     data-deniable-results="{html.escape(base + results)}">' if results else ">"),
+        f'  <p class="deniable-intro">{html.escape(t("intro"))}</p>',
+        f"  <noscript><p>{html.escape(t('noscript'))}</p></noscript>",
+        '  <p class="deniable-status" data-deniable-loading'
+        f' data-failed="{html.escape(t("load_failed"))}">{html.escape(t("loading"))}</p>',
         "</div>",
-        f'<script type="module" src="{base}{url_for("respond.static", name="respond.js")}"',
+        f'<script type="module" src="{url("respond.js")}"',
         f'        integrity="{hashes["respond.js"]}" crossorigin="anonymous"></script>',
     ]
     response = Response("\n".join(lines) + "\n", mimetype="text/plain")
@@ -252,9 +296,9 @@ def _legacy(survey_id: str) -> str:
             "the Deniable client (deniable answer), or ask its organisers for a new survey.")
 
 
-def _unavailable(heading: str, message: str, status: int) -> tuple[str, int, dict[str, str]]:
-    page = render_template("respond_unavailable.html", heading=heading, message=message,
-                           style=STYLE)  # fmt: skip
+def _unavailable(lang: str, heading: str, message: str, status: int):
+    page = render_template("respond_unavailable.html", lang=lang, heading=heading,
+                           message=message, style=STYLE)  # fmt: skip
     return page, status, _headers()
 
 

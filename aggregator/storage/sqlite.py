@@ -27,6 +27,7 @@ from deniable.errors import Conflict, NotFound, StorageError
 from deniable.survey import Survey
 from deniable.wire import Report
 
+from ..datadir import check_private_file, private_directory
 from .base import (
     CLOSED,
     FOLD_CHUNK,
@@ -78,6 +79,9 @@ SURVEY_COLUMNS = survey_columns(
 )
 
 
+SIDE_FILES = ("-wal", "-shm")  # SQLite's own files beside the database
+
+
 class SqliteStorage(Storage):
     """Storage in one SQLite file."""
 
@@ -96,8 +100,12 @@ class SqliteStorage(Storage):
 
     # -- connections --------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
+        # Why: raw reports are for the server's user only (datadir.py): a directory others
+        # may write in, or a database others may read, is refused like a readable key.
+        private_directory(self.path.parent)
+        for path in (self.path, *(self.path.with_name(self.path.name + s) for s in SIDE_FILES)):
+            check_private_file(path, "database file")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             if not self.path.exists():
                 # Why: SQLite would create it 0644 under the usual umask; its -wal and -shm
                 # files copy the database file's mode, so they are 0600 too.

@@ -46,6 +46,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from deniable.errors import StorageError
 
+from ..datadir import open_lock_file
+
 # Ids stored after the last merge before a batch merges them into report_ids: a
 # merge rewrites report_ids about once, under the write lock, so it stays rare
 # and bounded (each process keeps 16 bytes per id in memory meanwhile).
@@ -351,7 +353,8 @@ class FileLock:
             return
         if getattr(local, "opened", None) != (os.getpid(), self._generation):
             try:
-                local.descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                # Why not a plain open: a symbolic link planted as the lock file is refused.
+                local.descriptor = open_lock_file(self.path)
             except OSError as error:
                 raise StorageError(f"sqlite lock file {self.path}: {error}") from None
             local.opened = (os.getpid(), self._generation)

@@ -19,6 +19,8 @@ status and body, so the page's retries stay idempotent (same body, same ids).
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import html
 import json
 import logging
@@ -27,21 +29,29 @@ from importlib import resources
 import requests
 from flask import Flask, Response, abort, request
 
-from deniable.aggregator.respond import MODULES, STYLE, integrity
+from deniable.aggregator.respond import MODULES, PAGE_FILES, STYLE, integrity
 
 ENROLMENT_HEADER = "X-Deniable-Enrolment"
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Staff survey</title><style>{style}</style>
+<link rel="stylesheet" href="/js/respond.css" integrity="{css}">
+<script type="importmap">{import_map}</script>
+<script src="/js/watch.js" integrity="{watch}"></script>
 <script type="module" src="/js/respond.js" integrity="{sri}"></script></head>
 <body><main><h1>Staff survey</h1>
-<p>This form randomizes your answers in your browser. Our server only ever receives the
-noisy values, and relays them to the survey's aggregator.</p>
 <div data-deniable-survey="{survey}" data-deniable-aggregator="" data-deniable-key="{key}">
+<p class="deniable-intro">This form randomizes your answers in your browser. Our server only
+ever receives the noisy values, and relays them to the survey's aggregator.</p>
 <noscript><p>JavaScript is required: your answers are randomized in your browser, and without
-it nothing is sent.</p></noscript></div></main></body></html>
+it nothing is sent.</p></noscript>
+<p class="deniable-status" data-deniable-loading>Loading the survey…</p></div></main></body></html>
 """
+# Every module pinned by the import map's integrity: a module fetched again after a failed
+# first fetch is checked too (docs/embedding.md).
+IMPORT_MAP = json.dumps({"integrity": {f"/js/{name}": integrity()[name] for name in MODULES}})
+MAP_HASH = "sha256-" + base64.b64encode(hashlib.sha256(IMPORT_MAP.encode()).digest()).decode()
 
 logger = logging.getLogger("webform")
 
@@ -53,24 +63,26 @@ def create_site(aggregator: str, survey: str, public_key: str) -> Flask:
     aggregator = aggregator.rstrip("/")
     page = PAGE.format(
         style=STYLE, sri=integrity()["respond.js"], survey=html.escape(survey),
-        key=html.escape(public_key),
+        key=html.escape(public_key), css=integrity()["respond.css"], watch=integrity()["watch.js"],
+        import_map=IMPORT_MAP,
     )  # fmt: skip
 
     @app.get("/")
     def index() -> Response:
         response = Response(page, mimetype="text/html")
         response.headers["Content-Security-Policy"] = (
-            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline';"
+            f"default-src 'none'; script-src 'self' '{MAP_HASH}'; connect-src 'self';"
+            " style-src 'self' 'unsafe-inline';"
             " form-action 'none'; base-uri 'none'"
         )
         return response
 
     @app.get("/js/<name>")
     def module(name: str) -> Response:
-        if name not in MODULES:
+        if name not in (*MODULES, *PAGE_FILES):
             abort(404)
         data = resources.files("deniable.client").joinpath("browser", name).read_bytes()
-        return Response(data, mimetype="text/javascript")
+        return Response(data, mimetype="text/css" if name.endswith(".css") else "text/javascript")
 
     @app.get("/api/v1/surveys/<survey_id>")
     def survey_document(survey_id: str) -> Response:

@@ -82,3 +82,29 @@ def test_database_errors_are_counted(tmp_path, operator_token, app_config):
     assert found[("deniable_storage_errors_total",
                   (("backend", "sqlite"), ("operation", "list_surveys")))] == 1  # fmt: skip
     storage.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_label_values_come_from_fixed_sets(client, operator_headers, created_survey):
+    """Made-up methods and paths fold into one label value each (issue 21, failure 2)."""
+
+    def series() -> set[tuple]:
+        text = client.get("/metrics", headers=operator_headers).get_data(as_text=True)
+        return {key for key in samples(text) if key[0].startswith("deniable_request_duration")}
+
+    client.get("/api/v1/health")
+    client.open("/api/v1/health", method="BREW")
+    client.get("/no/such/path")
+    client.open("/no/such/path", method="BREW")
+    client.open(REPORTS, method="BREW")
+    series()  # the scrape itself is a series too
+    before = series()
+    for number in range(60):
+        client.open("/api/v1/health", method=f"X{number}")
+        client.open(f"/made/up/{number}", method=f"M{number}")
+        client.open(REPORTS, method=f"P{number}")
+    after = series()
+    assert after == before
+    labels = {dict(key[1]).get("method") for key in after}
+    assert labels <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
+    assert "other" in labels

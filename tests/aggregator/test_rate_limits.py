@@ -337,3 +337,36 @@ def test_two_server_processes_share_one_limit_through_redis(tmp_path, redis_pref
     finally:
         for server, _ in servers:
             stop_server(server)
+
+
+# -- one client, one key, however its address is spelled (issue 21, hardening) ------------------
+
+SPELLINGS = {
+    "192.0.2.1": ["192.0.2.1", " 192.0.2.1 ", "192.0.2.1:5555", "::ffff:192.0.2.1",
+                  "[::ffff:192.0.2.1]:80", "::ffff:c000:201", "[::FFFF:C000:0201]"],
+    "2001:db8:1:2::/64": ["2001:db8:1:2::1", "2001:DB8:1:2:0:0:0:1", "2001:0db8:0001:0002::0001",
+                          "[2001:db8:1:2::1]:443", "[2001:db8:1:2::1]", "2001:db8:1:2:ffff::9",
+                          "2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::1%eth0"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("key", sorted(SPELLINGS))
+def test_every_spelling_of_an_address_is_one_rate_limit_key(key):
+    limits = RateLimits(per_address=Rate(3, 86_400.0), per_token=None, trust_proxy=1)
+    for spelling in SPELLINGS[key]:
+        address = limits.client_address("10.0.0.1", f"6.6.6.6, {spelling}")
+        assert limits.limit_key(address) == key, spelling
+        assert limits.client_address(spelling, None) == address  # the peer, normalized alike
+    limits.check_address(limits.client_address("10.0.0.1", SPELLINGS[key][0]))
+    limits.check_address(limits.client_address("10.0.0.1", SPELLINGS[key][1]))
+    limits.check_address(limits.client_address("10.0.0.1", SPELLINGS[key][2]))
+    for spelling in SPELLINGS[key][3:]:
+        with pytest.raises(RateLimited):
+            limits.check_address(limits.client_address("10.0.0.1", spelling))
+    limits.check_address(limits.client_address("10.0.0.1", "2001:db8:1:3::1"))  # another /64
+    limits.check_address(limits.client_address("10.0.0.1", "192.0.2.2"))
+    # Exemptions match the address itself, whatever its spelling.
+    exempt = RateLimits(per_address=Rate(1, 86_400.0), per_token=None,
+                        exempt=parse_networks("192.0.2.0/24"))  # fmt: skip
+    for _ in range(3):
+        exempt.check_address(exempt.client_address("[::ffff:192.0.2.9]:1234", None))

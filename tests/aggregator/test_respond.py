@@ -13,8 +13,16 @@ import re
 
 import pytest
 
-from deniable.aggregator import create_app
-from deniable.aggregator.respond import CORE, MODULES, ROTATION, survey_modules
+from deniable.aggregator import create_app, respond
+from deniable.aggregator.respond import (
+    CORE,
+    FORM,
+    MODULES,
+    PAGE_FILES,
+    ROTATION,
+    survey_modules,
+    words,
+)
 from deniable.aggregator.storage import EXTENSION as STORAGE_EXTENSION
 from deniable.survey import Survey
 
@@ -40,14 +48,21 @@ def test_page_has_a_strict_csp_and_sri_for_every_module(client, created_survey) 
     assert '<script type="importmap">' in page
     preloaded = dict(re.findall(r'href="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
     preloaded.update(re.findall(r'src="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
+    # The page's own files (watch.js, a classic script; the style) are pinned too.
+    assert {name: preloaded.pop(name) for name in PAGE_FILES} == {
+        name: respond.integrity()[name] for name in PAGE_FILES}  # fmt: skip
     # The core and only the demo survey's mechanisms (binary_rr, grr, option_sampling, duchi).
     survey = Survey.from_dict(created_survey["definition"], resolved=True)
     mechanisms = {"mechanism.js", "grr.js", "option_sampling.js", "duchi.js"}
-    assert set(preloaded) == set(survey_modules(survey)) == {*CORE, *mechanisms, "respond.js"}
-    # keychain.js (a rotation only) is not preloaded, but pinned by the import map's integrity.
-    lazy = json.loads(inline)["integrity"]
-    assert set(lazy) == {f"/static/deniable/{name}" for name in ROTATION}
+    assert set(preloaded) == set(survey_modules(survey)) == {*CORE, *mechanisms, *FORM}
+    # Every module is pinned by the import map's integrity as well: a module fetched again
+    # after a failed preload is checked too. keychain.js (a rotation only) is not preloaded.
+    mapped = json.loads(inline)["integrity"]
+    assert set(mapped) == {f"/static/deniable/{name}" for name in MODULES}
     assert not set(ROTATION) & set(preloaded)
+    lazy = {url: hash for url, hash in mapped.items() if url.rsplit("/", 1)[1] in ROTATION}
+    for name, hash in preloaded.items():
+        assert mapped[f"/static/deniable/{name}"] == hash, name
     pinned = {**preloaded, **{url.rsplit("/", 1)[1]: integrity for url, integrity in lazy.items()}}
     for name, integrity in pinned.items():
         served = client.get(f"/static/deniable/{name}")
@@ -80,10 +95,49 @@ def test_embed_snippet(client, created_survey) -> None:
     survey = Survey.from_dict(created_survey["definition"], resolved=True)
     # An embed keeps the key it was pasted with: it preloads keychain.js for a rotation.
     modules = survey_modules(survey, rotation=True)
-    assert snippet.count('integrity="sha384-') == len(modules) < len(MODULES)
+    assert snippet.count('integrity="sha384-') == len(modules) + len(PAGE_FILES)
+    assert len(modules) < len(MODULES)
     (listed,) = re.findall(r'data-deniable-modules="([^"]*)"', snippet)
     assert listed.split() == list(modules)
     assert "/static/deniable/keychain.js" in snippet
+    # The import map pins every module at its absolute URL: a refetch is checked too.
+    (mapped,) = re.findall(r'<script type="importmap">(.*?)</script>', snippet)
+    digest = base64.b64encode(hashlib.sha256(mapped.encode()).digest()).decode()
+    assert f"script-src http://localhost 'sha256-{digest}'; style-src" in snippet  # host CSP
+    hashes = respond.integrity()
+    assert json.loads(mapped)["integrity"] == {
+        f"http://localhost/static/deniable/{name}": hashes[name] for name in MODULES}  # fmt: skip
+    # The language is the embedding page's choice; the page's words travel with the snippet.
+    german = client.get(f"/surveys/{created_survey['id']}/embed?lang=de").get_data(as_text=True)
+    assert 'data-deniable-lang="de"' in german and "zufällig verändert" in german
+    assert 'data-deniable-lang="en"' in snippet and "randomized on this device" in snippet
+
+
+def test_language_follows_accept_language_and_the_epsilon_page(client, created_survey) -> None:
+    german = {"Accept-Language": "de-CH, en;q=0.5"}
+    url = f"/surveys/{created_survey['id']}/respond"
+    page = client.get(url, headers=german).get_data(as_text=True)
+    assert '<html lang="de">' in page and 'data-deniable-lang="de"' in page
+    assert "Die Umfrage wird geladen" in page
+    english = client.get(f"/surveys/{created_survey['id']}/respond").get_data(as_text=True)
+    assert '<html lang="en">' in english and "Loading the survey" in english
+    about = client.get("/about/epsilon?lang=de")
+    assert about.status_code == 200 and "Privatsphäre" in about.get_data(as_text=True)
+    assert "ε" in client.get("/about/epsilon").get_data(as_text=True)
+    missing = client.get("/surveys/nope/respond", headers={"Accept-Language": "de"})
+    assert missing.status_code == 404 and "nope" not in missing.get_data(as_text=True)
+
+
+def test_the_catalogue_is_complete_in_every_language() -> None:
+    catalogue = words.catalogue()
+    english = catalogue["en"]
+    fields = lambda text: sorted(re.findall(r"\{(\w+)\}", text))  # noqa: E731
+    for lang, table in catalogue.items():
+        assert set(table) == set(english), lang
+        for name, text in table.items():
+            assert text.strip() and fields(text) == fields(english[name]), (lang, name)
+            if lang != "en" and name not in {"language"}:
+                assert text != english[name], (lang, name)
 
 
 def test_no_cors_by_default(client, created_survey) -> None:

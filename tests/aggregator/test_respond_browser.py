@@ -1,179 +1,48 @@
 """The respond page in real headless Chromium against a real gunicorn aggregator.
 
-Playwright for Python drives Debian's /usr/bin/chromium (never a downloaded browser).
 Every request each page makes is recorded, to show that no true answer leaves it:
 the page posts once, only fixed-size noisy payloads, and only after "Send".
-Skipped with the reason when Chromium or Playwright is missing, unless
-DENIABLE_REQUIRE_BROWSER=1 (then it fails).
+The stack (aggregator, embedding sites, browser) and helpers: respond_stack.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import requests
 
-from deniable.aggregator import cli, demo
 from deniable.aggregator.respond import MODULES
 from deniable.survey import Survey
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-SURVEY = "demo-workplace"
-ENROLLED = "demo-enrolled"
-ANSWERS = {"commute": "Bicycle", "tools": ["Email", "Meetings"], "overtime": "3.5"}
-# What must never appear in any request the page makes (labels of the true answers).
-TRUE_TEXT = ("Bicycle", "Email", "Meetings", "3.5", "burnout=", "true")
+from .respond_stack import (  # ARGS, CHROMIUM, _require: other browser tests import them here
+    ARGS,  # noqa: F401
+    CHROMIUM,  # noqa: F401
+    ENROLLED,
+    SURVEY,
+    TRUE_TEXT,
+    Recorder,
+    host_page,
+    run_stack,
+)
+from .respond_stack import answer_and_send as _answer_and_send
+from .respond_stack import counts as _counts
+from .respond_stack import fill as _fill
+from .respond_stack import open_page as _open
+from .respond_stack import require_browser as _require  # noqa: F401
+from .respond_stack import state as _state
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def _require() -> None:
-    reasons = []
-    if not os.path.exists(CHROMIUM):
-        reasons.append(f"{CHROMIUM} is not installed")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        reasons.append("playwright (Python) is not installed")
-    if reasons:
-        if os.environ.get("DENIABLE_REQUIRE_BROWSER") == "1":
-            pytest.fail("DENIABLE_REQUIRE_BROWSER=1 but " + "; ".join(reasons))
-        pytest.skip("; ".join(reasons))
-
-
-class _EmbedHandler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        body = self.server.page.encode()  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class EmbedSite(ThreadingHTTPServer):
-    """Another origin: a page embedding the form, loading the client from the aggregator."""
-
-    page = ""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _EmbedHandler)
-        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    """A gunicorn aggregator with the demo survey, one allowed embed origin and one not."""
-    _require()
-    from playwright.sync_api import sync_playwright
-
-    directory = tmp_path_factory.mktemp("respond")
-    database, key = directory / "deniable.sqlite3", directory / "key.pem"
-    options = ["--database", str(database), "--signing-key", str(key)]
-    assert cli.main([*options, "init"]) == 0
-    definition = directory / "survey.json"
-    definition.write_text(json.dumps(demo.demo_survey().to_dict()))
-    assert cli.main([*options, "create-survey", str(definition)]) == 0
-    enrolled = {**demo.demo_survey().to_dict(), "id": ENROLLED}
-    definition.write_text(json.dumps(enrolled))
-    assert cli.main([*options, "create-survey", "--require-enrolment", str(definition)]) == 0
-    tokens = directory / "tokens.txt"
-    assert cli.main([*options, "token", "issue", ENROLLED, "--count", "1", "-o", str(tokens)]) == 0
-    port = demo.free_port()
-    base = f"http://127.0.0.1:{port}"
-    allowed, refused = EmbedSite(), EmbedSite()
-    os.environ["DENIABLE_CORS_ORIGINS"] = allowed.origin
-    try:
-        server = demo.start_server({"DATABASE": database, "SIGNING_KEY_PATH": key}, port)
-    finally:
-        del os.environ["DENIABLE_CORS_ORIGINS"]
-    public_key = requests.get(f"{base}/api/v1/key", timeout=10).json()["public_key"]
-    allowed.page = refused.page = (
-        f'<!doctype html><html lang="en"><title>Embed</title><main>'
-        f'<div data-deniable-survey="{SURVEY}" data-deniable-aggregator="{base}" '
-        f'data-deniable-key="{public_key}"><noscript>JavaScript is required.</noscript></div>'
-        f'</main><script type="module" src="{base}/static/deniable/respond.js"></script></html>'
-    )
-    playwright = sync_playwright().start()
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-    try:
-        yield {"base": base, "browser": browser, "allowed": allowed, "refused": refused,
-               "token": tokens.read_text().split()[0]}  # fmt: skip
-    finally:
-        browser.close()
-        playwright.stop()
-        allowed.stop()
-        refused.stop()
-        demo.stop_server(server)
-
-
-def _counts(base: str) -> list[int]:
-    results = requests.get(f"{base}/api/v1/surveys/{SURVEY}/results", timeout=10).json()
-    return [q["n"] for q in results["questions"]]
-
-
-class Recorder:
-    """Every request a page makes: method, URL and body."""
-
-    def __init__(self, page) -> None:
-        self.requests: list[tuple[str, str, str]] = []
-        page.on("request", lambda r: self.requests.append((r.method, r.url, r.post_data or "")))
-
-    def posts(self) -> list[tuple[str, str, str]]:
-        return [r for r in self.requests if r[0] == "POST"]
-
-    def assert_no_true_answer(self) -> None:
-        for method, url, body in self.requests:
-            for text in TRUE_TEXT:
-                assert text not in url and text not in body, (method, url, body)
-
-
-def _open(stack):
-    """A fresh browser context, a page in it, and a recorder of that page's requests."""
-    context = stack["browser"].new_context()
-    page = context.new_page()
-    return context, page, Recorder(page)
-
-
-def _fill(page) -> None:
-    page.get_by_label("Yes", exact=True).check()
-    page.get_by_label(ANSWERS["commute"], exact=True).check()
-    for label in ANSWERS["tools"]:
-        page.get_by_label(label, exact=True).check()
-    page.fill("#q-overtime", ANSWERS["overtime"])
-
-
-def _answer_and_send(page) -> None:
-    """Fill in ANSWERS, randomize them, and send the noisy values from the review."""
-    _fill(page)
-    page.get_by_role("button", name="Randomize my answers").click()
-    _state(page, "review")
-    page.get_by_role("button", name="Send these noisy values").click()
-
-
-def _state(page, *states: str, timeout: float = 20_000) -> str:
-    selector = ", ".join(f"[data-deniable-survey][data-state={s}]" for s in states)
-    page.wait_for_selector(selector, timeout=timeout, state="attached")
-    return page.get_attribute("[data-deniable-survey]", "data-state")
+    # Module scope, not session: other modules start Playwright's sync API of their own,
+    # which cannot run while another instance is open.
+    yield from run_stack(tmp_path_factory)
 
 
 def test_answer_in_the_page_only_noisy_values_leave(stack) -> None:
@@ -184,16 +53,15 @@ def test_answer_in_the_page_only_noisy_values_leave(stack) -> None:
     assert _state(page, "ready", "refused") == "ready"
     # Every module the page ran is pinned in it by an SRI hash (the mechanism modules the client
     # loads for this survey included), and it loaded only those: not every mechanism.
-    links = page.query_selector_all("link[rel=modulepreload][integrity]")
-    script = page.get_attribute("script[integrity]", "src")
-    pinned = {f"{base}{link.get_attribute('href')}" for link in links} | {f"{base}{script}"}
+    pinned = {f"{base}{node.get_attribute('href') or node.get_attribute('src')}"
+              for node in page.query_selector_all("link[integrity], script[integrity]")}
     fetched = {url for _, url, _ in recorder.requests if "/static/deniable/" in url}
     assert fetched == pinned and len(fetched) < len(MODULES)
     _fill(page)
     page.get_by_role("button", name="Randomize my answers").click()
     _state(page, "review")
     assert recorder.posts() == [], "nothing is sent before the respondent clicks Send"
-    shown = page.inner_text(".review")
+    shown = page.inner_text(".deniable-review")
     assert "not your answers" in shown and "ε =" in shown
     page.get_by_role("button", name="Send these noisy values").click()
     assert _state(page, "sent", "queued") == "sent"
@@ -211,7 +79,7 @@ def test_answer_in_the_page_only_noisy_values_leave(stack) -> None:
     assert _counts(base) == [n + 1 for n in before]
     # The "answered" mark lives in the page's storage: a reload refuses a second answer.
     page.reload()
-    assert _state(page, "ready", "refused") == "refused"
+    assert _state(page, "ready", "answered", "refused") == "answered"
     assert "already answered" in page.inner_text("[data-deniable-survey]")
     assert len(recorder.posts()) == 1
     context.close()
@@ -223,6 +91,7 @@ def test_without_javascript_the_page_says_so_and_posts_nothing(stack) -> None:
     recorder = Recorder(page)
     page.goto(f"{stack['base']}/surveys/{SURVEY}/respond")
     assert "JavaScript is required" in page.inner_text("main")
+    assert not page.is_visible("[data-deniable-loading]")  # no "Loading…" that never ends
     assert page.query_selector("form") is None and recorder.posts() == []
     context.close()
 
@@ -245,7 +114,7 @@ def test_a_tampered_survey_is_refused_and_nothing_is_posted(stack, tamper) -> No
     page.route(f"{base}/api/v1/surveys/{SURVEY}", alter)
     page.goto(f"{base}/surveys/{SURVEY}/respond")
     assert _state(page, "ready", "refused") == "refused"
-    assert "signature" in page.inner_text("[data-deniable-survey]")
+    assert "could not be verified" in page.inner_text("[data-deniable-survey]")
     assert page.query_selector("form") is None and recorder.posts() == []
     context.close()
 
@@ -299,10 +168,10 @@ def test_offline_then_online_delivers_exactly_once(stack) -> None:
     assert _counts(base) == before
     context.set_offline(False)  # the page's "online" handler flushes the outbox
     # (wait_for_function would evaluate a string: the page's CSP forbids that, rightly)
-    page.locator(".status", has_text="delivered").wait_for(timeout=20_000)
+    page.locator(".deniable-status", has_text="delivered").wait_for(timeout=20_000)
     assert _counts(base) == [n + 1 for n in before]
     page.reload()  # flushes again on load: nothing is left to send
-    _state(page, "ready", "refused")
+    assert _state(page, "ready", "answered", "refused") == "answered"
     bodies = {body for method, _, body in recorder.requests if method == "POST"}
     assert len(bodies) == 1, "every retry resends the identical body (same report ids)"
     assert _counts(base) == [n + 1 for n in before]
@@ -331,7 +200,7 @@ def test_a_busy_aggregator_is_retried_after_retry_after_and_counted_once(stack) 
     assert _state(page, "sent", "queued") == "queued"
     assert _counts(base) == before
     # No "online" event and no reload: the page's own timer sends the batch again.
-    page.locator(".status", has_text="delivered").wait_for(timeout=20_000)
+    page.locator(".deniable-status", has_text="delivered").wait_for(timeout=20_000)
     assert _state(page, "sent") == "sent"
     assert _counts(base) == [n + 1 for n in before]
     bodies = {body for method, _, body in recorder.requests if method == "POST"}
@@ -362,17 +231,22 @@ def test_an_embed_imports_no_module_its_snippet_did_not_pin(stack) -> None:
     survey before fetching a mechanism module that no hash covers."""
     site = stack["allowed"]
     original = site.page
-    pinned = "randomness.js jcs.js survey.js deniable.js keychain.js mechanism.js grr.js"
-    site.page = original.replace('data-deniable-key=', f'data-deniable-modules="{pinned}" '
-                                 'data-deniable-key=')  # fmt: skip
+    unpinned = ("option_sampling.js", "duchi.js")
+    snippet = "\n".join(line for line in stack["snippet"].splitlines()
+                         if "modulepreload" not in line
+                         or not any(f'/{name}"' in line for name in unpinned))  # fmt: skip
+    snippet = re.sub(r'data-deniable-modules="[^"]*"', lambda m: " ".join(
+        name for name in m.group(0).split() if name.rstrip('"') not in unpinned), snippet)
+    site.page = host_page(snippet)
     context, page, recorder = _open(stack)
     try:
         page.goto(site.origin + "/")
         assert _state(page, "ready", "refused") == "refused"
-        assert "not pinned" in page.inner_text("[data-deniable-survey]")
+        assert "could not be loaded safely" in page.inner_text("[data-deniable-survey]")
+        assert any("not pinned" in line for line in recorder.console)  # for the developer
         fetched = {url.rsplit("/", 1)[1] for _, url, _ in recorder.requests
                    if "/static/deniable/" in url}  # fmt: skip
-        assert not fetched & {"option_sampling.js", "duchi.js"} and recorder.posts() == []
+        assert not fetched & set(unpinned) and recorder.posts() == []
     finally:
         context.close()
         site.page = original
@@ -389,14 +263,9 @@ def test_respond_page_headers(stack) -> None:
 
 def test_example_site_relays_only_noisy_reports(stack) -> None:
     """examples/webform/site.py (design B): the site's server receives only noisy batches."""
-    import importlib.util
-
     from werkzeug.serving import make_server
 
-    path = Path(__file__).resolve().parents[2] / "examples" / "webform" / "site.py"
-    spec = importlib.util.spec_from_file_location("webform_site", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    module = _example("webform", "site")
     base = stack["base"]
     key = requests.get(f"{base}/api/v1/key", timeout=10).json()["public_key"]
     site = module.create_site(base, SURVEY, key)
@@ -437,7 +306,7 @@ def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> 
     page.reload()  # the batch is saved: the page asks for a token again, not for answers
     assert _state(page, "token", "ready", "refused") == "token"
     page.fill("#deniable-retry-token", stack["token"])
-    page.get_by_role("button", name="Send my saved noisy answers").click()
+    page.get_by_role("button", name="Send my saved noisy values").click()
     assert _state(page, "sent") == "sent"
     posts = [r for r in recorder.requests if r[0] == "POST"]
     assert len(posts) == 2 and posts[0][2] == posts[1][2], "the same reports, ids included"
@@ -445,3 +314,79 @@ def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> 
     assert [q["n"] for q in results["questions"]] == [1, 1, 1, 1]
     recorder.assert_no_true_answer()
     context.close()
+
+
+def _example(folder: str, name: str):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "examples" / folder / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{folder}_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_embed_example_host_page(stack) -> None:
+    """examples/embed/host.py: the snippet pasted in a static page on another (allowed)
+    origin, under the host page's own CSP as docs/embedding.md states it."""
+    host, base, site = _example("embed", "host"), stack["base"], stack["allowed"]
+    original = site.page
+    site.page = host.page(stack["snippet"])
+    site.headers = {"Content-Security-Policy": host.content_security_policy(stack["snippet"], base)}
+    before = _counts(base)
+    context, page, recorder = _open(stack)
+    try:
+        page.goto(site.origin + "/")
+        assert _state(page, "ready", "refused") == "ready"
+        _answer_and_send(page)
+        assert _state(page, "sent", "queued") == "sent"
+        recorder.assert_no_true_answer()
+        assert not [line for line in recorder.console if "Content Security Policy" in line]
+    finally:
+        context.close()
+        site.page, site.headers = original, {}
+    assert _counts(base) == [n + 1 for n in before]
+
+
+def test_keyboard_only(stack) -> None:
+    """The whole form by keyboard alone: Tab, Space, arrow keys, typing and Enter."""
+    base = stack["base"]
+    context, page, recorder = _open(stack)
+    keys = page.keyboard
+    focused = lambda: page.evaluate("document.activeElement.id || document.activeElement.tagName")  # noqa: E731
+    try:
+        page.goto(f"{base}/surveys/{SURVEY}/respond")
+        assert _state(page, "ready", "refused") == "ready"
+        keys.press("Tab")  # the link to what ε means
+        assert page.evaluate("document.activeElement.textContent") == "What does ε mean?"
+        keys.press("Tab")
+        assert focused() == "q-burnout-0"
+        keys.press("Space")  # Yes
+        keys.press("Tab")
+        assert focused() == "q-commute-0"
+        keys.press("ArrowDown")
+        keys.press("ArrowDown")  # Bicycle
+        keys.press("Tab")
+        keys.press("Space")  # Email
+        keys.press("Tab")
+        keys.press("Tab")
+        keys.press("Space")  # Meetings
+        keys.press("Tab")
+        keys.press("Tab")
+        assert focused() == "q-overtime"
+        keys.type("3.5")
+        keys.press("Tab")
+        keys.press("Enter")  # Randomize my answers
+        assert _state(page, "review") == "review" and focused() == "deniable-review"
+        names = ("q-burnout-0", "q-commute-2", "q-tools-0", "q-tools-2", "q-tools-1")
+        checked = [page.is_checked(f"#{name}") for name in names]
+        assert checked == [True, True, True, True, False]
+        page.wait_for_selector(".deniable-review button.deniable-primary:enabled")  # after the hold
+        keys.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Send these noisy values"
+        keys.press("Enter")
+        assert _state(page, "sent", "queued") == "sent" and focused() == "deniable-thanks"
+        assert len(recorder.posts()) == 1
+        recorder.assert_no_true_answer()
+    finally:
+        context.close()

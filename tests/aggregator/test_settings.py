@@ -95,3 +95,62 @@ def test_every_setting_is_described():
     text = settings.describe()
     for setting in SETTINGS:
         assert setting.environment_variable in text and setting.help
+
+
+# -- credentials never shown (issue 21, failure 4) -------------------------------------------
+
+SECRET = "hunter2Zq"
+CREDENTIAL_FORMS = [
+    f"postgresql://app:{SECRET}@db.example:5432/deniable",
+    f"postgres://app:{SECRET}@db.example/deniable?sslmode=require",
+    f"postgresql://app@db.example/deniable?password={SECRET}",
+    f"postgresql://db.example/deniable?sslmode=require&password={SECRET}&connect_timeout=5",
+    f"postgresql://db.example/deniable?PASSWORD={SECRET}",
+    f"postgresql://db.example/deniable?%70assword={SECRET}",  # libpq decodes the keyword
+    f"postgresql://db.example/deniable?sslpassword={SECRET}&sslkey=/k.pem",
+    f"postgresql://app:{SECRET}@h1.example:5432,h2.example:5433/deniable",
+    f"postgresql://app:{SECRET[:4]}%40{SECRET[4:]}@db.example/deniable",
+    f"postgresql://app:{SECRET}@[2001:db8::1]:5432/deniable",
+    f"redis://:{SECRET}@cache.example:6379/0",
+    f"redis://default:{SECRET}@cache.example:6379/0",
+    f"rediss://cache.example:6380/0?password={SECRET}",
+    f"redis://cache.example/0?username=app&password={SECRET}",
+    f"redis+unix:///run/redis.sock?db=0&password={SECRET}",
+    f"rediss://cache.example/0?ssl_password={SECRET}",
+    f"host=db.example password={SECRET} dbname=deniable",
+    f"host=db.example password = '{SECRET} x' dbname=deniable",
+]
+
+
+@pytest.mark.parametrize("value", CREDENTIAL_FORMS)
+def test_every_credential_form_is_masked(value):
+    shown = settings.mask_credentials(value)
+    assert SECRET not in shown and SECRET[:4] not in shown and "***" in shown, shown
+    assert shown.split("=")[0].split("@")[-1][:8] in value  # the rest stays readable
+    assert ("db.example" in value) == ("db.example" in shown)
+
+
+def test_values_without_credentials_are_shown_as_they_are():
+    for value in ("/var/lib/deniable.sqlite3", "memory://", "redis://cache.example:6379/0",
+                  "postgresql://app@db.example/deniable?sslmode=require&passfile=/p"):  # fmt: skip
+        assert settings.mask_credentials(value) == value
+
+
+def test_settings_command_and_redis_warnings_mask_query_passwords(tmp_path, caplog, capsys):
+    from deniable.aggregator import cli
+    from deniable.aggregator.ratelimit import Rate, RateLimits, open_limiter
+
+    storage = f"redis://127.0.0.1:1/0?password={SECRET}"
+    environment = {"DENIABLE_RATE_LIMIT_STORAGE": storage,
+                   "DENIABLE_DATABASE": f"postgresql://db.example/x?password={SECRET}"}  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in environment.items():
+            patch.setenv(name, value)
+        assert cli.main(["--data-dir", str(tmp_path), "settings", "--verbose"]) == 0
+    out = capsys.readouterr().out
+    assert SECRET not in out and "password=***" in out
+    limits = RateLimits(per_address=Rate(5, 60.0), per_token=None, storage=storage,
+                        limiter=open_limiter(storage))  # fmt: skip
+    with caplog.at_level("WARNING", logger="deniable.aggregator.ratelimit"):
+        limits.check_address("192.0.2.1")  # Redis does not answer: counted in memory
+    assert caplog.records and SECRET not in caplog.text and "password=***" in caplog.text

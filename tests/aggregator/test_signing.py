@@ -70,3 +70,39 @@ def test_the_private_key_is_never_served(client, app, created_survey):
     for url in ("/api/v1/key", "/api/v1/surveys/demo", "/api/v1/surveys", "/api/v1/openapi.json"):
         assert secret_body not in client.get(url).data
         assert encryption_body not in client.get(url).data
+
+
+def test_a_chain_that_loops_back_to_a_retired_key_is_never_published(tmp_path):
+    """A link back to a retired key is refused (issue 21, hardening): A -> B -> A."""
+    import json
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from deniable import keychain
+    from deniable.aggregator import signing
+    from deniable.aggregator.settings import SettingsError
+
+    def raw(key: Ed25519PrivateKey) -> bytes:
+        return key.public_key().public_bytes(serialization.Encoding.Raw,
+                                             serialization.PublicFormat.Raw)  # fmt: skip
+
+    first, second = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    links = []
+    for sequence, (old, new) in enumerate([(first, second), (second, first)], start=1):
+        message = keychain.rotation_message(sequence, raw(old), raw(new))
+        links.append(keychain.link_document(sequence, raw(old), raw(new), old.sign(message),
+                                            new.sign(message)))  # fmt: skip
+    path = tmp_path / "signing_key.pem"
+    pem = first.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption())  # fmt: skip
+    path.write_bytes(pem)
+    path.chmod(0o600)
+    signing.chain_path(path).write_text(json.dumps({"chain": links}))
+    with pytest.raises(SettingsError, match="loop"):
+        signing.load_key(path)
+    signing.chain_path(path).write_text(json.dumps({"chain": links[:1]}))
+    path.write_bytes(second.private_bytes(serialization.Encoding.PEM,
+                                          serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))  # fmt: skip
+    assert signing.load_key(path).public_document()["sequence"] == 1  # no loop: served

@@ -136,13 +136,20 @@ def test_whole_submissions_are_one_unit_and_stored_together(deployment):
         assert got == pytest.approx(expected[question["question"]], abs=1e-12)
         assert question["central"]["local_epsilon"] == pytest.approx(3.0)  # the survey's total
     assert stored_batches(deployment, "w")[""]["smallest_batch"] == 10
+    # Each respondent's reports share one submission key, and no two respondents share one.
+    by_id = {r["id"]: r["submission"] for r in deployment.export("w")}
+    keys = {by_id[r["id"]] for r in sent}
+    assert None not in keys and len(keys) == 10
+    assert all(by_id[a["id"]] == by_id[b["id"]] for a, b in zip(sent[::2], sent[1::2], strict=True))
 
 
 def test_no_address_header_or_arrival_time_is_stored_or_logged(deployment):
     rows = deployment.export("q")
     assert rows and {r["received_at"] for r in rows[:20]} == {rows[0]["received_at"]}
     assert all(set(r) == {"seq", "id", "question", "payload", "received_at", "submission"}
-               for r in rows)
+               for r in rows)  # fmt: skip
+    # Shuffled per question: no key joins one respondent's answers across questions.
+    assert all(r["submission"] is None for r in rows)
     if deployment.backend == "sqlite":
         blobs = b"".join(path.read_bytes() for path in deployment.directory.rglob("*.sqlite3*"))
         assert MARKER.encode() not in blobs

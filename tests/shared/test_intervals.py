@@ -17,6 +17,7 @@ import pytest
 from scipy import stats
 
 from deniable.estimation import (
+    EXACT_TAIL,
     FAMILIES,
     estimate_frequencies,
     estimate_mean,
@@ -136,11 +137,11 @@ def test_the_public_result_holds_the_same_intervals() -> None:
     statistics = sample_statistics(oracle, list(range(8)), [10] * 8, 1, rng)[0]
     result = estimate_frequencies(oracle, statistics, 80)
     document = result.to_dict()
-    assert [i["family"] for i in document["intervals"]] == list(FAMILIES)
-    assert document["tightest"] in FAMILIES and document["covers"] == "respondents"
+    assert [i["family"] for i in document["intervals"]] == [*FAMILIES, EXACT_TAIL]
+    assert document["tightest"] == EXACT_TAIL and document["covers"] == "respondents"
     for i, category in enumerate(document["categories"]):
         assert category["lower"] == result.lower[i]  # today's Chebyshev, unchanged
-        for family in ("chebyshev_exact", "bernstein"):
+        for family in ("chebyshev_exact", "bernstein", EXACT_TAIL):
             assert category[f"{family}_lower"] == result.intervals[family].lower[i]
             assert (
                 category[f"{family}_simultaneous_upper"]

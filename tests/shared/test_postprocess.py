@@ -66,3 +66,57 @@ def test_clip_and_renormalize_scales_positive_part() -> None:
         postprocess.clip_and_renormalize(np.array([0.6, 0.6, -0.4])), [0.5, 0.5, 0.0]
     )
     assert np.allclose(postprocess.clip_and_renormalize(np.array([-1.0, -2.0])), [0.5, 0.5])
+
+
+# -- the maximum-likelihood estimate (IBU's fixed point) ---------------------------------------
+
+
+def _ibu_iterations(counts, p, q, rounds):
+    """Agrawal & Aggarwal's iterative Bayesian update, iterated plainly (the reference)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    shares = np.full(counts.size, 1.0 / counts.size)
+    for _ in range(rounds):
+        weights = counts / counts.sum() / (q + (p - q) * shares)
+        shares = shares * (q * weights.sum() + (p - q) * weights)
+        shares /= shares.sum()
+    return shares
+
+
+@given(
+    counts=arrays(np.int64, st.integers(2, 12), elements=st.integers(0, 60)),
+    epsilon=st.floats(0.2, 4.0),
+)
+@settings(max_examples=60, deadline=None)
+def test_ibu_is_the_em_fixed_point_and_the_likelihood_maximum(counts, epsilon) -> None:
+    from deniable.mechanisms import GRR
+
+    if counts.sum() == 0:
+        counts = counts + 1
+    oracle = GRR(epsilon=epsilon, domain_size=counts.size)
+    p, q = oracle.p_star, oracle.q_star
+    shares = postprocess.iterative_bayesian_update(counts, p, q)
+    assert np.all(shares >= 0) and shares.sum() == pytest.approx(1.0, abs=1e-12)
+    # KKT conditions of max sum C_y log(q + (p - q) f_y) on the simplex: the gradient is one
+    # value λ on the support and at most λ off it.
+    gradient = counts * (p - q) / (q + (p - q) * shares)
+    positive = shares > 1e-12
+    level = gradient[positive].mean()
+    assert np.allclose(gradient[positive], level, rtol=1e-9)
+    assert np.all(gradient[~positive] <= level * (1 + 1e-9))
+    # And it is where plain IBU iterations go.
+    assert np.allclose(_ibu_iterations(counts, p, q, 3000), shares, atol=2e-3)
+
+
+def test_ibu_is_published_for_grr_and_binary_rr_only() -> None:
+    from deniable.estimation import estimate_frequencies
+    from deniable.mechanisms import CATEGORICAL, BinaryRR
+
+    for name, cls in sorted(CATEGORICAL.items()):
+        oracle = BinaryRR(epsilon=1.0) if name == "binary_rr" else cls(epsilon=1.0, domain_size=4)
+        d = oracle.domain_size
+        counts = np.arange(1, d + 1) * 5
+        result = estimate_frequencies(oracle, counts, int(counts.sum()), exact=False)
+        assert ("ibu" in result.postprocessed) == (name in ("grr", "binary_rr")), name
+        if "ibu" in result.postprocessed:
+            assert np.array_equal(result.estimates, oracle.estimate(counts, int(counts.sum())))
+            assert "ibu" in result.to_dict()["categories"][0]

@@ -1,0 +1,180 @@
+"""``deniable-aggregator serve`` for real (aggregator/serving.py): what it leaves on the host
+and beside other instances.  Each test starts the command in a subprocess on a free
+loopback port, with its own TMPDIR and XDG_RUNTIME_DIR, and stops it with SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from .test_server import free_port
+
+pytestmark = pytest.mark.slow
+
+
+class Served:
+    """One ``serve`` process: its port, its stderr and the way to stop it."""
+
+    def __init__(self, process: subprocess.Popen, port: int, log: Path) -> None:
+        self.process, self.port, self.log = process, port, log
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def host_environment(tmp_path: Path) -> dict[str, str]:
+    """A clean environment whose temporary and runtime directories are the test's own."""
+    for name in ("tmp", "run"):
+        (tmp_path / name).mkdir(mode=0o700, exist_ok=True)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+    environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    return {**environment, "TMPDIR": str(tmp_path / "tmp"),
+            "XDG_RUNTIME_DIR": str(tmp_path / "run")}  # fmt: skip
+
+
+def start(tmp_path: Path, name: str, environment: dict[str, str] | None = None,
+          workers: int = 2) -> Served:  # fmt: skip
+    """``deniable-aggregator --data-dir tmp_path/name serve`` on a free port, once healthy."""
+    port = free_port()
+    log = tmp_path / f"{name}.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "deniable.aggregator.cli", "--data-dir", str(tmp_path / name),
+         "serve", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
+        env={**host_environment(tmp_path), **(environment or {})},
+        stdout=subprocess.DEVNULL, stderr=log.open("w"), cwd=tmp_path,
+    )  # fmt: skip
+    served = Served(process, port, log)
+    deadline = time.monotonic() + 40
+    while True:
+        try:
+            if requests.get(f"{served.base}/api/v1/health", timeout=2).status_code == 200:
+                return served
+        except (requests.ConnectionError, requests.Timeout):
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            served.stop()
+            pytest.fail(f"serve did not start:\n{served.output()[-3000:]}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Served]]:
+    started: list[Served] = []
+    yield started
+    for served in started:
+        served.stop()
+
+
+def test_serve_removes_its_metrics_directory_when_it_stops(tmp_path, servers):
+    """The multiprocess directory goes with the server (issue 21, failure 2)."""
+    served = start(tmp_path, "data", {"DENIABLE_METRICS": "true"})
+    servers.append(served)
+    assert requests.get(f"{served.base}/api/v1/health", timeout=5).status_code == 200
+    made = [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("deniable-metrics-")]
+    assert len(made) == 1 and any(made[0].iterdir())  # the workers wrote their files there
+    assert served.stop() == 0
+    assert not made[0].exists()
+
+
+def test_two_aggregators_on_one_host_do_not_share_a_control_socket(tmp_path, servers):
+    """Stopping one instance leaves the other whole (issue 19, "Two aggregators on one host").
+
+    gunicorn keeps a control socket at a per-user path by default
+    ($XDG_RUNTIME_DIR/gunicorn.ctl), shared by every instance; the aggregator runs
+    without one.
+    """
+    first = start(tmp_path, "first")
+    servers.append(first)
+    second = start(tmp_path, "second")
+    servers.append(second)
+    runtime = tmp_path / "run"
+    assert not list(runtime.rglob("*.ctl")), list(runtime.rglob("*"))
+    assert first.stop() == 0
+    assert requests.get(f"{second.base}/api/v1/health", timeout=5).status_code == 200
+    assert second.process.poll() is None
+    assert second.stop() == 0
+    for served in (first, second):
+        assert "control" not in served.output().lower(), served.output()[-2000:]
+
+
+SECRET = "hunter2Zq"
+
+
+def test_serve_never_prints_a_password_given_in_a_query_string(tmp_path, servers):
+    """The start-up line and the rate limiter's warnings mask ``?password=`` (issue 21, 4)."""
+    from .conftest import postgres_admin_dsn
+
+    dsn = postgres_admin_dsn()  # skips without PostgreSQL
+    redis_url = os.environ.get("DENIABLE_TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip("DENIABLE_TEST_REDIS_URL is unset")
+    separator = "&" if "?" in dsn else "?"
+    # The test servers trust local connections, so the passwords are sent and ignored
+    # (PostgreSQL) or refused (Redis without one: the limiter warns and counts in memory).
+    environment = {
+        "DENIABLE_DATABASE": f"{dsn}{separator}password={SECRET}",
+        "DENIABLE_RATE_LIMIT_STORAGE": f"{redis_url}?password={SECRET}",
+        "DENIABLE_RATE_LIMIT_EXEMPT": "",
+    }
+    served = start(tmp_path, "data", environment, workers=1)
+    servers.append(served)
+    report = {"id": "6f1e4a3c-0d7b-4c55-9a8e-0123456789ab", "question": "q", "payload": "1"}
+    requests.post(f"{served.base}/api/v1/surveys/none/reports", json=report, timeout=10)
+    assert served.stop() == 0
+    output = served.output()
+    assert "serving backend=postgresql" in output and "password=***" in output, output[-2000:]
+    assert "rate-limit storage" in output, output[-2000:]
+    assert SECRET not in output
+
+
+def test_behind_a_tls_proxy_the_embed_snippet_never_says_http(tmp_path, servers):
+    """Issue 19: with TRUST_PROXY the proxy's X-Forwarded-Proto: https reaches the snippet
+    through gunicorn and waitress; without it the header is ignored."""
+    from deniable.aggregator import cli
+    from deniable.aggregator.storage import open_storage
+    from deniable.survey import Survey
+
+    from .conftest import demo_survey_dict
+
+    data = tmp_path / "data"
+    assert cli.main(["--data-dir", str(data), "init"]) == 0
+    storage = open_storage({"DATABASE": str(data / "deniable.sqlite3")})
+    try:
+        definition = {**demo_survey_dict("embedded"), "format": "deniable.survey/2"}
+        storage.create_survey(Survey.from_dict(definition), results_public=True)
+    finally:
+        storage.close()
+    proxied = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9",
+               "Host": "surveys.example.org"}  # fmt: skip
+    served = start(tmp_path, "data", {"DENIABLE_TRUST_PROXY": "1"}, workers=1)
+    servers.append(served)
+    snippet = requests.get(f"{served.base}/surveys/embedded/embed", headers=proxied, timeout=10)
+    assert snippet.status_code == 200, snippet.text
+    assert "http://" not in snippet.text and "https://surveys.example.org/" in snippet.text
+    served.stop()
+    direct = start(tmp_path, "data", workers=1)
+    servers.append(direct)
+    snippet = requests.get(f"{direct.base}/surveys/embedded/embed", headers=proxied, timeout=10)
+    assert "https://" not in snippet.text and "http://surveys.example.org/" in snippet.text
