@@ -15,7 +15,7 @@ respondents the same question needs with no relay.
 With ``--by-options`` (and optionally ``--by-type``, ``--by-epsilon``) it also
 plans a crosstab of this question by a second one: the half-width of one cell
 and of the whole table at once, or the respondents for ``--half-width`` per
-cell (``deniable.planner.plan_crosstab``).
+cell (``deniable.crosstab_plan.plan_crosstab``).
 """
 
 from __future__ import annotations
@@ -26,16 +26,15 @@ import math
 from typing import Any
 
 from deniable.client.policy import Policy
+from deniable.crosstab_plan import CrosstabPlan, plan_crosstab
 from deniable.planner import (
     DEFAULT_RELAY_DELTA,
     DEFAULT_RELAY_HALF_WIDTH,
     QUESTION_TYPES,
-    CrosstabPlan,
     Plan,
     RelayPlan,
     format_number,
     plan,
-    plan_crosstab,
     relay_plan,
 )
 from deniable.planner import MAX_RESPONDENTS as MAX_PLANNED_RESPONDENTS
@@ -161,7 +160,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.by_type or args.by_options:
         by_type = args.by_type or ("single_choice" if args.by_options else "yes_no")
         crosstab = plan_crosstab(
-            (args.question_type, args.options, args.epsilon),
+            (result.question_type, args.options, args.epsilon),
             (by_type, args.by_options, args.by_epsilon or args.epsilon),
             beta=args.beta, n=args.n, half_width=args.half_width,
         )  # fmt: skip

@@ -77,7 +77,15 @@ class KeyPinning:
         response = self._request("GET", "/api/v1/key")
         if response.status_code != 200:
             raise self._http_error("GET", "/api/v1/key", response)
-        return self._json(response, "key document")
+        from deniable.canonical import loads
+        from deniable.errors import InvalidSurvey
+
+        try:  # a member twice could name two keys: refused, as in survey documents
+            return loads(response.content)
+        except InvalidSurvey as error:
+            raise SignatureError(f"key rotation refused: {error}") from None
+        except ValueError:
+            raise SignatureError("key rotation refused: the key document is not JSON") from None
 
     def _pinned_key(self) -> tuple[bytes, str]:
         stored = self._stored_pin()

@@ -10,7 +10,8 @@ submission (docs/protocol.md, "Relay flow")::
 
 and answers ``202 Accepted`` once every unit is held durably.  Order of
 refusals: rate limit by address (429), survey not relayed here (404), body
-(400/413/415), closed (409), malformed submission (422), oversize unit (413),
+(400/413/415), closed (409), malformed submission (422), a unit longer than
+its fixed sealed length (413) or of another length (422),
 enrolment token missing (401), unknown or spent (403), rate limit by token (429).
 
 The request's address is used for the rate limit only, in memory or Redis
@@ -22,69 +23,77 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import hmac
 import json
 import re
 import threading
 from collections import OrderedDict
 from typing import Any
 
-from flask import Blueprint, Flask, Response, current_app
+from flask import Blueprint, Flask, Response, current_app, request
 
 from deniable import __version__
 from deniable.aggregator.problems import EnrolmentRequired, read_json
-from deniable.aggregator.ratelimit import check_submission_address, current_limits
+from deniable.aggregator.ratelimit import current_limits
 from deniable.errors import Conflict, Forbidden, InvalidReport, NotFound, PayloadTooLarge
 from deniable.survey import IDENTIFIER, Survey
 
 from .storage import RelayedSurvey, current_storage
 
 PREFIX = "/api/v1"
+PSEUDONYM_KEY = "deniable.relay.pseudonym_key"
 FORMAT = "deniable.sealed/1"
 FIELDS = frozenset({"format", "key_id", "units", "enrolment_token"})
 UNIT_FIELDS = frozenset({"unit", "sealed"})
-# An X25519 encapsulated key (32 bytes) and an AES-GCM tag (16 bytes): the least a unit holds.
-MIN_SEALED_BYTES = 48
 KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 blueprint = Blueprint("relay", __name__)
-_surveys: OrderedDict[tuple[str, str], Survey] = OrderedDict()
+_surveys: OrderedDict[tuple[str, str], tuple[Survey, dict[str, int]]] = OrderedDict()
 _surveys_lock = threading.Lock()
 
 
-def definition(stored: RelayedSurvey) -> Survey:
-    """The stored signed document's survey (parsed once per document)."""
+def definition(stored: RelayedSurvey) -> tuple[Survey, dict[str, int]]:
+    """The stored signed document's survey and the exact sealed length of each unit
+    (:func:`deniable.sealing.sealed_length`), computed once per document."""
+    from deniable.sealing import sealed_length, unit_size
+
     key = (stored.survey_id, stored.document)
     with _surveys_lock:
         if key in _surveys:
             return _surveys[key]
     survey = Survey.from_dict(json.loads(stored.document)["definition"], resolved=True)
+    units = [""] if stored.shuffle_unit == "submission" else [q.id for q in survey.questions]
+    lengths = {unit: sealed_length(unit_size(survey, unit)) for unit in units}
     with _surveys_lock:
-        _surveys[key] = survey
+        _surveys[key] = (survey, lengths)
         while len(_surveys) > 256:
             _surveys.popitem(last=False)
-    return survey
+    return survey, lengths
 
 
-def _decode(text: object, where: str, limit: int) -> bytes:
+def _decode(text: object, where: str, length: int) -> bytes:
+    """A sealed unit's bytes: every unit of a survey's unit has one fixed length."""
     if not isinstance(text, str) or not text:
         raise InvalidReport(f"{where}: must be a non-empty base64url string")
-    if len(text) > 2 * limit:  # checked before decoding: no work for an absurd string
-        raise PayloadTooLarge(f"{where}: larger than {limit} bytes")
+    if len(text) > 2 * length:  # checked before decoding: no work for an absurd string
+        raise PayloadTooLarge(f"{where}: larger than this unit's {length} bytes")
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (binascii.Error, ValueError):
         raise InvalidReport(f"{where}: not base64url") from None
     if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != text.rstrip("="):
         raise InvalidReport(f"{where}: not canonical base64url")
-    if len(raw) > limit:
-        raise PayloadTooLarge(f"{where}: {len(raw)} bytes, larger than {limit}")
-    if len(raw) < MIN_SEALED_BYTES:
-        raise InvalidReport(f"{where}: {len(raw)} bytes cannot be a sealed unit")
+    if len(raw) > length:
+        raise PayloadTooLarge(f"{where}: {len(raw)} bytes, larger than this unit's {length}")
+    if len(raw) != length:
+        raise InvalidReport(f"{where}: {len(raw)} bytes; every sealed unit of this survey's "
+                            f"unit is {length} bytes (docs/protocol.md §10.3)")  # fmt: skip
     return raw
 
 
 def parse_sealed(
-    body: Any, survey: Survey, shuffle_unit: str, limit: int
+    body: Any, survey: Survey, shuffle_unit: str, lengths: dict[str, int]
 ) -> list[tuple[str, bytes]]:
     """The submission's (unit, sealed bytes), checked against the survey's signed terms."""
     if not isinstance(body, dict):
@@ -121,21 +130,40 @@ def parse_sealed(
             raise InvalidReport(f"{where}: unit {unit!r} appears twice; one respondent sends "
                                 "one sealed unit per question")  # fmt: skip
         seen.add(unit)
-        result.append((unit, _decode(item["sealed"], f"{where}.sealed", limit)))
+        result.append((unit, _decode(item["sealed"], f"{where}.sealed", lengths[unit])))
     return result
+
+
+def check_address() -> None:
+    """429 if this client address used up its submissions; it is counted under a pseudonym.
+
+    Why: the limiter's counts live in memory or in a shared Redis for a moving window;
+    keyed by HMAC-SHA256 of the address under a secret of this relay's database, they
+    never hold an address (the exempt networks are judged on the address itself).
+    """
+    limits = current_limits()
+    if limits.per_address is None:
+        return
+    forwarded = request.headers.get("X-Forwarded-For") if limits.trust_proxy else None
+    address = limits.client_address(request.remote_addr, forwarded)
+    if limits.is_exempt(address):
+        return
+    key = current_app.extensions[PSEUDONYM_KEY]
+    counted = limits.limit_key(address)  # an IPv6 address counts as its /64, as at the aggregator
+    limits.check_address(hmac.new(key, counted.encode(), hashlib.sha256).hexdigest())
 
 
 @blueprint.post("/surveys/<survey_id>/sealed")
 def submit(survey_id: str) -> Response:
     """Hold one respondent's sealed units; 202 once durable."""
-    check_submission_address()
+    check_address()
     storage = current_storage()
     stored = storage.get_survey(survey_id)
     body = read_json()
     if not stored.is_open:
         raise Conflict(f"survey {survey_id!r} is closed")
-    survey = definition(stored)
-    units = parse_sealed(body, survey, stored.shuffle_unit, current_app.config["MAX_SEALED_BYTES"])
+    survey, lengths = definition(stored)
+    units = parse_sealed(body, survey, stored.shuffle_unit, lengths)
     token = None
     if stored.require_enrolment:
         token = body.get("enrolment_token")
@@ -168,5 +196,8 @@ def _check_survey_id(endpoint: str | None, values: dict[str, Any] | None) -> Non
 
 
 def init_app(app: Flask) -> None:
+    from .storage import EXTENSION
+
+    app.extensions[PSEUDONYM_KEY] = app.extensions[EXTENSION].secret("rate-limit-pseudonyms")
     app.register_blueprint(blueprint, url_prefix=PREFIX)
     app.url_value_preprocessor(_check_survey_id)

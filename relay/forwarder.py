@@ -1,16 +1,18 @@
 """The forwarder: refresh surveys, form batches, send them, delete only what was acknowledged.
 
-One pass (:func:`forward_once`):
+Refreshing (:func:`refresh_all`, every ``REFRESH_SECONDS`` on its own thread, so an
+aggregator that does not answer holds up no batch): each relayed survey's signed
+document is fetched and verified again (open or closed; a rotated key is followed
+along its signed chain) and, for surveys that require enrolment, the enrolment token
+digests are synchronized.  Units of a closed survey that wait for no batch are
+deleted: they can never make a batch of ``min_batch``.
 
-1. every ``REFRESH_SECONDS``, each relayed survey's signed document is fetched
-   and verified again (open or closed; a rotated key is followed along its
-   signed chain) and, for surveys that require enrolment, new enrolment token
-   digests are fetched.  Units of a closed survey that wait for no batch are
-   deleted: they can never make a batch of ``min_batch``.
-2. per open survey and unit, a batch is formed when ``min_batch`` units wait
+One forwarding pass (:func:`forward_once`, every ``FORWARD_INTERVAL``):
+
+1. per open survey and unit, a batch is formed when ``min_batch`` units wait
    and ``WINDOW_SECONDS`` passed since the unit's last batch
    (:meth:`RelayStorage.form_batches`, one transaction).
-3. each formed batch is leased, put in a uniformly random order drawn from the
+2. each formed batch is leased, put in a uniformly random order drawn from the
    operating system's CSPRNG (``secrets.SystemRandom``: Fisher-Yates over
    ``os.urandom``), and sent in one authenticated PUT under its batch id.  Its
    units are deleted only after the aggregator acknowledges; a failure leaves
@@ -39,8 +41,6 @@ from . import upstream
 from .storage import Batch, RelayStorage
 
 logger = logging.getLogger("deniable.relay.forwarder")
-# After a failed forward, wait FORWARD_INTERVAL x 2^attempts seconds, at most this long.
-RETRY_CAP = 300.0
 
 _random = secrets.SystemRandom()
 
@@ -75,7 +75,7 @@ def refresh(storage: RelayStorage, config: Mapping[str, Any], survey_id: str) ->
         digests = upstream.fetch_enrolment_digests(stored.aggregator_url, survey_id,
                                                    stored.credential,
                                                    timeout=config["FORWARD_TIMEOUT"])  # fmt: skip
-        storage.add_enrolment_digests(survey_id, digests)
+        storage.sync_enrolment_digests(survey_id, digests)
 
 
 def send(storage: RelayStorage, config: Mapping[str, Any], batch: Batch) -> bool:
@@ -94,7 +94,9 @@ def send(storage: RelayStorage, config: Mapping[str, Any], batch: Batch) -> bool
         logger.warning("batch %s of survey %s refused for good, deleted: %s", batch.batch_id,
                        batch.survey_id, outcome.detail)  # fmt: skip
         return False
-    retry = min(RETRY_CAP, config["FORWARD_INTERVAL"] * 2 ** min(12, _attempts(storage, batch)))
+    # FORWARD_INTERVAL x 2^attempts, at most RETRY_MAX_SECONDS.
+    retry = min(config["RETRY_MAX_SECONDS"],
+                config["FORWARD_INTERVAL"] * 2 ** min(20, _attempts(storage, batch)))
     storage.failed(batch, outcome.detail, retry_in=retry)
     logger.warning("batch %s of survey %s not acknowledged (%s); again in %.0f s",
                    batch.batch_id, batch.survey_id, outcome.detail, retry)  # fmt: skip

@@ -76,12 +76,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(name="FORWARD_TIMEOUT", default=120.0, prefix=PREFIX, parse=_seconds(1, 3600),
             help="Seconds to wait for the aggregator to acknowledge one batch; a batch is "
                  "sent again (same batch id) after a failure."),
+    Setting(name="RETRY_MAX_SECONDS", default=300.0, prefix=PREFIX, parse=_seconds(0.05, 86400),
+            help="Longest wait before sending an unacknowledged batch again (the wait starts at "
+                 "FORWARD_INTERVAL and doubles with each failed attempt)."),
     Setting(name="FORWARDER", default=True, prefix=PREFIX, parse=common._boolean,
             help="Run the forwarder in each serving process (off: only 'deniable-relay "
                  "forward' sends batches)."),
-    Setting(name="MAX_SEALED_BYTES", default=16_384, prefix=PREFIX,
-            parse=common._integer(64, 1 << 20),
-            help="Largest sealed unit accepted, in bytes after base64url decoding (larger: 413)."),
     _shared("MAX_BODY_BYTES"),
     _shared("POOL_SIZE"),
     _shared("POOL_TIMEOUT"),

@@ -173,7 +173,14 @@ def put_batch(
     if response.status_code in (200, 201):
         return Outcome(acknowledged=True, final=False, detail="acknowledged")
     detail = f"HTTP {response.status_code} {response.text[:300]}"
-    closed = response.status_code == 409 and "closed" in response.text
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = None
+    # Final only for the aggregator's "survey ... is closed" (any other 409, e.g. a batch id
+    # stored with other content, is an error for the operator to look at, not a drop).
+    closed = (response.status_code == 409 and isinstance(problem, dict)
+              and str(problem.get("detail", "")) == f"survey {survey_id!r} is closed")  # fmt: skip
     return Outcome(acknowledged=False, final=closed, detail=detail)
 
 

@@ -275,12 +275,13 @@ def available_families(model: ScoreModel) -> tuple[str, ...]:
     return FAMILIES if model.deviation is not None else FAMILIES[:2]
 
 
-def tightest_family(n: int, model: ScoreModel, beta: float, categories: int = 1) -> str:
+def tightest_family(n: int, model: ScoreModel, beta: float, categories: int = 0) -> str:
     """The family with the smallest worst-case half-width (ties: the simpler one).
 
     Chebyshev with the exact variance is contained in the worst-case Chebyshev
     interval for every estimate, so it is preferred to it.  The exact tail is a
-    candidate where it is published (``exact_tail.available``).
+    candidate where it is published (``exact_tail.available``) for ``categories``
+    estimates; with the default 0 it is not (callers that publish it pass d).
     All of it depends on n, d, β and the mechanism only, never on the data.
     """
     best = "chebyshev_exact"
@@ -318,18 +319,13 @@ def precision(half_width: float) -> str:
     return "ok"
 
 
-# Above this many respondents the planner's figure uses the classical families only.
-EXACT_PLANNING_MAX_N = 20_000
-
-
 @functools.lru_cache(maxsize=256)
 def respondents_needed(model: ScoreModel, beta: float, target: float = PRECISE_HALF_WIDTH) -> int:
-    """Smallest n whose tightest worst-case half-width (in range units) is <= target.
+    """Smallest n whose tightest closed-form worst-case half-width (range units) is <= target.
 
-    First over the classical families (closed forms; categories=0 leaves the
-    exact tail out); where that n is at most EXACT_PLANNING_MAX_N and the exact
-    tail reaches the target there, the smallest n (to within 1%) at which it
-    does: its widths come from exact computations, so the search is coarse.
+    The closed-form families only (categories=0 leaves the exact tail out): this
+    figure is published with every result and must stay cheap.  The exact tail
+    usually needs fewer respondents; ``deniable.planner.plan`` lists its n.
     """
     span = model.high - model.low
 
@@ -347,22 +343,7 @@ def respondents_needed(model: ScoreModel, beta: float, target: float = PRECISE_H
             high = middle
         else:
             low = middle + 1
-    if model.tail is None or low > EXACT_PLANNING_MAX_N:
-        return low
-
-    def exact(n: int) -> bool:
-        return (
-            exact_tail.available(model.tail, n, 1)
-            and nominal_half_width(EXACT_TAIL, n, model, beta) / span <= target
-        )
-
-    if not exact(low):
-        return low
-    below, above = 0, low  # exact(above) holds; exact(below) is taken to fail
-    while above - below > max(1, above // 100):
-        middle = (below + above) // 2
-        below, above = (below, middle) if exact(middle) else (middle, above)
-    return above
+    return low
 
 
 # -- result objects ------------------------------------------------------------------------------

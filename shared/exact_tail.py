@@ -57,7 +57,7 @@ from .errors import InvalidParameter
 
 # A k is rejected only if its computed tail is <= α/2 - SLACK (computation errors are << SLACK).
 SLACK = 1e-9
-# Largest n the family is computed for (log-factorial tables, windows of a few thousand).
+# Largest n the family is computed for (windows of a few thousand points; see ``available``).
 MAX_N = 100_000
 # Cells of one vectorized step (rows x window); rows are processed in chunks of this size.
 _CELLS = 1 << 20
@@ -240,6 +240,8 @@ def pure_interval(
     check_n(n)
     counts = np.asarray(counts)
     flat = np.rint(counts).astype(np.int64).ravel()
+    if flat.size and (flat.min() < 0 or flat.max() > n):
+        raise InvalidParameter(f"support counts must lie in [0, n = {n}]")
     levels = np.repeat(np.asarray(alphas, dtype=np.float64), flat.size)
     low, high = count_bounds(np.tile(flat, len(alphas)), n, p, q, levels)
     return [
@@ -258,6 +260,8 @@ def sampling_interval(
     check_n(n)
     statistics = np.asarray(statistics, dtype=np.int64)
     yes, no = statistics[..., :options], statistics[..., options:]
+    if yes.size and (min(yes.min(), no.min()) < 0 or (yes + no).max() > n):
+        raise InvalidParameter(f"option sampling counts must be >= 0 and sum to <= n = {n}")
     ends = np.empty((len(alphas), 2, *yes.shape))
     for index in np.ndindex(yes.shape):
         pairs = sampled_bounds(int(yes[index]), int(yes[index] + no[index]), n, keep, alphas)

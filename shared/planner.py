@@ -26,19 +26,7 @@ sampling: n/m reports of the option, half of them "yes").  It is computed,
 not a formula, so the n for a half-width is searched to within 1% and only
 up to ``EXACT_PLANNING_MAX_N`` respondents (beyond, its row says "-").
 
-Crosstab cells (:func:`plan_crosstab`): the per-respondent cell estimate is
-the product Z = X·Y of the two questions' per-report unbiased indicator
-estimates (issue 20; ``deniable.crosstab``), independent given the answers.
-For one respondent E[X] = θ = 1[a = x] in {0, 1} and Var X = v(θ)/slope²
-(the per-category score model), so E[X²] = m(θ) = v(θ)/slope² + θ²; since
-E[(XY)²] = E[X²] E[Y²] for independent X and Y,
-
-    Var Z = m_A(θ_A) m_B(θ_B) - θ_A θ_B <= V = max over θ_A, θ_B in {0, 1},
-
-a bound for every respondent and every truth.  |X| <= 1 + deviation/slope,
-so |Z - E Z| <= R_A R_B + 1.  Chebyshev gives ±sqrt(V/(n β)); Bernstein
-±(sqrt(2 V L/n) + (R_A R_B + 1) L/(3n)), L = ln(2/β); a whole d_A x d_B
-table at once uses β/(d_A d_B).
+Crosstab cells are planned in :mod:`deniable.crosstab_plan`.
 """
 
 from __future__ import annotations
@@ -52,7 +40,6 @@ import numpy as np
 from . import exact_tail, shuffle
 from .errors import InvalidParameter
 from .estimation import (
-    EXACT_PLANNING_MAX_N,
     EXACT_TAIL,
     FAMILIES,
     available_families,
@@ -67,6 +54,8 @@ from .parameters import check_domain_size, check_epsilon, check_int, check_range
 
 QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
 MAX_RESPONDENTS = 10**12
+# The exact tail's n is searched up to this many respondents (its widths are computed).
+EXACT_PLANNING_MAX_N = 20_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -330,147 +319,6 @@ def plan(
         target=half_width,
         recommended=recommended,
         rows=tuple(rows),
-    )
-
-
-# -- crosstab cells ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class CellRow:
-    """One family's figures for one cell of a crosstab of two questions (see the module doc)."""
-
-    family: str
-    n: int | None
-    half_width: float | None
-    simultaneous_half_width: float | None
-    n_for_half_width: int | None
-    n_for_simultaneous_half_width: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class CrosstabPlan:
-    rows_mechanism: str
-    columns_mechanism: str
-    cells: int
-    variance: float  # V: bounds the per-respondent variance of a cell
-    deviation: float  # R_A R_B + 1: bounds |Z - E Z| per respondent
-    rows: tuple[CellRow, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rows_mechanism": self.rows_mechanism,
-            "columns_mechanism": self.columns_mechanism,
-            "cells": self.cells,
-            "variance": self.variance,
-            "deviation": self.deviation,
-            "rows": [row.to_dict() for row in self.rows],
-        }
-
-
-def indicator_moments(oracle: Any) -> tuple[tuple[float, float], float]:
-    """((m(0), m(1)), R): E[X²] when the respondent's indicator θ is 0 and 1, and |X| <= R.
-
-    X = (score - offset)/slope is one report's unbiased estimate of θ, with
-    Var X = v(θ)/slope², so E X² = v(θ)/slope² + θ².
-    """
-    model = score_model(oracle)
-    if model.deviation is None or (model.low, model.high) != (0.0, 1.0):
-        raise InvalidParameter("crosstab cells need a categorical or multiple-choice question")
-    slope2 = model.slope * model.slope
-    moments = (float(model.variance(0.0)) / slope2, float(model.variance(1.0)) / slope2 + 1.0)
-    return moments, 1.0 + model.deviation / model.slope
-
-
-def cell_variance(first: Any, second: Any) -> tuple[float, float]:
-    """(V, b): a cell's per-respondent variance bound and |Z - E Z| bound (module docstring)."""
-    (m_a, r_a), (m_b, r_b) = indicator_moments(first), indicator_moments(second)
-    variance = max(m_a[i] * m_b[j] - i * j for i in (0, 1) for j in (0, 1))
-    return variance, r_a * r_b + 1.0
-
-
-def cell_half_width(family: str, second: float, deviation: float, n: int, beta: float) -> float:
-    """Worst-case half-width of one cell at n: Chebyshev or Bernstein (module docstring)."""
-    if family == "chebyshev":
-        return math.sqrt(second / (n * beta))
-    log_term = math.log(2.0 / beta)
-    return math.sqrt(2.0 * second * log_term / n) + deviation * log_term / (3.0 * n)
-
-
-def cell_respondents(family: str, second: float, deviation: float, half: float, beta: float) -> int:
-    """Smallest n with ``cell_half_width`` <= half (closed form, then checked upwards)."""
-    if family == "chebyshev":
-        n = math.ceil(second / (beta * half * half))
-    else:
-        # With t = 1/sqrt(n): (b L/3) t² + sqrt(2 M L) t - half = 0.
-        log_term = math.log(2.0 / beta)
-        a, b = deviation * log_term / 3.0, math.sqrt(2.0 * second * log_term)
-        t = (-b + math.sqrt(b * b + 4.0 * a * half)) / (2.0 * a)
-        n = max(1, math.floor(1.0 / (t * t)))
-    while cell_half_width(family, second, deviation, n, beta) > half:
-        n += 1
-    while n > 1 and cell_half_width(family, second, deviation, n - 1, beta) <= half:
-        n -= 1
-    return n
-
-
-def plan_crosstab(
-    rows: tuple[str, int | None, float],
-    columns: tuple[str, int | None, float],
-    *,
-    beta: float = 0.05,
-    n: int | None = None,
-    half_width: float | None = None,
-) -> CrosstabPlan:
-    """Per-cell (and whole-table) half-widths of a crosstab, or the n for a half-width.
-
-    ``rows`` and ``columns`` are (question type, options, ε) of the two
-    questions, each asked with its recommended mechanism.  Answers "how many
-    respondents for a ±10-point crosstab cell" with ``half_width=0.1``.
-    """
-    beta = check_beta(beta)
-    if (n is None) == (half_width is None):
-        raise InvalidParameter("give exactly one of n and half_width")
-    chosen = []
-    for question_type, options, epsilon in (rows, columns):
-        if question_type not in ("yes_no", "single_choice", "multiple_choice"):
-            raise InvalidParameter("crosstabs are of yes/no, single- and multiple-choice questions")
-        candidates = targets(question_type, epsilon=epsilon, options=options)
-        if question_type == "yes_no":
-            chosen.append(candidates[0])
-        else:
-            best = recommend(options, epsilon, multiple=question_type == "multiple_choice")
-            chosen.append(next(c for c in candidates if c.mechanism == best.mechanism))
-    second, deviation = cell_variance(chosen[0].oracle, chosen[1].oracle)
-    cells = chosen[0].categories * chosen[1].categories
-    figures = []
-    for family in ("chebyshev", "bernstein"):
-        levels = (beta, beta / cells)
-        if n is not None:
-            per, both = (cell_half_width(family, second, deviation, n, b) for b in levels)
-            needed = needed_both = None
-        else:
-            half = check_real("half_width", half_width)
-            if not half > 0:
-                raise InvalidParameter(f"half_width must be positive, got {half_width!r}")
-            per = both = None
-            needed, needed_both = (
-                cell_respondents(family, second, deviation, half, b) for b in levels
-            )
-        figures.append(
-            CellRow(family=family, n=n, half_width=per, simultaneous_half_width=both,
-                    n_for_half_width=needed, n_for_simultaneous_half_width=needed_both)
-        )  # fmt: skip
-    return CrosstabPlan(
-        rows_mechanism=chosen[0].mechanism,
-        columns_mechanism=chosen[1].mechanism,
-        cells=cells,
-        variance=second,
-        deviation=deviation,
-        rows=tuple(figures),
     )
 
 

@@ -31,12 +31,15 @@ relay checks and spends tokens and the aggregator never sees one beside a report
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import hashlib
 import json
 import logging
+import os
 import re
+import threading
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -64,6 +67,11 @@ FORMAT = "deniable.batch/1"
 FIELDS = frozenset({"format", "unit", "sealed"})
 BATCH_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 MAX_BLOBS = 1_000_000
+# Batches of at least this many blobs are opened by several processes.
+PARALLEL_FROM = 2_000
+DECRYPT_PROCESSES = min(8, os.cpu_count() or 1)
+_pool: Any = None
+_pool_lock = threading.Lock()
 
 
 def relay_of(record: SurveyRecord) -> Any:
@@ -116,12 +124,83 @@ def decryption_keys() -> Any:
     return keys
 
 
-def open_unit(survey: Any, unit: str, blob: bytes, keys: Any, size: int,
-              max_batch: int) -> list[Report] | None:  # fmt: skip
-    """The reports a blob holds, or None if it does not open or holds no valid report."""
+def _open_chunk(raw_keys: list[bytes], survey_id: str, unit: str, size: int,
+                blobs: list[bytes]) -> list[bytes | None]:  # fmt: skip
+    """Each blob's body, or None (in a decryption process: keys travel as raw bytes)."""
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    from deniable.sealing import open_sealed
+
+    keys = [X25519PrivateKey.from_private_bytes(raw) for raw in raw_keys]
+    bodies: list[bytes | None] = []
+    for blob in blobs:
+        body = None
+        for key in keys:
+            try:
+                body = open_sealed(key, survey_id=survey_id, unit=unit, sealed=blob, size=size)
+                break
+            except DeniableError:
+                continue
+        bodies.append(body)
+    return bodies
+
+
+def _decryption_pool() -> Any:
+    """This process's pool of decryption processes (spawned, so no thread crosses a fork)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            _pool = ProcessPoolExecutor(DECRYPT_PROCESSES,
+                                        mp_context=multiprocessing.get_context("spawn"))
+            atexit.register(_pool.shutdown)  # before the interpreter tears its modules down
+        return _pool
+
+
+def open_all(keys: Any, survey_id: str, unit: str, size: int,
+             blobs: list[bytes]) -> list[bytes | None]:  # fmt: skip
+    """Every blob's body (None where it does not open): HPKE opening dominates a batch's
+    cost, so a large batch is opened by :data:`DECRYPT_PROCESSES` processes at once."""
+    if len(blobs) < PARALLEL_FROM or DECRYPT_PROCESSES < 2:
+        bodies: list[bytes | None] = []
+        for blob in blobs:
+            try:
+                bodies.append(keys.open_sealed(survey_id=survey_id, unit=unit, sealed=blob,
+                                               size=size))  # fmt: skip
+            except DeniableError:
+                bodies.append(None)
+        return bodies
+    raw = [key.private_bytes_raw() for key in (keys.current, *keys.retired)]
+    step = -(-len(blobs) // (4 * DECRYPT_PROCESSES))
+    chunks = [blobs[start:start + step] for start in range(0, len(blobs), step)]
+    pool = _decryption_pool()
+    parts = pool.map(_open_chunk, [raw] * len(chunks), [survey_id] * len(chunks),
+                     [unit] * len(chunks), [size] * len(chunks), chunks)  # fmt: skip
+    return [body for part in parts for body in part]
+
+
+def fast_reports(survey: Any, unit: str, bodies: list[bytes | None]) -> list[Report] | None:
+    """A question unit's reports validated as one submission, if every blob opened to a
+    valid report of that unit (None otherwise: the per-blob path then says which not)."""
+    if not unit or any(body is None for body in bodies):
+        return None
     try:
-        body = keys.open_sealed(survey_id=survey.id, unit=unit, sealed=blob, size=size)
-    except DeniableError:
+        # One parse of all bodies: each is a JSON object (else parsing, or its check, fails).
+        documents = json.loads(b"[" + b",".join(bodies) + b"]")  # type: ignore[arg-type]
+        if len(documents) != len(bodies):
+            return None
+        reports = parse_submission({"reports": documents}, survey, max_batch=len(documents))
+    except (DeniableError, ValueError, RecursionError):
+        return None
+    return reports if all(report.question == unit for report in reports) else None
+
+
+def open_unit(survey: Any, unit: str, body: bytes | None,
+              max_batch: int) -> list[Report] | None:  # fmt: skip
+    """The reports an opened body holds, or None if it did not open or holds none valid."""
+    if body is None:
         return None
     try:
         document = json.loads(body)
@@ -133,31 +212,37 @@ def open_unit(survey: Any, unit: str, blob: bytes, keys: Any, size: int,
         return None
 
 
-def _store(
-    survey_id: str, reports: list[Report], respondents: list[int | None]
-) -> tuple[int, int]:
-    """Store the batch's reports; (stored, dropped for a reused id with another body).
+def _add(survey_id: str, reports: list[Report], owners: list[int | None]) -> None:
+    """Store reports as the operator would, each with its respondent within the batch.
 
-    ``respondents``: each report's blob index for a whole-submission unit (its
-    reports share a submission key, so crosstabs can join them), None per
-    report of a question unit (never joinable: that is what shuffling per
-    question protects).
+    A whole-submission unit's reports share one submission key per blob (so crosstabs
+    join one respondent's answers); per-question units stay loose (``None``): their
+    answers cannot be joined, which is what shuffling them apart is for.
     """
-    storage = current_storage()
+    current_storage().add_reports(survey_id, reports, operator=True, respondents=owners)
+
+
+def _store(survey_id: str, groups: list[list[Report]], whole: bool) -> int:
+    """Store every blob's reports; return how many blobs were dropped because a report id
+    was stored before with another body (the rest is stored, blob by blob)."""
+    def owners(chunk: list[list[Report]]) -> list[int | None]:
+        return [index if whole else None for index, group in enumerate(chunk) for _ in group]
+
     try:
-        storage.add_reports(survey_id, reports, operator=True, respondents=respondents)
-        return len(reports), 0
+        _add(survey_id, [r for group in groups for r in group], owners(groups))
+        return 0
     except Conflict:
-        pass  # a report id stored before with another body: store the rest one by one
-    stored = dropped = 0
-    for report, respondent in zip(reports, respondents, strict=True):
+        if not current_storage().get_survey(survey_id, count=False).is_open:
+            # Closed meanwhile: the whole batch is refused, nothing is counted.
+            raise Conflict(f"survey {survey_id!r} is closed") from None
+        # else a report id stored before with another body: store the rest blob by blob
+    dropped = 0
+    for group in groups:
         try:
-            storage.add_reports(survey_id, [report], operator=True,
-                                respondents=[None if respondent is None else 0])  # fmt: skip
-            stored += 1
+            _add(survey_id, group, owners([group]))
         except Conflict:
             dropped += 1
-    return stored, dropped
+    return dropped
 
 
 @blueprint.put("/surveys/<survey_id>/batches/<batch_id>")
@@ -201,12 +286,15 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
     keys = decryption_keys()
     size = unit_size(record.survey, unit)
     max_batch = len(record.survey.questions)
-    reports: list[Report] = []
-    respondents: list[int | None] = []
+    groups: list[list[Report]] = []  # each accepted blob's reports
     seen: dict[str, Report] = {}
-    accepted = dropped = 0
-    for blob in blobs:
-        opened = open_unit(record.survey, unit, blob, keys, size, max_batch)
+    dropped = 0
+    bodies = open_all(keys, survey_id, unit, size, blobs)
+    fast = fast_reports(record.survey, unit, bodies)
+    if fast is not None:  # every blob a valid report of the unit (a duplicate counts once)
+        groups, bodies = [[report] for report in fast], []
+    for body in bodies:
+        opened = open_unit(record.survey, unit, body, max_batch)
         if opened is None:
             dropped += 1
             continue
@@ -217,13 +305,10 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
                 dropped += 1
             continue
         seen.update((r.id, r) for r in opened)
-        reports.extend(opened)
-        respondents.extend([accepted if unit == "" else None] * len(opened))
-        accepted += 1
-    stored, conflicting = _store(survey_id, reports, respondents) if reports else (0, 0)
-    if conflicting:  # report ids stored before with other bodies: dropped, not stored
-        dropped += conflicting
-        accepted -= min(accepted, conflicting)
+        groups.append(opened)
+    conflicting = _store(survey_id, groups, unit == "") if groups else 0
+    dropped += conflicting  # report ids stored before with other bodies: dropped, not stored
+    accepted = len(groups) - conflicting
     if dropped:
         logger.warning("survey %s batch %s: %d of %d sealed blobs dropped (did not open, or "
                        "invalid)", survey_id, batch_id, dropped, len(blobs))  # fmt: skip

@@ -494,6 +494,33 @@ def document(max_batch: int) -> dict[str, Any]:
                 parameters=[SURVEY_ID],
             )
         },
+        # A relayed survey's relay (docs/relay.md, protocol.md §11): its credential as bearer.
+        "/api/v1/surveys/{survey_id}/batches/{batch_id}": {
+            "put": _operation(
+                "A relay's shuffled batch of sealed reports (relay credential; idempotent by "
+                "batch id; blobs that do not open are dropped and counted)",
+                {200: _ok("Stored before: the first answer", {"type": "object"}),
+                 201: _ok("Stored", {"type": "object"})},
+                (*body_errors, *operator_errors, 404, 409, 503),
+                operator=True,
+                body={"type": "object", "required": ["format", "unit", "sealed"],
+                      "properties": {"format": {"const": "deniable.batch/1"},
+                                     "unit": {"type": "string"},
+                                     "sealed": {"type": "array", "items": {"type": "string"}}}},
+                parameters=[SURVEY_ID, {"name": "batch_id", "in": "path", "required": True,
+                                        "schema": {"type": "string",
+                                                   "pattern": "^[A-Za-z0-9_-]{16,64}$"}}],
+            )  # fmt: skip
+        },
+        "/api/v1/surveys/{survey_id}/enrolment-digests": {
+            "get": _operation(
+                "SHA-256 digests of the unspent enrolment tokens, for the survey's relay",
+                {200: _ok("Digests", {"type": "object"})},
+                (*operator_errors, 404, 409, 503),
+                operator=True,
+                parameters=[SURVEY_ID],
+            )
+        },
         "/api/v1/surveys/{survey_id}/results": {
             "get": _operation(
                 "Estimates with every interval family (operator token if results are private)",

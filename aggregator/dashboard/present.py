@@ -97,6 +97,21 @@ def simultaneous_sentence(result: Mapping[str, Any]) -> str:
     )
 
 
+def likelihood_sentence(result: Mapping[str, Any], limit: int = 8) -> str:
+    """The maximum-likelihood shares (``ibu``) in words, where they are published ('' if not)."""
+    categories = result.get("categories") or []
+    if result.get("type") == "yes_no" or not categories or "ibu" not in categories[0]:
+        return ""
+    ranked = sorted(categories, key=lambda c: -float(c["ibu"]))[:limit]
+    shares = ", ".join(f"{c['label']} {svg.format_share(float(c['ibu']))}" for c in ranked)
+    more = " (largest shown)" if len(categories) > limit else ""
+    return (
+        f"Most likely shares given the reports{more}: {shares}. These maximum-likelihood "
+        "figures are never below 0% and add up to 100%; the bars show the unbiased estimates "
+        "(cut at 0% and 100%), and the whiskers are built around those."
+    )
+
+
 def question_view(question: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows for one question (chart markup is pre-escaped)."""
     view: dict[str, Any] = {
@@ -111,12 +126,14 @@ def question_view(question: Mapping[str, Any], result: Mapping[str, Any]) -> dic
         "sentence": "",
         "simultaneous": "",
         "precision": "",
+        "likelihood": "",
     }
     if not view["chart"]:
         return view
     view["sentence"] = interval_sentence(result)
     view["simultaneous"] = simultaneous_sentence(result)
     view["precision"] = precision_sentence(result)
+    view["likelihood"] = likelihood_sentence(result)
     if "mean" in result:
         lower, upper, _ = svg.shown_interval(result, result)
         lo, hi = question.get("lo", lower), question.get("hi", upper)

@@ -187,12 +187,14 @@ export class SurveyClient {
       reports.push({ id: crypto.randomUUID(), question: q.id, payload: q.oracle.encode(report), description: q.describe(report), epsilon: costs[i] });
     }
     if (confirm && !(await confirm(reports))) return { survey: survey.id, reportIds: [], epsilonCharged: 0, delivered: false, cancelled: true };
+    // Sealed before the state is read (WebCrypto is asynchronous): the read, the checks and the
+    // write below stay one synchronous step, which another tab cannot interleave.
+    const wire = reports.map(({ id, question, payload }) => ({ id, question, payload }));
+    const body = survey.relay ? await this.sealedBody(survey, wire, enrolmentToken) : JSON.stringify({ reports: wire });
     state = this.load(); // another tab may have answered meanwhile
     const at = this.clock(), answered = `${survey.keyIds[0]}#${survey.id}`, reportIds = reports.map((r) => r.id);
     const charges = this.charges(state, survey, families), charged = charges.reduce((n, c) => n + c, 0);
     this.checkBudget(state, survey, charged);
-    const wire = reports.map(({ id, question, payload }) => ({ id, question, payload }));
-    const body = survey.relay ? await this.sealedBody(survey, wire, enrolmentToken) : JSON.stringify({ reports: wire });
     survey.questions.forEach((q, i) => {
       state.ledger.push({ at, survey: answered, question: q.id, epsilon: charges[i] });
       if (families[i]) state.memo[families[i]] = { at, count: Math.min(q.domainSize, (state.memo[families[i]]?.count ?? 0) + 1) };

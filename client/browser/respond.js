@@ -125,9 +125,10 @@ export async function mount(root) {
       say(t(text), "ok");
       return void (data.state = next);
     }
-    let text = "load_failed";
+    let text;
     if (error instanceof BudgetExceeded) text = t("refused_budget", { when: /lifetime/.test(error.message) ? t("budget_lifetime") : t("budget_period", { days: client.policy.periodDays }) });
     else if (error instanceof SignatureError) text = t("refused_signature");
+    // (a module this page did not pin: survey.js's loadMechanisms says "not pinned")
     else if (error instanceof PolicyViolation) text = t(/not pinned/.test(error.message) ? "load_failed" : "refused_policy");
     else if (error instanceof InvalidSurvey) text = t("refused_invalid");
     else if (error instanceof TransportError && error.status === 409) text = t("closed");

@@ -48,6 +48,8 @@ export async function loadMechanisms(definition, modules) {
   }
 }
 
+/** Whether a text is blank: every code point White_Space or Default_Ignorable_Code_Point (protocol §2.2). */
+export const isBlank = (value) => BLANK.test(value);
 const fail = (where, message, reason) => new InvalidSurvey(`${where}: ${message}`, reason);
 // "Not blank" (protocol §2.2): some code point outside White_Space and Default_Ignorable_Code_Point,
 // as fixed lists (the same as shared/survey.py's BLANK), not trim(), which strips U+FEFF only.
@@ -65,7 +67,7 @@ export function exactKeys(where, object, names) {
 function text(where, value, limit, description) {
   if (typeof value !== "string" || !value.isWellFormed()) throw fail(where, "must be a string (of whole characters)", "wrong-type");
   if ([...value].length > limit) throw fail(where, `must be at most ${limit} characters`, "text-length");
-  if (!description && BLANK.test(value)) throw fail(where, "must not be blank (white space or invisible characters only)", "text-blank");
+  if (!description && isBlank(value)) throw fail(where, "must not be blank (white space or invisible characters only)", "text-blank");
   if ((description ? /[\0-\t\v-\x1f\x7f-\x9f]/ : /[\0-\x1f\x7f-\x9f]/).test(value)) throw fail(where, "must not contain control characters", "text-control");
   return value;
 }

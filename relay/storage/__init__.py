@@ -17,6 +17,8 @@ short transactions, an acknowledgement only after COMMIT (SQLite: WAL,
   ``held`` (``batch_id`` set) until the aggregator acknowledges the batch.
 * ``enrolment_digests``: SHA-256 digests of the aggregator's enrolment tokens;
   spending one records the digest of the submission it admitted.
+* ``relay_secrets`` (0002): the key that turns a client address into the pseudonym
+  the rate limiter counts (relay/api.py).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 
 from deniable.aggregator.storage.base import migrations
 from deniable.aggregator.storage.timestamps import iso, utc_now
-from deniable.errors import Conflict, Forbidden, NotFound, StorageError
+from deniable.errors import Conflict, DeniableError, Forbidden, NotFound, StorageError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -120,6 +122,10 @@ class RelayStorage:
     def _transaction(self) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
 
+    def _read(self) -> contextlib.AbstractContextManager[Any]:
+        """A transaction that only reads (SQLite: takes no write lock)."""
+        return self._transaction()
+
     def _sql(self, text: str) -> str:
         return text if self.placeholder == "?" else text.replace("?", self.placeholder)
 
@@ -167,7 +173,7 @@ class RelayStorage:
                        survey_id))  # fmt: skip
 
     def get_survey(self, survey_id: str) -> RelayedSurvey:
-        with self._transaction() as connection:
+        with self._read() as connection:
             row = self._run(connection, f"SELECT {SURVEY_COLUMNS} FROM relayed_surveys "
                             "WHERE survey_id = ?", (survey_id,)).fetchone()  # fmt: skip
         if row is None:
@@ -175,7 +181,7 @@ class RelayStorage:
         return RelayedSurvey.from_row(row)
 
     def list_surveys(self) -> list[RelayedSurvey]:
-        with self._transaction() as connection:
+        with self._read() as connection:
             rows = self._run(connection, f"SELECT {SURVEY_COLUMNS} FROM relayed_surveys "
                              "ORDER BY survey_id").fetchall()  # fmt: skip
         return [RelayedSurvey.from_row(row) for row in rows]
@@ -193,6 +199,15 @@ class RelayStorage:
             raise NotFound(f"this relay does not relay survey {survey_id!r}")
         return int(count)
 
+    def secret(self, name: str) -> bytes:
+        """A random 32-byte secret shared by every process on this database (made once)."""
+        with self._transaction() as connection:
+            self._run(connection, "INSERT INTO relay_secrets (name, value) VALUES (?, ?) "
+                      "ON CONFLICT DO NOTHING", (name, secrets.token_bytes(32)))  # fmt: skip
+            (value,) = self._run(connection, "SELECT value FROM relay_secrets WHERE name = ?",
+                                 (name,)).fetchone()  # fmt: skip
+        return bytes(value)
+
     # -- enrolment ---------------------------------------------------------------------------
     def add_enrolment_digests(self, survey_id: str, digests: list[str]) -> int:
         """Add digests not known yet; return how many were new."""
@@ -204,9 +219,23 @@ class RelayStorage:
                                    (survey_id, digest)).rowcount  # fmt: skip
         return added
 
+    def sync_enrolment_digests(self, survey_id: str, digests: list[str]) -> tuple[int, int]:
+        """Make the unspent digests the aggregator's: add new ones, forget unspent ones it no
+        longer lists (revoked there); spent ones stay.  Returns (added, forgotten)."""
+        listed = set(digests)
+        with self._transaction() as connection:
+            unspent = {d for (d,) in self._run(connection, "SELECT digest FROM enrolment_digests "
+                                               "WHERE survey_id = ? AND spent_by IS NULL",
+                                               (survey_id,)).fetchall()}  # fmt: skip
+            for digest in unspent - listed:
+                self._run(connection, "DELETE FROM enrolment_digests WHERE survey_id = ? AND "
+                          "digest = ? AND spent_by IS NULL", (survey_id, digest))  # fmt: skip
+        added = self.add_enrolment_digests(survey_id, sorted(listed - unspent))
+        return added, len(unspent - listed)
+
     def enrolment_counts(self, survey_id: str) -> tuple[int, int]:
         """(known, spent) enrolment digests of a survey."""
-        with self._transaction() as connection:
+        with self._read() as connection:
             known, spent = self._run(connection, "SELECT COUNT(*), COUNT(spent_by) FROM "
                                      "enrolment_digests WHERE survey_id = ?",
                                      (survey_id,)).fetchone()  # fmt: skip
@@ -223,39 +252,46 @@ class RelayStorage:
         otherwise.  The token is spent in the same transaction.
         """
         with self._transaction() as connection:
-            row = self._run(connection, "SELECT status FROM relayed_surveys WHERE survey_id = ?"
-                            + self.for_update.replace("UPDATE", "SHARE"),
-                            (survey_id,)).fetchone()  # fmt: skip
-            if row is None:
-                raise NotFound(f"this relay does not relay survey {survey_id!r}")
-            if enrolment_token is not None:
-                submission = submission_digest(survey_id, units)
-                digest = token_digest(enrolment_token)
-                found = self._run(connection, "SELECT spent_by FROM enrolment_digests WHERE "
-                                  "survey_id = ? AND digest = ?" + self.for_update,
-                                  (survey_id, digest)).fetchone()  # fmt: skip
-                if found is None or found[0] not in (None, submission):
-                    raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r} "
-                                    "(unknown, or spent)")  # fmt: skip
-                if found[0] == submission:
-                    return 0  # a resend of the admitted submission: held already (or forwarded)
-            if row[0] != "open":
-                raise Conflict(f"survey {survey_id!r} is closed")
-            added = 0
-            for unit, sealed in units:
-                added += self._run(connection, "INSERT INTO held (id, survey_id, unit, sealed) "
-                                   "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                                   (held_id(survey_id, unit, sealed), survey_id, unit,
-                                    sealed)).rowcount  # fmt: skip
-            if enrolment_token is not None:
-                self._run(connection, "UPDATE enrolment_digests SET spent_by = ? WHERE "
-                          "survey_id = ? AND digest = ?",
-                          (submission, survey_id, token_digest(enrolment_token)))  # fmt: skip
+            return self._hold_in(connection, survey_id, units, enrolment_token)
+
+    def _hold_in(
+        self, connection: Any, survey_id: str, units: list[tuple[str, bytes]],
+        enrolment_token: str | None,
+    ) -> int:  # fmt: skip
+        """:meth:`hold` inside the caller's transaction."""
+        row = self._run(connection, "SELECT status FROM relayed_surveys WHERE survey_id = ?"
+                        + self.for_update.replace("UPDATE", "SHARE"),
+                        (survey_id,)).fetchone()  # fmt: skip
+        if row is None:
+            raise NotFound(f"this relay does not relay survey {survey_id!r}")
+        if enrolment_token is not None:
+            submission = submission_digest(survey_id, units)
+            digest = token_digest(enrolment_token)
+            found = self._run(connection, "SELECT spent_by FROM enrolment_digests WHERE "
+                              "survey_id = ? AND digest = ?" + self.for_update,
+                              (survey_id, digest)).fetchone()  # fmt: skip
+            if found is None or found[0] not in (None, submission):
+                raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r} "
+                                "(unknown, or spent)")  # fmt: skip
+            if found[0] == submission:
+                return 0  # a resend of the admitted submission: held already (or forwarded)
+        if row[0] != "open":
+            raise Conflict(f"survey {survey_id!r} is closed")
+        added = 0
+        for unit, sealed in units:
+            added += self._run(connection, "INSERT INTO held (id, survey_id, unit, sealed) "
+                               "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                               (held_id(survey_id, unit, sealed), survey_id, unit,
+                                sealed)).rowcount  # fmt: skip
+        if enrolment_token is not None:
+            self._run(connection, "UPDATE enrolment_digests SET spent_by = ? WHERE "
+                      "survey_id = ? AND digest = ?",
+                      (submission, survey_id, token_digest(enrolment_token)))  # fmt: skip
         return added
 
     def held_counts(self, survey_id: str) -> dict[str, tuple[int, int]]:
         """Per unit: (units waiting for a batch, units in batches not yet acknowledged)."""
-        with self._transaction() as connection:
+        with self._read() as connection:
             rows = self._run(connection, "SELECT unit, COUNT(*) - COUNT(batch_id), "
                              "COUNT(batch_id) FROM held WHERE survey_id = ? GROUP BY unit",
                              (survey_id,)).fetchall()  # fmt: skip
@@ -263,7 +299,7 @@ class RelayStorage:
 
     def held_rows(self, survey_id: str) -> list[tuple[str, bytes]]:
         """Every held (unit, sealed bytes) of a survey (for audits and tests)."""
-        with self._transaction() as connection:
+        with self._read() as connection:
             rows = self._run(connection, "SELECT unit, sealed FROM held WHERE survey_id = ?",
                              (survey_id,)).fetchall()  # fmt: skip
         return [(unit, bytes(sealed)) for unit, sealed in rows]
@@ -358,7 +394,7 @@ class RelayStorage:
 
     def pending_batches(self, survey_id: str) -> list[tuple[str, str, int, int, str | None]]:
         """(batch id, unit, size, attempts, last error) of batches not yet acknowledged."""
-        with self._transaction() as connection:
+        with self._read() as connection:
             rows = self._run(connection, "SELECT batch_id, unit, size, attempts, last_error FROM "
                              "batches WHERE survey_id = ? ORDER BY batch_id",
                              (survey_id,)).fetchall()  # fmt: skip
@@ -375,6 +411,23 @@ class RelayStorage:
         return int(count)
 
 
+# Most submissions one group commit takes (the rest wait for the next).
+GROUP_MOST = 256
+
+
+class _Pending:
+    """One submission waiting for a group commit, and its outcome."""
+
+    __slots__ = ("added", "done", "enrolment_token", "error", "survey_id", "units")
+
+    def __init__(self, survey_id: str, units: list[tuple[str, bytes]],
+                 enrolment_token: str | None) -> None:  # fmt: skip
+        self.survey_id, self.units, self.enrolment_token = survey_id, units, enrolment_token
+        self.added = 0
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+
 class SqliteRelayStorage(RelayStorage):
     """The relay's storage in one SQLite file (WAL, ``synchronous=FULL``)."""
 
@@ -384,6 +437,10 @@ class SqliteRelayStorage(RelayStorage):
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
+        self._group_lock = threading.Lock()
+        self._group_wake = threading.Condition(self._group_lock)
+        self._group_pid: int | None = None
+        self._queue: list[_Pending] = []
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -407,10 +464,10 @@ class SqliteRelayStorage(RelayStorage):
         return local.connection
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
         connection = self._connection()
         try:
-            connection.execute("BEGIN IMMEDIATE")
+            connection.execute(f"BEGIN {mode}")
         except sqlite3.Error as error:
             self._local.pid = None
             raise StorageError(f"sqlite {self.path}: {error}") from None
@@ -423,6 +480,58 @@ class SqliteRelayStorage(RelayStorage):
             if isinstance(error, sqlite3.Error):
                 raise StorageError(f"sqlite {self.path}: {error}") from None
             raise
+
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._transaction("DEFERRED")
+
+    def hold(
+        self, survey_id: str, units: list[tuple[str, bytes]], *, enrolment_token: str | None
+    ) -> int:
+        """:meth:`RelayStorage.hold`, committed together with concurrent submissions.
+
+        Group commit: one thread of this process takes every submission waiting and
+        holds each in its own savepoint of one transaction, so one fsync'ed COMMIT
+        acknowledges them all; a submission refused (closed, token spent) rolls back
+        to its savepoint alone.  Each caller returns only after that COMMIT.
+        """
+        item = _Pending(survey_id, units, enrolment_token)
+        with self._group_lock:
+            if self._group_pid != os.getpid():  # first use in this process (or after a fork)
+                self._group_pid = os.getpid()
+                self._queue = []
+                threading.Thread(target=self._commit_groups, name="deniable-relay-commit",
+                                 daemon=True).start()  # fmt: skip
+            self._queue.append(item)
+            self._group_wake.notify()
+        item.done.wait()
+        if item.error is not None:
+            raise item.error
+        return item.added
+
+    def _commit_groups(self) -> None:
+        while True:
+            with self._group_lock:
+                while not self._queue:
+                    self._group_wake.wait()
+                group, self._queue = self._queue[:GROUP_MOST], self._queue[GROUP_MOST:]
+            try:
+                with self._transaction() as connection:
+                    for item in group:
+                        connection.execute("SAVEPOINT submission")
+                        try:
+                            item.added = self._hold_in(connection, item.survey_id, item.units,
+                                                       item.enrolment_token)  # fmt: skip
+                        except DeniableError as error:
+                            connection.execute("ROLLBACK TO submission")
+                            item.error = error
+                        connection.execute("RELEASE submission")
+            except BaseException as error:  # noqa: BLE001 - every waiting caller hears of it
+                failure = error if isinstance(error, DeniableError) else StorageError(
+                    f"sqlite {self.path}: {error}")  # fmt: skip
+                for item in group:
+                    item.error = failure
+            for item in group:
+                item.done.set()
 
     def migrate(self) -> int:
         connection = self._connect()

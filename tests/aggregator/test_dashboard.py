@@ -484,3 +484,21 @@ def test_large_samples_have_no_small_sample_warning(dash) -> None:
     flagged = sum(r["precision"] != "ok" for r in results["questions"])
     assert text.count('class="notice precision"') == flagged
     assert "The intervals are about the people who answered" in text
+
+
+def test_the_maximum_likelihood_shares_are_said_in_words_where_published() -> None:
+    import numpy as np
+
+    from deniable.aggregator.dashboard import present
+    from deniable.estimation import estimate_frequencies
+    from deniable.mechanisms import GRR, OUE
+
+    labels = ["car", "bus", "bike"]
+    grr = estimate_frequencies(GRR(epsilon=1.0, domain_size=3), np.array([30, 5, 15]), 50)
+    result = {"type": "single_choice", **grr.to_dict(labels)}
+    sentence = present.likelihood_sentence(result)
+    ibu = grr.postprocessed["ibu"]
+    assert sentence.startswith("Most likely shares given the reports: car ")
+    assert f"car {100 * ibu[0]:.1f}%" in sentence and "add up to 100%" in sentence
+    oue = estimate_frequencies(OUE(epsilon=1.0, domain_size=3), np.array([30, 5, 15]), 50)
+    assert present.likelihood_sentence({"type": "single_choice", **oue.to_dict(labels)}) == ""

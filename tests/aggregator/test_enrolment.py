@@ -394,6 +394,7 @@ def test_migration_0002_upgrades_a_version_1_sqlite_database(tmp_path):
     )
     connection.commit()
     connection.close()
+    path.chmod(0o600)  # the server refuses a database other users can read (issue 21)
     storage = open_storage({"DATABASE": str(path)})
     assert storage.schema_version() == 1
     assert storage.migrate() == len(migrations("sqlite")) >= 2

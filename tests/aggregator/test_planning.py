@@ -47,7 +47,7 @@ def test_issue_command_prints_epsilon0_and_respondents() -> None:
     # issue 18's table: ε0 = 4 at n = 10,000 gives 0.411, so 0.5 allows a little more
     assert "Set epsilon 4.336 on each question" in out
     assert "Respondents needed for ±0.05 (95%, binary_rr): 10,000 (one batch" in out
-    assert "Without the relay, epsilon 0.5 on the device needs 11,687." in out
+    assert "Without the relay, epsilon 0.5 on the device needs 6,116." in out
     assert "collude" in out and "binary_rr *" in out
     assert "refuse more than epsilon 4 per question" in out  # 4.336 is over the default cap
 
@@ -58,12 +58,12 @@ def test_issue_command_prints_epsilon0_and_respondents() -> None:
     assert central_epsilon(relay["local_epsilon"], 10_000, 1e-6) <= 0.5
     assert central_epsilon(relay["local_epsilon"] + 0.002, 10_000, 1e-6) > 0.5
     assert relay["respondents"] == 10_000 and relay["respondents_for_precision"] < 10_000
-    assert relay["respondents_without_relay"] == 11_687  # docs/choosing-epsilon.md, ε = 0.5
+    assert relay["respondents_without_relay"] == 6_116  # docs/choosing-epsilon.md, ε = 0.5
     assert document["epsilon"] == 4.336 and document["without_relay"]["epsilon"] == 0.5
     # the fewest respondents through a relay: one batch of N at the ε0 batches of N allow
     smallest, local = relay["smallest_batch"], relay["smallest_batch_local_epsilon"]
-    assert "Fewest respondents for ±0.05 through the relay: 622" in out
-    assert (smallest, local) == (622, 1.958)
+    assert "Fewest respondents for ±0.05 through the relay: 422" in out
+    assert (smallest, local) == (422, 1.704)
     assert central_epsilon(local, smallest, 1e-6) <= 0.5
     assert best_respondents(plan("yes_no", epsilon=local, half_width=0.05)) <= smallest
     below = math.floor(local_epsilon_for(0.5, smallest - 1, 1e-6) * 1000) / 1000
@@ -124,12 +124,12 @@ def test_choosing_epsilon_relayed_column() -> None:
     """Two cells of docs/choosing-epsilon.md's relayed columns, recomputed."""
     root = Path(__file__).resolve().parents[2]
     text = (root / "docs" / "choosing-epsilon.md").read_text("utf-8")
-    assert "| 1 | 718 | 2,795 | 17,176 | 367 (ε0 2.427) |" in text
-    assert smallest_relayed_batch("yes_no", central_epsilon=1, half_width=0.05) == (367, 2.427)
-    assert "| 324 (ε0 3.04) | 409 (ε0 3.245) |" in text
+    assert "| 1 | 367 | 1,440 | 8,990 | 242 (ε0 2.115) |" in text
+    assert smallest_relayed_batch("yes_no", central_epsilon=1, half_width=0.05) == (242, 2.115)
+    assert "| 220 (ε0 2.716) | 286 (ε0 2.931) |" in text
     assert smallest_relayed_batch(
         "single_choice", central_epsilon=2, half_width=0.05, options=5
-    ) == (324, 3.04)
+    ) == (220, 2.716)
 
 
 def test_notes_for_a_large_delta_and_the_device_cap(capsys) -> None:
@@ -141,6 +141,23 @@ def test_notes_for_a_large_delta_and_the_device_cap(capsys) -> None:
     status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
                                    "1000", "--n", "1000"])  # fmt: skip
     assert status == 0 and "Note:" not in out
+
+
+def test_crosstab_cell_plan(capsys) -> None:
+    """``plan --by-type``: respondents for a ±10-point crosstab cell (deniable.crosstab_plan)."""
+    from deniable.crosstab_plan import plan_crosstab
+
+    argv = ["plan", "--options", "5", "--epsilon", "1", "--half-width", "0.1",
+            "--by-type", "yes_no"]  # fmt: skip
+    status, out, _ = call(capsys, argv)
+    assert status == 0
+    expected = plan_crosstab(("single_choice", 5, 1.0), ("yes_no", None, 1.0), half_width=0.1)
+    bernstein = next(r for r in expected.rows if r.family == "bernstein")
+    assert "crosstab grr x binary_rr: respondents needed for ±0.1 in a crosstab cell" in out
+    assert f"{bernstein.n_for_half_width:,}" in out and "n all 10 cells" in out
+    status, out, _ = call(capsys, [*argv, "--json"])
+    document = json.loads(out)
+    assert document["crosstab"]["rows"][1]["n_for_half_width"] == bernstein.n_for_half_width
 
 
 # -- out-of-range numbers (issue 21, failure 5) ----------------------------------------

@@ -131,6 +131,17 @@ def test_language_follows_accept_language_and_the_epsilon_page(client, created_s
 def test_the_catalogue_is_complete_in_every_language() -> None:
     catalogue = words.catalogue()
     english = catalogue["en"]
+    # Every message the form and the pages ask for is in it (and nothing is left unused).
+    from importlib import resources
+
+    sources = [respond.static_file("respond.js").decode()] + [
+        path.read_text() for path in resources.files("deniable.aggregator.respond")
+        .joinpath("templates").iterdir() if path.name.endswith(".html")]  # fmt: skip
+    sources.append((resources.files("deniable.aggregator.respond") / "__init__.py").read_text())
+    asked = {name for text in sources for name in re.findall(r"""\bt\(["'](\w+)["']""", text)}
+    assert asked <= set(english), asked - set(english)
+    quoted = {name for text in sources for name in re.findall(r"""["'](\w+)["']""", text)}
+    assert set(english) - quoted <= {"language"}, set(english) - quoted
     fields = lambda text: sorted(re.findall(r"\{(\w+)\}", text))  # noqa: E731
     for lang, table in catalogue.items():
         assert set(table) == set(english), lang
@@ -178,3 +189,16 @@ def test_bad_cors_origins_are_refused_at_start(app_config, value) -> None:
 
     with pytest.raises(SettingsError, match="CORS_ORIGINS"):
         create_app({**app_config, "CORS_ORIGINS": value})
+
+
+def test_the_results_link_only_when_results_are_public(
+    client, operator_headers, demo_definition, created_survey
+) -> None:
+    public = client.get(f"/surveys/{created_survey['id']}/respond").get_data(as_text=True)
+    assert f'data-deniable-results="/surveys/{created_survey["id"]}"' in public
+    private = {**demo_definition, "id": "private-one"}
+    response = client.post("/api/v1/surveys", headers=operator_headers,
+                           json={"definition": private, "results_public": False})  # fmt: skip
+    assert response.status_code == 201, response.data
+    for path in ("/surveys/private-one/respond", "/surveys/private-one/embed"):
+        assert "data-deniable-results" not in client.get(path).get_data(as_text=True), path

@@ -80,7 +80,9 @@ def test_a_v1_survey_is_refused_in_the_browser_with_a_reason(
     page = client.get(f"/surveys/{v1.id}/respond")
     text = page.get_data(as_text=True)
     assert page.status_code == 409 and "cannot be answered in a browser" in text
-    assert FORMAT in text and "data-deniable-survey" not in text and "<script" not in text
+    # Plain words for the respondent (no format ids); the embedding developer gets the format.
+    assert "Please ask the survey" in text and FORMAT not in text
+    assert "data-deniable-survey" not in text and "<script" not in text
     assert "unsafe" not in page.headers["Content-Security-Policy"]
     embed = client.get(f"/surveys/{v1.id}/embed")
     assert embed.status_code == 409 and embed.mimetype == "application/problem+json"

@@ -157,10 +157,19 @@ def test_a_pinned_device_follows_rotations_and_refuses_forgery_truncation_and_ro
     refuses("later", "truncated or renumbered")
 
     # Out of order: link 2 before link 1 (then link 2 again, so the chain still ends at key 2).
+    # That chain loops back to a retired key, so the server refuses to publish it and keeps
+    # what it served (issue 21); devices' own refusal of it is in tests/shared/test_keychain.py.
     link1, link2 = good_chain["chain"]
-    swapped = {**good_chain, "chain": [link2, link1, link2]}
-    reload_files(server, swapped)
-    refuses("later", "out of order")
+    served_before = served_key(server)["chain"]
+    reload_files(server, None)  # no wait: it is never served
+    Path(server.config["SIGNING_KEY_PATH"]).with_name(
+        f"{Path(server.config['SIGNING_KEY_PATH']).stem}.chain.json"
+    ).write_text(json.dumps({**good_chain, "chain": [link2, link1, link2]}))
+    stamp = time.time() + 10
+    os.utime(server.config["SIGNING_KEY_PATH"], (stamp, stamp))
+    time.sleep(2.5)  # past the server's once-a-second check
+    assert served_key(server)["chain"] == served_before
+    refuses("later", "truncated or renumbered")
 
     # The genuine chain: the device follows to key 2.
     reload_files(server, good_chain)

@@ -192,3 +192,23 @@ def test_relay_url_is_signed(aggregator, adapter, client, relay):
     with pytest.raises(SignatureError):
         client.fetch("r7")
     assert isinstance(client, SurveyClient)
+
+
+def test_after_a_key_rotation_the_device_follows_and_seals_to_the_new_key(
+    aggregator, client, relay
+):
+    import time
+
+    aggregator.create(relayed(relay, "r8"))
+    aggregator.create(definition("before"))
+    client.answer(client.fetch("before"), ANSWERS)  # pins the first key
+    path = aggregator.app.config["SIGNING_KEY_PATH"]
+    old, new = signing.rotate_key(path)
+    time.sleep(1.1)  # running servers notice a new key file within a second
+    verified = client.fetch("r8")
+    assert verified.key_id == new.key_id != old.key_id
+    assert verified.encryption["key_id"] == new.encryption.key_id != old.encryption.key_id
+    client.answer(verified, ANSWERS)
+    (post,) = relay.seen
+    assert json.loads(post["body"])["key_id"] == new.encryption.key_id
+    assert len(_open_all(aggregator, verified.survey, post["body"])) == 4

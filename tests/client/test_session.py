@@ -495,3 +495,21 @@ def test_requests_do_not_depend_on_the_true_answer(aggregator, adapter, http, tm
     (shape,) = shapes
     assert [m for m, *_ in shape].count("POST") == 1
     assert len(aggregator.export("canary")) == device * len(CANARY["questions"])
+
+
+def test_a_survey_still_naming_another_key_after_the_rotation_check_is_refused(
+    aggregator, adapter, client
+) -> None:
+    """docs/protocol.md §6.2: key_id is a hint; the key document is fetched, the pin is kept,
+    and a survey still naming another key is refused (key-id), even one signed by the pin."""
+    aggregator.create(definition())
+    client.fetch("s1")  # pins the key
+    adapter.rewrite = lambda path, doc: (
+        {**doc, "key_id": "0" * 16} if path == "/api/v1/surveys/s1" else doc
+    )
+    before = sum(s.path == "/api/v1/key" for s in adapter.seen)
+    with pytest.raises(SignatureError) as refused:
+        client.fetch("s1")
+    assert refused.value.reason == "key-id"
+    assert sum(s.path == "/api/v1/key" for s in adapter.seen) == before + 1  # the check ran
+    assert adapter.report_posts() == []

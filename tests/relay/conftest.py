@@ -128,6 +128,7 @@ class Deployment:
     encryption_key: bytes
     key_id: str
     tokens: list[str]
+    session: requests.Session = field(default_factory=requests.Session)  # keep-alive
 
     def aggregator_cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return run(["-m", "deniable.aggregator.cli", *args], self.aggregator_env, check=check)
@@ -140,8 +141,8 @@ class Deployment:
         return {row["survey"]: row for row in rows}
 
     def results(self, survey_id: str) -> dict[str, Any]:
-        response = requests.get(f"{self.aggregator.url}/api/v1/surveys/{survey_id}/results",
-                                timeout=30)  # fmt: skip
+        response = self.session.get(f"{self.aggregator.url}/api/v1/surveys/{survey_id}/results",
+                                    timeout=30)  # fmt: skip
         assert response.status_code == 200, response.text
         return response.json()
 
@@ -159,9 +160,9 @@ class Deployment:
         return SurveyClient(self.aggregator.url, state=self.directory / f"{name}.state")
 
     def submit(self, survey_id: str, body: dict[str, Any]) -> requests.Response:
-        return requests.post(f"{self.relay.url}/api/v1/surveys/{survey_id}/sealed", json=body,
-                             headers={"User-Agent": MARKER, "X-Marker": MARKER},
-                             timeout=30)  # fmt: skip
+        return self.session.post(f"{self.relay.url}/api/v1/surveys/{survey_id}/sealed",
+                                 json=body, headers={"User-Agent": MARKER, "X-Marker": MARKER},
+                                 timeout=30)  # fmt: skip
 
     def seal(self, survey_id: str, answers: dict[str, Any]) -> tuple[dict[str, Any], list[dict]]:
         return sealed_submission(self.surveys[survey_id], answers, self.encryption_key,
@@ -262,6 +263,7 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
                  "DENIABLE_RELAY_FORWARD_INTERVAL": str(INTERVAL),
                  "DENIABLE_RELAY_REFRESH_SECONDS": "0.5",
                  "DENIABLE_RELAY_FORWARD_TIMEOUT": "3",
+                 "DENIABLE_RELAY_RETRY_MAX_SECONDS": "0.5",
                  # the aggregator's respond page posts to the relay from its origin
                  "DENIABLE_RELAY_CORS_ORIGINS": f"http://{HOST}:{aggregator_port}"}  # fmt: skip
     aggregator = Process([sys.executable, "-m", "deniable.aggregator.cli", "serve", "--bind",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import secrets
 import signal
 import sqlite3
@@ -27,6 +28,9 @@ from .conftest import MARKER, WINDOW_SECONDS, b64
 
 # The tables where a service's own URL (on 127.0.0.1 in these tests) belongs.
 ADDRESSES_ALLOWED = {"surveys", "relay_credentials", "relayed_surveys"}
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 ANSWERS = [{"smoker": i % 3 == 0, "team": ["red", "green", "blue"][i % 3]} for i in range(200)]
 
 
@@ -187,7 +191,10 @@ def test_the_relay_cannot_read_what_it_holds(deployment):
     assert set(held) == {"smoker", "team"}
     for report in reports:
         blob = held[report["question"]]
-        assert report["id"].encode() not in blob and report["payload"].encode() not in blob
+        # The id (36 bytes) and the whole plaintext body never appear: a short payload such
+        # as "00" would turn up in random bytes by chance (~0.3%), so it is not looked for alone.
+        body = sealing.unit_body([report], report["question"])
+        assert report["id"].encode() not in blob and body not in blob
         with pytest.raises(SealingError):  # any key the relay could hold is not the aggregator's
             sealing.open_sealed(sealing.generate_private_key(), survey_id="q",
                                 unit=report["question"], sealed=blob)  # fmt: skip
@@ -263,6 +270,16 @@ def test_tampered_blobs_are_dropped_and_counted_and_batches_are_idempotent(deplo
     other = put(deployment, "q", batch_id, sealed_blobs(deployment, "q", 20))
     assert other.status_code == 409
     assert stored_batches(deployment, "q")["smoker"]["dropped"] >= 2
+    # A report id stored before, sealed again with another payload: dropped, the rest stored.
+    survey = deployment.surveys["q"]
+    taken = next(r for r in deployment.export("q") if r["question"] == "smoker")
+    other = "01" if taken["payload"] == "00" else "00"
+    reused = sealing.seal(deployment.encryption_key, survey_id="q", unit="smoker",
+                          plaintext=sealing.unit_body([{**taken, "payload": other}], "smoker"),
+                          size=sealing.unit_size(survey, "smoker"))  # fmt: skip
+    fresh = sealed_blobs(deployment, "q", 20)
+    mixed = put(deployment, "q", secrets.token_hex(16), [*fresh, reused])
+    assert mixed.status_code == 201 and (mixed.json()["stored"], mixed.json()["dropped"]) == (20, 1)
 
 
 def test_unauthenticated_foreign_small_and_direct_submissions_are_refused(deployment):
@@ -294,6 +311,11 @@ def test_the_relay_refuses_what_it_cannot_relay(deployment):
     oversize = json.loads(json.dumps(body))
     oversize["units"][0]["sealed"] = b64(b"x" * 20_000)
     assert requests.post(f"{url}/q/sealed", json=oversize, timeout=10).status_code == 413
+    short = json.loads(json.dumps(body))  # every unit of a question has one sealed length
+    blob = base64.urlsafe_b64decode(short["units"][0]["sealed"] + "==")
+    short["units"][0]["sealed"] = b64(blob[:-1])
+    refused = requests.post(f"{url}/q/sealed", json=short, timeout=10)
+    assert refused.status_code == 422 and "bytes" in refused.json()["detail"]
     malformed = json.loads(json.dumps(body))
     malformed["units"].append(malformed["units"][0])
     assert requests.post(f"{url}/q/sealed", json=malformed, timeout=10).status_code == 422
@@ -337,9 +359,54 @@ def test_every_acknowledged_report_is_stored_once_across_sigkills(deployment):
     assert len({r["id"] for r in rows}) == len(rows) == before + 2 * acknowledged
 
 
+@pytest.mark.browser
+def test_the_respond_page_seals_and_sends_to_the_relay_only(deployment):
+    """One short Chromium run (one backend: the page is the subject)."""
+    if deployment.backend != "sqlite":
+        pytest.skip("the respond page is checked once, on SQLite")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is not installed")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    sync_playwright = sync_api.sync_playwright
+
+    before = deployment.relay_status()["q"]["waiting"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_context().new_page()
+        posts = []
+        page.on("request", lambda r: r.method == "POST" and posts.append((r.url, r.post_data)))
+        errors = []
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.goto(f"{deployment.aggregator.url}/surveys/q/respond")
+        page.wait_for_selector("[data-deniable-survey][data-state=ready]", state="attached",
+                               timeout=20_000)  # fmt: skip
+        page.get_by_label("Yes", exact=True).check()
+        page.get_by_label("green", exact=True).check()
+        page.get_by_role("button", name="Randomize my answers").click()
+        page.wait_for_selector("[data-deniable-survey][data-state=review]", state="attached")
+        page.get_by_role("button", name="Send these noisy values").click()
+        page.wait_for_selector("[data-deniable-survey][data-state=sent]", state="attached",
+                               timeout=20_000)  # fmt: skip
+        browser.close()
+    assert errors == []
+    assert len(posts) == 1 and posts[0][0] == f"{deployment.relay.url}/api/v1/surveys/q/sealed"
+    body = json.loads(posts[0][1])
+    assert [u["unit"] for u in body["units"]] == ["smoker", "team"]
+    assert "green" not in posts[0][1]
+    after = deployment.relay_status()["q"]["waiting"]
+    assert {unit: after.get(unit, 0) - before.get(unit, 0) for unit in ("smoker", "team")} == {
+        "smoker": 1, "team": 1}
+
+
 def test_closed_surveys_are_refused_at_the_relay(deployment):
+    for answers in ANSWERS[:3]:  # fewer than min_batch 10: they can never be forwarded
+        body, _ = deployment.seal("w", answers)
+        assert deployment.submit("w", body).status_code == 202
     deployment.aggregator_cli("close-survey", "w")
     deployment.wait_for(lambda: deployment.relay_status()["w"]["status"] == "closed")
+    status = deployment.wait_for(lambda: (s := deployment.relay_status()["w"])
+                                 ["discarded_reports"] == 3 and s)  # fmt: skip
+    assert sum(status["waiting"].values()) == 0  # deleted, never forwarded
     body, _ = deployment.seal("w", ANSWERS[0])
     refused = deployment.submit("w", body)
     assert refused.status_code == 409 and "closed" in refused.json()["detail"]

@@ -87,17 +87,22 @@ def test_the_held_rows_carry_no_arrival_order(storage):
 
 def _app(tmp_path, storage_url: str, prefix: str):
     database = tmp_path / "relay.sqlite3"
-    store = SqliteRelayStorage(str(database))
-    store.migrate()
-    store.add_survey(stored_survey(), ["a", "b"])
-    store.close()
+    if not database.exists():
+        store = SqliteRelayStorage(str(database))
+        store.migrate()
+        store.add_survey(stored_survey(), ["a", "b"])
+        store.close()
     return create_app({"DATABASE": str(database), "TESTING": True, "RATE_LIMIT_EXEMPT": "",
                        "RATE_LIMIT_PER_ADDRESS": "2/minute", "RATE_LIMIT_STORAGE": storage_url,
                        "RATE_LIMIT_KEY_PREFIX": prefix})  # fmt: skip
 
 
 def _body() -> dict:
-    units = [{"unit": "a", "sealed": base64.urlsafe_b64encode(os.urandom(80)).decode().rstrip("=")}]
+    from deniable import sealing
+
+    length = sealing.sealed_length(sealing.unit_size(Survey.from_dict(DEFINITION), "a"))
+    sealed = base64.urlsafe_b64encode(os.urandom(length)).decode().rstrip("=")
+    units = [{"unit": "a", "sealed": sealed}]
     return {"format": "deniable.sealed/1", "key_id": "abc", "units": units}
 
 
@@ -112,12 +117,16 @@ def test_rate_limits_per_address_are_the_aggregators_and_may_be_shared(tmp_path,
     first = _app(tmp_path, url, prefix).test_client()
     assert first.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
     assert first.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
-    if shared:  # another process sharing the Redis counts: the third is refused there
-        (tmp_path / "other").mkdir()
-        first = _app(tmp_path / "other", url, prefix).test_client()
+    if shared:  # another process of this relay (its database, the Redis): refused there
+        first = _app(tmp_path, url, prefix).test_client()
     refused = first.post("/api/v1/surveys/s/sealed", json=_body())
     assert refused.status_code == 429 and refused.headers["Retry-After"]
     assert refused.headers["Content-Type"] == "application/problem+json"
+    if shared:  # Redis holds the count under a pseudonym, never the address
+        import redis
+
+        keys = [k.decode() for k in redis.Redis.from_url(url).keys(f"*{prefix}*")]
+        assert keys and not any("127.0.0.1" in k for k in keys)
 
 
 def test_add_survey_needs_a_public_url_and_says_so_in_one_line(tmp_path, capsys, monkeypatch):
@@ -131,3 +140,84 @@ def test_add_survey_needs_a_public_url_and_says_so_in_one_line(tmp_path, capsys,
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "PUBLIC_URL" in err
     assert main(["--data-dir", str(tmp_path / "none"), "status"]) == 3
+
+
+@pytest.mark.slow
+def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_path,
+                                                                         monkeypatch):  # fmt: skip
+    """The parallel opening path (processes) drops and stores exactly as the serial one."""
+    import secrets
+    import uuid
+
+    from deniable import sealing
+    from deniable.aggregator import create_app as aggregator_app
+    from deniable.aggregator.api import batches
+    from deniable.aggregator.signing import current_key
+    from deniable.aggregator.storage import current_storage
+    from deniable.aggregator.storage import relay as relay_storage
+
+    monkeypatch.setattr(batches, "PARALLEL_FROM", 10)
+    monkeypatch.setattr(batches, "DECRYPT_PROCESSES", 2)
+    # A body limit far below the batch's: only the relay's credential lifts it, to
+    # MAX_RELAY_BATCH_BYTES.
+    app = aggregator_app({"HOME": str(tmp_path), "TESTING": True, "MAX_BODY_BYTES": 2048})
+    survey = Survey.from_dict(DEFINITION).upgraded()
+    with app.app_context():
+        current_storage().create_survey(survey, results_public=True)
+        credential = relay_storage.create_credential(current_storage(), RELAY_URL)
+        public = current_key().encryption.public_bytes
+    question = survey.question("a")
+    size = sealing.unit_size(survey, "a")
+    blobs = [sealing.seal(public, survey_id="s", unit="a", size=size,
+                          plaintext=sealing.unit_body([{"id": str(uuid.uuid4()), "question": "a",
+                                                        "payload": question.randomize(True)}],
+                                                      "a")) for _ in range(40)]  # fmt: skip
+    blobs[5] = blobs[5][:-1] + bytes([blobs[5][-1] ^ 1])
+    body = {"format": "deniable.batch/1", "unit": "a",
+            "sealed": [base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in blobs]}
+    response = app.test_client().put(f"/api/v1/surveys/s/batches/{secrets.token_hex(16)}",
+                                     json=body, headers={"Authorization": f"Bearer {credential}"})
+    assert response.status_code == 201, response.json
+    assert (response.json["stored"], response.json["dropped"]) == (39, 1)
+    assert len(json.dumps(body)) > 2048  # taken although over MAX_BODY_BYTES
+
+
+def test_concurrent_submissions_commit_together_and_a_refusal_stays_alone(storage):
+    """Group commit: many holds in one transaction, each in its own savepoint."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from deniable.errors import Forbidden
+    from deniable.relay.storage import token_digest
+
+    storage.add_enrolment_digests("s", [token_digest("good")])
+
+    def hold(seed: int) -> object:
+        token = {0: "forged", 1: "good"}.get(seed)
+        try:
+            return storage.hold("s", [("a", blob(seed)), ("b", blob(seed))],
+                                enrolment_token=token)  # fmt: skip
+        except Forbidden as error:
+            return error
+
+    with ThreadPoolExecutor(16) as pool:
+        outcomes = list(pool.map(hold, range(40)))
+    assert isinstance(outcomes[0], Forbidden)
+    assert outcomes[1:] == [2] * 39
+    assert storage.held_counts("s") == {"a": (39, 0), "b": (39, 0)}
+    assert storage.enrolment_counts("s") == (1, 1)
+
+
+def test_enrolment_digests_follow_the_aggregators_list(storage):
+    from deniable.relay.storage import token_digest
+
+    storage.add_enrolment_digests("s", [token_digest(t) for t in ("one", "two", "three")])
+    storage.hold("s", [("a", blob(1))], enrolment_token="one")
+    # "two" was revoked at the aggregator, "four" issued; "one" is spent here (not listed).
+    added, forgotten = storage.sync_enrolment_digests(
+        "s", [token_digest(t) for t in ("three", "four")])
+    assert (added, forgotten) == (1, 1)
+    assert storage.enrolment_counts("s") == (3, 1)  # one (spent), three, four
+    from deniable.errors import Forbidden
+
+    with pytest.raises(Forbidden):
+        storage.hold("s", [("a", blob(2))], enrolment_token="two")

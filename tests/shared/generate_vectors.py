@@ -540,6 +540,22 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
                 "text-blank"),
         variant("label of U+200B only",
                 lambda d: d["questions"][1]["options"].__setitem__(0, "\u200b"), "text-blank"),
+        variant("unknown question type", lambda d: d["questions"][0].update(type="yes_or_no"),
+                "type"),
+        variant("a title that is a number", title(7), "wrong-type"),
+        variant("options not a list", lambda d: d["questions"][1].update(options="Car,Bus"),
+                "wrong-type"),
+        variant("parameters not an object", lambda d: d["questions"][1].update(parameters=[1]),
+                "wrong-type"),
+        variant("question without text", lambda d: d["questions"][0].pop("text"),
+                "missing-member"),
+        variant("binary_rr for five options", lambda d: d["questions"][1].update(
+                mechanism="binary_rr"), "mechanism"),
+        replaced("longitudinal on a unary encoding", "sue",
+                 lambda q: q.update(longitudinal={"key": "k", "instantaneous_epsilon": 1.0}),
+                 "mechanism"),
+        replaced("instantaneous ε out of range", "mood",
+                 lambda q: q["longitudinal"].update(instantaneous_epsilon=0), "epsilon"),
         variant("title over 200 characters", title("🕐" * 201), "text-length"),
         variant("question text over 2000 characters",
                 lambda d: d["questions"][0].update(text="𝄞" * 2001), "text-length"),
@@ -560,6 +576,27 @@ INVALID_ANSWERS: list[tuple[str, Any]] = [
     ("duchi", None), ("duchi", [3]),
     ("laplace", 6.000000000000001), ("laplace", False),
 ]  # fmt: skip
+
+
+# The ends of every range of §2.2's "not blank" lists, and the code points just outside them
+# (control characters aside: they are refused for another reason).
+BLANK_RANGES = [
+    (0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0xAD, 0xAD), (0x34F, 0x34F),
+    (0x61C, 0x61C), (0x115F, 0x1160), (0x1680, 0x1680), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x2000, 0x200F), (0x2028, 0x202F), (0x205F, 0x206F), (0x3000, 0x3000), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+]  # fmt: skip
+
+
+def blank_vectors() -> list[dict[str, Any]]:
+    """Single code points: blank or not (§2.2), at and next to every range end."""
+    inside = {c for lo, hi in BLANK_RANGES for c in range(lo, hi + 1)}
+    points = {c for lo, hi in BLANK_RANGES for c in (lo - 1, lo, hi, hi + 1)}
+    points |= {ord("a"), 0x2800, 0x1F600}  # a letter, the braille blank, an emoji: not blank
+    control = set(range(0x20)) | set(range(0x7F, 0xA0))
+    return [{"text": chr(c), "code_point": f"U+{c:04X}", "blank": c in inside}
+            for c in sorted(points) if c in inside or c not in control]  # fmt: skip
 
 
 def document_vectors(demo: dict[str, Any]) -> list[dict[str, Any]]:
@@ -730,6 +767,7 @@ def build() -> dict[str, Any]:
         "reports": reports,
         "decode": decode_vectors(reports),
         "invalid_answers": [{"question": qid, "answer": answer} for qid, answer in INVALID_ANSWERS],
+        "blank": blank_vectors(),
         "documents": document_vectors(surveys[0]["definition"]),
         "key_rotation": rotation_vectors(),
     }

@@ -20,6 +20,7 @@ import pytest
 from scipy import stats
 
 from deniable import exact_tail
+from deniable.errors import InvalidParameter
 from deniable.estimation import (
     EXACT_TAIL,
     estimate_frequencies,
@@ -180,44 +181,52 @@ def _budget(trials: int, beta: float) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [*NAMES, "option_sampling"])
 def test_coverage_by_simulation_at_n_2000(name: str) -> None:
-    """Real randomization, truths including shares 0 and 1 (per category and all at once).
+    """Real randomization, per category and all at once, at two truths.
 
-    Option sampling at n = 600 (its intervals cost more: a hypergeometric mixture).
+    Mixed: one value held by 90%, one by 10%, the others by no one (options:
+    held by everyone, by a quarter, by no one); unanimous: one value held by
+    everyone (shares 1 and 0).  Option sampling at n = 400 and 100 collections
+    (its intervals cost more: a hypergeometric mixture).
     """
     rng = np.random.default_rng(20261126)
-    n, collections, beta = 2000, 200, 0.05
+    n, collections, beta = 2000, 120, 0.05
     if name == "option_sampling":
-        n = 600
+        n, collections = 400, 100
         mechanism = OptionSampling(epsilon=1.0, options=3)
-        sets = np.zeros((n, 3), dtype=np.int64)
-        sets[:, 0] = 1  # held by everyone
-        sets[: n // 4, 1] = 1  # by a quarter; option 2 by no one
-        truth = sets.mean(axis=0)
-        statistics = np.array(
-            [mechanism.statistics(mechanism.randomize_many(sets, rng)) for _ in range(collections)]
-        )
+        mixed = np.zeros((n, 3), dtype=np.int64)
+        mixed[:, 0] = 1
+        mixed[: n // 4, 1] = 1
+        unanimous = np.ones((n, 3), dtype=np.int64)
+        unanimous[:, 2] = 0
+        truths = [mixed, unanimous]
     else:
         mechanism = _oracle(name, 1.0, 4 if name != "binary_rr" else 2)
         d = mechanism.domain_size
-        values = np.zeros(n, dtype=np.int64)  # value 0 held by all but a few ...
-        values[: n // 10] = d - 1  # ... the last by a tenth; the middle ones by no one
-        truth = np.bincount(values, minlength=d) / n
+        mixed = np.zeros(n, dtype=np.int64)
+        mixed[: n // 10] = d - 1
+        truths = [mixed, np.zeros(n, dtype=np.int64)]
+    for answers in truths:
+        truth = (
+            answers.mean(axis=0)
+            if answers.ndim == 2
+            else np.bincount(answers, minlength=mechanism.domain_size) / n
+        )
         statistics = np.array(
             [
-                mechanism.statistics(mechanism.randomize_many(values, rng))
+                mechanism.statistics(mechanism.randomize_many(answers, rng))
                 for _ in range(collections)
             ]
         )
-    d = truth.size
-    (low, high), (both_low, both_high) = exact_tail.interval(
-        score_model(mechanism).tail, statistics, n, (beta, beta / d)
-    )
-    inside = (low <= truth + 1e-12) & (truth - 1e-12 <= high)
-    together = ((both_low <= truth + 1e-12) & (truth - 1e-12 <= both_high)).all(axis=1)
-    for v in range(d):
-        assert collections - inside[:, v].sum() <= _budget(collections, beta)
-    assert collections - together.sum() <= _budget(collections, beta)
-    assert np.mean(high - low) / 2 < 0.12  # informative at this n
+        d = truth.size
+        (low, high), (both_low, both_high) = exact_tail.interval(
+            score_model(mechanism).tail, statistics, n, (beta, beta / d)
+        )
+        inside = (low <= truth + 1e-12) & (truth - 1e-12 <= high)
+        together = ((both_low <= truth + 1e-12) & (truth - 1e-12 <= both_high)).all(axis=1)
+        for v in range(d):
+            assert collections - inside[:, v].sum() <= _budget(collections, beta)
+        assert collections - together.sum() <= _budget(collections, beta)
+        assert np.mean(high - low) / 2 < 0.15  # informative at this n
 
 
 @pytest.mark.parametrize(
@@ -254,7 +263,7 @@ def test_the_family_is_published_from_n_and_d_only() -> None:
 
 
 def test_bad_n_is_refused() -> None:
-    with pytest.raises(Exception, match="exact-tail"):
+    with pytest.raises(InvalidParameter, match="exact-tail"):
         exact_tail.pure_interval(np.array([1]), exact_tail.MAX_N + 1, 0.7, 0.3, (0.05,))
 
 
@@ -289,7 +298,7 @@ def _product_variance(first, second, a: int, b: int) -> float:
 
 
 def test_the_crosstab_cell_variance_bound_is_the_worst_exact_variance() -> None:
-    from deniable.planner import cell_variance
+    from deniable.crosstab_plan import cell_variance
 
     for first, second in (
         (GRR(epsilon=1.0, domain_size=3), BinaryRR(epsilon=2.0)),
@@ -307,7 +316,7 @@ def test_the_crosstab_cell_variance_bound_is_the_worst_exact_variance() -> None:
 
 def test_a_planned_crosstab_cell_covers_by_simulation() -> None:
     """Binary RR x binary RR at the planned n for ±0.1 (Bernstein): the cell's interval covers."""
-    from deniable.planner import plan_crosstab
+    from deniable.crosstab_plan import plan_crosstab
 
     epsilon, beta, collections = 1.0, 0.05, 400
     planned = plan_crosstab(("yes_no", None, epsilon), ("yes_no", None, epsilon), half_width=0.1)
@@ -323,3 +332,10 @@ def test_a_planned_crosstab_cell_covers_by_simulation() -> None:
         y = (oracle.randomize_many(b, rng) - oracle.q_star) / (oracle.p_star - oracle.q_star)
         misses += abs(np.mean(x * y) - truth) > 0.1
     assert misses <= _budget(collections, beta)
+
+
+def test_counts_outside_0_to_n_are_refused() -> None:
+    with pytest.raises(InvalidParameter, match="support counts"):
+        exact_tail.pure_interval(np.array([0, 11]), 10, 0.7, 0.3, (0.05,))
+    with pytest.raises(InvalidParameter, match="option sampling"):
+        exact_tail.sampling_interval(np.array([6, 0, 5, 0]), 10, 2, 0.7, (0.05,))

@@ -103,8 +103,21 @@ def test_ibu_is_the_em_fixed_point_and_the_likelihood_maximum(counts, epsilon) -
     level = gradient[positive].mean()
     assert np.allclose(gradient[positive], level, rtol=1e-9)
     assert np.all(gradient[~positive] <= level * (1 + 1e-9))
-    # And it is where plain IBU iterations go.
-    assert np.allclose(_ibu_iterations(counts, p, q, 3000), shares, atol=2e-3)
+    # And it is IBU's fixed point: one more update leaves it where it is.
+    weights = counts / counts.sum() / (q + (p - q) * shares)
+    again = shares * (q * weights.sum() + (p - q) * weights)
+    assert np.allclose(again / again.sum(), shares, rtol=0, atol=1e-9)
+
+
+def test_plain_ibu_iterations_go_to_the_closed_form() -> None:
+    from deniable.mechanisms import GRR
+
+    oracle = GRR(epsilon=2.0, domain_size=5)
+    counts = np.array([40, 3, 0, 17, 40])
+    shares = postprocess.iterative_bayesian_update(counts, oracle.p_star, oracle.q_star)
+    iterated = _ibu_iterations(counts, oracle.p_star, oracle.q_star, 20_000)
+    assert np.allclose(iterated, shares, atol=1e-4)
+    assert shares[2] == 0.0 and shares[1] < 0.05  # on the boundary where the raw is negative
 
 
 def test_ibu_is_published_for_grr_and_binary_rr_only() -> None:

@@ -148,3 +148,12 @@ def test_key_rotation(vector) -> None:
     followed = keychain.follow_chain(pin, vector["document"])
     assert {"public_key": keychain.encode(followed.public_key), "sequence": followed.sequence,
             "retired": list(followed.retired)} == vector["expect"]  # fmt: skip
+
+
+def test_blank_code_points() -> None:
+    """§2.2's fixed lists, at and next to every range end: the same in both clients."""
+    from deniable.survey import BLANK
+
+    wrong = [v["code_point"] for v in VECTORS["blank"]
+             if bool(BLANK.fullmatch(v["text"])) != v["blank"]]  # fmt: skip
+    assert wrong == []

@@ -76,6 +76,12 @@ test("forged, truncated and rolled-back chains are refused; nothing is posted", 
   garbled.fetch = async (url, init) => (url.endsWith("/api/v1/key") ? new Response("<html>", { status: 200 }) : fetch(url, init));
   const refused = new SurveyClient("https://agg.example", { publicKey: b64encode(A.raw), storage: new MemoryStorage(), fetch: garbled.fetch });
   await assert.rejects(refused.fetchSurvey("demo-workplace"), SignatureError);
+  // A key document naming its key twice (a parser keeping the first would see another key): refused.
+  const doubled = await server(C, good), inner = doubled.fetch;
+  doubled.fetch = async (url, init) => (url.endsWith("/api/v1/key")
+    ? new Response((await (await inner(url, init)).text()).replace('"algorithm":', `"public_key":"${b64encode(A.raw)}","algorithm":`), { status: 200 }) : inner(url, init));
+  const twice = new SurveyClient("https://agg.example", { publicKey: b64encode(A.raw), storage: new MemoryStorage(), fetch: doubled.fetch });
+  await assert.rejects(twice.fetchSurvey("demo-workplace"), (error) => error instanceof SignatureError && /twice/.test(error.message));
   // Rollback: a device that followed to C is offered A's old signature world again.
   const storage = new MemoryStorage();
   const forward = await server(C, good);

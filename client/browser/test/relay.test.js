@@ -105,3 +105,36 @@ test("a page that did not pin sealing.js cannot answer a relayed survey", async 
   w.client.modules = ["deniable.js", "survey.js", "jcs.js", "randomness.js", "mechanism.js", "binary_rr.js", "grr.js", "option_sampling.js", "duchi.js", "wire.js"];
   await assert.rejects(w.client.fetchSurvey("demo-workplace"), (e) => e instanceof SignatureError && /sealing\.js/.test(e.message));
 });
+
+test("after a rotation A → B the device follows the chain and takes the encryption key B signed", async () => {
+  const newKey = async () => {
+    const pair = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]);
+    return { pair, raw: new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey)) };
+  };
+  const signWith = async (key, bytes) => b64encode(new Uint8Array(await crypto.subtle.sign("Ed25519", key.pair.privateKey, bytes)));
+  const [A, B] = [await newKey(), await newKey()];
+  const m = new TextEncoder().encode(`deniable-key-rotation/1\nsequence:1\nprevious:${b64encode(A.raw)}\nnext:${b64encode(B.raw)}\n`);
+  const link = { sequence: 1, previous_key_id: await keyId(A.raw), previous_public_key: b64encode(A.raw), key_id: await keyId(B.raw), public_key: b64encode(B.raw), signature: await signWith(A, m), endorsement: await signWith(B, m) };
+  const encryptionText = b64encode(PUBLIC);
+  const e = new TextEncoder().encode(`deniable-encryption-key/1\nsigning_key:${b64encode(B.raw)}\nsuite:${sealing.SUITE}\npublic_key:${encryptionText}\n`);
+  const member = { algorithm: "X25519", suite: sealing.SUITE, public_key: encryptionText, key_id: await keyId(PUBLIC), signature: await signWith(B, e) };
+  const definition = { ...DEMO.definition, relay: { url: RELAY, min_batch: 10, shuffle_unit: "question" } };
+  const survey = { status: "open", definition, signature: await signWith(B, canonicalBytes(definition)), key_id: await keyId(B.raw) };
+  const key = { algorithm: "Ed25519", public_key: b64encode(B.raw), key_id: await keyId(B.raw), sequence: 1, chain: [link], encryption_key: member };
+  const posts = [];
+  const fetch = async (url, init) => {
+    if (init.method === "POST") { posts.push(url); return new Response("{}", { status: 202 }); }
+    return new Response(JSON.stringify(url.endsWith("/api/v1/key") ? key : survey), { status: 200 });
+  };
+  const storage = new MemoryStorage();
+  const client = new SurveyClient("https://agg.example", { publicKey: b64encode(A.raw), storage, fetch });
+  const verified = await client.fetchSurvey("demo-workplace");
+  assert.deepEqual(verified.encryption.key, PUBLIC);
+  assert.equal(JSON.parse(storage.getItem("deniable.state/1")).keys["https://agg.example"].key, b64encode(B.raw));
+  assert.ok((await client.answer(verified, ANSWERS)).delivered);
+  assert.deepEqual(posts, [`${RELAY}/api/v1/surveys/demo-workplace/sealed`]);
+  // Signed by the retired key A instead: refused, though A is the key this device first pinned.
+  const stale = { ...member, signature: await signWith(A, e) };
+  const client2 = new SurveyClient("https://agg.example", { publicKey: b64encode(A.raw), storage: new MemoryStorage(), fetch: async (url, init) => (url.endsWith("/api/v1/key") ? new Response(JSON.stringify({ ...key, encryption_key: stale })) : fetch(url, init)) });
+  await assert.rejects(client2.fetchSurvey("demo-workplace"), SignatureError);
+});

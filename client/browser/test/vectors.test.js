@@ -8,7 +8,7 @@ import { ArraySource, ReportError, InvalidSurvey, InvalidValue, SignatureError, 
 import { followRotation } from "../keychain.js";
 import { decode, fromHex } from "../wire.js";
 import { bucket } from "../local_hashing.js";
-import { Question, loadMechanisms } from "../survey.js";
+import { Question, isBlank, loadMechanisms } from "../survey.js";
 
 const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
 await loadMechanisms({ questions: Object.values(VECTORS.questions) }); // every mechanism module
@@ -136,4 +136,11 @@ test("key rotation: the served chain from the pin, or a refusal that keeps it", 
     const followed = await followRotation(pin, v.document);
     assert.deepEqual({ public_key: b64encode(followed.key), sequence: followed.sequence, retired: followed.retired }, v.expect, v.name);
   }
+});
+
+test("blank code points (protocol §2.2's fixed lists), at and next to every range end", () => {
+  assert.deepEqual(VECTORS.blank.filter((v) => isBlank(v.text) !== v.blank).map((v) => v.code_point), []);
+  // The lists are Unicode's White_Space and Default_Ignorable_Code_Point (in this engine's version).
+  const unicode = /^[\p{White_Space}\p{Default_Ignorable_Code_Point}]$/u;
+  assert.deepEqual(VECTORS.blank.filter((v) => unicode.test(v.text) !== v.blank).map((v) => v.code_point), []);
 });
