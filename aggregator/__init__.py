@@ -15,16 +15,29 @@ if TYPE_CHECKING:
     from flask import Flask
 
 
-def create_app(config: Mapping[str, Any] | None = None) -> Flask:
-    """Build the app: settings (defaults < DENIABLE_* environment < ``config``), then subsystems."""
+def flask_app(import_name: str, config: Mapping[str, Any]) -> Flask:
+    """A Flask app with loaded settings ``config``, the body limit, exact JSON and the
+    problem+json error handlers: what the aggregator and the relay start from."""
     from flask import Flask
 
+    from . import problems
+
+    app = Flask(import_name)
+    app.config.from_mapping(config)
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
+    # Why: the API speaks exact JSON; key order follows the documents we build.
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    problems.init_app(app)
+    return app
+
+
+def create_app(config: Mapping[str, Any] | None = None) -> Flask:
+    """Build the app: settings (defaults < DENIABLE_* environment < ``config``), then subsystems."""
     from . import (
         api,
         cors,
         dashboard,
         metrics,
-        problems,
         ratelimit,
         respond,
         settings,
@@ -32,12 +45,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
         storage,
     )
 
-    app = Flask(__name__)
-    app.config.from_mapping(settings.load(config))
-    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
-    # Why: the API speaks exact JSON; key order follows the documents we build.
-    app.json.sort_keys = False  # type: ignore[attr-defined]
-    problems.init_app(app)
+    app = flask_app(__name__, settings.load(config))
     storage.init_app(app)
     signing.init_app(app)
     ratelimit.init_app(app)

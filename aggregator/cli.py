@@ -296,32 +296,13 @@ def write_export(reports: Iterator[Any], fmt: str, out: TextIO) -> int:
 def cmd_settings(args: argparse.Namespace) -> int:
     """Every setting's value in effect and where it came from (passwords masked)."""
     from . import settings
-    from .cli_common import overrides
-    from .ratelimit import shown_storage
+    from .cli_common import overrides, print_settings
 
     try:
         resolved = settings.resolve(overrides(args), config_source="command line")
     except settings.SettingsError as error:
         raise _fail(str(error), EXIT_USAGE) from None
-
-    def shown(value: Any) -> Any:
-        if isinstance(value, tuple):
-            return ",".join(str(item) for item in value)
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        return shown_storage(str(value))
-
-    rows = [{"name": r.setting.name, "variable": r.setting.environment_variable,
-             "value": shown(r.value), "source": r.source, "help": r.setting.help}
-            for r in resolved]  # fmt: skip
-    if args.json:
-        print_json(rows)
-    elif args.verbose:
-        for row in rows:
-            print(f"{row['variable']} = {row['value']}  [{row['source']}]\n    {row['help']}")
-    else:
-        print(format_table(["setting", "value", "source"],
-                           [[r["variable"], r["value"], r["source"]] for r in rows]))  # fmt: skip
+    print_settings(resolved, as_json=args.json, verbose=args.verbose)
     return 0
 
 

@@ -10,11 +10,11 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, CommandError, _fail
+from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, CommandError, _fail, format_table
 
 PROG = "deniable-aggregator"
 
@@ -154,3 +154,28 @@ __all__ = [
     "print_json",
     "shown_database",
 ]
+
+
+def print_settings(resolved: Sequence[Any], *, as_json: bool, verbose: bool = False) -> None:
+    """The ``settings`` command's output (the aggregator's and the relay's): every setting's
+    variable, value (a database or Redis URL without its password) and source."""
+    from .ratelimit import shown_storage
+
+    def shown(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return ",".join(str(item) for item in value)
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        return shown_storage(str(value))
+
+    rows = [{"name": r.setting.name, "variable": r.setting.environment_variable,
+             "value": shown(r.value), "source": r.source, "help": r.setting.help}
+            for r in resolved]  # fmt: skip
+    if as_json:
+        print_json(rows)
+    elif verbose:
+        for row in rows:
+            print(f"{row['variable']} = {row['value']}  [{row['source']}]\n    {row['help']}")
+    else:
+        print(format_table(["setting", "value", "source"],
+                           [[r["variable"], r["value"], r["source"]] for r in rows]))  # fmt: skip

@@ -21,17 +21,11 @@ FORWARDER = "deniable.relay.forwarder"
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """Build the relay app: settings (defaults < DENIABLE_RELAY_* < ``config``), then subsystems."""
-    from flask import Flask
-
-    from deniable.aggregator import cors, problems, ratelimit
+    from deniable.aggregator import cors, flask_app, ratelimit
 
     from . import api, settings, storage
 
-    app = Flask(__name__)
-    app.config.from_mapping(settings.load(config))
-    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
-    app.json.sort_keys = False  # type: ignore[attr-defined]
-    problems.init_app(app)
+    app = flask_app(__name__, settings.load(config))
     storage.init_app(app)
     ratelimit.init_app(app)
     api.init_app(app)

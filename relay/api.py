@@ -11,8 +11,10 @@ submission (docs/protocol.md, "Relay flow")::
 and answers ``202 Accepted`` once every unit is held durably.  Order of
 refusals: rate limit by address (429), survey not relayed here (404), body
 (400/413/415), closed (409), malformed submission (422), a unit longer than
-its fixed sealed length (413) or of another length (422),
-enrolment token missing (401), unknown or spent (403), rate limit by token (429).
+its fixed sealed length (413) or of another length (422), sealed to an
+encryption key the relay has not verified as the aggregator's current one or
+one it retired since (409), enrolment token missing (401), unknown or spent
+(403), rate limit by token (429).
 
 The request's address is used for the rate limit only, in memory or Redis
 under the limiter's moving window, and is never stored or logged; nothing
@@ -26,8 +28,11 @@ import binascii
 import hashlib
 import hmac
 import json
+import logging
+import math
 import re
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -36,10 +41,17 @@ from flask import Blueprint, Flask, Response, current_app, request
 from deniable import __version__
 from deniable.aggregator.problems import EnrolmentRequired, read_json
 from deniable.aggregator.ratelimit import current_limits
-from deniable.errors import Conflict, Forbidden, InvalidReport, NotFound, PayloadTooLarge
+from deniable.errors import (
+    Conflict,
+    DeniableError,
+    Forbidden,
+    InvalidReport,
+    NotFound,
+    PayloadTooLarge,
+)
 from deniable.survey import IDENTIFIER, Survey
 
-from .storage import RelayedSurvey, current_storage
+from .storage import RelayedSurvey, RelayStorage, current_storage
 
 PREFIX = "/api/v1"
 PSEUDONYM_KEY = "deniable.relay.pseudonym_key"
@@ -47,10 +59,19 @@ FORMAT = "deniable.sealed/1"
 FIELDS = frozenset({"format", "key_id", "units", "enrolment_token"})
 UNIT_FIELDS = frozenset({"unit", "sealed"})
 KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Why: a device may have fetched a key the aggregator rotated in since the relay's last
+# refresh; an unknown key id makes the relay ask the aggregator again, at most this often
+# per survey and process (so a flood of made-up ids costs the aggregator nothing much).
+KEY_RECHECK_SECONDS = 5.0
+KEY_RECHECK_TIMEOUT = 5.0
+
+logger = logging.getLogger("deniable.relay.api")
 
 blueprint = Blueprint("relay", __name__)
 _surveys: OrderedDict[tuple[str, str], tuple[Survey, dict[str, int]]] = OrderedDict()
 _surveys_lock = threading.Lock()
+_key_checks: dict[str, float] = {}
+_key_checks_lock = threading.Lock()
 
 
 def definition(stored: RelayedSurvey) -> tuple[Survey, dict[str, int]]:
@@ -134,6 +155,37 @@ def parse_sealed(
     return result
 
 
+def check_key(storage: RelayStorage, stored: RelayedSurvey, key_id: str) -> None:
+    """Conflict unless ``key_id`` is an encryption key of the aggregator that the relay
+    verified in its signed key document: the current one, or one retired since (the
+    aggregator still opens those, :data:`deniable.aggregator.signing.RETIRED_ENCRYPTION_KEYS`).
+    A unit sealed to any other key could never be opened: refused here, not dropped there."""
+    if key_id in stored.encryption_keys:
+        return
+    now = time.monotonic()
+    with _key_checks_lock:
+        due = now - _key_checks.get(stored.survey_id, -math.inf) >= KEY_RECHECK_SECONDS
+        if due:
+            _key_checks[stored.survey_id] = now
+    if due:
+        from .forwarder import refresh
+
+        config = {**current_app.config,
+                  "FORWARD_TIMEOUT": min(current_app.config["FORWARD_TIMEOUT"],
+                                         KEY_RECHECK_TIMEOUT)}  # fmt: skip
+        try:
+            refresh(storage, config, stored.survey_id)
+        except DeniableError as error:
+            logger.warning("survey %s: checking the aggregator's encryption key failed: %s",
+                           stored.survey_id, error)  # fmt: skip
+        else:
+            if key_id in storage.get_survey(stored.survey_id).encryption_keys:
+                return
+    raise Conflict(f"the units are sealed to encryption key {key_id!r}, which is not the "
+                   f"aggregator's current encryption key (nor one it retired recently); fetch "
+                   f"{stored.aggregator_url}/api/v1/key again and seal to its encryption_key")
+
+
 def check_address() -> None:
     """429 if this client address used up its submissions; it is counted under a pseudonym.
 
@@ -164,6 +216,7 @@ def submit(survey_id: str) -> Response:
         raise Conflict(f"survey {survey_id!r} is closed")
     survey, lengths = definition(stored)
     units = parse_sealed(body, survey, stored.shuffle_unit, lengths)
+    check_key(storage, stored, body["key_id"])
     token = None
     if stored.require_enrolment:
         token = body.get("enrolment_token")

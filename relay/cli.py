@@ -4,9 +4,10 @@ Commands: ``init`` (create or migrate the database), ``serve`` (gunicorn +
 waitress, as the aggregator; the forwarder runs in each process),
 ``add-survey`` (relay a survey of an aggregator: verify its signed definition
 names this relay, pin the aggregator's key, keep its relay credential),
-``remove-survey``, ``status`` (per survey: state, units held per unit,
-batches waiting for an acknowledgement, forwarded, smallest batch,
-discarded), ``forward`` (one forwarder pass now) and ``settings``.
+``set-credential`` (a new relay credential, held units kept),
+``remove-survey``, ``status`` (per survey: state, units held per unit, batches
+waiting for an acknowledgement, forwarded, smallest batch, discarded),
+``forward`` (one forwarder pass now) and ``settings``.
 
 Every command reads the relay's settings (``DENIABLE_RELAY_*``; ``--data-dir``
 and ``--database`` before the command override HOME and DATABASE).  Failures
@@ -25,7 +26,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from deniable.aggregator.cli_common import Parser, add_json, bind_address, positive, print_json
+from deniable.aggregator.cli_common import (
+    Parser,
+    add_json,
+    bind_address,
+    positive,
+    print_json,
+    print_settings,
+)
 from deniable.aggregator.ratelimit import shown_storage
 from deniable.aggregator.terminal import (
     EXIT_FAILURE,
@@ -130,6 +138,7 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
               "aggregator's operator ('deniable-aggregator key show')", file=sys.stderr)
     verified = upstream.verify_survey(aggregator, args.survey, pin,
                                       public_url=config["PUBLIC_URL"])  # fmt: skip
+    encryption = upstream.encryption_key_id(aggregator, verified.pin)
     relay = verified.relay
     questions = verified.survey.questions
     units = [""] if relay.shuffle_unit == "submission" else [q.id for q in questions]
@@ -139,12 +148,26 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
             signing_key=upstream.pin_text(verified.pin), key_sequence=verified.pin.sequence,
             document=json.dumps(verified.document), status=verified.status,
             min_batch=relay.min_batch, shuffle_unit=relay.shuffle_unit,
-            require_enrolment=verified.require_enrolment, refreshed_at=""), units)  # fmt: skip
+            require_enrolment=verified.require_enrolment, refreshed_at="",
+            encryption_keys=(encryption,)), units)  # fmt: skip
         if verified.require_enrolment:
             digests = upstream.fetch_enrolment_digests(aggregator, args.survey, credential)
             storage.add_enrolment_digests(args.survey, digests)
     print(f"relaying survey {args.survey} of {aggregator}: min_batch {relay.min_batch}, shuffle "
           f"unit {relay.shuffle_unit}, status {verified.status}, key {verified.pin.key_id}")
+    return 0
+
+
+def cmd_set_credential(args: argparse.Namespace) -> int:
+    config = load_settings(args)
+    credential = _read_credential(args.credential_file)
+    with opened_storage(config) as storage:
+        for survey_id in args.surveys:
+            storage.get_survey(survey_id)  # all known, or none changed
+        for survey_id in args.surveys:
+            storage.set_credential(survey_id, credential)
+    print(f"new relay credential for survey(s) {', '.join(args.surveys)}; held units kept. "
+          "Ask the aggregator's operator to revoke the old one now")
     return 0
 
 
@@ -217,22 +240,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
         resolved = settings.resolve(given, config_source="command line")
     except settings.SettingsError as error:
         raise _fail(str(error), EXIT_USAGE) from None
-
-    def shown(value: Any) -> Any:
-        if isinstance(value, tuple):
-            return ",".join(str(item) for item in value)
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        return shown_storage(str(value))
-
-    rows = [{"name": r.setting.name, "variable": r.setting.environment_variable,
-             "value": shown(r.value), "source": r.source, "help": r.setting.help}
-            for r in resolved]  # fmt: skip
-    if args.json:
-        print_json(rows)
-    else:
-        print(format_table(["setting", "value", "source"],
-                           [[r["variable"], r["value"], r["source"]] for r in rows]))  # fmt: skip
+    print_settings(resolved, as_json=args.json, verbose=args.verbose)
     return 0
 
 
@@ -269,6 +277,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the aggregator's Ed25519 signing key to pin (default: the one it "
                      "serves now, printed for you to confirm)")  # fmt: skip
     sub.set_defaults(func=cmd_add_survey)
+    sub = command("set-credential", "replace the relay credential of surveys (units held stay)")
+    sub.add_argument("surveys", nargs="+", metavar="SURVEY_ID")
+    sub.add_argument("--credential-file", required=True, metavar="FILE",
+                     help="file holding the new relay credential ('-' reads standard input)")
+    sub.set_defaults(func=cmd_set_credential)
     sub = command("remove-survey", "stop relaying a survey and delete what is held for it")
     sub.add_argument("survey", metavar="SURVEY_ID")
     sub.set_defaults(func=cmd_remove_survey)
@@ -279,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
             ).set_defaults(func=cmd_forward)
     sub = command("settings", "every DENIABLE_RELAY_* setting: value in effect and its source")
     add_json(sub, "the settings")
+    sub.add_argument("--verbose", "-v", action="store_true", help="add each setting's help text")
     sub.set_defaults(func=cmd_settings)
     return parser
 

@@ -3,7 +3,9 @@
 Refreshing (:func:`refresh_all`, every ``REFRESH_SECONDS`` on its own thread, so an
 aggregator that does not answer holds up no batch): each relayed survey's signed
 document is fetched and verified again (open or closed; a rotated key is followed
-along its signed chain) and, for surveys that require enrolment, the enrolment token
+along its signed chain), the aggregator's current encryption key id is verified in
+its signed key document and recorded (the relay accepts units sealed to it or to a
+few keys it replaced) and, for surveys that require enrolment, the enrolment token
 digests are synchronized.  Units of a closed survey that wait for no batch are
 deleted: they can never make a batch of ``min_batch``.
 
@@ -66,6 +68,8 @@ def refresh(storage: RelayStorage, config: Mapping[str, Any], survey_id: str) ->
     storage.update_survey(survey_id, document=json.dumps(verified.document), status=verified.status,
                           signing_key=upstream.pin_text(verified.pin),
                           key_sequence=verified.pin.sequence)  # fmt: skip
+    storage.accept_encryption_key(survey_id, upstream.encryption_key_id(
+        stored.aggregator_url, verified.pin, timeout=config["FORWARD_TIMEOUT"]))
     if verified.status == "closed":
         dropped = storage.discard_closed(survey_id)
         if dropped:

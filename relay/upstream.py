@@ -25,6 +25,7 @@ from deniable.keychain import (
     follow_chain,
     key_id,
     signature_valid,
+    verify_encryption_key,
 )
 from deniable.survey import IDENTIFIER, Survey
 
@@ -119,6 +120,15 @@ def verify_survey(
         raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
     return Verified(survey=survey, status=status, document=document, pin=pin,
                     require_enrolment=document.get("require_enrolment") is True)  # fmt: skip
+
+
+def encryption_key_id(aggregator_url: str, pin: Pin, *, timeout: float = 10.0) -> str:
+    """The id of the aggregator's current encryption key, verified as devices verify it:
+    the key document's signing key followed from ``pin`` along its signed chain, and the
+    encryption key signed by that key (:func:`deniable.keychain.verify_encryption_key`)."""
+    document = _get_json(f"{aggregator_url}/api/v1/key", timeout=timeout)
+    followed = follow_chain(pin, document)
+    return key_id(verify_encryption_key(document, followed.public_key))
 
 
 def pin_text(pin: Pin) -> str:

@@ -9,7 +9,7 @@ request.  The CLI uses :func:`open_storage` directly with the same settings.
 from __future__ import annotations
 
 import atexit
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from flask import Flask, current_app
@@ -55,15 +55,21 @@ def open_storage(settings: Mapping[str, Any]) -> Storage:
     return SqliteStorage(database, busy_timeout_ms=settings.get("BUSY_TIMEOUT_MS", 30_000))
 
 
-def init_app(app: Flask) -> None:
-    """Open (and migrate) the app's storage; close it at interpreter exit."""
-    storage = open_storage(app.config)
+def init_app(
+    app: Flask, *, opener: Callable[[Mapping[str, Any]], Any] = open_storage,
+    extension: str = EXTENSION,
+) -> None:  # fmt: skip
+    """Open (and migrate) the app's storage; close it at interpreter exit.
+
+    ``opener`` and ``extension`` let another service (the relay) attach its own
+    storage the same way."""
+    storage = opener(app.config)
     if app.config.get("MIGRATE", True):
         storage.migrate()
         # Why: a server that forks after create_app (gunicorn --preload) must not share
         # the parent's pooled connections; each process reopens its own on first use.
         storage.close()
-    app.extensions[EXTENSION] = storage
+    app.extensions[extension] = storage
     atexit.register(storage.close)
 
 

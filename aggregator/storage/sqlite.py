@@ -18,7 +18,7 @@ import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +60,7 @@ from .tokens import (
 MIN_FREE_BYTES = 8 << 20
 
 
-def _split_statements(script: str) -> list[str]:
+def split_statements(script: str) -> list[str]:
     """A script as single statements (sqlite3 can only run a script by committing first)."""
     statements, current = [], ""
     for line in script.splitlines(keepends=True):
@@ -71,6 +71,56 @@ def _split_statements(script: str) -> list[str]:
     if current.strip() and not current.strip().startswith("--"):
         statements.append(current.strip())
     return [s for s in statements if s]
+
+
+
+def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """A connection to the database file ``path`` (the aggregator's, or the relay's):
+    private (in a 0700 directory, the file and its ``-wal``/``-shm`` 0600, as datadir.py
+    requires), waiting up to ``busy_timeout_ms`` for a lock, fsync'ed commits, foreign keys.
+    StorageError (UnsafeFiles) if it cannot be opened so."""
+    # Why: raw reports are for the server's user only (datadir.py): a directory others
+    # may write in, or a database others may read, is refused like a readable key.
+    private_directory(path.parent)
+    for side in (path, *(path.with_name(path.name + s) for s in SIDE_FILES)):
+        check_private_file(side, "database file")
+    try:
+        if not path.exists():
+            # Why: SQLite would create it 0644 under the usual umask; its -wal and -shm
+            # files copy the database file's mode, so they are 0600 too.
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        connection = sqlite3.connect(
+            path,
+            timeout=busy_timeout_ms / 1000,
+            isolation_level=None,  # Why: we issue BEGIN/COMMIT ourselves.
+            check_same_thread=False,
+        )
+        connection.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        connection.execute("PRAGMA synchronous = FULL")
+        connection.execute("PRAGMA foreign_keys = ON")
+    except (OSError, sqlite3.Error) as error:
+        raise StorageError(f"sqlite {path}: {error}") from None
+    return connection
+
+
+def thread_connection(
+    local: threading.local, open_connection: Callable[[], sqlite3.Connection]
+) -> sqlite3.Connection:
+    """The calling thread's connection in ``local``, opened on first use in this process
+    (a forked child opens its own: a connection must not cross a fork)."""
+    if getattr(local, "pid", None) != os.getpid():
+        local.connection = open_connection()
+        local.pid = os.getpid()
+    return local.connection
+
+
+def drop_thread_connection(local: threading.local) -> None:
+    """Close the calling thread's connection in ``local``; the next use opens a new one."""
+    connection = getattr(local, "connection", None)
+    local.pid = None
+    if connection is not None:
+        with contextlib.suppress(sqlite3.Error):
+            connection.close()
 
 
 # Unfolded reports: those of the survey after its watermark (migration 0008).
@@ -100,48 +150,24 @@ class SqliteStorage(Storage):
 
     # -- connections --------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
-        # Why: raw reports are for the server's user only (datadir.py): a directory others
-        # may write in, or a database others may read, is refused like a readable key.
-        private_directory(self.path.parent)
-        for path in (self.path, *(self.path.with_name(self.path.name + s) for s in SIDE_FILES)):
-            check_private_file(path, "database file")
+        connection = connect(self.path, self.busy_timeout_ms)
         try:
-            if not self.path.exists():
-                # Why: SQLite would create it 0644 under the usual umask; its -wal and -shm
-                # files copy the database file's mode, so they are 0600 too.
-                os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
-            connection = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout_ms / 1000,
-                isolation_level=None,  # Why: we issue BEGIN/COMMIT ourselves.
-                check_same_thread=False,
-            )
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-            connection.execute("PRAGMA synchronous = FULL")
-            connection.execute("PRAGMA foreign_keys = ON")
             # Why: lookups of random report ids touch pages all over report_ids; a
             # 64 MiB page cache (default 2 MiB) keeps them, and checkpointing every
             # 10,000 WAL pages (default 1,000) writes a page touched by many commits once.
             connection.execute("PRAGMA cache_size = -65536")
             connection.execute("PRAGMA wal_autocheckpoint = 10000")
-        except (OSError, sqlite3.Error) as error:
+        except sqlite3.Error as error:
+            connection.close()
             raise StorageError(f"sqlite {self.path}: {error}") from None
         return connection
 
     def _thread_connection(self) -> sqlite3.Connection:
         """This thread's connection in this process, opened on first use."""
-        local = self._local
-        if getattr(local, "pid", None) != os.getpid():
-            local.connection = self._connect()
-            local.pid = os.getpid()
-        return local.connection
+        return thread_connection(self._local, self._connect)
 
     def _drop_thread_connection(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        self._local.pid = None
-        if connection is not None:
-            with contextlib.suppress(sqlite3.Error):
-                connection.close()
+        drop_thread_connection(self._local)
 
     @contextlib.contextmanager
     def _transaction(
@@ -220,7 +246,7 @@ class SqliteStorage(Storage):
             for migration in migrations(self.backend):
                 if migration.version <= current:
                     continue
-                for statement in _split_statements(migration.sql):
+                for statement in split_statements(migration.sql):
                     connection.execute(statement)
                 connection.execute(
                     "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",

@@ -265,9 +265,9 @@ def test_migration_0004_keeps_unfolded_reports(backend, database):
                 )
             for migration in migrations(backend)[:3]:
                 if backend == "sqlite":
-                    from deniable.aggregator.storage.sqlite import _split_statements
+                    from deniable.aggregator.storage.sqlite import split_statements
 
-                    for statement in _split_statements(migration.sql):
+                    for statement in split_statements(migration.sql):
                         connection.execute(statement)
                 else:
                     connection.execute(migration.sql.encode("utf-8"))

@@ -420,3 +420,63 @@ def test_the_relay_database_holds_no_time_or_address_columns(deployment):
         columns = connection.execute(
             "SELECT name FROM pragma_table_info('held')").fetchall()  # fmt: skip
     assert {c for (c,) in columns} == {"id", "survey_id", "unit", "sealed", "batch_id"}
+
+
+def test_the_relay_credential_is_replaced_without_losing_held_units(deployment):
+    """docs/operations.md, "Rotating the relay credential": a new credential, set at the
+    relay (units held meanwhile stay), the old one revoked; batches go on being accepted.
+    Near the end of this module: the other surveys keep the revoked credential."""
+    import hashlib
+
+    before = deployment.relay_status()["q"]["forwarded_reports"]
+    for answers in ANSWERS[:5]:  # held while the credential changes
+        assert deployment.submit("q", deployment.seal("q", answers)[0]).status_code == 202
+    relay_url = deployment.relay_env["DENIABLE_RELAY_PUBLIC_URL"]
+    credential = deployment.aggregator_cli("relay", "credential", "--relay-url",
+                                           relay_url).stdout.strip()  # fmt: skip
+    path = deployment.directory / "credential.new"
+    path.write_text(credential)
+    done = deployment.relay_cli("set-credential", "q", "--credential-file", str(path))
+    assert "q" in done.stdout
+    old = hashlib.sha256(deployment.credential.encode()).hexdigest()[:16]
+    deployment.aggregator_cli("relay", "revoke", old)
+    missing = deployment.relay_cli("set-credential", "nope", "--credential-file", str(path),
+                                   check=False)  # fmt: skip
+    assert missing.returncode == 3 and missing.stderr.count("\n") == 1
+    for answers in ANSWERS[5:20]:
+        assert deployment.submit("q", deployment.seal("q", answers)[0]).status_code == 202
+    deployment.wait_for(lambda: deployment.relay_status()["q"]["forwarded_reports"]
+                        >= before + 2 * 20)  # both units of the 20 submissions  # fmt: skip
+
+
+def test_a_unit_sealed_to_a_key_the_aggregator_does_not_accept_is_refused_at_the_relay(deployment):
+    """The body's key_id must be an encryption key the relay verified in the aggregator's
+    signed key document: the current one, or one retired since (still opened there).
+    Runs last in this module: it rotates the aggregator's keys."""
+    from .conftest import sealed_submission
+
+    def held() -> int:  # every unit the relay took for q: waiting, in a batch, or forwarded
+        row = deployment.relay_status()["q"]
+        return sum(row["waiting"].values()) + row["in_batches"] + row["forwarded_reports"]
+
+    before = held()
+    body, _ = deployment.seal("q", ANSWERS[0])
+    for key_id in ("0123456789abcdef", deployment.key_id[::-1]):
+        refused = deployment.submit("q", dict(body, key_id=key_id))
+        assert refused.status_code == 409, refused.text
+        assert refused.headers["Content-Type"] == "application/problem+json"
+        assert key_id in refused.json()["detail"] and "key" in refused.json()["detail"]
+    assert held() == before  # nothing refused is held
+    deployment.aggregator_cli("key", "rotate")
+    key_url = f"{deployment.aggregator.url}/api/v1/key"
+    served = deployment.wait_for(lambda: (k := requests.get(key_url, timeout=10).json())
+                                 ["encryption_key"]["key_id"] != deployment.key_id and k)
+    new_key = served["encryption_key"]
+    public = base64.b64decode(new_key["public_key"])
+    fresh, _ = sealed_submission(deployment.surveys["q"], ANSWERS[1], public, new_key["key_id"])
+    # The relay learns the new key at its next refresh, or sooner when a unit sealed to an
+    # unknown key makes it ask (at most every KEY_RECHECK_SECONDS; the refusals above asked).
+    deployment.wait_for(lambda: deployment.submit("q", fresh).status_code == 202)
+    retired, _ = deployment.seal("q", ANSWERS[2])  # sealed to the key rotated away just now
+    assert deployment.submit("q", retired).status_code == 202
+    assert held() == before + 4

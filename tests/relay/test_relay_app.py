@@ -34,7 +34,8 @@ def stored_survey(min_batch: int = 3) -> RelayedSurvey:
     return RelayedSurvey(survey_id="s", aggregator_url="http://127.0.0.1:1", credential="dnr_x",
                          signing_key="", key_sequence=None, document=json.dumps(document),
                          status="open", min_batch=min_batch, shuffle_unit="question",
-                         require_enrolment=False, refreshed_at="")  # fmt: skip
+                         require_enrolment=False, refreshed_at="",
+                         encryption_keys=("abc",))  # fmt: skip
 
 
 @pytest.fixture
@@ -221,3 +222,30 @@ def test_enrolment_digests_follow_the_aggregators_list(storage):
 
     with pytest.raises(Forbidden):
         storage.hold("s", [("a", blob(2))], enrolment_token="two")
+
+
+def test_the_relay_keeps_the_current_and_a_few_retired_encryption_key_ids(storage):
+    from deniable.aggregator.signing import RETIRED_ENCRYPTION_KEYS
+
+    assert storage.get_survey("s").encryption_keys == ("abc",)
+    for number in range(8):
+        storage.accept_encryption_key("s", f"key{number}")
+    storage.accept_encryption_key("s", "key7")  # the current one again: no change
+    kept = storage.get_survey("s").encryption_keys
+    assert kept == tuple(f"key{n}" for n in range(7, 6 - RETIRED_ENCRYPTION_KEYS, -1))
+
+
+def test_an_unknown_key_id_is_refused_even_when_the_aggregator_cannot_be_asked(tmp_path):
+    client = _app(tmp_path, "memory://", f"relay-test-{time.time_ns()}").test_client()
+    body = dict(_body(), key_id="0123456789abcdef")
+    refused = client.post("/api/v1/surveys/s/sealed", json=body)  # aggregator at port 1: down
+    assert refused.status_code == 409, refused.json
+    assert refused.headers["Content-Type"] == "application/problem+json"
+    assert "0123456789abcdef" in refused.json["detail"]
+    assert client.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
+
+
+def test_settings_prints_the_relays_settings_with_their_help(capsys):
+    assert main(["settings", "-v"]) == 0
+    out = capsys.readouterr().out
+    assert "DENIABLE_RELAY_WINDOW_SECONDS = 3600" in out and "Seconds between" in out

@@ -60,6 +60,9 @@ HTTP_EXAMPLES = int(env_float("DENIABLE_FUZZ_EXAMPLES", 1500))  # per backend
 CLI_EXAMPLES = int(env_float("DENIABLE_FUZZ_EXAMPLES", 1500)) // 2  # per program
 DOCUMENTED_ERRORS = {400, 401, 403, 404, 405, 406, 409, 413, 414, 415, 422, 429, 431}
 SURVEYS = ["fuzz", "fuzz-private", "closable", "fuzz-enrol"]
+# Pages people read answer errors in plain-words HTML: a survey, its crosstab, a comparison
+# of two surveys, the respond page.
+PAGES = r"/surveys/[^/]*(/crosstab|/respond|/compare/[^/]*)?"
 
 FUZZ_SETTINGS = settings(
     deadline=None,
@@ -282,7 +285,7 @@ def test_every_endpoint_survives_arbitrary_requests(app, storage, operator_heade
                 not path.startswith("/api/")
                 and status in (400, 404)
                 and response.mimetype == "text/html"
-                and re.fullmatch(r"/surveys/[^/]*", path) is not None
+                and re.fullmatch(PAGES, path) is not None
             )
             if case["method"] == "HEAD":
                 assert response.mimetype in ("application/problem+json", "text/html")

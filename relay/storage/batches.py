@@ -1,0 +1,124 @@
+"""The relay's batches: formed from held units, leased to a sender, deleted once
+acknowledged (or refused for good)."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from deniable.aggregator.storage.timestamps import iso, utc_now
+
+from .records import Batch
+
+
+class BatchStore:
+    """Batches; mixed into :class:`~.base.RelayStorage` (its ``_transaction`` and ``_run``)."""
+
+    for_update = ""
+    _transaction: Any
+    _read: Any
+    _run: Any
+
+    def form_batches(self, survey_id: str, *, window: float) -> list[str]:
+        """Form a batch of each unit that has ``min_batch`` units waiting and a window elapsed.
+
+        A batch takes every waiting unit of its (survey, unit); its window reopens.
+        Returns the ids of the batches formed.
+        """
+        now = utc_now()
+        opened_before = iso(now - timedelta(seconds=window))
+        formed = []
+        with self._transaction() as connection:
+            row = self._run(connection, "SELECT min_batch, status FROM relayed_surveys WHERE "
+                            "survey_id = ?" + self.for_update, (survey_id,)).fetchone()  # fmt: skip
+            if row is None or row[1] != "open":
+                return []
+            min_batch = int(row[0])
+            ready = self._run(connection, "SELECT w.unit, (SELECT COUNT(*) FROM held h WHERE "
+                              "h.survey_id = w.survey_id AND h.unit = w.unit AND h.batch_id IS "
+                              "NULL) FROM windows w WHERE w.survey_id = ? AND w.opened_at <= ?",
+                              (survey_id, opened_before)).fetchall()  # fmt: skip
+            for unit, waiting in ready:
+                if waiting < min_batch:
+                    continue
+                batch_id = secrets.token_hex(16)
+                self._run(connection, "UPDATE held SET batch_id = ? WHERE survey_id = ? AND "
+                          "unit = ? AND batch_id IS NULL", (batch_id, survey_id, unit))
+                self._run(connection, "INSERT INTO batches (batch_id, survey_id, unit, size) "
+                          "VALUES (?, ?, ?, ?)", (batch_id, survey_id, unit, int(waiting)))
+                self._run(connection, "UPDATE windows SET opened_at = ? WHERE survey_id = ? AND "
+                          "unit = ?", (iso(now), survey_id, unit))  # fmt: skip
+                formed.append(batch_id)
+        return formed
+
+    def lease_batches(self, *, lease: float, limit: int = 16) -> list[Batch]:
+        """Batches to forward now, each leased for ``lease`` seconds (one forwarder at a time)."""
+        now = utc_now()
+        batches = []
+        with self._transaction() as connection:
+            rows = self._run(connection, "SELECT batch_id, survey_id, unit FROM batches WHERE "
+                             "leased_until IS NULL OR leased_until < ? ORDER BY batch_id LIMIT ?"
+                             + self.for_update, (iso(now), limit)).fetchall()  # fmt: skip
+            for batch_id, survey_id, unit in rows:
+                self._run(connection, "UPDATE batches SET leased_until = ?, attempts = attempts "
+                          "+ 1 WHERE batch_id = ?",
+                          (iso(now + timedelta(seconds=lease)), batch_id))  # fmt: skip
+                sealed = self._run(connection, "SELECT sealed FROM held WHERE batch_id = ?",
+                                   (batch_id,)).fetchall()  # fmt: skip
+                batches.append(Batch(batch_id=batch_id, survey_id=survey_id, unit=unit,
+                                     sealed=[bytes(s) for (s,) in sealed]))  # fmt: skip
+        return batches
+
+    def release_leases(self) -> None:
+        """Make every formed batch due now (a forwarder starting after a crash)."""
+        with self._transaction() as connection:
+            self._run(connection, "UPDATE batches SET leased_until = NULL")
+
+    def acknowledged(self, batch: Batch) -> None:
+        """The aggregator stored the batch: delete its units, count it."""
+        size = len(batch.sealed)
+        self._finish(batch, "forwarded_batches = forwarded_batches + 1, forwarded_reports = "
+                     "forwarded_reports + ?, smallest_batch = CASE WHEN smallest_batch IS NULL "
+                     "OR smallest_batch > ? THEN ? ELSE smallest_batch END",
+                     (size, size, size))  # fmt: skip
+
+    def discard(self, batch: Batch) -> None:
+        """The aggregator refused the batch for good (its survey closed): delete, count it."""
+        self._finish(batch, "discarded_reports = discarded_reports + ?", (len(batch.sealed),))
+
+    def _finish(self, batch: Batch, counters: str, values: tuple) -> None:
+        """Delete the batch and its units, and update the survey's ``counters`` once (a
+        batch finished twice, by two senders, counts once)."""
+        with self._transaction() as connection:
+            gone = self._run(connection, "DELETE FROM batches WHERE batch_id = ?",
+                             (batch.batch_id,)).rowcount  # fmt: skip
+            self._run(connection, "DELETE FROM held WHERE batch_id = ?", (batch.batch_id,))
+            if gone:
+                self._run(connection, f"UPDATE relayed_surveys SET {counters} WHERE survey_id = ?",
+                          (*values, batch.survey_id))  # fmt: skip
+
+    def failed(self, batch: Batch, error: str, *, retry_in: float) -> None:
+        """A forward failed: try again after ``retry_in`` seconds."""
+        with self._transaction() as connection:
+            self._run(connection, "UPDATE batches SET last_error = ?, leased_until = ? WHERE "
+                      "batch_id = ?", (error[:500], iso(utc_now() + timedelta(seconds=retry_in)),
+                                       batch.batch_id))  # fmt: skip
+
+    def pending_batches(self, survey_id: str) -> list[tuple[str, str, int, int, str | None]]:
+        """(batch id, unit, size, attempts, last error) of batches not yet acknowledged."""
+        with self._read() as connection:
+            rows = self._run(connection, "SELECT batch_id, unit, size, attempts, last_error FROM "
+                             "batches WHERE survey_id = ? ORDER BY batch_id",
+                             (survey_id,)).fetchall()  # fmt: skip
+        return [tuple(row) for row in rows]
+
+    def discard_closed(self, survey_id: str) -> int:
+        """Delete units of a closed survey that wait for no batch (they can never form one)."""
+        with self._transaction() as connection:
+            count = self._run(connection, "DELETE FROM held WHERE survey_id = ? AND batch_id IS "
+                              "NULL", (survey_id,)).rowcount  # fmt: skip
+            if count:
+                self._run(connection, "UPDATE relayed_surveys SET discarded_reports = "
+                          "discarded_reports + ? WHERE survey_id = ?", (count, survey_id))
+        return int(count)

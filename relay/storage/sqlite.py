@@ -1,0 +1,153 @@
+"""The relay's storage in one SQLite file (WAL, ``synchronous=FULL``), opened as the
+aggregator opens its own (:func:`deniable.aggregator.storage.sqlite.connect`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from deniable.aggregator.storage.base import migrations
+from deniable.aggregator.storage.sqlite import (
+    connect,
+    drop_thread_connection,
+    split_statements,
+    thread_connection,
+)
+from deniable.errors import DeniableError, StorageError
+
+from .base import MIGRATIONS, RelayStorage
+
+# Most submissions one group commit takes (the rest wait for the next).
+GROUP_MOST = 256
+
+
+class _Pending:
+    """One submission waiting for a group commit, and its outcome."""
+
+    __slots__ = ("added", "done", "enrolment_token", "error", "survey_id", "units")
+
+    def __init__(self, survey_id: str, units: list[tuple[str, bytes]],
+                 enrolment_token: str | None) -> None:  # fmt: skip
+        self.survey_id, self.units, self.enrolment_token = survey_id, units, enrolment_token
+        self.added = 0
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+
+class SqliteRelayStorage(RelayStorage):
+    """The relay's storage in one SQLite file (WAL, ``synchronous=FULL``)."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
+        self.path = Path(path)
+        self.busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._group_lock = threading.Lock()
+        self._group_wake = threading.Condition(self._group_lock)
+        self._group_pid: int | None = None
+        self._queue: list[_Pending] = []
+
+    def _connect(self) -> sqlite3.Connection:
+        return connect(self.path, self.busy_timeout_ms)
+
+    def _connection(self) -> sqlite3.Connection:
+        return thread_connection(self._local, self._connect)
+
+    @contextlib.contextmanager
+    def _transaction(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
+        connection = self._connection()
+        try:
+            connection.execute(f"BEGIN {mode}")
+        except sqlite3.Error as error:
+            drop_thread_connection(self._local)  # a broken connection: the next use opens anew
+            raise StorageError(f"sqlite {self.path}: {error}") from None
+        try:
+            yield connection
+            connection.execute("COMMIT")
+        except BaseException as error:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            if isinstance(error, sqlite3.Error):
+                raise StorageError(f"sqlite {self.path}: {error}") from None
+            raise
+
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._transaction("DEFERRED")
+
+    def hold(
+        self, survey_id: str, units: list[tuple[str, bytes]], *, enrolment_token: str | None
+    ) -> int:
+        """:meth:`RelayStorage.hold`, committed together with concurrent submissions.
+
+        Group commit: one thread of this process takes every submission waiting and
+        holds each in its own savepoint of one transaction, so one fsync'ed COMMIT
+        acknowledges them all; a submission refused (closed, token spent) rolls back
+        to its savepoint alone.  Each caller returns only after that COMMIT.
+        """
+        item = _Pending(survey_id, units, enrolment_token)
+        with self._group_lock:
+            if self._group_pid != os.getpid():  # first use in this process (or after a fork)
+                self._group_pid = os.getpid()
+                self._queue = []
+                threading.Thread(target=self._commit_groups, name="deniable-relay-commit",
+                                 daemon=True).start()  # fmt: skip
+            self._queue.append(item)
+            self._group_wake.notify()
+        item.done.wait()
+        if item.error is not None:
+            raise item.error
+        return item.added
+
+    def _commit_groups(self) -> None:
+        while True:
+            with self._group_lock:
+                while not self._queue:
+                    self._group_wake.wait()
+                group, self._queue = self._queue[:GROUP_MOST], self._queue[GROUP_MOST:]
+            try:
+                with self._transaction() as connection:
+                    for item in group:
+                        connection.execute("SAVEPOINT submission")
+                        try:
+                            item.added = self._hold_in(connection, item.survey_id, item.units,
+                                                       item.enrolment_token)  # fmt: skip
+                        except DeniableError as error:
+                            connection.execute("ROLLBACK TO submission")
+                            item.error = error
+                        connection.execute("RELEASE submission")
+            except BaseException as error:  # noqa: BLE001 - every waiting caller hears of it
+                failure = error if isinstance(error, DeniableError) else StorageError(
+                    f"sqlite {self.path}: {error}")  # fmt: skip
+                for item in group:
+                    item.error = failure
+            for item in group:
+                item.done.set()
+
+    def migrate(self) -> int:
+        connection = self._connect()
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("CREATE TABLE IF NOT EXISTS relay_schema_version ("
+                               " version INTEGER PRIMARY KEY, name TEXT NOT NULL)")  # fmt: skip
+        finally:
+            connection.close()
+        with self._transaction() as connection:
+            current = connection.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM relay_schema_version").fetchone()[0]
+            for migration in migrations(self.backend, MIGRATIONS):
+                if migration.version <= current:
+                    continue
+                for statement in split_statements(migration.sql):
+                    connection.execute(statement)
+                connection.execute("INSERT INTO relay_schema_version (version, name) "
+                                   "VALUES (?, ?)", (migration.version, migration.name))
+                current = migration.version
+        return current
+
+    def close(self) -> None:
+        drop_thread_connection(self._local)
