@@ -11,7 +11,8 @@ signature is still verified before anything is posted, and report ids are
 Without an operator token each synthetic respondent is one POST to the public
 route (one report per question, as a device sends).  With ``operator_token``
 many respondents go per request to the operator-only bulk route
-(``.../reports/bulk``), up to ``batch_reports`` reports each.
+(``.../reports/bulk``), up to ``batch_reports`` reports each, grouped by
+respondent (``{"respondents": [...]}``) so their answers can be crosstabbed.
 """
 
 from __future__ import annotations
@@ -183,7 +184,12 @@ def simulate(
                             for row in range(size)
                             for q, column in zip(survey.questions, columns, strict=True)
                         ]
-                        in_flight[pool.submit(post, _dumps({"reports": items}))] = size
+                        body: dict[str, Any] = {"reports": items}  # one respondent
+                        if operator_token is not None:  # the bulk route: one group per respondent
+                            per = len(survey.questions)
+                            groups = [items[i : i + per] for i in range(0, len(items), per)]
+                            body = {"respondents": [{"reports": g} for g in groups]}
+                        in_flight[pool.submit(post, _dumps(body))] = size
                         reports += len(items)
                         while len(in_flight) >= 2 * concurrency:
                             done += _collect(in_flight, FIRST_COMPLETED)

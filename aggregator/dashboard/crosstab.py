@@ -15,6 +15,8 @@ from typing import Any
 
 from flask import render_template, request, url_for
 
+from deniable import comparison
+from deniable.crosstab import axis, cell_model
 from deniable.errors import Conflict, InvalidParameter, NotFound
 
 from ..api.common import check_survey_id
@@ -47,6 +49,34 @@ def _missing(survey_id: str, error: str | None = None, status: int = 404) -> tup
     return render_template("missing.html", survey_id=survey_id, error=error), status
 
 
+def spread_within_columns(document: dict[str, Any], rows: Any, columns: Any) -> list[dict]:
+    """Per column: its largest cell minus its smallest, as "differs by +6 points (±4)".
+
+    Every pair of rows in every column is claimed at once (union bound over
+    C(d_rows, 2) x d_columns differences), so showing the pair the data picked
+    (largest, smallest) keeps the guarantee.
+    """
+    labels = document["rows"]["labels"]
+    if len(labels) < 2:
+        return []
+    deviation = cell_model(axis(rows.oracle), axis(columns.oracle)).deviation / document["n"]
+    claims = len(labels) * (len(labels) - 1) // 2 * len(document["columns"]["labels"])
+    cells = {(c["row"], c["column"]): c["estimate"] for c in document["cells"]}
+    found = []
+    for column in document["columns"]["labels"]:
+        ranked = sorted(labels, key=lambda row: cells[row, column])
+        low, high = ranked[0], ranked[-1]
+        figures = [comparison.Figure(value=cells[row, column],
+                                     variance_bound=document["variance_bound"],
+                                     deviation=deviation) for row in (high, low)]  # fmt: skip
+        result = comparison.difference(*figures, dependence="any", beta=document["beta"],
+                                       claims=claims)  # fmt: skip
+        found.append({"column": column, "high": high, "low": low,
+                      "sentence": result.sentence(verb="differs"),
+                      "significant": result.to_dict()["significant"]})  # fmt: skip
+    return found
+
+
 def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
     family = document["simultaneous_tightest"]
     prefix = "" if family == "chebyshev" else family + "_"
@@ -70,6 +100,9 @@ def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
         "columns": columns,
         "column_shares": [percent(max(document["column_shares"][c], 0.0)) for c in columns],
         "family": svg.FAMILY_NAMES.get(family, family),
+        # Shares add up to 100% only when neither question is multiple choice.
+        "partition": "multiple_choice" not in (document["rows"]["type"],
+                                               document["columns"]["type"]),
     }
 
 
@@ -102,8 +135,11 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
                        columns=columns, **extra)  # fmt: skip
 
     view = None
-    if document is not None and document.get("n"):
-        view = _joint_view(document) if document["kind"] == "joint" else None
+    if document is not None and document.get("n") and document["kind"] == "joint":
+        view = _joint_view(document)
+        survey = record.survey
+        view["spread"] = spread_within_columns(document, survey.question(rows_id),
+                                               survey.question(columns_id))  # fmt: skip
     return render_template(
         "crosstab.html",
         survey=record,
@@ -163,14 +199,11 @@ COMPARABLE_SCAN = 50
 
 
 def comparable_surveys(record: Any) -> list[Any]:
-    """Other public surveys created after this one that share a question id (later waves)."""
+    """Public surveys created after this one that share a question id (later waves)."""
     if not record.results_public:
         return []
     storage = current_storage()
-    total = len(storage.list_surveys())
-    recent = storage.list_surveys(offset=max(0, total - COMPARABLE_SCAN))
     mine = record.survey.question_id_set
-    return [other for other in recent
-            if other.id != record.id and other.results_public
-            and other.created_at >= record.created_at
-            and mine & other.survey.question_id_set]  # fmt: skip
+    later = (storage.get_survey(other, count=False)
+             for other in storage.later_public_surveys(record.id, COMPARABLE_SCAN))  # fmt: skip
+    return [other for other in later if mine & other.survey.question_id_set]

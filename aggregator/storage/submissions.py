@@ -123,3 +123,14 @@ class SubmissionStore:
                           " WHERE crosstab_statistics.through_seq < excluded.through_seq"),
                 (survey_id, *questions, through, json.dumps(statistics)),
             )  # fmt: skip
+
+    def later_public_surveys(self, survey_id: str, limit: int) -> list[str]:
+        """Ids of public surveys created at or after this one (later waves), oldest first."""
+        with self._read() as connection:
+            rows = connection.execute(
+                self._sql("SELECT id FROM surveys WHERE results_public AND id <> ? AND"
+                          " created_at >= (SELECT created_at FROM surveys WHERE id = ?)"
+                          " ORDER BY created_at, id LIMIT ?"),
+                (survey_id, survey_id, limit),
+            ).fetchall()  # fmt: skip
+        return [row[0] for row in rows]

@@ -77,7 +77,7 @@ def recount(survey: Survey, exported: list[dict[str, Any]], rows: str, columns: 
 
 
 def test_crosstab_recount_from_export_matches_served(client, created_survey, operator_headers,
-                                                     storage):  # fmt: skip
+                                                     storage, backend):  # fmt: skip
     survey = Survey.from_dict(created_survey["definition"])
     body = respondents_body(survey, 150, seed=3, skip=0.2)
     response = post_respondents(client, operator_headers, body)
@@ -89,6 +89,12 @@ def test_crosstab_recount_from_export_matches_served(client, created_survey, ope
     export = client.get(URL + "/export", headers=operator_headers)
     exported = [json.loads(line) for line in export.data.splitlines()]
     assert all(isinstance(r["submission"], int) for r in exported)
+    first_seq: dict[int, int] = {}
+    for report in exported:
+        first_seq.setdefault(report["submission"], report["seq"])
+    assert len(first_seq) == len(body["respondents"]) + 1  # one key per submission
+    if backend == "sqlite":  # the key is the seq of the submission's first report
+        assert all(key == seq for key, seq in first_seq.items())
     from deniable.aggregator.crosstabs import folded_statistics
 
     record = storage.get_survey("demo")
@@ -228,6 +234,7 @@ def test_dashboard_pages(client, created_survey, operator_headers):
     html = client.get("/surveys/demo/crosstab?rows=transport&columns=smoker").data.decode()
     assert 'id="joint"' in html and 'data-n="90"' in html and html.count("data-estimate=") == 8
     assert "background: hsl(" in html and 'aria-current="true"' in html
+    assert html.count("differs by") == 2  # largest minus smallest, per column
     assert 'id="means"' in client.get("/surveys/demo/crosstab?rows=transport"
                                       "&columns=overtime").data.decode()  # fmt: skip
     assert client.get("/surveys/demo/crosstab?rows=nope&columns=smoker").status_code == 200

@@ -94,6 +94,9 @@ def test_cli_simulate_posts_every_respondent(shared_live_server: LiveServer) -> 
     assert len(server.export("sim")) == 600 * 4
     results = server.operator("GET", "/api/v1/surveys/sim/results")
     assert results["n_reports"] == 600 * 4
+    # Bulk batches carry respondents (issue 20): every simulated respondent's answers join.
+    crosstab = server.operator("GET", "/api/v1/surveys/sim/crosstab?rows=commute&columns=smoker")
+    assert crosstab["n"] == 600
 
 
 def test_cli_answer_walks_through_the_survey(shared_live_server: LiveServer, tmp_path) -> None:
