@@ -291,7 +291,7 @@ def test_every_endpoint_survives_arbitrary_requests(app, storage, operator_heade
                 assert response.mimetype in ("application/problem+json", "text/html")
             elif not dashboard_page:
                 assert_problem(response, status)
-        survey_match = re.fullmatch(r"/api/v1/surveys/([^/?]*)/reports", path)
+        survey_match = re.fullmatch(r"/api/v1/surveys/([^/?]*)/reports(?:/bulk)?", path)
         if status == 201 and case["method"] == "POST" and survey_match:
             survey = survey_match.group(1)
             ids = {(survey, i) for i in response.get_json()["reports"]}
