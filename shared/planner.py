@@ -47,6 +47,7 @@ from .estimation import (
     check_beta,
     family_interval,
     score_model,
+    smallest_passing,
 )
 from .mechanisms import CATEGORICAL, NUMERIC, SET_VALUED, recommend
 from .mechanisms.binary_rr import BinaryRR
@@ -398,6 +399,13 @@ def best_respondents(result: Plan, mechanism: str | None = None) -> int | None:
     return min(needed) if needed else None
 
 
+def _relayed_local_epsilon(central_epsilon: float, batch: int, delta: float) -> float:
+    """The largest ε0 (to 0.001) whose batches of ``batch`` are (central_epsilon, delta)-DP
+    after shuffling: rounded down to what an operator writes in a definition (never
+    up: that could break the central target)."""
+    return math.floor(shuffle.local_epsilon_for(central_epsilon, batch, delta) * 1000) / 1000
+
+
 def relay_plan(
     question_type: str,
     *,
@@ -423,9 +431,7 @@ def relay_plan(
         raise InvalidParameter(
             f"n = {n:,} is less than one batch ({batch:,}): nothing would be published"
         )
-    # rounded down to what an operator writes in a definition (never up: that could
-    # break the central target)
-    local = math.floor(shuffle.local_epsilon_for(target, batch, delta) * 1000) / 1000
+    local = _relayed_local_epsilon(target, batch, delta)
     at_local = plan(question_type, epsilon=local, options=options, beta=beta, n=n,
                     half_width=half_width, lo=lo, hi=hi)  # fmt: skip
     direct = plan(question_type, epsilon=target, options=options, beta=beta, n=n,
@@ -471,24 +477,16 @@ def smallest_relayed_batch(
     larger batch allows a larger ε0, which needs fewer respondents."""
     target = check_epsilon(central_epsilon, "central_epsilon")
 
-    def local(batch: int) -> float:
-        return math.floor(shuffle.local_epsilon_for(target, batch, delta) * 1000) / 1000
-
-    def needed(batch: int) -> int:
-        result = plan(question_type, epsilon=local(batch), options=options, beta=beta,
+    def needed(epsilon: float) -> int:
+        result = plan(question_type, epsilon=epsilon, options=options, beta=beta,
                       half_width=half_width, lo=lo, hi=hi)  # fmt: skip
         value = best_respondents(result)
         assert value is not None  # a half-width plan always has one
         return value
 
-    direct = best_respondents(plan(question_type, epsilon=target, options=options, beta=beta,
-                                   half_width=half_width, lo=lo, hi=hi))  # fmt: skip
-    assert direct is not None
-    low, high = 1, direct  # at N = direct, ε0 ≥ the target: N suffices
-    while low < high:
-        middle = (low + high) // 2
-        if needed(middle) <= middle:
-            high = middle
-        else:
-            low = middle + 1
+    def local(batch: int) -> float:
+        return _relayed_local_epsilon(target, batch, delta)
+
+    # at N = needed(target), ε0 ≥ the target: N suffices
+    low = smallest_passing(lambda batch: needed(local(batch)) <= batch, 1, needed(target))
     return low, local(low)
