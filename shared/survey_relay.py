@@ -1,0 +1,77 @@
+"""A relayed survey's relay: where devices send sealed reports, and how they are shuffled."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from .survey_checks import CONTROL, MAX_LABEL, fail, require_keys
+
+if TYPE_CHECKING:
+    from .survey import Survey
+
+SHUFFLE_UNITS = ("question", "submission")
+MAX_MIN_BATCH = 10_000_000
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Relay:
+    """A relayed survey's relay (docs/protocol.md, "Sealing"; docs/relay.md).
+
+    Devices seal every report to the aggregator's encryption key and post it to
+    ``url`` only; the relay forwards batches of at least ``min_batch`` reports in
+    random order.  ``shuffle_unit`` is ``"question"`` (each question's reports
+    sealed and shuffled apart: answers cannot be linked, nor crosstabbed) or
+    ``"submission"`` (a respondent's reports sealed together).
+    """
+
+    url: str
+    min_batch: int
+    shuffle_unit: str = "question"
+
+    FIELDS: ClassVar[set[str]] = {"url", "min_batch", "shuffle_unit"}
+
+    @classmethod
+    def from_dict(cls, data: object, where: str = "survey.relay") -> Relay:
+        require_keys(where, data, {"url", "min_batch"}, cls.FIELDS)
+        assert isinstance(data, Mapping)
+        url = data["url"]
+        if not isinstance(url, str) or not 0 < len(url) <= MAX_LABEL or CONTROL.search(url):
+            raise fail(f"{where}.url", f"must be a URL of at most {MAX_LABEL} characters", "relay")
+        scheme, _, rest = url.partition("://")
+        host = rest.split("/", 1)[0]
+        hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if (scheme not in ("https", "http") or not host or any(c in url for c in "?#@ \\")
+                or url.endswith("/")):  # fmt: skip
+            raise fail(f"{where}.url", "must be https://host[:port][/path] without a trailing "
+                        f"slash, query, fragment or credentials, got {url!r}", "relay")  # fmt: skip
+        if scheme == "http" and hostname not in _LOOPBACK_HOSTS:
+            raise fail(f"{where}.url", "must use https (http only for a loopback host)",
+                        "relay")  # fmt: skip
+        # 1000.0 is 1000, as in every client (docs/protocol.md §2.2)
+        min_batch = data["min_batch"]
+        if type(min_batch) is float and min_batch.is_integer():
+            min_batch = int(min_batch)
+        if isinstance(min_batch, bool) or not isinstance(min_batch, int) or not (
+            1 <= min_batch <= MAX_MIN_BATCH
+        ):
+            raise fail(f"{where}.min_batch", f"must be an integer in [1, {MAX_MIN_BATCH}]",
+                        "relay")  # fmt: skip
+        unit = data.get("shuffle_unit", "question")
+        if unit not in SHUFFLE_UNITS:
+            raise fail(f"{where}.shuffle_unit", f"must be one of {', '.join(SHUFFLE_UNITS)}",
+                        "relay")  # fmt: skip
+        return cls(url=url, min_batch=min_batch, shuffle_unit=unit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "min_batch": self.min_batch, "shuffle_unit": self.shuffle_unit}
+
+    def sealed_url(self, survey_id: str) -> str:
+        """Where devices post a survey's sealed units: ``{url}/api/v1/surveys/<id>/sealed``."""
+        return f"{self.url}/api/v1/surveys/{survey_id}/sealed"
+
+    def units(self, survey: Survey) -> list[str]:
+        """The sealing units of ``survey``: its question ids, or ``[""]`` for submissions."""
+        return [""] if self.shuffle_unit == "submission" else survey.question_ids
