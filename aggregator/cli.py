@@ -42,8 +42,8 @@ from . import cli_crosstab, cli_keys, cli_relay, cli_tokens, planning
 from .cli_common import (
     PROG,
     Parser,
+    add_beta,
     add_json,
-    beta,
     bind_address,
     load_settings,
     opened_storage,
@@ -459,8 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("results", "a survey's estimates and intervals as a table")
     sub.add_argument("survey", metavar="ID", help="id of the survey")
-    sub.add_argument("--beta", type=beta, default=0.05,
-                     help="allowed failure probability of each interval (default 0.05)")
+    add_beta(sub)
     add_json(sub, "the API's results document")
     sub.set_defaults(func=cmd_results)
 

@@ -134,6 +134,11 @@ def add_json(parser: argparse.ArgumentParser, what: str) -> None:
                         help=f"print {what} as JSON (for scripts) instead of a table")  # fmt: skip
 
 
+def add_beta(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--beta", type=beta, default=0.05,
+                        help="allowed failure probability of each interval (default 0.05)")
+
+
 def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 

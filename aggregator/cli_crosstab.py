@@ -15,7 +15,7 @@ import csv
 import sys
 from typing import Any
 
-from .cli_common import add_json, beta, load_settings, opened_storage, print_json
+from .cli_common import add_beta, add_json, load_settings, opened_storage, print_json
 from .terminal import format_table
 
 
@@ -116,12 +116,7 @@ def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None
     sub.add_argument("survey", metavar="ID", help="id of the survey")
     sub.add_argument("rows", metavar="ROWS", help="question id for the rows")
     sub.add_argument("columns", metavar="COLUMNS", help="question id for the columns")
-    sub.add_argument(
-        "--beta",
-        type=beta,
-        default=0.05,
-        help="allowed failure probability of each interval (default 0.05)",
-    )
+    add_beta(sub)
     sub.add_argument(
         "--compare",
         nargs=4,
@@ -143,11 +138,6 @@ def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None
     sub.add_argument(
         "--other-question", metavar="QUESTION", help="the question's id in OTHER, if it differs"
     )
-    sub.add_argument(
-        "--beta",
-        type=beta,
-        default=0.05,
-        help="allowed failure probability of each interval (default 0.05)",
-    )
+    add_beta(sub)
     add_json(sub, "the API's comparison document")
     sub.set_defaults(func=cmd_compare)

@@ -135,6 +135,21 @@ def add_parser(commands: Any) -> None:
     sub.set_defaults(func=cmd_plan)  # fmt: skip
 
 
+def _question_goal(args: argparse.Namespace) -> dict[str, Any]:
+    """What plan and relay_plan both take from the command line: the question and the goal."""
+    return {"options": args.options, "beta": args.beta, "n": args.n,
+            "half_width": args.half_width, "lo": args.lo, "hi": args.hi}  # fmt: skip
+
+
+def _goal_figures(row: Any, result: Plan) -> list[str]:
+    """A row's two figures: half-widths at the plan's n, or the respondents for its target."""
+    if result.n is not None:
+        values = [row.half_width, row.simultaneous_half_width]
+    else:
+        values = [row.n_for_half_width, row.n_for_simultaneous_half_width]
+    return list(map(format_number, values))
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     if args.relay:
         return cmd_relay_plan(args)
@@ -147,14 +162,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.n is None and args.half_width is None:
         raise CommandError("one of the arguments --n --half-width is required", EXIT_USAGE)
     result = plan(
-        args.question_type or "single_choice",
-        epsilon=args.epsilon,
-        options=args.options,
-        beta=args.beta,
-        n=args.n,
-        half_width=args.half_width,
-        lo=args.lo,
-        hi=args.hi,
+        args.question_type or "single_choice", epsilon=args.epsilon, **_question_goal(args)
     )
     crosstab = None
     if args.by_type or args.by_options:
@@ -187,11 +195,7 @@ def crosstab_table(crosstab: CrosstabPlan, result: Plan) -> str:
         headers = ["interval", "n one cell", f"n all {crosstab.cells} cells"]
     rows = []
     for row in crosstab.rows:
-        if result.n is not None:
-            values = [row.half_width, row.simultaneous_half_width]
-        else:
-            values = [row.n_for_half_width, row.n_for_simultaneous_half_width]
-        rows.append([row.family, *map(format_number, values)])
+        rows.append([row.family, *_goal_figures(row, result)])
     return "\n".join(
         [
             f"crosstab {crosstab.rows_mechanism} x {crosstab.columns_mechanism}: {goal}",
@@ -215,12 +219,8 @@ def plan_table(result: Plan) -> str:
     rows = []
     for row in result.rows:
         name = row.mechanism + (" *" if row.mechanism == result.recommended else "")
-        if result.n is not None:
-            values = [row.half_width, row.simultaneous_half_width]
-        else:
-            values = [row.n_for_half_width, row.n_for_simultaneous_half_width]
         rows.append(
-            [name, row.family, row.report_bytes, *map(format_number, values),
+            [name, row.family, row.report_bytes, *_goal_figures(row, result),
              format_number(row.expected_squared_error),
              format_number(row.worst_case_squared_error)]
         )  # fmt: skip
@@ -249,12 +249,7 @@ def cmd_relay_plan(args: argparse.Namespace) -> int:
         central_epsilon=args.central_epsilon,
         delta=DEFAULT_RELAY_DELTA if args.delta is None else args.delta,
         batch=args.batch,
-        options=args.options,
-        beta=args.beta,
-        n=args.n,
-        half_width=args.half_width,
-        lo=args.lo,
-        hi=args.hi,
+        **_question_goal(args),
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

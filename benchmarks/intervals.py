@@ -41,6 +41,7 @@ import argparse
 import time
 
 import numpy as np
+from text_table import table
 
 from deniable.estimation import FAMILIES, interval_families, score_model
 from deniable.mechanisms import CATEGORICAL, NUMERIC, OptionSampling
@@ -123,14 +124,6 @@ def rows_for(label: str, d: str, epsilon: float, figures: dict, marked: bool) ->
              f"{today_both / both:.2f}", f"{cover_both:.3f}"]
         )  # fmt: skip
     return rows
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(lines)
 
 
 SMALL_SIZES = (20, 100, 500, 2000)

@@ -27,6 +27,7 @@ import argparse
 import time
 
 import numpy as np
+from text_table import table
 
 from deniable import postprocess
 from deniable.mechanisms import GRR, BinaryRR
@@ -53,14 +54,6 @@ def simulate(oracle: GRR, holders: np.ndarray, collections: int, rng) -> np.ndar
         law[value] = oracle.p_star
         total += rng.multinomial(count, law / law.sum(), size=collections)
     return total
-
-
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    return "\n".join(lines)
 
 
 def main() -> None:

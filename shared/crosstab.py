@@ -55,6 +55,7 @@ from .estimation import (
     ScoreModel,
     check_beta,
     interval_families,
+    interval_summary,
     score_model,
     tightest_family,
 )
@@ -382,15 +383,7 @@ class CrosstabEstimate:
             for i, row in enumerate(row_labels) for j, column in enumerate(column_labels)
         ]  # fmt: skip
         return {
-            "n": self.n,
-            "beta": self.beta,
-            "variance_bound": self.variance_bound,
-            "half_width": self.half_width,
-            "simultaneous_half_width": self.simultaneous_half_width,
-            "intervals": [i.describe(self.beta, self.cells) for i in self.intervals.values()],
-            "tightest": self.tightest,
-            "simultaneous_tightest": self.simultaneous_tightest,
-            "covers": "respondents",
+            **interval_summary(self, self.cells),
             "cells": cells,
             "row_shares": dict(zip(row_labels, self.row_shares.tolist(), strict=True)),
             "column_shares": dict(zip(column_labels, self.column_shares.tolist(), strict=True)),

@@ -178,6 +178,28 @@ def interval_families(
     return result
 
 
+def interval_summary(estimate: Any, categories: int) -> dict[str, Any]:
+    """The members every estimate of ``categories`` shares (a question's, a crosstab's) leads with.
+
+    ``estimate`` has ``n``, ``beta``, ``variance_bound``, the two Chebyshev
+    half-widths, ``intervals`` and the two tightest families' names.
+    """
+    return {
+        "n": estimate.n,
+        "beta": estimate.beta,
+        "variance_bound": estimate.variance_bound,
+        "half_width": estimate.half_width,
+        "simultaneous_half_width": estimate.simultaneous_half_width,
+        "intervals": [
+            interval.describe(estimate.beta, categories)
+            for interval in estimate.intervals.values()
+        ],
+        "tightest": estimate.tightest,
+        "simultaneous_tightest": estimate.simultaneous_tightest,
+        "covers": "respondents",
+    }
+
+
 @dataclass(frozen=True, kw_only=True)
 class FrequencyEstimate:
     """Frequencies of every category with per-category and simultaneous intervals.
@@ -242,17 +264,7 @@ class FrequencyEstimate:
         }
         values = {name: np.asarray(col, dtype=float).tolist() for name, col in columns.items()}
         return {
-            "n": self.n,
-            "beta": self.beta,
-            "variance_bound": self.variance_bound,
-            "half_width": self.half_width,
-            "simultaneous_half_width": self.simultaneous_half_width,
-            "intervals": [
-                interval.describe(self.beta, categories) for interval in self.intervals.values()
-            ],
-            "tightest": self.tightest,
-            "simultaneous_tightest": self.simultaneous_tightest,
-            "covers": "respondents",
+            **interval_summary(self, categories),
             "precision": self.precision,
             "uninformative": self.precision == "uninformative",
             "respondents_for_ten_points": self.respondents_for_ten_points,

@@ -174,6 +174,13 @@ def answer_and_send(page) -> None:
     page.get_by_role("button", name="Send these noisy values").click()
 
 
+def queue_offline(context, page) -> None:
+    """Answer and send with the context offline: the batch waits on the device ("queued")."""
+    context.set_offline(True)
+    answer_and_send(page)
+    assert state(page, "sent", "queued") == "queued"
+
+
 def state(page, *states: str, timeout: float = 20_000) -> str:
     """Waits until the form's data-state is one of ``states``; returns it."""
     selector = ", ".join(f"[data-deniable-survey][data-state={s}]" for s in states)

@@ -19,7 +19,16 @@ from pathlib import Path
 import pytest
 import requests
 
-from .respond_stack import REQUIRED, SURVEY, fill, host_page, open_page, run_stack, state
+from .respond_stack import (
+    REQUIRED,
+    SURVEY,
+    fill,
+    host_page,
+    open_page,
+    queue_offline,
+    run_stack,
+    state,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -97,12 +106,7 @@ def test_every_state_has_no_wcag_22_aa_violation(stack) -> None:
     try:  # offline: the batch waits on the device
         page.goto(respond)
         state(page, "ready")
-        fill(page)
-        context.set_offline(True)
-        page.get_by_role("button", name="Randomize my answers").click()
-        state(page, "review")
-        page.get_by_role("button", name="Send these noisy values").click()
-        assert state(page, "sent", "queued") == "queued"
+        queue_offline(context, page)
         found += _check_both(page, "queued")
         context.set_offline(False)
         # refused: a survey whose signature does not verify (a tampered definition)

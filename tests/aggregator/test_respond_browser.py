@@ -32,6 +32,7 @@ from .respond_stack import answer_and_send as _answer_and_send
 from .respond_stack import counts as _counts
 from .respond_stack import fill as _fill
 from .respond_stack import open_page as _open
+from .respond_stack import queue_offline as _queue_offline
 from .respond_stack import require_browser as _require  # noqa: F401
 from .respond_stack import state as _state
 
@@ -159,12 +160,7 @@ def test_offline_then_online_delivers_exactly_once(stack) -> None:
     context, page, recorder = _open(stack)
     page.goto(f"{base}/surveys/{SURVEY}/respond")
     assert _state(page, "ready", "refused") == "ready"
-    _fill(page)
-    context.set_offline(True)
-    page.get_by_role("button", name="Randomize my answers").click()
-    _state(page, "review")
-    page.get_by_role("button", name="Send these noisy values").click()
-    assert _state(page, "sent", "queued") == "queued"
+    _queue_offline(context, page)
     assert _counts(base) == before
     context.set_offline(False)  # the page's "online" handler flushes the outbox
     # (wait_for_function would evaluate a string: the page's CSP forbids that, rightly)

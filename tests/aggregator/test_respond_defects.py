@@ -15,7 +15,7 @@ import pytest
 from deniable.aggregator import demo
 from deniable.aggregator.respond import survey_modules
 
-from .respond_stack import SURVEY, counts, fill, open_page, run_stack, state
+from .respond_stack import SURVEY, counts, fill, open_page, queue_offline, run_stack, state
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -158,12 +158,7 @@ def test_a_revisit_that_delivers_the_queued_batch_says_so(stack) -> None:
     try:
         page.goto(f"{base}/surveys/{SURVEY}/respond")
         state(page, "ready")
-        fill(page)
-        context.set_offline(True)
-        page.get_by_role("button", name="Randomize my answers").click()
-        state(page, "review")
-        page.get_by_role("button", name="Send these noisy values").click()
-        assert state(page, "sent", "queued") == "queued"
+        queue_offline(context, page)
         page.close()  # the respondent leaves, and comes back online later
         context.set_offline(False)
         page = context.new_page()
