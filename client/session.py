@@ -35,7 +35,9 @@ unit per question, or the whole submission) with :mod:`deniable.sealing`, padded
 to the unit's fixed size, and the outbox entry is a POST to the relay's sealed
 route only: every sealed body of a survey has one size, one path and one header
 set whatever the answers.  The enrolment token, if any, travels in that body to
-the relay, never to the aggregator.
+the relay, never to the aggregator.  A 409 from the relay (the body's encryption
+key is no longer taken) makes ``flush`` verify the current one and reseal the SAME
+randomized reports to it, then retry once (``_reseal``); refused again, it is a refusal.
 
 Enrolment: a survey created with ``require_enrolment`` admits one batch per
 one-time token the operator issued.  ``answer(..., enrolment_token=...)``
