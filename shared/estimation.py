@@ -352,7 +352,7 @@ EXACT_FIGURE_MAX_N = 5_000
 
 
 @functools.lru_cache(maxsize=256)
-def respondents_for_precision(
+def tightest_respondents_needed(
     model: ScoreModel, beta: float, categories: int, target: float = PRECISE_HALF_WIDTH
 ) -> tuple[int, str]:
     """(n, families) for the figure published beside a result: the smallest n at which the
@@ -489,7 +489,7 @@ class FrequencyEstimate:
     simultaneous_tightest: str = "chebyshev"
     respondents_for_ten_points: int | None = None
     # "tightest": the n at which the published (tightest) family reaches ±10 points;
-    # "closed_form": the closed-form families' n (see respondents_for_precision).
+    # "closed_form": the closed-form families' n (see tightest_respondents_needed).
     respondents_for_ten_points_families: str = "tightest"
 
     @property
@@ -599,7 +599,7 @@ def estimate_frequencies(
             counts, oracle.p_star, oracle.q_star
         )
     model = score_model(oracle)
-    needed, families = respondents_for_precision(model, beta, covered if exact else 0)
+    needed, families = tightest_respondents_needed(model, beta, covered if exact else 0)
     return FrequencyEstimate(
         n=n,
         beta=beta,
