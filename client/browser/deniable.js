@@ -239,7 +239,10 @@ export class SurveyClient {
         // The relay no longer takes the body's encryption key: verify the aggregator's current one
         // (following the pin's chain), seal the same reports to it, and try once more.
         const module = await sealed(this);
-        const encryption = await module.encryptionKey(this, await this.pin(), async (p) => (await keychain(this)).rotate(this, p)).catch(() => null);
+        let encryption;
+        try { encryption = await module.encryptionKey(this, await this.pin(), async (p) => (await keychain(this)).rotate(this, p)); } catch (error) {
+          if (!(error instanceof SignatureError)) response = null; // the aggregator unreachable: kept for later, as the relay
+        } // a key that does not verify: the refusal stands
         if (encryption) {
           original = entry.body;
           entry.body = await module.resealedBody(original, entry.survey, entry.reseal, encryption);

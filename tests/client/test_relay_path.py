@@ -237,3 +237,27 @@ def test_refused_again_after_resealing_the_batch_is_dropped_as_before(aggregator
         client.answer(client.fetch("r10"), ANSWERS)
     assert len(relay.seen) == 2 and client.pending() == 0  # one retry only
     assert len({len(s["body"]) for s in relay.seen}) == 1
+
+
+def test_a_stale_key_refusal_while_the_key_cannot_be_fetched_keeps_the_batch(
+    aggregator, adapter, client, relay
+):
+    import requests
+
+    aggregator.create(relayed(relay, "r11"))
+    verified = client.fetch("r11")
+    down = {"key": True}
+
+    def unreachable(path: str, body: Any) -> Any:
+        if path == "/api/v1/key" and down["key"]:
+            raise requests.ConnectionError("the aggregator is unreachable")
+        return body
+
+    adapter.rewrite = unreachable
+    relay.statuses = [409]
+    assert not client.answer(verified, ANSWERS).delivered and client.pending() == 1
+    down["key"] = False
+    relay.statuses = [409]
+    assert client.flush().delivered == 1 and client.pending() == 0
+    first, second, third = (s["body"] for s in relay.seen)
+    assert first == second != third  # kept as it was, then resealed once the key was verified

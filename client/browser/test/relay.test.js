@@ -34,6 +34,7 @@ async function world({ unit = "question", member } = {}) {
   const calls = [], state = { statuses: [] };
   const fetch = async (url, init) => {
     calls.push({ url, ...init });
+    if (state.keyDown && url.endsWith("/api/v1/key")) throw new TypeError("fetch failed"); // unreachable
     if (init.method === "GET") return new Response(JSON.stringify(url.endsWith("/api/v1/key") ? key : survey), { status: 200 });
     return new Response("{}", { status: state.statuses.shift() ?? 202 });
   };
@@ -161,4 +162,21 @@ test("a stale key refusal (409) reseals the same reports to the verified key and
   await assert.rejects(other.client.answer(await other.client.fetchSurvey("demo-workplace"), OTHER), (e) => e instanceof TransportError && e.status === 409);
   assert.equal(other.posts().length, 2); // one retry only; then refused as before
   assert.equal(other.client.load().outbox.length, 0);
+});
+
+test("a stale key refusal while the aggregator is unreachable keeps the batch for later", async () => {
+  const w = await world();
+  const survey = await w.client.fetchSurvey("demo-workplace");
+  w.state.statuses = [409];
+  w.state.keyDown = true;
+  const receipt = await w.client.answer(survey, ANSWERS);
+  assert.equal(receipt.delivered, false);
+  assert.equal(w.client.load().outbox.length, 1); // kept, not refused
+  w.state.keyDown = false;
+  w.state.statuses = [409];
+  assert.equal((await w.client.flush()).delivered, 1); // refused again, resealed, taken
+  const [first, second, third] = w.posts();
+  assert.equal(first.body, second.body);
+  assert.notEqual(second.body, third.body);
+  assert.equal(w.client.load().outbox.length, 0);
 });
