@@ -161,7 +161,9 @@ def results_table(
         if "mean" in q:
             warning = warning.replace("±10 points", ten)
         if warning and q.get("respondents_for_ten_points"):
-            warning += f" (about {q['respondents_for_ten_points']:,} needed for {ten})"
+            by = (" by the closed-form bounds" if q.get("respondents_for_ten_points_families")
+                  == "closed_form" else "")  # fmt: skip
+            warning += f" (about {q['respondents_for_ten_points']:,} needed for {ten}{by})"
         if warning:
             head += f"\n  {warning}"
         headers = ["answer", "estimate", "lower", "upper"]

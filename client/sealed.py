@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from deniable.errors import SignatureError
 
 if TYPE_CHECKING:
+    from deniable.survey import Survey
+
     from .session import VerifiedSurvey
 
 FORMAT = "deniable.sealed/1"
@@ -36,7 +38,7 @@ def relay_body(key_id: str, units: list[dict[str, str]], token: str | None) -> s
 
 def sealed_body(survey: VerifiedSurvey, reports: list[dict[str, str]], token: str | None) -> str:
     """Every unit of ``survey`` sealed to its verified encryption key, as :func:`relay_body`."""
-    from deniable import keychain, sealing
+    from deniable import keychain
 
     relay = survey.survey.relay
     if relay is None or survey.encryption is None:
@@ -45,11 +47,37 @@ def sealed_body(survey: VerifiedSurvey, reports: list[dict[str, str]], token: st
     # Checked again here: a VerifiedSurvey built by hand cannot bring its own key.
     public = keychain.verify_encryption_key({"encryption_key": survey.encryption},
                                             survey.public_key)  # fmt: skip
+    return relay_body(survey.encryption["key_id"], seal_units(survey.survey, public, reports),
+                      token)  # fmt: skip
+
+
+def seal_units(
+    survey: Survey, public: bytes, reports: list[dict[str, str]]
+) -> list[dict[str, str]]:
+    """The ``units`` member: ``reports`` grouped by the survey's relay unit, each sealed to
+    ``public`` (an encryption key already verified) and padded to the unit's fixed size."""
+    from deniable import sealing
+
+    assert survey.relay is not None
     units = []
-    for unit in relay.units(survey.survey):
+    for unit in survey.relay.units(survey):
         chosen = [r for r in reports if r["question"] == unit] if unit else reports
         blob = sealing.seal(public, survey_id=survey.id, unit=unit,
                             plaintext=sealing.unit_body(chosen, unit),
-                            size=sealing.unit_size(survey.survey, unit))  # fmt: skip
+                            size=sealing.unit_size(survey, unit))  # fmt: skip
         units.append({"unit": unit, "sealed": base64.urlsafe_b64encode(blob).decode().rstrip("=")})
-    return relay_body(survey.encryption["key_id"], units, token)
+    return units
+
+
+def resealed_body(body: str, reseal: dict[str, Any], encryption: dict[str, Any],
+                  public: bytes) -> str:  # fmt: skip
+    """``body`` (a queued relay body) with the SAME randomized reports sealed again to a
+    newer verified encryption key; the enrolment token, if any, is kept.
+
+    Why the same reports: their noise was already charged to the ledger; fresh
+    randomization would spend ε again and let two draws be compared."""
+    from deniable import survey as definitions
+
+    survey = definitions.Survey.from_dict(reseal["survey"], resolved=True)
+    token = json.loads(body).get("enrolment_token")
+    return relay_body(encryption["key_id"], seal_units(survey, public, reseal["reports"]), token)

@@ -35,7 +35,9 @@ unit per question, or the whole submission) with :mod:`deniable.sealing`, padded
 to the unit's fixed size, and the outbox entry is a POST to the relay's sealed
 route only: every sealed body of a survey has one size, one path and one header
 set whatever the answers.  The enrolment token, if any, travels in that body to
-the relay, never to the aggregator.
+the relay, never to the aggregator.  A 409 from the relay (the body's encryption
+key is no longer taken) makes ``flush`` verify the current one and reseal the SAME
+randomized reports to it, then retry once (``_reseal``); refused again, it is a refusal.
 
 Enrolment: a survey created with ``require_enrolment`` admits one batch per
 one-time token the operator issued.  ``answer(..., enrolment_token=...)``
@@ -71,7 +73,7 @@ from .ledger import Ledger
 from .memo import family_tag, is_longitudinal, permanent_response
 from .pinning import KeyPinning, decode_public_key
 from .policy import Policy, question_cost
-from .sealed import relay_body, sealed_body
+from .sealed import relay_body, resealed_body, sealed_body
 from .state import StateStore
 from .transport import HttpTransport, requests_module
 
@@ -464,6 +466,9 @@ class SurveyClient(HttpTransport, KeyPinning):
                 # Only the relay hears from this device; the token is in the body.
                 entry["url"] = relay.sealed_url(survey.id)
                 entry["path"] = f"/api/v1/surveys/{survey.id}/sealed"
+                # Kept (in the encrypted state, until delivered) to reseal the same reports
+                # once if the relay says the encryption key went stale (flush()).
+                entry["reseal"] = {"survey": survey.survey.to_dict(), "reports": reports}
             elif enrolment_token is not None:
                 entry["enrolment"] = enrolment_token
             state.outbox.append(entry)
@@ -514,6 +519,12 @@ class SurveyClient(HttpTransport, KeyPinning):
                         "POST", path, entry["body"].encode("utf-8"), entry.get("enrolment"),
                         url=entry.get("url"),
                     )
+                    if response.status_code == 409 and self._reseal(entry):
+                        self.store.save_now()
+                        response = self._request(
+                            "POST", path, entry["body"].encode("utf-8"), entry.get("enrolment"),
+                            url=entry.get("url"),
+                        )
                 except TransportError:
                     break  # still unreachable: keep this and later batches, in order
                 status = response.status_code
@@ -534,6 +545,28 @@ class SurveyClient(HttpTransport, KeyPinning):
         if refused is not None:
             raise refused
         return FlushResult(delivered=delivered, pending=pending)
+
+    def _reseal(self, entry: dict[str, Any]) -> bool:
+        """Once per relayed batch the relay refused (409) for its encryption key: fetch and
+        verify the aggregator's key document (following the pin's rotation chain) and seal
+        the SAME randomized reports to its encryption key; False if not possible.
+
+        Why not re-randomize: the noise already charged is what must be sent.  Refused
+        again, the batch takes the usual way of a refusal (flush())."""
+        reseal = entry.get("reseal")
+        if "url" not in entry or not isinstance(reseal, dict) or entry.get("resealed"):
+            return False
+        from deniable import keychain
+
+        try:
+            encryption = self.verified_encryption_key()
+        except SignatureError:
+            return False  # no verified key to seal to: the refusal stands
+        key, _ = self._pinned_key()
+        public = keychain.verify_encryption_key({"encryption_key": encryption}, key)
+        entry["body"] = resealed_body(entry["body"], reseal, encryption, public)
+        entry["resealed"] = True
+        return True
 
     @staticmethod
     def _attach_token(entries: list[dict[str, Any]], token: str, survey_id: str | None) -> None:

@@ -92,6 +92,43 @@ def respondents_needed(model: ScoreModel, beta: float, target: float = PRECISE_H
     return smallest_passing(lambda n: width(n) <= target, low, high)
 
 
+# The exact tail's respondents for ±10 points are searched only below this closed-form n: its
+# widths are computed (about 0.5 s for a first search at this size, cached after), not formulas.
+EXACT_FIGURE_MAX_N = 5_000
+
+
+@functools.lru_cache(maxsize=256)
+def tightest_respondents_needed(
+    model: ScoreModel, beta: float, categories: int, target: float = PRECISE_HALF_WIDTH
+) -> tuple[int, str]:
+    """(n, families) for the figure published beside a result: the smallest n at which the
+    family the result would publish as tightest (the exact tail included where it is
+    computed for ``categories`` estimates, as :func:`tightest_family`) reaches ``target``.
+
+    ``families`` is "tightest" when the exact tail was searched (or is never available),
+    "closed_form" when the search would cost too much (closed-form n above
+    :data:`EXACT_FIGURE_MAX_N`) and the figure is :func:`respondents_needed`'s.
+    Why: a result whose interval is the exact tail must not quote the n of a wider family.
+    Cached: a first call costs up to about half a second, later ones nothing.
+    """
+    closed = respondents_needed(model, beta, target)
+    if model.tail is None or categories < 1:
+        return closed, "tightest"
+    if closed > EXACT_FIGURE_MAX_N:
+        return closed, "closed_form"
+    span = model.high - model.low
+
+    def reaches(n: int) -> bool:
+        family = tightest_family(n, model, beta, categories)
+        return nominal_half_width(family, n, model, beta) / span <= target
+
+    low, high = 1, closed  # the tightest family is never wider than the closed forms
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle + 1, high)
+    return high, "tightest"
+
+
 # -- result objects ------------------------------------------------------------------------------
 
 
@@ -219,6 +256,9 @@ class FrequencyEstimate:
     tightest: str = "chebyshev"
     simultaneous_tightest: str = "chebyshev"
     respondents_for_ten_points: int | None = None
+    # "tightest": the n at which the published (tightest) family reaches ±10 points;
+    # "closed_form": the closed-form families' n (see tightest_respondents_needed).
+    respondents_for_ten_points_families: str = "tightest"
 
     @property
     def lower(self) -> np.ndarray:
@@ -268,6 +308,7 @@ class FrequencyEstimate:
             "precision": self.precision,
             "uninformative": self.precision == "uninformative",
             "respondents_for_ten_points": self.respondents_for_ten_points,
+            "respondents_for_ten_points_families": self.respondents_for_ten_points_families,
             "categories": [
                 {"label": label, **{name: column[i] for name, column in values.items()}}
                 for i, label in enumerate(labels)
@@ -316,6 +357,7 @@ def estimate_frequencies(
             counts, oracle.p_star, oracle.q_star
         )
     model = score_model(oracle)
+    needed, families = tightest_respondents_needed(model, beta, covered if exact else 0)
     return FrequencyEstimate(
         n=n,
         beta=beta,
@@ -329,7 +371,8 @@ def estimate_frequencies(
         ),
         tightest=tightest_family(n, model, beta, covered if exact else 0),
         simultaneous_tightest=tightest_family(n, model, beta / covered, covered if exact else 0),
-        respondents_for_ten_points=respondents_needed(model, beta),
+        respondents_for_ten_points=needed,
+        respondents_for_ten_points_families=families,
     )
 
 

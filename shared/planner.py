@@ -57,6 +57,11 @@ QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
 MAX_RESPONDENTS = 10**12
 # The exact tail's n is searched up to this many respondents (its widths are computed).
 EXACT_PLANNING_MAX_N = 20_000
+# A numeric range's ends: the variances square it, which overflows floating point past
+# about 1e154 (OverflowError, not an answer); far beyond any real survey's answers.
+MAX_MAGNITUDE = 1e150
+# The smallest β planned: 1/sqrt(β) times such a range overflows past about 1e-16.
+MIN_BETA = 1e-15
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +136,10 @@ def targets(
         return [_target("binary_rr", oracle, 2, 0.5, oracle.report_bytes, None)]
     if question_type == "numeric":
         lo, hi = check_range(lo, hi)
+        if max(abs(lo), abs(hi)) > MAX_MAGNITUDE:
+            raise InvalidParameter(f"lo and hi must be between -{MAX_MAGNITUDE:g} and "
+                                   f"{MAX_MAGNITUDE:g} (the planner squares the range), "
+                                   f"got lo={lo!r}, hi={hi!r}")  # fmt: skip
         result = []
         for name, cls in NUMERIC.items():
             mechanism = cls(epsilon=epsilon, lo=lo, hi=hi)
@@ -260,6 +269,8 @@ def plan(
     """Expected half-widths at ``n``, or the n needed for ``half_width``: one row per
     mechanism and interval family (see the module docstring)."""
     beta = check_beta(beta)
+    if beta < MIN_BETA:
+        raise InvalidParameter(f"beta must be at least {MIN_BETA:g} to plan, got {beta!r}")
     if (n is None) == (half_width is None):
         raise InvalidParameter("give exactly one of n and half_width")
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):

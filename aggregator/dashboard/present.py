@@ -61,7 +61,9 @@ def precision_sentence(result: Mapping[str, Any]) -> str:
     precision = result.get("precision", "ok")
     needed = result.get("respondents_for_ten_points")
     ten = "±10% of the answer range" if "mean" in result else "±10 points"
-    need = f" About {needed:,} respondents are needed for {ten}." if needed else ""
+    closed = result.get("respondents_for_ten_points_families") == "closed_form"
+    by = " by the closed-form bounds (the exact bound may need fewer)" if closed else ""
+    need = f" About {needed:,} respondents are needed for {ten}{by}." if needed else ""
     if precision == "uninformative":
         return (
             "Too few respondents to say anything useful here: the interval covers half of the "

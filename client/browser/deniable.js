@@ -179,6 +179,9 @@ export class SurveyClient {
     // write below stay one synchronous step, which another tab cannot interleave.
     const wire = reports.map(({ id, question, payload }) => ({ id, question, payload }));
     const body = survey.relay ? await (await sealed(this)).sealedBody(survey, wire, enrolmentToken) : JSON.stringify({ reports: wire });
+    // A relayed batch keeps its wire reports (until delivered) to reseal them once, unchanged, if the
+    // relay refuses the encryption key as stale (409; #send).
+    const reseal = survey.relay ? (await sealed(this)).resealData(survey, wire) : undefined;
     state = this.load(); // another tab may have answered meanwhile
     const at = this.clock(), answered = `${survey.keyIds[0]}#${survey.id}`, reportIds = reports.map((r) => r.id);
     const charges = this.charges(state, survey, families), charged = charges.reduce((n, c) => n + c, 0);
@@ -189,7 +192,7 @@ export class SurveyClient {
     });
     state.answered[answered] = { at, reports: reportIds };
     state.outbox.push(survey.relay // to the relay only; the token is in the body
-      ? { origin: this.baseUrl, survey: survey.id, url: `${survey.relay.url}/api/v1/surveys/${survey.id}/sealed`, path: `/api/v1/surveys/${survey.id}/sealed`, body }
+      ? { origin: this.baseUrl, survey: survey.id, url: `${survey.relay.url}/api/v1/surveys/${survey.id}/sealed`, path: `/api/v1/surveys/${survey.id}/sealed`, body, reseal }
       : { origin: this.baseUrl, survey: survey.id, path: `/api/v1/surveys/${survey.id}/reports`, body, enrolment: enrolmentToken });
     this.save(state); // the charge, the mark and the batch in one write, before any byte is sent
     // Another batch's refusal (an earlier visit's) does not fail this answer.
@@ -197,7 +200,7 @@ export class SurveyClient {
       if (!error.result || error.bodies.includes(body)) throw error;
       return error.result;
     });
-    return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body), pendingBatches: pending, ...(retryAfter !== undefined && { retryAfter }) };
+    return { survey: survey.id, reportIds, epsilonCharged: charged, delivered: !this.load().outbox.some((e) => e.body === body || e.queued === body), pendingBatches: pending, ...(retryAfter !== undefined && { retryAfter }) };
   }
 
   /**
@@ -231,7 +234,22 @@ export class SurveyClient {
         else entry.enrolment = enrolmentToken; // kept with the batch, for every later retry
         this.#update(before, (e) => ({ ...e, body: entry.body, enrolment: entry.enrolment, refused: undefined }));
       }
-      const response = await this.request("POST", entry.path, entry.body, entry.enrolment, entry.url).catch(() => null);
+      let response = await this.request("POST", entry.path, entry.body, entry.enrolment, entry.url).catch(() => null), original;
+      if (response?.status === 409 && entry.url && entry.reseal && !entry.resealed) {
+        // The relay no longer takes the body's encryption key: verify the aggregator's current one
+        // (following the pin's chain), seal the same reports to it, and try once more.
+        const module = await sealed(this);
+        let encryption;
+        try { encryption = await module.encryptionKey(this, await this.pin(), async (p) => (await keychain(this)).rotate(this, p)); } catch (error) {
+          if (!(error instanceof SignatureError)) response = null; // the aggregator unreachable: kept for later, as the relay
+        } // a key that does not verify: the refusal stands
+        if (encryption) {
+          original = entry.body;
+          entry.body = await module.resealedBody(original, entry.survey, entry.reseal, encryption);
+          this.#update(original, (e) => ({ ...e, body: entry.body, resealed: true, queued: original }));
+          response = await this.request("POST", entry.path, entry.body, entry.enrolment, entry.url).catch(() => null);
+        }
+      }
       if (!response || response.status === 429 || response.status >= 500) { // kept, in order, for later
         const wait = response?.headers.get("Retry-After"), seconds = /^\d+$/.test(wait) ? +wait : (Date.parse(wait) - this.clock()) / 1000;
         retryAfter = seconds >= 0 ? seconds : undefined;
@@ -242,7 +260,7 @@ export class SurveyClient {
       else {
         const who = entry.url ? "relay" : "aggregator";
         refused ??= new TransportError(token ? `${who} refused the enrolment token (${status}): the reports wait for another` : `${who} refused the reports (${status})`, status);
-        bodies.push(entry.body);
+        bodies.push(entry.body, ...(original ? [original] : [])); // the body answer() queued, too
       }
       this.#update(entry.body, token && ((e) => ({ ...e, refused: status })));
     }

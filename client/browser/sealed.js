@@ -43,10 +43,29 @@ export const relayBody = (keyIdValue, units, token) => JSON.stringify({ format: 
 /** Every unit of a relayed survey sealed to its verified encryption key, as the relay's body. */
 export async function sealedBody(survey, reports, token) {
   if (!survey.encryption) throw new SignatureError(`survey ${survey.id} is relayed but no encryption key was verified; fetch it again`);
-  const units = await Promise.all((survey.relay.shuffleUnit === "submission" ? [""] : survey.questions.map((q) => q.id)).map(async (unit) => {
+  const { units } = resealData(survey, reports);
+  return relayBody(survey.encryption.keyId, await sealUnits(survey.id, units, survey.encryption.key, reports), token);
+}
+
+/** What the outbox keeps to reseal a relayed batch (`resealedBody`): its units and sizes, the wire reports. */
+export function resealData(survey, reports) {
+  const units = (survey.relay.shuffleUnit === "submission" ? [""] : survey.questions.map((q) => q.id)).map((unit) => ({ unit, size: sealing.unitSize(survey, unit) }));
+  return { units, reports };
+}
+
+async function sealUnits(surveyId, units, key, reports) {
+  return Promise.all(units.map(async ({ unit, size }) => {
     const chosen = unit ? reports.filter((r) => r.question === unit) : reports;
-    const sealed = await sealing.seal(survey.encryption.key, { surveyId: survey.id, unit, plaintext: sealing.unitBody(chosen, unit), size: sealing.unitSize(survey, unit) });
+    const sealed = await sealing.seal(key, { surveyId, unit, plaintext: sealing.unitBody(chosen, unit), size });
     return { unit, sealed: b64url(sealed) };
   }));
-  return relayBody(survey.encryption.keyId, units, token);
+}
+
+/**
+ * A queued relay body with the SAME randomized reports sealed again to `encryption` (a newer key
+ * from `encryptionKey`), the enrolment token kept. Why the same: their noise is already charged.
+ */
+export async function resealedBody(body, surveyId, reseal, encryption) {
+  const token = JSON.parse(body).enrolment_token;
+  return relayBody(encryption.keyId, await sealUnits(surveyId, reseal.units, encryption.key, reseal.reports), token);
 }

@@ -212,3 +212,52 @@ def test_after_a_key_rotation_the_device_follows_and_seals_to_the_new_key(
     (post,) = relay.seen
     assert json.loads(post["body"])["key_id"] == new.encryption.key_id
     assert len(_open_all(aggregator, verified.survey, post["body"])) == 4
+
+
+def test_a_stale_key_refusal_reseals_the_same_reports_once(aggregator, client, relay):
+    """409 (the relay no longer takes the body's encryption key): the device fetches and
+    verifies the key document, seals the SAME randomized reports again and retries once."""
+    aggregator.create(relayed(relay, "r9"))
+    verified = client.fetch("r9")
+    relay.statuses = [409]
+    receipt = client.answer(verified, ANSWERS)
+    assert receipt.delivered and client.pending() == 0
+    first, second = relay.seen
+    assert first["path"] == second["path"] and len(first["body"]) == len(second["body"])
+    assert first["body"] != second["body"]  # sealed afresh ...
+    opened = [_open_all(aggregator, verified.survey, s["body"]) for s in (first, second)]
+    assert opened[0] == opened[1]  # ... around the same reports, never re-randomized
+    assert client.budget()["spent_total"] == pytest.approx(verified.total_epsilon)
+
+
+def test_refused_again_after_resealing_the_batch_is_dropped_as_before(aggregator, client, relay):
+    aggregator.create(relayed(relay, "r10"))
+    relay.statuses = [409, 409, 409]
+    with pytest.raises(TransportError, match="409"):
+        client.answer(client.fetch("r10"), ANSWERS)
+    assert len(relay.seen) == 2 and client.pending() == 0  # one retry only
+    assert len({len(s["body"]) for s in relay.seen}) == 1
+
+
+def test_a_stale_key_refusal_while_the_key_cannot_be_fetched_keeps_the_batch(
+    aggregator, adapter, client, relay
+):
+    import requests
+
+    aggregator.create(relayed(relay, "r11"))
+    verified = client.fetch("r11")
+    down = {"key": True}
+
+    def unreachable(path: str, body: Any) -> Any:
+        if path == "/api/v1/key" and down["key"]:
+            raise requests.ConnectionError("the aggregator is unreachable")
+        return body
+
+    adapter.rewrite = unreachable
+    relay.statuses = [409]
+    assert not client.answer(verified, ANSWERS).delivered and client.pending() == 1
+    down["key"] = False
+    relay.statuses = [409]
+    assert client.flush().delivered == 1 and client.pending() == 0
+    first, second, third = (s["body"] for s in relay.seen)
+    assert first == second != third  # kept as it was, then resealed once the key was verified

@@ -96,3 +96,40 @@ def test_mean_intervals_cover_at_least_95_percent(name: str) -> None:
         result = estimate_mean(mechanism, mechanism.statistics(batch), RESPONDENTS)
         covered += result.lower <= values.mean() <= result.upper
     assert covered / COLLECTIONS >= 0.95
+
+
+@pytest.mark.parametrize("name", ["option_sampling", "grr"])
+def test_respondents_for_ten_points_is_the_published_familys_n(name: str) -> None:
+    """The 'about n needed for ±10 points' figure is the n at which the family the result
+    publishes as tightest (here the exact tail) reaches ±10 points: one fewer is still
+    'imprecise', that n is 'ok' (a contradiction for an analyst otherwise)."""
+    from deniable.estimation import estimate_frequencies
+    from deniable.mechanisms import OptionSampling
+
+    # Option sampling at ε 3 over 4 options: ±11.5% at n = 300 (the exact tail), "782 needed"
+    # by the closed forms before; the exact tail reaches ±10 points near 400.
+    mechanism = (OptionSampling(epsilon=3.0, options=4) if name == "option_sampling"
+                 else GRR(epsilon=1.0, domain_size=4))  # fmt: skip
+    width = 8 if name == "option_sampling" else 4
+
+    def at(n: int):
+        return estimate_frequencies(mechanism, np.full(width, n // width), n)
+
+    small = at(300)
+    assert small.precision == "imprecise" and small.tightest == "exact_tail"
+    needed = small.respondents_for_ten_points
+    assert at(needed).precision == "ok"
+    assert at(needed - 1).precision == "imprecise"
+    assert small.to_dict()["respondents_for_ten_points_families"] == "tightest"
+
+
+def test_where_the_exact_search_would_be_slow_the_figure_says_it_is_the_closed_forms() -> None:
+    from deniable.aggregator.dashboard.present import precision_sentence
+    from deniable.estimation import EXACT_FIGURE_MAX_N, estimate_frequencies
+    from deniable.mechanisms import OptionSampling
+
+    result = estimate_frequencies(OptionSampling(epsilon=1.0, options=20), np.full(40, 10), 400)
+    shown = result.to_dict()
+    assert shown["respondents_for_ten_points"] > EXACT_FIGURE_MAX_N
+    assert shown["respondents_for_ten_points_families"] == "closed_form"
+    assert "by the closed-form bounds" in precision_sentence(shown)

@@ -34,6 +34,7 @@ async function world({ unit = "question", member } = {}) {
   const calls = [], state = { statuses: [] };
   const fetch = async (url, init) => {
     calls.push({ url, ...init });
+    if (state.keyDown && url.endsWith("/api/v1/key")) throw new TypeError("fetch failed"); // unreachable
     if (init.method === "GET") return new Response(JSON.stringify(url.endsWith("/api/v1/key") ? key : survey), { status: 200 });
     return new Response("{}", { status: state.statuses.shift() ?? 202 });
   };
@@ -141,4 +142,41 @@ test("after a rotation A → B the device follows the chain and takes the encryp
   const stale = { ...member, signature: await signWith(A, e) };
   const client2 = new SurveyClient("https://agg.example", { publicKey: b64encode(A.raw), storage: new MemoryStorage(), fetch: async (url, init) => (url.endsWith("/api/v1/key") ? new Response(JSON.stringify({ ...key, encryption_key: stale })) : fetch(url, init)) });
   await assert.rejects(client2.fetchSurvey("demo-workplace"), SignatureError);
+});
+
+test("a stale key refusal (409) reseals the same reports to the verified key and retries once", async () => {
+  const w = await world();
+  const survey = await w.client.fetchSurvey("demo-workplace");
+  w.state.statuses = [409];
+  const receipt = await w.client.answer(survey, ANSWERS);
+  assert.ok(receipt.delivered);
+  const [first, second] = w.posts();
+  assert.equal(first.url, second.url);
+  assert.equal(first.body.length, second.body.length);
+  assert.notEqual(first.body, second.body); // sealed afresh, around the same reports:
+  const open = async (post) => Promise.all(JSON.parse(post.body).units.map(async ({ unit, sealed }) => new TextDecoder().decode(await sealing.openSealed(PRIVATE, PUBLIC, { surveyId: survey.id, unit, sealed: unb64url(sealed), size: sealing.unitSize(survey, unit) }))));
+  assert.deepEqual(await open(second), await open(first));
+  assert.equal(w.client.budget().spentTotal, survey.totalEpsilon); // charged once
+  const other = await world();
+  other.state.statuses = [409, 409, 409];
+  await assert.rejects(other.client.answer(await other.client.fetchSurvey("demo-workplace"), OTHER), (e) => e instanceof TransportError && e.status === 409);
+  assert.equal(other.posts().length, 2); // one retry only; then refused as before
+  assert.equal(other.client.load().outbox.length, 0);
+});
+
+test("a stale key refusal while the aggregator is unreachable keeps the batch for later", async () => {
+  const w = await world();
+  const survey = await w.client.fetchSurvey("demo-workplace");
+  w.state.statuses = [409];
+  w.state.keyDown = true;
+  const receipt = await w.client.answer(survey, ANSWERS);
+  assert.equal(receipt.delivered, false);
+  assert.equal(w.client.load().outbox.length, 1); // kept, not refused
+  w.state.keyDown = false;
+  w.state.statuses = [409];
+  assert.equal((await w.client.flush()).delivered, 1); // refused again, resealed, taken
+  const [first, second, third] = w.posts();
+  assert.equal(first.body, second.body);
+  assert.notEqual(second.body, third.body);
+  assert.equal(w.client.load().outbox.length, 0);
 });
