@@ -14,6 +14,7 @@ from deniable.errors import InvalidSurvey, InvalidValue
 from deniable.mechanisms import recommend
 from deniable.randomness import GeneratorSource
 from deniable.survey import FORMAT, Survey
+from deniable.survey_checks import BLANK
 
 DEFINITION = {
     "format": FORMAT,
@@ -166,9 +167,10 @@ def test_arbitrary_json_is_accepted_or_raises_invalid_survey(data) -> None:
 
 
 identifiers = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,20}", fullmatch=True)
-# Survey text refuses control characters (Cc: C0, DEL, C1); anything else printable goes.
+# Survey text refuses control characters (Cc: C0, DEL, C1) and blank text (only White_Space
+# and Default_Ignorable code points, docs/protocol.md); anything else printable goes.
 labels = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1,
-                 max_size=12).filter(lambda s: s.strip())  # fmt: skip
+                 max_size=12).filter(lambda s: not BLANK.fullmatch(s))  # fmt: skip
 
 
 @st.composite
