@@ -19,8 +19,8 @@ import requests
 from deniable.survey import Survey
 
 from .conftest import random_answer
-from .respond_stack import ENROLLED, REQUIRED, SURVEY, run_stack
-from .test_respond_axe import AXE, SHOTS, _check_both, _context
+from .respond_stack import ENROLLED, SURVEY
+from .test_respond_axe import _check_both, _context, axe_stack
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RESPONDENTS = 40
@@ -28,13 +28,7 @@ RESPONDENTS = 40
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    if not AXE.exists():
-        reason = f"axe-core is not installed at {AXE} (npm ci --prefix .ci/node)"
-        if REQUIRED:
-            pytest.fail(f"DENIABLE_REQUIRE_BROWSER=1 but {reason}")
-        pytest.skip(reason)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    yield from run_stack(tmp_path_factory)
+    yield from axe_stack(tmp_path_factory)
 
 
 def _submit(base: str, respondents: int) -> None:

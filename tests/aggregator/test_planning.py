@@ -21,6 +21,8 @@ from deniable.aggregator import cli
 from deniable.planner import best_respondents, plan, smallest_relayed_batch
 from deniable.shuffle import central_epsilon, local_epsilon_for
 
+from .test_cli import call
+
 PROG = "deniable-aggregator"
 
 
@@ -28,15 +30,6 @@ def script(*argv: str) -> subprocess.CompletedProcess:
     path = shutil.which(PROG, path=str(Path(sys.executable).parent))
     assert path, f"{PROG} is not on the venv's PATH"
     return subprocess.run([path, *argv], capture_output=True, text=True, timeout=60)
-
-
-def call(capsys, argv: list[str]) -> tuple[int, str, str]:
-    try:
-        status = cli.main(argv)
-    except SystemExit as exit_:  # argparse usage errors
-        status = exit_.code
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_issue_command_prints_epsilon0_and_respondents() -> None:

@@ -40,8 +40,8 @@ TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def axe_stack(tmp_path_factory):
+    """A served aggregator for axe checks: fails (CI) or skips without axe-core."""
     if not AXE.exists():
         reason = f"axe-core is not installed at {AXE} (npm ci --prefix .ci/node)"
         if REQUIRED:
@@ -49,6 +49,11 @@ def stack(tmp_path_factory):
         pytest.skip(reason)
     SHOTS.mkdir(parents=True, exist_ok=True)
     yield from run_stack(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    yield from axe_stack(tmp_path_factory)
 
 
 def _check(page, size: str, name: str) -> list[str]:
