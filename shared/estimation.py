@@ -122,11 +122,8 @@ def tightest_respondents_needed(
         family = tightest_family(n, model, beta, categories)
         return nominal_half_width(family, n, model, beta) / span <= target
 
-    low, high = 1, closed  # the tightest family is never wider than the closed forms
-    while low < high:
-        middle = (low + high) // 2
-        low, high = (low, middle) if reaches(middle) else (middle + 1, high)
-    return high, "tightest"
+    # the tightest family is never wider than the closed forms, so ``closed`` passes
+    return smallest_passing(reaches, 1, closed), "tightest"
 
 
 # -- result objects ------------------------------------------------------------------------------
