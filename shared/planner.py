@@ -246,13 +246,9 @@ def respondents_for(target: Target, family: str, half_width: float, beta: float)
             raise InvalidParameter(
                 f"more than {MAX_RESPONDENTS:,} respondents would be needed for ±{half_width:g}"
             )
-    while low < high:
-        middle = (low + high) // 2
-        if expected_half_width(target, family, middle, beta) <= half_width:
-            high = middle
-        else:
-            low = middle + 1
-    return low
+    return smallest_passing(
+        lambda n: expected_half_width(target, family, n, beta) <= half_width, low, high
+    )
 
 
 def plan(
