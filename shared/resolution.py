@@ -120,11 +120,6 @@ def check_resolved(oracle: Any, given: dict[str, Any]) -> None:
             )
 
 
-def _set(mechanism: Any, name: str, value: Any) -> None:
-    # Mechanisms are frozen dataclasses that cache derived parameters this way.
-    object.__setattr__(mechanism, name, value)
-
-
 def _threshold(key: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < RESOLUTION:
         raise InvalidParameter(f"{key} must be an integer in [1, 2**53 - 1], got {value!r}")
@@ -148,7 +143,7 @@ def adopt_probabilities(oracle: Any, signed: dict[str, Any]) -> None:
     values = {k: v if k == "slope" else _threshold(k, v) for k, v in given.items()}
     target = oracle.option_oracle if hasattr(oracle, "option_oracle") else oracle
     if "instantaneous_keep" in values:
-        _set(oracle._instantaneous, "_keep", values["instantaneous_keep"])
+        oracle._instantaneous._set("_keep", values["instantaneous_keep"])
     if oracle.name == "duchi":
         low = values.get("low", oracle._low)
         high = values.get("high", oracle._high)
@@ -159,20 +154,20 @@ def adopt_probabilities(oracle: Any, signed: dict[str, Any]) -> None:
             raise InvalidParameter(f"duchi slope must be a number in (0, 0.5], got {slope!r}")
         if slope != oracle._slope:
             # E[sign] = 2 t slope, so the unbiased report magnitude is 1/(2 slope).
-            _set(oracle, "_bound", 1 / (2 * slope))
-        _set(oracle, "_low", low)
-        _set(oracle, "_high", high)
-        _set(oracle, "_slope", float(slope))
+            oracle._set("_bound", 1 / (2 * slope))
+        oracle._set("_low", low)
+        oracle._set("_high", high)
+        oracle._set("_slope", float(slope))
     elif "one_if_true" in values or "one_if_other" in values:
         from .mechanisms.unary import _top_byte_table
 
         for key in ("one_if_true", "one_if_other"):
             if key in values:
-                _set(oracle, f"_{key}", values[key])
-                _set(oracle, "_true_table" if key == "one_if_true" else "_other_table",
+                oracle._set(f"_{key}", values[key])
+                oracle._set("_true_table" if key == "one_if_true" else "_other_table",
                             _top_byte_table(values[key]))  # fmt: skip
     elif "keep" in values:
-        _set(target, "_keep", values["keep"])
+        target._set("_keep", values["keep"])
 
 
 def implied_epsilons(oracle: Any) -> list[tuple[str, float, float]]:

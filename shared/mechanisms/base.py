@@ -140,6 +140,10 @@ class Mechanism(ABC):
     name: ClassVar[str]
     epsilon: float
 
+    def _set(self, name: str, value: Any) -> None:
+        # Frozen dataclasses cache derived parameters through object.__setattr__.
+        object.__setattr__(self, name, value)
+
     # -- per mechanism --------------------------------------------------------
     @property
     @abstractmethod
@@ -385,10 +389,6 @@ class FrequencyOracle(Mechanism):
     def _prepare(self) -> None:
         """Derive and cache sampling parameters (called once, after validation)."""
 
-    def _set(self, name: str, value: Any) -> None:
-        # Frozen dataclasses cache derived parameters through object.__setattr__.
-        object.__setattr__(self, name, value)
-
 
 def check_number(value: object, lo: float, hi: float) -> float:
     """A respondent's numeric answer as a float in ``[lo, hi]``, or InvalidValue."""
@@ -448,9 +448,6 @@ class NumericMechanism(Mechanism):
 
     def _prepare(self) -> None:
         """Derive and cache sampling parameters (called once, after validation)."""
-
-    def _set(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
 
     def check_value(self, value: object) -> float:
         return check_number(value, self.lo, self.hi)

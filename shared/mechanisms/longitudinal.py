@@ -56,7 +56,7 @@ class LongitudinalGRR(GRR):
     def permanent(self) -> GRR:
         """The permanent layer alone (what the device memoizes), with this layer's threshold."""
         layer = GRR(epsilon=self.epsilon, domain_size=self.domain_size)
-        object.__setattr__(layer, "_keep", self._keep)  # a signed one (docs/protocol.md §2.3)
+        layer._set("_keep", self._keep)  # a signed one (docs/protocol.md §2.3)
         return layer
 
     @property
