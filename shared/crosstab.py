@@ -62,7 +62,7 @@ from .estimation import (
 from .mechanisms.base import FrequencyOracle, NumericMechanism
 from .mechanisms.duchi import Duchi
 from .mechanisms.grr import GRR
-from .mechanisms.hadamard import HRR
+from .mechanisms.hadamard import HRR, _parity
 from .mechanisms.local_hashing import OLH, buckets
 from .mechanisms.option_sampling import OptionSampling
 from .mechanisms.subset import SubsetSelection
@@ -73,13 +73,6 @@ CHUNK = 1 << 16
 
 
 # -- scores: what one report says about each category -------------------------------------------
-
-
-def _parity(x: np.ndarray) -> np.ndarray:
-    """popcount(x) mod 2 for non-negative int64 values below 2**32."""
-    for shift in (16, 8, 4, 2, 1):
-        x = x ^ (x >> shift)
-    return x & 1
 
 
 def support_rows(oracle: FrequencyOracle, batch: np.ndarray) -> np.ndarray:
@@ -107,7 +100,7 @@ def support_rows(oracle: FrequencyOracle, batch: np.ndarray) -> np.ndarray:
         return (hashed == batch[:, 1:2].astype(np.uint32)).astype(np.int8)
     if isinstance(oracle, HRR):  # S(j, b) = {v : H[v + 1][j] = b}, H[r][j] = (-1)^popcount(r & j)
         batch = np.asarray(batch, dtype=np.int64)
-        signs = 1 - 2 * _parity(batch[:, :1] & np.arange(1, d + 1, dtype=np.int64)[None, :])
+        signs = 1 - 2 * _parity(batch[:, :1], np.arange(1, d + 1, dtype=np.int64)[None, :])
         return (signs == batch[:, 1:2]).astype(np.int8)
     return np.vstack(
         [oracle.support_counts(batch[i : i + 1]) for i in range(n)] or [np.zeros((0, d))]
