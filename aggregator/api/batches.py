@@ -129,19 +129,23 @@ def _open_chunk(raw_keys: list[bytes], survey_id: str, unit: str, size: int,
     """Each blob's body, or None (in a decryption process: keys travel as raw bytes)."""
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-    from deniable.sealing import open_sealed
+    from ..signing import EncryptionKeys
 
-    keys = [X25519PrivateKey.from_private_bytes(raw) for raw in raw_keys]
+    current, *retired = (X25519PrivateKey.from_private_bytes(raw) for raw in raw_keys)
+    keys = EncryptionKeys(current=current, retired=tuple(retired))
+    return _open_each(keys, survey_id, unit, size, blobs)
+
+
+def _open_each(keys: Any, survey_id: str, unit: str, size: int,
+               blobs: list[bytes]) -> list[bytes | None]:  # fmt: skip
+    """Each blob's body, or None where it does not open (one process, one blob at a time)."""
     bodies: list[bytes | None] = []
     for blob in blobs:
-        body = None
-        for key in keys:
-            try:
-                body = open_sealed(key, survey_id=survey_id, unit=unit, sealed=blob, size=size)
-                break
-            except DeniableError:
-                continue
-        bodies.append(body)
+        try:
+            bodies.append(keys.open_sealed(survey_id=survey_id, unit=unit, sealed=blob,
+                                           size=size))  # fmt: skip
+        except DeniableError:
+            bodies.append(None)
     return bodies
 
 
@@ -164,14 +168,7 @@ def open_all(keys: Any, survey_id: str, unit: str, size: int,
     """Every blob's body (None where it does not open): HPKE opening dominates a batch's
     cost, so a large batch is opened by :data:`DECRYPT_PROCESSES` processes at once."""
     if len(blobs) < PARALLEL_FROM or DECRYPT_PROCESSES < 2:
-        bodies: list[bytes | None] = []
-        for blob in blobs:
-            try:
-                bodies.append(keys.open_sealed(survey_id=survey_id, unit=unit, sealed=blob,
-                                               size=size))  # fmt: skip
-            except DeniableError:
-                bodies.append(None)
-        return bodies
+        return _open_each(keys, survey_id, unit, size, blobs)
     raw = [key.private_bytes_raw() for key in (keys.current, *keys.retired)]
     step = -(-len(blobs) // (4 * DECRYPT_PROCESSES))
     chunks = [blobs[start:start + step] for start in range(0, len(blobs), step)]
