@@ -59,6 +59,7 @@ from ..problems import read_json
 from ..storage import SurveyRecord, current_storage
 from ..storage import relay as relay_storage
 from .common import bearer_token, json_response
+from .relayed import relay_terms
 
 blueprint = Blueprint("batches", __name__)
 logger = logging.getLogger(__name__)
@@ -74,11 +75,6 @@ _pool: Any = None
 _pool_lock = threading.Lock()
 
 
-def relay_of(record: SurveyRecord) -> Any:
-    """The survey's signed relay terms, or None for a survey that is not relayed."""
-    return getattr(record.survey, "relay", None)
-
-
 def _authorized_relay(record: SurveyRecord) -> Any:
     """The survey's relay terms, once the request's credential is that relay's."""
     credential = bearer_token()
@@ -87,7 +83,7 @@ def _authorized_relay(record: SurveyRecord) -> Any:
     url = relay_storage.credential_url(current_storage(), credential)
     if url is None:
         raise Forbidden("the bearer token is not a valid relay credential")
-    relay = relay_of(record)
+    relay = relay_terms(record)
     if relay is None:
         raise Conflict(f"survey {record.id!r} is not relayed; it takes no batches")
     if relay_storage.normalized_url(relay.url) != url:
