@@ -59,6 +59,7 @@ from ..problems import read_json
 from ..storage import SurveyRecord, current_storage
 from ..storage import relay as relay_storage
 from .common import bearer_token, json_response
+from .relayed import relay_terms
 
 blueprint = Blueprint("batches", __name__)
 logger = logging.getLogger(__name__)
@@ -74,11 +75,6 @@ _pool: Any = None
 _pool_lock = threading.Lock()
 
 
-def relay_of(record: SurveyRecord) -> Any:
-    """The survey's signed relay terms, or None for a survey that is not relayed."""
-    return getattr(record.survey, "relay", None)
-
-
 def _authorized_relay(record: SurveyRecord) -> Any:
     """The survey's relay terms, once the request's credential is that relay's."""
     credential = bearer_token()
@@ -87,7 +83,7 @@ def _authorized_relay(record: SurveyRecord) -> Any:
     url = relay_storage.credential_url(current_storage(), credential)
     if url is None:
         raise Forbidden("the bearer token is not a valid relay credential")
-    relay = relay_of(record)
+    relay = relay_terms(record)
     if relay is None:
         raise Conflict(f"survey {record.id!r} is not relayed; it takes no batches")
     if relay_storage.normalized_url(relay.url) != url:
@@ -129,19 +125,23 @@ def _open_chunk(raw_keys: list[bytes], survey_id: str, unit: str, size: int,
     """Each blob's body, or None (in a decryption process: keys travel as raw bytes)."""
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-    from deniable.sealing import open_sealed
+    from ..signing import EncryptionKeys
 
-    keys = [X25519PrivateKey.from_private_bytes(raw) for raw in raw_keys]
+    current, *retired = (X25519PrivateKey.from_private_bytes(raw) for raw in raw_keys)
+    keys = EncryptionKeys(current=current, retired=tuple(retired))
+    return _open_each(keys, survey_id, unit, size, blobs)
+
+
+def _open_each(keys: Any, survey_id: str, unit: str, size: int,
+               blobs: list[bytes]) -> list[bytes | None]:  # fmt: skip
+    """Each blob's body, or None where it does not open (one process, one blob at a time)."""
     bodies: list[bytes | None] = []
     for blob in blobs:
-        body = None
-        for key in keys:
-            try:
-                body = open_sealed(key, survey_id=survey_id, unit=unit, sealed=blob, size=size)
-                break
-            except DeniableError:
-                continue
-        bodies.append(body)
+        try:
+            bodies.append(keys.open_sealed(survey_id=survey_id, unit=unit, sealed=blob,
+                                           size=size))  # fmt: skip
+        except DeniableError:
+            bodies.append(None)
     return bodies
 
 
@@ -164,14 +164,7 @@ def open_all(keys: Any, survey_id: str, unit: str, size: int,
     """Every blob's body (None where it does not open): HPKE opening dominates a batch's
     cost, so a large batch is opened by :data:`DECRYPT_PROCESSES` processes at once."""
     if len(blobs) < PARALLEL_FROM or DECRYPT_PROCESSES < 2:
-        bodies: list[bytes | None] = []
-        for blob in blobs:
-            try:
-                bodies.append(keys.open_sealed(survey_id=survey_id, unit=unit, sealed=blob,
-                                               size=size))  # fmt: skip
-            except DeniableError:
-                bodies.append(None)
-        return bodies
+        return _open_each(keys, survey_id, unit, size, blobs)
     raw = [key.private_bytes_raw() for key in (keys.current, *keys.retired)]
     step = -(-len(blobs) // (4 * DECRYPT_PROCESSES))
     chunks = [blobs[start:start + step] for start in range(0, len(blobs), step)]

@@ -26,6 +26,7 @@ SUMMARY = "The relay hid who sent each report and forwarded batches in a random 
 
 
 def relay_terms(record: SurveyRecord) -> Any:
+    """The survey's signed relay terms, or None for a survey that is not relayed."""
     return getattr(record.survey, "relay", None)
 
 

@@ -54,6 +54,8 @@ EXTENSION = "deniable.results_cache"
 # A serialized body in zlib-compressed pieces (one per question); decompressed and
 # concatenated they are the whole body.
 Body = tuple[bytes, ...]
+# A relayed survey's per unit batch figures (api/relayed.py), None for a survey not relayed.
+Batches = dict[str, dict[str, int]] | None
 QUESTIONS_KEY = b', "questions": ['
 # Why level 1: results JSON shrinks ~50x even at the fastest level (0.4 s for 46 MB).
 COMPRESSION_LEVEL = 1
@@ -146,10 +148,12 @@ def statistics_key(record: SurveyRecord, beta: float, kind: str) -> tuple[Any, .
     batches = relayed.batch_summary(record)
     if batches is not None:
         digest.update(json.dumps(batches, sort_keys=True).encode())
-    return (record.id, record.status, float(beta), kind, digest.hexdigest()), statistics
+    return (record.id, record.status, float(beta), kind, digest.hexdigest()), statistics, batches
 
 
-def _header(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> dict[str, Any]:
+def _header(
+    record: SurveyRecord, statistics: dict[str, Any], beta: float, batches: Batches
+) -> dict[str, Any]:
     head = {
         "survey": record.id,
         "title": record.survey.title,
@@ -158,33 +162,34 @@ def _header(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> di
         "n_reports": sum(s.n for s in statistics.values()),
     }
     if relayed.relay_terms(record) is not None:
-        head["relay"] = relayed.header(record, relayed.batch_summary(record))
+        head["relay"] = relayed.header(record, batches)
     return head
 
 
 def _question_results(
-    record: SurveyRecord, statistics: dict[str, Any], beta: float
+    record: SurveyRecord, statistics: dict[str, Any], beta: float, batches: Batches
 ) -> Iterator[tuple[Question, dict[str, Any]]]:
     """Each question with its results, one at a time (never a whole document in memory)."""
-    summary = relayed.batch_summary(record)
     for question in record.survey.questions:
         folded = statistics[question.id]
         result = question.results(folded.statistics, folded.n, beta=beta)
-        if summary is not None:
-            result["central"] = relayed.central(record, question, summary)
+        if batches is not None:
+            result["central"] = relayed.central(record, question, batches)
         yield question, result
 
 
-def _json_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> Body:
+def _json_body(
+    record: SurveyRecord, statistics: dict[str, Any], beta: float, batches: Batches
+) -> Body:
     """The JSON document, serialized question by question into one piece each.
 
     Why pieces: no whole document (~50 MB of objects on the largest survey) and no
     single ~20 MB buffer is ever allocated, so a worker's memory returns to its
     level after each computation instead of fragmenting (issue 8.3).
     """
-    head = json_text(_header(record, statistics, beta))
+    head = json_text(_header(record, statistics, beta, batches))
     pieces = [_pack(head[:-1].encode("utf-8") + QUESTIONS_KEY)]
-    for index, (_, result) in enumerate(_question_results(record, statistics, beta)):
+    for index, (_, result) in enumerate(_question_results(record, statistics, beta, batches)):
         pieces.append(_pack((b", " if index else b"") + json_text(result).encode("utf-8")))
     pieces.append(_pack(b"]}"))
     return tuple(pieces)
@@ -200,12 +205,14 @@ def unpacked(body: Body) -> Iterator[bytes]:
         yield zlib.decompress(piece)
 
 
-def _csv_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> Body:
+def _csv_body(
+    record: SurveyRecord, statistics: dict[str, Any], beta: float, batches: Batches
+) -> Body:
     """The CSV table, one piece per question (see :func:`_json_body`)."""
     buffer = io.StringIO()
     writer = csv_writer(buffer)
     pieces = []
-    for question, result in _question_results(record, statistics, beta):
+    for question, result in _question_results(record, statistics, beta, batches):
         for row in question_rows(question, result, beta):
             writer.writerow({column: _cell(row.get(column)) for column in CSV_COLUMNS})
         pieces.append(_pack(buffer.getvalue().encode("utf-8")))
@@ -216,7 +223,7 @@ def _csv_body(record: SurveyRecord, statistics: dict[str, Any], beta: float) -> 
 
 def results_body(record: SurveyRecord, beta: float, kind: str = "json") -> Body:
     """The results of a survey as JSON or CSV body pieces: fold pending reports, then estimate."""
-    key, statistics = statistics_key(record, beta, kind)
+    key, statistics, batches = statistics_key(record, beta, kind)
     cache = results_cache()
     body = cache.get(key)
     if body is not None:
@@ -225,13 +232,9 @@ def results_body(record: SurveyRecord, beta: float, kind: str = "json") -> Body:
         body = cache.get(key)
         if body is None:
             render = _csv_body if kind == "csv" else _json_body
-            app = current_app._get_current_object()  # type: ignore[attr-defined]
-
-            def in_app() -> Body:  # the executor's thread needs the app (relayed surveys)
-                with app.app_context():
-                    return render(record, statistics, beta)
-
-            body = cache.executor.submit(in_app).result()
+            # Why the batch figures read with the key: the body shows what the key hashed,
+            # and the executor's thread (no app context) does no I/O.
+            body = cache.executor.submit(render, record, statistics, beta, batches).result()
             cache.put(key, body)
     return body
 
