@@ -113,14 +113,18 @@ class KeyPinning:
         pinned key to the served one, link by link (docs/key-rotation.md).
         """
         key, _ = self._pinned_key()
+        return self._follow_chain(key, self._key_document()).key_id
+
+    def _follow_chain(self, key: bytes, document: Any) -> Pin:
+        """``document``'s chain followed from the pinned ``key``; the pin stored if it moved."""
         stored = self._stored_pin()
         keychain = _keychain()
         pin = stored if stored is not None else keychain.Pin(public_key=key)
-        followed = keychain.follow_chain(pin, self._key_document())
+        followed = keychain.follow_chain(pin, document)
         if followed != pin or stored is None:
             previous = self.store.load().keys.get(self.origin)
             self._save_pin(followed, None if previous is None else previous.get("public_key"))
-        return followed.key_id
+        return followed
 
     def verified_encryption_key(self) -> dict[str, Any]:
         """The aggregator's encryption key member, verified under the (followed) pinned key.
@@ -131,15 +135,10 @@ class KeyPinning:
         a relay or mirror cannot have reports sealed to a key of its own.
         """
         key, _ = self._pinned_key()
-        stored = self._stored_pin()
         keychain = _keychain()
         document = self._key_document()
         if isinstance(document, dict) and document.get("public_key") != keychain.encode(key):
-            pin = stored if stored is not None else keychain.Pin(public_key=key)
-            followed = keychain.follow_chain(pin, document)
-            previous = self.store.load().keys.get(self.origin)
-            self._save_pin(followed, None if previous is None else previous.get("public_key"))
-            key = followed.public_key
+            key = self._follow_chain(key, document).public_key
         keychain.verify_encryption_key(document, key)
         return dict(document["encryption_key"])
 

@@ -90,6 +90,12 @@ class HttpTransport:
             return 1.0
         return max(0.0, when.timestamp() - time.time())
 
+    def _relay(self, url: object) -> str | None:
+        """"relay at <its base>" for a URL outside the aggregator (a relay's), else None."""
+        if not isinstance(url, str) or url.startswith(self.base_url):
+            return None
+        return f"relay at {url.split('/api/')[0]}"
+
     def _http_error(self, method: str, path: str, response: requests.Response) -> TransportError:
         detail = ""
         try:
@@ -100,9 +106,7 @@ class HttpTransport:
                 )
         except ValueError:
             pass
-        url = getattr(response, "url", None)
-        who = ("aggregator" if not isinstance(url, str) or url.startswith(self.base_url)
-               else f"relay at {url.split('/api/')[0]}")  # fmt: skip
+        who = self._relay(getattr(response, "url", None)) or "aggregator"
         message = f"{who} answered {response.status_code} to {method} {path}"
         return TransportError(f"{message}{': ' + detail if detail else ''}",
                               status=response.status_code)  # fmt: skip
@@ -140,8 +144,7 @@ class HttpTransport:
                     allow_redirects=False,
                 )  # fmt: skip
             except retryable as exc:
-                where = (f"aggregator at {self.base_url}" if url.startswith(self.base_url)
-                         else f"relay at {url.split('/api/')[0]}")  # fmt: skip
+                where = self._relay(url) or f"aggregator at {self.base_url}"
                 error = TransportError(f"{where} unreachable ({type(exc).__name__})")
                 delay = self._delay(attempt)
             else:

@@ -2,7 +2,7 @@
 
 import { canonicalBytes, parseJson } from "./jcs.js";
 import { AlreadyAnswered, BudgetExceeded, InvalidSurvey, PolicyViolation, SignatureError, TransportError } from "./randomness.js";
-import { MECHANISMS, TOLERANCE, identifier, loadMechanisms, parseDefinition } from "./survey.js";
+import { MECHANISMS, TOLERANCE, identifier, importSealed, loadMechanisms, parseDefinition } from "./survey.js";
 
 export * from "./randomness.js";
 export { canonicalBytes, canonicalize, parseJson } from "./jcs.js";
@@ -59,11 +59,7 @@ const keychain = (client) => {
   return import("./keychain.js");
 };
 // Only for a relayed survey (its signed definition names a relay): sealed.js, which imports sealing.js.
-const sealed = (client) => {
-  const unpinned = client.modules && ["sealed.js", "sealing.js"].find((name) => !client.modules.includes(name));
-  if (unpinned) throw new PolicyViolation(`${unpinned} is not pinned by this page`); // as survey.js's loadMechanisms
-  return import("./sealed.js");
-};
+const sealed = (client) => importSealed(client.modules);
 
 export class MemoryStorage {
   items = new Map();

@@ -48,11 +48,14 @@ export async function loadMechanisms(definition, modules) {
     if (file) loaded[name] ??= (await import(`./${file}.js`))[name];
   }
   // A relayed survey: its relay member is parsed by sealed.js (which imports sealing.js).
-  if (definition?.relay !== undefined) {
-    const unpinned = modules && ["sealed.js", "sealing.js"].find((f) => !modules.includes(f));
-    if (unpinned) throw new PolicyViolation(`${unpinned} is not pinned by this page`);
-    loaded.parseRelay ??= (await import("./sealed.js")).parseRelay;
-  }
+  if (definition?.relay !== undefined) loaded.parseRelay = (await importSealed(modules)).parseRelay;
+}
+
+/** sealed.js (which imports sealing.js), refused before it is fetched unless `modules` pins both. */
+export function importSealed(modules) {
+  const unpinned = modules && ["sealed.js", "sealing.js"].find((f) => !modules.includes(f));
+  if (unpinned) throw new PolicyViolation(`${unpinned} is not pinned by this page`);
+  return import("./sealed.js");
 }
 
 /** Whether a text is blank: every code point White_Space or Default_Ignorable_Code_Point (protocol §2.2). */
