@@ -14,7 +14,7 @@ from __future__ import annotations
 from flask import current_app, request
 from werkzeug.exceptions import BadRequest
 
-from .cors import serialize_origin
+from deniable.origins import serialize_origin
 
 SCHEMES = ("http", "https")
 

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from deniable import origins
 from deniable.aggregator import settings as common
 from deniable.aggregator.settings import BY_NAME, Setting, SettingsError
+from deniable.errors import InvalidParameter
 
 PREFIX = "DENIABLE_RELAY_"
 DERIVED = {"DATABASE": "relay.sqlite3"}
@@ -28,11 +29,12 @@ def parse_url(value: object) -> str | None:
     """An http(s) base URL without query or fragment, without a trailing slash."""
     if value is None or value == "":
         return None
-    text = str(value).strip()
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
-        raise ValueError(f"must be an http(s) URL such as https://relay.example, got {text[:80]!r}")
-    return text.rstrip("/")
+    text = str(value).strip().removesuffix("/")
+    try:
+        origins.parse_url(text)  # the parser of relay.url: what a survey can name, this can be
+    except InvalidParameter as error:
+        raise ValueError(f"must be an http(s) URL such as https://relay.example: {error}") from None
+    return text
 
 
 def _seconds(minimum: float, maximum: float):

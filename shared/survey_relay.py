@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .errors import InvalidParameter
+from .origins import Origin, parse_url
 from .survey_checks import CONTROL, MAX_LABEL, fail, require_keys
 
 if TYPE_CHECKING:
@@ -13,7 +15,6 @@ if TYPE_CHECKING:
 
 SHUFFLE_UNITS = ("question", "submission")
 MAX_MIN_BATCH = 10_000_000
-_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,14 +41,12 @@ class Relay:
         url = data["url"]
         if not isinstance(url, str) or not 0 < len(url) <= MAX_LABEL or CONTROL.search(url):
             raise fail(f"{where}.url", f"must be a URL of at most {MAX_LABEL} characters", "relay")
-        scheme, _, rest = url.partition("://")
-        host = rest.split("/", 1)[0]
-        hostname = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        if (scheme not in ("https", "http") or not host or any(c in url for c in "?#@ \\")
-                or url.endswith("/")):  # fmt: skip
+        try:
+            origin, _ = parse_url(url)
+        except InvalidParameter as error:
             raise fail(f"{where}.url", "must be https://host[:port][/path] without a trailing "
-                        f"slash, query, fragment or credentials, got {url!r}", "relay")  # fmt: skip
-        if scheme == "http" and hostname not in _LOOPBACK_HOSTS:
+                       f"slash, query, fragment or credentials: {error}", "relay") from None
+        if origin.scheme == "http" and not origin.is_loopback:
             raise fail(f"{where}.url", "must use https (http only for a loopback host)",
                         "relay")  # fmt: skip
         # 1000.0 is 1000, as in every client (docs/protocol.md §2.2)
@@ -67,6 +66,11 @@ class Relay:
 
     def to_dict(self) -> dict[str, Any]:
         return {"url": self.url, "min_batch": self.min_batch, "shuffle_unit": self.shuffle_unit}
+
+    @property
+    def origin(self) -> Origin:
+        """The relay's origin (``str()``: serialized per RFC 6454, as ``Origin`` names it)."""
+        return parse_url(self.url)[0]
 
     def sealed_url(self, survey_id: str) -> str:
         """Where devices post a survey's sealed units: ``{url}/api/v1/surveys/<id>/sealed``."""

@@ -37,10 +37,8 @@ import base64
 import hashlib
 import html
 import json
-import re
 from functools import cache
 from importlib import resources
-from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, Response, abort, render_template, request, url_for
 
@@ -162,16 +160,11 @@ def import_map(base: str = "") -> str:
     return json.dumps({"integrity": pinned}, separators=(",", ":"))
 
 
-_ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|http://\[::1\](:[0-9]{1,5})?")
-
-
-def relay_origin(survey: Survey) -> str | None:
-    """The origin of a relayed survey's relay (its signed ``relay.url``), for connect-src."""
-    if survey.relay is None:
-        return None
-    parts = urlsplit(survey.relay.url)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    return origin if _ORIGIN.fullmatch(origin) else None
+def relay_source(survey: Survey) -> str | None:
+    """The connect-src source of a relayed survey's relay (its signed ``relay.url``, parsed by
+    :mod:`deniable.origins` as the survey was validated): its serialized origin, or its scheme
+    for an IPv6 host, which no CSP host source can name (``Origin.csp_source``)."""
+    return None if survey.relay is None else survey.relay.origin.csp_source
 
 
 def content_security_policy(inline_script: str | tuple[str, ...] | None = None,
@@ -243,7 +236,7 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         style=STYLE,
         noscript_style=NOSCRIPT_STYLE,
     )
-    return page, 200, _headers((imports, watch_script()), relay_origin(record.survey))
+    return page, 200, _headers((imports, watch_script()), relay_source(record.survey))
 
 
 @blueprint.get("/about/epsilon")
@@ -273,7 +266,7 @@ def embed(survey_id: str) -> Response:
     names = survey_modules(record.survey, rotation=True)
     results = url_for("dashboard.survey", survey_id=record.id) if record.results_public else ""
     imports = html.escape(import_map(base), quote=False)
-    relay = f" {origin}" if (origin := relay_origin(record.survey)) else ""  # relayed: sealed there
+    relay = f" {origin}" if (origin := relay_source(record.survey)) else ""  # relayed: sealed there
     lines = [
         f"<!-- Deniable: the form of survey {html.escape(record.id)}; answers are randomized in the"
         " browser. Keep these lines together: they pin every file the form runs.",

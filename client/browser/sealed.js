@@ -8,18 +8,47 @@ import { InvalidSurvey, SignatureError, TransportError } from "./randomness.js";
 import * as sealing from "./sealing.js";
 import { exactKeys } from "./survey.js";
 
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+const OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+const IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
+const SEGMENT = /^(?:[A-Za-z0-9._~!$&'()*+,;=:-]|%[0-9A-Fa-f]{2})+$/;
+const DEFAULT_PORTS = { http: "80", https: "443" };
+
+/**
+ * An http(s) URL {scheme, host, port, path, origin, loopback} (origin serialized per RFC 6454, as
+ * Origin and CSP name it), or null: exactly what shared/origins.py's parse_url accepts (the
+ * `relay_urls` vectors). A DNS name of ASCII labels (not ending in a number), a dotted-quad IPv4
+ * address or an IPv6 address in brackets (no zone); no user information, query, fragment, trailing
+ * slash, empty or dot segment.
+ */
+export function parseUrl(text) {
+  if (typeof text !== "string" || !/^[\x21-\x7e]+$/.test(text) || text.includes("\\")) return null;
+  const [, scheme, authority, path = ""] = /^(https?):\/\/([^/?#]*)(\/[^?#]*)?$/i.exec(text) ?? [];
+  const [, named, port = ""] = (scheme && /^(\[[^\]]*\]|[^:[\]]*)(?::([0-9]{1,5}))?$/.exec(authority)) || [];
+  if (named === undefined || +port > 65535 || (port && +port === 0)) return null;
+  let host = named.toLowerCase();
+  const labels = host.split(".");
+  if (host.startsWith("[")) { // the WHATWG URL parser reads and compresses IPv6 (RFC 5952) as Python does
+    try { host = host.includes("%") ? null : new URL(`http://${host}/`).hostname; } catch { host = null; }
+  } else if (/^[0-9.]+$/.test(host) || /^(?:[0-9]+|0x[0-9a-f]*)$/.test(labels.at(-1))) host = IPV4.test(host) ? host : null;
+  else if (host.length > 253 || !labels.every((label) => LABEL.test(label))) host = null;
+  if (!host || (path && !path.slice(1).split("/").every((s) => SEGMENT.test(s) && s !== "." && s !== ".."))) return null;
+  const lower = scheme.toLowerCase(), kept = port && String(+port) !== DEFAULT_PORTS[lower] ? `:${+port}` : "";
+  const loopback = host === "localhost" || host === "[::1]" || (IPV4.test(host) && host.startsWith("127."));
+  return { scheme: lower, host, port: kept ? +port : null, path, origin: `${lower}://${host}${kept}`, loopback };
+}
+
 /** A relayed survey's `relay` member (shared/survey.py Relay), signed form: all three members. */
 export function parseRelay(data, where = "survey.relay") {
   const fail = (member, message) => new InvalidSurvey(`${where}.${member}: ${message}`, "relay");
   exactKeys(where, data, ["url", "min_batch", "shuffle_unit"]);
   const { url, min_batch: minBatch, shuffle_unit: shuffleUnit } = data;
-  const match = typeof url === "string" && url.length <= 200 && !/[\0-\x1f\x7f-\x9f?#@ \\]/.test(url) && !url.endsWith("/") && /^(https?):\/\/([^/]+)/.exec(url);
-  const host = match && (match[2].endsWith("]") ? match[2] : match[2].replace(/:[^:]*$/, ""));
-  if (!match) throw fail("url", "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials");
-  if (match[1] === "http" && !["localhost", "127.0.0.1", "[::1]"].includes(host)) throw fail("url", "must use https (http only for a loopback host)");
+  const parsed = typeof url === "string" && url.length <= 200 ? parseUrl(url) : null;
+  if (!parsed) throw fail("url", "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials");
+  if (parsed.scheme === "http" && !parsed.loopback) throw fail("url", "must use https (http only for a loopback host)");
   if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e7) throw fail("min_batch", "must be an integer in [1, 10000000]");
   if (!["question", "submission"].includes(shuffleUnit)) throw fail("shuffle_unit", "must be question or submission");
-  return Object.freeze({ url, minBatch, shuffleUnit });
+  return Object.freeze({ url, origin: parsed.origin, minBatch, shuffleUnit });
 }
 
 /**

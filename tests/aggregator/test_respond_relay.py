@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from deniable.aggregator.respond import SEALING, integrity, survey_modules
 from deniable.survey import Survey
 
@@ -29,3 +31,22 @@ def test_modules_and_csp_follow_the_signed_relay(client, operator_headers):
     for name in ("sealed.js", "sealing.js"):
         assert integrity()[name] in page.get_data(as_text=True)
         assert client.get(f"/static/deniable/{name}").status_code == 200
+
+
+@pytest.mark.parametrize(("url", "source"), [
+    # No CSP host source names an IPv6 literal (Chromium drops one): the scheme does.
+    ("https://[2001:db8::5]:8100", "https:"),
+    ("https://[2001:DB8:0:0:0:0:0:5]:8100/relay", "https:"),
+    ("http://[0:0:0:0:0:0:0:1]:8100", "http:"),
+    ("https://Relay.Example:443/in", "https://relay.example"),
+    ("https://192.0.2.7", "https://192.0.2.7"),
+])  # fmt: skip
+def test_the_csp_allows_the_relay_by_its_serialized_origin(client, operator_headers, url, source):
+    relay = {"url": url, "min_batch": 10, "shuffle_unit": "question"}
+    response = client.post("/api/v1/surveys", headers=operator_headers,
+                           json={"definition": {**DEFINITION, "relay": relay}})  # fmt: skip
+    assert response.status_code == 201, response.get_data(as_text=True)
+    csp = client.get("/surveys/relayed/respond").headers["Content-Security-Policy"]
+    assert f"connect-src 'self' {source};" in csp
+    embed = client.get("/surveys/relayed/embed").get_data(as_text=True)
+    assert f"connect-src http://localhost {source} -->" in embed

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -52,14 +53,25 @@ class _Relay(BaseHTTPRequestHandler):
         pass
 
 
-def test_the_page_seals_in_chromium_and_posts_to_the_relay_only(tmp_path):
+class _Relay6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+# The relay on IPv4, and on IPv6 named in full (issue 18): no CSP host source can name an
+# IPv6 literal (Chromium drops one as invalid), so the page's connect-src allows its scheme.
+@pytest.mark.parametrize(("server", "host", "named", "source"), [
+    (ThreadingHTTPServer, "127.0.0.1", "127.0.0.1", "http://127.0.0.1:{port}"),
+    (_Relay6, "::1", "[0:0:0:0:0:0:0:1]", "http:"),
+], ids=["ipv4", "ipv6"])  # fmt: skip
+def test_the_page_seals_in_chromium_and_posts_to_the_relay_only(tmp_path, server, host, named,
+                                                                source):  # fmt: skip
     _require()
     from playwright.sync_api import sync_playwright
 
-    relay = ThreadingHTTPServer(("127.0.0.1", 0), _Relay)
+    relay = server((host, 0), _Relay)
     relay.seen = []  # type: ignore[attr-defined]
     threading.Thread(target=relay.serve_forever, daemon=True).start()
-    relay_url = f"http://127.0.0.1:{relay.server_address[1]}"
+    relay_url = f"http://{named}:{relay.server_address[1]}"
     definition = {
         "format": "deniable.survey/2", "id": "rel", "title": "Relayed",
         "questions": [
@@ -85,7 +97,8 @@ def test_the_page_seals_in_chromium_and_posts_to_the_relay_only(tmp_path):
             page = browser.new_page()
             page.on("request", lambda r: aggregator_posts.append(r.url)
                     if r.method == "POST" and f":{port}/" in r.url else None)  # fmt: skip
-            page.goto(f"http://127.0.0.1:{port}/surveys/rel/respond")
+            csp = page.goto(f"http://127.0.0.1:{port}/surveys/rel/respond").headers[
+                "content-security-policy"]
             key = page.get_attribute("[data-deniable-key]", "data-deniable-key")
             result = page.evaluate("""async ([key]) => {
               const m = await import('/static/deniable/deniable.js');
@@ -99,6 +112,7 @@ def test_the_page_seals_in_chromium_and_posts_to_the_relay_only(tmp_path):
         demo.stop_server(server)
         relay.shutdown()
         relay.server_close()
+    assert f"connect-src 'self' {source.format(port=relay.server_address[1])};" in csp
     assert result["delivered"] and aggregator_posts == []
     ((path, headers, body),) = relay.seen  # type: ignore[attr-defined]
     assert path == "/api/v1/surveys/rel/sealed" and "X-Deniable-Enrolment" not in headers

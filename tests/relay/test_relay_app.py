@@ -249,3 +249,13 @@ def test_settings_prints_the_relays_settings_with_their_help(capsys):
     assert main(["settings", "-v"]) == 0
     out = capsys.readouterr().out
     assert "DENIABLE_RELAY_WINDOW_SECONDS = 3600" in out and "Seconds between" in out
+
+
+def test_the_signed_relay_url_names_public_url_by_origin_and_path():
+    from deniable.relay.upstream import same_url
+
+    assert same_url("https://[2001:DB8:0:0:0:0:0:5]:443/r", "https://[2001:db8::5]/r/")
+    assert same_url("https://Relay.Example", "https://relay.example:443")
+    assert not same_url("https://relay.example/r", "https://relay.example")
+    assert not same_url("https://relay.example", "https://relay.example:8443")
+    assert not same_url("https://relay.example", "not a url")

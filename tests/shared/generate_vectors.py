@@ -658,6 +658,45 @@ def document_vectors(demo: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"name": n, "survey_id": sid, "text": t, "code": c} for n, sid, t, c in cases]
 
 
+def relay_url_vectors() -> list[dict[str, Any]]:
+    """A relay's ``url`` (§10, "The relay member") and its serialized origin, or null: refused
+    (the member's reason ``relay``).  Both clients and the aggregator's page parse it alike."""
+    accepted = [
+        ("https://relay.example", "https://relay.example"),
+        ("https://Relay.EXAMPLE:443/in", "https://relay.example"),
+        ("HTTPS://relay.example:8443/a/b", "https://relay.example:8443"),
+        ("https://xn--bcher-kva.example/%C3%BC", "https://xn--bcher-kva.example"),
+        ("https://192.0.2.7:8100", "https://192.0.2.7:8100"),
+        ("https://[2001:db8::5]:8100", "https://[2001:db8::5]:8100"),
+        ("https://[2001:DB8:0:0:0:0:0:5]:8100/r", "https://[2001:db8::5]:8100"),
+        ("https://[2001:db8:0:0:1:0:0:1]", "https://[2001:db8::1:0:0:1]"),
+        ("https://[::ffff:192.0.2.1]", "https://[::ffff:c000:201]"),
+        ("http://localhost:8100", "http://localhost:8100"),
+        ("http://127.0.0.1:80", "http://127.0.0.1"),
+        ("http://127.8.9.10:8100", "http://127.8.9.10:8100"),
+        ("http://[::1]:8100", "http://[::1]:8100"),
+        ("http://[0:0:0:0:0:0:0:1]:8100", "http://[::1]:8100"),
+    ]
+    refused = [
+        "http://[2001:db8::5]:8100", "http://relay.example", "http://192.0.2.7",
+        "http://[::ffff:127.0.0.1]", "http://localhost.example", "ftp://relay.example",
+        "https://relay.example/", "https://relay.example?x=1", "https://relay.example#f",
+        "https://user@relay.example", "https://user:pw@relay.example", "https://[fe80::1%25eth0]",
+        "https://[fe80::1%eth0]", "https://[2001:db8::5", "https://2001:db8::5",
+        "https://[g::1]", "https://[1:2:3:4:5:6:7:8:9]", "https://relay.example:0",
+        "https://relay.example:65536", "https://relay.example:", "https://relay.example:+80",
+        "https://relay..example", "https://-relay.example", "https://relay_1.example",
+        "https://bücher.example", "https://relay.example/a b", "https://relay.example\\a",
+        "https://relay.example//a", "https://relay.example/a/../b", "https://relay.example/./b",
+        "https://relay.example/%zz", "https://relay.example/a@b", "https://1.2.3",
+        "https://0x7f.1", "https://256.0.0.1", "https://01.2.3.4", "https://relay.example.",
+        "relay.example", "https://", "https:///relay.example", " https://relay.example",
+    ]  # fmt: skip
+    return [{"url": url, "origin": origin} for url, origin in accepted] + [
+        {"url": url, "origin": None} for url in refused
+    ]
+
+
 def key_id_of_vectors() -> str:
     return hashlib.sha256(base64.b64decode(public_key_b64())).hexdigest()[:16]
 
@@ -770,6 +809,7 @@ def build() -> dict[str, Any]:
         "blank": blank_vectors(),
         "documents": document_vectors(surveys[0]["definition"]),
         "key_rotation": rotation_vectors(),
+        "relay_urls": relay_url_vectors(),
     }
 
 

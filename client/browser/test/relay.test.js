@@ -6,10 +6,12 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { MemoryStorage, PolicyViolation, SignatureError, SurveyClient, TransportError, b64encode, canonicalBytes, keyId } from "../deniable.js";
+import { parseRelay, parseUrl } from "../sealed.js";
 import * as sealing from "../sealing.js";
 
 const read = (name) => JSON.parse(readFileSync(new URL(`../../../shared/vectors/${name}`, import.meta.url), "utf8"));
-const DEMO = read("protocol-vectors.json").surveys.find((s) => s.name === "demo");
+const VECTORS = read("protocol-vectors.json");
+const DEMO = VECTORS.surveys.find((s) => s.name === "demo");
 const OWN = read("sealing-vectors.json").deniable;
 const hex = (text) => Uint8Array.from(text.match(/../g), (h) => parseInt(h, 16));
 const PRIVATE = hex(OWN.recipient_private_key), PUBLIC = hex(OWN.recipient_public_key);
@@ -179,4 +181,19 @@ test("a stale key refusal while the aggregator is unreachable keeps the batch fo
   assert.equal(first.body, second.body);
   assert.notEqual(second.body, third.body);
   assert.equal(w.client.load().outbox.length, 0);
+});
+
+test("relay URLs: accepted and serialized as the Python side does (the relay_urls vectors)", () => {
+  assert.ok(VECTORS.relay_urls.some((v) => v.origin?.includes("[")), "the vectors hold IPv6 relays");
+  for (const { url, origin } of VECTORS.relay_urls) {
+    const member = { url, min_batch: 5, shuffle_unit: "question" };
+    if (origin === null) {
+      assert.throws(() => parseRelay(member), (error) => error.reason === "relay", url);
+    } else {
+      const relay = parseRelay(member);
+      assert.equal(relay.url, url);
+      assert.equal(relay.origin, origin, url);
+      assert.equal(parseUrl(url).origin, origin, url);
+    }
+  }
 });
