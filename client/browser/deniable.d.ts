@@ -68,6 +68,8 @@ export interface Survey {
 
 export interface Relay {
   url: string;
+  /** The relay's origin, serialized as browsers send it (RFC 6454: lower case, IPv6 compressed, no default port). */
+  origin: string;
   minBatch: number;
   /** "question": each report sealed and shuffled alone; "submission": one respondent's together. */
   shuffleUnit: "question" | "submission";

@@ -34,6 +34,6 @@ test("a relayed survey's sealed.js, loaded on demand and only for a relay member
   await assert.rejects(loadMechanisms(relayed, ["mechanism.js", "grr.js", "option_sampling.js", "duchi.js", "sealing.js"]), /sealed\.js is not pinned/);
   assert.throws(() => parseDefinition(relayed), /sealed\.js is not loaded/); // the refusal imported nothing
   await loadMechanisms(relayed);
-  assert.deepEqual(parseDefinition(relayed).relay, { url: "https://relay.example", minBatch: 10, shuffleUnit: "question" });
+  assert.deepEqual(parseDefinition(relayed).relay, { url: "https://relay.example", origin: "https://relay.example", minBatch: 10, shuffleUnit: "question" });
   assert.throws(() => parseDefinition({ ...relayed, relay: { ...relayed.relay, url: "http://relay.example" } }), (e) => e instanceof InvalidSurvey && e.reason === "relay");
 });
