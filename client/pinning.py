@@ -83,7 +83,7 @@ class KeyPinning:
         try:  # a member twice could name two keys: refused, as in survey documents
             return loads(response.content)
         except InvalidSurvey as error:
-            raise SignatureError(f"key rotation refused: {error}") from None
+            raise SignatureError(f"key rotation refused: {error}", reason=error.reason) from None
         except ValueError:
             raise SignatureError("key rotation refused: the key document is not JSON") from None
 

@@ -185,6 +185,11 @@ export function parseJson(text: string): unknown;
  * or SignatureError (reason "key-id", "signature", "id-mismatch") or InvalidSurvey (with its reason).
  */
 export function verifyDocument(document: unknown, surveyId: string, publicKey: Uint8Array, modules?: string[]): Promise<{ definition: unknown; survey: Survey }>;
+/**
+ * The aggregator's key document (GET /api/v1/key), parsed as parseJson does: TransportError unless
+ * 200, SignatureError if not JSON or a member twice (reason "duplicate-member").
+ */
+export function keyDocument(client: SurveyClient): Promise<unknown>;
 export function b64encode(bytes: Uint8Array): string;
 /** Canonical padded base64 only, or SignatureError. */
 export function b64decode(text: string): Uint8Array;

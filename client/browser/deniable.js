@@ -53,6 +53,21 @@ export async function verifyDocument(document, surveyId, publicKey, modules) {
   return { definition, survey };
 }
 
+/**
+ * The aggregator's key document (GET /api/v1/key), parsed strictly: a member twice could name two
+ * keys (a parser keeping the first would see another than the one verified), so it is refused as
+ * in survey documents, with the reason duplicate-member (client/pinning.py's _key_document). The
+ * one path of keychain.js (rotation) and sealed.js (the encryption key). TransportError unless 200.
+ */
+export async function keyDocument(client) {
+  const response = await client.request("GET", "/api/v1/key");
+  if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET key`, response.status);
+  try { return parseJson(await response.text()); } catch (error) {
+    if (error instanceof InvalidSurvey) throw new SignatureError(`key rotation refused: ${error.message}`, error.reason);
+    throw new SignatureError("key rotation refused: the key document is not JSON");
+  }
+}
+
 // Only for a rotated key or trust on first use.
 const keychain = (client) => {
   if (client.modules && !client.modules.includes("keychain.js")) throw new SignatureError("keychain.js is not pinned by this page");

@@ -3,7 +3,7 @@
 // key, or to trust on first use. A pin is {key, sequence (null if given from outside), retired:
 // [ids of the keys followed away from]}. Every refusal is a SignatureError: the pin is kept.
 
-import { InvalidSurvey, SignatureError, b64decode, b64encode, keyId, parseJson, verify } from "./deniable.js";
+import { SignatureError, b64decode, b64encode, keyDocument, keyId, verify } from "./deniable.js";
 
 const LINK_FIELDS = "endorsement,key_id,previous_key_id,previous_public_key,public_key,sequence,signature";
 
@@ -42,13 +42,6 @@ export async function followRotation(pin, D) {
     previous = next;
   }
   return { key: K, sequence: D.sequence, retired };
-}
-
-async function keyDocument(client) {
-  const text = await (await client.request("GET", "/api/v1/key")).text();
-  try { return parseJson(text); } catch (error) { // a member twice could name two keys, as in survey documents
-    throw new SignatureError(`key rotation refused: ${error instanceof InvalidSurvey ? error.message : "the key document is not JSON"}`);
-  }
 }
 
 function savePin(client, pin) {

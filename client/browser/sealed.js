@@ -3,8 +3,8 @@
 // Imported only for a relayed survey (survey.js's loadMechanisms, after the signature), and only
 // when the page pins it and sealing.js, as the mechanism modules are.
 
-import { b64decode, b64encode, keyId, verify } from "./deniable.js";
-import { InvalidSurvey, SignatureError, TransportError } from "./randomness.js";
+import { b64decode, b64encode, keyDocument, keyId, verify } from "./deniable.js";
+import { InvalidSurvey, SignatureError } from "./randomness.js";
 import * as sealing from "./sealing.js";
 import { exactKeys } from "./survey.js";
 
@@ -56,9 +56,7 @@ export function parseRelay(data, where = "survey.relay") {
  * `rotate(pin)` follows along the aggregator's chain when the key document names another.
  */
 export async function encryptionKey(client, pin, rotate) {
-  const response = await client.request("GET", "/api/v1/key");
-  if (response.status !== 200) throw new TransportError(`aggregator answered ${response.status} to GET key`, response.status);
-  const document = await response.json().catch(() => { throw new SignatureError("the key document is not JSON"); });
+  const document = await keyDocument(client); // strict: a member twice is refused (duplicate-member)
   if (document?.public_key !== b64encode(pin.key)) pin = await rotate(pin);
   const key = await sealing.verifiedEncryptionKey(document, pin.key, { verify, b64decode, b64encode, keyId, SignatureError });
   return { key, keyId: document.encryption_key.key_id, pin };

@@ -37,7 +37,7 @@ async function world({ unit = "question", member } = {}) {
   const fetch = async (url, init) => {
     calls.push({ url, ...init });
     if (state.keyDown && url.endsWith("/api/v1/key")) throw new TypeError("fetch failed"); // unreachable
-    if (init.method === "GET") return new Response(JSON.stringify(url.endsWith("/api/v1/key") ? key : survey), { status: 200 });
+    if (init.method === "GET") return new Response(url.endsWith("/api/v1/key") ? state.keyText?.(key) ?? JSON.stringify(key) : JSON.stringify(survey), { status: 200 });
     return new Response("{}", { status: state.statuses.shift() ?? 202 });
   };
   const client = new SurveyClient("https://agg.example", { publicKey: b64encode(signingRaw), storage: new MemoryStorage(), fetch, modules: undefined });
@@ -101,6 +101,23 @@ test("an encryption key the pinned key did not sign is refused before anything i
   const w = await world({ member: forged });
   await assert.rejects(w.client.fetchSurvey("demo-workplace"), (e) => e instanceof SignatureError && /not signed/.test(e.message));
   assert.equal(w.posts().length, 0);
+});
+
+test("a key document with a member twice is refused, as keychain.js and the Python client refuse it", async () => {
+  // The genuine signed encryption key last (JSON.parse keeps the last, so it would verify), another before it.
+  const forged = await encryptionMember(new Uint8Array(32).fill(7));
+  const doubled = (key) => JSON.stringify(key).replace('"encryption_key":', `"encryption_key":${JSON.stringify(forged)},"encryption_key":`);
+  const w = await world();
+  w.state.keyText = doubled;
+  await assert.rejects(w.client.fetchSurvey("demo-workplace"), (e) => e instanceof SignatureError && e.reason === "duplicate-member");
+  assert.equal(w.posts().length, 0);
+  // A stale-key refusal (409) whose key document has a member twice: not resealed, the refusal stands.
+  const v = await world();
+  const survey = await v.client.fetchSurvey("demo-workplace");
+  v.state.keyText = doubled;
+  v.state.statuses = [409];
+  await assert.rejects(v.client.answer(survey, ANSWERS), (e) => e instanceof TransportError && e.status === 409);
+  assert.equal(v.posts().length, 1);
 });
 
 test("a page that did not pin sealed.js and sealing.js cannot answer a relayed survey", async () => {
