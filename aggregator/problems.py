@@ -23,6 +23,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from deniable.errors import (
+    AlreadyDelivered,
     AuthenticationError,
     Conflict,
     DeniableError,
@@ -65,6 +66,7 @@ PROBLEMS: tuple[tuple[type[BaseException], int, str, str], ...] = (
     (Forbidden, 403, "forbidden", "Forbidden"),
     (AuthenticationError, 401, "unauthorized", "Unauthorized"),
     (NotFound, 404, "not-found", "Not found"),
+    (AlreadyDelivered, 409, "already-delivered", "Already delivered"),
     (Conflict, 409, "conflict", "Conflict"),
     (PayloadTooLarge, 413, "payload-too-large", "Payload too large"),
     (UnsupportedMediaType, 415, "unsupported-media-type", "Unsupported media type"),

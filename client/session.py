@@ -75,7 +75,7 @@ from .pinning import KeyPinning, decode_public_key
 from .policy import Policy, question_cost
 from .sealed import relay_body, resealed_body, sealed_body
 from .state import StateStore
-from .transport import HttpTransport, requests_module
+from .transport import HttpTransport, accepted, requests_module
 
 # Printable ASCII without spaces: nothing that could split or fold an HTTP header.
 ENROLMENT_TOKEN = re.compile(r"[!-~]{1,256}")
@@ -488,7 +488,8 @@ class SurveyClient(HttpTransport, KeyPinning):
     ) -> FlushResult:
         """Deliver this aggregator's outbox, oldest first; stop at the first unreachable try.
 
-        A batch leaves the outbox only when acknowledged (2xx) or refused for good
+        A batch leaves the outbox only when acknowledged (2xx, or a relay's 409
+        ``already-delivered``: its token's submission was forwarded) or refused for good
         (4xx other than 401, 403 and 429: then TransportError is raised after the
         rest is tried).  A batch refused for its enrolment (401 no token, 403 a
         token not valid) stays, byte for byte, and is not resent until a token is
@@ -519,7 +520,8 @@ class SurveyClient(HttpTransport, KeyPinning):
                         "POST", path, entry["body"].encode("utf-8"), entry.get("enrolment"),
                         url=entry.get("url"),
                     )
-                    if response.status_code == 409 and self._reseal(entry):
+                    if response.status_code == 409 and not accepted(response) \
+                            and self._reseal(entry):  # fmt: skip
                         self.store.save_now()
                         response = self._request(
                             "POST", path, entry["body"].encode("utf-8"), entry.get("enrolment"),
@@ -527,8 +529,8 @@ class SurveyClient(HttpTransport, KeyPinning):
                         )
                 except TransportError:
                     break  # still unreachable: keep this and later batches, in order
-                status = response.status_code
-                if status not in (200, 201, 202):  # 202: a relay holds it durably
+                status, delivery = response.status_code, accepted(response)
+                if not delivery:
                     refused = refused or self._http_error("POST", path, response)
                     answered = state.answered.get(
                         entry.get("answered", f"{self.origin}#{entry['survey']}")
@@ -539,7 +541,7 @@ class SurveyClient(HttpTransport, KeyPinning):
                     entry["refused"] = status  # kept: the body is never touched
                 else:
                     state.outbox.remove(entry)
-                    delivered += status in (200, 201, 202)
+                    delivered += delivery
                 self.store.save_now()
             pending = sum(1 for e in state.outbox if e.get("origin") == self.origin)
         if refused is not None:

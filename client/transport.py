@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 USER_AGENT = f"deniable-client/{__version__}"
 ENROLMENT_HEADER = "X-Deniable-Enrolment"
+# A relay's answer to a resend whose enrolment token's submission it forwarded already.
+ALREADY_DELIVERED = "urn:deniable:problem:already-delivered"
 
 
 def requests_module() -> Any:
@@ -28,6 +30,21 @@ def requests_module() -> Any:
     import requests
 
     return requests
+
+
+def accepted(response: requests.Response) -> bool:
+    """Whether a batch was delivered: 200/201/202 (a relay holds it), or a relay's 409
+    ``already-delivered`` problem: its enrolment token's submission was forwarded already,
+    and the relay no longer knows which units it was (docs/protocol.md §11.2)."""
+    if response.status_code in (200, 201, 202):
+        return True
+    if response.status_code != 409:
+        return False
+    try:
+        problem = response.json()
+    except ValueError:
+        return False
+    return isinstance(problem, dict) and problem.get("type") == ALREADY_DELIVERED
 
 
 def retryable_exceptions() -> tuple[type[BaseException], ...]:

@@ -12,6 +12,7 @@ expects ``ValueError`` keeps working::
     ├── InvalidSurvey         (ValueError)  a survey definition fails validation
     ├── NotFound                            a survey, question or report id is unknown
     ├── Conflict                            state forbids the request (closed survey, id reuse)
+    │   └── AlreadyDelivered                a spent enrolment token's submission was delivered
     ├── AuthenticationError                 operator or enrolment token missing
     │   └── Forbidden                       token forged, spent, or lacks the right
     ├── RateLimited                         too many requests; carries ``retry_after``
@@ -68,6 +69,12 @@ class NotFound(DeniableError):
 
 class Conflict(DeniableError):
     """The current state forbids the request (closed survey, reused report id)."""
+
+
+class AlreadyDelivered(Conflict):
+    """The submission an enrolment token admitted was delivered already (a relay forgot which
+    units it was, docs/relay.md): a retry with that token is answered with this, which clients
+    treat as delivered, and nothing is taken."""
 
 
 class AuthenticationError(DeniableError):

@@ -9,7 +9,7 @@ from typing import Any
 
 from deniable.aggregator.storage.timestamps import iso, utc_now
 
-from .records import Batch
+from .records import DELIVERED, DISCARDED, Batch
 
 
 class BatchStore:
@@ -19,6 +19,7 @@ class BatchStore:
     _transaction: Any
     _read: Any
     _run: Any
+    _delete_held: Any  # HeldStore's
 
     def form_batches(self, survey_id: str, *, window: float) -> list[str]:
         """Form a batch of each unit that has ``min_batch`` units waiting and a window elapsed.
@@ -81,19 +82,22 @@ class BatchStore:
         self._finish(batch, "forwarded_batches = forwarded_batches + 1, forwarded_reports = "
                      "forwarded_reports + ?, smallest_batch = CASE WHEN smallest_batch IS NULL "
                      "OR smallest_batch > ? THEN ? ELSE smallest_batch END",
-                     (size, size, size))  # fmt: skip
+                     (size, size, size), DELIVERED)  # fmt: skip
 
     def discard(self, batch: Batch) -> None:
         """The aggregator refused the batch for good (its survey closed): delete, count it."""
-        self._finish(batch, "discarded_reports = discarded_reports + ?", (len(batch.sealed),))
+        self._finish(batch, "discarded_reports = discarded_reports + ?", (len(batch.sealed),),
+                     DISCARDED)  # fmt: skip
 
-    def _finish(self, batch: Batch, counters: str, values: tuple) -> None:
-        """Delete the batch and its units, and update the survey's ``counters`` once (a
-        batch finished twice, by two senders, counts once)."""
+    def _finish(self, batch: Batch, counters: str, values: tuple, outcome: str) -> None:
+        """Delete the batch and its units (and the links of the enrolment tokens that
+        admitted them: ``outcome``, HeldStore._delete_held), and update the survey's
+        ``counters`` once (a batch finished twice, by two senders, counts once)."""
         with self._transaction() as connection:
             gone = self._run(connection, "DELETE FROM batches WHERE batch_id = ?",
                              (batch.batch_id,)).rowcount  # fmt: skip
-            self._run(connection, "DELETE FROM held WHERE batch_id = ?", (batch.batch_id,))
+            self._delete_held(connection, batch.survey_id, "batch_id = ?", (batch.batch_id,),
+                              outcome)  # fmt: skip
             if gone:
                 self._run(connection, f"UPDATE relayed_surveys SET {counters} WHERE survey_id = ?",
                           (*values, batch.survey_id))  # fmt: skip
@@ -116,8 +120,7 @@ class BatchStore:
     def discard_closed(self, survey_id: str) -> int:
         """Delete units of a closed survey that wait for no batch (they can never form one)."""
         with self._transaction() as connection:
-            count = self._run(connection, "DELETE FROM held WHERE survey_id = ? AND batch_id IS "
-                              "NULL", (survey_id,)).rowcount  # fmt: skip
+            count = self._delete_held(connection, survey_id, "batch_id IS NULL", (), DISCARDED)
             if count:
                 self._run(connection, "UPDATE relayed_surveys SET discarded_reports = "
                           "discarded_reports + ? WHERE survey_id = ?", (count, survey_id))

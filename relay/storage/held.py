@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from deniable.errors import Conflict, Forbidden, NotFound
+from deniable.errors import AlreadyDelivered, Conflict, Forbidden, NotFound
 
-from .records import held_id, submission_digest, token_digest
+from .records import DELIVERED, DISCARDED, held_id, submission_digest, token_digest
 
 
 class HeldStore:
@@ -24,7 +24,10 @@ class HeldStore:
 
         With ``enrolment_token`` (a survey that requires enrolment) its digest must be
         known and unspent, or spent by this very submission (a resend): Forbidden
-        otherwise.  The token is spent in the same transaction.
+        otherwise.  The token is spent in the same transaction.  Once every unit it
+        admitted is forwarded and acknowledged the relay forgets which units they were
+        (:meth:`_delete_held`): a resend with the token is then AlreadyDelivered, whatever
+        its units (docs/relay.md, "What the relay keeps").
         """
         with self._transaction() as connection:
             return self._hold_in(connection, survey_id, units, enrolment_token)
@@ -45,11 +48,18 @@ class HeldStore:
             found = self._run(connection, "SELECT spent_by FROM enrolment_digests WHERE "
                               "survey_id = ? AND digest = ?" + self.for_update,
                               (survey_id, digest)).fetchone()  # fmt: skip
+            if found is not None and found[0] == DELIVERED:
+                raise AlreadyDelivered(f"the submission this enrolment token admitted to survey "
+                                       f"{survey_id!r} was delivered already; nothing more is "
+                                       "taken with it")  # fmt: skip
+            if found is not None and found[0] == DISCARDED:
+                raise Conflict(f"survey {survey_id!r} closed before the submission this "
+                               "enrolment token admitted could be forwarded")  # fmt: skip
             if found is None or found[0] not in (None, submission):
                 raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r} "
                                 "(unknown, or spent)")  # fmt: skip
             if found[0] == submission:
-                return 0  # a resend of the admitted submission: held already (or forwarded)
+                return 0  # a resend of the admitted submission, still held: held already
         if row[0] != "open":
             raise Conflict(f"survey {survey_id!r} is closed")
         added = 0
@@ -59,10 +69,39 @@ class HeldStore:
                                (held_id(survey_id, unit, sealed), survey_id, unit,
                                 sealed)).rowcount  # fmt: skip
         if enrolment_token is not None:
+            digest = token_digest(enrolment_token)
             self._run(connection, "UPDATE enrolment_digests SET spent_by = ? WHERE "
-                      "survey_id = ? AND digest = ?",
-                      (submission, survey_id, token_digest(enrolment_token)))  # fmt: skip
+                      "survey_id = ? AND digest = ?", (submission, survey_id, digest))
+            for unit, sealed in units:  # the link, until these units are forwarded
+                self._run(connection, "INSERT INTO admitted (survey_id, held_id, digest) VALUES "
+                          "(?, ?, ?) ON CONFLICT DO NOTHING",
+                          (survey_id, held_id(survey_id, unit, sealed), digest))  # fmt: skip
         return added
+
+    def _delete_held(
+        self, connection: Any, survey_id: str, condition: str, values: tuple, outcome: str
+    ) -> int:
+        """Delete the held units of ``survey_id`` that match ``condition``, and forget which
+        enrolment token admitted them: a token none of whose units is held any more keeps
+        only ``outcome`` (DELIVERED: acknowledged by the aggregator; DISCARDED).
+
+        Why: the link from a token's digest to its units' digests is what idempotent retry
+        needs while they are held; kept longer, a leaked relay database and the blobs the
+        aggregator stores would together say who sent what (issue 18).  Orphaned links (a
+        unit deleted while a concurrent resend linked it) are forgotten here too.
+        """
+        count = self._run(connection, f"DELETE FROM held WHERE survey_id = ? AND {condition}",
+                          (survey_id, *values)).rowcount  # fmt: skip
+        orphaned = "survey_id = ? AND NOT EXISTS (SELECT 1 FROM held h WHERE h.id = held_id)"
+        tokens = [d for (d,) in self._run(connection, "SELECT DISTINCT digest FROM admitted "
+                                          f"WHERE {orphaned}", (survey_id,)).fetchall()]
+        self._run(connection, f"DELETE FROM admitted WHERE {orphaned}", (survey_id,))
+        for digest in tokens:
+            self._run(connection, "UPDATE enrolment_digests SET spent_by = ? WHERE survey_id = ? "
+                      "AND digest = ? AND NOT EXISTS (SELECT 1 FROM admitted a WHERE "
+                      "a.survey_id = ? AND a.digest = ?)",
+                      (outcome, survey_id, digest, survey_id, digest))  # fmt: skip
+        return int(count)
 
     def held_counts(self, survey_id: str) -> dict[str, tuple[int, int]]:
         """Per unit: (units waiting for a batch, units in batches not yet acknowledged)."""

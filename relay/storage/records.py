@@ -8,6 +8,11 @@ from dataclasses import dataclass
 
 from deniable.aggregator.storage.timestamps import iso
 
+# What ``enrolment_digests.spent_by`` holds once the units a token admitted are gone from
+# ``held`` (the submission's digest until then): never a digest, so no link to any unit.
+DELIVERED = "delivered"
+DISCARDED = "discarded"
+
 SURVEY_COLUMNS = """survey_id, aggregator_url, credential, signing_key, key_sequence, document,
     status, min_batch, shuffle_unit, require_enrolment, refreshed_at, forwarded_batches,
     forwarded_reports, smallest_batch, discarded_reports, encryption_keys"""

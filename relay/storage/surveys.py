@@ -94,7 +94,7 @@ class SurveyStore:
         with self._transaction() as connection:
             count = self._run(connection, "SELECT COUNT(*) FROM held WHERE survey_id = ?",
                               (survey_id,)).fetchone()[0]  # fmt: skip
-            for table in ("held", "batches", "windows", "enrolment_digests"):
+            for table in ("held", "batches", "windows", "enrolment_digests", "admitted"):
                 self._run(connection, f"DELETE FROM {table} WHERE survey_id = ?", (survey_id,))
             deleted = self._run(connection, "DELETE FROM relayed_surveys WHERE survey_id = ?",
                                 (survey_id,)).rowcount  # fmt: skip
