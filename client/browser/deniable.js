@@ -9,6 +9,11 @@ export { canonicalBytes, canonicalize, parseJson } from "./jcs.js";
 export { loadMechanisms, parseDefinition } from "./survey.js";
 
 export const ENROLMENT_HEADER = "X-Deniable-Enrolment";
+// A relay's answer to a resend whose enrolment token's submission it forwarded already.
+const ALREADY_DELIVERED = "urn:deniable:problem:already-delivered";
+
+/** A relay's 409 already-delivered (docs/protocol.md §11.2): a delivery, not a refusal (client/transport.py's accepted). */
+const alreadyDelivered = async (response) => response?.status === 409 && (await response.clone().json().catch(() => null))?.type === ALREADY_DELIVERED;
 const STATE_KEY = "deniable.state/1";
 
 export const DEFAULT_POLICY = Object.freeze({
@@ -215,7 +220,8 @@ export class SurveyClient {
   }
 
   /**
-   * Sends the outbox in order, identical bodies; a batch leaves on 200/201 or a final 4xx. On a
+   * Sends the outbox in order, identical bodies; a batch leaves on 200/201/202, a relay's 409
+   * already-delivered, or a final 4xx. On a
    * network error, 429 or 5xx the rest waits; `retryAfter`: the seconds a Retry-After asked for.
    * A batch whose enrolment token is refused (401, 403) waits, unsent, until `flush({ enrolmentToken,
    * survey })` gives another (`waiting`): it is charged and marked answered, so it is never lost.
@@ -246,7 +252,7 @@ export class SurveyClient {
         this.#update(before, (e) => ({ ...e, body: entry.body, enrolment: entry.enrolment, refused: undefined }));
       }
       let response = await this.request("POST", entry.path, entry.body, entry.enrolment, entry.url).catch(() => null), original;
-      if (response?.status === 409 && entry.url && entry.reseal && !entry.resealed) {
+      if (response?.status === 409 && entry.url && entry.reseal && !entry.resealed && !(await alreadyDelivered(response))) {
         // The relay no longer takes the body's encryption key: verify the aggregator's current one
         // (following the pin's chain), seal the same reports to it, and try once more.
         const module = await sealed(this);
@@ -267,7 +273,8 @@ export class SurveyClient {
         break;
       }
       const { status } = response, token = status === 401 || status === 403;
-      if (status === 200 || status === 201 || status === 202) delivered = surveys.push(entry.survey); // 202: a relay holds it
+      // 202: a relay holds it; 409 already-delivered: a relay forwarded it (and forgot which units the token admitted)
+      if (status === 200 || status === 201 || status === 202 || (await alreadyDelivered(response))) delivered = surveys.push(entry.survey);
       else {
         const who = entry.url ? "relay" : "aggregator";
         refused ??= new TransportError(token ? `${who} refused the enrolment token (${status}): the reports wait for another` : `${who} refused the reports (${status})`, status);

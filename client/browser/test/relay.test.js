@@ -38,7 +38,8 @@ async function world({ unit = "question", member } = {}) {
     calls.push({ url, ...init });
     if (state.keyDown && url.endsWith("/api/v1/key")) throw new TypeError("fetch failed"); // unreachable
     if (init.method === "GET") return new Response(url.endsWith("/api/v1/key") ? state.keyText?.(key) ?? JSON.stringify(key) : JSON.stringify(survey), { status: 200 });
-    return new Response("{}", { status: state.statuses.shift() ?? 202 });
+    const next = state.statuses.shift() ?? 202; // a status, or [status, problem document]
+    return typeof next === "number" ? new Response("{}", { status: next }) : new Response(JSON.stringify(next[1]), { status: next[0], headers: { "Content-Type": "application/problem+json" } });
   };
   const client = new SurveyClient("https://agg.example", { publicKey: b64encode(signingRaw), storage: new MemoryStorage(), fetch, modules: undefined });
   return { client, calls, state, posts: () => calls.filter((c) => c.method === "POST") };
@@ -213,4 +214,25 @@ test("relay URLs: accepted and serialized as the Python side does (the relay_url
       assert.equal(parseUrl(url).origin, origin, url);
     }
   }
+});
+
+test("a resend the relay answers 409 already-delivered is delivered: no reseal, no refusal", async () => {
+  // The relay held the batch but its answer was lost (a 503 here); meanwhile it forwarded the
+  // units and forgot which token admitted them (docs/relay.md): the resend's answer is a delivery.
+  const w = await world();
+  const survey = await w.client.fetchSurvey("demo-workplace");
+  w.state.statuses = [503, [409, { type: "urn:deniable:problem:already-delivered", title: "Already delivered", status: 409 }]];
+  const receipt = await w.client.answer(survey, ANSWERS, { enrolmentToken: "token-1" });
+  assert.equal(receipt.delivered, false);
+  const gets = w.calls.filter((c) => c.method === "GET").length;
+  assert.deepEqual(await w.client.flush(), { delivered: 1, surveys: ["demo-workplace"], pending: 0 });
+  assert.equal(w.client.load().outbox.length, 0);
+  assert.equal(w.calls.filter((c) => c.method === "GET").length, gets); // no key fetched: not a stale key
+  const [first, second] = w.posts();
+  assert.equal(first.body, second.body);
+  // Any other 409 from the relay is still a stale key (resealed once) or a refusal.
+  const v = await world();
+  v.state.statuses = [[409, { type: "urn:deniable:problem:conflict", status: 409 }], [409, { type: "urn:deniable:problem:conflict", status: 409 }]];
+  await assert.rejects(v.client.answer(await v.client.fetchSurvey("demo-workplace"), ANSWERS), (e) => e instanceof TransportError && e.status === 409);
+  assert.equal(v.posts().length, 2);
 });
