@@ -259,3 +259,49 @@ def test_the_signed_relay_url_names_public_url_by_origin_and_path():
     assert not same_url("https://relay.example/r", "https://relay.example")
     assert not same_url("https://relay.example", "https://relay.example:8443")
     assert not same_url("https://relay.example", "not a url")
+
+
+def test_a_token_stays_linked_to_its_units_only_while_any_is_held(storage, tmp_path):
+    """Issue 18, unit by unit: the link goes when the last unit a token admitted is
+    acknowledged (delivered) or discarded; the end-to-end check is test_token_links.py."""
+    import sqlite3
+
+    from deniable.errors import AlreadyDelivered, Conflict
+    from deniable.relay.storage import submission_digest, token_digest
+
+    def rows() -> dict[str, object]:
+        with sqlite3.connect(tmp_path / "relay.sqlite3") as connection:
+            return {"admitted": connection.execute("SELECT COUNT(*) FROM admitted").fetchone()[0],
+                    **dict(connection.execute("SELECT digest, spent_by FROM enrolment_digests"))}
+
+    def forward(unit: str) -> None:
+        assert len(storage.form_batches("s", window=0)) == 1
+        (batch,) = storage.lease_batches(lease=60)
+        assert batch.unit == unit
+        storage.acknowledged(batch)
+
+    one, two = [("a", blob(1)), ("b", blob(2))], [("a", blob(3)), ("b", blob(4))]
+    storage.add_enrolment_digests("s", [token_digest(t) for t in ("one", "two", "three")])
+    storage.hold("s", one, enrolment_token="one")
+    storage.hold("s", two, enrolment_token="two")
+    assert rows()["admitted"] == 4
+    storage.hold("s", [("a", blob(5))], enrolment_token=None)
+    forward("a")  # unit a's batch: each token still has unit b held, so it stays linked
+    assert rows()["admitted"] == 2
+    assert rows()[token_digest("one")] == submission_digest("s", one)
+    assert storage.hold("s", one, enrolment_token="one") == 0  # idempotent, nothing re-held
+    storage.hold("s", [("b", blob(6))], enrolment_token=None)
+    forward("b")
+    assert rows() == {"admitted": 0, token_digest("one"): "delivered",
+                      token_digest("two"): "delivered", token_digest("three"): None}  # fmt: skip
+    for units in (one, [("a", blob(9))]):  # the same units or others: the token was used
+        with pytest.raises(AlreadyDelivered):
+            storage.hold("s", units, enrolment_token="one")
+    storage.hold("s", [("a", blob(7))], enrolment_token="three")
+    storage.update_survey("s", document=storage.get_survey("s").document, status="closed",
+                          signing_key="", key_sequence=None)  # fmt: skip
+    assert storage.discard_closed("s") == 1
+    assert rows()[token_digest("three")] == "discarded" and rows()["admitted"] == 0
+    with pytest.raises(Conflict, match="closed before") as refused:
+        storage.hold("s", [("a", blob(7))], enrolment_token="three")
+    assert not isinstance(refused.value, AlreadyDelivered)
