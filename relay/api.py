@@ -13,8 +13,9 @@ refusals: rate limit by address (429), survey not relayed here (404), body
 (400/413/415), closed (409), malformed submission (422), a unit longer than
 its fixed sealed length (413) or of another length (422), sealed to an
 encryption key the relay has not verified as the aggregator's current one or
-one it retired since (409), enrolment token missing (401), unknown or spent
-(403), rate limit by token (429).
+one it retired since (409), enrolment token missing (401), unknown or spent by
+another submission still held (403), rate limit by token (429), spent by a
+submission forwarded since (409 ``already-delivered``: clients count it delivered).
 
 The request's address is used for the rate limit only, in memory or Redis
 under the limiter's moving window, and is never stored or logged; nothing

@@ -59,8 +59,8 @@ class Origin:
         """The narrowest Content-Security-Policy source expression that matches this origin:
         the origin itself, or for an IPv6 host its scheme (``https:``).
 
-        Why: CSP's host-source grammar has no IPv6 literal (CSP Level 3, section 2.3.1;
-        w3c/webappsec-csp issue 110) and Chromium drops ``http://[::1]:8100`` from a source
+        Why: CSP's host-source grammar has no IPv6 literal (W3C Content Security Policy
+        Level 3, "Source Lists"), and Chromium drops ``http://[::1]:8100`` from a source
         list as invalid, so the origin itself would block the very connection it names.
         """
         return f"{self.scheme}:" if self.host.startswith("[") else str(self)

@@ -16,7 +16,11 @@ short transactions, an acknowledgement only after COMMIT (SQLite: WAL,
 * ``batches``: batches formed and not yet acknowledged; their units stay in
   ``held`` (``batch_id`` set) until the aggregator acknowledges the batch.
 * ``enrolment_digests``: SHA-256 digests of the aggregator's enrolment tokens;
-  spending one records the digest of the submission it admitted.
+  spending one records the digest of the submission it admitted, replaced by
+  ``delivered`` (or ``discarded``) once none of its units is held any more.
+* ``admitted`` (0004): per held unit, the digest of the token that admitted it; deleted
+  with the unit (forwarded and acknowledged, or discarded), so no row links a token to
+  a unit that left the relay (issue 18; docs/relay.md).
 * ``relay_secrets`` (0002): the key that turns a client address into the pseudonym
   the rate limiter counts (relay/api.py).
 """
