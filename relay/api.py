@@ -127,6 +127,8 @@ def parse_sealed(
     key_id = body.get("key_id")
     if not isinstance(key_id, str) or not KEY_ID.fullmatch(key_id):
         raise InvalidReport("body: key_id must be the aggregator's encryption key id")
+    if not isinstance(body.get("enrolment_token"), str | None):  # null: as if absent
+        raise InvalidReport("body: enrolment_token must be the token's text")
     units = body.get("units")
     if not isinstance(units, list) or not units:
         raise InvalidReport("body: units must be a non-empty list")
