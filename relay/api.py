@@ -228,7 +228,7 @@ def submit(survey_id: str) -> Response:
         if len(token) > 200:
             raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r}")
         current_limits().check_token(token)
-    storage.hold(survey_id, units, enrolment_token=token)
+    storage.hold(survey_id, units, enrolment_token=token, key_id=body["key_id"])
     return current_app.response_class(
         json.dumps({"survey": survey_id, "held": len(units)}), status=202,
         mimetype="application/json")  # fmt: skip

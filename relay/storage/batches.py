@@ -23,8 +23,12 @@ class BatchStore:
     def form_batches(self, survey_id: str, *, window: float) -> list[str]:
         """Form a batch of each unit that has ``min_batch`` units waiting and a window elapsed.
 
-        A batch takes every waiting unit of its (survey, unit); its window reopens.
-        Returns the ids of the batches formed.
+        A batch takes every waiting unit of its (survey, unit) sealed to one encryption
+        key; units sealed to another key form their own batch, once they are
+        ``min_batch`` too.  Why: the aggregator signs any encryption key it likes, so it
+        could hand one device a key of its own; in a batch mixing keys that device's
+        blob would be the one its key opens, and the batch would hide nobody.  A unit's
+        window reopens when it forms a batch.  Returns the ids of the batches formed.
         """
         now = utc_now()
         opened_before = iso(now - timedelta(seconds=window))
@@ -35,21 +39,26 @@ class BatchStore:
             if row is None or row[1] != "open":
                 return []
             min_batch = int(row[0])
-            ready = self._run(connection, "SELECT w.unit, (SELECT COUNT(*) FROM held h WHERE "
-                              "h.survey_id = w.survey_id AND h.unit = w.unit AND h.batch_id IS "
-                              "NULL) FROM windows w WHERE w.survey_id = ? AND w.opened_at <= ?",
+            ready = self._run(connection, "SELECT w.unit, h.key_id, COUNT(*) FROM windows w "
+                              "JOIN held h ON h.survey_id = w.survey_id AND h.unit = w.unit AND "
+                              "h.batch_id IS NULL WHERE w.survey_id = ? AND w.opened_at <= ? "
+                              "GROUP BY w.unit, h.key_id ORDER BY w.unit, h.key_id",
                               (survey_id, opened_before)).fetchall()  # fmt: skip
-            for unit, waiting in ready:
+            reopened = set()
+            for unit, key_id, waiting in ready:
                 if waiting < min_batch:
                     continue
                 batch_id = secrets.token_hex(16)
                 self._run(connection, "UPDATE held SET batch_id = ? WHERE survey_id = ? AND "
-                          "unit = ? AND batch_id IS NULL", (batch_id, survey_id, unit))
+                          "unit = ? AND key_id = ? AND batch_id IS NULL",
+                          (batch_id, survey_id, unit, key_id))  # fmt: skip
                 self._run(connection, "INSERT INTO batches (batch_id, survey_id, unit, size) "
                           "VALUES (?, ?, ?, ?)", (batch_id, survey_id, unit, int(waiting)))
+                formed.append(batch_id)
+                reopened.add(unit)
+            for unit in sorted(reopened):
                 self._run(connection, "UPDATE windows SET opened_at = ? WHERE survey_id = ? AND "
                           "unit = ?", (iso(now), survey_id, unit))  # fmt: skip
-                formed.append(batch_id)
         return formed
 
     def lease_batches(self, *, lease: float, limit: int = 16) -> list[Batch]:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from deniable.relay import create_app
 from deniable.relay.storage import SqliteRelayStorage, token_digest
+from tests.relay.conftest import b64
 from tests.relay.test_relay_app import _body, stored_survey
 
 SCALARS = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats()
@@ -85,3 +86,23 @@ def test_an_enrolment_token_that_is_not_text_is_refused_even_where_none_is_neede
     """A field of the wrong type is a malformed submission (422), never quietly dropped."""
     response = client.post("/api/v1/surveys/s/sealed", json=dict(_body(), enrolment_token=token))
     assert response.status_code == 422, response.get_data(as_text=True)
+
+
+def test_units_sealed_to_two_verified_keys_never_share_a_batch(tmp_path):
+    """Both keys are the aggregator's (current, and one it retired): each is held under the
+    key its device named, so the three under one key batch without the one under the other."""
+    store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
+    store.migrate()
+    store.add_survey(replace(stored_survey(), encryption_keys=("abc", "def")), ["a", "b"])
+    client = create_app({"DATABASE": str(tmp_path / "relay.sqlite3"), "TESTING": True,
+                         "RATE_LIMIT_PER_ADDRESS": "0"}).test_client()  # fmt: skip
+    bodies = [_body() for _ in range(4)]
+    bodies[3]["key_id"] = "def"
+    for body in bodies:
+        assert client.post("/api/v1/surveys/s/sealed", json=body).status_code == 202
+    assert len(store.form_batches("s", window=0)) == 1
+    (batch,) = store.lease_batches(lease=60)
+    assert {b64(blob) for blob in batch.sealed} == {b["units"][0]["sealed"] for b in bodies[:3]}
+    assert store.held_counts("s") == {"a": (1, 3)}
+    store.close()
+

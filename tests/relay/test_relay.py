@@ -419,7 +419,8 @@ def test_the_relay_database_holds_no_time_or_address_columns(deployment):
     with sqlite3.connect(path) as connection:
         columns = connection.execute(
             "SELECT name FROM pragma_table_info('held')").fetchall()  # fmt: skip
-    assert {c for (c,) in columns} == {"id", "survey_id", "unit", "sealed", "batch_id"}
+    # key_id: the encryption key a unit was sealed to, one for every unit of a key
+    assert {c for (c,) in columns} == {"id", "survey_id", "unit", "sealed", "batch_id", "key_id"}
 
 
 def test_the_relay_credential_is_replaced_without_losing_held_units(deployment):

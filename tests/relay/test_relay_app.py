@@ -63,10 +63,11 @@ def test_settings_are_read_under_the_relays_own_prefix():
 
 def test_a_batch_needs_min_batch_units_and_the_window(storage):
     for seed in range(2):
-        storage.hold("s", [("a", blob(seed))], enrolment_token=None)
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
     assert storage.form_batches("s", window=0) == []  # 2 < min_batch 3
-    storage.hold("s", [("a", blob(2)), ("b", blob(3))], enrolment_token=None)
-    assert storage.hold("s", [("a", blob(2))], enrolment_token=None) == 0  # the same bytes
+    storage.hold("s", [("a", blob(2)), ("b", blob(3))], enrolment_token=None, key_id="abc")
+    same = storage.hold("s", [("a", blob(2))], enrolment_token=None, key_id="abc")
+    assert same == 0  # the same bytes
     assert storage.form_batches("s", window=3600) == []  # the window has not passed
     formed = storage.form_batches("s", window=0)
     assert len(formed) == 1  # unit a has 3; unit b has 1
@@ -78,9 +79,28 @@ def test_a_batch_needs_min_batch_units_and_the_window(storage):
     assert storage.list_surveys()[0].smallest_batch == 3
 
 
+def test_a_batch_holds_units_sealed_to_one_encryption_key_only(storage):
+    """An aggregator that hands one device an encryption key of its own (validly signed:
+    it signs what it likes) would find that device's report in a mixed batch as the one
+    blob its key opens.  Units sealed to each key batch apart, each group min_batch."""
+    for seed in range(3):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
+    storage.hold("s", [("a", blob(9))], enrolment_token=None, key_id="tagged")
+    (formed,) = storage.form_batches("s", window=0)
+    (batch,) = storage.lease_batches(lease=60)
+    assert batch.batch_id == formed and sorted(batch.sealed) == [blob(0), blob(1), blob(2)]
+    assert storage.held_counts("s") == {"a": (1, 3)}  # the tagged unit waits alone
+    storage.acknowledged(batch)
+    for seed in range(10, 12):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="tagged")
+    assert len(storage.form_batches("s", window=0)) == 1  # three under "tagged" now
+    (batch,) = storage.lease_batches(lease=60)
+    assert sorted(batch.sealed) == sorted([blob(9), blob(10), blob(11)])
+
+
 def test_the_held_rows_carry_no_arrival_order(storage):
     for seed in range(50):
-        storage.hold("s", [("a", blob(seed))], enrolment_token=None)
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
     stored = [sealed for _, sealed in storage.held_rows("s")]
     assert sorted(stored) == sorted(blob(s) for s in range(50))
     assert stored != [blob(s) for s in range(50)]  # keyed by a hash, not by arrival
@@ -196,7 +216,7 @@ def test_concurrent_submissions_commit_together_and_a_refusal_stays_alone(storag
         token = {0: "forged", 1: "good"}.get(seed)
         try:
             return storage.hold("s", [("a", blob(seed)), ("b", blob(seed))],
-                                enrolment_token=token)  # fmt: skip
+                                enrolment_token=token, key_id="abc")  # fmt: skip
         except Forbidden as error:
             return error
 
@@ -212,7 +232,7 @@ def test_enrolment_digests_follow_the_aggregators_list(storage):
     from deniable.relay.storage import token_digest
 
     storage.add_enrolment_digests("s", [token_digest(t) for t in ("one", "two", "three")])
-    storage.hold("s", [("a", blob(1))], enrolment_token="one")
+    storage.hold("s", [("a", blob(1))], enrolment_token="one", key_id="abc")
     # "two" was revoked at the aggregator, "four" issued; "one" is spent here (not listed).
     added, forgotten = storage.sync_enrolment_digests(
         "s", [token_digest(t) for t in ("three", "four")])
@@ -221,7 +241,7 @@ def test_enrolment_digests_follow_the_aggregators_list(storage):
     from deniable.errors import Forbidden
 
     with pytest.raises(Forbidden):
-        storage.hold("s", [("a", blob(2))], enrolment_token="two")
+        storage.hold("s", [("a", blob(2))], enrolment_token="two", key_id="abc")
 
 
 def test_the_relay_keeps_the_current_and_a_few_retired_encryption_key_ids(storage):
