@@ -79,6 +79,6 @@ class HeldStore:
     def held_rows(self, survey_id: str) -> list[tuple[str, bytes]]:
         """Every held (unit, sealed bytes) of a survey (for audits and tests)."""
         with self._read() as connection:
-            rows = self._run(connection, "SELECT unit, sealed FROM held WHERE survey_id = ?",
-                             (survey_id,)).fetchall()  # fmt: skip
+            rows = self._run(connection, "SELECT unit, sealed FROM held WHERE survey_id = ? "
+                             "ORDER BY id", (survey_id,)).fetchall()  # fmt: skip
         return [(unit, bytes(sealed)) for unit, sealed in rows]
