@@ -16,8 +16,9 @@ encryption key the relay has not verified as the aggregator's current one or
 one it retired since (409), enrolment token missing (401), unknown or spent
 (403), rate limit by token (429).
 
-The request's address is used for the rate limit only, in memory or Redis
-under the limiter's moving window, and is never stored or logged; nothing
+The request's address and enrolment token are used for the rate limits only,
+counted under an HMAC pseudonym (:func:`pseudonym`) in memory or Redis for the
+limiter's moving window, and are never stored or logged in the clear; nothing
 else of the request (headers, time) reaches storage.
 """
 
@@ -202,9 +203,19 @@ def check_address() -> None:
     address = limits.client_address(request.remote_addr, forwarded)
     if limits.is_exempt(address):
         return
-    key = current_app.extensions[PSEUDONYM_KEY]
     counted = limits.limit_key(address)  # an IPv6 address counts as its /64, as at the aggregator
-    limits.check_address(hmac.new(key, counted.encode(), hashlib.sha256).hexdigest())
+    limits.check_address(pseudonym(counted))
+
+
+def pseudonym(text: str) -> str:
+    """HMAC-SHA256 of ``text`` under this relay's secret: what the rate limiter counts.
+
+    Why for tokens too: the limiter's own key for a token is SHA-256 of it, which is
+    the digest the aggregator stores for every token it issued (and knows whom it gave
+    it to); with the moving window's hit times, a shared Redis would hold when each
+    enrolled person submitted, readable by the aggregator."""
+    key = current_app.extensions[PSEUDONYM_KEY]
+    return hmac.new(key, text.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
 
 
 @blueprint.post("/surveys/<survey_id>/sealed")
@@ -227,7 +238,7 @@ def submit(survey_id: str) -> Response:
                                     "(field enrolment_token)")  # fmt: skip
         if len(token) > 200:
             raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r}")
-        current_limits().check_token(token)
+        current_limits().check_token(pseudonym(token))
     storage.hold(survey_id, units, enrolment_token=token, key_id=body["key_id"])
     return current_app.response_class(
         json.dumps({"survey": survey_id, "held": len(units)}), status=202,

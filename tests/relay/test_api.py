@@ -106,3 +106,33 @@ def test_units_sealed_to_two_verified_keys_never_share_a_batch(tmp_path):
     assert store.held_counts("s") == {"a": (1, 3)}
     store.close()
 
+
+
+def test_a_shared_rate_limit_store_holds_no_token_digest_the_aggregator_knows(tmp_path):
+    """The aggregator stores SHA-256 of every enrolment token it issued (and knows whom it
+    gave each to); a Redis key under that digest, with the moving window's hit times, would
+    tell it when each enrolled person submitted.  Tokens are counted under the relay's
+    pseudonym key, as addresses are."""
+    import os
+    import time
+
+    url = os.environ.get("DENIABLE_TEST_REDIS_URL", "")
+    if not url:
+        pytest.skip("DENIABLE_TEST_REDIS_URL is unset")
+    import redis
+
+    store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
+    store.migrate()
+    store.add_survey(replace(stored_survey(), require_enrolment=True), ["a", "b"])
+    store.add_enrolment_digests("s", [token_digest("token-7")])
+    store.close()
+    prefix = f"relay-test-{time.time_ns()}"
+    client = create_app({"DATABASE": str(tmp_path / "relay.sqlite3"), "TESTING": True,
+                         "RATE_LIMIT_STORAGE": url, "RATE_LIMIT_KEY_PREFIX": prefix,
+                         "RATE_LIMIT_PER_TOKEN": "5/hour"}).test_client()  # fmt: skip
+    body = dict(_body(), enrolment_token="token-7")
+    accepted = client.post("/api/v1/surveys/s/sealed", json=body)
+    assert accepted.status_code == 202, accepted.get_data(as_text=True)
+    keys = [key.decode() for key in redis.Redis.from_url(url).keys(f"*{prefix}*")]
+    assert any("token" in key for key in keys)  # counted, but not under the known digest
+    assert not any(token_digest("token-7") in key or "token-7" in key for key in keys)
