@@ -174,6 +174,13 @@ class Outcome:
     detail: str
 
 
+def batch_body(unit: str, sealed: list[bytes]) -> bytes:
+    """The body of a batch's PUT (docs/protocol.md §11.3), blobs in the order given."""
+    texts = [base64.urlsafe_b64encode(s).rstrip(b"=").decode("ascii") for s in sealed]
+    body = {"format": FORMAT, "unit": unit, "sealed": texts}
+    return json.dumps(body, separators=(",", ":")).encode("ascii")
+
+
 def put_batch(
     aggregator_url: str, survey_id: str, batch_id: str, unit: str, sealed: list[bytes],
     credential: str, *, timeout: float,
@@ -181,12 +188,9 @@ def put_batch(
     """One authenticated PUT of a whole batch, in the order given."""
     import requests
 
-    body = json.dumps({"format": FORMAT, "unit": unit,
-                       "sealed": [base64.urlsafe_b64encode(s).rstrip(b"=").decode("ascii")
-                                  for s in sealed]}, separators=(",", ":"))  # fmt: skip
     url = f"{aggregator_url}/api/v1/surveys/{survey_id}/batches/{batch_id}"
     try:
-        response = _session().put(url, data=body.encode("ascii"), timeout=timeout,
+        response = _session().put(url, data=batch_body(unit, sealed), timeout=timeout,
                                   allow_redirects=False,
                                   headers={"Content-Type": "application/json",
                                            "Authorization": f"Bearer {credential}"})  # fmt: skip

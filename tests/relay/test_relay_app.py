@@ -16,8 +16,9 @@ import pytest
 
 from deniable.relay import create_app, settings
 from deniable.relay.cli import main
-from deniable.relay.storage import RelayedSurvey, SqliteRelayStorage
+from deniable.relay.storage import RelayedSurvey, SqliteRelayStorage, open_storage
 from deniable.survey import Survey
+from tests.relay.conftest import BACKENDS, _databases
 
 RELAY_URL = "http://127.0.0.1:9"
 DEFINITION = {
@@ -38,13 +39,17 @@ def stored_survey(min_batch: int = 3) -> RelayedSurvey:
                          encryption_keys=("abc",))  # fmt: skip
 
 
-@pytest.fixture
-def storage(tmp_path):
-    store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
+@pytest.fixture(params=BACKENDS)
+def storage(request, tmp_path):
+    """The relay's storage on SQLite, and on PostgreSQL in a schema of its own."""
+    databases = _databases(request.param, tmp_path)
+    _, database = next(databases)
+    store = open_storage({"DATABASE": database})
     store.migrate()
     store.add_survey(stored_survey(), ["a", "b"])
     yield store
     store.close()
+    next(databases, None)
 
 
 def blob(seed: int) -> bytes:
@@ -96,6 +101,26 @@ def test_a_batch_holds_units_sealed_to_one_encryption_key_only(storage):
     assert len(storage.form_batches("s", window=0)) == 1  # three under "tagged" now
     (batch,) = storage.lease_batches(lease=60)
     assert sorted(batch.sealed) == sorted([blob(9), blob(10), blob(11)])
+
+
+def test_a_backlog_larger_than_one_request_is_split_into_batches_of_min_batch_or_more(storage):
+    """The aggregator refuses a body over its MAX_RELAY_BATCH_BYTES (413) every time, so a
+    window's backlog past it would never be delivered: it goes out as several batches,
+    each of at least min_batch units and, where min_batch allows, within the bound."""
+    from deniable.relay import upstream
+
+    for seed in range(10):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
+    most = 200 + 4 * 110  # room for four 80-byte units (110 characters each, encoded)
+    formed = storage.form_batches("s", window=0, max_bytes=most)
+    batches = storage.lease_batches(lease=60)
+    assert len(formed) == len(batches) == 3
+    assert sorted(len(b.sealed) for b in batches) == [3, 3, 4]  # none below min_batch 3
+    assert sorted(s for b in batches for s in b.sealed) == sorted(blob(n) for n in range(10))
+    assert all(len(upstream.batch_body("a", b.sealed)) <= most for b in batches)
+    for seed in range(10, 13):  # min_batch comes first: a batch may exceed the bound for it
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
+    assert len(storage.form_batches("s", window=0, max_bytes=1)) == 1
 
 
 def test_the_held_rows_carry_no_arrival_order(storage):
