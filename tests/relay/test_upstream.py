@@ -35,11 +35,13 @@ class Aggregator:
 
     def __init__(self) -> None:
         self.status, self.body = 200, b"{}"
+        self.requests: list[tuple[dict[str, str], bytes]] = []  # headers and body received
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.requests.append((dict(self.headers), body))
                 self.send_response(outer.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(outer.body)))
@@ -137,3 +139,20 @@ def test_a_broken_aggregator_costs_a_device_no_500_and_other_surveys_their_refre
     assert refused.headers["Content-Type"] == "application/problem+json"
     assert forwarder.refresh_all(store, app.config) == 0  # both tried, neither raised
     store.close()
+
+
+def test_a_forwarded_batch_carries_the_blobs_and_the_credential_and_nothing_else(aggregator):
+    """No client address (X-Forwarded-For, Forwarded, Via), no time, no per-report field:
+    the headers are the HTTP client's fixed ones, the body format, unit and blobs."""
+    aggregator.answer({"survey": "s", "batch": BATCH_ID, "unit": "a", "received": 2,
+                       "stored": 2, "dropped": 0})  # fmt: skip
+    aggregator.requests.clear()
+    assert _put(aggregator, [b"x" * 40, b"y" * 40]).acknowledged
+    ((headers, body),) = aggregator.requests
+    assert {name.lower() for name in headers} == {
+        "host", "user-agent", "accept-encoding", "accept", "connection", "content-type",
+        "authorization", "content-length"}  # fmt: skip
+    assert headers["User-Agent"] == upstream.USER_AGENT
+    assert headers["Authorization"] == "Bearer dnr_x"
+    document = json.loads(body)
+    assert set(document) == {"format", "unit", "sealed"} and len(document["sealed"]) == 2
