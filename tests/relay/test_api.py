@@ -2,7 +2,7 @@
 
 Hypothesis draws whole bodies (any JSON, raw bytes, valid submissions with one member
 replaced by anything) and content types, against the relay app on real SQLite with a
-survey that requires enrolment and one that does not.
+survey that requires enrolment, one that does not, and one shuffled whole.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ def client(tmp_path_factory):
     store.migrate()
     store.add_survey(stored_survey(), ["a", "b"])
     store.add_survey(replace(stored_survey(), survey_id="e", require_enrolment=True), ["a", "b"])
+    store.add_survey(replace(stored_survey(), survey_id="w", shuffle_unit="submission"), [""])
     store.add_enrolment_digests("e", [token_digest(f"token-{n}") for n in range(1000)])
     store.close()
     app = create_app({"DATABASE": str(directory / "relay.sqlite3"), "TESTING": True,
@@ -67,7 +68,7 @@ BODIES = (
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
-@given(survey=st.sampled_from(["s", "e", "unknown", "x" * 70]), body=BODIES,
+@given(survey=st.sampled_from(["s", "e", "w", "unknown", "x" * 70]), body=BODIES,
        content_type=st.sampled_from(CONTENT_TYPES))  # fmt: skip
 def test_no_input_gets_a_5xx_and_every_refusal_is_problem_json(client, survey, body,
                                                                content_type):  # fmt: skip
