@@ -294,3 +294,25 @@ def test_settings_prints_the_relays_settings_with_their_help(capsys):
     assert main(["settings", "-v"]) == 0
     out = capsys.readouterr().out
     assert "DENIABLE_RELAY_WINDOW_SECONDS = 3600" in out and "Seconds between" in out
+
+
+def test_waitress_names_no_client_address_in_the_relays_logs(tmp_path, caplog):
+    """waitress logs a connection by its peer address when an error escapes it
+    (wasyncore's handle_error: "closing channel <HTTPChannel connected 203.0.113.9:51234
+    ...>"); in a relay process that line keeps the error and loses the address."""
+    import logging
+
+    from waitress.channel import HTTPChannel
+
+    _app(tmp_path, "memory://", f"relay-test-{time.time_ns()}")
+    channel = HTTPChannel.__new__(HTTPChannel)  # its repr only: no socket needed
+    channel.addr, channel.accepting, channel.connected = ("203.0.113.9", 51234), False, True
+    channel6 = HTTPChannel.__new__(HTTPChannel)
+    channel6.addr, channel6.accepting, channel6.connected = ("2001:db8::7", 443), False, True
+    with caplog.at_level(logging.INFO, logger="waitress"):
+        for item in (channel, channel6):
+            item.log_info(f"uncaptured python exception, closing channel {item!r} "
+                          "(<class 'MemoryError'>:)", "error")  # fmt: skip
+    text = caplog.text
+    assert "uncaptured python exception" in text and "HTTPChannel" in text
+    assert "203.0.113.9" not in text and "2001:db8" not in text, text
