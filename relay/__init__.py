@@ -10,6 +10,8 @@ aggregator's (``deniable.aggregator.serving``, ``.settings``, ``.problems``).
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     api.init_app(app)
     cors.init_app(app, routes=r"^/api/v1/surveys/[^/]+/sealed$")
     app.after_request(_headers)
+    _no_addresses(logging.getLogger("waitress"))
     if app.config["FORWARDER"] and not app.config.get("TESTING"):
         from .forwarder import Forwarder
 
@@ -44,3 +47,23 @@ def _headers(response):
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+ADDRESS = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}|(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}")
+
+
+class NoAddresses(logging.Filter):
+    """Replaces anything shaped like an IPv4 or IPv6 address in a record with ``[address]``.
+
+    Why: waitress names a connection by its peer address when an error escapes it
+    (wasyncore's ``handle_error``: "closing channel <HTTPChannel connected
+    203.0.113.9:51234 ...>"), and the relay logs no client address (docs/relay.md)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = ADDRESS.sub("[address]", record.getMessage()), None
+        return True
+
+
+def _no_addresses(logger: logging.Logger) -> None:
+    if not any(isinstance(f, NoAddresses) for f in logger.filters):
+        logger.addFilter(NoAddresses())

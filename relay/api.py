@@ -17,8 +17,9 @@ one it retired since (409), enrolment token missing (401), unknown or spent by
 another submission still held (403), rate limit by token (429), spent by a
 submission forwarded since (409 ``already-delivered``: clients count it delivered).
 
-The request's address is used for the rate limit only, in memory or Redis
-under the limiter's moving window, and is never stored or logged; nothing
+The request's address and enrolment token are used for the rate limits only,
+counted under an HMAC pseudonym (:func:`pseudonym`) in memory or Redis for the
+limiter's moving window, and are never stored or logged in the clear; nothing
 else of the request (headers, time) reaches storage.
 """
 
@@ -128,6 +129,8 @@ def parse_sealed(
     key_id = body.get("key_id")
     if not isinstance(key_id, str) or not KEY_ID.fullmatch(key_id):
         raise InvalidReport("body: key_id must be the aggregator's encryption key id")
+    if not isinstance(body.get("enrolment_token"), str | None):  # null: as if absent
+        raise InvalidReport("body: enrolment_token must be the token's text")
     units = body.get("units")
     if not isinstance(units, list) or not units:
         raise InvalidReport("body: units must be a non-empty list")
@@ -201,9 +204,19 @@ def check_address() -> None:
     address = limits.client_address(request.remote_addr, forwarded)
     if limits.is_exempt(address):
         return
-    key = current_app.extensions[PSEUDONYM_KEY]
     counted = limits.limit_key(address)  # an IPv6 address counts as its /64, as at the aggregator
-    limits.check_address(hmac.new(key, counted.encode(), hashlib.sha256).hexdigest())
+    limits.check_address(pseudonym(counted))
+
+
+def pseudonym(text: str) -> str:
+    """HMAC-SHA256 of ``text`` under this relay's secret: what the rate limiter counts.
+
+    Why for tokens too: the limiter's own key for a token is SHA-256 of it, which is
+    the digest the aggregator stores for every token it issued (and knows whom it gave
+    it to); with the moving window's hit times, a shared Redis would hold when each
+    enrolled person submitted, readable by the aggregator."""
+    key = current_app.extensions[PSEUDONYM_KEY]
+    return hmac.new(key, text.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
 
 
 @blueprint.post("/surveys/<survey_id>/sealed")
@@ -226,8 +239,8 @@ def submit(survey_id: str) -> Response:
                                     "(field enrolment_token)")  # fmt: skip
         if len(token) > 200:
             raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r}")
-        current_limits().check_token(token)
-    storage.hold(survey_id, units, enrolment_token=token)
+        current_limits().check_token(pseudonym(token))
+    storage.hold(survey_id, units, enrolment_token=token, key_id=body["key_id"])
     return current_app.response_class(
         json.dumps({"survey": survey_id, "held": len(units)}), status=202,
         mimetype="application/json")  # fmt: skip

@@ -122,7 +122,8 @@ def forward_once(
     surveys = storage.list_surveys()
     for stored in surveys:
         counts["formed"] += len(storage.form_batches(stored.survey_id,
-                                                     window=config["WINDOW_SECONDS"]))
+                                                     window=config["WINDOW_SECONDS"],
+                                                     max_bytes=config["MAX_BATCH_BYTES"]))
     lease = config["FORWARD_TIMEOUT"] + 30
     for batch in storage.lease_batches(lease=lease):
         if send(storage, config, batch):

@@ -84,6 +84,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(name="FORWARDER", default=True, prefix=PREFIX, parse=common._boolean,
             help="Run the forwarder in each serving process (off: only 'deniable-relay "
                  "forward' sends batches)."),
+    Setting(name="MAX_BATCH_BYTES", default=256 << 20, prefix=PREFIX,
+            parse=BY_NAME["MAX_RELAY_BATCH_BYTES"].parse,
+            help="Largest body of one forwarded batch, in bytes: more units waiting go out as "
+                 "several batches, each of at least min_batch. At most the aggregator's "
+                 "MAX_RELAY_BATCH_BYTES (which refuses a larger body every time)."),
     _shared("MAX_BODY_BYTES"),
     _shared("POOL_SIZE"),
     _shared("POOL_TIMEOUT"),

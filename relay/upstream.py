@@ -77,10 +77,22 @@ def _get_json(url: str, *, timeout: float, headers: dict[str, str] | None = None
         raise TransportError(f"GET {url}: {type(error).__name__}: {error}") from None
     if response.status_code != 200:
         raise TransportError(f"GET {url}: HTTP {response.status_code} {response.text[:200]}")
+    return _strict_json(response.content, f"GET {url}")
+
+
+def _strict_json(content: bytes, where: str) -> Any:
+    """An answer parsed as strictly as a request body (``parse_json``: UTF-8, no NaN, no
+    duplicate member, bounded depth); TransportError otherwise.
+
+    Why: the aggregator (or whatever answers in its name) is not trusted by the relay; a
+    RecursionError from a deeply nested answer once escaped as a 500 to a device whose
+    unit named a new key, and stopped a refresh pass for every other survey."""
+    from deniable.aggregator.problems import parse_json
+
     try:
-        return response.json()
-    except ValueError:
-        raise TransportError(f"GET {url}: the answer is not JSON") from None
+        return parse_json(content)
+    except DeniableError as error:
+        raise TransportError(f"{where}: the answer is not strict JSON ({error})") from None
 
 
 def fetch_key(aggregator_url: str, *, timeout: float = 10.0) -> Pin:
@@ -172,6 +184,13 @@ class Outcome:
     detail: str
 
 
+def batch_body(unit: str, sealed: list[bytes]) -> bytes:
+    """The body of a batch's PUT (docs/protocol.md §11.3), blobs in the order given."""
+    texts = [base64.urlsafe_b64encode(s).rstrip(b"=").decode("ascii") for s in sealed]
+    body = {"format": FORMAT, "unit": unit, "sealed": texts}
+    return json.dumps(body, separators=(",", ":")).encode("ascii")
+
+
 def put_batch(
     aggregator_url: str, survey_id: str, batch_id: str, unit: str, sealed: list[bytes],
     credential: str, *, timeout: float,
@@ -179,24 +198,27 @@ def put_batch(
     """One authenticated PUT of a whole batch, in the order given."""
     import requests
 
-    body = json.dumps({"format": FORMAT, "unit": unit,
-                       "sealed": [base64.urlsafe_b64encode(s).rstrip(b"=").decode("ascii")
-                                  for s in sealed]}, separators=(",", ":"))  # fmt: skip
     url = f"{aggregator_url}/api/v1/surveys/{survey_id}/batches/{batch_id}"
     try:
-        response = _session().put(url, data=body.encode("ascii"), timeout=timeout,
+        response = _session().put(url, data=batch_body(unit, sealed), timeout=timeout,
                                   allow_redirects=False,
                                   headers={"Content-Type": "application/json",
                                            "Authorization": f"Bearer {credential}"})  # fmt: skip
     except requests.RequestException as error:
         return Outcome(acknowledged=False, final=False, detail=f"{type(error).__name__}: {error}")
-    if response.status_code in (200, 201):
-        return Outcome(acknowledged=True, final=False, detail="acknowledged")
     detail = f"HTTP {response.status_code} {response.text[:300]}"
     try:
-        problem = response.json()
-    except ValueError:
+        problem = _strict_json(response.content, f"PUT {url}")
+    except TransportError:
         problem = None
+    if response.status_code in (200, 201):
+        expected = {"survey": survey_id, "batch": batch_id, "unit": unit, "received": len(sealed)}
+        if isinstance(problem, dict) and all(problem.get(k) == v for k, v in expected.items()):
+            return Outcome(acknowledged=True, final=False, detail="acknowledged")
+        # Why: a proxy's error page or a stranger's answer is no acknowledgement; the batch
+        # is deleted only when the aggregator says it stored this very batch.
+        return Outcome(acknowledged=False, final=False,
+                       detail=f"{detail} (not the aggregator's acknowledgement of this batch)")
     # Final only for the aggregator's "survey ... is closed" (any other 409, e.g. a batch id
     # stored with other content, is an error for the operator to look at, not a drop).
     closed = (response.status_code == 409 and isinstance(problem, dict)

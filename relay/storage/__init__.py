@@ -10,8 +10,10 @@ short transactions, an acknowledgement only after COMMIT (SQLite: WAL,
   its relay credential, its pinned signing key, the signed survey document as
   last verified (state, ``min_batch``, shuffle unit) and counters.
 * ``held``: sealed units waiting for a batch.  The key is SHA-256 of (survey,
-  unit, sealed bytes), so the same bytes sent twice are held once and the rows
-  carry no arrival order; no row holds an address, a header or a time.
+  unit, sealed bytes), so the same bytes sent twice are held once and the keys
+  carry no arrival order; no row holds an address, a header or a time.  (The
+  physical layout does: PostgreSQL's heap keeps insertion order, docs/relay.md.)
+  ``key_id`` (0005) is the encryption key a unit was sealed to: a batch takes one key's.
 * ``windows``: per (survey, unit), when the current batch window opened.
 * ``batches``: batches formed and not yet acknowledged; their units stay in
   ``held`` (``batch_id`` set) until the aggregator acknowledges the batch.

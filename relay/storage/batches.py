@@ -11,6 +11,9 @@ from deniable.aggregator.storage.timestamps import iso, utc_now
 
 from .records import DELIVERED, DISCARDED, Batch
 
+# A batch's body beside its blobs: format, unit (a question id) and JSON punctuation.
+BODY_OVERHEAD = 200
+
 
 class BatchStore:
     """Batches; mixed into :class:`~.base.RelayStorage` (its ``_transaction`` and ``_run``)."""
@@ -21,11 +24,23 @@ class BatchStore:
     _run: Any
     _delete_held: Any  # HeldStore's
 
-    def form_batches(self, survey_id: str, *, window: float) -> list[str]:
+    def form_batches(
+        self, survey_id: str, *, window: float, max_bytes: int | None = None
+    ) -> list[str]:
         """Form a batch of each unit that has ``min_batch`` units waiting and a window elapsed.
 
-        A batch takes every waiting unit of its (survey, unit); its window reopens.
-        Returns the ids of the batches formed.
+        A batch takes every waiting unit of its (survey, unit) sealed to one encryption
+        key; units sealed to another key form their own batch, once they are
+        ``min_batch`` too.  Why: the aggregator signs any encryption key it likes, so it
+        could hand one device a key of its own; in a batch mixing keys that device's
+        blob would be the one its key opens, and the batch would hide nobody.  A unit's
+        window reopens when it forms a batch.
+
+        ``max_bytes`` bounds the body a batch is sent in (:func:`~..upstream.put_batch`),
+        as the aggregator bounds what it takes (MAX_RELAY_BATCH_BYTES, 413 above it, for
+        ever): more waiting units go out as several batches of nearly equal size, none
+        below ``min_batch`` (which comes first), drawn in the order of the held ids, a hash
+        (so not in arrival order).  Returns the ids of the batches formed.
         """
         now = utc_now()
         opened_before = iso(now - timedelta(seconds=window))
@@ -36,22 +51,50 @@ class BatchStore:
             if row is None or row[1] != "open":
                 return []
             min_batch = int(row[0])
-            ready = self._run(connection, "SELECT w.unit, (SELECT COUNT(*) FROM held h WHERE "
-                              "h.survey_id = w.survey_id AND h.unit = w.unit AND h.batch_id IS "
-                              "NULL) FROM windows w WHERE w.survey_id = ? AND w.opened_at <= ?",
+            ready = self._run(connection, "SELECT w.unit, h.key_id, COUNT(*) FROM windows w "
+                              "JOIN held h ON h.survey_id = w.survey_id AND h.unit = w.unit AND "
+                              "h.batch_id IS NULL WHERE w.survey_id = ? AND w.opened_at <= ? "
+                              "GROUP BY w.unit, h.key_id ORDER BY w.unit, h.key_id",
                               (survey_id, opened_before)).fetchall()  # fmt: skip
-            for unit, waiting in ready:
+            reopened = set()
+            for unit, key_id, waiting in ready:
                 if waiting < min_batch:
                     continue
-                batch_id = secrets.token_hex(16)
-                self._run(connection, "UPDATE held SET batch_id = ? WHERE survey_id = ? AND "
-                          "unit = ? AND batch_id IS NULL", (batch_id, survey_id, unit))
-                self._run(connection, "INSERT INTO batches (batch_id, survey_id, unit, size) "
-                          "VALUES (?, ?, ?, ?)", (batch_id, survey_id, unit, int(waiting)))
+                group = (survey_id, unit, key_id)
+                sizes = self._split(connection, group, int(waiting), min_batch, max_bytes)
+                for index, size in enumerate(sizes):
+                    batch_id = secrets.token_hex(16)
+                    waiting_in = ("survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS "
+                                  "NULL")  # fmt: skip
+                    if index == len(sizes) - 1:  # the rest, with whatever arrived meanwhile
+                        self._run(connection, f"UPDATE held SET batch_id = ? WHERE {waiting_in}",
+                                  (batch_id, *group))  # fmt: skip
+                    else:
+                        self._run(connection, "UPDATE held SET batch_id = ? WHERE id IN (SELECT "
+                                  f"id FROM held WHERE {waiting_in} ORDER BY id LIMIT ?)",
+                                  (batch_id, *group, size))  # fmt: skip
+                    self._run(connection, "INSERT INTO batches (batch_id, survey_id, unit, size) "
+                              "VALUES (?, ?, ?, ?)", (batch_id, survey_id, unit, size))
+                    formed.append(batch_id)
+                reopened.add(unit)
+            for unit in sorted(reopened):
                 self._run(connection, "UPDATE windows SET opened_at = ? WHERE survey_id = ? AND "
                           "unit = ?", (iso(now), survey_id, unit))  # fmt: skip
-                formed.append(batch_id)
         return formed
+
+    def _split(self, connection: Any, group: tuple[str, str, str], waiting: int,
+               min_batch: int, max_bytes: int | None) -> list[int]:  # fmt: skip
+        """Sizes of the batches ``waiting`` units of ``group`` go out in: as few as fit
+        ``max_bytes``, each at least ``min_batch``."""
+        if max_bytes is None:
+            return [waiting]
+        (length,) = self._run(connection, "SELECT MAX(LENGTH(sealed)) FROM held WHERE "
+                              "survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS NULL",
+                              group).fetchone()  # fmt: skip
+        encoded = -(-4 * int(length) // 3) + 3  # unpadded base64url, quotes and a comma
+        most = max(min_batch, (max_bytes - BODY_OVERHEAD) // encoded)
+        count = max(1, min(-(-waiting // most), waiting // min_batch))
+        return [waiting // count + (index < waiting % count) for index in range(count)]
 
     def lease_batches(self, *, lease: float, limit: int = 16) -> list[Batch]:
         """Batches to forward now, each leased for ``lease`` seconds (one forwarder at a time)."""

@@ -18,9 +18,13 @@ class HeldStore:
     _run: Any
 
     def hold(
-        self, survey_id: str, units: list[tuple[str, bytes]], *, enrolment_token: str | None
-    ) -> int:
+        self, survey_id: str, units: list[tuple[str, bytes]], *, enrolment_token: str | None,
+        key_id: str,
+    ) -> int:  # fmt: skip
         """Hold one submission's sealed units durably, all or nothing; return how many are new.
+
+        ``key_id`` is the encryption key the device sealed them to: a batch takes units of
+        one key only (:meth:`~.batches.BatchStore.form_batches`).
 
         With ``enrolment_token`` (a survey that requires enrolment) its digest must be
         known and unspent, or spent by this very submission (a resend): Forbidden
@@ -30,11 +34,11 @@ class HeldStore:
         its units (docs/relay.md, "What the relay keeps").
         """
         with self._transaction() as connection:
-            return self._hold_in(connection, survey_id, units, enrolment_token)
+            return self._hold_in(connection, survey_id, units, enrolment_token, key_id)
 
     def _hold_in(
         self, connection: Any, survey_id: str, units: list[tuple[str, bytes]],
-        enrolment_token: str | None,
+        enrolment_token: str | None, key_id: str,
     ) -> int:  # fmt: skip
         """:meth:`hold` inside the caller's transaction."""
         row = self._run(connection, "SELECT status FROM relayed_surveys WHERE survey_id = ?"
@@ -64,10 +68,10 @@ class HeldStore:
             raise Conflict(f"survey {survey_id!r} is closed")
         added = 0
         for unit, sealed in units:
-            added += self._run(connection, "INSERT INTO held (id, survey_id, unit, sealed) "
-                               "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                               (held_id(survey_id, unit, sealed), survey_id, unit,
-                                sealed)).rowcount  # fmt: skip
+            added += self._run(connection, "INSERT INTO held (id, survey_id, unit, sealed, "
+                               "key_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                               (held_id(survey_id, unit, sealed), survey_id, unit, sealed,
+                                key_id)).rowcount  # fmt: skip
         if enrolment_token is not None:
             digest = token_digest(enrolment_token)
             self._run(connection, "UPDATE enrolment_digests SET spent_by = ? WHERE "
@@ -114,6 +118,6 @@ class HeldStore:
     def held_rows(self, survey_id: str) -> list[tuple[str, bytes]]:
         """Every held (unit, sealed bytes) of a survey (for audits and tests)."""
         with self._read() as connection:
-            rows = self._run(connection, "SELECT unit, sealed FROM held WHERE survey_id = ?",
-                             (survey_id,)).fetchall()  # fmt: skip
+            rows = self._run(connection, "SELECT unit, sealed FROM held WHERE survey_id = ? "
+                             "ORDER BY id", (survey_id,)).fetchall()  # fmt: skip
         return [(unit, bytes(sealed)) for unit, sealed in rows]

@@ -28,11 +28,12 @@ GROUP_MOST = 256
 class _Pending:
     """One submission waiting for a group commit, and its outcome."""
 
-    __slots__ = ("added", "done", "enrolment_token", "error", "survey_id", "units")
+    __slots__ = ("added", "done", "enrolment_token", "error", "key_id", "survey_id", "units")
 
     def __init__(self, survey_id: str, units: list[tuple[str, bytes]],
-                 enrolment_token: str | None) -> None:  # fmt: skip
+                 enrolment_token: str | None, key_id: str) -> None:  # fmt: skip
         self.survey_id, self.units, self.enrolment_token = survey_id, units, enrolment_token
+        self.key_id = key_id
         self.added = 0
         self.error: BaseException | None = None
         self.done = threading.Event()
@@ -80,8 +81,9 @@ class SqliteRelayStorage(RelayStorage):
         return self._transaction("DEFERRED")
 
     def hold(
-        self, survey_id: str, units: list[tuple[str, bytes]], *, enrolment_token: str | None
-    ) -> int:
+        self, survey_id: str, units: list[tuple[str, bytes]], *, enrolment_token: str | None,
+        key_id: str,
+    ) -> int:  # fmt: skip
         """:meth:`RelayStorage.hold`, committed together with concurrent submissions.
 
         Group commit: one thread of this process takes every submission waiting and
@@ -89,7 +91,7 @@ class SqliteRelayStorage(RelayStorage):
         acknowledges them all; a submission refused (closed, token spent) rolls back
         to its savepoint alone.  Each caller returns only after that COMMIT.
         """
-        item = _Pending(survey_id, units, enrolment_token)
+        item = _Pending(survey_id, units, enrolment_token, key_id)
         with self._group_lock:
             if self._group_pid != os.getpid():  # first use in this process (or after a fork)
                 self._group_pid = os.getpid()
@@ -115,7 +117,8 @@ class SqliteRelayStorage(RelayStorage):
                         connection.execute("SAVEPOINT submission")
                         try:
                             item.added = self._hold_in(connection, item.survey_id, item.units,
-                                                       item.enrolment_token)  # fmt: skip
+                                                       item.enrolment_token,
+                                                       item.key_id)  # fmt: skip
                         except DeniableError as error:
                             connection.execute("ROLLBACK TO submission")
                             item.error = error

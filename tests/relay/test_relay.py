@@ -419,7 +419,8 @@ def test_the_relay_database_holds_no_time_or_address_columns(deployment):
     with sqlite3.connect(path) as connection:
         columns = connection.execute(
             "SELECT name FROM pragma_table_info('held')").fetchall()  # fmt: skip
-    assert {c for (c,) in columns} == {"id", "survey_id", "unit", "sealed", "batch_id"}
+    # key_id: the encryption key a unit was sealed to, one for every unit of a key
+    assert {c for (c,) in columns} == {"id", "survey_id", "unit", "sealed", "batch_id", "key_id"}
 
 
 def test_the_relay_credential_is_replaced_without_losing_held_units(deployment):
@@ -447,6 +448,40 @@ def test_the_relay_credential_is_replaced_without_losing_held_units(deployment):
         assert deployment.submit("q", deployment.seal("q", answers)[0]).status_code == 202
     deployment.wait_for(lambda: deployment.relay_status()["q"]["forwarded_reports"]
                         >= before + 2 * 20)  # both units of the 20 submissions  # fmt: skip
+
+
+def _replayed(deployment) -> tuple[dict, dict, int]:
+    """A batch, its blobs again under a new batch id, and one old blob with a new one
+    (what a relay holding the credential, or a captured forward, could send)."""
+    smoker = lambda: next(q for q in deployment.results("e")["questions"]  # noqa: E731
+                          if q["question"] == "smoker")["n"]  # fmt: skip
+    before = smoker()
+    blobs = sealed_blobs(deployment, "e", 3)
+    # a credential of this relay's own (an earlier test revokes the first one)
+    credential = deployment.aggregator_cli("relay", "credential", "--relay-url",
+                                           deployment.relay.url).stdout.strip()  # fmt: skip
+    first = put(deployment, "e", secrets.token_hex(16), blobs[:2], credential=credential)
+    assert first.status_code == 201 and first.json()["stored"] == 2, first.text
+    replay = put(deployment, "e", secrets.token_hex(16), list(reversed(blobs[:2])),
+                 credential=credential)  # fmt: skip
+    mixed = put(deployment, "e", secrets.token_hex(16), [blobs[0], blobs[2]],
+                credential=credential)  # fmt: skip
+    assert replay.status_code == mixed.status_code == 201
+    return replay.json(), mixed.json(), smoker() - before
+
+
+def test_a_forward_replayed_under_a_new_batch_id_stores_nobody_twice(deployment):
+    _, _, added = _replayed(deployment)
+    assert added == 3  # two, then only the new one of the mixed batch
+
+
+@pytest.mark.xfail(strict=True, reason="aggregator/api/batches.py counts re-sent reports as "
+                   "stored, so smallest_batch (and the central epsilon) can credit a batch with "
+                   "respondents it did not add; left to that module's owner")  # fmt: skip
+def test_a_replayed_report_counts_in_no_batch_size(deployment):
+    """relayed.py: a batch's size is the blobs that opened to NEW valid reports."""
+    replay, mixed, _ = _replayed(deployment)
+    assert (replay["stored"], mixed["stored"]) == (0, 1)
 
 
 def test_a_unit_sealed_to_a_key_the_aggregator_does_not_accept_is_refused_at_the_relay(deployment):

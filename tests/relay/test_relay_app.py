@@ -16,8 +16,9 @@ import pytest
 
 from deniable.relay import create_app, settings
 from deniable.relay.cli import main
-from deniable.relay.storage import RelayedSurvey, SqliteRelayStorage
+from deniable.relay.storage import RelayedSurvey, SqliteRelayStorage, open_storage
 from deniable.survey import Survey
+from tests.relay.conftest import BACKENDS, _databases
 
 RELAY_URL = "http://127.0.0.1:9"
 DEFINITION = {
@@ -38,13 +39,17 @@ def stored_survey(min_batch: int = 3) -> RelayedSurvey:
                          encryption_keys=("abc",))  # fmt: skip
 
 
-@pytest.fixture
-def storage(tmp_path):
-    store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
+@pytest.fixture(params=BACKENDS)
+def storage(request, tmp_path):
+    """The relay's storage on SQLite, and on PostgreSQL in a schema of its own."""
+    databases = _databases(request.param, tmp_path)
+    _, database = next(databases)
+    store = open_storage({"DATABASE": database})
     store.migrate()
     store.add_survey(stored_survey(), ["a", "b"])
     yield store
     store.close()
+    next(databases, None)
 
 
 def blob(seed: int) -> bytes:
@@ -63,10 +68,11 @@ def test_settings_are_read_under_the_relays_own_prefix():
 
 def test_a_batch_needs_min_batch_units_and_the_window(storage):
     for seed in range(2):
-        storage.hold("s", [("a", blob(seed))], enrolment_token=None)
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
     assert storage.form_batches("s", window=0) == []  # 2 < min_batch 3
-    storage.hold("s", [("a", blob(2)), ("b", blob(3))], enrolment_token=None)
-    assert storage.hold("s", [("a", blob(2))], enrolment_token=None) == 0  # the same bytes
+    storage.hold("s", [("a", blob(2)), ("b", blob(3))], enrolment_token=None, key_id="abc")
+    same = storage.hold("s", [("a", blob(2))], enrolment_token=None, key_id="abc")
+    assert same == 0  # the same bytes
     assert storage.form_batches("s", window=3600) == []  # the window has not passed
     formed = storage.form_batches("s", window=0)
     assert len(formed) == 1  # unit a has 3; unit b has 1
@@ -78,9 +84,48 @@ def test_a_batch_needs_min_batch_units_and_the_window(storage):
     assert storage.list_surveys()[0].smallest_batch == 3
 
 
+def test_a_batch_holds_units_sealed_to_one_encryption_key_only(storage):
+    """An aggregator that hands one device an encryption key of its own (validly signed:
+    it signs what it likes) would find that device's report in a mixed batch as the one
+    blob its key opens.  Units sealed to each key batch apart, each group min_batch."""
+    for seed in range(3):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
+    storage.hold("s", [("a", blob(9))], enrolment_token=None, key_id="tagged")
+    (formed,) = storage.form_batches("s", window=0)
+    (batch,) = storage.lease_batches(lease=60)
+    assert batch.batch_id == formed and sorted(batch.sealed) == [blob(0), blob(1), blob(2)]
+    assert storage.held_counts("s") == {"a": (1, 3)}  # the tagged unit waits alone
+    storage.acknowledged(batch)
+    for seed in range(10, 12):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="tagged")
+    assert len(storage.form_batches("s", window=0)) == 1  # three under "tagged" now
+    (batch,) = storage.lease_batches(lease=60)
+    assert sorted(batch.sealed) == sorted([blob(9), blob(10), blob(11)])
+
+
+def test_a_backlog_larger_than_one_request_is_split_into_batches_of_min_batch_or_more(storage):
+    """The aggregator refuses a body over its MAX_RELAY_BATCH_BYTES (413) every time, so a
+    window's backlog past it would never be delivered: it goes out as several batches,
+    each of at least min_batch units and, where min_batch allows, within the bound."""
+    from deniable.relay import upstream
+
+    for seed in range(10):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
+    most = 200 + 4 * 110  # room for four 80-byte units (110 characters each, encoded)
+    formed = storage.form_batches("s", window=0, max_bytes=most)
+    batches = storage.lease_batches(lease=60)
+    assert len(formed) == len(batches) == 3
+    assert sorted(len(b.sealed) for b in batches) == [3, 3, 4]  # none below min_batch 3
+    assert sorted(s for b in batches for s in b.sealed) == sorted(blob(n) for n in range(10))
+    assert all(len(upstream.batch_body("a", b.sealed)) <= most for b in batches)
+    for seed in range(10, 13):  # min_batch comes first: a batch may exceed the bound for it
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
+    assert len(storage.form_batches("s", window=0, max_bytes=1)) == 1
+
+
 def test_the_held_rows_carry_no_arrival_order(storage):
     for seed in range(50):
-        storage.hold("s", [("a", blob(seed))], enrolment_token=None)
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
     stored = [sealed for _, sealed in storage.held_rows("s")]
     assert sorted(stored) == sorted(blob(s) for s in range(50))
     assert stored != [blob(s) for s in range(50)]  # keyed by a hash, not by arrival
@@ -196,7 +241,7 @@ def test_concurrent_submissions_commit_together_and_a_refusal_stays_alone(storag
         token = {0: "forged", 1: "good"}.get(seed)
         try:
             return storage.hold("s", [("a", blob(seed)), ("b", blob(seed))],
-                                enrolment_token=token)  # fmt: skip
+                                enrolment_token=token, key_id="abc")  # fmt: skip
         except Forbidden as error:
             return error
 
@@ -212,7 +257,7 @@ def test_enrolment_digests_follow_the_aggregators_list(storage):
     from deniable.relay.storage import token_digest
 
     storage.add_enrolment_digests("s", [token_digest(t) for t in ("one", "two", "three")])
-    storage.hold("s", [("a", blob(1))], enrolment_token="one")
+    storage.hold("s", [("a", blob(1))], enrolment_token="one", key_id="abc")
     # "two" was revoked at the aggregator, "four" issued; "one" is spent here (not listed).
     added, forgotten = storage.sync_enrolment_digests(
         "s", [token_digest(t) for t in ("three", "four")])
@@ -221,7 +266,7 @@ def test_enrolment_digests_follow_the_aggregators_list(storage):
     from deniable.errors import Forbidden
 
     with pytest.raises(Forbidden):
-        storage.hold("s", [("a", blob(2))], enrolment_token="two")
+        storage.hold("s", [("a", blob(2))], enrolment_token="two", key_id="abc")
 
 
 def test_the_relay_keeps_the_current_and_a_few_retired_encryption_key_ids(storage):
@@ -305,3 +350,25 @@ def test_a_token_stays_linked_to_its_units_only_while_any_is_held(storage, tmp_p
     with pytest.raises(Conflict, match="closed before") as refused:
         storage.hold("s", [("a", blob(7))], enrolment_token="three")
     assert not isinstance(refused.value, AlreadyDelivered)
+
+
+def test_waitress_names_no_client_address_in_the_relays_logs(tmp_path, caplog):
+    """waitress logs a connection by its peer address when an error escapes it
+    (wasyncore's handle_error: "closing channel <HTTPChannel connected 203.0.113.9:51234
+    ...>"); in a relay process that line keeps the error and loses the address."""
+    import logging
+
+    from waitress.channel import HTTPChannel
+
+    _app(tmp_path, "memory://", f"relay-test-{time.time_ns()}")
+    channel = HTTPChannel.__new__(HTTPChannel)  # its repr only: no socket needed
+    channel.addr, channel.accepting, channel.connected = ("203.0.113.9", 51234), False, True
+    channel6 = HTTPChannel.__new__(HTTPChannel)
+    channel6.addr, channel6.accepting, channel6.connected = ("2001:db8::7", 443), False, True
+    with caplog.at_level(logging.INFO, logger="waitress"):
+        for item in (channel, channel6):
+            item.log_info(f"uncaptured python exception, closing channel {item!r} "
+                          "(<class 'MemoryError'>:)", "error")  # fmt: skip
+    text = caplog.text
+    assert "uncaptured python exception" in text and "HTTPChannel" in text
+    assert "203.0.113.9" not in text and "2001:db8" not in text, text

@@ -1,0 +1,139 @@
+"""The relay's intake under arbitrary input (relay/api.py): never a 5xx, every refusal problem+json.
+
+Hypothesis draws whole bodies (any JSON, raw bytes, valid submissions with one member
+replaced by anything) and content types, against the relay app on real SQLite with a
+survey that requires enrolment, one that does not, and one shuffled whole.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deniable.relay import create_app
+from deniable.relay.storage import SqliteRelayStorage, token_digest
+from tests.relay.conftest import b64
+from tests.relay.test_relay_app import _body, stored_survey
+
+SCALARS = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats()
+           | st.text(max_size=12) | st.sampled_from(["abc", "a", "b", "", "deniable.sealed/1"]))
+JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+PATHS = [("format",), ("key_id",), ("units",), ("units", 0), ("units", 0, "unit"),
+         ("units", 0, "sealed"), ("enrolment_token",), ("extra",)]  # fmt: skip
+CONTENT_TYPES = ["application/json", "application/json; charset=utf-8", "text/plain",
+                 "application/x-www-form-urlencoded", "application/JSON", None]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("relay-api")
+    store = SqliteRelayStorage(str(directory / "relay.sqlite3"))
+    store.migrate()
+    store.add_survey(stored_survey(), ["a", "b"])
+    store.add_survey(replace(stored_survey(), survey_id="e", require_enrolment=True), ["a", "b"])
+    store.add_survey(replace(stored_survey(), survey_id="w", shuffle_unit="submission"), [""])
+    store.add_enrolment_digests("e", [token_digest(f"token-{n}") for n in range(1000)])
+    store.close()
+    app = create_app({"DATABASE": str(directory / "relay.sqlite3"), "TESTING": True,
+                      "RATE_LIMIT_PER_ADDRESS": "0", "MAX_BODY_BYTES": 4096})  # fmt: skip
+    return app.test_client()
+
+
+def _mutated(path: tuple, value: object, drop: bool) -> dict:
+    body = dict(copy.deepcopy(_body()), enrolment_token="token-1")
+    target = body
+    for step in path[:-1]:
+        target = target[step]
+    if drop and isinstance(target, dict):
+        target.pop(path[-1], None)
+    else:
+        target[path[-1]] = value
+    return body
+
+
+BODIES = (
+    JSON.map(lambda value: json.dumps(value).encode())
+    | st.binary(max_size=64)
+    | st.builds(lambda p, v, d: json.dumps(_mutated(p, v, d)).encode(),
+                st.sampled_from(PATHS), JSON, st.booleans())
+    | st.sampled_from([b"[" * 5000, b'{"a": 1, "a": 2}', b'{"format": NaN}', b"\xff\xfe",
+                       b'"\\udc00"', b"1" * 5000, b" " * 5000])
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(survey=st.sampled_from(["s", "e", "w", "unknown", "x" * 70]), body=BODIES,
+       content_type=st.sampled_from(CONTENT_TYPES))  # fmt: skip
+def test_no_input_gets_a_5xx_and_every_refusal_is_problem_json(client, survey, body,
+                                                               content_type):  # fmt: skip
+    response = client.post(f"/api/v1/surveys/{survey}/sealed", data=body,
+                           content_type=content_type)  # fmt: skip
+    assert response.status_code < 500, response.get_data(as_text=True)
+    if response.status_code >= 400:
+        assert response.headers["Content-Type"] == "application/problem+json"
+        assert response.json["status"] == response.status_code
+    else:
+        assert response.status_code == 202
+
+
+@pytest.mark.parametrize("token", [["x"], {"t": 1}, 7, True])
+def test_an_enrolment_token_that_is_not_text_is_refused_even_where_none_is_needed(client, token):
+    """A field of the wrong type is a malformed submission (422), never quietly dropped."""
+    response = client.post("/api/v1/surveys/s/sealed", json=dict(_body(), enrolment_token=token))
+    assert response.status_code == 422, response.get_data(as_text=True)
+
+
+def test_units_sealed_to_two_verified_keys_never_share_a_batch(tmp_path):
+    """Both keys are the aggregator's (current, and one it retired): each is held under the
+    key its device named, so the three under one key batch without the one under the other."""
+    store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
+    store.migrate()
+    store.add_survey(replace(stored_survey(), encryption_keys=("abc", "def")), ["a", "b"])
+    client = create_app({"DATABASE": str(tmp_path / "relay.sqlite3"), "TESTING": True,
+                         "RATE_LIMIT_PER_ADDRESS": "0"}).test_client()  # fmt: skip
+    bodies = [_body() for _ in range(4)]
+    bodies[3]["key_id"] = "def"
+    for body in bodies:
+        assert client.post("/api/v1/surveys/s/sealed", json=body).status_code == 202
+    assert len(store.form_batches("s", window=0)) == 1
+    (batch,) = store.lease_batches(lease=60)
+    assert {b64(blob) for blob in batch.sealed} == {b["units"][0]["sealed"] for b in bodies[:3]}
+    assert store.held_counts("s") == {"a": (1, 3)}
+    store.close()
+
+
+
+def test_a_shared_rate_limit_store_holds_no_token_digest_the_aggregator_knows(tmp_path):
+    """The aggregator stores SHA-256 of every enrolment token it issued (and knows whom it
+    gave each to); a Redis key under that digest, with the moving window's hit times, would
+    tell it when each enrolled person submitted.  Tokens are counted under the relay's
+    pseudonym key, as addresses are."""
+    import os
+    import time
+
+    url = os.environ.get("DENIABLE_TEST_REDIS_URL", "")
+    if not url:
+        pytest.skip("DENIABLE_TEST_REDIS_URL is unset")
+    import redis
+
+    store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
+    store.migrate()
+    store.add_survey(replace(stored_survey(), require_enrolment=True), ["a", "b"])
+    store.add_enrolment_digests("s", [token_digest("token-7")])
+    store.close()
+    prefix = f"relay-test-{time.time_ns()}"
+    client = create_app({"DATABASE": str(tmp_path / "relay.sqlite3"), "TESTING": True,
+                         "RATE_LIMIT_STORAGE": url, "RATE_LIMIT_KEY_PREFIX": prefix,
+                         "RATE_LIMIT_PER_TOKEN": "5/hour"}).test_client()  # fmt: skip
+    body = dict(_body(), enrolment_token="token-7")
+    accepted = client.post("/api/v1/surveys/s/sealed", json=body)
+    assert accepted.status_code == 202, accepted.get_data(as_text=True)
+    keys = [key.decode() for key in redis.Redis.from_url(url).keys(f"*{prefix}*")]
+    assert any("token" in key for key in keys)  # counted, but not under the known digest
+    assert not any(token_digest("token-7") in key or "token-7" in key for key in keys)
