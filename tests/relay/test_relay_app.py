@@ -309,15 +309,14 @@ def test_the_signed_relay_url_names_public_url_by_origin_and_path():
 def test_a_token_stays_linked_to_its_units_only_while_any_is_held(storage, tmp_path):
     """Issue 18, unit by unit: the link goes when the last unit a token admitted is
     acknowledged (delivered) or discarded; the end-to-end check is test_token_links.py."""
-    import sqlite3
-
     from deniable.errors import AlreadyDelivered, Conflict
     from deniable.relay.storage import submission_digest, token_digest
 
     def rows() -> dict[str, object]:
-        with sqlite3.connect(tmp_path / "relay.sqlite3") as connection:
-            return {"admitted": connection.execute("SELECT COUNT(*) FROM admitted").fetchone()[0],
-                    **dict(connection.execute("SELECT digest, spent_by FROM enrolment_digests"))}
+        with storage._transaction() as connection:  # either backend's own connection
+            spent = connection.execute("SELECT digest, spent_by FROM enrolment_digests").fetchall()
+            admitted = connection.execute("SELECT COUNT(*) FROM admitted").fetchone()[0]
+            return {"admitted": admitted, **dict(spent)}
 
     def forward(unit: str) -> None:
         assert len(storage.form_batches("s", window=0)) == 1
@@ -327,28 +326,29 @@ def test_a_token_stays_linked_to_its_units_only_while_any_is_held(storage, tmp_p
 
     one, two = [("a", blob(1)), ("b", blob(2))], [("a", blob(3)), ("b", blob(4))]
     storage.add_enrolment_digests("s", [token_digest(t) for t in ("one", "two", "three")])
-    storage.hold("s", one, enrolment_token="one")
-    storage.hold("s", two, enrolment_token="two")
+    storage.hold("s", one, enrolment_token="one", key_id="abc")
+    storage.hold("s", two, enrolment_token="two", key_id="abc")
     assert rows()["admitted"] == 4
-    storage.hold("s", [("a", blob(5))], enrolment_token=None)
+    storage.hold("s", [("a", blob(5))], enrolment_token=None, key_id="abc")
     forward("a")  # unit a's batch: each token still has unit b held, so it stays linked
     assert rows()["admitted"] == 2
     assert rows()[token_digest("one")] == submission_digest("s", one)
-    assert storage.hold("s", one, enrolment_token="one") == 0  # idempotent, nothing re-held
-    storage.hold("s", [("b", blob(6))], enrolment_token=None)
+    # idempotent, nothing re-held
+    assert storage.hold("s", one, enrolment_token="one", key_id="abc") == 0
+    storage.hold("s", [("b", blob(6))], enrolment_token=None, key_id="abc")
     forward("b")
     assert rows() == {"admitted": 0, token_digest("one"): "delivered",
                       token_digest("two"): "delivered", token_digest("three"): None}  # fmt: skip
     for units in (one, [("a", blob(9))]):  # the same units or others: the token was used
         with pytest.raises(AlreadyDelivered):
-            storage.hold("s", units, enrolment_token="one")
-    storage.hold("s", [("a", blob(7))], enrolment_token="three")
+            storage.hold("s", units, enrolment_token="one", key_id="abc")
+    storage.hold("s", [("a", blob(7))], enrolment_token="three", key_id="abc")
     storage.update_survey("s", document=storage.get_survey("s").document, status="closed",
                           signing_key="", key_sequence=None)  # fmt: skip
     assert storage.discard_closed("s") == 1
     assert rows()[token_digest("three")] == "discarded" and rows()["admitted"] == 0
     with pytest.raises(Conflict, match="closed before") as refused:
-        storage.hold("s", [("a", blob(7))], enrolment_token="three")
+        storage.hold("s", [("a", blob(7))], enrolment_token="three", key_id="abc")
     assert not isinstance(refused.value, AlreadyDelivered)
 
 
