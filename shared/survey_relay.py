@@ -14,7 +14,11 @@ if TYPE_CHECKING:
     from .survey import Survey
 
 SHUFFLE_UNITS = ("question", "submission")
-MAX_MIN_BATCH = 10_000_000
+# The most sealed units one forwarded batch holds (protocol §11.3): the aggregator refuses a
+# larger batch, so a relay splits a bigger backlog, and no survey may ask for a min_batch
+# that one batch could not carry.
+MAX_BATCH_UNITS = 1_000_000
+MAX_MIN_BATCH = MAX_BATCH_UNITS
 
 
 @dataclass(frozen=True, kw_only=True)

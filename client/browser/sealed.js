@@ -46,7 +46,7 @@ export function parseRelay(data, where = "survey.relay") {
   const parsed = typeof url === "string" && url.length <= 200 ? parseUrl(url) : null;
   if (!parsed) throw fail("url", "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials");
   if (parsed.scheme === "http" && !parsed.loopback) throw fail("url", "must use https (http only for a loopback host)");
-  if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e7) throw fail("min_batch", "must be an integer in [1, 10000000]");
+  if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e6) throw fail("min_batch", "must be an integer in [1, 1000000]");
   if (!["question", "submission"].includes(shuffleUnit)) throw fail("shuffle_unit", "must be question or submission");
   return Object.freeze({ url, origin: parsed.origin, minBatch, shuffleUnit });
 }

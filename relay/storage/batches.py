@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from deniable.aggregator.storage.timestamps import iso, utc_now
+from deniable.survey_relay import MAX_BATCH_UNITS
 
 from .records import DELIVERED, DISCARDED, Batch
 
@@ -66,7 +67,7 @@ class BatchStore:
                     batch_id = secrets.token_hex(16)
                     waiting_in = ("survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS "
                                   "NULL")  # fmt: skip
-                    if index == len(sizes) - 1:  # the rest, with whatever arrived meanwhile
+                    if index == len(sizes) - 1 and sum(sizes) == waiting:  # the rest too
                         self._run(connection, f"UPDATE held SET batch_id = ? WHERE {waiting_in}",
                                   (batch_id, *group))  # fmt: skip
                     else:
@@ -85,15 +86,19 @@ class BatchStore:
     def _split(self, connection: Any, group: tuple[str, str, str], waiting: int,
                min_batch: int, max_bytes: int | None) -> list[int]:  # fmt: skip
         """Sizes of the batches ``waiting`` units of ``group`` go out in: as few as fit
-        ``max_bytes``, each at least ``min_batch``."""
-        if max_bytes is None:
-            return [waiting]
-        (length,) = self._run(connection, "SELECT MAX(LENGTH(sealed)) FROM held WHERE "
+        ``max_bytes`` and :data:`MAX_BATCH_UNITS`, each at least ``min_batch``; where no
+        split fits both, full batches, and the rest waits for the next window."""
+        most = MAX_BATCH_UNITS  # the aggregator takes no more in one batch (protocol §11.3)
+        if max_bytes is not None:
+            (length,) = self._run(connection, "SELECT MAX(LENGTH(sealed)) FROM held WHERE "
                               "survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS NULL",
-                              group).fetchone()  # fmt: skip
-        encoded = -(-4 * int(length) // 3) + 3  # unpadded base64url, quotes and a comma
-        most = max(min_batch, (max_bytes - BODY_OVERHEAD) // encoded)
-        count = max(1, min(-(-waiting // most), waiting // min_batch))
+                                  group).fetchone()  # fmt: skip
+            encoded = -(-4 * int(length) // 3) + 3  # unpadded base64url, quotes and a comma
+            most = min(most, (max_bytes - BODY_OVERHEAD) // encoded)
+        most = max(min_batch, most)
+        count = -(-waiting // most)
+        if waiting // count < min_batch:  # no split fits both bounds: full batches, the rest waits
+            return [most] * (waiting // most)
         return [waiting // count + (index < waiting % count) for index in range(count)]
 
     def lease_batches(self, *, lease: float, limit: int = 16) -> list[Batch]:

@@ -123,6 +123,26 @@ def test_a_backlog_larger_than_one_request_is_split_into_batches_of_min_batch_or
     assert len(storage.form_batches("s", window=0, max_bytes=1)) == 1
 
 
+def test_no_batch_holds_more_units_than_an_aggregator_takes(storage, monkeypatch):
+    """The aggregator refuses a batch of more than MAX_BATCH_UNITS blobs (413) every time:
+    a backlog goes out in batches of at most that many, each of at least min_batch; where
+    no split fits both, full batches go and the rest waits for the next window."""
+    from deniable.relay.storage import batches as batch_store
+
+    monkeypatch.setattr(batch_store, "MAX_BATCH_UNITS", 4)
+    for seed in range(10):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
+    assert len(storage.form_batches("s", window=0)) == 3
+    assert sorted(len(b.sealed) for b in storage.lease_batches(lease=60)) == [3, 3, 4]
+    monkeypatch.setattr(batch_store, "MAX_BATCH_UNITS", 3)  # min_batch 3: 7 fit no split
+    for seed in range(10, 17):
+        storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
+    assert len(storage.form_batches("s", window=0)) == 2
+    leased = storage.lease_batches(lease=60)
+    assert sorted(len(b.sealed) for b in leased) == [3, 3]
+    assert storage.held_counts("s") == {"a": (1, 16)}  # one waits for more company
+
+
 def test_the_held_rows_carry_no_arrival_order(storage):
     for seed in range(50):
         storage.hold("s", [("a", blob(seed))], enrolment_token=None, key_id="abc")
