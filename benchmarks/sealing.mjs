@@ -166,5 +166,7 @@ if (typeof process !== "undefined" && import.meta.url === (await import("node:ur
   const { readFileSync } = await import("node:fs");
   const { questions, public_key: key } = JSON.parse(readFileSync(0, "utf8"));
   for (const line of await run(questions, key, Number(process.argv[2] ?? 1))) console.log(JSON.stringify(line));
-  console.log(JSON.stringify({ x25519: await x25519(Number(process.argv[2] ?? 1)) }));
+  const kems = [];
+  for (const [name, what] of KEMS) kems.push([what, await call(name, key, Math.min(Number(process.argv[2] ?? 1), 0.5))]);
+  console.log(JSON.stringify({ x25519: await x25519(Number(process.argv[2] ?? 1)), kems }));
 }
