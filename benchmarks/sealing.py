@@ -34,6 +34,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import NamedTuple
 
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
 from deniable import sealing
 from deniable.survey import Survey
 
@@ -280,42 +282,47 @@ def browser_figures(survey: Survey, public: bytes, seconds: float) -> None:
 def accounting(line: dict, names: list, calls: dict, kems: dict, seal: Measured,
                workers: Measured, cores: int) -> None:  # fmt: skip
     """Where a seal's CPU time goes in Chromium, and the rate it allows on this machine's cores."""
-    print("\n  Where a seal's time goes in Chromium: each WebCrypto call of sealing.js's seal "
-          "alone, CPU us per call (browser's processes together; the busiest thread's share):")
+    print(f"\n  Where a seal's time goes in Chromium: each WebCrypto call of sealing.js's seal "
+          f"alone, CPU us per call, browser's processes together, least of {ROUNDS} rounds [the "
+          "busiest thread, its share]:")  # fmt: skip
     seal_sum = x25519 = 0.0
     for name, what in names[0]:
-        cells = [calls[key] for key in sorted(k for k in calls if k[0] == name)]
-        figures = ", ".join(f"{m.cpu:.1f} at {n} in flight" for (_, n), m in
-                            sorted((k, calls[k]) for k in calls if k[0] == name))  # fmt: skip
-        busiest = f"  [{cells[0].busiest[0]} {cells[0].busiest[1] / cells[0].cpu:.0%}]"
-        print(f"    {what:<58} {figures}{busiest}")
+        cells = sorted((n, m) for (call, n), m in calls.items() if call == name)
+        figures = ", ".join(f"{m.cpu:.1f} at {n} in flight" for n, m in cells)
+        busiest = cells[0][1].busiest
+        print(f"    {what:<58} {figures}  [{busiest[0]} {busiest[1] / cells[0][1].cpu:.0%}]")
         if "trivial" not in what:
-            seal_sum += cells[0].cpu
-            x25519 += cells[0].cpu if name in ("generateKey", "dh") else 0.0
+            seal_sum += cells[0][1].cpu
+            x25519 += cells[0][1].cpu if name in ("generateKey", "dh") else 0.0
     count = sum("trivial" not in what for _, what in names[0])
     trivial = calls[("digest", 32)].cpu
     bare = 1e6 / line["bare"]["perSecond"]  # one thread, wall: randomize + encode
-    print(f"    the {count} calls of a seal, summed: {seal_sum:.1f} CPU us: X25519's two "
-          f"(generateKey, deriveBits) {x25519:.1f} ({x25519 / seal_sum:.0%}), the other "
-          f"{count - 2} {seal_sum - x25519:.1f}; a trivial call costs {trivial:.1f} "
-          f"({count} x {trivial:.1f} = {count * trivial:.1f}, {count * trivial / seal_sum:.0%} "
-          "of the sum, is per-call overhead)")
-    print(f"    + randomize and encode a report: {bare:.1f} us; a whole seal measured: "
-          f"{seal.cpu:.1f} CPU us (busiest thread: {seal.busiest[0]}, "
-          f"{seal.busiest[1] / seal.cpu:.0%}; in workers: {workers.busiest[0]}, "
-          f"{workers.busiest[1] / workers.cpu:.0%})")  # fmt: skip
+    print(f"    a seal's {count} calls summed: {seal_sum:.1f} = X25519's two (generateKey, "
+          f"deriveBits) {x25519:.1f} ({x25519 / seal_sum:.0%}) + the other {count - 2} "
+          f"{seal_sum - x25519:.1f}; of the sum, per-call overhead (a trivial call's cost x "
+          f"{count}) is {count * trivial:.1f} ({count * trivial / seal_sum:.0%})")
+    print(f"    a whole seal measured (randomize {bare:.1f} + encode + seal, 32 in flight): "
+          f"{seal.cpu:.1f} CPU us, {seal.busiest[1] / seal.cpu:.0%} of it on the page's "
+          f"{seal.busiest[0]} thread; in workers {workers.cpu:.1f}, "
+          f"{workers.busiest[1] / workers.cpu:.0%} on the {workers.busiest[0]} threads")
+    print("    WebCrypto computes each call on the calling thread (no crypto thread pool): the "
+          "page's sealing tops out at one core, workers' at one core each")
     floor = seal_sum + bare
-    print("    WebCrypto runs on the calling thread (no crypto thread pool): the page's main "
-          "thread seals at most one core's worth; workers, one core each.")
-    print(f"    ceiling from the calls' sum + randomize ({floor:.1f} CPU us): one thread "
-          f"{1e6 / floor:,.0f}/s, {cores} cores {cores * 1e6 / floor:,.0f}/s; from the whole seal "
-          f"measured in the page ({seal.cpu:.1f}, the browser's own threads included): "
-          f"{cores * 1e6 / seal.cpu:,.0f}/s; both with nothing else running")
-    print(f"    measured: page {seal.figures['perSecond']:,.0f}/s, {cores} workers "
+    print(f"    ceiling on {cores} cores with nothing else running: {cores * 1e6 / floor:,.0f}/s "
+          f"from the calls' sum + randomize ({floor:.1f} CPU us), {cores * 1e6 / seal.cpu:,.0f}/s "
+          f"from the whole seal measured; one thread (the page): {1e6 / floor:,.0f}/s, "
+          f"{1e6 / seal.cpu:,.0f}/s")  # fmt: skip
+    print(f"    measured beside it: the page {seal.figures['perSecond']:,.0f}/s, {cores} workers "
           f"{workers.figures['perSecond']:,.0f}/s")  # fmt: skip
     print("  The KEM's X25519 part (enc and the DH) three ways, each RFC 9180 exact, 32 in flight:")
     for name, what in names[1]:
         print(f"    {what:<74} {kems[name].cpu:6.1f} CPU us")
+    # The same primitive on the same core outside the browser, beside BoringSSL's costs above.
+    peer = X25519PrivateKey.generate().public_key()
+    pair = per_second(0.3, lambda: X25519PrivateKey.generate().public_key().public_bytes_raw())[1]
+    exchange = per_second(0.3, partial(X25519PrivateKey.generate().exchange, peer))[1]
+    print(f"  X25519 in OpenSSL (cryptography), one at a time: a fresh pair and its public bytes "
+          f"{pair:.1f} CPU us, one DH {exchange:.1f}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
