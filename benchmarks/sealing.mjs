@@ -82,10 +82,13 @@ export async function startWorkers(first, publicKeyHex, workers = navigator.hard
 /** sealLoop in every started worker at once (each a thread of its own): {perSecond} summed, {count}. */
 export async function runWorkers(first, publicKeyHex, seconds = 1) {
   const results = await Promise.all(pool.map((worker) => ask(worker, [first, publicKeyHex, seconds])));
+  return { workers: pool.length, count: results.reduce((n, r) => n + r.count, 0), perSecond: results.reduce((n, r) => n + r.perSecond, 0) };
+}
+
+/** Ends the started workers (after the caller has read their threads' CPU time). */
+export function stopWorkers() {
   for (const worker of pool) worker.terminate();
-  const workers = pool.length;
   pool = [];
-  return { workers, count: results.reduce((n, r) => n + r.count, 0), perSecond: results.reduce((n, r) => n + r.perSecond, 0) };
 }
 if (typeof WorkerGlobalScope !== "undefined") {
   globalThis.onmessage = async ({ data: [first, key, seconds] }) => postMessage(await sealLoop(first, key, seconds));

@@ -195,7 +195,7 @@ MODULE = "/benchmarks/sealing.mjs"
 class Measured(NamedTuple):
     figures: dict
     cpu: float  # CPU microseconds per item, the browser's processes together
-    busiest: tuple[str, float]  # the threads (one name) using most CPU, us per item
+    busiest: tuple[str, float]  # the threads (one name) using most CPU, their share of it
 
 
 def measure(page, call: str, *arguments: object) -> Measured:
@@ -207,10 +207,39 @@ def measure(page, call: str, *arguments: object) -> Measured:
     per = 1e6 / figures["count"]
     used = {key: seconds - threads.get(key, 0.0) for key, seconds in threads_after.items()}
     (_, name), seconds = max(used.items(), key=lambda item: item[1])
-    return Measured(figures, (after - total) * per, (name, seconds * per))
+    share = seconds / max(sum(used.values()), 1e-9)  # both in the threads' own clock ticks
+    return Measured(figures, (after - total) * per, (name, share))
 
 
 ROUNDS = 3
+WEBCRYPTO = {"generateKey", "exportKey", "importKey", "deriveBits", "deriveKey", "encrypt"}
+
+
+def profiled(page, *arguments: object) -> dict[str, float]:
+    """Microseconds per sealed report on the page's main thread, by kind, from V8's sampling
+    profiler (Chrome DevTools Protocol) around sealLoop: WebCrypto's native calls, JavaScript,
+    garbage collection, the rest (native code outside JavaScript, idle)."""
+    session = page.context.new_cdp_session(page)
+    session.send("Profiler.enable")
+    session.send("Profiler.setSamplingInterval", {"interval": 100})
+    session.send("Profiler.start")
+    figures = page.evaluate(f"async (a) => (await import('{MODULE}')).sealLoop(...a)",
+                            list(arguments))  # fmt: skip
+    profile = session.send("Profiler.stop")["profile"]
+    session.detach()
+    frames = {node["id"]: node["callFrame"] for node in profile["nodes"]}
+    kinds: dict[str, float] = {}
+    for sample in profile["samples"]:
+        frame = frames[sample]
+        name = frame["functionName"]
+        kind = ("WebCrypto" if name in WEBCRYPTO and not frame["url"] else
+                "garbage collection" if name == "(garbage collector)" else
+                "other" if name.startswith("(") else "JavaScript")  # fmt: skip
+        kinds[kind] = kinds.get(kind, 0) + 1
+    per = (profile["endTime"] - profile["startTime"]) / len(profile["samples"]) / figures["count"]
+    return {kind: count * per for kind, count in kinds.items()}
+
+
 TRIVIAL_IN_FLIGHT = (32, 64, 256)  # the trivial calls' overhead at each; a seal's calls at 32
 
 
@@ -242,10 +271,12 @@ def browser_figures(survey: Survey, public: bytes, seconds: float) -> None:
             # alone: the figures a loaded machine does not distort.
             seal = min((measure(page, "sealLoop", first, key, seconds) for _ in range(ROUNDS)),
                        key=lambda m: m.cpu)  # fmt: skip
+            profile = profiled(page, first, key, seconds)
             cores = page.evaluate("navigator.hardwareConcurrency")
             page.evaluate(f"async (a) => (await import('{MODULE}')).startWorkers(...a)",
                           [first, key, cores])  # fmt: skip
             workers = measure(page, "runWorkers", first, key, seconds)
+            page.evaluate(f"async () => (await import('{MODULE}')).stopWorkers()")
             floor = measure(page, "x25519", seconds)
             names = page.evaluate(f"async () => {{ const m = await import('{MODULE}'); return "
                                   "[m.CALLS, m.KEMS].map((l) => l.map(([n, w]) => [n, w])); }")
@@ -276,11 +307,11 @@ def browser_figures(survey: Survey, public: bytes, seconds: float) -> None:
     print(f"  X25519 alone (fresh pair + export + one DH, 32 in flight, no KDF/AEAD): "
           f"{floor.figures['perSecond']:,.0f}/s, {floor.cpu:.1f} CPU us each "
           f"({1e6 / floor.cpu:,.0f}/s per whole core)")  # fmt: skip
-    accounting(lines[0], names, calls, kems, seal, workers, cores)
+    accounting(lines[0], names, calls, kems, seal, workers, cores, profile)
 
 
 def accounting(line: dict, names: list, calls: dict, kems: dict, seal: Measured,
-               workers: Measured, cores: int) -> None:  # fmt: skip
+               workers: Measured, cores: int, profile: dict[str, float]) -> None:  # fmt: skip
     """Where a seal's CPU time goes in Chromium, and the rate it allows on this machine's cores."""
     print(f"\n  Where a seal's time goes in Chromium: each WebCrypto call of sealing.js's seal "
           f"alone, CPU us per call, browser's processes together, least of {ROUNDS} rounds [the "
@@ -290,7 +321,7 @@ def accounting(line: dict, names: list, calls: dict, kems: dict, seal: Measured,
         cells = sorted((n, m) for (call, n), m in calls.items() if call == name)
         figures = ", ".join(f"{m.cpu:.1f} at {n} in flight" for n, m in cells)
         busiest = cells[0][1].busiest
-        print(f"    {what:<58} {figures}  [{busiest[0]} {busiest[1] / cells[0][1].cpu:.0%}]")
+        print(f"    {what:<58} {figures}  [{busiest[0]} {busiest[1]:.0%}]")
         if "trivial" not in what:
             seal_sum += cells[0][1].cpu
             x25519 += cells[0][1].cpu if name in ("generateKey", "dh") else 0.0
@@ -302,9 +333,14 @@ def accounting(line: dict, names: list, calls: dict, kems: dict, seal: Measured,
           f"{seal_sum - x25519:.1f}; of the sum, per-call overhead (a trivial call's cost x "
           f"{count}) is {count * trivial:.1f} ({count * trivial / seal_sum:.0%})")
     print(f"    a whole seal measured (randomize {bare:.1f} + encode + seal, 32 in flight): "
-          f"{seal.cpu:.1f} CPU us, {seal.busiest[1] / seal.cpu:.0%} of it on the page's "
-          f"{seal.busiest[0]} thread; in workers {workers.cpu:.1f}, "
-          f"{workers.busiest[1] / workers.cpu:.0%} on the {workers.busiest[0]} threads")
+          f"{seal.cpu:.1f} CPU us, {seal.busiest[1]:.0%} of it on the page's {seal.busiest[0]} "
+          f"thread; in workers {workers.cpu:.1f}, {workers.busiest[1]:.0%} on the "
+          f"{workers.busiest[0]} threads")  # fmt: skip
+    whole = sum(profile.values())
+    kinds = ", ".join(f"{kind} {profile.get(kind, 0.0) / whole:.0%}" for kind in
+                      ("WebCrypto", "JavaScript", "garbage collection", "other"))  # fmt: skip
+    print(f"    the page's main thread in V8's sampling profiler during that loop: {kinds} "
+          "(WebCrypto: its native calls; other: native code outside them, idle)")
     print("    WebCrypto computes each call on the calling thread (no crypto thread pool): the "
           "page's sealing tops out at one core, workers' at one core each")
     floor = seal_sum + bare
