@@ -11,7 +11,8 @@ export const SUITE = "DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM";
 export const ENC_LENGTH = 32, TAG_LENGTH = 16, LENGTH_PREFIX = 4, OVERHEAD = ENC_LENGTH + LENGTH_PREFIX + TAG_LENGTH;
 export const MAX_SIZE = 1 << 24;
 
-const subtle = () => globalThis.crypto.subtle;
+let subtleCrypto; // read once: a getter on every call shows in a seal's profile
+const subtle = () => (subtleCrypto ??= globalThis.crypto.subtle);
 const utf8 = (text) => new TextEncoder().encode(text);
 const concat = (...parts) => {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -27,12 +28,6 @@ const HPKE_SUITE = concat(utf8("HPKE"), i2osp(0x20, 2), i2osp(1, 2), i2osp(1, 2)
 const EMPTY = new Uint8Array(0), ZERO_SALT = new Uint8Array(32); // HMAC pads a key to its block: "" ≡ 32 zeros
 const labeledIkm = (suite, label, ikm) => concat(HPKE_V1, suite, utf8(label), ikm);
 const labeledInfo = (suite, label, info, length) => concat(i2osp(length, 2), HPKE_V1, suite, utf8(label), info);
-
-/** Expand(Extract(salt, labeled ikm), labeled info, length): one WebCrypto HKDF call. */
-async function extractAndExpand(salt, suite, ikmLabel, ikm, infoLabel, info, length) {
-  const key = await subtle().importKey("raw", labeledIkm(suite, ikmLabel, ikm), "HKDF", false, ["deriveBits"]);
-  return new Uint8Array(await subtle().deriveBits({ name: "HKDF", hash: "SHA-256", salt, info: labeledInfo(suite, infoLabel, info, length) }, key, length * 8));
-}
 
 /** LabeledExtract("", label, ikm) alone (psk_id_hash, info_hash): HMAC-SHA256 with an all-zero key. */
 let zeroKey;
@@ -77,61 +72,57 @@ export function unpad(padded) {
   return padded.slice(LENGTH_PREFIX, end);
 }
 
-// The key schedule's parts that depend only on info, cached per info (a survey has few units).
-const contexts = new Map();
-async function scheduleContext(infoBytes) {
-  const cacheKey = String.fromCharCode(...infoBytes);
-  let context = contexts.get(cacheKey);
-  if (!context) {
-    context = Promise.all([labeledExtract(HPKE_SUITE, "psk_id_hash", EMPTY), labeledExtract(HPKE_SUITE, "info_hash", infoBytes)])
-      .then(([pskIdHash, infoHash]) => concat(new Uint8Array([0]), pskIdHash, infoHash)); // mode_base = 0
-    if (contexts.size > 256) contexts.clear();
-    contexts.set(cacheKey, context);
-  }
-  return context;
+// The key schedule's parts that depend only on info (§5.1): its context (psk_id_hash, info_hash)
+// and the labeled infos of key and base_nonce, which hold it.
+async function scheduleInfos(infoBytes) {
+  const [pskIdHash, infoHash] = await Promise.all([labeledExtract(HPKE_SUITE, "psk_id_hash", EMPTY), labeledExtract(HPKE_SUITE, "info_hash", infoBytes)]);
+  const context = concat(new Uint8Array([0]), pskIdHash, infoHash); // mode_base = 0
+  return { context, keyInfo: labeledInfo(HPKE_SUITE, "key", context, 16), nonceInfo: labeledInfo(HPKE_SUITE, "base_nonce", context, 12) };
+}
+
+// secret = LabeledExtract(shared_secret, "secret", psk = ""): its input keying material is the
+// constant labeled empty psk, and shared_secret the salt, so one imported HKDF key serves every seal.
+let secretIkm;
+const secretParameters = (sharedSecret, info) => ({ name: "HKDF", hash: "SHA-256", salt: sharedSecret, info });
+
+/** key (an AES-GCM CryptoKey) and base_nonce from the shared secret and `scheduleInfos`. */
+async function schedule(sharedSecret, { context, keyInfo, nonceInfo }, extractable) {
+  secretIkm ??= subtle().importKey("raw", labeledIkm(HPKE_SUITE, "secret", EMPTY), "HKDF", false, ["deriveBits", "deriveKey"]);
+  const ikm = await secretIkm;
+  // key = LabeledExpand(secret, "key", context, Nk), derived straight into an AES-GCM key (one call
+  // less than bits then import); base_nonce = LabeledExpand(secret, "base_nonce", context, Nn).
+  const [key, baseNonce] = await Promise.all([
+    subtle().deriveKey(secretParameters(sharedSecret, keyInfo), ikm, { name: "AES-GCM", length: 128 }, extractable, ["encrypt", "decrypt"]),
+    subtle().deriveBits(secretParameters(sharedSecret, nonceInfo), ikm, 96),
+  ]);
+  return { key, baseNonce: new Uint8Array(baseNonce), context };
 }
 
 /**
  * KeySchedule (§5.1) from the KEM's shared secret: {key (an AES-GCM CryptoKey), baseNonce, context}.
  * Exported for the RFC 9180 test vectors (`extractable` lets them read the key's bytes).
  */
-// secret = LabeledExtract(shared_secret, "secret", psk = ""): its input keying material is the
-// constant labeled empty psk, and shared_secret the salt, so one imported HKDF key serves every seal.
-let secretIkm;
-const secretParameters = (sharedSecret, label, context, length) => ({ name: "HKDF", hash: "SHA-256", salt: sharedSecret, info: labeledInfo(HPKE_SUITE, label, context, length) });
+export const keySchedule = async (sharedSecret, infoBytes, { extractable = false } = {}) => schedule(sharedSecret, await scheduleInfos(infoBytes), extractable);
 
-export async function keySchedule(sharedSecret, infoBytes, { extractable = false } = {}) {
-  const context = await scheduleContext(infoBytes);
-  secretIkm ??= subtle().importKey("raw", labeledIkm(HPKE_SUITE, "secret", EMPTY), "HKDF", false, ["deriveBits", "deriveKey"]);
-  const ikm = await secretIkm;
-  // key = LabeledExpand(secret, "key", context, Nk), derived straight into an AES-GCM key (one call
-  // less than bits then import); base_nonce = LabeledExpand(secret, "base_nonce", context, Nn).
-  const [key, baseNonce] = await Promise.all([
-    subtle().deriveKey(secretParameters(sharedSecret, "key", context, 16), ikm, { name: "AES-GCM", length: 128 }, extractable, ["encrypt", "decrypt"]),
-    subtle().deriveBits(secretParameters(sharedSecret, "base_nonce", context, 12), ikm, 96).then((bits) => new Uint8Array(bits)),
-  ]);
-  return { key, baseNonce, context };
+/**
+ * ExtractAndExpand of DHKEM (§4.1): the shared secret from dh, and `kemInfo` (the labeled info of
+ * "shared_secret" over enc || pkR, `kemInfoFor`) with enc written in. One WebCrypto HKDF call.
+ */
+const EAE_PRK = labeledIkm(KEM_SUITE, "eae_prk", EMPTY);
+async function kemSharedSecret(dhBytes, enc, kemInfo) {
+  const ikm = new Uint8Array(EAE_PRK.length + dhBytes.length);
+  ikm.set(EAE_PRK);
+  ikm.set(dhBytes, EAE_PRK.length);
+  const info = kemInfo.slice();
+  info.set(enc, info.length - 2 * ENC_LENGTH);
+  const key = await subtle().importKey("raw", ikm, "HKDF", false, ["deriveBits"]);
+  return subtle().deriveBits({ name: "HKDF", hash: "SHA-256", salt: EMPTY, info }, key, 256);
 }
-
-/** ExtractAndExpand of DHKEM (§4.1): the shared secret from dh and enc || pkR. */
-const kemSharedSecret = (dh, enc, pkR) => extractAndExpand(EMPTY, KEM_SUITE, "eae_prk", dh, "shared_secret", concat(enc, pkR), 32);
+const kemInfoFor = (pkR) => labeledInfo(KEM_SUITE, "shared_secret", concat(new Uint8Array(ENC_LENGTH), pkR), 32);
 
 const x25519Public = (raw) => {
   if (!(raw instanceof Uint8Array) || raw.length !== 32) throw new SealingError("the recipient's public key must be 32 raw X25519 bytes");
   return subtle().importKey("raw", raw, { name: "X25519" }, false, []);
-};
-// The recipient's key is imported once (a page seals every unit to the same key).
-const recipients = new Map();
-const recipientKey = (raw) => {
-  const cacheKey = raw instanceof Uint8Array ? String.fromCharCode(...raw) : "";
-  let key = recipients.get(cacheKey);
-  if (!key) {
-    key = x25519Public(raw);
-    key.catch(() => recipients.delete(cacheKey));
-    if (recipients.size > 16) recipients.clear();
-    recipients.set(cacheKey, key);
-  }
-  return key;
 };
 // PKCS #8 for a raw X25519 private key (RFC 8410): WebCrypto imports private keys no other way.
 const PKCS8_X25519 = Uint8Array.from([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x6e, 0x04, 0x22, 0x04, 0x20]);
@@ -148,33 +139,47 @@ const dh = async (privateKey, publicKey) => {
 /** AES-128-GCM with the nonce base_nonce XOR I2OSP(seq, 12) (§5.2). */
 async function aead(direction, key, baseNonce, seq, aad, data) {
   const iv = baseNonce.slice();
-  const seqBytes = i2osp(seq, 12);
-  for (let i = 0; i < 12; i++) iv[i] ^= seqBytes[i];
+  if (seq !== 0) { // XOR I2OSP(0, 12) changes nothing
+    const seqBytes = i2osp(seq, 12);
+    for (let i = 0; i < 12; i++) iv[i] ^= seqBytes[i];
+  }
   return new Uint8Array(await subtle()[direction]({ name: "AES-GCM", iv, additionalData: aad, tagLength: 128 }, key, data));
+}
+
+/** What every seal to `pkR` under `infoBytes` shares, prepared once: the recipient's key, the labeled infos. */
+async function prepare(pkR, infoBytes) {
+  const [recipient, infos] = await Promise.all([x25519Public(pkR), scheduleInfos(infoBytes)]);
+  return { recipient, kemInfo: kemInfoFor(pkR), ...infos };
+}
+
+/** Encap (§4.1) + KeySchedule + Seal with a prepared recipient and info. */
+async function sealPrepared(prepared, plaintext, { aad = EMPTY, seq = 0, ephemeral } = {}) {
+  // A fresh pair per seal; its private half is not extractable (nothing here needs its bytes).
+  // The public half's export and the DH run at once.
+  const pair = ephemeral ?? await subtle().generateKey({ name: "X25519" }, false, ["deriveBits"]);
+  const [enc, dhBytes] = await Promise.all([
+    ephemeral ? ephemeral.publicKey : subtle().exportKey("raw", pair.publicKey).then((raw) => new Uint8Array(raw)),
+    dh(pair.privateKey, prepared.recipient),
+  ]);
+  const { key, baseNonce } = await schedule(await kemSharedSecret(dhBytes, enc, prepared.kemInfo), prepared, false);
+  const ciphertext = await aead("encrypt", key, baseNonce, seq, aad, plaintext);
+  const out = new Uint8Array(ENC_LENGTH + ciphertext.length);
+  out.set(enc);
+  out.set(ciphertext, ENC_LENGTH);
+  return out;
 }
 
 /**
  * SetupBaseS + Seal (§5.1.1, §5.2). `ephemeral` ({privateKey: CryptoKey, publicKey: raw}) only for
  * test vectors; otherwise a fresh X25519 pair from the CSPRNG. Returns enc || ciphertext.
  */
-export async function sealBase(pkR, infoBytes, plaintext, { aad = EMPTY, seq = 0, ephemeral } = {}) {
-  // A fresh pair per seal; its private half is not extractable (nothing here needs its bytes).
-  // The public half's export and the DH run at once (WebCrypto works them off this thread).
-  const [recipient, pair] = await Promise.all([recipientKey(pkR), ephemeral ?? subtle().generateKey({ name: "X25519" }, false, ["deriveBits"])]);
-  const [enc, dhBytes] = await Promise.all([
-    ephemeral ? ephemeral.publicKey : subtle().exportKey("raw", pair.publicKey).then((raw) => new Uint8Array(raw)),
-    dh(pair.privateKey, recipient),
-  ]);
-  const shared = await kemSharedSecret(dhBytes, enc, pkR);
-  const { key, baseNonce } = await keySchedule(shared, infoBytes);
-  return concat(enc, await aead("encrypt", key, baseNonce, seq, aad, plaintext));
-}
+export const sealBase = async (pkR, infoBytes, plaintext, options) => sealPrepared(await prepare(pkR, infoBytes), plaintext, options);
 
 /** SetupBaseR + Open (§5.1.1, §5.2) of enc || ciphertext, or SealingError. */
 export async function openBase(skR, pkR, infoBytes, sealed, { aad = EMPTY, seq = 0 } = {}) {
   if (!(sealed instanceof Uint8Array) || sealed.length < ENC_LENGTH + TAG_LENGTH) throw new SealingError("sealed blob is too short");
   const enc = sealed.subarray(0, ENC_LENGTH);
-  const shared = await kemSharedSecret(await dh(skR, await x25519Public(enc)), enc, pkR);
+  const shared = await kemSharedSecret(await dh(skR, await x25519Public(enc)), enc, kemInfoFor(pkR));
   const { key, baseNonce } = await keySchedule(shared, infoBytes);
   try {
     return await aead("decrypt", key, baseNonce, seq, aad, sealed.subarray(ENC_LENGTH));
@@ -183,8 +188,28 @@ export async function openBase(skR, pkR, infoBytes, sealed, { aad = EMPTY, seq =
   }
 }
 
+// A page seals every unit of a survey to the same key: what the seals of one (key, survey, unit)
+// share is prepared once (the info's encoding and hashes, the recipient's imported key).
+const prepared = new Map();
+function preparedFor(publicKey, surveyId, unit) {
+  if (!(publicKey instanceof Uint8Array) || publicKey.length !== 32) throw new SealingError("the recipient's public key must be 32 raw X25519 bytes");
+  if (typeof surveyId !== "string" || typeof unit !== "string") return prepare(publicKey, info(surveyId, unit)); // info() says which
+  const cacheKey = `${String.fromCharCode.apply(null, publicKey)}${surveyId.length}:${surveyId}${unit}`; // 32 chars, then unambiguous
+  let entry = prepared.get(cacheKey);
+  if (!entry) {
+    entry = prepare(publicKey, info(surveyId, unit));
+    entry.catch(() => prepared.delete(cacheKey));
+    if (prepared.size >= 256) prepared.clear();
+    prepared.set(cacheKey, entry);
+  }
+  return entry;
+}
+
 /** enc || ciphertext of `plaintext` padded to `size`, for the aggregator's `publicKey` (32 raw bytes). */
-export const seal = (publicKey, { surveyId, unit, plaintext, size }) => sealBase(publicKey, info(surveyId, unit), pad(plaintext, size));
+export async function seal(publicKey, { surveyId, unit, plaintext, size }) {
+  const padded = pad(plaintext, size);
+  return sealPrepared(await preparedFor(publicKey, surveyId, unit), padded);
+}
 
 /** The body sealed in `sealed` (private key: 32 raw bytes), or SealingError; `size` checks the length. */
 export async function openSealed(privateKey, publicKey, { surveyId, unit, sealed, size }) {

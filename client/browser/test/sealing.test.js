@@ -93,6 +93,28 @@ test("seal: fresh ephemeral keys, one length whatever the answer, tampering refu
   await assert.rejects(sealing.seal(new Uint8Array(31), { surveyId: "s", unit: "", plaintext: new Uint8Array(0), size: 0 }), SealingError);
 });
 
+test("seals for many keys, surveys and units at once: each opens under its own only", async () => {
+  // sealing.js prepares once what the seals of one (key, survey, unit) share: ids whose
+  // concatenations collide, and two keys, sealed interleaved, must never share an info or key.
+  const otherPrivate = crypto.getRandomValues(new Uint8Array(32));
+  const pkcs8 = new Uint8Array([...hex("302e020100300506032b656e04220420"), ...otherPrivate]);
+  const jwk = await crypto.subtle.exportKey("jwk", await crypto.subtle.importKey("pkcs8", pkcs8, { name: "X25519" }, true, ["deriveBits"]));
+  const otherPublic = new Uint8Array(Buffer.from(jwk.x, "base64url"));
+  const keys = [[PRIVATE, PUBLIC], [otherPrivate, otherPublic]];
+  const ids = [["ab", "c"], ["a", "bc"], ["abc", ""], ["1:a", "b"], ["", "1:ab"]];
+  const jobs = keys.flatMap((pair) => ids.map((id) => [pair, id]));
+  const sealed = await Promise.all([...jobs, ...jobs].map(([[, publicKey], [surveyId, unit]], i) =>
+    sealing.seal(publicKey, { surveyId, unit, plaintext: new Uint8Array([i]), size: 1 })));
+  for (const [i, blob] of sealed.entries()) {
+    const [[privateKey, publicKey], [surveyId, unit]] = jobs[i % jobs.length];
+    assert.deepEqual([...await sealing.openSealed(privateKey, publicKey, { surveyId, unit, sealed: blob, size: 1 })], [i]);
+    for (const [[otherKey, otherPublicKey], [otherSurvey, otherUnit]] of jobs) {
+      if (otherKey === privateKey && otherSurvey === surveyId && otherUnit === unit) continue;
+      await assert.rejects(sealing.openSealed(otherKey, otherPublicKey, { surveyId: otherSurvey, unit: otherUnit, sealed: blob }), SealingError);
+    }
+  }
+});
+
 test("the encryption key is taken only when the signing key signed it", async () => {
   const signing = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]);
   const signingRaw = new Uint8Array(await crypto.subtle.exportKey("raw", signing.publicKey));
