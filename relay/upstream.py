@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from deniable.errors import DeniableError, InvalidParameter, SignatureError, TransportError
+from deniable.errors import DeniableError, SignatureError, TransportError
 from deniable.keychain import (
     Pin,
     decode_public_key,
@@ -27,7 +27,7 @@ from deniable.keychain import (
     signature_valid,
     verify_encryption_key,
 )
-from deniable.origins import parse_url
+from deniable.origins import same_url
 from deniable.survey import IDENTIFIER, Survey
 
 FORMAT = "deniable.batch/1"
@@ -47,15 +47,6 @@ class Verified:
     @property
     def relay(self) -> Any:
         return self.survey.relay
-
-
-def same_url(signed: str, public_url: str) -> bool:
-    """Whether the signed ``relay.url`` names this relay's ``PUBLIC_URL``: the same origin
-    (case, a default port, IPv6 spelling aside: :mod:`deniable.origins`) and path."""
-    try:
-        return parse_url(signed) == parse_url(public_url.removesuffix("/"))
-    except InvalidParameter:
-        return False
 
 
 def _session() -> Any:

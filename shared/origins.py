@@ -182,3 +182,23 @@ def parse_url(text: object) -> tuple[Origin, str]:
     """An http(s) URL with an optional path: its origin and its path (``""`` or ``/...``),
     or InvalidParameter (user information, query, fragment, trailing ``/``, ...)."""
     return _parse(text, path=True)
+
+
+def canonical_url(text: object) -> str:
+    """``text`` (an http(s) URL with an optional path, :func:`parse_url`) written one way:
+    its serialized origin, then its path; InvalidParameter if it is not one."""
+    origin, path = parse_url(text)
+    return f"{origin}{path}"
+
+
+def same_url(first: object, second: object) -> bool:
+    """Whether two relay URLs name the same relay: the same origin (case, a default port and
+    IPv6 spelling aside) and path; a trailing ``/`` on either is ignored. Never raises."""
+    try:
+        return canonical_url(_untrailed(first)) == canonical_url(_untrailed(second))
+    except InvalidParameter:
+        return False
+
+
+def _untrailed(text: object) -> object:
+    return text.removesuffix("/") if isinstance(text, str) else text

@@ -16,6 +16,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from deniable.errors import InvalidParameter
+from deniable.origins import canonical_url
+
 from .base import Storage
 from .timestamps import iso
 
@@ -27,7 +30,13 @@ def credential_digest(credential: str) -> str:
 
 
 def normalized_url(url: str) -> str:
-    return url.strip().rstrip("/")
+    """A relay URL written one way (:func:`deniable.origins.canonical_url`), so a credential
+    and a survey's signed ``relay.url`` compare equal whenever they name the same relay."""
+    text = url.strip().removesuffix("/")
+    try:
+        return canonical_url(text)
+    except InvalidParameter:  # stored before URLs were checked: as written, matching no survey
+        return text
 
 
 def create_credential(storage: Storage, relay_url: str) -> str:
@@ -47,7 +56,7 @@ def credential_url(storage: Storage, credential: str) -> str | None:
         row = connection.execute(storage._sql("SELECT relay_url FROM relay_credentials WHERE "
                                               "digest = ? AND revoked_at IS NULL"),
                                  (credential_digest(credential),)).fetchone()  # fmt: skip
-    return None if row is None else row[0]
+    return None if row is None else normalized_url(row[0])
 
 
 def list_credentials(storage: Storage) -> list[dict[str, Any]]:

@@ -74,3 +74,25 @@ def test_the_enrolment_digests_refuse_any_other_credential_plainly(aggregator, a
                           headers={"Authorization": authorization})  # fmt: skip
     assert response.status_code in (401, 403), response.status_code
     assert response.headers["Content-Type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize("spelling", ["HTTPS://Relay.Example:443", "https://relay.example:443"])
+def test_a_credential_names_its_relay_by_origin_not_by_spelling(tmp_path, spelling):
+    """The signed relay.url and a credential's --relay-url are compared as URLs (origin and
+    path, deniable.origins): case and a default port aside, the same relay is the same."""
+    from deniable.aggregator import create_app
+    from deniable.aggregator.storage import current_storage
+    from deniable.aggregator.storage import relay as relay_storage
+
+    app = create_app({"HOME": str(tmp_path), "TESTING": True})
+    survey = Survey.from_dict({**DEFINITION, "relay": {**DEFINITION["relay"],
+                                                       "url": "https://relay.example"}})
+    with app.app_context():
+        current_storage().create_survey(survey.upgraded(), results_public=True)
+        credential = relay_storage.create_credential(current_storage(), spelling)
+        assert relay_storage.credential_url(current_storage(), credential) == "https://relay.example"
+    response = app.test_client().put(
+        "/api/v1/surveys/s/batches/" + "b" * 32, json={"format": "deniable.batch/1", "unit": "a",
+                                                       "sealed": []},
+        headers={"Authorization": f"Bearer {credential}"})  # fmt: skip
+    assert response.status_code == 422, response.get_json()  # past the credential: too few blobs

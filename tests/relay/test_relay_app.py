@@ -317,7 +317,7 @@ def test_settings_prints_the_relays_settings_with_their_help(capsys):
 
 
 def test_the_signed_relay_url_names_public_url_by_origin_and_path():
-    from deniable.relay.upstream import same_url
+    from deniable.origins import same_url
 
     assert same_url("https://[2001:DB8:0:0:0:0:0:5]:443/r", "https://[2001:db8::5]/r/")
     assert same_url("https://Relay.Example", "https://relay.example:443")
