@@ -1,6 +1,6 @@
 """Opening a relay batch's sealed units into reports ready to store, in decryption processes.
 
-Opening a blob (HPKE, :func:`deniable.sealing.open_sealed`; its X25519 exchange
+Opening a blob (HPKE, :func:`deniable.sealing.opener`; its X25519 exchange
 dominates) is most of a batch's cost, and validating what it holds is most of the
 rest, so both run in the same place: :func:`open_chunk` opens each blob of a chunk
 and validates its body against the survey, and gives, per blob, its reports as
@@ -97,11 +97,11 @@ def _one(survey: Survey, unit: str, body: bytes | None) -> Opened:
 def open_chunk(keys: Any, survey: Survey, unit: str, size: int,
                blobs: list[bytes]) -> list[Opened]:  # fmt: skip
     """Each blob's reports, validated (None where it does not open or holds none valid)."""
+    open_one = keys.opener(survey_id=survey.id, unit=unit, size=size)
     bodies: list[bytes | None] = []
     for blob in blobs:
         try:
-            bodies.append(keys.open_sealed(survey_id=survey.id, unit=unit, sealed=blob,
-                                           size=size))  # fmt: skip
+            bodies.append(open_one(blob))
         except DeniableError:
             bodies.append(None)
     fast = _all_at_once(survey, unit, bodies)
