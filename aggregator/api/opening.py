@@ -36,7 +36,9 @@ PARALLEL_FROM = 2_000
 # Blobs per chunk: small enough that storing starts early and the last chunk's store is
 # short, large enough that each chunk's round trip to a process costs little.
 CHUNK = 1_000
-DECRYPT_PROCESSES = min(8, os.cpu_count() or 1)
+# One per core this process may run on (its affinity, where the platform tells).
+DECRYPT_PROCESSES = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                        else os.cpu_count() or 1)  # fmt: skip
 
 # One blob's reports as (id, question, payload), or None: did not open, or invalid.
 Opened = tuple[tuple[str, str, str], ...] | None
@@ -143,6 +145,15 @@ def _decryption_pool() -> Any:
         return _pool
 
 
+def _discard_pool(pool: Any) -> None:
+    """Forget a broken pool (a later batch starts a new one)."""
+    global _pool
+    with _pool_lock:
+        if _pool is pool:
+            _pool = None
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 @contextlib.contextmanager
 def opened_chunks(keys: Any, survey: Survey, unit: str, size: int,
                   blobs: list[bytes]) -> Iterator[Iterator[list[Opened]]]:  # fmt: skip
@@ -155,13 +166,22 @@ def opened_chunks(keys: Any, survey: Survey, unit: str, size: int,
     if len(blobs) < PARALLEL_FROM or DECRYPT_PROCESSES < 2:
         yield iter([open_chunk(keys, survey, unit, size, blobs)])
         return
+    from concurrent.futures.process import BrokenProcessPool
+
     raw = tuple(key.private_bytes_raw() for key in (keys.current, *keys.retired))
     definition = survey.canonical_bytes()
     pool = _decryption_pool()
-    futures = [pool.submit(_open_chunk_here, raw, definition, unit, size,
-                           blobs[start:start + CHUNK]) for start in range(0, len(blobs), CHUNK)]
+    futures: list[Any] = []
     try:
+        futures.extend(pool.submit(_open_chunk_here, raw, definition, unit, size,
+                                   blobs[start:start + CHUNK])
+                       for start in range(0, len(blobs), CHUNK))  # fmt: skip
         yield (future.result() for future in futures)
+    except BrokenProcessPool:
+        # A decryption process died (killed, out of memory): the next batch gets a new pool,
+        # and this one, not recorded, is sent again by the relay.
+        _discard_pool(pool)
+        raise StorageError("a decryption process ended before the batch was opened") from None
     finally:
         for future in futures:
             future.cancel()

@@ -10,7 +10,9 @@ survey closed between two chunks.
 from __future__ import annotations
 
 import base64
+import os
 import secrets
+import signal
 import uuid
 from typing import Any
 
@@ -182,3 +184,21 @@ def test_a_survey_closed_between_chunks_keeps_what_was_stored_and_says_so(
     assert len(stored(storage, "q")) == CHUNK
     again = put(client, relayed, "q", batch_id, blobs)
     assert (again.status_code, again.json) == (200, response.json)
+
+
+def test_a_decryption_process_killed_refuses_the_batch_and_a_new_pool_takes_it_again(
+    client, storage, relayed
+):
+    """A SIGKILLed decryption process: 503 and nothing recorded; the resend gets a new pool."""
+    blobs = [seal(relayed, "q", [report()]) for _ in range(20)]
+    assert put(client, relayed, "q", secrets.token_hex(16), blobs[:10]).status_code == 201
+    pool = opening._decryption_pool()
+    os.kill(next(iter(pool._processes)), signal.SIGKILL)
+    batch_id = secrets.token_hex(16)
+    refused = put(client, relayed, "q", batch_id, blobs[10:])
+    assert refused.status_code == 503, refused.json
+    assert relay_storage.find_batch(storage, "q", batch_id) is None
+    again = put(client, relayed, "q", batch_id, blobs[10:])
+    assert (again.status_code, again.json["stored"]) == (201, 10), again.json
+    assert opening._decryption_pool() is not pool
+    assert len({r.id for r in stored(storage, "q")}) == len(stored(storage, "q")) == 20
