@@ -12,12 +12,15 @@ shuffled per question, and prints:
    Baseline in the same run: a bare Flask app under gunicorn (2 workers) that parses
    the same bodies and inserts the same blobs into SQLite (WAL, synchronous=FULL)
    with no validation, no rate limit, no enrolment.
-2. **Forward + decrypt**: one relay batch of ``--batch`` sealed reports PUT to the
+2. **Forward + decrypt**: a relay batch of ``--batch`` sealed reports PUT to the
    aggregator (the relay's credential; HPKE open, validation, storage), timed to its
-   acknowledgement: reports per second.  Target >= 20,000 reports/s.  Baselines in the
-   same run: the same reports unsealed through the operator's bulk route (1,000 per
-   request) on a survey without a relay, and a bare loop of ``deniable.sealing.open_sealed``
-   over the batch in this process (HPKE alone, one core).
+   acknowledgement, ``--repeat`` times after a warm-up that starts every serving
+   process's decryption processes: reports per second of the median batch, and the
+   aggregator's CPU time per report (read from /proc for its process tree) in the
+   decryption processes and in the serving process.  Target >= 20,000 reports/s.
+   Baselines in the same run: the same reports unsealed through the operator's bulk
+   route (1,000 per request) on a survey without a relay, and a bare loop of
+   ``deniable.sealing.open_sealed`` over the batch in this process (HPKE alone, one core).
 3. **Added latency**: with a window of ``--window`` seconds (a one-question survey, one
    batch per window), the time from the relay's 202 for a batch's first and last
    submission until the results count them, sent right after the previous batch's
