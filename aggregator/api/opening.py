@@ -170,16 +170,23 @@ def opened_chunks(keys: Any, survey: Survey, unit: str, size: int,
 
     raw = tuple(key.private_bytes_raw() for key in (keys.current, *keys.retired))
     definition = survey.canonical_bytes()
+    def submit(pool: Any) -> list[Any]:
+        return [pool.submit(_open_chunk_here, raw, definition, unit, size,
+                            blobs[start:start + CHUNK]) for start in range(0, len(blobs), CHUNK)]
+
     pool = _decryption_pool()
     futures: list[Any] = []
     try:
-        futures.extend(pool.submit(_open_chunk_here, raw, definition, unit, size,
-                                   blobs[start:start + CHUNK])
-                       for start in range(0, len(blobs), CHUNK))  # fmt: skip
+        try:
+            futures = submit(pool)
+        except BrokenProcessPool:  # a process died while the pool was idle: a new pool
+            _discard_pool(pool)
+            pool = _decryption_pool()
+            futures = submit(pool)
         yield (future.result() for future in futures)
     except BrokenProcessPool:
-        # A decryption process died (killed, out of memory): the next batch gets a new pool,
-        # and this one, not recorded, is sent again by the relay.
+        # A decryption process died during this batch (killed, out of memory): the batch is
+        # not recorded, so the relay sends it again, to a new pool.
         _discard_pool(pool)
         raise StorageError("a decryption process ended before the batch was opened") from None
     finally:

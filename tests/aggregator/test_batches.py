@@ -13,7 +13,9 @@ import base64
 import os
 import secrets
 import signal
+import time
 import uuid
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import pytest
@@ -186,19 +188,61 @@ def test_a_survey_closed_between_chunks_keeps_what_was_stored_and_says_so(
     assert (again.status_code, again.json) == (200, response.json)
 
 
-def test_a_decryption_process_killed_refuses_the_batch_and_a_new_pool_takes_it_again(
-    client, storage, relayed
+class KillsAProcess:
+    """A pool that, once ``chunks`` chunks are queued, SIGKILLs one of its stopped processes
+    (SIGSTOPped, so no chunk is opened before) and lets the other go on."""
+
+    def __init__(self, pool: Any, chunks: int) -> None:
+        self.pool, self.left = pool, chunks
+
+    def submit(self, *args: Any) -> Any:
+        future = self.pool.submit(*args)
+        self.left -= 1
+        if self.left == 0:
+            killed, *others = self.pool._processes.values()
+            os.kill(killed.pid, signal.SIGKILL)
+            killed.join()
+            for process in others:
+                os.kill(process.pid, signal.SIGCONT)
+        return future
+
+    def shutdown(self, **kwargs: Any) -> None:
+        self.pool.shutdown(**kwargs)
+
+
+def test_a_decryption_process_killed_mid_batch_refuses_it_and_a_new_pool_takes_it_again(
+    client, storage, relayed, monkeypatch
 ):
-    """A SIGKILLed decryption process: 503 and nothing recorded; the resend gets a new pool."""
-    blobs = [seal(relayed, "q", [report()]) for _ in range(20)]
+    """A decryption process killed while the batch's chunks wait: 503 and nothing recorded;
+    the resend is opened by a new pool and stores each report once.  A process killed
+    while the pool is idle costs nothing: the next batch starts a new pool."""
+    monkeypatch.setattr(opening, "_pool", None)  # this test's own pools
+    blobs = [seal(relayed, "q", [report()]) for _ in range(30)]
     assert put(client, relayed, "q", secrets.token_hex(16), blobs[:10]).status_code == 201
     pool = opening._decryption_pool()
-    os.kill(next(iter(pool._processes)), signal.SIGKILL)
+    for process in pool._processes.values():
+        os.kill(process.pid, signal.SIGSTOP)
+    opening._pool = KillsAProcess(pool, chunks=3)  # 20 blobs: chunks of 7, 7 and 6
     batch_id = secrets.token_hex(16)
     refused = put(client, relayed, "q", batch_id, blobs[10:])
     assert refused.status_code == 503, refused.json
     assert relay_storage.find_batch(storage, "q", batch_id) is None
+    assert len(stored(storage, "q")) == 10
     again = put(client, relayed, "q", batch_id, blobs[10:])
-    assert (again.status_code, again.json["stored"]) == (201, 10), again.json
-    assert opening._decryption_pool() is not pool
-    assert len({r.id for r in stored(storage, "q")}) == len(stored(storage, "q")) == 20
+    assert (again.status_code, again.json["stored"]) == (201, 20), again.json
+    rows = stored(storage, "q")
+    assert len({r.id for r in rows}) == len(rows) == 30
+
+    idle = opening._decryption_pool()
+    assert idle is not pool
+    process = next(iter(idle._processes.values()))
+    os.kill(process.pid, signal.SIGKILL)
+    process.join()
+    with pytest.raises(BrokenProcessPool):  # once the pool has seen it die
+        for _ in range(200):
+            idle.submit(abs, 1).result()
+            time.sleep(0.05)
+    assert put(client, relayed, "q", secrets.token_hex(16), blobs[:10]).status_code == 201
+    fresh = opening._decryption_pool()
+    assert fresh is not idle
+    fresh.shutdown()
