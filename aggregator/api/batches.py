@@ -154,13 +154,15 @@ def _new_groups(chunk: list[Opened], seen: dict[str, tuple[str, str, str]],
         if opened is None:  # did not open, or held no valid report of the unit
             dropped += 1
             continue
-        if any(report[0] in seen for report in opened):
+        known = [report for report in opened if report[0] in seen]
+        if known:
             # The same report sealed twice (a device's resend) adds nobody; one id with
             # two bodies is invalid.
-            if any(seen.get(report[0], report) != report for report in opened):
+            if any(seen[report[0]] != report for report in known):
                 dropped += 1
             continue
-        seen.update((report[0], report) for report in opened)
+        for report in opened:
+            seen[report[0]] = report
         groups.append([Report(id=i, question=q, payload=p) for i, q, p in opened])
     return groups, dropped
 
