@@ -166,10 +166,12 @@ def opened_chunks(keys: Any, survey: Survey, unit: str, size: int,
     if len(blobs) < PARALLEL_FROM or DECRYPT_PROCESSES < 2:
         yield iter([open_chunk(keys, survey, unit, size, blobs)])
         return
+    from concurrent.futures import CancelledError
     from concurrent.futures.process import BrokenProcessPool
 
     raw = tuple(key.private_bytes_raw() for key in (keys.current, *keys.retired))
     definition = survey.canonical_bytes()
+
     def submit(pool: Any) -> list[Any]:
         return [pool.submit(_open_chunk_here, raw, definition, unit, size,
                             blobs[start:start + CHUNK]) for start in range(0, len(blobs), CHUNK)]
@@ -179,14 +181,15 @@ def opened_chunks(keys: Any, survey: Survey, unit: str, size: int,
     try:
         try:
             futures = submit(pool)
-        except BrokenProcessPool:  # a process died while the pool was idle: a new pool
+        except RuntimeError:  # broken (a process died while idle) or shut down: a new pool
             _discard_pool(pool)
             pool = _decryption_pool()
             futures = submit(pool)
         yield (future.result() for future in futures)
-    except BrokenProcessPool:
-        # A decryption process died during this batch (killed, out of memory): the batch is
-        # not recorded, so the relay sends it again, to a new pool.
+    except (BrokenProcessPool, CancelledError):
+        # A decryption process died during this batch (killed, out of memory; or during
+        # another batch, which shut the pool down): this batch is not recorded, so the relay
+        # sends it again, to a new pool.
         _discard_pool(pool)
         raise StorageError("a decryption process ended before the batch was opened") from None
     finally:
