@@ -34,6 +34,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -83,17 +84,30 @@ class EncryptionKeys:
         Raises :class:`~deniable.errors.SealingError` if no key opens it (altered,
         sealed for another survey or unit, or to a key older than those kept).
         """
-        error: SealingError | None = None
-        for key in (self.current, *self.retired):
-            try:
-                return sealing.open_sealed(key, survey_id=survey_id, unit=unit, sealed=sealed,
-                                           size=size)  # fmt: skip
-            except SealingError as failure:
-                error = failure
-                if size is not None and len(sealed) != sealing.sealed_length(size):
-                    break  # the length is wrong for every key
-        assert error is not None
-        raise error
+        return self.opener(survey_id=survey_id, unit=unit, size=size)(sealed)
+
+    def opener(
+        self, *, survey_id: str, unit: str, size: int | None = None
+    ) -> Callable[[bytes], bytes]:
+        """:meth:`open_sealed` for many blobs of one survey, unit and size
+        (:func:`deniable.sealing.opener` of each key, resolved once)."""
+        openers = [sealing.opener(key, survey_id=survey_id, unit=unit, size=size)
+                   for key in (self.current, *self.retired)]  # fmt: skip
+        length = None if size is None else sealing.sealed_length(size)
+
+        def open_one(sealed: bytes) -> bytes:
+            error: SealingError | None = None
+            for open_with in openers:
+                try:
+                    return open_with(sealed)
+                except SealingError as failure:
+                    error = failure
+                    if length is not None and len(sealed) != length:
+                        break  # the length is wrong for every key
+            assert error is not None
+            raise error
+
+        return open_one
 
 
 @dataclass(frozen=True, kw_only=True)

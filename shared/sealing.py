@@ -28,7 +28,7 @@ nothing here is hand-rolled.  Pure: no I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,7 @@ __all__ = [
     "generate_private_key",
     "info",
     "open_sealed",
+    "opener",
     "pad",
     "public_bytes",
     "seal",
@@ -198,24 +199,35 @@ def open_sealed(
     :func:`sealed_length`), one sealed to another key, survey or unit, any
     altered byte, and padding that is not exactly zeros.
     """
-    if not isinstance(sealed, bytes | bytearray | memoryview):
-        raise SealingError(f"sealed must be bytes, got {type(sealed).__name__}")
-    sealed = bytes(sealed)
-    if size is not None and len(sealed) != sealed_length(size):
-        raise SealingError(
-            f"sealed blob of {len(sealed)} bytes; this unit's are {sealed_length(size)}"
-        )
-    if len(sealed) < OVERHEAD:
-        raise SealingError(f"sealed blob of {len(sealed)} bytes is shorter than {OVERHEAD}")
+    return opener(private_key, survey_id=survey_id, unit=unit, size=size)(sealed)
+
+
+def opener(
+    private_key: bytes | X25519PrivateKey, *, survey_id: str, unit: str, size: int | None = None
+) -> Callable[[bytes], bytes]:
+    """:func:`open_sealed` of one key, survey, unit and size, for many blobs: the key, the
+    ``info`` and the length are resolved once (a relay batch opens thousands of blobs)."""
     from cryptography.exceptions import InvalidTag
 
-    key, context = _private_key(private_key), info(survey_id, unit)
-    try:
-        padded = _suite().decrypt(sealed, key, context)
-    except (InvalidTag, ValueError):
-        raise SealingError("sealed blob does not open: altered, or sealed for another "
-                           "key, survey or unit") from None  # fmt: skip
-    return unpad(padded)
+    length = None if size is None else sealed_length(size)
+    key, context, decrypt = _private_key(private_key), info(survey_id, unit), _suite().decrypt
+
+    def open_one(sealed: bytes) -> bytes:
+        if not isinstance(sealed, bytes | bytearray | memoryview):
+            raise SealingError(f"sealed must be bytes, got {type(sealed).__name__}")
+        sealed = bytes(sealed)
+        if length is not None and len(sealed) != length:
+            raise SealingError(f"sealed blob of {len(sealed)} bytes; this unit's are {length}")
+        if len(sealed) < OVERHEAD:
+            raise SealingError(f"sealed blob of {len(sealed)} bytes is shorter than {OVERHEAD}")
+        try:
+            padded = decrypt(sealed, key, context)
+        except (InvalidTag, ValueError):
+            raise SealingError("sealed blob does not open: altered, or sealed for another "
+                               "key, survey or unit") from None  # fmt: skip
+        return unpad(padded)
+
+    return open_one
 
 
 # -- what a unit holds --------------------------------------------------------------------------

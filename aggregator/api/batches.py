@@ -24,6 +24,15 @@ does not open, or opens to an invalid report, is dropped and counted
 never stored.  Reports are stored in the forwarded order, all with the
 batch's arrival time: nothing per report tells when it was sent.
 
+A large batch is opened and validated in chunks by decryption processes
+(:mod:`.opening`) and stored chunk by chunk as the chunks are ready; the batch
+is recorded (and acknowledged) only after its last chunk is stored.  A batch
+cut short (a crash, a lost connection) is therefore not recorded: the relay
+sends it again, and the reports stored the first time are acknowledged again
+by their ids, not stored twice.  A survey closed while a batch is stored
+refuses the rest of it: the batch is recorded with what was stored before
+(``stored``), or refused whole (409) if nothing was.
+
 ``GET /api/v1/surveys/<survey_id>/enrolment-digests`` gives the configured
 relay the SHA-256 digests of the survey's unspent enrolment tokens, so the
 relay checks and spends tokens and the aggregator never sees one beside a report.
@@ -31,15 +40,12 @@ relay checks and spends tokens and the aggregator never sees one beside a report
 
 from __future__ import annotations
 
-import atexit
 import base64
 import binascii
 import hashlib
-import json
 import logging
-import os
 import re
-import threading
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -47,18 +53,18 @@ from flask import Blueprint, Response, current_app, request
 from deniable.errors import (
     AuthenticationError,
     Conflict,
-    DeniableError,
     Forbidden,
     InvalidReport,
     PayloadTooLarge,
-    StorageError,
 )
-from deniable.wire import Report, parse_report, parse_submission
+from deniable.wire import Report
 
 from ..problems import read_json
 from ..storage import SurveyRecord, current_storage
 from ..storage import relay as relay_storage
+from ..storage.timestamps import utc_now
 from .common import bearer_token, json_response
+from .opening import Opened, decryption_keys, opened_chunks
 from .relayed import relay_terms
 
 blueprint = Blueprint("batches", __name__)
@@ -68,11 +74,6 @@ FORMAT = "deniable.batch/1"
 FIELDS = frozenset({"format", "unit", "sealed"})
 BATCH_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 MAX_BLOBS = 1_000_000
-# Batches of at least this many blobs are opened by several processes.
-PARALLEL_FROM = 2_000
-DECRYPT_PROCESSES = min(8, os.cpu_count() or 1)
-_pool: Any = None
-_pool_lock = threading.Lock()
 
 
 def _authorized_relay(record: SurveyRecord) -> Any:
@@ -110,132 +111,60 @@ def content_digest(blobs: list[bytes]) -> str:
     return digest.hexdigest()
 
 
-def decryption_keys() -> Any:
-    """The aggregator's encryption keys (the current X25519 key and those it retired)."""
-    from ..signing import current_key
-
-    keys = current_key().encryption
-    if keys is None:
-        raise StorageError("the aggregator has no encryption key; run 'deniable-aggregator init'")
-    return keys
-
-
-def _open_chunk(raw_keys: list[bytes], survey_id: str, unit: str, size: int,
-                blobs: list[bytes]) -> list[bytes | None]:  # fmt: skip
-    """Each blob's body, or None (in a decryption process: keys travel as raw bytes)."""
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
-    from ..signing import EncryptionKeys
-
-    current, *retired = (X25519PrivateKey.from_private_bytes(raw) for raw in raw_keys)
-    keys = EncryptionKeys(current=current, retired=tuple(retired))
-    return _open_each(keys, survey_id, unit, size, blobs)
-
-
-def _open_each(keys: Any, survey_id: str, unit: str, size: int,
-               blobs: list[bytes]) -> list[bytes | None]:  # fmt: skip
-    """Each blob's body, or None where it does not open (one process, one blob at a time)."""
-    bodies: list[bytes | None] = []
-    for blob in blobs:
-        try:
-            bodies.append(keys.open_sealed(survey_id=survey_id, unit=unit, sealed=blob,
-                                           size=size))  # fmt: skip
-        except DeniableError:
-            bodies.append(None)
-    return bodies
-
-
-def _decryption_pool() -> Any:
-    """This process's pool of decryption processes (spawned, so no thread crosses a fork)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            _pool = ProcessPoolExecutor(DECRYPT_PROCESSES,
-                                        mp_context=multiprocessing.get_context("spawn"))
-            atexit.register(_pool.shutdown)  # before the interpreter tears its modules down
-        return _pool
-
-
-def open_all(keys: Any, survey_id: str, unit: str, size: int,
-             blobs: list[bytes]) -> list[bytes | None]:  # fmt: skip
-    """Every blob's body (None where it does not open): HPKE opening dominates a batch's
-    cost, so a large batch is opened by :data:`DECRYPT_PROCESSES` processes at once."""
-    if len(blobs) < PARALLEL_FROM or DECRYPT_PROCESSES < 2:
-        return _open_each(keys, survey_id, unit, size, blobs)
-    raw = [key.private_bytes_raw() for key in (keys.current, *keys.retired)]
-    step = -(-len(blobs) // (4 * DECRYPT_PROCESSES))
-    chunks = [blobs[start:start + step] for start in range(0, len(blobs), step)]
-    pool = _decryption_pool()
-    parts = pool.map(_open_chunk, [raw] * len(chunks), [survey_id] * len(chunks),
-                     [unit] * len(chunks), [size] * len(chunks), chunks)  # fmt: skip
-    return [body for part in parts for body in part]
-
-
-def fast_reports(survey: Any, unit: str, bodies: list[bytes | None]) -> list[Report] | None:
-    """A question unit's reports validated as one submission, if every blob opened to a
-    valid report of that unit (None otherwise: the per-blob path then says which not)."""
-    if not unit or any(body is None for body in bodies):
-        return None
-    try:
-        # One parse of all bodies: each is a JSON object (else parsing, or its check, fails).
-        documents = json.loads(b"[" + b",".join(bodies) + b"]")  # type: ignore[arg-type]
-        if len(documents) != len(bodies):
-            return None
-        reports = parse_submission({"reports": documents}, survey, max_batch=len(documents))
-    except (DeniableError, ValueError, RecursionError):
-        return None
-    return reports if all(report.question == unit for report in reports) else None
-
-
-def open_unit(survey: Any, unit: str, body: bytes | None,
-              max_batch: int) -> list[Report] | None:  # fmt: skip
-    """The reports an opened body holds, or None if it did not open or holds none valid."""
-    if body is None:
-        return None
-    try:
-        document = json.loads(body)
-        if unit:
-            report = parse_report(document, survey)
-            return [report] if report.question == unit else None
-        return parse_submission(document, survey, max_batch=max_batch, one_respondent=True)
-    except (DeniableError, ValueError, RecursionError):
-        return None
-
-
-def _add(survey_id: str, reports: list[Report], owners: list[int | None]) -> None:
-    """Store reports as the operator would, each with its respondent within the batch.
+def _add(survey_id: str, reports: list[Report], owners: list[int | None],
+         received_at: datetime) -> None:  # fmt: skip
+    """Store reports as the operator would, each with its respondent within the chunk.
 
     A whole-submission unit's reports share one submission key per blob (so crosstabs
     join one respondent's answers); per-question units stay loose (``None``): their
     answers cannot be joined, which is what shuffling them apart is for.
     """
-    current_storage().add_reports(survey_id, reports, operator=True, respondents=owners)
+    current_storage().add_reports(survey_id, reports, operator=True, respondents=owners,
+                                  received_at=received_at)  # fmt: skip
 
 
-def _store(survey_id: str, groups: list[list[Report]], whole: bool) -> int:
+def _store(survey_id: str, groups: list[list[Report]], whole: bool, received_at: datetime) -> int:
     """Store every blob's reports; return how many blobs were dropped because a report id
     was stored before with another body (the rest is stored, blob by blob)."""
     def owners(chunk: list[list[Report]]) -> list[int | None]:
         return [index if whole else None for index, group in enumerate(chunk) for _ in group]
 
     try:
-        _add(survey_id, [r for group in groups for r in group], owners(groups))
+        _add(survey_id, [r for group in groups for r in group], owners(groups), received_at)
         return 0
     except Conflict:
         if not current_storage().get_survey(survey_id, count=False).is_open:
-            # Closed meanwhile: the whole batch is refused, nothing is counted.
             raise Conflict(f"survey {survey_id!r} is closed") from None
         # else a report id stored before with another body: store the rest blob by blob
     dropped = 0
     for group in groups:
         try:
-            _add(survey_id, group, owners([group]))
+            _add(survey_id, group, owners([group]), received_at)
         except Conflict:
             dropped += 1
     return dropped
+
+
+def _new_groups(chunk: list[Opened], seen: dict[str, tuple[str, str, str]],
+                ) -> tuple[list[list[Report]], int]:  # fmt: skip
+    """The chunk's blobs that hold reports new to the batch, and how many blobs it drops."""
+    groups: list[list[Report]] = []
+    dropped = 0
+    for opened in chunk:
+        if opened is None:  # did not open, or held no valid report of the unit
+            dropped += 1
+            continue
+        known = [report for report in opened if report[0] in seen]
+        if known:
+            # The same report sealed twice (a device's resend) adds nobody; one id with
+            # two bodies is invalid.
+            if any(seen[report[0]] != report for report in known):
+                dropped += 1
+            continue
+        for report in opened:
+            seen[report[0]] = report
+        groups.append([Report(id=i, question=q, payload=p) for i, q, p in opened])
+    return groups, dropped
 
 
 @blueprint.put("/surveys/<survey_id>/batches/<batch_id>")
@@ -276,35 +205,33 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
         return json_response(found.to_dict(survey_id), 200)
     if not record.is_open:
         raise Conflict(f"survey {survey_id!r} is closed")
-    keys = decryption_keys()
     size = unit_size(record.survey, unit)
-    max_batch = len(record.survey.questions)
-    groups: list[list[Report]] = []  # each accepted blob's reports
-    seen: dict[str, Report] = {}
-    dropped = 0
-    bodies = open_all(keys, survey_id, unit, size, blobs)
-    fast = fast_reports(record.survey, unit, bodies)
-    if fast is not None:  # every blob a valid report of the unit (a duplicate counts once)
-        groups, bodies = [[report] for report in fast], []
-    for body in bodies:
-        opened = open_unit(record.survey, unit, body, max_batch)
-        if opened is None:
-            dropped += 1
-            continue
-        if any(r.id in seen for r in opened):
-            # The same report sealed twice (a device's resend) adds nobody; one id with
-            # two bodies is invalid.
-            if any(seen.get(r.id, r) != r for r in opened):
-                dropped += 1
-            continue
-        seen.update((r.id, r) for r in opened)
-        groups.append(opened)
-    conflicting = _store(survey_id, groups, unit == "") if groups else 0
-    dropped += conflicting  # report ids stored before with other bodies: dropped, not stored
-    accepted = len(groups) - conflicting
+    received_at = utc_now()  # the batch's: every report stored with it, none with its own
+    seen: dict[str, tuple[str, str, str]] = {}
+    accepted = dropped = 0
+    closed = False
+    # Chunk k is stored while the decryption processes open chunks k+1...: each chunk's
+    # reports are stored before the batch is recorded, so a batch cut short (a crash) is
+    # sent again, and its stored reports are acknowledged again by id, not stored twice.
+    with opened_chunks(decryption_keys(), record.survey, unit, size, blobs) as chunks:
+        for chunk in chunks:
+            groups, rejected = _new_groups(chunk, seen)
+            try:
+                conflicting = _store(survey_id, groups, unit == "", received_at) if groups else 0
+            except Conflict:
+                if not accepted:  # closed before anything was stored: refused whole
+                    raise
+                closed = True  # closed meanwhile: the batch stands as far as it was stored
+                break
+            # Report ids stored before with other bodies: dropped, not stored.
+            dropped += rejected + conflicting
+            accepted += len(groups) - conflicting
     if dropped:
         logger.warning("survey %s batch %s: %d of %d sealed blobs dropped (did not open, or "
                        "invalid)", survey_id, batch_id, dropped, len(blobs))  # fmt: skip
+    if closed:
+        logger.warning("survey %s batch %s: the survey closed while the batch was stored; "
+                       "%d of %d sealed blobs stored", survey_id, batch_id, accepted, len(blobs))
     standing = relay_storage.record_batch(storage, survey_id, relay_storage.BatchRecord(
         batch_id=batch_id, unit=unit, digest=digest, size=len(blobs), stored=accepted,
         dropped=dropped))  # fmt: skip

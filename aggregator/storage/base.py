@@ -42,6 +42,7 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -326,6 +327,7 @@ class Storage(TokenStore, SubmissionStore, ABC):
         enrolment_token: str | None = None,
         operator: bool = False,
         respondents: list[int | None] | None = None,
+        received_at: datetime | None = None,
     ) -> list[str]:
         """Store validated reports all-or-nothing; return their ids.
 
@@ -347,7 +349,9 @@ class Storage(TokenStore, SubmissionStore, ABC):
         stored and the token stays unspent.  Surveys that do not require
         enrolment ignore it.
         ``operator``: the caller authenticated as the operator (the bulk route),
-        which needs no enrolment token.
+        which needs no enrolment token.  ``received_at``: the arrival time every
+        report is stored with (default: now); a relay batch stored in several
+        calls gives each the batch's.
         """
 
     @abstractmethod

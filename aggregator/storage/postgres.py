@@ -18,6 +18,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -103,8 +104,9 @@ STORE_BATCH = f"""
 WITH survey AS MATERIALIZED (
     SELECT status, require_enrolment FROM surveys WHERE id = %(survey)s FOR SHARE
 ), {_KEYS}, {_INCOMING}, inserted AS (
-    INSERT INTO reports (survey_id, report_id, question_id, payload, submission)
-    SELECT %(survey)s, report_id, question_id, payload, submission FROM incoming
+    INSERT INTO reports (survey_id, report_id, question_id, payload, submission, received_at)
+    SELECT %(survey)s, report_id, question_id, payload, submission,
+           COALESCE(%(received_at)s::timestamptz, now()) FROM incoming
     WHERE (SELECT status = '{OPEN}' AND (%(operator)s OR NOT require_enrolment) FROM survey)
     ORDER BY position
     RETURNING seq
@@ -116,8 +118,9 @@ SELECT (SELECT status FROM survey), (SELECT require_enrolment FROM survey),
 # the reports whose ids are new and names them, so the rest can be compared.
 STORE_CHECKED = f"""
 WITH {_KEYS}, {_INCOMING}, inserted AS (
-    INSERT INTO reports (survey_id, report_id, question_id, payload, submission)
-    SELECT %(survey)s, report_id, question_id, payload, submission FROM incoming
+    INSERT INTO reports (survey_id, report_id, question_id, payload, submission, received_at)
+    SELECT %(survey)s, report_id, question_id, payload, submission,
+           COALESCE(%(received_at)s::timestamptz, now()) FROM incoming
     ORDER BY position
     ON CONFLICT (report_id, survey_id) DO NOTHING
     RETURNING seq, report_id
@@ -360,6 +363,7 @@ class PostgresStorage(Storage):
         enrolment_token: str | None = None,
         operator: bool = False,
         respondents: list[int | None] | None = None,
+        received_at: datetime | None = None,
     ) -> list[str]:
         owners = submission_owners(reports, respondents)
         # Why retry: two concurrent batches sharing ids in opposite orders can deadlock;
@@ -372,6 +376,7 @@ class PostgresStorage(Storage):
             "questions": [r.question for r in reports],
             "payloads": [r.payload for r in reports],
             "respondents": [-1 if owners[r.id] is None else owners[r.id] for r in reports],
+            "received_at": received_at,
         }
         checked = enrolment_token is not None and not operator
         for attempt in range(ATTEMPTS):

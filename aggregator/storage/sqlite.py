@@ -19,6 +19,7 @@ import shutil
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -370,8 +371,9 @@ class SqliteStorage(Storage):
         enrolment_token: str | None = None,
         operator: bool = False,
         respondents: list[int | None] | None = None,
+        received_at: datetime | None = None,
     ) -> list[str]:
-        received_at = iso(utc_now())
+        arrival = iso(received_at or utc_now())
         owners = submission_owners(reports, respondents)
         incoming: dict[str, Report] = {}
         for report in reports:
@@ -392,7 +394,7 @@ class SqliteStorage(Storage):
                     raise NotFound(f"no survey {survey_id!r}")
                 # Closed: only a batch stored whole already is acknowledged (nothing inserted).
                 closed = None if row[0] == OPEN else f"survey {survey_id!r} is closed"
-                staged = self._insert_reports(connection, survey_id, batch, received_at, closed)
+                staged = self._insert_reports(connection, survey_id, batch, arrival, closed)
                 if row[1] and not operator:  # after the insert: a batch stored whole spends nothing
                     self._spend(connection, survey_id, enrolment_token, batch_digest(reports),
                                 new=bool(staged.seqs.size))  # fmt: skip

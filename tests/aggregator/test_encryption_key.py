@@ -118,3 +118,16 @@ def test_served_key_document_carries_it(client, app):
         assert signing.open_sealed(survey_id="s", unit="", sealed=blob, size=4) == b"x"
     assert json.dumps(document)  # plain JSON
     assert os.path.exists(signing.encryption_key_path(app.config["SIGNING_KEY_PATH"]))
+
+
+def test_one_opener_opens_a_batch_sealed_to_the_current_and_a_retired_key(key_path):
+    """What a relay batch held across a rotation: each blob opens with whichever key sealed it."""
+    held = _seal(signing.load_key(key_path).public_document(), body=b"before")
+    _, new = signing.rotate_key(key_path)
+    fresh = _seal(new.public_document(), body=b"after")
+    open_one = new.encryption.opener(survey_id="s", unit="q", size=16)
+    assert [open_one(held), open_one(fresh)] == [b"before", b"after"]
+    with pytest.raises(SealingError):  # another unit's blob opens with no key
+        open_one(_seal(new.public_document(), unit="r"))
+    with pytest.raises(SealingError, match="this unit's"):
+        open_one(fresh[:-1])

@@ -217,13 +217,13 @@ def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_
 
     from deniable import sealing
     from deniable.aggregator import create_app as aggregator_app
-    from deniable.aggregator.api import batches
+    from deniable.aggregator.api import opening
     from deniable.aggregator.signing import current_key
     from deniable.aggregator.storage import current_storage
     from deniable.aggregator.storage import relay as relay_storage
 
-    monkeypatch.setattr(batches, "PARALLEL_FROM", 10)
-    monkeypatch.setattr(batches, "DECRYPT_PROCESSES", 2)
+    monkeypatch.setattr(opening, "PARALLEL_FROM", 10)
+    monkeypatch.setattr(opening, "DECRYPT_PROCESSES", 2)
     # A body limit far below the batch's: only the relay's credential lifts it, to
     # MAX_RELAY_BATCH_BYTES.
     app = aggregator_app({"HOME": str(tmp_path), "TESTING": True, "MAX_BODY_BYTES": 2048})

@@ -182,6 +182,21 @@ def test_wrong_key_survey_or_unit_is_refused(survey_id, unit, other):
         sealing.open_sealed(other or key, survey_id=survey_id, unit=unit, sealed=blob)
 
 
+def test_one_opener_opens_many_blobs_and_refuses_what_open_sealed_refuses():
+    key = sealing.generate_private_key()
+    bodies = [b"x", b"yy", b""]
+    blobs = [sealing.seal(sealing.public_bytes(key), survey_id="s", unit="q", plaintext=body,
+                          size=8) for body in bodies]  # fmt: skip
+    open_one = sealing.opener(key, survey_id="s", unit="q", size=8)
+    assert [open_one(blob) for blob in blobs] == bodies
+    altered = blobs[0][:-1] + bytes([blobs[0][-1] ^ 1])
+    other = sealing.seal(sealing.public_bytes(key), survey_id="s", unit="r", plaintext=b"x", size=8)
+    for refused, match in ((altered, "does not open"), (other, "does not open"),
+                           (blobs[0] + b"\0", "this unit's are"), ("text", "must be bytes")):
+        with pytest.raises(SealingError, match=match):
+            open_one(refused)
+
+
 def test_length_is_checked_when_the_size_is_given():
     key = sealing.generate_private_key()
     blob = sealing.seal(sealing.public_bytes(key), survey_id="s", unit="q", plaintext=b"x", size=8)
