@@ -57,6 +57,7 @@ from deniable.errors import (
     InvalidReport,
     PayloadTooLarge,
 )
+from deniable.survey_relay import MAX_BATCH_UNITS
 from deniable.wire import Report
 
 from ..problems import read_json
@@ -73,7 +74,6 @@ logger = logging.getLogger(__name__)
 FORMAT = "deniable.batch/1"
 FIELDS = frozenset({"format", "unit", "sealed"})
 BATCH_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
-MAX_BLOBS = 1_000_000
 
 
 def _authorized_relay(record: SurveyRecord) -> Any:
@@ -190,8 +190,8 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
         raise InvalidReport("unit: must be a question id of the survey")
     if not isinstance(texts, list):
         raise InvalidReport("sealed: must be a list of base64url strings")
-    if len(texts) > MAX_BLOBS:
-        raise PayloadTooLarge(f"sealed: at most {MAX_BLOBS} blobs per batch")
+    if len(texts) > MAX_BATCH_UNITS:
+        raise PayloadTooLarge(f"sealed: at most {MAX_BATCH_UNITS} blobs per batch")
     if len(texts) < relay.min_batch:
         raise InvalidReport(f"sealed: {len(texts)} blobs, fewer than the survey's min_batch "
                             f"{relay.min_batch}; a relay never forwards a smaller batch")
