@@ -192,8 +192,12 @@ def multiprocess_directory(enabled: bool) -> Iterator[str | None]:
         return
     directory = tempfile.mkdtemp(prefix="deniable-metrics-")
     os.environ[MULTIPROCESS_ENVIRONMENT] = directory
+    owner = os.getpid()
     try:
         yield directory
     finally:
-        os.environ.pop(MULTIPROCESS_ENVIRONMENT, None)
-        shutil.rmtree(directory, ignore_errors=True)
+        # Why the pid: gunicorn forks its workers inside this block, so a worker that
+        # exits unwinds it too; only the server that made the directory removes it.
+        if os.getpid() == owner:
+            os.environ.pop(MULTIPROCESS_ENVIRONMENT, None)
+            shutil.rmtree(directory, ignore_errors=True)

@@ -108,3 +108,31 @@ def test_label_values_come_from_fixed_sets(client, operator_headers, created_sur
     labels = {dict(key[1]).get("method") for key in after}
     assert labels <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
     assert "other" in labels
+
+
+def test_a_worker_leaving_does_not_remove_the_metrics_directory_of_the_others(monkeypatch):
+    """gunicorn forks workers from inside ``multiprocess_directory``: a worker that exits
+    unwinds that block in its own process and must leave the shared directory to the
+    server that made it (else a worker still booting fails and the server exits 1)."""
+    import os
+
+    from deniable.aggregator import metrics
+
+    monkeypatch.delenv(metrics.MULTIPROCESS_ENVIRONMENT, raising=False)
+    seen: dict[str, object] = {}
+
+    def serve_like() -> None:
+        with metrics.multiprocess_directory(True) as directory:
+            seen["directory"] = directory
+            child = os.fork()
+            if child == 0:
+                raise SystemExit(0)  # a worker leaving: through the same block, as gunicorn's do
+            os.waitpid(child, 0)
+            seen["kept"] = os.path.isdir(directory)
+
+    try:
+        serve_like()
+    except SystemExit:
+        os._exit(0)  # only the forked worker gets here
+    assert seen["kept"] is True
+    assert not os.path.exists(seen["directory"])  # the server that made it removes it

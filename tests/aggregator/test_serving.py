@@ -94,7 +94,7 @@ def test_serve_removes_its_metrics_directory_when_it_stops(tmp_path, servers):
     assert requests.get(f"{served.base}/api/v1/health", timeout=5).status_code == 200
     made = [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("deniable-metrics-")]
     assert len(made) == 1 and any(made[0].iterdir())  # the workers wrote their files there
-    assert served.stop() == 0
+    assert served.stop() == 0, served.output()[-3000:]
     assert not made[0].exists()
 
 
@@ -173,3 +173,4 @@ def test_behind_a_tls_proxy_the_embed_snippet_never_says_http(tmp_path, servers)
     snippet = requests.get(f"{served.base}/surveys/embedded/embed", headers=proxied, timeout=10)
     assert snippet.status_code == 200, snippet.text
     assert "http://" not in snippet.text and "https://surveys.example.org/" in snippet.text
+
