@@ -41,9 +41,9 @@ cut short (a crash, a lost connection) is therefore not recorded: the relay
 sends it again, and the reports stored the first time are acknowledged again
 by their ids, not stored twice; they are in no batch's ``stored`` then (the
 aggregator cannot tell them from a replay), which only understates that batch's
-size, so its central epsilon errs on the safe side.  A survey closed while a batch is stored
-refuses the rest of it: the batch is recorded with what was stored before
-(``stored``), or refused whole (409) if nothing was.
+size, so its central epsilon errs on the safe side.  A survey closed while a
+batch is stored refuses the rest of it: the batch is recorded with what was
+stored before (``stored``), or refused whole (409) if nothing was.
 
 ``GET /api/v1/surveys/<survey_id>/enrolment-digests`` gives the configured
 relay the SHA-256 digests of the survey's unspent enrolment tokens, so the
