@@ -24,14 +24,26 @@ does not open, or opens to an invalid report, is dropped and counted
 never stored.  Reports are stored in the forwarded order, all with the
 batch's arrival time: nothing per report tells when it was sent.
 
+``stored`` counts the blobs that added someone: at least one of their reports
+was stored new by this batch.  A blob whose reports were all stored before with
+the same body (sealed twice in the batch, or a replay of a blob already stored,
+under another batch id) is acknowledged and adds nobody: it counts in neither
+``stored`` nor ``dropped``.  So ``received`` (the batch's blobs) = ``stored`` +
+``dropped`` + the blobs that added nobody (+ the blobs not stored because the
+survey closed meanwhile).  ``stored`` is the batch size the published central
+epsilon of a relayed survey rests on (``smallest_batch``), so it never credits a
+batch with respondents an earlier one added.
+
 A large batch is opened and validated in chunks by decryption processes
 (:mod:`.opening`) and stored chunk by chunk as the chunks are ready; the batch
 is recorded (and acknowledged) only after its last chunk is stored.  A batch
 cut short (a crash, a lost connection) is therefore not recorded: the relay
 sends it again, and the reports stored the first time are acknowledged again
-by their ids, not stored twice.  A survey closed while a batch is stored
-refuses the rest of it: the batch is recorded with what was stored before
-(``stored``), or refused whole (409) if nothing was.
+by their ids, not stored twice; they are in no batch's ``stored`` then (the
+aggregator cannot tell them from a replay), which only understates that batch's
+size, so its central epsilon errs on the safe side.  A survey closed while a
+batch is stored refuses the rest of it: the batch is recorded with what was
+stored before (``stored``), or refused whole (409) if nothing was.
 
 ``GET /api/v1/surveys/<survey_id>/enrolment-digests`` gives the configured
 relay the SHA-256 digests of the survey's unspent enrolment tokens, so the
@@ -111,38 +123,41 @@ def content_digest(blobs: list[bytes]) -> str:
     return digest.hexdigest()
 
 
-def _add(survey_id: str, reports: list[Report], owners: list[int | None],
-         received_at: datetime) -> None:  # fmt: skip
-    """Store reports as the operator would, each with its respondent within the chunk.
+def _add(survey_id: str, groups: list[list[Report]], whole: bool,
+         received_at: datetime) -> int:  # fmt: skip
+    """Store the blobs' reports as the operator would; return how many blobs added someone.
 
     A whole-submission unit's reports share one submission key per blob (so crosstabs
     join one respondent's answers); per-question units stay loose (``None``): their
-    answers cannot be joined, which is what shuffling them apart is for.
+    answers cannot be joined, which is what shuffling them apart is for.  A blob adds
+    someone if at least one of its reports is stored new; one whose reports were all
+    stored before with the same body (a replay) is acknowledged and adds nobody.
     """
-    current_storage().add_reports(survey_id, reports, operator=True, respondents=owners,
-                                  received_at=received_at)  # fmt: skip
+    owners = [index if whole else None for index, group in enumerate(groups) for _ in group]
+    ids = current_storage().add_reports(survey_id, [r for group in groups for r in group],
+                                        operator=True, respondents=owners,
+                                        received_at=received_at)  # fmt: skip
+    return sum(any(report.id in ids.new for report in group) for group in groups)
 
 
-def _store(survey_id: str, groups: list[list[Report]], whole: bool, received_at: datetime) -> int:
-    """Store every blob's reports; return how many blobs were dropped because a report id
-    was stored before with another body (the rest is stored, blob by blob)."""
-    def owners(chunk: list[list[Report]]) -> list[int | None]:
-        return [index if whole else None for index, group in enumerate(chunk) for _ in group]
-
+def _store(survey_id: str, groups: list[list[Report]], whole: bool,
+           received_at: datetime) -> tuple[int, int]:  # fmt: skip
+    """Store every blob's reports; return how many blobs added someone (``stored``) and how
+    many were dropped because a report id was stored before with another body (the rest is
+    stored, blob by blob).  Replayed blobs count in neither."""
     try:
-        _add(survey_id, [r for group in groups for r in group], owners(groups), received_at)
-        return 0
+        return _add(survey_id, groups, whole, received_at), 0
     except Conflict:
         if not current_storage().get_survey(survey_id, count=False).is_open:
             raise Conflict(f"survey {survey_id!r} is closed") from None
         # else a report id stored before with another body: store the rest blob by blob
-    dropped = 0
+    stored = dropped = 0
     for group in groups:
         try:
-            _add(survey_id, group, owners([group]), received_at)
+            stored += _add(survey_id, [group], whole, received_at)
         except Conflict:
             dropped += 1
-    return dropped
+    return stored, dropped
 
 
 def _new_groups(chunk: list[Opened], seen: dict[str, tuple[str, str, str]],
@@ -208,7 +223,7 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
     size = unit_size(record.survey, unit)
     received_at = utc_now()  # the batch's: every report stored with it, none with its own
     seen: dict[str, tuple[str, str, str]] = {}
-    accepted = dropped = 0
+    accepted = dropped = 0  # blobs that added someone; blobs dropped
     closed = False
     # Chunk k is stored while the decryption processes open chunks k+1...: each chunk's
     # reports are stored before the batch is recorded, so a batch cut short (a crash) is
@@ -217,15 +232,17 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
         for chunk in chunks:
             groups, rejected = _new_groups(chunk, seen)
             try:
-                conflicting = _store(survey_id, groups, unit == "", received_at) if groups else 0
+                added, conflicting = (_store(survey_id, groups, unit == "", received_at)
+                                      if groups else (0, 0))  # fmt: skip
             except Conflict:
                 if not accepted:  # closed before anything was stored: refused whole
                     raise
                 closed = True  # closed meanwhile: the batch stands as far as it was stored
                 break
-            # Report ids stored before with other bodies: dropped, not stored.
+            # Report ids stored before with other bodies: dropped, not stored.  Blobs
+            # whose reports were all stored before with the same body: in neither.
             dropped += rejected + conflicting
-            accepted += len(groups) - conflicting
+            accepted += added
     if dropped:
         logger.warning("survey %s batch %s: %d of %d sealed blobs dropped (did not open, or "
                        "invalid)", survey_id, batch_id, dropped, len(blobs))  # fmt: skip

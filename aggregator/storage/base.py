@@ -143,6 +143,19 @@ class StoredReport:
         }
 
 
+class StoredIds(list[str]):
+    """What :meth:`Storage.add_reports` returns: the ids of the reports given, in their
+    order (equal to that plain list), and ``new``: the ids this call stored.  The others
+    were stored before with the same body and were acknowledged again (a retry or a
+    replay): they add nobody."""
+
+    new: frozenset[str]
+
+    def __init__(self, ids: Iterable[str], *, new: Iterable[str]) -> None:
+        super().__init__(ids)
+        self.new = frozenset(new)
+
+
 @dataclass(frozen=True, kw_only=True)
 class QuestionStatistics:
     """Folded sufficient statistics of one question."""
@@ -328,8 +341,9 @@ class Storage(TokenStore, SubmissionStore, ABC):
         operator: bool = False,
         respondents: list[int | None] | None = None,
         received_at: datetime | None = None,
-    ) -> list[str]:
-        """Store validated reports all-or-nothing; return their ids.
+    ) -> StoredIds:
+        """Store validated reports all-or-nothing; return their ids (:class:`StoredIds`:
+        ``new`` holds those this call stored, not those stored before).
 
         The reports of one respondent share a new submission key (migration
         0009): ``respondents`` gives each report's respondent index in the batch

@@ -43,6 +43,7 @@ from .base import (
     SURVEY_COLUMNS_UNCOUNTED,
     QuestionStatistics,
     Storage,
+    StoredIds,
     StoredReport,
     SurveyRecord,
     definition_text,
@@ -364,7 +365,7 @@ class PostgresStorage(Storage):
         operator: bool = False,
         respondents: list[int | None] | None = None,
         received_at: datetime | None = None,
-    ) -> list[str]:
+    ) -> StoredIds:
         owners = submission_owners(reports, respondents)
         # Why retry: two concurrent batches sharing ids in opposite orders can deadlock;
         # PostgreSQL aborts one, and its rerun then finds the other's rows committed.
@@ -383,9 +384,10 @@ class PostgresStorage(Storage):
             try:
                 if not checked:
                     backlog = self._store_batch(survey_id, parameters)
-                    checked = backlog is None
+                    checked, new = backlog is None, parameters["ids"]  # all, or none stored
                 if checked:
-                    backlog = self._store_checked(survey_id, reports, parameters, enrolment_token)
+                    backlog, new = self._store_checked(survey_id, reports, parameters,
+                                                       enrolment_token)  # fmt: skip
                 break
             except RETRYABLE as error:
                 if attempt == ATTEMPTS - 1:
@@ -395,7 +397,7 @@ class PostgresStorage(Storage):
             # only if no other fold holds the statistics rows: ingest never waits.
             with contextlib.suppress(StorageError):
                 self._fold(survey_id, FOLD_CHUNK, wait=False)
-        return [report.id for report in reports]
+        return StoredIds(parameters["ids"], new=new)
 
     def _store_batch(self, survey_id: str, parameters: dict[str, Any]) -> bool | None:
         """The one-statement ingest: whether to fold, or None for the checked path.
@@ -423,8 +425,9 @@ class PostgresStorage(Storage):
         reports: list[Report],
         parameters: dict[str, Any],
         enrolment_token: str | None,
-    ) -> bool:
-        """Store the batch, retried ids compared, then spend a token if needed; whether to fold.
+    ) -> tuple[bool, set[str]]:
+        """Store the batch, retried ids compared, then spend a token if needed; whether to
+        fold, and the ids stored new.
 
         A closed survey stores nothing: a batch stored whole already is acknowledged
         again, anything else is a Conflict.  The token is spent after the insert, in
@@ -461,8 +464,8 @@ class PostgresStorage(Storage):
                 self._spend(connection, survey_id, enrolment_token, batch_digest(reports),
                             new=bool(inserted))  # fmt: skip
         if not inserted:
-            return False
-        return over_backlog(max(seq for _, seq, _ in inserted), inserted[0][2])
+            return False, new
+        return over_backlog(max(seq for _, seq, _ in inserted), inserted[0][2]), new
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
         self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.

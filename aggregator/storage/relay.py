@@ -77,6 +77,12 @@ def revoke_credential(storage: Storage, digest_prefix: str) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class BatchRecord:
+    """One stored batch: ``size`` blobs received (``received``), ``stored`` those that added
+    someone (a report stored new), ``dropped`` those that did not open or were invalid.
+    The rest (``size - stored - dropped``) added nobody: their reports were stored before
+    with the same body (a replay, a resend), or the survey closed while the batch was
+    stored (api/batches.py)."""
+
     batch_id: str
     unit: str
     digest: str
@@ -113,7 +119,8 @@ def record_batch(storage: Storage, survey_id: str, record: BatchRecord) -> Batch
 
 def batch_summary(storage: Storage, survey_id: str) -> dict[str, dict[str, int]]:
     """Per unit: batches, smallest batch and stored (respondents: blobs that opened to new
-    valid reports), dropped (blobs that did not open or were invalid)."""
+    valid reports; a replayed blob is in neither), dropped (blobs that did not open or were
+    invalid)."""
     with storage._read() as connection:
         rows = connection.execute(storage._sql(
             "SELECT unit, COUNT(*), MIN(stored), SUM(stored), SUM(dropped) FROM "

@@ -36,6 +36,7 @@ from .base import (
     SURVEY_COLUMNS_UNCOUNTED,
     QuestionStatistics,
     Storage,
+    StoredIds,
     StoredReport,
     SurveyRecord,
     definition_text,
@@ -372,7 +373,7 @@ class SqliteStorage(Storage):
         operator: bool = False,
         respondents: list[int | None] | None = None,
         received_at: datetime | None = None,
-    ) -> list[str]:
+    ) -> StoredIds:
         arrival = iso(received_at or utc_now())
         owners = submission_owners(reports, respondents)
         incoming: dict[str, Report] = {}
@@ -404,7 +405,7 @@ class SqliteStorage(Storage):
             # After the commit: the batch is acknowledged whatever happens to the fold.
             with contextlib.suppress(StorageError):
                 self._fold_backlog(survey_id)
-        return [report.id for report in reports]
+        return StoredIds([report.id for report in reports], new=staged.new)
 
     @staticmethod
     def _backlog(folded_through: int, staged: Staged) -> bool:

@@ -139,6 +139,7 @@ class Staged:
     seqs: np.ndarray = field(default_factory=lambda: _NO_SEQS)  # the new rows' seqs, in order
     keys: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.uint64))
     merged_through: int | None = None
+    new: frozenset[str] = frozenset()  # the new rows' report ids
 
     @property
     def last_seq(self) -> int | None:
@@ -282,6 +283,7 @@ class IdIndex:
             ).fetchall()
             staged = Staged(seqs=np.array([row[0] for row in rows], dtype=np.int64),
                             keys=self.id_keys.keys_of_rows([row[1:] for row in rows]))  # fmt: skip
+        staged.new = frozenset(ids)
         if staged.seqs.size and self.recent_count + staged.seqs.size > RECENT_IDS_LIMIT:
             last = staged.last_seq
             connection.execute(

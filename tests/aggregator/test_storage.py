@@ -107,6 +107,24 @@ def test_add_reports_is_idempotent_and_all_or_nothing(storage):
         storage.add_reports("demo", fresh)
 
 
+def test_add_reports_says_which_ids_it_stored_new(storage):
+    """The ids returned equal the plain list; ``new`` holds only those this call stored (a
+    relay batch counts a blob as a respondent by it: api/batches.py)."""
+    storage.create_survey(SURVEY, results_public=True)
+    batch, fresh = reports(6), reports(4, seed=1)
+    first = storage.add_reports("demo", batch[:3])
+    assert first.new == {r.id for r in batch[:3]}
+    mixed = storage.add_reports("demo", [*batch[:2], *batch[3:]])  # two stored before
+    assert mixed == [r.id for r in [*batch[:2], *batch[3:]]]
+    assert mixed.new == {r.id for r in batch[3:]}
+    assert storage.add_reports("demo", batch).new == frozenset()
+    assert storage.count_reports("demo") == 6
+    storage.close_survey("demo")  # a retry stored whole already is acknowledged, adding none
+    assert storage.add_reports("demo", batch[:3]).new == frozenset()
+    with pytest.raises(Conflict):
+        storage.add_reports("demo", fresh)
+
+
 def test_fold_moves_pending_rows_into_statistics(storage):
     storage.create_survey(SURVEY, results_public=True)
     batch = reports(50)

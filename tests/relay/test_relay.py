@@ -475,9 +475,6 @@ def test_a_forward_replayed_under_a_new_batch_id_stores_nobody_twice(deployment)
     assert added == 3  # two, then only the new one of the mixed batch
 
 
-@pytest.mark.xfail(strict=True, reason="aggregator/api/batches.py counts re-sent reports as "
-                   "stored, so smallest_batch (and the central epsilon) can credit a batch with "
-                   "respondents it did not add; left to that module's owner")  # fmt: skip
 def test_a_replayed_report_counts_in_no_batch_size(deployment):
     """relayed.py: a batch's size is the blobs that opened to NEW valid reports."""
     replay, mixed, _ = _replayed(deployment)
