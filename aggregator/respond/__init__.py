@@ -37,6 +37,7 @@ import base64
 import hashlib
 import html
 import json
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 
@@ -167,6 +168,21 @@ def relay_source(survey: Survey) -> str | None:
     return None if survey.relay is None else survey.relay.origin.csp_source
 
 
+# What a relayed survey's page tells the respondent, per shuffle unit (docs/relay.md).
+RELAY_WORDS = {"question": "relay_question", "submission": "relay_submission"}
+
+
+def relay_passage(survey: Survey, t: Callable[..., str]) -> str:
+    """For a relayed survey, what the relay adds, in plain words: its host name (from the
+    signed, parsed ``relay.url``; the port is no help to a reader) and ``min_batch``
+    written with the language's thousands separator. Empty for a direct survey."""
+    if survey.relay is None:
+        return ""
+    min_batch = f"{survey.relay.min_batch:,}".replace(",", t("thousands_separator"))
+    return t(RELAY_WORDS[survey.relay.shuffle_unit], relay=survey.relay.origin.host,
+             min_batch=min_batch)  # fmt: skip
+
+
 def content_security_policy(inline_script: str | tuple[str, ...] | None = None,
                             relay: str | None = None) -> str:  # fmt: skip
     # Why: scripts only from this origin and only with the SRI hashes in the page (the inline
@@ -225,6 +241,7 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         import_map=imports,
         survey_id=record.id,
         title=record.survey.title,
+        relay=relay_passage(record.survey, t),
         is_open=record.is_open,
         public_key=current_key().public_key,
         results=url_for("dashboard.survey", survey_id=record.id) if record.results_public else "",

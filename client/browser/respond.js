@@ -58,8 +58,8 @@ export async function mount(root) {
   root.setAttribute("lang", lang);
   const status = el("p", { role: "status", "aria-live": "polite", class: "deniable-status", tabindex: "-1" });
   const say = (text, kind) => { status.textContent = text; status.className = `deniable-status${kind ? ` deniable-${kind}` : ""}`; };
-  const intro = root.querySelector(".deniable-intro");
-  root.replaceChildren(...(intro ? [intro] : []), status);
+  // The page's introductions stay (the general one, and a relayed survey's relay passage).
+  root.replaceChildren(...root.querySelectorAll(".deniable-intro"), status);
   let client;
   try {
     // data-deniable-modules: the files the page pinned by SRI; no other module is ever imported.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from deniable.aggregator.respond import SEALING, integrity, survey_modules
@@ -50,3 +52,34 @@ def test_the_csp_allows_the_relay_by_its_serialized_origin(client, operator_head
     assert f"connect-src 'self' {source};" in csp
     embed = client.get("/surveys/relayed/embed").get_data(as_text=True)
     assert f"connect-src http://localhost {source} -->" in embed
+
+
+@pytest.mark.parametrize(("unit", "english", "german"), [
+    ("question", "The relay passes on the values for each question only in shuffled batches of"
+     " at least 12,500,", "Dieser gibt die Werte jeder Frage nur gemischt und in Gruppen von"
+     " mindestens 12.500 weiter"),
+    ("submission", "The relay passes on bundles only in shuffled batches of at least 12,500,",
+     "Dieser gibt die Pakete nur gemischt und in Gruppen von mindestens 12.500 weiter"),
+])  # fmt: skip
+def test_the_page_says_what_the_relay_does_in_plain_words(client, operator_headers, unit,
+                                                          english, german):  # fmt: skip
+    relay = {"url": "https://Mix.Relay.Example:8443/in", "min_batch": 12500, "shuffle_unit": unit}
+    response = client.post("/api/v1/surveys", headers=operator_headers,
+                           json={"definition": {**DEFINITION, "relay": relay}})  # fmt: skip
+    assert response.status_code == 201, response.get_data(as_text=True)
+    services = {"en": "a separate relay service, mix.relay.example.",
+                "de": "einen getrennten Weiterleitungsdienst, mix.relay.example."}  # fmt: skip
+    for lang, words in (("en", english), ("de", german)):
+        service = services[lang]
+        page = client.get(f"/surveys/relayed/respond?lang={lang}").get_data(as_text=True)
+        (passage,) = re.findall(r'<p class="deniable-intro deniable-relay">([^<]*)</p>', page)
+        # the host name the reader knows, no port, path or survey id; min_batch grouped
+        assert words in passage and service in passage, passage
+        assert "8443" not in passage and "relayed" not in passage
+    direct = client.post("/api/v1/surveys", headers=operator_headers,
+                         json={"definition": {**DEFINITION, "id": "direct"}})  # fmt: skip
+    assert direct.status_code == 201
+    for lang in ("en", "de"):
+        page = client.get(f"/surveys/direct/respond?lang={lang}").get_data(as_text=True)
+        assert "deniable-relay" not in page, lang
+        assert "relay service" not in page and "Weiterleitungsdienst" not in page, lang
