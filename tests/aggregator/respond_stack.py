@@ -26,6 +26,9 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 SURVEY = "demo-workplace"
 ENROLLED = "demo-enrolled"
+# The demo survey sent through a relay (nothing is sent to it: its page's words are checked).
+RELAYED = "demo-relayed"
+RELAY = {"url": "https://relay.example.org", "min_batch": 1000, "shuffle_unit": "question"}
 ANSWERS = {"commute": "Bicycle", "tools": ["Email", "Meetings"], "overtime": "3.5"}
 # What must never appear in any request the page makes (labels of the true answers).
 TRUE_TEXT = ("Bicycle", "Email", "Meetings", "3.5", "burnout=", "true")
@@ -89,7 +92,8 @@ def host_page(snippet: str, lang: str = "en") -> str:
 
 
 def run_stack(tmp_path_factory) -> Iterator[dict[str, Any]]:
-    """A gunicorn aggregator with the demo survey, one allowed embed origin and one not."""
+    """A gunicorn aggregator with the demo survey (also enrolled, and relayed), one allowed embed
+    origin and one not."""
     require_browser()
     from playwright.sync_api import sync_playwright
 
@@ -103,6 +107,9 @@ def run_stack(tmp_path_factory) -> Iterator[dict[str, Any]]:
     enrolled = {**demo.demo_survey().to_dict(), "id": ENROLLED}
     definition.write_text(json.dumps(enrolled))
     assert cli.main([*options, "create-survey", "--require-enrolment", str(definition)]) == 0
+    relayed = {**demo.demo_survey().upgraded().to_dict(), "id": RELAYED, "relay": RELAY}
+    definition.write_text(json.dumps(relayed))  # a relay needs format /2
+    assert cli.main([*options, "create-survey", str(definition)]) == 0
     tokens = directory / "tokens.txt"
     assert cli.main([*options, "token", "issue", ENROLLED, "--count", "1", "-o", str(tokens)]) == 0
     port = demo.free_port()

@@ -1,6 +1,7 @@
 """Every state of the respond page, checked by axe-core in Chromium at desktop and phone sizes.
 
-States: landing, errors, review, sent, already answered, queued, refused (and the ε page).
+States: landing, errors, review, sent, already answered, queued, refused (and the ε page),
+and a relayed survey's landing (its relay passage) in English and German.
 Expected: 0 violations of WCAG 2.0, 2.1 and 2.2 A and AA.  Each state is also written as a
 full-page screenshot to build/screenshots/respond/ (ignored by git; DENIABLE_SCREENSHOTS
 changes the folder), for people to look at.
@@ -20,6 +21,7 @@ import pytest
 import requests
 
 from .respond_stack import (
+    RELAYED,
     REQUIRED,
     SURVEY,
     fill,
@@ -139,4 +141,22 @@ def test_every_state_has_no_wcag_22_aa_violation(stack) -> None:
     finally:
         context.close()
         site.page = original
+    assert found == [], "\n".join(found)
+
+
+def test_a_relayed_surveys_page_has_no_wcag_22_aa_violation(stack) -> None:
+    found, said = [], {"en": "at least 1,000", "de": "mindestens 1.000"}
+    for lang, locale in (("en", "en-US"), ("de", "de-DE")):
+        words, name = said[lang], "relayed" if lang == "en" else f"relayed-{lang}"
+        context, page, _ = _context(stack, locale=locale)
+        try:
+            page.goto(f"{stack['base']}/surveys/{RELAYED}/respond?lang={lang}")
+            state(page, "ready")
+            # the relay passage stays once the form is mounted, next to the introduction
+            passage = page.locator(".deniable-relay")
+            assert passage.is_visible() and words in passage.inner_text()
+            assert "relay.example.org" in passage.inner_text()
+            found += _check_both(page, f"{name}-landing")
+        finally:
+            context.close()
     assert found == [], "\n".join(found)
