@@ -302,6 +302,8 @@ def embed(survey_id: str) -> Response:
         f'     data-deniable-modules="{" ".join(names)}"'
         + (f'\n     data-deniable-results="{html.escape(base + results)}">' if results else ">"),
         f'  <p class="deniable-intro">{html.escape(t("intro"))}</p>',
+        *([f'  <p class="deniable-intro deniable-relay">{html.escape(passage)}</p>']
+          if (passage := relay_passage(record.survey, t)) else []),
         f"  <noscript><p>{html.escape(t('noscript'))}</p></noscript>",
         '  <p class="deniable-status" data-deniable-loading'
         f' data-failed="{html.escape(t("load_failed"))}">{html.escape(t("loading"))}</p>',

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -76,10 +77,14 @@ def test_the_page_says_what_the_relay_does_in_plain_words(client, operator_heade
         # the host name the reader knows, no port, path or survey id; min_batch grouped
         assert words in passage and service in passage, passage
         assert "8443" not in passage and "relayed" not in passage
+        embed = client.get(f"/surveys/relayed/embed?lang={lang}").get_data(as_text=True)
+        (pasted,) = re.findall(r'<p class="deniable-intro deniable-relay">([^<]*)</p>', embed)
+        assert html.unescape(pasted) == html.unescape(passage)  # the same words, escaped
     direct = client.post("/api/v1/surveys", headers=operator_headers,
                          json={"definition": {**DEFINITION, "id": "direct"}})  # fmt: skip
     assert direct.status_code == 201
     for lang in ("en", "de"):
         page = client.get(f"/surveys/direct/respond?lang={lang}").get_data(as_text=True)
         assert "deniable-relay" not in page, lang
+        assert "deniable-relay" not in client.get(f"/surveys/direct/embed?lang={lang}").text
         assert "relay service" not in page and "Weiterleitungsdienst" not in page, lang
