@@ -178,6 +178,8 @@ def relay_passage(survey: Survey, t: Callable[..., str]) -> str:
     written with the language's thousands separator. Empty for a direct survey."""
     if survey.relay is None:
         return ""
+    if survey.relay.min_batch < 2:  # batches of one mix nobody: claim only what holds
+        return t("relay_unbatched", relay=survey.relay.origin.host)
     min_batch = f"{survey.relay.min_batch:,}".replace(",", t("thousands_separator"))
     return t(RELAY_WORDS[survey.relay.shuffle_unit], relay=survey.relay.origin.host,
              min_batch=min_batch)  # fmt: skip

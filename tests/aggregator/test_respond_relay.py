@@ -88,3 +88,18 @@ def test_the_page_says_what_the_relay_does_in_plain_words(client, operator_heade
         assert "deniable-relay" not in page, lang
         assert "deniable-relay" not in client.get(f"/surveys/direct/embed?lang={lang}").text
         assert "relay service" not in page and "Weiterleitungsdienst" not in page, lang
+
+
+def test_a_relay_that_forwards_one_at_a_time_is_not_said_to_hide_whose_values_are_whose(
+        client, operator_headers):  # fmt: skip
+    """min_batch 1 mixes nobody: the page says what still holds (sealed, sent through the
+    relay, which keeps the device's address from the survey's server) and claims no more."""
+    relay = {"url": "https://relay.example", "min_batch": 1, "shuffle_unit": "question"}
+    response = client.post("/api/v1/surveys", headers=operator_headers,
+                           json={"definition": {**DEFINITION, "id": "single", "relay": relay}})
+    assert response.status_code == 201, response.get_data(as_text=True)
+    for lang, unclaimed in (("en", "cannot tell"), ("de", "nicht erkennen")):
+        page = client.get(f"/surveys/single/respond?lang={lang}").get_data(as_text=True)
+        (passage,) = re.findall(r'<p class="deniable-intro deniable-relay">([^<]*)</p>', page)
+        assert "relay.example" in passage and unclaimed not in passage, passage
+        assert ("address" if lang == "en" else "Adresse") in passage, passage
