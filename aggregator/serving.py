@@ -118,7 +118,12 @@ class AggregatorApplication(BaseApplication):
         from . import create_app
 
         # Why: built in each worker after fork, so no connection crosses a fork.
-        return (self.factory or create_app)(self.app_config)
+        app = (self.factory or create_app)(self.app_config)
+        if self.factory is None:
+            from .api.opening import warm_when_relayed
+
+            warm_when_relayed(app)  # a relay's first large batch finds its processes up
+        return app
 
 
 def serve(

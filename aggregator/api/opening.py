@@ -146,6 +146,43 @@ def _decryption_pool() -> Any:
         return _pool
 
 
+def _started() -> bool:
+    """A decryption process's first task: what opening imports, then a pause long enough
+    that the pool (which starts its processes on demand) starts every one of them."""
+    import time
+
+    from deniable import sealing  # noqa: F401  (cryptography's HPKE with it)
+
+    time.sleep(0.2)
+    return True
+
+
+def warm_pool() -> None:
+    """Start this process's decryption processes now (about 0.4 s), so the first large
+    batch does not wait for them; a failure here is left to that batch to meet."""
+    if DECRYPT_PROCESSES < 2:
+        return
+    with contextlib.suppress(Exception):
+        pool = _decryption_pool()
+        for started in [pool.submit(_started) for _ in range(DECRYPT_PROCESSES)]:
+            started.result(timeout=120)
+
+
+def warm_when_relayed(app: Any) -> None:
+    """In the background: :func:`warm_pool` if this aggregator has issued a relay credential
+    (only a relay sends batches). Called once per serving process, after its fork."""
+    def run() -> None:
+        from ..storage import current_storage
+        from ..storage import relay as relay_storage
+
+        with contextlib.suppress(Exception), app.app_context():
+            credentials = relay_storage.list_credentials(current_storage())
+            if any(c["revoked_at"] is None for c in credentials):
+                warm_pool()
+
+    threading.Thread(target=run, name="deniable-warm-decryption", daemon=True).start()
+
+
 def _discard_pool(pool: Any) -> None:
     """Forget a broken pool (a later batch starts a new one)."""
     global _pool

@@ -174,3 +174,61 @@ def test_behind_a_tls_proxy_the_embed_snippet_never_says_http(tmp_path, servers)
     assert snippet.status_code == 200, snippet.text
     assert "http://" not in snippet.text and "https://surveys.example.org/" in snippet.text
 
+
+
+def _spawned_under(root: int) -> list[int]:
+    """Pids of multiprocessing's spawned children anywhere below ``root`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+
+    def below(pid: int) -> bool:
+        while pid in parents and pid > 1:
+            pid = parents[pid]
+            if pid == root:
+                return True
+        return False
+
+    found = []
+    for pid in parents:
+        try:
+            command = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"multiprocessing.spawn" in command and below(pid):
+            found.append(pid)
+    return found
+
+
+def test_an_aggregator_with_a_relay_starts_its_decryption_processes_before_any_batch(
+        tmp_path, servers):  # fmt: skip
+    """Starting the decryption processes costs about 0.4 s; a worker of an aggregator that
+    has issued a relay credential starts them at boot, not on its first large batch."""
+    from deniable.aggregator.api.opening import DECRYPT_PROCESSES
+
+    if DECRYPT_PROCESSES < 2:
+        pytest.skip("one core: batches are opened in the serving process")
+    environment = host_environment(tmp_path)
+    for name, relay in (("relayed", True), ("direct", False)):
+        subprocess.run([sys.executable, "-m", "deniable.aggregator.cli", "--data-dir",
+                        str(tmp_path / name), "init"], env=environment, check=True,
+                       capture_output=True)  # fmt: skip
+        if relay:
+            subprocess.run([sys.executable, "-m", "deniable.aggregator.cli", "--data-dir",
+                            str(tmp_path / name), "relay", "credential", "--relay-url",
+                            "https://relay.example"], env=environment, check=True,
+                           capture_output=True)  # fmt: skip
+    relayed = start(tmp_path, "relayed")
+    servers.append(relayed)
+    direct = start(tmp_path, "direct")
+    servers.append(direct)
+    deadline = time.monotonic() + 30
+    while len(_spawned_under(relayed.process.pid)) < 2 * DECRYPT_PROCESSES:
+        assert time.monotonic() < deadline, _spawned_under(relayed.process.pid)
+        time.sleep(0.2)
+    assert _spawned_under(direct.process.pid) == []  # no relay: no processes held for it
