@@ -161,14 +161,15 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_healthy(port: int, process: subprocess.Popen, log: Path) -> None:
+def wait_healthy(port: int, process: subprocess.Popen, log: Path,
+                 health: str = "/api/v1/health") -> None:  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"server exited early:\n{log.read_text()[-3000:]}")
         try:
             connection = http.client.HTTPConnection(HOST, port, timeout=2)
-            connection.request("GET", "/api/v1/health")
+            connection.request("GET", health)
             if connection.getresponse().status == 200:
                 return
         except OSError:

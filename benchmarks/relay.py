@@ -49,6 +49,8 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ingest import free_port, wait_healthy  # sibling module of this script
+
 HOST = "127.0.0.1"
 QUESTIONS = 10
 PROCESSES, THREADS = 4, 4
@@ -62,14 +64,6 @@ def definition(survey_id: str, relay_url: str | None, min_batch: int,
     if relay_url:
         document["relay"] = {"url": relay_url, "min_batch": min_batch, "shuffle_unit": "question"}
     return document
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
 
 
 def cli(module: str, args: list[str], environment: dict[str, str]) -> str:
@@ -95,18 +89,8 @@ def serve(command: list[str], environment: dict[str, str], port: int, log: Path,
           health: str = "/api/v1/health") -> subprocess.Popen:  # fmt: skip
     process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT,
                                env={**os.environ, **environment})  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"{command[2]} exited:\n{log.read_text()[-2000:]}")
-        try:
-            connection = http.client.HTTPConnection(HOST, port, timeout=2)
-            connection.request("GET", health)
-            if connection.getresponse().status == 200:
-                return process
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"{command} did not come up")
+    wait_healthy(port, process, log, health)
+    return process
 
 
 def stop(process: subprocess.Popen) -> None:
