@@ -1,7 +1,7 @@
 """Every state of the respond page, checked by axe-core in Chromium at desktop and phone sizes.
 
 States: landing, errors, review, sent, already answered, queued, refused (and the ε page),
-and a relayed survey's landing (its relay passage) in English and German.
+and a relayed survey's landing in English and German, its errors and review in English.
 Expected: 0 violations of WCAG 2.0, 2.1 and 2.2 A and AA.  Each state is also written as a
 full-page screenshot to build/screenshots/respond/ (ignored by git; DENIABLE_SCREENSHOTS
 changes the folder), for people to look at.
@@ -157,6 +157,17 @@ def test_a_relayed_surveys_page_has_no_wcag_22_aa_violation(stack) -> None:
             assert passage.is_visible() and words in passage.inner_text()
             assert "relay.example.org" in passage.inner_text()
             found += _check_both(page, f"{name}-landing")
+            if lang != "en":  # fill() reads the English labels
+                continue
+            randomize = page.get_by_role("button", name="Randomize my answers")
+            randomize.click()
+            state(page, "errors")
+            found += _check_both(page, f"{name}-errors")
+            fill(page)
+            randomize.click()
+            state(page, "review")
+            assert page.locator(".deniable-relay").is_visible()  # still there to review by
+            found += _check_both(page, f"{name}-review")
         finally:
             context.close()
     assert found == [], "\n".join(found)
