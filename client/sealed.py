@@ -14,7 +14,6 @@ body has one length whatever the answers.  The body posted to
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +64,7 @@ def seal_units(
         blob = sealing.seal(public, survey_id=survey.id, unit=unit,
                             plaintext=sealing.unit_body(chosen, unit),
                             size=sealing.unit_size(survey, unit))  # fmt: skip
-        units.append({"unit": unit, "sealed": base64.urlsafe_b64encode(blob).decode().rstrip("=")})
+        units.append({"unit": unit, "sealed": sealing.encode_blob(blob)})
     return units
 
 

@@ -25,8 +25,6 @@ else of the request (headers, time) reaches storage.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -50,7 +48,9 @@ from deniable.errors import (
     InvalidReport,
     NotFound,
     PayloadTooLarge,
+    SealingError,
 )
+from deniable.sealing import decode_blob, encode_blob
 from deniable.survey import IDENTIFIER, Survey
 
 from .storage import RelayedSurvey, RelayStorage, current_storage
@@ -102,10 +102,10 @@ def _decode(text: object, where: str, length: int) -> bytes:
     if len(text) > 2 * length:  # checked before decoding: no work for an absurd string
         raise PayloadTooLarge(f"{where}: larger than this unit's {length} bytes")
     try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
+        raw = decode_blob(text)
+    except SealingError:
         raise InvalidReport(f"{where}: not base64url") from None
-    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != text.rstrip("="):
+    if encode_blob(raw) != text.rstrip("="):
         raise InvalidReport(f"{where}: not canonical base64url")
     if len(raw) > length:
         raise PayloadTooLarge(f"{where}: {len(raw)} bytes, larger than this unit's {length}")

@@ -11,7 +11,6 @@ from the signed bytes, never from an unsigned field.
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +27,7 @@ from deniable.keychain import (
     verify_encryption_key,
 )
 from deniable.origins import same_url
+from deniable.sealing import encode_blob
 from deniable.survey import IDENTIFIER, Survey
 
 FORMAT = "deniable.batch/1"
@@ -177,7 +177,7 @@ class Outcome:
 
 def batch_body(unit: str, sealed: list[bytes]) -> bytes:
     """The body of a batch's PUT (docs/protocol.md §11.3), blobs in the order given."""
-    texts = [base64.urlsafe_b64encode(s).rstrip(b"=").decode("ascii") for s in sealed]
+    texts = [encode_blob(s) for s in sealed]
     body = {"format": FORMAT, "unit": unit, "sealed": texts}
     return json.dumps(body, separators=(",", ":")).encode("ascii")
 

@@ -27,6 +27,8 @@ nothing here is hand-rolled.  Pure: no I/O.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -56,6 +58,8 @@ __all__ = [
     "FORMAT",
     "OVERHEAD",
     "SUITE_NAME",
+    "decode_blob",
+    "encode_blob",
     "generate_private_key",
     "info",
     "open_sealed",
@@ -131,6 +135,20 @@ def unpad(padded: bytes) -> bytes:
     if padded[end:].count(0) != len(padded) - end:
         raise SealingError("sealed plaintext's padding is not all zeros")
     return padded[LENGTH_PREFIX:end]
+
+
+def encode_blob(sealed: bytes) -> str:
+    """A sealed blob as it travels in JSON (docs/protocol.md §10.4): base64url, no padding."""
+    return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode("ascii")
+
+
+def decode_blob(text: str) -> bytes:
+    """The bytes of a blob as it travels (base64url, padding optional), or SealingError.
+    A reader that wants the one canonical spelling compares ``encode_blob`` of the result."""
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        raise SealingError("not base64url") from None
 
 
 def _public_key(key: object) -> X25519PublicKey:

@@ -52,8 +52,6 @@ relay checks and spends tokens and the aggregator never sees one beside a report
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import logging
 import re
@@ -68,7 +66,9 @@ from deniable.errors import (
     Forbidden,
     InvalidReport,
     PayloadTooLarge,
+    SealingError,
 )
+from deniable.sealing import decode_blob
 from deniable.survey_relay import MAX_BATCH_UNITS
 from deniable.wire import Report
 
@@ -109,8 +109,8 @@ def _blob(text: object, index: int) -> bytes:
     if not isinstance(text, str):
         raise InvalidReport(f"sealed[{index}]: must be a base64url string")
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
+        return decode_blob(text)
+    except SealingError:
         raise InvalidReport(f"sealed[{index}]: not base64url") from None
 
 
