@@ -116,9 +116,11 @@ def startup_line(config: Mapping[str, Any], bind: str, workers: int | str) -> st
 
     key = signing.load_key(config["SIGNING_KEY_PATH"])
     backend = "postgresql" if is_postgres(str(config["DATABASE"])) else "sqlite"
-    return (f"{PROG}: serving backend={backend} database={shown_database(config)} "
-            f"key={key.key_id} (sequence {len(key.chain)}, {config['SIGNING_KEY_PATH']}) "
-            f"bind={bind} workers={workers}")  # fmt: skip
+    return (
+        f"{PROG}: serving backend={backend} database={shown_database(config)} "
+        f"key={key.key_id} (sequence {len(key.chain)}, {config['SIGNING_KEY_PATH']}) "
+        f"bind={bind} workers={workers}"
+    )
 
 
 def run_gunicorn(config: Mapping[str, Any], bind: str, workers: int, timeout: int = 60) -> None:
@@ -239,9 +241,17 @@ def cmd_surveys(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    table = [[r["id"], r["status"], f"{r['respondents']:,}", f"{r['reports']:,}",
-              "public" if r["results_public"] else "private", r["created_at"]]
-             for r in rows]  # fmt: skip
+    table = [
+        [
+            r["id"],
+            r["status"],
+            f"{r['respondents']:,}",
+            f"{r['reports']:,}",
+            "public" if r["results_public"] else "private",
+            r["created_at"],
+        ]
+        for r in rows
+    ]
     print(format_table(["id", "status", "respondents", "reports", "results", "created"], table))
     return 0
 
@@ -283,8 +293,16 @@ def write_export(reports: Iterator[Any], fmt: str, out: TextIO) -> int:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(["seq", "id", "question", "payload", "received_at", "submission"])
         for report in reports:
-            writer.writerow([report.seq, report.id, report.question, report.payload,
-                             report.received_at, report.submission])  # fmt: skip
+            writer.writerow(
+                [
+                    report.seq,
+                    report.id,
+                    report.question,
+                    report.payload,
+                    report.received_at,
+                    report.submission,
+                ]
+            )
             count += 1
     else:
         for report in reports:
@@ -323,10 +341,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     database = directory / "deniable.sqlite3"
     if database.exists():
         raise _fail(f"{database} already exists; the demo needs a fresh directory", 4)
-    config = load_settings(argparse.Namespace(
-        data_dir=str(directory), database=str(database),
-        signing_key=str(directory / "signing_key.pem"),
-    ))  # fmt: skip
+    config = load_settings(
+        argparse.Namespace(
+            data_dir=str(directory),
+            database=str(database),
+            signing_key=str(directory / "signing_key.pem"),
+        )
+    )
     port = args.port
     if port is None:
         port = DEMO_PORT if port_is_free(DEMO_PORT) else free_port()
@@ -366,8 +387,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             if not created_directory or args.keep:
                 print(f"\ndemo data kept in {directory}")
                 print(f"operator token for it: {token}")
-                print(f"serve it again: {PROG} --data-dir {directory} serve --bind "
-                      f"127.0.0.1:{port}")
+                print(
+                    f"serve it again: {PROG} --data-dir {directory} serve --bind 127.0.0.1:{port}"
+                )
             sys.stdout.flush()
             return 0
         print(f"\ndashboard:      {base}/surveys/{served.id}")
@@ -404,47 +426,81 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--data-dir", metavar="DIR",
-                        help="directory of the default database and signing key (overrides "
-                        "DENIABLE_HOME; default: the platform user data directory)")  # fmt: skip
-    parser.add_argument("--database", metavar="PATH_OR_URL",
-                        help="SQLite path, sqlite:///ABSOLUTE, sqlite:RELATIVE or postgresql:// "
-                        "DSN (overrides DENIABLE_DATABASE)")  # fmt: skip
-    parser.add_argument("--signing-key", metavar="PATH",
-                        help="Ed25519 key file (overrides DENIABLE_SIGNING_KEY_PATH)")  # fmt: skip
+    parser.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="directory of the default database and signing key (overrides "
+        "DENIABLE_HOME; default: the platform user data directory)",
+    )
+    parser.add_argument(
+        "--database",
+        metavar="PATH_OR_URL",
+        help="SQLite path, sqlite:///ABSOLUTE, sqlite:RELATIVE or postgresql:// "
+        "DSN (overrides DENIABLE_DATABASE)",
+    )
+    parser.add_argument(
+        "--signing-key",
+        metavar="PATH",
+        help="Ed25519 key file (overrides DENIABLE_SIGNING_KEY_PATH)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands.required = True
 
     def command(name: str, summary: str, description: str | None = None) -> Any:
         return commands.add_parser(name, help=summary, description=description or summary)
 
-    sub = command("init", "create or migrate the database and create the signing key",
-                  "Apply pending database migrations (creating the database if needed) and "
-                  "create the Ed25519 signing key if there is none. Safe to run again.")
+    sub = command(
+        "init",
+        "create or migrate the database and create the signing key",
+        "Apply pending database migrations (creating the database if needed) and "
+        "create the Ed25519 signing key if there is none. Safe to run again.",
+    )
     sub.set_defaults(func=cmd_init)
 
-    sub = command("serve", "serve the API and dashboard (gunicorn)",
-                  "Migrate, create the key if missing, log one startup line (backend, "
-                  "database, key id, bind address, workers), then serve.")
-    sub.add_argument("--bind", type=bind_address, default=("127.0.0.1", 8000), metavar="HOST:PORT",
-                     help="address to listen on (default 127.0.0.1:8000)")  # fmt: skip
+    sub = command(
+        "serve",
+        "serve the API and dashboard (gunicorn)",
+        "Migrate, create the key if missing, log one startup line (backend, "
+        "database, key id, bind address, workers), then serve.",
+    )
+    sub.add_argument(
+        "--bind",
+        type=bind_address,
+        default=("127.0.0.1", 8000),
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:8000)",
+    )
     sub.add_argument("--workers", type=positive, default=2, help="gunicorn workers (default 2)")
-    sub.add_argument("--timeout", type=positive, default=60,
-                     help="seconds before gunicorn restarts a silent worker (default 60)")
-    sub.add_argument("--dev", action="store_true",
-                     help="Flask's development server instead (one process; not for production)")
+    sub.add_argument(
+        "--timeout",
+        type=positive,
+        default=60,
+        help="seconds before gunicorn restarts a silent worker (default 60)",
+    )
+    sub.add_argument(
+        "--dev",
+        action="store_true",
+        help="Flask's development server instead (one process; not for production)",
+    )
     sub.set_defaults(func=cmd_serve)
 
     sub = command("create-survey", "create a survey from a definition file")
     sub.add_argument("file", help="survey definition JSON ('-' for stdin)")
-    sub.add_argument("--private", action="store_true",
-                     help="results need an operator token (default: public)")  # fmt: skip
-    sub.add_argument("--require-enrolment", action="store_true",
-                     help="each submission needs a one-time token ('token issue')")  # fmt: skip
+    sub.add_argument(
+        "--private", action="store_true", help="results need an operator token (default: public)"
+    )
+    sub.add_argument(
+        "--require-enrolment",
+        action="store_true",
+        help="each submission needs a one-time token ('token issue')",
+    )
     sub.set_defaults(func=cmd_create_survey)
 
-    sub = command("close-survey", "close a survey: no more reports",
-                  "Close a survey: it refuses reports from now on; results stay readable.")
+    sub = command(
+        "close-survey",
+        "close a survey: no more reports",
+        "Close a survey: it refuses reports from now on; results stay readable.",
+    )
     sub.add_argument("survey", metavar="ID", help="id of the survey to close")
     sub.set_defaults(func=cmd_close_survey)
 
@@ -467,28 +523,51 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = command("export", "every raw report of a survey (CSV or JSON lines)")
     sub.add_argument("survey", metavar="ID", help="id of the survey")
-    sub.add_argument("--format", choices=("csv", "jsonl"), default="jsonl",
-                     help="csv (with a header) or jsonl, one report per line (default)")
+    sub.add_argument(
+        "--format",
+        choices=("csv", "jsonl"),
+        default="jsonl",
+        help="csv (with a header) or jsonl, one report per line (default)",
+    )
     sub.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     sub.set_defaults(func=cmd_export)
 
     sub = command("demo", "a throw-away aggregator with simulated respondents and the dashboard")
-    sub.add_argument("--respondents", type=positive, default=DEMO_RESPONDENTS,
-                     help=f"simulated respondents (default {DEMO_RESPONDENTS})")
-    sub.add_argument("--port", type=port, default=None,
-                     help=f"port on 127.0.0.1 (default {DEMO_PORT}, or a free one; 0: any free)")
-    sub.add_argument("--dir", metavar="DIR",
-                     help="directory for the demo database (default: a new temporary one)")
-    sub.add_argument("--seed", type=int, default=None,
-                     help="seed of the simulated true answers (the noise is always CSPRNG)")
-    sub.add_argument("--no-serve", action="store_true",
-                     help="stop the server after the results table and exit")
+    sub.add_argument(
+        "--respondents",
+        type=positive,
+        default=DEMO_RESPONDENTS,
+        help=f"simulated respondents (default {DEMO_RESPONDENTS})",
+    )
+    sub.add_argument(
+        "--port",
+        type=port,
+        default=None,
+        help=f"port on 127.0.0.1 (default {DEMO_PORT}, or a free one; 0: any free)",
+    )
+    sub.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="directory for the demo database (default: a new temporary one)",
+    )
+    sub.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the simulated true answers (the noise is always CSPRNG)",
+    )
+    sub.add_argument(
+        "--no-serve", action="store_true", help="stop the server after the results table and exit"
+    )
     sub.add_argument("--keep", action="store_true", help="keep the temporary directory")
     sub.set_defaults(func=cmd_demo)
 
-    sub = command("settings", "every DENIABLE_* setting: value in effect and its source",
-                  "Every setting's value in effect (passwords masked) and where it came from: "
-                  "default, environment variable or command line.")
+    sub = command(
+        "settings",
+        "every DENIABLE_* setting: value in effect and its source",
+        "Every setting's value in effect (passwords masked) and where it came from: "
+        "default, environment variable or command line.",
+    )
     add_json(sub, "the settings")
     sub.add_argument("--verbose", "-v", action="store_true", help="add each setting's help text")
     sub.set_defaults(func=cmd_settings)
@@ -499,8 +578,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if importlib.util.find_spec("flask") is None:
-        print(f"{PROG}: error: the aggregator needs the server extra: "
-              "pip install 'deniable[server]'", file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: error: the aggregator needs the server extra: pip install 'deniable[server]'",
+            file=sys.stderr,
+        )
         return EXIT_UNAVAILABLE
     if args.func is not cmd_serve:
         # Why: the PostgreSQL pool logs every failed connection attempt, which Python prints

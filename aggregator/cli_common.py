@@ -32,8 +32,11 @@ class Parser(argparse.ArgumentParser):
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The settings the command line gives (``--data-dir``, ``--database``, ``--signing-key``)."""
     given = {}
-    for option, name in (("data_dir", "HOME"), ("database", "DATABASE"),
-                         ("signing_key", "SIGNING_KEY_PATH")):  # fmt: skip
+    for option, name in (
+        ("data_dir", "HOME"),
+        ("database", "DATABASE"),
+        ("signing_key", "SIGNING_KEY_PATH"),
+    ):
         value = getattr(args, option, None)
         if value:
             given[name] = value
@@ -75,8 +78,11 @@ def opened_storage(config: Mapping[str, Any], *, migrated: bool = True) -> Itera
     from .storage import open_storage
 
     if migrated and is_sqlite(config) and not Path(config["DATABASE"]).exists():
-        raise _fail(f"no database at {shown_database(config)}; run '{PROG} init' first (or "
-                    "give --data-dir, --database or DENIABLE_HOME)", EXIT_NOT_FOUND)  # fmt: skip
+        raise _fail(
+            f"no database at {shown_database(config)}; run '{PROG} init' first (or "
+            "give --data-dir, --database or DENIABLE_HOME)",
+            EXIT_NOT_FOUND,
+        )
     storage = open_storage(config)
     try:
         if migrated and storage.schema_version() == 0:
@@ -130,13 +136,18 @@ def beta(value: str) -> float:
 
 
 def add_json(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--json", action="store_true",
-                        help=f"print {what} as JSON (for scripts) instead of a table")  # fmt: skip
+    parser.add_argument(
+        "--json", action="store_true", help=f"print {what} as JSON (for scripts) instead of a table"
+    )
 
 
 def add_beta(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--beta", type=beta, default=0.05,
-                        help="allowed failure probability of each interval (default 0.05)")
+    parser.add_argument(
+        "--beta",
+        type=beta,
+        default=0.05,
+        help="allowed failure probability of each interval (default 0.05)",
+    )
 
 
 def print_json(document: Any) -> None:
@@ -173,14 +184,25 @@ def print_settings(resolved: Sequence[Any], *, as_json: bool, verbose: bool = Fa
             return value
         return shown_storage(str(value))
 
-    rows = [{"name": r.setting.name, "variable": r.setting.environment_variable,
-             "value": shown(r.value), "source": r.source, "help": r.setting.help}
-            for r in resolved]  # fmt: skip
+    rows = [
+        {
+            "name": r.setting.name,
+            "variable": r.setting.environment_variable,
+            "value": shown(r.value),
+            "source": r.source,
+            "help": r.setting.help,
+        }
+        for r in resolved
+    ]
     if as_json:
         print_json(rows)
     elif verbose:
         for row in rows:
             print(f"{row['variable']} = {row['value']}  [{row['source']}]\n    {row['help']}")
     else:
-        print(format_table(["setting", "value", "source"],
-                           [[r["variable"], r["value"], r["source"]] for r in rows]))  # fmt: skip
+        print(
+            format_table(
+                ["setting", "value", "source"],
+                [[r["variable"], r["value"], r["source"]] for r in rows],
+            )
+        )

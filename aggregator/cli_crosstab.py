@@ -32,27 +32,47 @@ def crosstab_table(document: dict[str, Any]) -> str:
     if document["kind"] == "means":
         body = format_table(
             [document["by"], f"mean of {document['of']}", "lower", "upper", "share %"],
-            [[c["label"], f"{c['mean']:.2f}", f"{c['lower']:.2f}", f"{c['upper']:.2f}",
-              _percent(c["share"])] for c in document["categories"]],
-        )  # fmt: skip
+            [
+                [
+                    c["label"],
+                    f"{c['mean']:.2f}",
+                    f"{c['lower']:.2f}",
+                    f"{c['upper']:.2f}",
+                    _percent(c["share"]),
+                ]
+                for c in document["categories"]
+            ],
+        )
         return f"{title} (n = {document['n']:,})\n{body}\n{document['guarantee']}"
     prefix = "" if document["tightest"] == "chebyshev" else document["tightest"] + "_"
     cells = {(c["row"], c["column"]): c for c in document["cells"]}
     table = format_table(
         [rows["question"], *columns["labels"]],
-        [[row, *(f"{_percent(cells[row, col]['estimate'])} "
-                 f"[{_percent(cells[row, col][prefix + 'lower'])}, "
-                 f"{_percent(cells[row, col][prefix + 'upper'])}]"
-                 for col in columns["labels"])] for row in rows["labels"]],
-    )  # fmt: skip
+        [
+            [
+                row,
+                *(
+                    f"{_percent(cells[row, col]['estimate'])} "
+                    f"[{_percent(cells[row, col][prefix + 'lower'])}, "
+                    f"{_percent(cells[row, col][prefix + 'upper'])}]"
+                    for col in columns["labels"]
+                ),
+            ]
+            for row in rows["labels"]
+        ],
+    )
     level = f"{100 * (1 - document['beta']):g}%"
-    note = (f"percent of respondents who answered both (n = {document['n']:,}); "
-            f"{level} {document['tightest']} intervals per cell")  # fmt: skip
+    note = (
+        f"percent of respondents who answered both (n = {document['n']:,}); "
+        f"{level} {document['tightest']} intervals per cell"
+    )
     text = f"{title}\n{table}\n{note}"
     if "comparison" in document:
         comparison = document["comparison"]
-        text += (f"\n{' / '.join(comparison['first'])} minus {' / '.join(comparison['second'])}: "
-                 f"{comparison['sentence']}")  # fmt: skip
+        text += (
+            f"\n{' / '.join(comparison['first'])} minus {' / '.join(comparison['second'])}: "
+            f"{comparison['sentence']}"
+        )
     return text
 
 
@@ -65,13 +85,17 @@ def cmd_crosstab(args: argparse.Namespace) -> int:
         compare = ((args.compare[0], args.compare[1]), (args.compare[2], args.compare[3]))
     with opened_storage(config) as storage:
         record = storage.get_survey(args.survey, count=False)
-        document = crosstab_document(storage, record, args.rows, args.columns, beta=args.beta,
-                                     compare=compare)  # fmt: skip
+        document = crosstab_document(
+            storage, record, args.rows, args.columns, beta=args.beta, compare=compare
+        )
     if args.json:
         print_json(document)
     elif args.csv:
-        rows = document.get("categories") if document.get("kind") == "means" else document.get(
-            "cells", [])  # fmt: skip
+        rows = (
+            document.get("categories")
+            if document.get("kind") == "means"
+            else document.get("cells", [])
+        )
         if rows:
             writer = csv.DictWriter(sys.stdout, list(rows[0]), lineterminator="\n")
             writer.writeheader()
@@ -108,11 +132,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``crosstab`` and ``compare`` to the command line."""
     sub = commands.add_parser(
-        "crosstab", help="joint shares of two questions (or a mean by category) with intervals",
+        "crosstab",
+        help="joint shares of two questions (or a mean by category) with intervals",
         description="Crosstab of two questions of a survey: the share of respondents in each "
         "pair of answers, or a numeric question's mean by category, with intervals that cover "
         "the respondents' own answers.",
-    )  # fmt: skip
+    )
     sub.add_argument("survey", metavar="ID", help="id of the survey")
     sub.add_argument("rows", metavar="ROWS", help="question id for the rows")
     sub.add_argument("columns", metavar="COLUMNS", help="question id for the columns")
@@ -128,10 +153,11 @@ def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None
     sub.set_defaults(func=cmd_crosstab)
 
     sub = commands.add_parser(
-        "compare", help="change of one question's estimates between two surveys (waves)",
+        "compare",
+        help="change of one question's estimates between two surveys (waves)",
         description="Each estimate of QUESTION in OTHER minus its estimate in ID, with an "
         "interval: 'changed by +6 points (±4)'.",
-    )  # fmt: skip
+    )
     sub.add_argument("survey", metavar="ID", help="the earlier survey")
     sub.add_argument("other", metavar="OTHER", help="the later survey")
     sub.add_argument("question", metavar="QUESTION", help="question id")

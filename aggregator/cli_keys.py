@@ -23,9 +23,11 @@ def _key_path(args: argparse.Namespace) -> Path:
     config = load_settings(args)
     path = Path(config["SIGNING_KEY_PATH"])
     if not path.exists():
-        raise _fail(f"no signing key at {path}; run 'deniable-aggregator init' first "
-                    "(or give --data-dir, --signing-key or DENIABLE_HOME)",
-                    EXIT_NOT_FOUND)  # fmt: skip
+        raise _fail(
+            f"no signing key at {path}; run 'deniable-aggregator init' first "
+            "(or give --data-dir, --signing-key or DENIABLE_HOME)",
+            EXIT_NOT_FOUND,
+        )
     return path
 
 
@@ -43,9 +45,11 @@ def cmd_key_show(args: argparse.Namespace) -> int:
     print(f"sequence:   {document['sequence']} rotation(s) since the first key")
     print(f"key file:   {path}")
     if key.encryption is not None:
-        print(f"encryption: {key.encryption.key_id} (X25519, for sealed reports; "
-              f"{len(key.encryption.retired)} retired key(s) kept) in "
-              f"{signing.encryption_key_path(path)}")  # fmt: skip
+        print(
+            f"encryption: {key.encryption.key_id} (X25519, for sealed reports; "
+            f"{len(key.encryption.retired)} retired key(s) kept) in "
+            f"{signing.encryption_key_path(path)}"
+        )
     if key.chain:
         print(f"chain file: {signing.chain_path(path)}")
         for link in key.chain:
@@ -59,39 +63,49 @@ def cmd_key_rotate(args: argparse.Namespace) -> int:
     path = _key_path(args)
     old, new = signing.rotate_key(path)
     if args.json:
-        print_json({"previous_key_id": old.key_id, "key_id": new.key_id,
-                    "sequence": len(new.chain)})  # fmt: skip
+        print_json(
+            {"previous_key_id": old.key_id, "key_id": new.key_id, "sequence": len(new.chain)}
+        )
     else:
         print(f"rotated signing key {old.key_id} -> {new.key_id} (sequence {len(new.chain)})")
         if new.encryption is not None:
-            print(f"rotated encryption key -> {new.encryption.key_id} (the previous ones still "
-                  "open reports a relay holds)")  # fmt: skip
-    print(f"the chain is in {signing.chain_path(path)}; copy it, {path} and the encryption key "
-          f"files ({signing.encryption_key_path(path).name}, "
-          f"{signing.retired_encryption_path(path).name}) to every machine that serves this "
-          "database; running servers switch within a second", file=sys.stderr)
+            print(
+                f"rotated encryption key -> {new.encryption.key_id} (the previous ones still "
+                "open reports a relay holds)"
+            )
+    print(
+        f"the chain is in {signing.chain_path(path)}; copy it, {path} and the encryption key "
+        f"files ({signing.encryption_key_path(path).name}, "
+        f"{signing.retired_encryption_path(path).name}) to every machine that serves this "
+        "database; running servers switch within a second",
+        file=sys.stderr,
+    )
     return 0
 
 
 def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``key show`` and ``key rotate`` to the command line."""
     key = commands.add_parser(
-        "key", help="show or rotate the survey signing key",
+        "key",
+        help="show or rotate the survey signing key",
         description="Show or rotate the Ed25519 key that signs surveys (docs/key-rotation.md).",
-    )  # fmt: skip
-    actions = key.add_subparsers(dest="key_command", metavar="ACTION",
-                                 parser_class=parser_class)  # fmt: skip
+    )
+    actions = key.add_subparsers(dest="key_command", metavar="ACTION", parser_class=parser_class)
     actions.required = True
-    sub = actions.add_parser("show", help="print the key id, public key and rotation chain",
-                             description="Print the public key, its id, its rotation sequence "
-                             "and chain. Creates nothing.")  # fmt: skip
+    sub = actions.add_parser(
+        "show",
+        help="print the key id, public key and rotation chain",
+        description="Print the public key, its id, its rotation sequence "
+        "and chain. Creates nothing.",
+    )
     add_json(sub, "the key document served at /api/v1/key, with the file paths")
     sub.set_defaults(func=cmd_key_show)
     sub = actions.add_parser(
-        "rotate", help="replace the key; devices follow a link signed by the old key",
+        "rotate",
+        help="replace the key; devices follow a link signed by the old key",
         description="Generate a new key, append a rotation link signed by the old key and "
         "endorsed by the new one to the chain file, and replace the key file (the old "
         "private key is overwritten: back it up first if you must keep it).",
-    )  # fmt: skip
+    )
     add_json(sub, "the old and new key ids")
     sub.set_defaults(func=cmd_key_rotate)

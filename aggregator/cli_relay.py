@@ -46,9 +46,15 @@ def cmd_credentials(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     else:
-        print(format_table(["digest", "relay", "created", "revoked"],
-                           [[r["digest"], r["relay_url"], r["created_at"], r["revoked_at"] or "-"]
-                            for r in rows]))  # fmt: skip
+        print(
+            format_table(
+                ["digest", "relay", "created", "revoked"],
+                [
+                    [r["digest"], r["relay_url"], r["created_at"], r["revoked_at"] or "-"]
+                    for r in rows
+                ],
+            )
+        )
     return 0
 
 
@@ -77,40 +83,73 @@ def cmd_batches(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"survey": args.survey, "units": summary})
     else:
-        print(format_table(["unit", "batches", "smallest", "stored", "dropped"],
-                           [[unit or "(submission)", s["batches"], s["smallest_batch"],
-                             s["stored"], s["dropped"]] for unit, s in sorted(summary.items())]))
+        print(
+            format_table(
+                ["unit", "batches", "smallest", "stored", "dropped"],
+                [
+                    [
+                        unit or "(submission)",
+                        s["batches"],
+                        s["smallest_batch"],
+                        s["stored"],
+                        s["dropped"],
+                    ]
+                    for unit, s in sorted(summary.items())
+                ],
+            )
+        )
     return 0
 
 
 def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``relay credential|credentials|revoke|batches`` to the command line."""
-    group = commands.add_parser("relay", help="relay credentials and forwarded batches",
-                                description="Credentials for the relays of relayed surveys, "
-                                "and the batches they forwarded (docs/relay.md).")  # fmt: skip
-    actions = group.add_subparsers(dest="relay_command", metavar="ACTION",
-                                   parser_class=parser_class)  # fmt: skip
+    group = commands.add_parser(
+        "relay",
+        help="relay credentials and forwarded batches",
+        description="Credentials for the relays of relayed surveys, "
+        "and the batches they forwarded (docs/relay.md).",
+    )
+    actions = group.add_subparsers(
+        dest="relay_command", metavar="ACTION", parser_class=parser_class
+    )
     actions.required = True
-    sub = actions.add_parser("credential", help="create a relay credential (printed once)",
-                             description="Create a credential for the relay at --relay-url; "
-                             "print it once (only its SHA-256 is stored).")  # fmt: skip
-    sub.add_argument("--relay-url", required=True, metavar="URL",
-                     help="the relay's URL, as relayed surveys name it (relay.url)")
+    sub = actions.add_parser(
+        "credential",
+        help="create a relay credential (printed once)",
+        description="Create a credential for the relay at --relay-url; "
+        "print it once (only its SHA-256 is stored).",
+    )
+    sub.add_argument(
+        "--relay-url",
+        required=True,
+        metavar="URL",
+        help="the relay's URL, as relayed surveys name it (relay.url)",
+    )
     sub.set_defaults(func=cmd_credential)
-    sub = actions.add_parser("credentials", help="list relay credentials",
-                             description="List relay credentials: digest prefix, relay URL, "
-                             "created, revoked.")  # fmt: skip
+    sub = actions.add_parser(
+        "credentials",
+        help="list relay credentials",
+        description="List relay credentials: digest prefix, relay URL, created, revoked.",
+    )
     add_json(sub, "the credentials")
     sub.set_defaults(func=cmd_credentials)
-    sub = actions.add_parser("revoke", help="revoke a relay credential by digest prefix",
-                             description="Revoke a relay credential: that relay's batches are "
-                             "refused from then on.")  # fmt: skip
-    sub.add_argument("digest", metavar="DIGEST_PREFIX",
-                     help="at least 8 hex digits of the credential's digest ('relay credentials')")
+    sub = actions.add_parser(
+        "revoke",
+        help="revoke a relay credential by digest prefix",
+        description="Revoke a relay credential: that relay's batches are refused from then on.",
+    )
+    sub.add_argument(
+        "digest",
+        metavar="DIGEST_PREFIX",
+        help="at least 8 hex digits of the credential's digest ('relay credentials')",
+    )
     sub.set_defaults(func=cmd_revoke)
-    sub = actions.add_parser("batches", help="a relayed survey's batches: smallest, dropped",
-                             description="Per shuffle unit of a relayed survey: batches stored, "
-                             "the smallest, reports stored and sealed blobs dropped.")  # fmt: skip
+    sub = actions.add_parser(
+        "batches",
+        help="a relayed survey's batches: smallest, dropped",
+        description="Per shuffle unit of a relayed survey: batches stored, "
+        "the smallest, reports stored and sealed blobs dropped.",
+    )
     sub.add_argument("survey", metavar="ID", help="id of the relayed survey")
     add_json(sub, "the summary")
     sub.set_defaults(func=cmd_batches)

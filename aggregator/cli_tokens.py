@@ -29,8 +29,10 @@ def cmd_token_create(args: argparse.Namespace) -> int:
         token = storage.create_operator_token(args.label, surveys=args.survey or None)
     print(token)
     scope = f" limited to surveys {', '.join(args.survey)}" if args.survey else ""
-    print(f"This operator token{scope} is shown once and stored only as a hash; keep it safe.",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"This operator token{scope} is shown once and stored only as a hash; keep it safe.",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -65,8 +67,11 @@ def cmd_token_issue(args: argparse.Namespace) -> int:
     if out is not None:
         out.close()
     where = f" to {args.output} (mode 0600)" if out is not None else ""
-    print(f"issued {len(tokens):,} enrolment tokens for survey {args.survey!r}{where}; each "
-          "admits one submission; they are stored only as hashes", file=sys.stderr)  # fmt: skip
+    print(
+        f"issued {len(tokens):,} enrolment tokens for survey {args.survey!r}{where}; each "
+        "admits one submission; they are stored only as hashes",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -77,12 +82,29 @@ def cmd_token_list(args: argparse.Namespace) -> int:
             return _list_enrolment(storage, args)
         tokens = storage.list_operator_tokens()
     if args.json:
-        print_json([{"id": t.id, "label": t.label, "surveys": t.surveys,
-                     "created_at": t.created_at, "revoked_at": t.revoked_at}
-                    for t in tokens])  # fmt: skip
+        print_json(
+            [
+                {
+                    "id": t.id,
+                    "label": t.label,
+                    "surveys": t.surveys,
+                    "created_at": t.created_at,
+                    "revoked_at": t.revoked_at,
+                }
+                for t in tokens
+            ]
+        )
         return 0
-    rows = [[t.id, t.label or "-", ",".join(t.surveys) if t.surveys else "(all)", t.created_at,
-             t.revoked_at or "-"] for t in tokens]  # fmt: skip
+    rows = [
+        [
+            t.id,
+            t.label or "-",
+            ",".join(t.surveys) if t.surveys else "(all)",
+            t.created_at,
+            t.revoked_at or "-",
+        ]
+        for t in tokens
+    ]
     print(format_table(["id", "label", "surveys", "created", "revoked"], rows))
     return 0
 
@@ -90,16 +112,30 @@ def cmd_token_list(args: argparse.Namespace) -> int:
 def _list_enrolment(storage: Any, args: argparse.Namespace) -> int:
     tokens = storage.list_enrolment_tokens(args.survey)
     if args.json:
-        print_json([{"id": t.id, "status": t.status, "created_at": t.created_at,
-                     "spent_at": t.spent_at, "revoked_at": t.revoked_at}
-                    for t in tokens])  # fmt: skip
+        print_json(
+            [
+                {
+                    "id": t.id,
+                    "status": t.status,
+                    "created_at": t.created_at,
+                    "spent_at": t.spent_at,
+                    "revoked_at": t.revoked_at,
+                }
+                for t in tokens
+            ]
+        )
         return 0
-    counts = {status: sum(t.status == status for t in tokens)
-              for status in ("unspent", "spent", "revoked")}  # fmt: skip
+    counts = {
+        status: sum(t.status == status for t in tokens)
+        for status in ("unspent", "spent", "revoked")
+    }
     rows = [[t.id, t.status, t.created_at, t.spent_at or t.revoked_at or "-"] for t in tokens]
     print(format_table(["id", "status", "created", "spent/revoked"], rows))
-    print(f"{len(tokens):,} enrolment tokens for {args.survey!r}: "
-          + ", ".join(f"{n:,} {status}" for status, n in counts.items()), file=sys.stderr)
+    print(
+        f"{len(tokens):,} enrolment tokens for {args.survey!r}: "
+        + ", ".join(f"{n:,} {status}" for status, n in counts.items()),
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -107,8 +143,9 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
     config = load_settings(args)
     if not args.survey:
         if args.tokens_file or args.unspent or len(args.ids) != 1:
-            raise _fail("give one operator token id, or --survey SURVEY for enrolment tokens",
-                        EXIT_USAGE)  # fmt: skip
+            raise _fail(
+                "give one operator token id, or --survey SURVEY for enrolment tokens", EXIT_USAGE
+            )
         try:
             token_id = positive(args.ids[0])
         except argparse.ArgumentTypeError as error:
@@ -125,11 +162,13 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as error:
             raise _fail(f"cannot read {args.tokens_file}: {error}", EXIT_USAGE) from None
     if not (args.ids or tokens or args.unspent):
-        raise _fail("name enrolment tokens to revoke: IDs, --tokens-file FILE or --unspent",
-                    EXIT_USAGE)  # fmt: skip
+        raise _fail(
+            "name enrolment tokens to revoke: IDs, --tokens-file FILE or --unspent", EXIT_USAGE
+        )
     with opened_storage(config) as storage:
-        count = storage.revoke_enrolment_tokens(args.survey, ids=args.ids, tokens=tokens,
-                                                unspent=args.unspent)  # fmt: skip
+        count = storage.revoke_enrolment_tokens(
+            args.survey, ids=args.ids, tokens=tokens, unspent=args.unspent
+        )
     print(f"revoked {count:,} unspent enrolment tokens of survey {args.survey!r}")
     return 0
 
@@ -137,54 +176,80 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
 def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     """Add ``token`` and its actions to the command line."""
     token = commands.add_parser(
-        "token", help="operator tokens and one-time enrolment tokens",
+        "token",
+        help="operator tokens and one-time enrolment tokens",
         description="Operator tokens (bearer tokens for the operator API) and one-time "
         "enrolment tokens (one submission each). Plaintexts are printed once and stored only "
         "as hashes.",
-    )  # fmt: skip
-    actions = token.add_subparsers(dest="token_command", metavar="ACTION",
-                                   parser_class=parser_class)  # fmt: skip
+    )
+    actions = token.add_subparsers(
+        dest="token_command", metavar="ACTION", parser_class=parser_class
+    )
     actions.required = True
 
-    sub = actions.add_parser("create", help="create an operator token (printed once)",
-                             description="Create an operator token; print it once.")  # fmt: skip
+    sub = actions.add_parser(
+        "create",
+        help="create an operator token (printed once)",
+        description="Create an operator token; print it once.",
+    )
     sub.add_argument("--label", default="", help="a note on who or what holds the token")
-    sub.add_argument("--survey", action="append", metavar="SURVEY",
-                     help="limit the token to this survey (repeat for several); a limited "
-                     "token cannot act on other surveys, create surveys or read metrics")
+    sub.add_argument(
+        "--survey",
+        action="append",
+        metavar="SURVEY",
+        help="limit the token to this survey (repeat for several); a limited "
+        "token cannot act on other surveys, create surveys or read metrics",
+    )
     sub.set_defaults(func=cmd_token_create)
 
     sub = actions.add_parser(
-        "list", help="list operator tokens, or a survey's enrolment tokens (never values)",
+        "list",
+        help="list operator tokens, or a survey's enrolment tokens (never values)",
         description="List operator tokens; with --survey, that survey's enrolment tokens "
         "(id = first 16 hex digits of the token's hash).",
-    )  # fmt: skip
+    )
     sub.add_argument("--survey", metavar="SURVEY", help="list this survey's enrolment tokens")
     add_json(sub, "the tokens")
     sub.set_defaults(func=cmd_token_list)
 
     sub = actions.add_parser(
-        "revoke", help="revoke an operator token, or a survey's unspent enrolment tokens",
+        "revoke",
+        help="revoke an operator token, or a survey's unspent enrolment tokens",
         description="Revoke an operator token by id; with --survey, revoke unspent enrolment "
         "tokens of that survey (by listed id, by plaintext in a file, or all unspent ones). "
         "A spent token stays spent: its submission is kept.",
-    )  # fmt: skip
-    sub.add_argument("ids", nargs="*", metavar="ID",
-                     help="operator token id; with --survey, enrolment token ids as listed")
+    )
+    sub.add_argument(
+        "ids",
+        nargs="*",
+        metavar="ID",
+        help="operator token id; with --survey, enrolment token ids as listed",
+    )
     sub.add_argument("--survey", metavar="SURVEY", help="revoke enrolment tokens of this survey")
-    sub.add_argument("--tokens-file", metavar="FILE",
-                     help="with --survey: revoke the enrolment tokens in this file (one a line)")
-    sub.add_argument("--unspent", action="store_true",
-                     help="with --survey: revoke every unspent enrolment token of the survey")
+    sub.add_argument(
+        "--tokens-file",
+        metavar="FILE",
+        help="with --survey: revoke the enrolment tokens in this file (one a line)",
+    )
+    sub.add_argument(
+        "--unspent",
+        action="store_true",
+        help="with --survey: revoke every unspent enrolment token of the survey",
+    )
     sub.set_defaults(func=cmd_token_revoke)
 
     sub = actions.add_parser(
-        "issue", help="issue one-time enrolment tokens for a survey (printed once)",
+        "issue",
+        help="issue one-time enrolment tokens for a survey (printed once)",
         description="Issue one-time enrolment tokens for a survey created with "
         "--require-enrolment: one per line, on stdout or in a new file (mode 0600).",
-    )  # fmt: skip
+    )
     sub.add_argument("survey", metavar="SURVEY", help="id of the survey")
     sub.add_argument("--count", type=positive, required=True, help="how many tokens")
-    sub.add_argument("--output", "-o", metavar="FILE",
-                     help="write them to this new file (mode 0600) instead of stdout")  # fmt: skip
+    sub.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="write them to this new file (mode 0600) instead of stdout",
+    )
     sub.set_defaults(func=cmd_token_issue)

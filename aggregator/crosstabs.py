@@ -98,9 +98,14 @@ def _joined(
 
 
 def crosstab_document(
-    storage: Storage, record: SurveyRecord, rows_id: str | None, columns_id: str | None,
-    *, beta: float = DEFAULT_BETA, compare: tuple[tuple[str, str], tuple[str, str]] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    storage: Storage,
+    record: SurveyRecord,
+    rows_id: str | None,
+    columns_id: str | None,
+    *,
+    beta: float = DEFAULT_BETA,
+    compare: tuple[tuple[str, str], tuple[str, str]] | None = None,
+) -> dict[str, Any]:
     """The crosstab of two questions (joint shares, or a number's mean by category)."""
     survey = record.survey
     rows = _question(survey, rows_id, "rows")
@@ -115,8 +120,9 @@ def crosstab_document(
     if compare is not None and document["kind"] == "joint":
         row_axis, column_axis = axis(rows.oracle), axis(columns.oracle)
         estimate = estimate_crosstab(row_axis, column_axis, statistics, beta=beta)
-        document["comparison"] = compare_cells(estimate, rows, columns, row_axis, column_axis,
-                                               compare, beta)  # fmt: skip
+        document["comparison"] = compare_cells(
+            estimate, rows, columns, row_axis, column_axis, compare, beta
+        )
     return document
 
 
@@ -130,33 +136,56 @@ def _cell_index(rows: Question, columns: Question, cell: tuple[str, str]) -> tup
 
 
 def compare_cells(
-    estimate: Any, rows: Question, columns: Question, row_axis: Axis, column_axis: Axis,
-    cells: tuple[tuple[str, str], tuple[str, str]], beta: float,
-) -> dict[str, Any]:  # fmt: skip
+    estimate: Any,
+    rows: Question,
+    columns: Question,
+    row_axis: Axis,
+    column_axis: Axis,
+    cells: tuple[tuple[str, str], tuple[str, str]],
+    beta: float,
+) -> dict[str, Any]:
     """The difference of two cells of one crosstab (same respondents: dependence 'any')."""
     deviation = cell_model(row_axis, column_axis).deviation
-    figures = [comparison.cell_figure(estimate, *_cell_index(rows, columns, cell), deviation)
-               for cell in cells]  # fmt: skip
+    figures = [
+        comparison.cell_figure(estimate, *_cell_index(rows, columns, cell), deviation)
+        for cell in cells
+    ]
     result = comparison.difference(figures[0], figures[1], dependence="any", beta=beta)
-    return {"first": list(cells[0]), "second": list(cells[1]), **result.to_dict(),
-            "sentence": result.sentence(verb="differs")}  # fmt: skip
+    return {
+        "first": list(cells[0]),
+        "second": list(cells[1]),
+        **result.to_dict(),
+        "sentence": result.sentence(verb="differs"),
+    }
 
 
 # -- comparisons of one question between two surveys ------------------------------------------
 
 
 def compare_document(
-    first: tuple[SurveyRecord, Question, Any], second: tuple[SurveyRecord, Question, Any],
-    *, beta: float = DEFAULT_BETA,
-) -> dict[str, Any]:  # fmt: skip
+    first: tuple[SurveyRecord, Question, Any],
+    second: tuple[SurveyRecord, Question, Any],
+    *,
+    beta: float = DEFAULT_BETA,
+) -> dict[str, Any]:
     """Per category: the later survey's estimate minus the earlier's (``second - first``).
 
     Each ``(record, question, folded statistics)``; see
     :func:`deniable.comparison.compare_question`.
     """
     (record_a, question_a, folded_a), (record_b, question_b, folded_b) = first, second
-    body = comparison.compare_question(question_a, folded_a.statistics, folded_a.n, question_b,
-                                       folded_b.statistics, folded_b.n, beta=beta)  # fmt: skip
-    return {"first": {"survey": record_a.id, "question": question_a.id, "n": folded_a.n},
-            "second": {"survey": record_b.id, "question": question_b.id, "n": folded_b.n},
-            "beta": beta, **body}  # fmt: skip
+    body = comparison.compare_question(
+        question_a,
+        folded_a.statistics,
+        folded_a.n,
+        question_b,
+        folded_b.statistics,
+        folded_b.n,
+        beta=beta,
+    )
+    return {
+        "first": {"survey": record_a.id, "question": question_a.id, "n": folded_a.n},
+        "second": {"survey": record_b.id, "question": question_b.id, "n": folded_b.n},
+        "beta": beta,
+        **body,
+    }

@@ -168,10 +168,19 @@ def start_server(
     import requests
 
     command = [
-        sys.executable, "-m", "deniable.aggregator.cli",
-        "--database", str(config["DATABASE"]), "--signing-key", str(config["SIGNING_KEY_PATH"]),
-        "serve", "--bind", f"{host}:{port}", "--workers", str(workers),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "deniable.aggregator.cli",
+        "--database",
+        str(config["DATABASE"]),
+        "--signing-key",
+        str(config["SIGNING_KEY_PATH"]),
+        "serve",
+        "--bind",
+        f"{host}:{port}",
+        "--workers",
+        str(workers),
+    ]
     log = tempfile.TemporaryFile(mode="w+")
     env = {**os.environ, **(environment or {})}
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)

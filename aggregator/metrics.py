@@ -51,18 +51,34 @@ class Metrics:
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         self.registry = CollectorRegistry(auto_describe=True)
-        self.accepted = Counter("deniable_reports_accepted", "Reports acknowledged",
-                                ["survey"], registry=self.registry)  # fmt: skip
-        self.refused = Counter("deniable_submissions_refused",
-                               "Report submissions refused, by problem type", ["reason"],
-                               registry=self.registry)  # fmt: skip
-        self.latency = Histogram("deniable_request_duration_seconds", "Request latency",
-                                 ["method", "endpoint", "status"], buckets=LATENCY_BUCKETS,
-                                 registry=self.registry)  # fmt: skip
-        self.fold = Histogram("deniable_fold_seconds", "Time to fold pending reports",
-                              buckets=LATENCY_BUCKETS, registry=self.registry)  # fmt: skip
-        self.storage_errors = Counter("deniable_storage_errors", "Database failures",
-                                      ["backend", "operation"], registry=self.registry)  # fmt: skip
+        self.accepted = Counter(
+            "deniable_reports_accepted", "Reports acknowledged", ["survey"], registry=self.registry
+        )
+        self.refused = Counter(
+            "deniable_submissions_refused",
+            "Report submissions refused, by problem type",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "deniable_request_duration_seconds",
+            "Request latency",
+            ["method", "endpoint", "status"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.fold = Histogram(
+            "deniable_fold_seconds",
+            "Time to fold pending reports",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.storage_errors = Counter(
+            "deniable_storage_errors",
+            "Database failures",
+            ["backend", "operation"],
+            registry=self.registry,
+        )
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition format: this process's metrics, or every worker's."""
@@ -129,12 +145,14 @@ def init_app(app: Any) -> None:
     def _observe(response: Response) -> Response:
         started = g.pop("deniable_started", None)
         if started is not None:
-            metrics.latency.labels(*request_labels(request.method, request.endpoint,
-                                                   response.status_code)).observe(
-                time.perf_counter() - started
-            )  # fmt: skip
-        if (request.method == "POST" and request.blueprint == SUBMISSION_BLUEPRINT
-                and response.status_code >= 400):  # fmt: skip
+            metrics.latency.labels(
+                *request_labels(request.method, request.endpoint, response.status_code)
+            ).observe(time.perf_counter() - started)
+        if (
+            request.method == "POST"
+            and request.blueprint == SUBMISSION_BLUEPRINT
+            and response.status_code >= 400
+        ):
             metrics.refused.labels(_problem_type(response)).inc()
         return response
 

@@ -94,51 +94,104 @@ def _beta(value: str) -> float:
 def add_parser(commands: Any) -> None:
     """Register ``plan`` on the CLI's subcommand table."""
     sub = commands.add_parser(
-        "plan", help="expected interval half-widths for n respondents, or the n for a half-width",
+        "plan",
+        help="expected interval half-widths for n respondents, or the n for a half-width",
         description="Expected interval half-widths for n respondents, or the respondents "
         "needed for a half-width, per mechanism and interval family.",
     )
-    sub.add_argument("--type", dest="question_type", choices=QUESTION_TYPES, default=None,
-                     help="question type (default single_choice; with --relay and no "
-                     "--options, yes_no)")
-    sub.add_argument("--options", type=_count(MAX_OPTIONS, "options"), default=None,
-                     help="number of options (single and multiple choice)")
-    sub.add_argument("--epsilon", type=_real, default=None,
-                     help="the question's ε (required without --relay)")
-    sub.add_argument("--beta", type=_beta, default=0.05,
-                     help="allowed failure probability of each interval (default 0.05)")
+    sub.add_argument(
+        "--type",
+        dest="question_type",
+        choices=QUESTION_TYPES,
+        default=None,
+        help="question type (default single_choice; with --relay and no --options, yes_no)",
+    )
+    sub.add_argument(
+        "--options",
+        type=_count(MAX_OPTIONS, "options"),
+        default=None,
+        help="number of options (single and multiple choice)",
+    )
+    sub.add_argument(
+        "--epsilon", type=_real, default=None, help="the question's ε (required without --relay)"
+    )
+    sub.add_argument(
+        "--beta",
+        type=_beta,
+        default=0.05,
+        help="allowed failure probability of each interval (default 0.05)",
+    )
     goal = sub.add_mutually_exclusive_group()
-    goal.add_argument("--n", type=_count(MAX_RESPONDENTS, "respondents"),
-                      help="respondents: print expected half-widths")
-    goal.add_argument("--half-width", type=_real,
-                      help="target half-width (a share, e.g. 0.05; answer units for numeric): "
-                      "print the respondents needed (with --relay: default 0.05)")
+    goal.add_argument(
+        "--n",
+        type=_count(MAX_RESPONDENTS, "respondents"),
+        help="respondents: print expected half-widths",
+    )
+    goal.add_argument(
+        "--half-width",
+        type=_real,
+        help="target half-width (a share, e.g. 0.05; answer units for numeric): "
+        "print the respondents needed (with --relay: default 0.05)",
+    )
     sub.add_argument("--lo", type=_real, default=0.0, help="numeric: lower end (default 0)")
     sub.add_argument("--hi", type=_real, default=1.0, help="numeric: upper end (default 1)")
     sub.add_argument("--json", action="store_true", help="JSON instead of a table")
     relay = sub.add_argument_group("relayed survey (shuffle model, docs/relay.md)")
-    relay.add_argument("--relay", action="store_true",
-                       help="plan for a shuffling relay: print the ε0 to set on each question")
-    relay.add_argument("--central-epsilon", type=_real, default=None,
-                       help="with --relay: the central ε wanted for each batch")
-    relay.add_argument("--delta", type=_real, default=None,
-                       help=f"with --relay: the central δ (default {DEFAULT_RELAY_DELTA:g})")
-    relay.add_argument("--batch", type=_count(MAX_RESPONDENTS, "reports"), default=None,
-                       help="with --relay: the smallest batch the relay forwards (min_batch)")
-    sub.add_argument("--by-type", choices=("yes_no", "single_choice", "multiple_choice"),
-                     default=None, help="crosstab by a second question of this type "
-                     "(default single_choice, or yes_no without --by-options)")
-    sub.add_argument("--by-options", type=_count, default=None,
-                     help="crosstab by a second question with this many options")
-    sub.add_argument("--by-epsilon", type=_real, default=None,
-                     help="the second question's ε (default: the same as --epsilon)")
-    sub.set_defaults(func=cmd_plan)  # fmt: skip
+    relay.add_argument(
+        "--relay",
+        action="store_true",
+        help="plan for a shuffling relay: print the ε0 to set on each question",
+    )
+    relay.add_argument(
+        "--central-epsilon",
+        type=_real,
+        default=None,
+        help="with --relay: the central ε wanted for each batch",
+    )
+    relay.add_argument(
+        "--delta",
+        type=_real,
+        default=None,
+        help=f"with --relay: the central δ (default {DEFAULT_RELAY_DELTA:g})",
+    )
+    relay.add_argument(
+        "--batch",
+        type=_count(MAX_RESPONDENTS, "reports"),
+        default=None,
+        help="with --relay: the smallest batch the relay forwards (min_batch)",
+    )
+    sub.add_argument(
+        "--by-type",
+        choices=("yes_no", "single_choice", "multiple_choice"),
+        default=None,
+        help="crosstab by a second question of this type "
+        "(default single_choice, or yes_no without --by-options)",
+    )
+    sub.add_argument(
+        "--by-options",
+        type=_count,
+        default=None,
+        help="crosstab by a second question with this many options",
+    )
+    sub.add_argument(
+        "--by-epsilon",
+        type=_real,
+        default=None,
+        help="the second question's ε (default: the same as --epsilon)",
+    )
+    sub.set_defaults(func=cmd_plan)
 
 
 def _question_goal(args: argparse.Namespace) -> dict[str, Any]:
     """What plan and relay_plan both take from the command line: the question and the goal."""
-    return {"options": args.options, "beta": args.beta, "n": args.n,
-            "half_width": args.half_width, "lo": args.lo, "hi": args.hi}  # fmt: skip
+    return {
+        "options": args.options,
+        "beta": args.beta,
+        "n": args.n,
+        "half_width": args.half_width,
+        "lo": args.lo,
+        "hi": args.hi,
+    }
 
 
 def _goal_figures(row: Any, result: Plan) -> list[str]:
@@ -170,8 +223,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         crosstab = plan_crosstab(
             (result.question_type, args.options, args.epsilon),
             (by_type, args.by_options, args.by_epsilon or args.epsilon),
-            beta=args.beta, n=args.n, half_width=args.half_width,
-        )  # fmt: skip
+            beta=args.beta,
+            n=args.n,
+            half_width=args.half_width,
+        )
     if args.json:
         document = result.to_dict()
         if crosstab is not None:
@@ -220,10 +275,15 @@ def plan_table(result: Plan) -> str:
     for row in result.rows:
         name = row.mechanism + (" *" if row.mechanism == result.recommended else "")
         rows.append(
-            [name, row.family, row.report_bytes, *_goal_figures(row, result),
-             format_number(row.expected_squared_error),
-             format_number(row.worst_case_squared_error)]
-        )  # fmt: skip
+            [
+                name,
+                row.family,
+                row.report_bytes,
+                *_goal_figures(row, result),
+                format_number(row.expected_squared_error),
+                format_number(row.worst_case_squared_error),
+            ]
+        )
     lines = [
         f"{result.question_type}{what}, epsilon {result.epsilon:g}, {level} intervals: {goal}",
         format_table(headers, rows),
@@ -239,8 +299,11 @@ def cmd_relay_plan(args: argparse.Namespace) -> int:
         raise CommandError(
             "--relay computes the question's ε from --central-epsilon: drop --epsilon", EXIT_USAGE
         )
-    missing = [flag for flag, value in (("--central-epsilon", args.central_epsilon),
-                                        ("--batch", args.batch)) if value is None]  # fmt: skip
+    missing = [
+        flag
+        for flag, value in (("--central-epsilon", args.central_epsilon), ("--batch", args.batch))
+        if value is None
+    ]
     if missing:
         raise CommandError(f"--relay needs {' and '.join(missing)}", EXIT_USAGE)
     question_type = args.question_type or ("single_choice" if args.options else "yes_no")
@@ -276,8 +339,7 @@ def relay_table(result: RelayPlan) -> str:
         if result.respondents_for_precision is not None and (
             result.respondents_for_precision < result.batch
         ):
-            needed += (f" (one batch; precision alone needs "
-                       f"{result.respondents_for_precision:,})")  # fmt: skip
+            needed += f" (one batch; precision alone needs {result.respondents_for_precision:,})"
         lines.append(needed + ".")
         if result.respondents_without_relay is not None:
             lines.append(

@@ -115,8 +115,12 @@ def problem(
     status: int, kind: str, title: str, detail: str, headers: dict[str, str] | None = None
 ) -> Response:
     """One problem+json response."""
-    body = {"type": TYPE_PREFIX + kind, "title": title, "status": status,
-            "detail": printable(detail)}  # fmt: skip
+    body = {
+        "type": TYPE_PREFIX + kind,
+        "title": title,
+        "status": status,
+        "detail": printable(detail),
+    }
     response = Response(json.dumps(body), status=status, mimetype=PROBLEM_MEDIA_TYPE)
     for name, value in (headers or {}).items():
         response.headers[name] = value
@@ -142,8 +146,12 @@ def _deniable_error(error: DeniableError) -> Response:
         headers["WWW-Authenticate"] = 'Bearer realm="deniable"'
     if isinstance(error, StorageError):
         # Why: the real database message may name hosts or schemas; log it, say less.
-        logger.error("storage error on %s %s: %s", request.method, printable(request.path),
-                     printable(str(error)))  # fmt: skip
+        logger.error(
+            "storage error on %s %s: %s",
+            request.method,
+            printable(request.path),
+            printable(str(error)),
+        )
         headers["Retry-After"] = "1"
         return problem(status, kind, title, "the database is unavailable; retry later", headers)
     if status == 500:

@@ -41,11 +41,14 @@ def public_base_url() -> str:
     configured = current_app.config.get("PUBLIC_URL")
     if configured:
         return configured
-    scheme = forwarded_scheme(request.headers.get("X-Forwarded-Proto"),
-                              int(current_app.config.get("TRUST_PROXY") or 0))  # fmt: skip
+    scheme = forwarded_scheme(
+        request.headers.get("X-Forwarded-Proto"), int(current_app.config.get("TRUST_PROXY") or 0)
+    )
     scheme = scheme or (request.scheme if request.scheme in SCHEMES else "http")
     try:
         return serialize_origin(f"{scheme}://{request.host}")
     except ValueError:
-        raise BadRequest("the Host header is not a host name and port; set "
-                             "DENIABLE_PUBLIC_URL to the aggregator's public URL") from None
+        raise BadRequest(
+            "the Host header is not a host name and port; set "
+            "DENIABLE_PUBLIC_URL to the aggregator's public URL"
+        ) from None

@@ -51,9 +51,18 @@ from deniable.errors import RateLimited
 
 EXTENSION = "deniable.ratelimit"
 PERIODS = {"second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86_400.0}
-UNIT_ALIASES = {"s": "second", "seconds": "second", "sec": "second", "m": "minute",
-                "min": "minute", "minutes": "minute", "h": "hour", "hours": "hour",
-                "d": "day", "days": "day"}  # fmt: skip
+UNIT_ALIASES = {
+    "s": "second",
+    "seconds": "second",
+    "sec": "second",
+    "m": "minute",
+    "min": "minute",
+    "minutes": "minute",
+    "h": "hour",
+    "hours": "hour",
+    "d": "day",
+    "days": "day",
+}
 STORAGE_SCHEMES = ("memory://", "redis://", "rediss://", "redis+unix://")
 # After a failed call to the shared store, count in memory this long before trying it again.
 FALLBACK_SECONDS = 5.0
@@ -282,9 +291,10 @@ class RateLimits:
                 self._warned_at = now
                 logger.warning(
                     "rate-limit storage %s failed (%s: %s); counting in this process's memory",
-                    shown_storage(self.storage), type(error).__name__,
+                    shown_storage(self.storage),
+                    type(error).__name__,
                     shown_storage(str(error)[:200]),
-                )  # fmt: skip
+                )
 
     def check_address(self, address: str) -> None:
         if self._address_item is None or self.is_exempt(address):

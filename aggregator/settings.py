@@ -66,8 +66,7 @@ def _optional_text(value: object) -> str | None:
 # A URL scheme (two characters at least, so a Windows drive letter is a path).
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")
 DATABASE_FORMS = (
-    "an SQLite file path, sqlite:///ABSOLUTE/PATH, sqlite:RELATIVE/PATH, "
-    "or a postgresql:// DSN"
+    "an SQLite file path, sqlite:///ABSOLUTE/PATH, sqlite:RELATIVE/PATH, or a postgresql:// DSN"
 )
 
 
@@ -352,13 +351,18 @@ def resolve(
     home = resolved["HOME"]
     if home.value is None:
         home_dir = default_home if default_home is not None else user_data_dir()
-        resolved["HOME"] = Resolved(setting=home.setting, value=str(home_dir),
-                                    source="default (platform user data directory)")  # fmt: skip
+        resolved["HOME"] = Resolved(
+            setting=home.setting,
+            value=str(home_dir),
+            source="default (platform user data directory)",
+        )
     for name, filename in derived.items():
         if resolved[name].value is None:
-            resolved[name] = Resolved(setting=by_name[name],
-                                      value=str(Path(resolved["HOME"].value) / filename),
-                                      source="default (in HOME)")  # fmt: skip
+            resolved[name] = Resolved(
+                setting=by_name[name],
+                value=str(Path(resolved["HOME"].value) / filename),
+                source="default (in HOME)",
+            )
     return list(resolved.values())
 
 

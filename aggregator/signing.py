@@ -91,8 +91,10 @@ class EncryptionKeys:
     ) -> Callable[[bytes], bytes]:
         """:meth:`open_sealed` for many blobs of one survey, unit and size
         (:func:`deniable.sealing.opener` of each key, resolved once)."""
-        openers = [sealing.opener(key, survey_id=survey_id, unit=unit, size=size)
-                   for key in (self.current, *self.retired)]  # fmt: skip
+        openers = [
+            sealing.opener(key, survey_id=survey_id, unit=unit, size=size)
+            for key in (self.current, *self.retired)
+        ]
         length = None if size is None else sealing.sealed_length(size)
 
         def open_one(sealed: bytes) -> bytes:
@@ -284,16 +286,24 @@ def load_encryption_keys(path: str | os.PathLike[str]) -> EncryptionKeys | None:
     if not current_path.exists():
         return None
     what = "encryption key"
-    current = _load_pem(_read_private(current_path, what), current_path, what,
-                        X25519PrivateKey, "X25519")  # fmt: skip
+    current = _load_pem(
+        _read_private(current_path, what), current_path, what, X25519PrivateKey, "X25519"
+    )
     retired_path = retired_encryption_path(path)
     retired: list[X25519PrivateKey] = []
     if retired_path.exists():
         data = _read_private(retired_path, "retired encryption keys")
         for block in data.split(_PEM_END):
             if block.strip():
-                retired.append(_load_pem(block + _PEM_END + b"\n", retired_path,
-                                         "retired encryption keys", X25519PrivateKey, "X25519"))
+                retired.append(
+                    _load_pem(
+                        block + _PEM_END + b"\n",
+                        retired_path,
+                        "retired encryption keys",
+                        X25519PrivateKey,
+                        "X25519",
+                    )
+                )
     return EncryptionKeys(current=current, retired=tuple(retired))
 
 
@@ -307,8 +317,9 @@ def load_key(path: str | os.PathLike[str]) -> SigningKey:
     )
     chain = keychain.chain_ending_at(load_chain(target), public)
     check_no_loop(chain, target)
-    return SigningKey(private_key=key, path=target, chain=tuple(chain),
-                      encryption=load_encryption_keys(target))  # fmt: skip
+    return SigningKey(
+        private_key=key, path=target, chain=tuple(chain), encryption=load_encryption_keys(target)
+    )
 
 
 def check_no_loop(chain: list[dict[str, Any]], key_path: Path) -> None:
@@ -368,10 +379,15 @@ def rotate_key(path: str | os.PathLike[str]) -> tuple[SigningKey, SigningKey]:
     new = SigningKey(private_key=new_private, path=old.path)
     sequence = len(chain) + 1
     message = keychain.rotation_message(sequence, old.public_bytes, new.public_bytes)
-    chain.append(keychain.link_document(
-        sequence, old.public_bytes, new.public_bytes,
-        old.private_key.sign(message), new_private.sign(message),
-    ))  # fmt: skip
+    chain.append(
+        keychain.link_document(
+            sequence,
+            old.public_bytes,
+            new.public_bytes,
+            old.private_key.sign(message),
+            new_private.sign(message),
+        )
+    )
     document = {"format": "deniable.key-chain/1", "chain": chain}
     _write_atomically(chain_path(path), (json.dumps(document, indent=2) + "\n").encode(), 0o644)
     pem = new_private.private_bytes(

@@ -88,10 +88,12 @@ def _width(value: float, result: Mapping[str, Any]) -> str:
 def relay_lines(relay: Mapping[str, Any]) -> str:
     """A relayed survey's batch figures and what its central ε assumes, in plain words."""
     smallest = relay["smallest_batch"]
-    lines = [f"relayed by {relay['url']} (shuffled per {relay['shuffle_unit']}, min_batch "
-             f"{relay['min_batch']:,}): {relay['batches']:,} batches, smallest "
-             f"{smallest if smallest is not None else '-'}, {relay['dropped']:,} sealed reports "
-             "dropped (did not open or were invalid)"]  # fmt: skip
+    lines = [
+        f"relayed by {relay['url']} (shuffled per {relay['shuffle_unit']}, min_batch "
+        f"{relay['min_batch']:,}): {relay['batches']:,} batches, smallest "
+        f"{smallest if smallest is not None else '-'}, {relay['dropped']:,} sealed reports "
+        "dropped (did not open or were invalid)"
+    ]
     lines += [f"  central epsilon assumes: {condition}" for condition in relay["conditions"]]
     return "\n".join(lines)
 
@@ -99,8 +101,10 @@ def relay_lines(relay: Mapping[str, Any]) -> str:
 def central_line(central: Mapping[str, Any]) -> str:
     if central.get("central_epsilon") is None:
         return f"central epsilon: none yet ({central.get('note', 'no batch forwarded')})"
-    return (f"central epsilon {central['central_epsilon']:.3g} at delta {central['delta']:g} "
-            f"(smallest batch {central['batch']:,}; local epsilon {central['local_epsilon']:g})")
+    return (
+        f"central epsilon {central['central_epsilon']:.3g} at delta {central['delta']:g} "
+        f"(smallest batch {central['batch']:,}; local epsilon {central['local_epsilon']:g})"
+    )
 
 
 def results_table(
@@ -135,25 +139,33 @@ def results_table(
             blocks.append(head + "\n  no reports yet")
             continue
         family = q.get("tightest", "chebyshev")
-        ends = ("lower", "upper") if family == "chebyshev" else (f"{family}_lower",
-                                                                 f"{family}_upper")  # fmt: skip
+        ends = (
+            ("lower", "upper") if family == "chebyshev" else (f"{family}_lower", f"{family}_upper")
+        )
         head += f", interval {INTERVAL_NAMES.get(family, family)}"
         if "mean" in q:
             rows = [["mean", f"{q['mean']:.4g}", f"{q[ends[0]]:.4g}", f"{q[ends[1]]:.4g}"]]
             shown = [f"{v:.4g}" for v in (truth or {}).get(q["question"], [])]
         else:
             rows = [
-                [c["label"], f"{100 * c['estimate']:.1f}%", f"{100 * c[ends[0]]:.1f}%",
-                 f"{100 * c[ends[1]]:.1f}%"]
+                [
+                    c["label"],
+                    f"{100 * c['estimate']:.1f}%",
+                    f"{100 * c[ends[0]]:.1f}%",
+                    f"{100 * c[ends[1]]:.1f}%",
+                ]
                 for c in q["categories"]
-            ]  # fmt: skip
+            ]
             shown = [f"{100 * v:.1f}%" for v in (truth or {}).get(q["question"], [])]
         families = [
             f"{i['family']} ±{_width(i['nominal_half_width'], q)}"
-            + (f" (all at once ±{_width(i['simultaneous_nominal_half_width'], q)})"
-               if "categories" in q and len(q["categories"]) > 2 else "")
+            + (
+                f" (all at once ±{_width(i['simultaneous_nominal_half_width'], q)})"
+                if "categories" in q and len(q["categories"]) > 2
+                else ""
+            )
             for i in q.get("intervals", [])
-        ]  # fmt: skip
+        ]
         if families:
             head += "\n  worst-case half-widths: " + "; ".join(families)
         warning = PRECISION_WORDS.get(q.get("precision", "ok"), "")
@@ -161,8 +173,11 @@ def results_table(
         if "mean" in q:
             warning = warning.replace("±10 points", ten)
         if warning and q.get("respondents_for_ten_points"):
-            by = (" by the closed-form bounds" if q.get("respondents_for_ten_points_families")
-                  == "closed_form" else "")  # fmt: skip
+            by = (
+                " by the closed-form bounds"
+                if q.get("respondents_for_ten_points_families") == "closed_form"
+                else ""
+            )
             warning += f" (about {q['respondents_for_ten_points']:,} needed for {ten}{by})"
         if warning:
             head += f"\n  {warning}"

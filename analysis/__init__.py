@@ -50,17 +50,31 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
     rows = []
     for question in document["questions"]:
         beta = question.get("beta", document.get("beta"))
-        common = {"question": question["question"], "type": question["type"],
-                  "n": question["n"], "beta": beta}  # fmt: skip
+        common = {
+            "question": question["question"],
+            "type": question["type"],
+            "n": question["n"],
+            "beta": beta,
+        }
         if question.get("categories"):
             for category in question["categories"]:
                 rows.append({**common, **category})
         elif "mean" in question:
-            extra = {k: v for k, v in question.items()
-                     if k.startswith(("chebyshev_exact_", "bernstein_"))}  # fmt: skip
-            rows.append({**common, "label": "mean", "estimate": question["mean"],
-                         "lower": question["lower"], "upper": question["upper"],
-                         **extra})  # fmt: skip
+            extra = {
+                k: v
+                for k, v in question.items()
+                if k.startswith(("chebyshev_exact_", "bernstein_"))
+            }
+            rows.append(
+                {
+                    **common,
+                    "label": "mean",
+                    "estimate": question["mean"],
+                    "lower": question["lower"],
+                    "upper": question["upper"],
+                    **extra,
+                }
+            )
         else:
             rows.append({**common, "label": None, "estimate": None})
     return pd.DataFrame(rows)
@@ -78,9 +92,22 @@ def crosstab_frame(document: Mapping[str, Any]) -> pd.DataFrame:
         frame = pd.DataFrame(document["categories"])
     else:
         frame = pd.DataFrame(columns=["row", "column", "estimate", "lower", "upper"])
-    frame.attrs.update({key: document.get(key) for key in
-                        ("survey", "kind", "n", "beta", "epsilon", "tightest",
-                         "simultaneous_tightest", "by", "of")})  # fmt: skip
+    frame.attrs.update(
+        {
+            key: document.get(key)
+            for key in (
+                "survey",
+                "kind",
+                "n",
+                "beta",
+                "epsilon",
+                "tightest",
+                "simultaneous_tightest",
+                "by",
+                "of",
+            )
+        }
+    )
     frame.attrs["rows"] = document["rows"]["question"]
     frame.attrs["columns"] = document["columns"]["question"]
     return frame
@@ -107,9 +134,12 @@ class Aggregator:
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def _get(self, path: str, **params: Any) -> dict[str, Any]:
-        response = self.session.get(f"{self.url}/api/v1/{path}", headers=self.headers,
-                                    params={k: v for k, v in params.items() if v is not None},
-                                    timeout=60)  # fmt: skip
+        response = self.session.get(
+            f"{self.url}/api/v1/{path}",
+            headers=self.headers,
+            params={k: v for k, v in params.items() if v is not None},
+            timeout=60,
+        )
         if response.status_code != 200:
             from ..errors import ClientError
 
@@ -123,16 +153,31 @@ class Aggregator:
     def results(self, survey: str, *, beta: float = DEFAULT_BETA) -> pd.DataFrame:
         return results_frame(self._get(f"surveys/{survey}/results", beta=beta))
 
-    def crosstab(self, survey: str, rows: str, columns: str, *,
-                 beta: float = DEFAULT_BETA) -> pd.DataFrame:  # fmt: skip
-        return crosstab_frame(self._get(f"surveys/{survey}/crosstab", rows=rows,
-                                        columns=columns, beta=beta))  # fmt: skip
+    def crosstab(
+        self, survey: str, rows: str, columns: str, *, beta: float = DEFAULT_BETA
+    ) -> pd.DataFrame:
+        return crosstab_frame(
+            self._get(f"surveys/{survey}/crosstab", rows=rows, columns=columns, beta=beta)
+        )
 
-    def compare(self, survey: str, other: str, question: str, *, other_question: str | None = None,
-                beta: float = DEFAULT_BETA) -> pd.DataFrame:  # fmt: skip
-        return compare_frame(self._get(f"surveys/{survey}/compare", question=question,
-                                       beta=beta, with_question=other_question,
-                                       **{"with": other}))  # fmt: skip
+    def compare(
+        self,
+        survey: str,
+        other: str,
+        question: str,
+        *,
+        other_question: str | None = None,
+        beta: float = DEFAULT_BETA,
+    ) -> pd.DataFrame:
+        return compare_frame(
+            self._get(
+                f"surveys/{survey}/compare",
+                question=question,
+                beta=beta,
+                with_question=other_question,
+                **{"with": other},
+            )
+        )
 
 
 class Export:
@@ -182,8 +227,14 @@ class Export:
         document = question_crosstab(first, second, statistics, beta=beta)
         return crosstab_frame({"survey": self.survey.id, **document})
 
-    def compare(self, later: Export, question: str, *, other_question: str | None = None,
-                beta: float = DEFAULT_BETA) -> pd.DataFrame:  # fmt: skip
+    def compare(
+        self,
+        later: Export,
+        question: str,
+        *,
+        other_question: str | None = None,
+        beta: float = DEFAULT_BETA,
+    ) -> pd.DataFrame:
         first = self._statistics(question)
         second = later._statistics(other_question or question)
         return compare_frame({"beta": beta, **compare_question(*first, *second, beta=beta)})

@@ -45,16 +45,22 @@ TARGET_P99_RATIO = 2.0
 
 def colliding_ids(start: int, count: int) -> list[str]:
     """Valid lowercase UUID text, all beginning ``deadbeef-dead-beef-``."""
-    return [f"{COLLIDING}{(n >> 48) & 0xFFFF:04x}-{n & (2**48 - 1):012x}"
-            for n in range(start, start + count)]  # fmt: skip
+    return [
+        f"{COLLIDING}{(n >> 48) & 0xFFFF:04x}-{n & (2**48 - 1):012x}"
+        for n in range(start, start + count)
+    ]
 
 
 def attack_definition() -> dict[str, Any]:
     return {
-        "format": "deniable.survey/1", "id": ATTACK_SURVEY, "title": "Attack",
-        "questions": [{"id": f"q{i}", "type": "yes_no", "text": f"Question {i}?",
-                       "epsilon": 1.0} for i in range(ATTACK_QUESTIONS)],
-    }  # fmt: skip
+        "format": "deniable.survey/1",
+        "id": ATTACK_SURVEY,
+        "title": "Attack",
+        "questions": [
+            {"id": f"q{i}", "type": "yes_no", "text": f"Question {i}?", "epsilon": 1.0}
+            for i in range(ATTACK_QUESTIONS)
+        ],
+    }
 
 
 def _payload() -> str:
@@ -66,8 +72,12 @@ def _payload() -> str:
     return question.randomize(True, np.random.default_rng(0))
 
 
-def _request(connection: http.client.HTTPConnection, path: str, body: bytes,
-             headers: dict[str, str] | None = None) -> int:  # fmt: skip
+def _request(
+    connection: http.client.HTTPConnection,
+    path: str,
+    body: bytes,
+    headers: dict[str, str] | None = None,
+) -> int:
     connection.request("POST", path, body, {"Content-Type": "application/json", **(headers or {})})
     response = connection.getresponse()
     response.read()
@@ -77,8 +87,10 @@ def _request(connection: http.client.HTTPConnection, path: str, body: bytes,
 
 
 def _attack_body(ids: list[str], payload: str) -> bytes:
-    reports = [{"id": i, "question": f"q{n % ATTACK_QUESTIONS}", "payload": payload}
-               for n, i in enumerate(ids)]  # fmt: skip
+    reports = [
+        {"id": i, "question": f"q{n % ATTACK_QUESTIONS}", "payload": payload}
+        for n, i in enumerate(ids)
+    ]
     return json.dumps({"reports": reports}).encode()
 
 
@@ -87,19 +99,32 @@ def _store_colliding(port: int, host: str, operator: str, count: int, payload: s
     for start in range(0, count, 1000):
         connection = http.client.HTTPConnection(host, port, timeout=300)
         ids = colliding_ids(1 + start, min(1000, count - start))
-        _request(connection, path, _attack_body(ids, payload),
-                 {"Authorization": f"Bearer {operator}"})  # fmt: skip
+        _request(
+            connection, path, _attack_body(ids, payload), {"Authorization": f"Bearer {operator}"}
+        )
         connection.close()
 
 
-def _honest(port: int, host: str, survey: str, question: str, payloads: list[str],
-            stop_at: float, offset: int) -> list[float]:  # fmt: skip
+def _honest(
+    port: int,
+    host: str,
+    survey: str,
+    question: str,
+    payloads: list[str],
+    stop_at: float,
+    offset: int,
+) -> list[float]:
     connection = http.client.HTTPConnection(host, port, timeout=120)
     path = f"/api/v1/surveys/{survey}/reports"
     latencies, index = [], offset
     while time.monotonic() < stop_at:
-        body = json.dumps({"id": str(uuid.uuid4()), "question": question,
-                           "payload": payloads[index % len(payloads)]}).encode()  # fmt: skip
+        body = json.dumps(
+            {
+                "id": str(uuid.uuid4()),
+                "question": question,
+                "payload": payloads[index % len(payloads)],
+            }
+        ).encode()
         index += 1
         started = time.perf_counter()
         _request(connection, path, body)
@@ -108,8 +133,9 @@ def _honest(port: int, host: str, survey: str, question: str, payloads: list[str
     return latencies
 
 
-def _attacker(port: int, host: str, payload: str, stop_at: float, first: int,
-              sent: list[int]) -> None:  # fmt: skip
+def _attacker(
+    port: int, host: str, payload: str, stop_at: float, first: int, sent: list[int]
+) -> None:
     connection = http.client.HTTPConnection(host, port, timeout=120)
     path = f"/api/v1/surveys/{ATTACK_SURVEY}/reports"
     next_at, number = time.monotonic(), first
@@ -124,22 +150,36 @@ def _attacker(port: int, host: str, payload: str, stop_at: float, first: int,
 
 def _percentiles(latencies: list[float]) -> dict[str, float]:
     ordered = sorted(latencies)
-    return {"p50_ms": 1000 * ordered[len(ordered) // 2],
-            "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
-            "count": len(ordered)}  # fmt: skip
+    return {
+        "p50_ms": 1000 * ordered[len(ordered) // 2],
+        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+        "count": len(ordered),
+    }
 
 
-def measure(port: int, host: str, survey: str, question: str, payloads: list[str],
-            duration: float, attackers: int, first_id: int) -> dict[str, Any]:  # fmt: skip
+def measure(
+    port: int,
+    host: str,
+    survey: str,
+    question: str,
+    payloads: list[str],
+    duration: float,
+    attackers: int,
+    first_id: int,
+) -> dict[str, Any]:
     """Honest latencies for ``duration`` s, with ``attackers`` colliding-id clients alongside."""
     stop_at = time.monotonic() + duration
     payload = _payload()
     sent: list[int] = []
     with ThreadPoolExecutor(HONEST_CLIENTS + attackers) as pool:
-        attacks = [pool.submit(_attacker, port, host, payload, stop_at,
-                               first_id + a * 10_000_000, sent) for a in range(attackers)]
-        honest = [pool.submit(_honest, port, host, survey, question, payloads, stop_at, c * 997)
-                  for c in range(HONEST_CLIENTS)]  # fmt: skip
+        attacks = [
+            pool.submit(_attacker, port, host, payload, stop_at, first_id + a * 10_000_000, sent)
+            for a in range(attackers)
+        ]
+        honest = [
+            pool.submit(_honest, port, host, survey, question, payloads, stop_at, c * 997)
+            for c in range(HONEST_CLIENTS)
+        ]
         latencies = [x for future in honest for x in future.result()]
         for future in attacks:
             future.result()
@@ -171,17 +211,22 @@ def run_adversarial(
         finally:
             storage.close()
         server, port = start_real(database, workdir / "key.pem", workdir)
-        print(f"[adversarial] storing {args.adversarial_stored:,} ids beginning {COLLIDING}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"[adversarial] storing {args.adversarial_stored:,} ids beginning {COLLIDING}",
+            file=sys.stderr,
+        )
         _store_colliding(port, host, operator, args.adversarial_stored, _payload())
         duration = args.duration
         runs = {}
         first = 100_000_000
         for label, attackers in (("before", 0), ("attacked", ATTACKERS), ("after", 0)):
-            print(f"[adversarial] honest clients, {attackers} attackers, {duration:g} s",
-                  file=sys.stderr)  # fmt: skip
-            runs[label] = measure(port, host, survey, question, payloads, duration, attackers,
-                                  first)  # fmt: skip
+            print(
+                f"[adversarial] honest clients, {attackers} attackers, {duration:g} s",
+                file=sys.stderr,
+            )
+            runs[label] = measure(
+                port, host, survey, question, payloads, duration, attackers, first
+            )
             first += 100_000_000
         return {"stored": args.adversarial_stored, **runs}
     finally:
@@ -196,18 +241,28 @@ def report(result: dict[str, Any]) -> str:
     unloaded = min(before["p99_ms"], after["p99_ms"])
     ratio = attacked["p99_ms"] / unloaded
     verdict = "meets target" if ratio < TARGET_P99_RATIO else "MISSES target"
-    lines = [f"adversarial ids (sqlite; {result['stored']:,} stored ids beginning {COLLIDING}; "
-             f"{HONEST_CLIENTS} honest clients posting one report per request):"]  # fmt: skip
-    rows = (("without attackers (before)", before),
-            (f"with {ATTACKERS} colliding-id clients", attacked),
-            ("without attackers (after)", after))  # fmt: skip
+    lines = [
+        f"adversarial ids (sqlite; {result['stored']:,} stored ids beginning {COLLIDING}; "
+        f"{HONEST_CLIENTS} honest clients posting one report per request):"
+    ]
+    rows = (
+        ("without attackers (before)", before),
+        (f"with {ATTACKERS} colliding-id clients", attacked),
+        ("without attackers (after)", after),
+    )
     for label, figures in rows:
-        extra = (f"   ({figures['colliding_sent']:,} colliding ids sent)"
-                 if figures["colliding_sent"] else "")  # fmt: skip
-        lines.append(f"  {label:30} honest p50 {figures['p50_ms']:7.2f} ms   p99 "
-                     f"{figures['p99_ms']:7.2f} ms   ({figures['count']:,} requests){extra}")
-    lines.append(f"  honest p99 attacked / unloaded = {ratio:.2f} (target < "
-                 f"{TARGET_P99_RATIO:g}: {verdict})")  # fmt: skip
+        extra = (
+            f"   ({figures['colliding_sent']:,} colliding ids sent)"
+            if figures["colliding_sent"]
+            else ""
+        )
+        lines.append(
+            f"  {label:30} honest p50 {figures['p50_ms']:7.2f} ms   p99 "
+            f"{figures['p99_ms']:7.2f} ms   ({figures['count']:,} requests){extra}"
+        )
+    lines.append(
+        f"  honest p99 attacked / unloaded = {ratio:.2f} (target < {TARGET_P99_RATIO:g}: {verdict})"
+    )
     return "\n".join(lines)
 
 

@@ -62,8 +62,9 @@ def bare_app():
 
                 local.connection = psycopg.connect(database, autocommit=False)
             else:
-                local.connection = sqlite3.connect(database, isolation_level=None,
-                                                   check_same_thread=False)  # fmt: skip
+                local.connection = sqlite3.connect(
+                    database, isolation_level=None, check_same_thread=False
+                )
                 local.connection.execute("PRAGMA journal_mode = WAL")
                 local.connection.execute("PRAGMA synchronous = FULL")
                 local.connection.execute("PRAGMA busy_timeout = 30000")
@@ -71,16 +72,19 @@ def bare_app():
 
     def insert(survey_id: str, reports: list[dict[str, Any]]) -> None:
         now = datetime.now(UTC)
-        rows = [(survey_id, r["id"], r["question"], r["payload"], _digest(r), now.isoformat())
-                for r in reports]  # fmt: skip
+        rows = [
+            (survey_id, r["id"], r["question"], r["payload"], _digest(r), now.isoformat())
+            for r in reports
+        ]
         db = connection()
         if postgres:
             with db.cursor() as cursor:
                 cursor.executemany(
                     "INSERT INTO bare_reports (survey_id, report_id, question_id, payload,"
                     " digest, received_at) VALUES (%s, %s, %s, %s, %s, %s) RETURNING seq",
-                    rows, returning=True,
-                )  # fmt: skip
+                    rows,
+                    returning=True,
+                )
                 seqs = []
                 while True:
                     seqs.append(cursor.fetchone()[0])
@@ -116,8 +120,9 @@ def bare_app():
         body = request.get_json()
         items = body["reports"] if "reports" in body else [body]
         insert(survey_id, items)
-        return jsonify({"survey": survey_id, "received": len(items),
-                        "reports": [r["id"] for r in items]}), 201  # fmt: skip
+        return jsonify(
+            {"survey": survey_id, "received": len(items), "reports": [r["id"] for r in items]}
+        ), 201
 
     @app.get("/api/v1/surveys/<survey_id>/results")
     def results(survey_id: str):

@@ -20,5 +20,11 @@ for (const [label, definition, answer] of questions) {
     count += 1000;
     elapsed = performance.now() - start;
   }
-  console.log(JSON.stringify({ label, perSecond: (count / elapsed) * 1000, microseconds: (elapsed * 1000) / count }));
+  console.log(
+    JSON.stringify({
+      label,
+      perSecond: (count / elapsed) * 1000,
+      microseconds: (elapsed * 1000) / count,
+    }),
+  );
 }

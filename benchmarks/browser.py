@@ -82,8 +82,11 @@ def node_rates(seconds: float) -> dict[str, float]:
     payload = json.dumps([[label, d, a] for label, d, a in CASES])
     result = subprocess.run(
         [node, str(ROOT / "benchmarks" / "browser.mjs"), str(seconds)],
-        input=payload, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        input=payload,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return {row["label"]: row["perSecond"] for row in map(json.loads, result.stdout.splitlines())}
 
 
@@ -106,10 +109,16 @@ def submit_times(pages: int) -> list[float]:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path="/usr/bin/chromium",
-                args=["--headless", "--no-sandbox", "--disable-gpu",
-                      "--disable-background-networking", "--disable-component-update",
-                      "--disable-sync", "--no-first-run"],
-            )  # fmt: skip
+                args=[
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
+            )
             for _ in range(pages):
                 context = browser.new_context()
                 page = context.new_page()
@@ -156,16 +165,29 @@ def main() -> None:
     mechanisms = tuple(name for name in page if name not in (*CORE, *FORM))
     target = 30_000
     for what, names, limit in (
-        (f"the client module (deniable.js and its static imports, {len(CORE)} modules):",
-         CORE, target),
-        (f"+ the demo survey's mechanism modules, loaded on demand ({len(mechanisms)}):",
-         (*CORE, *mechanisms), None),
-        (f"the demo survey's respond page, everything it loads ({len(page)}, form included):",
-         page, None),
-        (f"the client with every mechanism and keychain.js ({len(client)}; no form, no decoder):",
-         client, None),
+        (
+            f"the client module (deniable.js and its static imports, {len(CORE)} modules):",
+            CORE,
+            target,
+        ),
+        (
+            f"+ the demo survey's mechanism modules, loaded on demand ({len(mechanisms)}):",
+            (*CORE, *mechanisms),
+            None,
+        ),
+        (
+            f"the demo survey's respond page, everything it loads ({len(page)}, form included):",
+            page,
+            None,
+        ),
+        (
+            f"the client with every mechanism and keychain.js ({len(client)}; "
+            "no form, no decoder):",
+            client,
+            None,
+        ),
         (f"every module ({len(MODULES)}):", MODULES, None),
-    ):  # fmt: skip
+    ):
         raw = sum(len(static_file(name)) for name in names)
         packed = sum(len(gzip.compress(static_file(name), 9)) for name in names)
         met = limit is not None and raw < limit
@@ -177,9 +199,11 @@ def main() -> None:
 
     if args.pages:
         times = submit_times(args.pages)
-        print(f"\nrespond page, click Send -> acknowledged (Chromium, gunicorn, loopback, "
-              f"{len(times)} pages): median {statistics.median(times) * 1000:.1f} ms, "
-              f"max {max(times) * 1000:.1f} ms")  # fmt: skip
+        print(
+            f"\nrespond page, click Send -> acknowledged (Chromium, gunicorn, loopback, "
+            f"{len(times)} pages): median {statistics.median(times) * 1000:.1f} ms, "
+            f"max {max(times) * 1000:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -61,11 +61,17 @@ LONGITUDINAL = {
     "id": "bench-weekly",
     "title": "Weekly",
     "questions": [
-        {"id": "ok", "type": "single_choice", "text": "?", "epsilon": 1.0, "mechanism": "grr",
-         "options": ["a", "b", "c", "d"],
-         "longitudinal": {"key": "bench", "instantaneous_epsilon": 1.0}},
+        {
+            "id": "ok",
+            "type": "single_choice",
+            "text": "?",
+            "epsilon": 1.0,
+            "mechanism": "grr",
+            "options": ["a", "b", "c", "d"],
+            "longitudinal": {"key": "bench", "instantaneous_epsilon": 1.0},
+        },
     ],
-}  # fmt: skip
+}
 
 
 def rates(functions: dict[str, object], n: int, runs: int) -> dict[str, float]:
@@ -126,8 +132,9 @@ def import_ms(module: str, runs: int = 7, *, cache: str | None = None) -> tuple[
         subprocess.run([sys.executable, "-c", f"import {module}"], env=env, check=True)
     best, numpy_loaded = float("inf"), False
     for _ in range(runs):
-        output = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                check=True, env=env).stdout.split()  # fmt: skip
+        output = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
+        ).stdout.split()
         best = min(best, float(output[0]))
         numpy_loaded = output[1] == "True"
     return best, numpy_loaded
@@ -138,22 +145,28 @@ def import_times() -> None:
     with tempfile.TemporaryDirectory(prefix="deniable-pycache-") as cache:
         client_ms, client_numpy = import_ms("deniable.client", cache=cache)
         numpy_ms, _ = import_ms("numpy", cache=cache)
-    print(f"  import deniable.client: {client_ms:.0f} ms CPU (best of 7, fresh interpreter, "
-          f"bytecode cached as after pip install), numpy loaded: "
-          f"{'yes' if client_numpy else 'no'}; import numpy alone: {numpy_ms:.0f} ms "
-          f"(ratio {client_ms / numpy_ms:.2f})")  # fmt: skip
+    print(
+        f"  import deniable.client: {client_ms:.0f} ms CPU (best of 7, fresh interpreter, "
+        f"bytecode cached as after pip install), numpy loaded: "
+        f"{'yes' if client_numpy else 'no'}; import numpy alone: {numpy_ms:.0f} ms "
+        f"(ratio {client_ms / numpy_ms:.2f})"
+    )
     if sys.flags.dont_write_bytecode:
         source_ms, _ = import_ms("deniable.client")
-        print(f"  import deniable.client as run here (PYTHONDONTWRITEBYTECODE: every module "
-              f"of the project compiled from source): {source_ms:.0f} ms")  # fmt: skip
+        print(
+            f"  import deniable.client as run here (PYTHONDONTWRITEBYTECODE: every module "
+            f"of the project compiled from source): {source_ms:.0f} ms"
+        )
     print()
 
 
 def side_by_side(n: int, runs: int, peers_path: str | None) -> None:
     pure, multi, note = load_peers(peers_path)
-    print(f"single reports, one at a time, n = {n:,} per run, best of {runs} interleaved runs, "
-          "ε = 1 (reports per CPU second; ratio = Deniable / baseline, > 1: Deniable faster)")
-    # fmt: skip
+    print(
+        f"single reports, one at a time, n = {n:,} per run, best of {runs} interleaved runs, "
+        "ε = 1 (reports per CPU second; ratio = Deniable / baseline, > 1: Deniable faster)"
+    )
+
     print(f"  {'work':<40} {'Deniable/s':>11} {'baseline/s':>11} {'ratio':>7}  baseline")
     system = secrets.SystemRandom()
     grr = GRR(epsilon=1.0, domain_size=16)
@@ -166,9 +179,13 @@ def side_by_side(n: int, runs: int, peers_path: str | None) -> None:
         return value if kept else other
 
     rows: list[tuple[str, object, str, object]] = [
-        ("GRR d=16 randomize+encode, CSPRNG", lambda: grr.encode(grr.randomize(5)),
-         "bare secrets.SystemRandom() loop, same draws", bare),
-    ]  # fmt: skip
+        (
+            "GRR d=16 randomize+encode, CSPRNG",
+            lambda: grr.encode(grr.randomize(5)),
+            "bare secrets.SystemRandom() loop, same draws",
+            bare,
+        ),
+    ]
     olh = OLH(epsilon=1.0, domain_size=1024)
     oue = OUE(epsilon=1.0, domain_size=1024)
     ours = {
@@ -184,8 +201,14 @@ def side_by_side(n: int, runs: int, peers_path: str | None) -> None:
             "OUE d=1024": ue_client(epsilon=1.0, d=1024, use_oue=True).privatise,
         }
         for label, function in ours.items():
-            rows.append((f"{label} randomize+encode", function,
-                         "pure-ldp 1.2.0 privatise", lambda f=peer[label]: f(6)))  # fmt: skip
+            rows.append(
+                (
+                    f"{label} randomize+encode",
+                    function,
+                    "pure-ldp 1.2.0 privatise",
+                    lambda f=peer[label]: f(6),
+                )
+            )
     if multi is not None:
         m_grr, m_lh, m_ue = multi
         peer = {
@@ -195,16 +218,21 @@ def side_by_side(n: int, runs: int, peers_path: str | None) -> None:
         }
         for label, function in ours.items():
             peer[label]()  # numba compiles on the first call
-            rows.append((f"{label} randomize+encode", function,
-                         "multi-freq-ldpy 0.2.5 client", peer[label]))  # fmt: skip
+            rows.append(
+                (f"{label} randomize+encode", function, "multi-freq-ldpy 0.2.5 client", peer[label])
+            )
     for label, function, baseline, peer_function in rows:
         size = n if "OUE" not in label else max(1, n // 4)
         result = rates({"ours": function, "peer": peer_function}, size, runs)
-        print(f"  {label:<40} {result['ours']:>11,.0f} {result['peer']:>11,.0f} "
-              f"{result['ours'] / result['peer']:>7.2f}  {baseline}")  # fmt: skip
+        print(
+            f"  {label:<40} {result['ours']:>11,.0f} {result['peer']:>11,.0f} "
+            f"{result['ours'] / result['peer']:>7.2f}  {baseline}"
+        )
     parts = rates({"randomize": lambda: grr.randomize(5), "encode": lambda: grr.encode(5)}, n, runs)
-    print(f"  {'GRR d=16 randomize alone / encode alone':<40} {parts['randomize']:>11,.0f} "
-          f"{parts['encode']:>11,.0f}")  # fmt: skip
+    print(
+        f"  {'GRR d=16 randomize alone / encode alone':<40} {parts['randomize']:>11,.0f} "
+        f"{parts['encode']:>11,.0f}"
+    )
     if note:
         print(f"  note: {note}; pass --peers <venv site-packages> to compare")
     import_times()
@@ -262,14 +290,32 @@ def end_to_end(respondents: int, devices: int) -> None:
             finally:
                 storage.close()
             url = f"http://127.0.0.1:{port}"
-            command = [sys.executable, "-m", "deniable.client.cli", "simulate", url, survey.id,
-                       "--respondents", str(respondents), "--seed", "1", "--quiet"]  # fmt: skip
-            result = subprocess.run(command, capture_output=True, text=True, check=True,
-                                    env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+            command = [
+                sys.executable,
+                "-m",
+                "deniable.client.cli",
+                "simulate",
+                url,
+                survey.id,
+                "--respondents",
+                str(respondents),
+                "--seed",
+                "1",
+                "--quiet",
+            ]
+            result = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
             rate = re.search(r"([\d,]+) respondents/s", result.stdout)
             print(f"\nend to end against a local aggregator (gunicorn, 2 workers, SQLite) at {url}")
-            print(f"  deniable simulate ({respondents} respondents x 4 questions, SIMULATION): "
-                  f"{rate.group(1) if rate else '?'} respondents/s")  # fmt: skip
+            print(
+                f"  deniable simulate ({respondents} respondents x 4 questions, SIMULATION): "
+                f"{rate.group(1) if rate else '?'} respondents/s"
+            )
             answers = {"burnout": True, "commute": "Bicycle", "tools": ["Chat"], "overtime": 3}
             start = time.perf_counter()
             for index in range(devices):
@@ -278,9 +324,11 @@ def end_to_end(respondents: int, devices: int) -> None:
                     receipt = client.answer("demo-real", answers)
                     assert receipt.delivered
             seconds = time.perf_counter() - start
-            print(f"  real SurveyClient.fetch + answer ({devices} devices, one after another): "
-                  f"{devices / seconds:,.0f} respondents/s ({1000 * seconds / devices:.1f} ms "
-                  "each)")  # fmt: skip
+            print(
+                f"  real SurveyClient.fetch + answer ({devices} devices, one after another): "
+                f"{devices / seconds:,.0f} respondents/s ({1000 * seconds / devices:.1f} ms "
+                "each)"
+            )
         finally:
             stop_server(server)
 

@@ -43,12 +43,24 @@ DEFINITION = {
     "title": "Crosstab benchmark",
     "description": "Two 16-option questions.",
     "questions": [
-        {"id": "first", "type": "single_choice", "text": "First?", "epsilon": 1.0,
-         "options": OPTIONS, "mechanism": "grr"},
-        {"id": "second", "type": "single_choice", "text": "Second?", "epsilon": 1.0,
-         "options": OPTIONS, "mechanism": "oue"},
+        {
+            "id": "first",
+            "type": "single_choice",
+            "text": "First?",
+            "epsilon": 1.0,
+            "options": OPTIONS,
+            "mechanism": "grr",
+        },
+        {
+            "id": "second",
+            "type": "single_choice",
+            "text": "Second?",
+            "epsilon": 1.0,
+            "options": OPTIONS,
+            "mechanism": "oue",
+        },
     ],
-}  # fmt: skip
+}
 BATCH = 5_000  # respondents per add_reports call
 
 
@@ -76,10 +88,13 @@ def store(storage, survey: Survey, respondents: int, rng: np.random.Generator) -
         payload_a = first.oracle.encode_many(first.oracle.randomize_many(a, rng))
         payload_b = second.oracle.encode_many(second.oracle.randomize_many(b, rng))
         report_ids = ids(2 * count)
-        reports = [Report(id=report_ids[2 * i], question="first", payload=payload_a[i])
-                   for i in range(count)] + [
-                   Report(id=report_ids[2 * i + 1], question="second", payload=payload_b[i])
-                   for i in range(count)]  # fmt: skip
+        reports = [
+            Report(id=report_ids[2 * i], question="first", payload=payload_a[i])
+            for i in range(count)
+        ] + [
+            Report(id=report_ids[2 * i + 1], question="second", payload=payload_b[i])
+            for i in range(count)
+        ]
         owners = list(range(count)) * 2
         storage.add_reports("bench", reports, operator=True, respondents=owners)
     return time.perf_counter() - started
@@ -115,14 +130,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = np.random.default_rng(1)
     with tempfile.TemporaryDirectory() as folder:
-        app = create_app({"DATABASE": str(Path(folder) / "bench.sqlite3"),
-                          "SIGNING_KEY_PATH": str(Path(folder) / "key.pem")})  # fmt: skip
+        app = create_app(
+            {
+                "DATABASE": str(Path(folder) / "bench.sqlite3"),
+                "SIGNING_KEY_PATH": str(Path(folder) / "key.pem"),
+            }
+        )
         storage = app.extensions[EXTENSION]
         survey = Survey.from_dict(DEFINITION)
         storage.create_survey(survey.upgraded(), results_public=True)
         seconds = store(storage, survey, args.respondents, rng)
-        print(f"stored {args.respondents:,} respondents x 2 questions in {seconds:.1f} s "
-              f"(SQLite, {2 * args.respondents / seconds:,.0f} reports/s)")  # fmt: skip
+        print(
+            f"stored {args.respondents:,} respondents x 2 questions in {seconds:.1f} s "
+            f"(SQLite, {2 * args.respondents / seconds:,.0f} reports/s)"
+        )
         client = app.test_client()
         url = "/api/v1/surveys/bench/crosstab?rows=first&columns=second"
 
@@ -137,8 +158,9 @@ def main(argv: list[str] | None = None) -> int:
             with storage._read() as connection:  # the floor: read the rows, nothing else
                 rows = connection.execute(
                     "SELECT submission, question_id, payload FROM reports"
-                    " WHERE survey_id = ? AND question_id IN (?, ?)", ("bench", "first", "second"),
-                ).fetchall()  # fmt: skip
+                    " WHERE survey_id = ? AND question_id IN (?, ?)",
+                    ("bench", "first", "second"),
+                ).fetchall()
             assert len(rows) == 2 * args.respondents
 
         results()  # fold the per-question statistics first: not part of any figure
@@ -146,11 +168,15 @@ def main(argv: list[str] | None = None) -> int:
         print("\nbaseline (same run)")
         floor = timed(bare_read, 3)
         floor_cpu = min(CPU[-3:])
-        print(f"  bare SELECT of the pair's {2 * args.respondents:,} rows  min {ms(min(floor))}"
-              f"  (CPU {ms(floor_cpu).strip()})")  # fmt: skip
+        print(
+            f"  bare SELECT of the pair's {2 * args.respondents:,} rows  min {ms(min(floor))}"
+            f"  (CPU {ms(floor_cpu).strip()})"
+        )
         served = timed(results, args.repeat)
-        print(f"  GET /results served (folded)               p50 {ms(percentile(served, 50))}"
-              f"  p99 {ms(percentile(served, 99))}")  # fmt: skip
+        print(
+            f"  GET /results served (folded)               p50 {ms(percentile(served, 50))}"
+            f"  p99 {ms(percentile(served, 99))}"
+        )
 
         print("\ncrosstab of two 16-option questions (GRR x OUE)")
         first = timed(crosstab, 1)[0]
@@ -160,22 +186,30 @@ def main(argv: list[str] | None = None) -> int:
             f"  on demand (first call: read, join, fold, cache) {ms(first)}"
             f"   target < 2 s: {verdict} ({first / min(floor):.1f}x the bare SELECT)"
         )
-        print(f"    CPU {ms(first_cpu).strip()} over its threads"
-              f" ({first_cpu / floor_cpu:.2f}x the bare SELECT's CPU)")  # fmt: skip
+        print(
+            f"    CPU {ms(first_cpu).strip()} over its threads"
+            f" ({first_cpu / floor_cpu:.2f}x the bare SELECT's CPU)"
+        )
         steady = timed(crosstab, args.repeat)
         verdict = "ok" if percentile(steady, 50) < 0.05 else "MISSED"
-        print(f"  folded, served                   p50 {ms(percentile(steady, 50))}"
-              f"  p99 {ms(percentile(steady, 99))}   target p50 < 50 ms: {verdict}")  # fmt: skip
+        print(
+            f"  folded, served                   p50 {ms(percentile(steady, 50))}"
+            f"  p99 {ms(percentile(steady, 99))}   target p50 < 50 ms: {verdict}"
+        )
         live = []
         for _ in range(min(args.repeat, 10)):
             store(storage, survey, 1_000, rng)
             live.extend(timed(crosstab, 1))
-        print(f"  live (1,000 new respondents each) p50 {ms(percentile(live, 50))}"
-              f"  p99 {ms(percentile(live, 99))}")  # fmt: skip
+        print(
+            f"  live (1,000 new respondents each) p50 {ms(percentile(live, 50))}"
+            f"  p99 {ms(percentile(live, 99))}"
+        )
         document = client.get(url).get_json()
-        print(f"\n  n = {document['n']:,}; simultaneous half-width "
-              f"{document['simultaneous_half_width']:.4f} (Chebyshev), tightest "
-              f"{document['simultaneous_tightest']}")  # fmt: skip
+        print(
+            f"\n  n = {document['n']:,}; simultaneous half-width "
+            f"{document['simultaneous_half_width']:.4f} (Chebyshev), tightest "
+            f"{document['simultaneous_tightest']}"
+        )
     return 0
 
 

@@ -132,16 +132,19 @@ def definition(survey_id: str = SURVEY_ID, mechanism: str = MECHANISM) -> dict[s
         "id": survey_id,
         "title": "Ingest benchmark",
         "questions": [
-            {"id": QUESTION_ID, "type": "single_choice", "text": "Which item?",
-             "epsilon": EPSILON, "mechanism": mechanism,
-             "options": [f"item {i}" for i in range(DOMAIN)]},
+            {
+                "id": QUESTION_ID,
+                "type": "single_choice",
+                "text": "Which item?",
+                "epsilon": EPSILON,
+                "mechanism": mechanism,
+                "options": [f"item {i}" for i in range(DOMAIN)],
+            },
         ],
-    }  # fmt: skip
+    }
 
 
-def payload_pool(
-    size: int = PAYLOAD_POOL, seed: int = 1, mechanism: str = MECHANISM
-) -> list[str]:
+def payload_pool(size: int = PAYLOAD_POOL, seed: int = 1, mechanism: str = MECHANISM) -> list[str]:
     """Valid, honestly randomized payloads (Zipf-ish true values), reused with fresh ids."""
     from deniable.survey import Survey
 
@@ -161,8 +164,9 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def wait_healthy(port: int, process: subprocess.Popen, log: Path,
-                 health: str = "/api/v1/health") -> None:  # fmt: skip
+def wait_healthy(
+    port: int, process: subprocess.Popen, log: Path, health: str = "/api/v1/health"
+) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -183,13 +187,26 @@ def start_real(
     port = free_port()
     log = logdir / f"real-{port}.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "deniable.aggregator.cli", "--database", database,
-         "--signing-key", str(key), "serve", "--bind", f"{HOST}:{port}", "--workers", "2"],
-        stdout=log.open("w"), stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "deniable.aggregator.cli",
+            "--database",
+            database,
+            "--signing-key",
+            str(key),
+            "serve",
+            "--bind",
+            f"{HOST}:{port}",
+            "--workers",
+            "2",
+        ],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
         # Why: a batch of 1,000 reports of the d = 1,024 question is ~1.2 MB, over the
         # default 1 MiB body limit; the bare app has no limit at all.
         env={**os.environ, "DENIABLE_MAX_BODY_BYTES": str(BULK_BODY_BYTES), **(environment or {})},
-    )  # fmt: skip
+    )
     wait_healthy(port, process, log)
     return process, port
 
@@ -198,11 +215,22 @@ def start_bare(database: str, logdir: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     log = logdir / f"bare-{port}.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", "2", "--bind", f"{HOST}:{port}",
-         "--chdir", str(Path(__file__).resolve().parent), "bare_app:bare_app()"],
-        stdout=log.open("w"), stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--workers",
+            "2",
+            "--bind",
+            f"{HOST}:{port}",
+            "--chdir",
+            str(Path(__file__).resolve().parent),
+            "bare_app:bare_app()",
+        ],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
         env={**os.environ, "BARE_DATABASE": database},
-    )  # fmt: skip
+    )
     wait_healthy(port, process, log)
     return process, port
 
@@ -264,8 +292,11 @@ def create_gated_survey(database: str, mechanism: str = MECHANISM) -> None:
 
     storage = open_storage({"DATABASE": database})
     try:
-        storage.create_survey(Survey.from_dict(definition(GATED_ID, mechanism)),
-                              results_public=True, require_enrolment=True)  # fmt: skip
+        storage.create_survey(
+            Survey.from_dict(definition(GATED_ID, mechanism)),
+            results_public=True,
+            require_enrolment=True,
+        )
     finally:
         storage.close()
 
@@ -294,18 +325,23 @@ def run_backend(backend: str, args: argparse.Namespace, payloads: list[str]) -> 
         servers.append(real)
         bare, bare_port = start_bare(database, workdir)
         servers.append(bare)
-        print(f"[{backend}] single-report POSTs, {SINGLE_CLIENTS} clients, {args.duration:g} s",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"[{backend}] single-report POSTs, {SINGLE_CLIENTS} clients, {args.duration:g} s",
+            file=sys.stderr,
+        )
         single_real = measure_single(real_port, payloads, args.duration)
         single_bare = measure_single(bare_port, payloads, args.duration)
         print(f"[{backend}] batches of {BATCH:,} up to {args.reports:,} reports", file=sys.stderr)
         batch_real = measure_batches(real_port, payloads, args.reports, "real", operator)
         batch_bare = measure_batches(bare_port, payloads, args.reports, "bare")
         print(f"[{backend}] results", file=sys.stderr)
-        results_real = measure_results(real_port, payloads, args.results_calls, args.live_calls,
-                                       operator)  # fmt: skip
-        print(f"[{backend}] {SLOW_CONNECTIONS} slow connections: /health and single POSTs",
-              file=sys.stderr)  # fmt: skip
+        results_real = measure_results(
+            real_port, payloads, args.results_calls, args.live_calls, operator
+        )
+        print(
+            f"[{backend}] {SLOW_CONNECTIONS} slow connections: /health and single POSTs",
+            file=sys.stderr,
+        )
         slow = measure_slow_clients(real_port, payloads, args.duration)
         results_bare = measure_results(bare_port, payloads, max(3, args.results_calls // 10), 0)
         # The token path last, so the open-path figures above are measured as before.
@@ -313,17 +349,21 @@ def run_backend(backend: str, args: argparse.Namespace, payloads: list[str]) -> 
         # Enough for the open path's single-report rate with room to spare.
         needed = int(single_real["rate"] * args.duration * 2) + 10_000
         single_tokens, issue_seconds = issue_tokens(database, needed)
-        print(f"[{backend}] token path: {needed:,} enrolment tokens issued in "
-              f"{issue_seconds:.1f} s; single-report POSTs, one fresh token each",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"[{backend}] token path: {needed:,} enrolment tokens issued in "
+            f"{issue_seconds:.1f} s; single-report POSTs, one fresh token each",
+            file=sys.stderr,
+        )
         single_token = measure_single(real_port, payloads, args.duration, GATED_ID, single_tokens)
         return {
-            "backend": backend, "mechanism": mechanism, "slow": slow,
+            "backend": backend,
+            "mechanism": mechanism,
+            "slow": slow,
             "single": {"real": single_real, "bare": single_bare, "token": single_token},
             "batch": {"real": batch_real, "bare": batch_bare},
             "results": {"real": results_real, "bare": results_bare},
             "tokens": {"issued": needed, "issue_seconds": issue_seconds},
-        }  # fmt: skip
+        }
     finally:
         for server in servers:
             stop(server)
@@ -335,8 +375,9 @@ def run_backend(backend: str, args: argparse.Namespace, payloads: list[str]) -> 
 # -- profiling --------------------------------------------------------------------------------
 
 
-def profile_real(payloads: list[str], backend: str, dsn: str, mechanism: str = MECHANISM,
-                 top: int = 18) -> str:  # fmt: skip
+def profile_real(
+    payloads: list[str], backend: str, dsn: str, mechanism: str = MECHANISM, top: int = 18
+) -> str:
     """cProfile of the real app's request path, in process (Flask test client)."""
     from deniable.aggregator import create_app
 
@@ -350,17 +391,25 @@ def profile_real(payloads: list[str], backend: str, dsn: str, mechanism: str = M
         path = f"/api/v1/surveys/{SURVEY_ID}/reports"
         cases = {
             "2,000 single-report POSTs": lambda: [
-                client.post(path, data=json.dumps({"id": str(uuid.uuid4()), "question": QUESTION_ID,
-                            "payload": payloads[i]}), content_type="application/json")
+                client.post(
+                    path,
+                    data=json.dumps(
+                        {"id": str(uuid.uuid4()), "question": QUESTION_ID, "payload": payloads[i]}
+                    ),
+                    content_type="application/json",
+                )
                 for i in range(2000)
             ],
             "20 batches of 1,000 (bulk route)": lambda: [
-                client.post(path + "/bulk", data=batch_body(payloads, i * BATCH),
-                            headers={"Authorization": f"Bearer {operator}"},
-                            content_type="application/json")
+                client.post(
+                    path + "/bulk",
+                    data=batch_body(payloads, i * BATCH),
+                    headers={"Authorization": f"Bearer {operator}"},
+                    content_type="application/json",
+                )
                 for i in range(20)
             ],
-        }  # fmt: skip
+        }
         for label, case in cases.items():
             profiler = cProfile.Profile()
             started = time.perf_counter()
@@ -369,8 +418,9 @@ def profile_real(payloads: list[str], backend: str, dsn: str, mechanism: str = M
             profiler.disable()
             elapsed = time.perf_counter() - started
             assert all(r.status_code == 201 for r in responses)
-            out.write(f"\n--- profile ({backend}, in-process, no HTTP server): {label}: "
-                      f"{elapsed:.2f} s\n")  # fmt: skip
+            out.write(
+                f"\n--- profile ({backend}, in-process, no HTTP server): {label}: {elapsed:.2f} s\n"
+            )
             stats = pstats.Stats(profiler, stream=out)
             stats.sort_stats("cumulative").print_stats(top)
             stats.sort_stats("tottime").print_stats(top)
@@ -400,45 +450,64 @@ def report(result: dict[str, Any]) -> str:
     ]
     for name in ("real", "bare"):
         s = single[name]
-        lines.append(f"  {name:4}  {s['rate']:9,.0f} reports/s   p50 {s['p50_ms']:7.2f} ms   "
-                     f"p99 {s['p99_ms']:7.2f} ms   ({s['reports']:,} reports)")  # fmt: skip
-    lines.append(f"  ratio real/bare = {ratio:.3f}  (target >= {TARGET_SINGLE_RATIO:.2f}: "
-                 f"{verdict(ratio >= TARGET_SINGLE_RATIO)})")  # fmt: skip
+        lines.append(
+            f"  {name:4}  {s['rate']:9,.0f} reports/s   p50 {s['p50_ms']:7.2f} ms   "
+            f"p99 {s['p99_ms']:7.2f} ms   ({s['reports']:,} reports)"
+        )
+    lines.append(
+        f"  ratio real/bare = {ratio:.3f}  (target >= {TARGET_SINGLE_RATIO:.2f}: "
+        f"{verdict(ratio >= TARGET_SINGLE_RATIO)})"
+    )
     lines.append(f"bulk route (operator token), batches of {BATCH:,}, {BATCH_CLIENTS} clients:")
     for name in ("real", "bare"):
         b = batch[name]
-        lines.append(f"  {name:4}  {b['rate']:9,.0f} reports/s   ({b['reports']:,} reports in "
-                     f"{b['seconds']:.1f} s)")  # fmt: skip
+        lines.append(
+            f"  {name:4}  {b['rate']:9,.0f} reports/s   ({b['reports']:,} reports in "
+            f"{b['seconds']:.1f} s)"
+        )
     batch_ratio = batch["real"]["rate"] / batch["bare"]["rate"]
-    lines.append(f"  real vs target {TARGET_BATCH:,} reports/s: "
-                 f"{verdict(batch['real']['rate'] >= TARGET_BATCH)}; "
-                 f"ratio real/bare = {batch_ratio:.2f} (target >= {TARGET_BATCH_RATIO:.2f}: "
-                 f"{verdict(batch_ratio >= TARGET_BATCH_RATIO)})")  # fmt: skip
+    lines.append(
+        f"  real vs target {TARGET_BATCH:,} reports/s: "
+        f"{verdict(batch['real']['rate'] >= TARGET_BATCH)}; "
+        f"ratio real/bare = {batch_ratio:.2f} (target >= {TARGET_BATCH_RATIO:.2f}: "
+        f"{verdict(batch_ratio >= TARGET_BATCH_RATIO)})"
+    )
     slow = result["slow"]
     kept = slow["single"]["rate"] / slow["unloaded"]["rate"]
-    lines.append(f"with {SLOW_CONNECTIONS} slow connections open (headers stalled / body a byte "
-                 f"every {TRICKLE_SECONDS:g} s):")  # fmt: skip
-    lines.append(f"  /health  p50 {slow['health']['p50_ms']:7.2f} ms   p99 "
-                 f"{slow['health']['p99_ms']:7.2f} ms   ({slow['health']['count']} calls)  "
-                 f"(target p99 < 1000 ms: {verdict(slow['health']['p99_ms'] < 1000)})")  # fmt: skip
-    lines.append(f"  single   {slow['single']['rate']:9,.0f} reports/s = {kept:.2f} of the "
-                 f"{slow['unloaded']['rate']:,.0f}/s measured just before, without them "
-                 f"(target >= 0.50: {verdict(kept >= 0.5)}; "
-                 f"{slow['single']['rate'] / single['real']['rate']:.2f} of the first "
-                 f"single-report figure, on the fresh database)")  # fmt: skip
+    lines.append(
+        f"with {SLOW_CONNECTIONS} slow connections open (headers stalled / body a byte "
+        f"every {TRICKLE_SECONDS:g} s):"
+    )
+    lines.append(
+        f"  /health  p50 {slow['health']['p50_ms']:7.2f} ms   p99 "
+        f"{slow['health']['p99_ms']:7.2f} ms   ({slow['health']['count']} calls)  "
+        f"(target p99 < 1000 ms: {verdict(slow['health']['p99_ms'] < 1000)})"
+    )
+    lines.append(
+        f"  single   {slow['single']['rate']:9,.0f} reports/s = {kept:.2f} of the "
+        f"{slow['unloaded']['rate']:,.0f}/s measured just before, without them "
+        f"(target >= 0.50: {verdict(kept >= 0.5)}; "
+        f"{slow['single']['rate'] / single['real']['rate']:.2f} of the first "
+        f"single-report figure, on the fresh database)"
+    )
     lines.append(f"results at {real_results['n_reports']:,} stored reports:")
-    lines.append(f"  real  first call (folds every pending report): "
-                 f"{real_results['first_ms']:,.0f} ms")  # fmt: skip
+    lines.append(
+        f"  real  first call (folds every pending report): {real_results['first_ms']:,.0f} ms"
+    )
     steady = real_results["steady"]
-    lines.append(f"  real  steady, no new reports:  p50 {steady['p50_ms']:7.2f} ms   "
-                 f"p99 {steady['p99_ms']:7.2f} ms   ({steady['count']} calls)  "
-                 f"(target p50 < {TARGET_RESULTS_P50_MS:g} ms: "
-                 f"{verdict(steady['p50_ms'] < TARGET_RESULTS_P50_MS)})")  # fmt: skip
+    lines.append(
+        f"  real  steady, no new reports:  p50 {steady['p50_ms']:7.2f} ms   "
+        f"p99 {steady['p99_ms']:7.2f} ms   ({steady['count']} calls)  "
+        f"(target p50 < {TARGET_RESULTS_P50_MS:g} ms: "
+        f"{verdict(steady['p50_ms'] < TARGET_RESULTS_P50_MS)})"
+    )
     live = real_results["live"]
     if live:
-        lines.append(f"  real  live, +{BATCH:,} reports before each call: p50 {live['p50_ms']:7.2f}"
-                     f" ms   p99 {live['p99_ms']:7.2f} ms   ({live['count']} calls)  "
-                     f"(target: {verdict(live['p50_ms'] < TARGET_RESULTS_P50_MS)})")  # fmt: skip
+        lines.append(
+            f"  real  live, +{BATCH:,} reports before each call: p50 {live['p50_ms']:7.2f}"
+            f" ms   p99 {live['p99_ms']:7.2f} ms   ({live['count']} calls)  "
+            f"(target: {verdict(live['p50_ms'] < TARGET_RESULTS_P50_MS)})"
+        )
     bare = results["bare"]
     lines.append(
         f"  bare  GROUP BY scan: p50 {bare['steady']['p50_ms']:7.2f} ms   "
@@ -453,11 +522,16 @@ def report(result: dict[str, Any]) -> str:
         kinds = (("single", single, f"single, {SINGLE_CLIENTS} clients"),)
         for kind, figures, label in kinds:
             opened, gated = figures["real"], figures["token"]
-            extra = (f"   p50 {gated['p50_ms']:7.2f} ms   p99 {gated['p99_ms']:7.2f} ms"
-                     if kind == "single" else "")  # fmt: skip
-            lines.append(f"  {label}: open {opened['rate']:9,.0f} reports/s   token "
-                         f"{gated['rate']:9,.0f} reports/s{extra}   "
-                         f"ratio token/open = {gated['rate'] / opened['rate']:.3f}")  # fmt: skip
+            extra = (
+                f"   p50 {gated['p50_ms']:7.2f} ms   p99 {gated['p99_ms']:7.2f} ms"
+                if kind == "single"
+                else ""
+            )
+            lines.append(
+                f"  {label}: open {opened['rate']:9,.0f} reports/s   token "
+                f"{gated['rate']:9,.0f} reports/s{extra}   "
+                f"ratio token/open = {gated['rate'] / opened['rate']:.3f}"
+            )
     return "\n".join(lines)
 
 
@@ -477,19 +551,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", default=None, help="where the SQLite files go (default: TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep databases and server logs")
     parser.add_argument("--profile", action="store_true", help="also profile the request path")
-    parser.add_argument("--rate-limits", choices=("auto", "only", "off"), default="auto",
-                        help="the limiter phase: auto (when Redis answers), only, off")
-    parser.add_argument("--redis-url", default=os.environ.get(
-        "DENIABLE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"))
-    parser.add_argument("--adversarial", choices=("on", "only", "off"), default="on",
-                        help="the adversarial-ids phase (SQLite): on, only, off")
-    parser.add_argument("--adversarial-stored", type=int, default=50_000,
-                        help="colliding ids stored before that phase (default 50,000)")
-    parser.add_argument("--mechanism", default=MECHANISM,
-                        help=f"the benchmark question's mechanism (default {MECHANISM})")
-    parser.add_argument("--storage-rows", action="store_true",
-                        help="only the storage and memory rows (benchmarks/storage_rows.py)")
-    args = parser.parse_args(argv)  # fmt: skip
+    parser.add_argument(
+        "--rate-limits",
+        choices=("auto", "only", "off"),
+        default="auto",
+        help="the limiter phase: auto (when Redis answers), only, off",
+    )
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("DENIABLE_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
+    parser.add_argument(
+        "--adversarial",
+        choices=("on", "only", "off"),
+        default="on",
+        help="the adversarial-ids phase (SQLite): on, only, off",
+    )
+    parser.add_argument(
+        "--adversarial-stored",
+        type=int,
+        default=50_000,
+        help="colliding ids stored before that phase (default 50,000)",
+    )
+    parser.add_argument(
+        "--mechanism",
+        default=MECHANISM,
+        help=f"the benchmark question's mechanism (default {MECHANISM})",
+    )
+    parser.add_argument(
+        "--storage-rows",
+        action="store_true",
+        help="only the storage and memory rows (benchmarks/storage_rows.py)",
+    )
+    args = parser.parse_args(argv)
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = set(backends) - {"sqlite", "postgresql"}
     if unknown or args.reports < BATCH:
@@ -502,9 +595,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     payloads = payload_pool(mechanism=args.mechanism)
-    print(f"deniable ingest benchmark: {os.cpu_count()} CPUs, Python "
-          f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, loopback {HOST}",
-          flush=True)  # fmt: skip
+    print(
+        f"deniable ingest benchmark: {os.cpu_count()} CPUs, Python "
+        f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}, loopback {HOST}",
+        flush=True,
+    )
     only = "only" in (args.rate_limits, args.adversarial)
     for backend in backends if not only else ():
         result = run_backend(backend, args, payloads)
@@ -513,15 +608,25 @@ def main(argv: list[str] | None = None) -> int:
             print(profile_real(payloads, backend, args.postgres_dsn, args.mechanism), flush=True)
     if args.adversarial != "off" and "sqlite" in backends:
         adversarial = adversarial_ids.run_adversarial(
-            args, payloads, host=HOST, survey=SURVEY_ID, question=QUESTION_ID,
-            create_survey=create_survey, start_real=start_real, stop=stop,
-        )  # fmt: skip
+            args,
+            payloads,
+            host=HOST,
+            survey=SURVEY_ID,
+            question=QUESTION_ID,
+            create_survey=create_survey,
+            start_real=start_real,
+            stop=stop,
+        )
         print(adversarial_ids.report(adversarial), flush=True)
     if args.rate_limits != "off" and args.adversarial != "only":
         missing = rate_limit_phase.redis_reachable(args.redis_url)
         if missing is None:
             limits = rate_limit_phase.run_rate_limits(
-                args, payloads, create_survey=create_survey, start_real=start_real, stop=stop,
+                args,
+                payloads,
+                create_survey=create_survey,
+                start_real=start_real,
+                stop=stop,
                 measure_single=measure_single,
             )
             print(rate_limit_phase.report(limits, SINGLE_CLIENTS), flush=True)

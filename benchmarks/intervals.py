@@ -119,10 +119,19 @@ def rows_for(label: str, d: str, epsilon: float, figures: dict, marked: bool) ->
             continue
         per, both, cover, cover_both = figures[family]
         rows.append(
-            [label + ("*" if marked else ""), d, f"{epsilon:g}", family, f"{per:.4g}",
-             f"{today_per / per:.2f}", f"{cover:.3f}", f"{both:.4g}",
-             f"{today_both / both:.2f}", f"{cover_both:.3f}"]
-        )  # fmt: skip
+            [
+                label + ("*" if marked else ""),
+                d,
+                f"{epsilon:g}",
+                family,
+                f"{per:.4g}",
+                f"{today_per / per:.2f}",
+                f"{cover:.3f}",
+                f"{both:.4g}",
+                f"{today_both / both:.2f}",
+                f"{cover_both:.3f}",
+            ]
+        )
     return rows
 
 
@@ -177,8 +186,9 @@ def small_table(seed: int) -> None:
     mechanisms = [("binary_rr", 2, CATEGORICAL["binary_rr"](epsilon=epsilon))]
     mechanisms += [
         (name, 5, CATEGORICAL[name](epsilon=epsilon, domain_size=5))
-        for name in sorted(CATEGORICAL) if name != "binary_rr"
-    ]  # fmt: skip
+        for name in sorted(CATEGORICAL)
+        if name != "binary_rr"
+    ]
     mechanisms.append(("option_sampling", 5, OptionSampling(epsilon=epsilon, options=5)))
     rows = []
     started = time.perf_counter()
@@ -192,12 +202,29 @@ def small_table(seed: int) -> None:
             else:
                 cover = f"{exact_coverage(mechanism, n, beta):.4f}"
             rows.append(
-                [name, str(d), f"{n:,}", *(f"{widths[f]:.3f}" for f in FAMILIES),
-                 f"{widths[EXACT_TAIL]:.3f}", f"{widths['bernstein'] / widths[EXACT_TAIL]:.2f}",
-                 f"{min(widths['bernstein'], 0.5) / min(widths[EXACT_TAIL], 0.5):.2f}", cover]
-            )  # fmt: skip
-    headers = ["mechanism", "d", "n", "± chebyshev", "± cheb. exact", "± bernstein",
-               "± exact tail", "bernstein/exact", "capped", "min coverage"]  # fmt: skip
+                [
+                    name,
+                    str(d),
+                    f"{n:,}",
+                    *(f"{widths[f]:.3f}" for f in FAMILIES),
+                    f"{widths[EXACT_TAIL]:.3f}",
+                    f"{widths['bernstein'] / widths[EXACT_TAIL]:.2f}",
+                    f"{min(widths['bernstein'], 0.5) / min(widths[EXACT_TAIL], 0.5):.2f}",
+                    cover,
+                ]
+            )
+    headers = [
+        "mechanism",
+        "d",
+        "n",
+        "± chebyshev",
+        "± cheb. exact",
+        "± bernstein",
+        "± exact tail",
+        "bernstein/exact",
+        "capped",
+        "min coverage",
+    ]
     print(
         f"beta = {beta}, epsilon = {epsilon}: worst-case (data-free) half-widths per category, "
         "as 'tightest' compares them; 'capped': the ratio with both capped at 0.5 (a "
@@ -244,14 +271,26 @@ def main() -> None:
             mechanism = NUMERIC[name](epsilon=epsilon, lo=0.0, hi=1.0)
             values = np.repeat([0.0, 1.0], [n // 2, n - n // 2])
             statistics = np.vstack(
-                [mechanism.statistics(mechanism.randomize_many(values, rng))
-                 for _ in range(collections)]
-            )  # fmt: skip
+                [
+                    mechanism.statistics(mechanism.randomize_many(values, rng))
+                    for _ in range(collections)
+                ]
+            )
             truth = np.array([values.mean()])
             figures = measure(mechanism, statistics, truth, n, 1, 1.0)
             rows += rows_for(name, "-", epsilon, figures, False)
-    headers = ["mechanism", "d", "eps", "family", "± per cat", "x today", "cover",
-               "± simult", "x today", "cover"]  # fmt: skip
+    headers = [
+        "mechanism",
+        "d",
+        "eps",
+        "family",
+        "± per cat",
+        "x today",
+        "cover",
+        "± simult",
+        "x today",
+        "cover",
+    ]
     print(
         f"n = {n:,}, beta = {BETA}, {collections} collections per row, uniform truth; "
         "'x today' = today's Chebyshev half-width / this one (same run)"

@@ -68,8 +68,11 @@ def _single_thread(
             token = next(fresh, None)
             if token is None:
                 raise RuntimeError("ran out of enrolment tokens; issue more")
-        report = {"id": str(uuid.uuid4()), "question": QUESTION_ID,
-                  "payload": payloads[index % len(payloads)]}  # fmt: skip
+        report = {
+            "id": str(uuid.uuid4()),
+            "question": QUESTION_ID,
+            "payload": payloads[index % len(payloads)],
+        }
         index += 1
         body = json.dumps(report).encode()
         started = time.perf_counter()
@@ -79,22 +82,43 @@ def _single_thread(
     return latencies
 
 
-def _single_process(port: int, payloads: list[str], start_at: float, duration: float,
-                    threads: int, seed: int, survey_id: str = SURVEY_ID,
-                    tokens: list[str] | None = None) -> list[float]:  # fmt: skip
+def _single_process(
+    port: int,
+    payloads: list[str],
+    start_at: float,
+    duration: float,
+    threads: int,
+    seed: int,
+    survey_id: str = SURVEY_ID,
+    tokens: list[str] | None = None,
+) -> list[float]:
     while time.time() < start_at:
         time.sleep(0.005)
     stop_at = time.monotonic() + duration
     with ThreadPoolExecutor(threads) as pool:
-        futures = [pool.submit(_single_thread, port, payloads, stop_at, seed * 1000 + i * 97,
-                               survey_id, None if tokens is None else tokens[i::threads])
-                   for i in range(threads)]  # fmt: skip
+        futures = [
+            pool.submit(
+                _single_thread,
+                port,
+                payloads,
+                stop_at,
+                seed * 1000 + i * 97,
+                survey_id,
+                None if tokens is None else tokens[i::threads],
+            )
+            for i in range(threads)
+        ]
         return [latency for future in futures for latency in future.result()]
 
 
-def measure_single(port: int, payloads: list[str], duration: float, survey_id: str = SURVEY_ID,
-                   tokens: list[str] | None = None,
-                   keep_latencies: bool = False) -> dict[str, Any]:  # fmt: skip
+def measure_single(
+    port: int,
+    payloads: list[str],
+    duration: float,
+    survey_id: str = SURVEY_ID,
+    tokens: list[str] | None = None,
+    keep_latencies: bool = False,
+) -> dict[str, Any]:
     """16 concurrent clients posting one report per request for ``duration`` seconds.
 
     With ``tokens`` (for a survey that requires enrolment) each request spends a fresh one.
@@ -102,10 +126,20 @@ def measure_single(port: int, payloads: list[str], duration: float, survey_id: s
     threads = SINGLE_CLIENTS // SINGLE_PROCESSES
     start_at = time.time() + 1.0
     with ProcessPoolExecutor(SINGLE_PROCESSES) as pool:
-        futures = [pool.submit(_single_process, port, payloads, start_at, duration, threads, p,
-                               survey_id,
-                               None if tokens is None else tokens[p::SINGLE_PROCESSES])
-                   for p in range(SINGLE_PROCESSES)]  # fmt: skip
+        futures = [
+            pool.submit(
+                _single_process,
+                port,
+                payloads,
+                start_at,
+                duration,
+                threads,
+                p,
+                survey_id,
+                None if tokens is None else tokens[p::SINGLE_PROCESSES],
+            )
+            for p in range(SINGLE_PROCESSES)
+        ]
         latencies = [latency for future in futures for latency in future.result()]
     latencies.sort()
     return {
@@ -121,8 +155,11 @@ def fresh_ids(count: int) -> list[str]:
     """``count`` random version-4 UUIDs, formatted from one urandom call (uuid4() per id
     cost the load generator more CPU than a report costs the server)."""
     h = os.urandom(16 * count).hex()
-    return [f"{h[i:i + 8]}-{h[i + 8:i + 12]}-4{h[i + 13:i + 16]}-a{h[i + 17:i + 20]}-"
-            f"{h[i + 20:i + 32]}" for i in range(0, 32 * count, 32)]  # fmt: skip
+    return [
+        f"{h[i : i + 8]}-{h[i + 8 : i + 12]}-4{h[i + 13 : i + 16]}-a{h[i + 17 : i + 20]}-"
+        f"{h[i + 20 : i + 32]}"
+        for i in range(0, 32 * count, 32)
+    ]
 
 
 def batch_body(payloads: list[str], start: int) -> bytes:
@@ -134,8 +171,9 @@ def batch_body(payloads: list[str], start: int) -> bytes:
     return f'{{"reports":[{reports}]}}'.encode()
 
 
-def measure_batches(port: int, payloads: list[str], total: int, label: str,
-                    operator: str | None = None) -> dict[str, float]:  # fmt: skip
+def measure_batches(
+    port: int, payloads: list[str], total: int, label: str, operator: str | None = None
+) -> dict[str, float]:
     """Batches of 1,000 to the bulk route from 4 concurrent clients until ``total`` are stored."""
     batches = total // BATCH
     counter = iter(range(batches))
@@ -189,8 +227,9 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def measure_results(port: int, payloads: list[str], steady: int, live: int,
-                    operator: str | None = None) -> dict[str, Any]:  # fmt: skip
+def measure_results(
+    port: int, payloads: list[str], steady: int, live: int, operator: str | None = None
+) -> dict[str, Any]:
     path = f"/api/v1/surveys/{SURVEY_ID}/results"
     first, body = _get(port, path)
     document = json.loads(body)
@@ -198,8 +237,12 @@ def measure_results(port: int, payloads: list[str], steady: int, live: int,
     live_samples = []
     connection = http.client.HTTPConnection(HOST, port, timeout=300)
     for i in range(live):
-        _post(connection, f"/api/v1/surveys/{SURVEY_ID}/reports/bulk",
-              batch_body(payloads, 7919 * (i + 1)), operator=operator)  # fmt: skip
+        _post(
+            connection,
+            f"/api/v1/surveys/{SURVEY_ID}/reports/bulk",
+            batch_body(payloads, 7919 * (i + 1)),
+            operator=operator,
+        )
         live_samples.append(_get(port, path)[0])
     connection.close()
     return {
@@ -248,5 +291,3 @@ def measure_slow_clients(port: int, payloads: list[str], duration: float) -> dic
         for connection in held:
             connection.close()
     return {"health": percentiles(health), "single": single, "unloaded": unloaded}
-
-

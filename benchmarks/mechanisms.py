@@ -214,8 +214,10 @@ def oue_peers(batch: np.ndarray, runs: int) -> dict[str, float]:
 
 
 def wire_rows(n: int, runs: int) -> None:
-    print(f"\naggregating n = {n:,} reports from wire hex at d = 1,024 (wall s, best of {runs}): "
-          "wire_statistics + estimate, and the decoder it replaced, same run")  # fmt: skip
+    print(
+        f"\naggregating n = {n:,} reports from wire hex at d = 1,024 (wall s, best of {runs}): "
+        "wire_statistics + estimate, and the decoder it replaced, same run"
+    )
     print(f"  {'oracle':<8}{'hex MB':>8}{'from wire s':>13}{'old decoder s':>15}{'ratio':>8}")
     rng = np.random.default_rng(11)
     for name in WIRE_ORACLES:
@@ -227,8 +229,7 @@ def wire_row(name: str, n: int, runs: int, rng: np.random.Generator) -> None:
     values, _ = population(1024, n, rng)
     batch = oracle.randomize_many(values, rng)
     payloads = oracle.encode_many(batch)
-    counts, fast = best_seconds(lambda: oracle.estimate(oracle.wire_statistics(payloads), n),
-                                runs)  # fmt: skip
+    counts, fast = best_seconds(lambda: oracle.estimate(oracle.wire_statistics(payloads), n), runs)
     reference, slow = best_seconds(
         lambda: oracle.estimate(reference_statistics(oracle, payloads), n), min(runs, 2)
     )
@@ -246,9 +247,11 @@ def wire_row(name: str, n: int, runs: int, rng: np.random.Generator) -> None:
         if not peers:
             print("    note: no peer importable; pass --peers <venv site-packages>")
         for peer, seconds in peers.items():
-            print(f"    OUE n = {size:,}: Deniable from wire hex {ours:.3f} s; {peer} "
-                  f"from in-memory arrays {seconds:.3f} s; ratio {seconds / ours:.2f} "
-                  "(> 1: Deniable faster)")  # fmt: skip
+            print(
+                f"    OUE n = {size:,}: Deniable from wire hex {ours:.3f} s; {peer} "
+                f"from in-memory arrays {seconds:.3f} s; ratio {seconds / ours:.2f} "
+                "(> 1: Deniable faster)"
+            )
 
 
 def main() -> None:

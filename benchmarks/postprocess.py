@@ -90,12 +90,30 @@ def main() -> None:
                         k: float(((v - truth) ** 2).sum(axis=1).mean()) for k, v in methods.items()
                     }
                     rows.append(
-                        [oracle.name, str(d), f"{epsilon:g}", kind, f"{n:,}",
-                         *(f"{mse[k]:.3g}" for k in methods),
-                         f"{mse['ibu'] / mse['raw']:.2f}", f"{mse['ibu'] / mse['norm_sub']:.2f}"]
-                    )  # fmt: skip
-    headers = ["mechanism", "d", "eps", "truth", "n", "raw", "norm_sub", "projected", "ibu",
-               "ibu/raw", "ibu/norm_sub"]  # fmt: skip
+                        [
+                            oracle.name,
+                            str(d),
+                            f"{epsilon:g}",
+                            kind,
+                            f"{n:,}",
+                            *(f"{mse[k]:.3g}" for k in methods),
+                            f"{mse['ibu'] / mse['raw']:.2f}",
+                            f"{mse['ibu'] / mse['norm_sub']:.2f}",
+                        ]
+                    )
+    headers = [
+        "mechanism",
+        "d",
+        "eps",
+        "truth",
+        "n",
+        "raw",
+        "norm_sub",
+        "projected",
+        "ibu",
+        "ibu/raw",
+        "ibu/norm_sub",
+    ]
     print(
         f"Mean squared error summed over categories, {args.collections} collections per row "
         "(respondents' own shares; raw is unbiased, the others are distributions)"

@@ -53,22 +53,28 @@ def run_rate_limits(
     variants = {
         "off": {"DENIABLE_RATE_LIMIT_PER_ADDRESS": "0"},
         "memory": {"DENIABLE_RATE_LIMIT_STORAGE": "memory://"},
-        "redis": {"DENIABLE_RATE_LIMIT_STORAGE": args.redis_url,
-                  "DENIABLE_RATE_LIMIT_KEY_PREFIX": prefix},
-    }  # fmt: skip
+        "redis": {
+            "DENIABLE_RATE_LIMIT_STORAGE": args.redis_url,
+            "DENIABLE_RATE_LIMIT_KEY_PREFIX": prefix,
+        },
+    }
     common = {"DENIABLE_RATE_LIMIT_EXEMPT": "", "DENIABLE_RATE_LIMIT_PER_ADDRESS": UNREACHED_LIMIT}
     servers: dict[str, tuple[Any, int]] = {}
     try:
         create_survey(database, workdir / "key.pem")
         for name, environment in variants.items():
-            servers[name] = start_real(database, workdir / "key.pem", workdir,
-                                       {**common, **environment})  # fmt: skip
-        totals: dict[str, dict[str, Any]] = {name: {"latencies": [], "seconds": 0.0}
-                                             for name in variants}  # fmt: skip
+            servers[name] = start_real(
+                database, workdir / "key.pem", workdir, {**common, **environment}
+            )
+        totals: dict[str, dict[str, Any]] = {
+            name: {"latencies": [], "seconds": 0.0} for name in variants
+        }
         duration = args.duration / rounds
         for round_number in range(rounds):
-            print(f"[rate limits] round {round_number + 1}/{rounds}: off, memory, redis",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"[rate limits] round {round_number + 1}/{rounds}: off, memory, redis",
+                file=sys.stderr,
+            )
             for name, (_, port) in servers.items():
                 figures = measure_single(port, payloads, duration, keep_latencies=True)
                 totals[name]["latencies"].extend(figures["latencies"])
@@ -103,15 +109,20 @@ def _clear_redis(url: str, prefix: str) -> None:
 
 
 def report(result: dict[str, Any], clients: int) -> str:
-    lines = [f"rate limiter, single-report POSTs, {clients} clients "
-             "(SQLite, every request counted):"]  # fmt: skip
+    lines = [
+        f"rate limiter, single-report POSTs, {clients} clients (SQLite, every request counted):"
+    ]
     for name, label in (("off", "limit off"), ("memory", "in memory"), ("redis", "Redis")):
         figures = result[name]
-        lines.append(f"  {label:9}  {figures['rate']:9,.0f} reports/s   p50 "
-                     f"{figures['p50_ms']:7.2f} ms   p99 {figures['p99_ms']:7.2f} ms   "
-                     f"({figures['reports']:,} reports)")  # fmt: skip
+        lines.append(
+            f"  {label:9}  {figures['rate']:9,.0f} reports/s   p50 "
+            f"{figures['p50_ms']:7.2f} ms   p99 {figures['p99_ms']:7.2f} ms   "
+            f"({figures['reports']:,} reports)"
+        )
     ratio = result["redis"]["rate"] / result["memory"]["rate"]
     verdict = "meets target" if ratio >= TARGET_REDIS_RATIO else "MISSES target"
-    lines.append(f"  ratio Redis/memory = {ratio:.3f}  (target >= {TARGET_REDIS_RATIO:.2f}: "
-                 f"{verdict}); Redis/off = {result['redis']['rate'] / result['off']['rate']:.3f}")
+    lines.append(
+        f"  ratio Redis/memory = {ratio:.3f}  (target >= {TARGET_REDIS_RATIO:.2f}: "
+        f"{verdict}); Redis/off = {result['redis']['rate'] / result['off']['rate']:.3f}"
+    )
     return "\n".join(lines)

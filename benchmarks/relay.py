@@ -56,11 +56,18 @@ QUESTIONS = 10
 PROCESSES, THREADS = 4, 4
 
 
-def definition(survey_id: str, relay_url: str | None, min_batch: int,
-               questions: int = QUESTIONS) -> dict[str, Any]:  # fmt: skip
-    document = {"format": "deniable.survey/2", "id": survey_id, "title": f"Bench {survey_id}",
-                "questions": [{"id": f"q{i}", "type": "yes_no", "text": f"Question {i}?",
-                               "epsilon": 1.0} for i in range(questions)]}  # fmt: skip
+def definition(
+    survey_id: str, relay_url: str | None, min_batch: int, questions: int = QUESTIONS
+) -> dict[str, Any]:
+    document = {
+        "format": "deniable.survey/2",
+        "id": survey_id,
+        "title": f"Bench {survey_id}",
+        "questions": [
+            {"id": f"q{i}", "type": "yes_no", "text": f"Question {i}?", "epsilon": 1.0}
+            for i in range(questions)
+        ],
+    }
     if relay_url:
         document["relay"] = {"url": relay_url, "min_batch": min_batch, "shuffle_unit": "question"}
     return document
@@ -85,10 +92,16 @@ def cli(module: str, args: list[str], environment: dict[str, str]) -> str:
     return out.getvalue()
 
 
-def serve(command: list[str], environment: dict[str, str], port: int, log: Path,
-          health: str = "/api/v1/health") -> subprocess.Popen:  # fmt: skip
-    process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                               env={**os.environ, **environment})  # fmt: skip
+def serve(
+    command: list[str],
+    environment: dict[str, str],
+    port: int,
+    log: Path,
+    health: str = "/api/v1/health",
+) -> subprocess.Popen:
+    process = subprocess.Popen(
+        command, stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, **environment}
+    )
     wait_healthy(port, process, log, health)
     return process
 
@@ -116,14 +129,22 @@ def sealed_bodies(survey_json: str, public_key: bytes, key_id: str, count: int) 
     for _ in range(count):
         units = []
         for question in survey.questions:
-            report = {"id": str(uuid.uuid4()), "question": question.id,
-                      "payload": question.randomize(secrets.randbelow(2) == 1)}  # fmt: skip
-            blob = sealing.seal(public_key, survey_id=survey.id, unit=question.id,
-                                plaintext=sealing.unit_body([report], question.id),
-                                size=sizes[question.id])  # fmt: skip
+            report = {
+                "id": str(uuid.uuid4()),
+                "question": question.id,
+                "payload": question.randomize(secrets.randbelow(2) == 1),
+            }
+            blob = sealing.seal(
+                public_key,
+                survey_id=survey.id,
+                unit=question.id,
+                plaintext=sealing.unit_body([report], question.id),
+                size=sizes[question.id],
+            )
             units.append({"unit": question.id, "sealed": b64(blob)})
-        bodies.append(json.dumps({"format": "deniable.sealed/1", "key_id": key_id,
-                                  "units": units}).encode())  # fmt: skip
+        bodies.append(
+            json.dumps({"format": "deniable.sealed/1", "key_id": key_id, "units": units}).encode()
+        )
     return bodies
 
 
@@ -144,28 +165,35 @@ def _post_loop(port: int, path: str, bodies: list[bytes], stop_at: float) -> lis
     return latencies
 
 
-def _process(port: int, path: str, bodies: list[bytes], start_at: float,
-             duration: float) -> list[float]:  # fmt: skip
+def _process(
+    port: int, path: str, bodies: list[bytes], start_at: float, duration: float
+) -> list[float]:
     while time.time() < start_at:
         time.sleep(0.005)
     stop_at = time.monotonic() + duration
     with ThreadPoolExecutor(THREADS) as pool:
-        futures = [pool.submit(_post_loop, port, path, bodies[i::THREADS], stop_at)
-                   for i in range(THREADS)]  # fmt: skip
+        futures = [
+            pool.submit(_post_loop, port, path, bodies[i::THREADS], stop_at) for i in range(THREADS)
+        ]
         return [latency for future in futures for latency in future.result()]
 
 
 def measure_intake(port: int, path: str, bodies: list[bytes], duration: float) -> dict[str, Any]:
     start_at = time.time() + 1.0
     with ProcessPoolExecutor(PROCESSES) as pool:
-        futures = [pool.submit(_process, port, path, bodies[p::PROCESSES], start_at, duration)
-                   for p in range(PROCESSES)]  # fmt: skip
+        futures = [
+            pool.submit(_process, port, path, bodies[p::PROCESSES], start_at, duration)
+            for p in range(PROCESSES)
+        ]
         latencies = sorted(x for future in futures for x in future.result())
     if len(latencies) >= len(bodies):
         print("  (warning: every pre-sealed body was sent before the time was up)")
-    return {"requests": len(latencies) / duration, "reports": QUESTIONS * len(latencies) / duration,
-            "p50_ms": 1000 * latencies[len(latencies) // 2],
-            "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)]}  # fmt: skip
+    return {
+        "requests": len(latencies) / duration,
+        "reports": QUESTIONS * len(latencies) / duration,
+        "p50_ms": 1000 * latencies[len(latencies) // 2],
+        "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)],
+    }
 
 
 def bare_app():
@@ -180,13 +208,16 @@ def bare_app():
 
     def connection() -> sqlite3.Connection:
         if getattr(local, "connection", None) is None:
-            local.connection = sqlite3.connect(database, isolation_level=None,
-                                               check_same_thread=False)  # fmt: skip
+            local.connection = sqlite3.connect(
+                database, isolation_level=None, check_same_thread=False
+            )
             local.connection.execute("PRAGMA journal_mode = WAL")
             local.connection.execute("PRAGMA synchronous = FULL")
             local.connection.execute("PRAGMA busy_timeout = 30000")
-            local.connection.execute("CREATE TABLE IF NOT EXISTS held (id BLOB PRIMARY KEY, "
-                                     "survey_id TEXT, unit TEXT, sealed BLOB) WITHOUT ROWID")
+            local.connection.execute(
+                "CREATE TABLE IF NOT EXISTS held (id BLOB PRIMARY KEY, "
+                "survey_id TEXT, unit TEXT, sealed BLOB) WITHOUT ROWID"
+            )
         return local.connection
 
     @app.post("/api/v1/surveys/<survey_id>/sealed")
@@ -198,8 +229,10 @@ def bare_app():
         db.execute("BEGIN IMMEDIATE")
         for unit in body["units"]:
             blob = base64.urlsafe_b64decode(unit["sealed"] + "=" * (-len(unit["sealed"]) % 4))
-            db.execute("INSERT INTO held VALUES (?, ?, ?, ?)",
-                       (hashlib.sha256(blob).digest(), survey_id, unit["unit"], blob))
+            db.execute(
+                "INSERT INTO held VALUES (?, ?, ?, ?)",
+                (hashlib.sha256(blob).digest(), survey_id, unit["unit"], blob),
+            )
         db.execute("COMMIT")
         return {"held": len(body["units"])}, 202
 
@@ -211,13 +244,17 @@ def bare_app():
 
 
 def put_batch(port: int, survey_id: str, credential: str, blobs: list[bytes]) -> float:
-    body = json.dumps({"format": "deniable.batch/1", "unit": "q0",
-                       "sealed": [b64(b) for b in blobs]}).encode()  # fmt: skip
+    body = json.dumps(
+        {"format": "deniable.batch/1", "unit": "q0", "sealed": [b64(b) for b in blobs]}
+    ).encode()
     connection = http.client.HTTPConnection(HOST, port, timeout=600)
     started = time.perf_counter()
-    connection.request("PUT", f"/api/v1/surveys/{survey_id}/batches/{secrets.token_hex(16)}",
-                       body, {"Content-Type": "application/json",
-                              "Authorization": f"Bearer {credential}"})  # fmt: skip
+    connection.request(
+        "PUT",
+        f"/api/v1/surveys/{survey_id}/batches/{secrets.token_hex(16)}",
+        body,
+        {"Content-Type": "application/json", "Authorization": f"Bearer {credential}"},
+    )
     response = connection.getresponse()
     text = response.read()
     elapsed = time.perf_counter() - started
@@ -237,8 +274,11 @@ def process_tree(root: int) -> dict[int, tuple[int, float, bool]]:
             spawned = b"spawn_main" in (entry / "cmdline").read_bytes()
         except OSError:  # gone meanwhile
             continue
-        table[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / ticks,
-                                  spawned)  # fmt: skip
+        table[int(entry.name)] = (
+            int(fields[1]),
+            (int(fields[11]) + int(fields[12])) / ticks,
+            spawned,
+        )
     tree, frontier = {}, [root]
     while frontier:
         pid = frontier.pop()
@@ -251,8 +291,9 @@ def process_tree(root: int) -> dict[int, tuple[int, float, bool]]:
 def warmed(tree: dict[int, tuple[int, float, bool]], root: int) -> bool:
     """Whether every serving process (a child of ``root``) has its decryption processes."""
     serving = [pid for pid, (parent, _, spawned) in tree.items() if parent == root and not spawned]
-    return all(any(parent == pid and spawned for parent, _, spawned in tree.values())
-               for pid in serving)  # fmt: skip
+    return all(
+        any(parent == pid and spawned for parent, _, spawned in tree.values()) for pid in serving
+    )
 
 
 def cpu_spent(before: dict, after: dict) -> tuple[float, float]:
@@ -274,8 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=2.0, help="batch window, seconds (2)")
     parser.add_argument("--postgres", metavar="DSN", help="use PostgreSQL (fresh schemas)")
     parser.add_argument("--sections", default="123", help="which sections to run (123)")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="forwarded batches timed; the median is printed (3)")  # fmt: skip
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="forwarded batches timed; the median is printed (3)"
+    )
     args = parser.parse_args(argv)
     from deniable import sealing
     from deniable.keychain import decode_public_key
@@ -285,29 +327,56 @@ def main(argv: list[str] | None = None) -> int:
     relay_url = f"http://{HOST}:{relay_port}"
     if args.postgres:
         raise SystemExit("--postgres: not wired in this version; SQLite only")
-    aggregator_env = {"DENIABLE_HOME": str(work / "aggregator"),
-                      "DENIABLE_RATE_LIMIT_PER_ADDRESS": "0",
-                      "DENIABLE_MAX_BATCH": "1000", "DENIABLE_MAX_BODY_BYTES": str(8 << 20)}
-    relay_env = {"DENIABLE_RELAY_HOME": str(work / "relay"), "DENIABLE_RELAY_PUBLIC_URL": relay_url,
-                 "DENIABLE_RELAY_WINDOW_SECONDS": "86400", "DENIABLE_RELAY_FORWARD_INTERVAL": "0.1",
-                 "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0"}  # fmt: skip
+    aggregator_env = {
+        "DENIABLE_HOME": str(work / "aggregator"),
+        "DENIABLE_RATE_LIMIT_PER_ADDRESS": "0",
+        "DENIABLE_MAX_BATCH": "1000",
+        "DENIABLE_MAX_BODY_BYTES": str(8 << 20),
+    }
+    relay_env = {
+        "DENIABLE_RELAY_HOME": str(work / "relay"),
+        "DENIABLE_RELAY_PUBLIC_URL": relay_url,
+        "DENIABLE_RELAY_WINDOW_SECONDS": "86400",
+        "DENIABLE_RELAY_FORWARD_INTERVAL": "0.1",
+        "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0",
+    }
     cli("aggregator", ["init"], aggregator_env)
-    for survey_id, relayed, min_batch in (("intake", True, 1_000_000), ("batch", True, 1),
-                                          ("plain", False, 1), ("window", True, 50)):
+    for survey_id, relayed, min_batch in (
+        ("intake", True, 1_000_000),
+        ("batch", True, 1),
+        ("plain", False, 1),
+        ("window", True, 50),
+    ):
         path = work / f"{survey_id}.json"
         questions = 1 if survey_id == "window" else QUESTIONS  # one batch per window
-        path.write_text(json.dumps(definition(survey_id, relay_url if relayed else None,
-                                              min_batch, questions)))  # fmt: skip
+        path.write_text(
+            json.dumps(definition(survey_id, relay_url if relayed else None, min_batch, questions))
+        )
         cli("aggregator", ["create-survey", str(path)], aggregator_env)
-    credential = cli("aggregator", ["relay", "credential", "--relay-url", relay_url],
-                     aggregator_env).strip()  # fmt: skip
+    credential = cli(
+        "aggregator", ["relay", "credential", "--relay-url", relay_url], aggregator_env
+    ).strip()
     operator = cli("aggregator", ["token", "create"], aggregator_env).strip()
     (work / "credential").write_text(credential)
     processes = []
     try:
-        processes.append(serve([sys.executable, "-m", "deniable.aggregator.cli", "serve", "--bind",
-                                f"{HOST}:{aggregator_port}", "--workers", "2"], aggregator_env,
-                               aggregator_port, work / "aggregator.log"))  # fmt: skip
+        processes.append(
+            serve(
+                [
+                    sys.executable,
+                    "-m",
+                    "deniable.aggregator.cli",
+                    "serve",
+                    "--bind",
+                    f"{HOST}:{aggregator_port}",
+                    "--workers",
+                    "2",
+                ],
+                aggregator_env,
+                aggregator_port,
+                work / "aggregator.log",
+            )
+        )
         connection = http.client.HTTPConnection(HOST, aggregator_port, timeout=30)
         connection.request("GET", "/api/v1/key")
         key_document = json.loads(connection.getresponse().read())
@@ -315,34 +384,82 @@ def main(argv: list[str] | None = None) -> int:
         key_id = key_document["encryption_key"]["key_id"]
         cli("relay", ["init"], relay_env)
         for survey_id in ("intake", "batch", "window"):
-            cli("relay", ["add-survey", f"http://{HOST}:{aggregator_port}", survey_id,
-                          "--credential-file", str(work / "credential"),
-                          "--aggregator-key", key_document["public_key"]], relay_env)
-        processes.append(serve([sys.executable, "-m", "deniable.relay.cli", "serve", "--bind",
-                                f"{HOST}:{relay_port}", "--workers", "2"], relay_env, relay_port,
-                               work / "relay.log"))  # fmt: skip
-        processes.append(serve([sys.executable, "-m", "gunicorn", "--workers", "2", "--bind",
-                                f"{HOST}:{bare_port}", "--chdir", str(Path(__file__).parent),
-                                "relay:bare_app()"], {"BARE_DATABASE": str(work / "bare.db")},
-                               bare_port, work / "bare.log"))  # fmt: skip
+            cli(
+                "relay",
+                [
+                    "add-survey",
+                    f"http://{HOST}:{aggregator_port}",
+                    survey_id,
+                    "--credential-file",
+                    str(work / "credential"),
+                    "--aggregator-key",
+                    key_document["public_key"],
+                ],
+                relay_env,
+            )
+        processes.append(
+            serve(
+                [
+                    sys.executable,
+                    "-m",
+                    "deniable.relay.cli",
+                    "serve",
+                    "--bind",
+                    f"{HOST}:{relay_port}",
+                    "--workers",
+                    "2",
+                ],
+                relay_env,
+                relay_port,
+                work / "relay.log",
+            )
+        )
+        processes.append(
+            serve(
+                [
+                    sys.executable,
+                    "-m",
+                    "gunicorn",
+                    "--workers",
+                    "2",
+                    "--bind",
+                    f"{HOST}:{bare_port}",
+                    "--chdir",
+                    str(Path(__file__).parent),
+                    "relay:bare_app()",
+                ],
+                {"BARE_DATABASE": str(work / "bare.db")},
+                bare_port,
+                work / "bare.log",
+            )
+        )
 
         if "1" in args.sections:
             survey_json = json.dumps(definition("intake", relay_url, 1_000_000))
-            print(f"sealing {int(args.duration * 3000)} submissions of {QUESTIONS} units ...",
-                  flush=True)  # fmt: skip
+            print(
+                f"sealing {int(args.duration * 3000)} submissions of {QUESTIONS} units ...",
+                flush=True,
+            )
             with ProcessPoolExecutor(PROCESSES) as pool:
                 count = int(args.duration * 3000) // PROCESSES
-                chunks = pool.map(sealed_bodies, [survey_json] * PROCESSES, [public] * PROCESSES,
-                                  [key_id] * PROCESSES, [count] * PROCESSES)
+                chunks = pool.map(
+                    sealed_bodies,
+                    [survey_json] * PROCESSES,
+                    [public] * PROCESSES,
+                    [key_id] * PROCESSES,
+                    [count] * PROCESSES,
+                )
                 bodies = [body for chunk in chunks for body in chunk]
             print("\n1. relay intake (sealed submissions of 10 units, 16 clients)")
             intake = "/api/v1/surveys/intake/sealed"
             real = measure_intake(relay_port, intake, bodies, args.duration)
             bare = measure_intake(bare_port, intake, bodies, args.duration)
             for name, figures in (("relay", real), ("bare app", bare)):
-                print(f"  {name:9} {figures['reports']:9,.0f} sealed reports/s "
-                      f"({figures['requests']:,.0f} submissions/s), "
-                      f"p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms")
+                print(
+                    f"  {name:9} {figures['reports']:9,.0f} sealed reports/s "
+                    f"({figures['requests']:,.0f} submissions/s), "
+                    f"p50 {figures['p50_ms']:.1f} ms, p99 {figures['p99_ms']:.1f} ms"
+                )
             print(f"  target >= 5,000 reports/s: {'met' if real['reports'] >= 5000 else 'NOT met'}")
 
         print(f"\n2. forward + decrypt: one batch of {args.batch:,} sealed reports")
@@ -351,14 +468,26 @@ def main(argv: list[str] | None = None) -> int:
         survey = Survey.from_dict(definition("batch", relay_url, 1), resolved=False)
         question = survey.question("q0")
         size = sealing.unit_size(survey, "q0")
-        reports = [{"id": str(uuid.uuid4()), "question": "q0",
-                    "payload": question.randomize(secrets.randbelow(2) == 1)}
-                   for _ in range(args.batch)]  # fmt: skip
+        reports = [
+            {
+                "id": str(uuid.uuid4()),
+                "question": "q0",
+                "payload": question.randomize(secrets.randbelow(2) == 1),
+            }
+            for _ in range(args.batch)
+        ]
 
         def sealed_batch(count: int) -> list[bytes]:
-            return [sealing.seal(public, survey_id="batch", unit="q0", size=size,
-                                 plaintext=sealing.unit_body([{**r, "id": str(uuid.uuid4())}],
-                                                             "q0")) for r in reports[:count]]
+            return [
+                sealing.seal(
+                    public,
+                    survey_id="batch",
+                    unit="q0",
+                    size=size,
+                    plaintext=sealing.unit_body([{**r, "id": str(uuid.uuid4())}], "q0"),
+                )
+                for r in reports[:count]
+            ]
 
         # Warm-up (not timed): each serving process starts its decryption processes at its
         # first large batch; batches are sent until every serving process has them.
@@ -383,9 +512,16 @@ def main(argv: list[str] | None = None) -> int:
             altered[index] = altered[index][:-1] + bytes([altered[index][-1] ^ 1])
         altered_rate = args.batch / put_batch(aggregator_port, "batch", credential, altered)
         private = sealing.generate_private_key()
-        probe = [sealing.seal(sealing.public_bytes(private), survey_id="batch", unit="q0",
-                              size=size, plaintext=sealing.unit_body([r], "q0"))
-                 for r in reports[:2000]]  # fmt: skip
+        probe = [
+            sealing.seal(
+                sealing.public_bytes(private),
+                survey_id="batch",
+                unit="q0",
+                size=size,
+                plaintext=sealing.unit_body([r], "q0"),
+            )
+            for r in reports[:2000]
+        ]
         started = time.perf_counter()
         for blob in probe:
             sealing.open_sealed(private, survey_id="batch", unit="q0", sealed=blob, size=size)
@@ -394,26 +530,34 @@ def main(argv: list[str] | None = None) -> int:
         connection = http.client.HTTPConnection(HOST, aggregator_port, timeout=600)
         plain = [{**r, "question": "q0"} for r in reports]
         for start in range(0, len(plain), 1000):
-            body = json.dumps({"reports": [{**r, "id": str(uuid.uuid4())}
-                                           for r in plain[start:start + 1000]]}).encode()
-            connection.request("POST", "/api/v1/surveys/plain/reports/bulk", body,
-                               {"Content-Type": "application/json",
-                                "Authorization": f"Bearer {operator}"})  # fmt: skip
+            body = json.dumps(
+                {"reports": [{**r, "id": str(uuid.uuid4())} for r in plain[start : start + 1000]]}
+            ).encode()
+            connection.request(
+                "POST",
+                "/api/v1/surveys/plain/reports/bulk",
+                body,
+                {"Content-Type": "application/json", "Authorization": f"Bearer {operator}"},
+            )
             response = connection.getresponse()
             response.read()
             assert response.status == 201, response.status
         bulk_rate = len(plain) / (time.perf_counter() - started)
-        print(f"  relay batch (HPKE open + validate + store) {forward_rate:9,.0f} reports/s "
-              f"({elapsed:.2f} s; median of {args.repeat}: "
-              f"{', '.join(f'{t:.2f}' for t in elapsed_runs)} s)")
+        print(
+            f"  relay batch (HPKE open + validate + store) {forward_rate:9,.0f} reports/s "
+            f"({elapsed:.2f} s; median of {args.repeat}: "
+            f"{', '.join(f'{t:.2f}' for t in elapsed_runs)} s)"
+        )
         if decrypting_cpu[0] or serving_cpu[0]:
             per = 1e6 / args.batch
             decrypt_us, serve_us = per * min(decrypting_cpu), per * min(serving_cpu)
-            print(f"  aggregator CPU per report (least of the runs): {decrypt_us:.1f} us in the "
-                  f"decryption processes"
-                  f" + {serve_us:.1f} us in the serving process = "
-                  f"{(decrypt_us + serve_us) * 20_000 / 1e6:.2f} CPU-s per 20,000 reports "
-                  f"({os.cpu_count()} cores)")
+            print(
+                f"  aggregator CPU per report (least of the runs): {decrypt_us:.1f} us in the "
+                f"decryption processes"
+                f" + {serve_us:.1f} us in the serving process = "
+                f"{(decrypt_us + serve_us) * 20_000 / 1e6:.2f} CPU-s per 20,000 reports "
+                f"({os.cpu_count()} cores)"
+            )
         print(f"  the same, 1% of the blobs altered         {altered_rate:9,.0f} reports/s")
         print(f"  bulk route, same reports unsealed       {bulk_rate:9,.0f} reports/s")
         print(f"  bare HPKE open loop, one core          {open_rate:9,.0f} reports/s")
@@ -424,9 +568,24 @@ def main(argv: list[str] | None = None) -> int:
             # A fresh relay process with the short window (the first one's is a day long).
             stop(processes.pop(1))
             relay_env["DENIABLE_RELAY_WINDOW_SECONDS"] = str(args.window)
-            processes.insert(1, serve([sys.executable, "-m", "deniable.relay.cli", "serve",
-                                       "--bind", f"{HOST}:{relay_port}", "--workers", "1"],
-                                      relay_env, relay_port, work / "relay2.log"))  # fmt: skip
+            processes.insert(
+                1,
+                serve(
+                    [
+                        sys.executable,
+                        "-m",
+                        "deniable.relay.cli",
+                        "serve",
+                        "--bind",
+                        f"{HOST}:{relay_port}",
+                        "--workers",
+                        "1",
+                    ],
+                    relay_env,
+                    relay_port,
+                    work / "relay2.log",
+                ),
+            )
             window_json = json.dumps(definition("window", relay_url, 50, questions=1))
             window_bodies = sealed_bodies(window_json, public, key_id, 100)
             relay = http.client.HTTPConnection(HOST, relay_port, timeout=60)
@@ -441,8 +600,12 @@ def main(argv: list[str] | None = None) -> int:
                 before = results_count("window")
                 first = None
                 for body in window_bodies[:50] if before == 0 else window_bodies[50:]:
-                    relay.request("POST", "/api/v1/surveys/window/sealed", body,
-                                  {"Content-Type": "application/json"})  # fmt: skip
+                    relay.request(
+                        "POST",
+                        "/api/v1/surveys/window/sealed",
+                        body,
+                        {"Content-Type": "application/json"},
+                    )
                     relay.getresponse().read()
                     first = first or time.perf_counter()
                 last = time.perf_counter()
@@ -455,23 +618,38 @@ def main(argv: list[str] | None = None) -> int:
             marks: list[float] = []
             one_batch()  # the first batch resets the unit's window, as in steady operation
             from_first, relayed_latency = one_batch()
-            body = json.dumps({"reports": [{"id": str(uuid.uuid4()), "question": "q0",
-                                            "payload": question.randomize(True)}]}).encode()
+            body = json.dumps(
+                {
+                    "reports": [
+                        {
+                            "id": str(uuid.uuid4()),
+                            "question": "q0",
+                            "payload": question.randomize(True),
+                        }
+                    ]
+                }
+            ).encode()
             before = results_count("plain")
-            aggregator.request("POST", "/api/v1/surveys/plain/reports", body,
-                               {"Content-Type": "application/json"})  # fmt: skip
+            aggregator.request(
+                "POST", "/api/v1/surveys/plain/reports", body, {"Content-Type": "application/json"}
+            )
             aggregator.getresponse().read()
             acknowledged = time.perf_counter()
             while results_count("plain") < before + 1:
                 time.sleep(0.005)
             direct_latency = time.perf_counter() - acknowledged
-            print(f"  relayed: {from_first:.2f} s from a batch's first 202 to the results, "
-                  f"{relayed_latency:.2f} s from its last (window {args.window:g} s, forwarder "
-                  "interval 0.1 s)")
-            print(f"  a report that arrives just after a batch waits about the window: "
-                  f"{marks[1] - marks[0]:.2f} s from one batch's results to the next's")
-            print(f"  direct (no relay): {1000 * direct_latency:.1f} ms from the 201 to the "
-                  "results")
+            print(
+                f"  relayed: {from_first:.2f} s from a batch's first 202 to the results, "
+                f"{relayed_latency:.2f} s from its last (window {args.window:g} s, forwarder "
+                "interval 0.1 s)"
+            )
+            print(
+                f"  a report that arrives just after a batch waits about the window: "
+                f"{marks[1] - marks[0]:.2f} s from one batch's results to the next's"
+            )
+            print(
+                f"  direct (no relay): {1000 * direct_latency:.1f} ms from the 201 to the results"
+            )
     finally:
         for process in processes:
             stop(process)

@@ -56,13 +56,24 @@ DEFINITION = {
     "title": "Sealing benchmark",
     "questions": [
         {"id": "yes", "type": "yes_no", "text": "?", "epsilon": 1.0},
-        {"id": "five", "type": "single_choice", "text": "?", "epsilon": 1.0,
-         "options": [f"o{i}" for i in range(5)]},
-        {"id": "wide", "type": "single_choice", "text": "?", "epsilon": 1.0, "mechanism": "olh",
-         "options": [f"o{i}" for i in range(1024)]},
+        {
+            "id": "five",
+            "type": "single_choice",
+            "text": "?",
+            "epsilon": 1.0,
+            "options": [f"o{i}" for i in range(5)],
+        },
+        {
+            "id": "wide",
+            "type": "single_choice",
+            "text": "?",
+            "epsilon": 1.0,
+            "mechanism": "olh",
+            "options": [f"o{i}" for i in range(1024)],
+        },
         {"id": "hours", "type": "numeric", "text": "?", "epsilon": 1.0, "lo": 0, "hi": 40},
     ],
-}  # fmt: skip
+}
 ANSWERS = {"yes": True, "five": "o3", "wide": "o700", "hours": 12.5}
 
 
@@ -78,45 +89,81 @@ def per_second(seconds: float, step) -> tuple[float, float]:
         for _ in range(100):
             step()
         count += 100
-    return ((time.perf_counter() - start) / count * 1e6,
-            (time.process_time() - cpu) / count * 1e6)  # fmt: skip
+    return ((time.perf_counter() - start) / count * 1e6, (time.process_time() - cpu) / count * 1e6)
 
 
 def python_figures(survey: Survey, seconds: float) -> None:
     private = sealing.generate_private_key()
     public = sealing.public_bytes(private)
-    print("Python (deniable.sealing, cryptography HPKE), one report at a time, microseconds "
-          "per report, wall (CPU):")
-    print(f"  {'question':<10} {'bytes':>6} {'randomize':>17} {'+ seal':>17} {'seal only':>17} "
-          f"{'open':>17}")  # fmt: skip
+    print(
+        "Python (deniable.sealing, cryptography HPKE), one report at a time, microseconds "
+        "per report, wall (CPU):"
+    )
+    print(
+        f"  {'question':<10} {'bytes':>6} {'randomize':>17} {'+ seal':>17} {'seal only':>17} "
+        f"{'open':>17}"
+    )
     for question in survey.questions:
         size = sealing.unit_size(survey, question.id)
         answer = ANSWERS[question.id]
 
         def report(question=question, answer=answer) -> dict[str, str]:
-            return {"id": "0f8fad5b-d9cb-469f-a165-70867728950e", "question": question.id,
-                    "payload": question.randomize(answer)}  # fmt: skip
+            return {
+                "id": "0f8fad5b-d9cb-469f-a165-70867728950e",
+                "question": question.id,
+                "payload": question.randomize(answer),
+            }
 
         def seal(question=question, size=size, report=report) -> bytes:
-            return sealing.seal(public, survey_id=survey.id, unit=question.id,
-                                plaintext=sealing.unit_body([report()], question.id), size=size)
+            return sealing.seal(
+                public,
+                survey_id=survey.id,
+                unit=question.id,
+                plaintext=sealing.unit_body([report()], question.id),
+                size=size,
+            )
 
         blob = seal()
         bare = per_second(seconds, report)
         sealed = per_second(seconds, seal)
-        opened = per_second(seconds, partial(sealing.open_sealed, private, survey_id=survey.id,
-                                             unit=question.id, sealed=blob, size=size))
+        opened = per_second(
+            seconds,
+            partial(
+                sealing.open_sealed,
+                private,
+                survey_id=survey.id,
+                unit=question.id,
+                sealed=blob,
+                size=size,
+            ),
+        )
         only = (sealed[0] - bare[0], sealed[1] - bare[1])
         cells = " ".join(f"{w:>8.1f} ({c:>6.1f})" for w, c in (bare, sealed, only, opened))
         print(f"  {question.id:<10} {len(blob):>6} {cells}")
     size = sealing.unit_size(survey, "")
-    reports = [{"id": "0f8fad5b-d9cb-469f-a165-70867728950e", "question": q.id,
-                "payload": q.randomize(ANSWERS[q.id])} for q in survey.questions]  # fmt: skip
-    whole = per_second(seconds, lambda: sealing.seal(
-        public, survey_id=survey.id, unit="", plaintext=sealing.unit_body(reports, ""), size=size))
-    print(f"  whole submission ({len(survey.questions)} questions, "
-          f"{sealing.sealed_length(size)} bytes): {whole[0]:.1f} ({whole[1]:.1f} CPU) "
-          "microseconds to seal")
+    reports = [
+        {
+            "id": "0f8fad5b-d9cb-469f-a165-70867728950e",
+            "question": q.id,
+            "payload": q.randomize(ANSWERS[q.id]),
+        }
+        for q in survey.questions
+    ]
+    whole = per_second(
+        seconds,
+        lambda: sealing.seal(
+            public,
+            survey_id=survey.id,
+            unit="",
+            plaintext=sealing.unit_body(reports, ""),
+            size=size,
+        ),
+    )
+    print(
+        f"  whole submission ({len(survey.questions)} questions, "
+        f"{sealing.sealed_length(size)} bytes): {whole[0]:.1f} ({whole[1]:.1f} CPU) "
+        "microseconds to seal"
+    )
 
 
 def node_questions(survey: Survey) -> list[list]:
@@ -127,22 +174,32 @@ def print_js(where: str, lines: list[dict]) -> None:
     print(f"\n{where} (client/browser/sealing.js over WebCrypto):")
     cpu = "cpuMicroseconds" in lines[0]["concurrent"]
     # The target is the browser's, met in workers (below); these rows are one thread's.
-    print(f"  {'question':<10} {'bytes':>6} {'bare/s':>11} {'sealed/s':>10} {'us/seal':>8} "
-          f"{'in flight':>9}{'  CPU us/seal  per core/s' if cpu else ''}")  # fmt: skip
+    print(
+        f"  {'question':<10} {'bytes':>6} {'bare/s':>11} {'sealed/s':>10} {'us/seal':>8} "
+        f"{'in flight':>9}{'  CPU us/seal  per core/s' if cpu else ''}"
+    )
     for line in lines:
         rate = line["concurrent"]["perSecond"]
         extra = ""
         if cpu:
             cpu_us = line["concurrent"]["cpuMicroseconds"]
             extra = f"  {cpu_us:>11.1f} {1e6 / cpu_us:>11,.0f}"
-        print(f"  {line['label']:<10} {line['bytes']:>6} {line['bare']['perSecond']:>11,.0f} "
-              f"{rate:>10,.0f} {line['sequential']['microseconds']:>8.1f} "
-              f"{line['inFlight']:>9}{extra}")  # fmt: skip
-    print("  one thread (Node's main thread; the page's in Chromium); bare/s: randomize + "
-          "encode, no sealing; sealed/s: randomize + encode + seal with "
-          "that many reports in flight (wall clock); us/seal: one at a time"
-          + ("; CPU us/seal: process CPU time (worker threads included) per sealed report in "
-             "flight, and the reports/s one whole core gives at that cost" if cpu else ""))
+        print(
+            f"  {line['label']:<10} {line['bytes']:>6} {line['bare']['perSecond']:>11,.0f} "
+            f"{rate:>10,.0f} {line['sequential']['microseconds']:>8.1f} "
+            f"{line['inFlight']:>9}{extra}"
+        )
+    print(
+        "  one thread (Node's main thread; the page's in Chromium); bare/s: randomize + "
+        "encode, no sealing; sealed/s: randomize + encode + seal with "
+        "that many reports in flight (wall clock); us/seal: one at a time"
+        + (
+            "; CPU us/seal: process CPU time (worker threads included) per sealed report in "
+            "flight, and the reports/s one whole core gives at that cost"
+            if cpu
+            else ""
+        )
+    )
 
 
 def node_figures(survey: Survey, public: bytes, seconds: float) -> None:
@@ -151,15 +208,22 @@ def node_figures(survey: Survey, public: bytes, seconds: float) -> None:
         print("\nNode: not installed; skipped")
         return
     data = json.dumps({"questions": node_questions(survey), "public_key": public.hex()})
-    result = subprocess.run([node, str(ROOT / "benchmarks" / "sealing.mjs"), str(seconds)],
-                            input=data, capture_output=True, text=True, check=True)  # fmt: skip
+    result = subprocess.run(
+        [node, str(ROOT / "benchmarks" / "sealing.mjs"), str(seconds)],
+        input=data,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     version = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     print_js(f"Node {version}", lines[:-1])
     floor = lines[-1]["x25519"]
-    print(f"  X25519 alone (fresh pair + export + one DH, 32 in flight, no KDF/AEAD): "
-          f"{floor['perSecond']:,.0f}/s, {floor['cpuMicroseconds']:.1f} CPU us each "
-          f"({1e6 / floor['cpuMicroseconds']:,.0f}/s per whole core)")  # fmt: skip
+    print(
+        f"  X25519 alone (fresh pair + export + one DH, 32 in flight, no KDF/AEAD): "
+        f"{floor['perSecond']:,.0f}/s, {floor['cpuMicroseconds']:.1f} CPU us each "
+        f"({1e6 / floor['cpuMicroseconds']:,.0f}/s per whole core)"
+    )
     print("  The KEM's X25519 part (enc and the DH) three ways (as in Chromium), 32 in flight:")
     for what, figures in lines[-1]["kems"]:
         print(f"    {what:<74} {figures['cpuMicroseconds']:6.1f} CPU us")
@@ -232,8 +296,9 @@ def profiled(page, *arguments: object) -> dict[str, float]:
     session.send("Profiler.enable")
     session.send("Profiler.setSamplingInterval", {"interval": 100})
     session.send("Profiler.start")
-    figures = page.evaluate(f"async (a) => (await import('{MODULE}')).sealLoop(...a)",
-                            list(arguments))  # fmt: skip
+    figures = page.evaluate(
+        f"async (a) => (await import('{MODULE}')).sealLoop(...a)", list(arguments)
+    )
     profile = session.send("Profiler.stop")["profile"]
     session.detach()
     frames = {node["id"]: node["callFrame"] for node in profile["nodes"]}
@@ -241,9 +306,15 @@ def profiled(page, *arguments: object) -> dict[str, float]:
     for sample in profile["samples"]:
         frame = frames[sample]
         name = frame["functionName"]
-        kind = ("WebCrypto" if name in WEBCRYPTO and not frame["url"] else
-                "garbage collection" if name == "(garbage collector)" else
-                "other" if name.startswith("(") else "JavaScript")  # fmt: skip
+        kind = (
+            "WebCrypto"
+            if name in WEBCRYPTO and not frame["url"]
+            else "garbage collection"
+            if name == "(garbage collector)"
+            else "other"
+            if name.startswith("(")
+            else "JavaScript"
+        )
         kinds[kind] = kinds.get(kind, 0) + 1
     per = (profile["endTime"] - profile["startTime"]) / len(profile["samples"]) / figures["count"]
     return {kind: count * per for kind, count in kinds.items()}
@@ -258,6 +329,7 @@ def browser_figures(survey: Survey, public: bytes, seconds: float) -> None:
     except ImportError:
         print("\nChromium: playwright is not installed; skipped")
         return
+
     class Quiet(SimpleHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
@@ -278,25 +350,35 @@ def browser_figures(survey: Survey, public: bytes, seconds: float) -> None:
             # CPU time of the whole browser (all its processes and threads) around a loop that
             # only seals, in the page and in workers, and around each WebCrypto call of a seal
             # alone: the figures a loaded machine does not distort.
-            seal = min((measure(page, "sealLoop", first, key, seconds) for _ in range(ROUNDS)),
-                       key=lambda m: m.cpu)  # fmt: skip
+            seal = min(
+                (measure(page, "sealLoop", first, key, seconds) for _ in range(ROUNDS)),
+                key=lambda m: m.cpu,
+            )
             profile = profiled(page, first, key, seconds)
             cores = page.evaluate("navigator.hardwareConcurrency")
-            page.evaluate(f"async (a) => (await import('{MODULE}')).startWorkers(...a)",
-                          [first, key, cores])  # fmt: skip
+            page.evaluate(
+                f"async (a) => (await import('{MODULE}')).startWorkers(...a)", [first, key, cores]
+            )
             workers = measure(page, "runWorkers", first, key, seconds)
             page.evaluate(f"async () => (await import('{MODULE}')).stopWorkers()")
             floor = measure(page, "x25519", seconds, 32, 0)  # run() warmed it up
-            names = page.evaluate(f"async () => {{ const m = await import('{MODULE}'); return "
-                                  "[m.CALLS, m.KEMS].map((l) => l.map(([n, w]) => [n, w])); }")
+            names = page.evaluate(
+                f"async () => {{ const m = await import('{MODULE}'); return "
+                "[m.CALLS, m.KEMS].map((l) => l.map(([n, w]) => [n, w])); }"
+            )
             # Each call alone, in rounds, the least CPU of each kept: a shared machine only adds.
             calls: dict = {}
-            each = [(call, n) for call, _ in names[0] + names[1]
-                    for n in TRIVIAL_IN_FLIGHT[: 3 if call in ("digest", "hmac") else 1]]
+            each = [
+                (call, n)
+                for call, _ in names[0] + names[1]
+                for n in TRIVIAL_IN_FLIGHT[: 3 if call in ("digest", "hmac") else 1]
+            ]
             for _ in range(ROUNDS):
                 for call, n in each:
-                    page.evaluate(f"async (a) => (await import('{MODULE}')).call(...a)",
-                                  [call, key, 0.1, n, 0])  # warm up, not measured
+                    page.evaluate(
+                        f"async (a) => (await import('{MODULE}')).call(...a)",
+                        [call, key, 0.1, n, 0],
+                    )  # warm up, not measured
                     figures = measure(page, "call", call, key, short, n, 0)
                     if (call, n) not in calls or figures.cpu < calls[(call, n)].cpu:
                         calls[(call, n)] = figures
@@ -308,25 +390,41 @@ def browser_figures(survey: Survey, public: bytes, seconds: float) -> None:
         server.server_close()
     print_js(f"Chromium {version} (headless)", lines)
     name = survey.questions[0].id
-    print(f"  {name} alone, 32 in flight: {seal.figures['perSecond']:,.0f}/s, {seal.cpu:.1f} CPU "
-          f"us per sealed report, browser's processes together ({1e6 / seal.cpu:,.0f}/s per whole "
-          "core)")
-    print(f"  {name} alone in {workers.figures['workers']} module workers (navigator."
-          f"hardwareConcurrency), 32 in flight each: {workers.figures['perSecond']:,.0f}/s "
-          f"together, {workers.cpu:.1f} CPU us per sealed report  target >= {TARGET:,}/s "
-          f"{'ok' if workers.figures['perSecond'] >= TARGET else 'BELOW TARGET'}")  # fmt: skip
-    print(f"  X25519 alone (fresh pair + export + one DH, 32 in flight, no KDF/AEAD): "
-          f"{floor.figures['perSecond']:,.0f}/s, {floor.cpu:.1f} CPU us each "
-          f"({1e6 / floor.cpu:,.0f}/s per whole core)")  # fmt: skip
+    print(
+        f"  {name} alone, 32 in flight: {seal.figures['perSecond']:,.0f}/s, {seal.cpu:.1f} CPU "
+        f"us per sealed report, browser's processes together ({1e6 / seal.cpu:,.0f}/s per whole "
+        "core)"
+    )
+    print(
+        f"  {name} alone in {workers.figures['workers']} module workers (navigator."
+        f"hardwareConcurrency), 32 in flight each: {workers.figures['perSecond']:,.0f}/s "
+        f"together, {workers.cpu:.1f} CPU us per sealed report  target >= {TARGET:,}/s "
+        f"{'ok' if workers.figures['perSecond'] >= TARGET else 'BELOW TARGET'}"
+    )
+    print(
+        f"  X25519 alone (fresh pair + export + one DH, 32 in flight, no KDF/AEAD): "
+        f"{floor.figures['perSecond']:,.0f}/s, {floor.cpu:.1f} CPU us each "
+        f"({1e6 / floor.cpu:,.0f}/s per whole core)"
+    )
     accounting(lines[0], names, calls, kems, seal, workers, cores, profile)
 
 
-def accounting(line: dict, names: list, calls: dict, kems: dict, seal: Measured,
-               workers: Measured, cores: int, profile: dict[str, float]) -> None:  # fmt: skip
+def accounting(
+    line: dict,
+    names: list,
+    calls: dict,
+    kems: dict,
+    seal: Measured,
+    workers: Measured,
+    cores: int,
+    profile: dict[str, float],
+) -> None:
     """Where a seal's CPU time goes in Chromium, and the rate it allows on this machine's cores."""
-    print(f"\n  Where a seal's time goes in Chromium: each WebCrypto call of sealing.js's seal "
-          f"alone, CPU us per call, browser's processes together, least of {ROUNDS} rounds [the "
-          "busiest thread, its share]:")  # fmt: skip
+    print(
+        f"\n  Where a seal's time goes in Chromium: each WebCrypto call of sealing.js's seal "
+        f"alone, CPU us per call, browser's processes together, least of {ROUNDS} rounds [the "
+        "busiest thread, its share]:"
+    )
     seal_sum = x25519 = 0.0
     for name, what in names[0]:
         cells = sorted((n, m) for (call, n), m in calls.items() if call == name)
@@ -339,28 +437,42 @@ def accounting(line: dict, names: list, calls: dict, kems: dict, seal: Measured,
     count = sum("trivial" not in what for _, what in names[0])
     trivial = calls[("digest", 32)].cpu
     bare = 1e6 / line["bare"]["perSecond"]  # one thread, wall: randomize + encode
-    print(f"    a seal's {count} calls summed: {seal_sum:.1f} = X25519's two (generateKey, "
-          f"deriveBits) {x25519:.1f} ({x25519 / seal_sum:.0%}) + the other {count - 2} "
-          f"{seal_sum - x25519:.1f}; of the sum, per-call overhead (a trivial call's cost x "
-          f"{count}) is {count * trivial:.1f} ({count * trivial / seal_sum:.0%})")
-    print(f"    a whole seal measured (randomize {bare:.1f} + encode + seal, 32 in flight): "
-          f"{seal.cpu:.1f} CPU us, {seal.busiest[1]:.0%} of it on the page's {seal.busiest[0]} "
-          f"thread; in workers {workers.cpu:.1f}, {workers.busiest[1]:.0%} on the "
-          f"{workers.busiest[0]} threads")  # fmt: skip
+    print(
+        f"    a seal's {count} calls summed: {seal_sum:.1f} = X25519's two (generateKey, "
+        f"deriveBits) {x25519:.1f} ({x25519 / seal_sum:.0%}) + the other {count - 2} "
+        f"{seal_sum - x25519:.1f}; of the sum, per-call overhead (a trivial call's cost x "
+        f"{count}) is {count * trivial:.1f} ({count * trivial / seal_sum:.0%})"
+    )
+    print(
+        f"    a whole seal measured (randomize {bare:.1f} + encode + seal, 32 in flight): "
+        f"{seal.cpu:.1f} CPU us, {seal.busiest[1]:.0%} of it on the page's {seal.busiest[0]} "
+        f"thread; in workers {workers.cpu:.1f}, {workers.busiest[1]:.0%} on the "
+        f"{workers.busiest[0]} threads"
+    )
     whole = sum(profile.values())
-    kinds = ", ".join(f"{kind} {profile.get(kind, 0.0) / whole:.0%}" for kind in
-                      ("WebCrypto", "JavaScript", "garbage collection", "other"))  # fmt: skip
-    print(f"    the page's main thread in V8's sampling profiler during that loop: {kinds} "
-          "(WebCrypto: its native calls; other: native code outside them, idle)")
-    print("    WebCrypto computes each call on the calling thread (no crypto thread pool): the "
-          "page's sealing tops out at one core, workers' at one core each")
+    kinds = ", ".join(
+        f"{kind} {profile.get(kind, 0.0) / whole:.0%}"
+        for kind in ("WebCrypto", "JavaScript", "garbage collection", "other")
+    )
+    print(
+        f"    the page's main thread in V8's sampling profiler during that loop: {kinds} "
+        "(WebCrypto: its native calls; other: native code outside them, idle)"
+    )
+    print(
+        "    WebCrypto computes each call on the calling thread (no crypto thread pool): the "
+        "page's sealing tops out at one core, workers' at one core each"
+    )
     floor = seal_sum + bare
-    print(f"    ceiling on {cores} cores with nothing else running: {cores * 1e6 / floor:,.0f}/s "
-          f"from the calls' sum + randomize ({floor:.1f} CPU us), {cores * 1e6 / seal.cpu:,.0f}/s "
-          f"from the whole seal measured; one thread (the page): {1e6 / floor:,.0f}/s, "
-          f"{1e6 / seal.cpu:,.0f}/s")  # fmt: skip
-    print(f"    measured beside it: the page {seal.figures['perSecond']:,.0f}/s, {cores} workers "
-          f"{workers.figures['perSecond']:,.0f}/s")  # fmt: skip
+    print(
+        f"    ceiling on {cores} cores with nothing else running: {cores * 1e6 / floor:,.0f}/s "
+        f"from the calls' sum + randomize ({floor:.1f} CPU us), {cores * 1e6 / seal.cpu:,.0f}/s "
+        f"from the whole seal measured; one thread (the page): {1e6 / floor:,.0f}/s, "
+        f"{1e6 / seal.cpu:,.0f}/s"
+    )
+    print(
+        f"    measured beside it: the page {seal.figures['perSecond']:,.0f}/s, {cores} workers "
+        f"{workers.figures['perSecond']:,.0f}/s"
+    )
     print("  The KEM's X25519 part (enc and the DH) three ways, each RFC 9180 exact, 32 in flight:")
     for name, what in names[1]:
         print(f"    {what:<74} {kems[name].cpu:6.1f} CPU us")
@@ -368,8 +480,10 @@ def accounting(line: dict, names: list, calls: dict, kems: dict, seal: Measured,
     peer = X25519PrivateKey.generate().public_key()
     pair = per_second(0.3, lambda: X25519PrivateKey.generate().public_key().public_bytes_raw())[1]
     exchange = per_second(0.3, partial(X25519PrivateKey.generate().exchange, peer))[1]
-    print(f"  X25519 in OpenSSL (cryptography), one at a time: a fresh pair and its public bytes "
-          f"{pair:.1f} CPU us, one DH {exchange:.1f}")  # fmt: skip
+    print(
+        f"  X25519 in OpenSSL (cryptography), one at a time: a fresh pair and its public bytes "
+        f"{pair:.1f} CPU us, one DH {exchange:.1f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -380,8 +494,10 @@ def main(argv: list[str] | None = None) -> int:
     survey = Survey.from_dict(DEFINITION)
     public = sealing.public_bytes(sealing.generate_private_key())
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"machine: {os.cpu_count()} cores, load average {load} (1/5/15 min): figures scale "
-          "with the share of a core this run gets\n")
+    print(
+        f"machine: {os.cpu_count()} cores, load average {load} (1/5/15 min): figures scale "
+        "with the share of a core this run gets\n"
+    )
     python_figures(survey, args.seconds)
     node_figures(survey, public, args.seconds)
     if not args.no_browser:

@@ -77,8 +77,10 @@ def inverse() -> None:
         clear()
         value, cold = timed(local_epsilon_for, target, n, DELTA)
         _, warm = timed(local_epsilon_for, target, n, DELTA)
-        print(f"local_epsilon_for({target:g}, n = {n:,}) = {value:.4f}: cold {1000 * cold:.1f} ms, "
-              f"warm {1e6 * warm:.1f} us")  # fmt: skip
+        print(
+            f"local_epsilon_for({target:g}, n = {n:,}) = {value:.4f}: cold {1000 * cold:.1f} ms, "
+            f"warm {1e6 * warm:.1f} us"
+        )
 
 
 def grid_delta(epsilon: float, epsilon0: float, n: int) -> float:
@@ -90,8 +92,14 @@ def grid_delta(epsilon: float, epsilon0: float, n: int) -> float:
     inside = a + b <= n
     log_factorial = np.array([math.lgamma(k + 1) for k in range(n + 1)])
     rest = np.where(inside, n - a - b, 0)
-    log_m = (log_factorial[n] - log_factorial[a] - log_factorial[b] - log_factorial[rest]
-             + (a + b) * math.log(r) + rest * math.log1p(-2 * r))  # fmt: skip
+    log_m = (
+        log_factorial[n]
+        - log_factorial[a]
+        - log_factorial[b]
+        - log_factorial[rest]
+        + (a + b) * math.log(r)
+        + rest * math.log1p(-2 * r)
+    )
     m = np.where(inside, np.exp(log_m), 0.0)
     e = math.exp(epsilon)
     h = (p - e) * a + (1 - p * e) * b  # α = r: P0 − e^ε P1 = M·h/n
@@ -103,8 +111,10 @@ def baseline() -> None:
         clear()
         ours, ours_time = timed(delta_for, 0.3, 2.0, n)
         grid, grid_time = timed(grid_delta, 0.3, 2.0, n)
-        print(f"delta(0.3) at eps0 = 2, n = {n:,}: rows {ours:.6e} in {1000 * ours_time:.1f} ms; "
-              f"cell grid {grid:.6e} in {1000 * grid_time:.0f} ms")  # fmt: skip
+        print(
+            f"delta(0.3) at eps0 = 2, n = {n:,}: rows {ours:.6e} in {1000 * ours_time:.1f} ms; "
+            f"cell grid {grid:.6e} in {1000 * grid_time:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,12 @@ def results_document(storage: Any, survey_id: str) -> bytes:
         question.results(folded[question.id].statistics, folded[question.id].n)
         for question in record.survey.questions
     ]
-    document = {"survey": survey_id, "beta": DEFAULT_BETA, "questions": questions,
-                "n_reports": sum(s.n for s in folded.values())}  # fmt: skip
+    document = {
+        "survey": survey_id,
+        "beta": DEFAULT_BETA,
+        "questions": questions,
+        "n_reports": sum(s.n for s in folded.values()),
+    }
     return json.dumps(document).encode()
 
 
@@ -79,13 +83,15 @@ def bare_rows_per_second(storage: Any, backend: str, rows: list[tuple]) -> float
         connection.execute(
             "CREATE TABLE bare_reports (seq INTEGER PRIMARY KEY, survey_id TEXT, report_id TEXT,"
             " question_id TEXT, payload TEXT, digest TEXT, received_at TEXT)"
-            if backend == "sqlite" else
-            "CREATE TABLE bare_reports (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+            if backend == "sqlite"
+            else "CREATE TABLE bare_reports (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
             " survey_id text, report_id text, question_id text, payload text, digest text,"
             " received_at text)"
-        )  # fmt: skip
-    sql = (f"INSERT INTO bare_reports (survey_id, report_id, question_id, payload, digest,"
-           f" received_at) VALUES ({', '.join([mark] * 6)})")  # fmt: skip
+        )
+    sql = (
+        f"INSERT INTO bare_reports (survey_id, report_id, question_id, payload, digest,"
+        f" received_at) VALUES ({', '.join([mark] * 6)})"
+    )
     start = time.perf_counter()
     for offset in range(0, len(rows), BATCH):
         with storage._transaction() as connection:
@@ -112,10 +118,12 @@ def run(backend: str, database: str, total: int, calls: int, mechanism: str) -> 
         ids = [str(uuid.UUID(bytes=rng.bytes(16), version=4)) for _ in range(total)]
         start = time.perf_counter()
         for offset in range(0, total, BATCH):
-            body = {"reports": [
-                {"id": ids[i], "question": QUESTION_ID, "payload": pool[i % len(pool)]}
-                for i in range(offset, min(total, offset + BATCH))
-            ]}  # fmt: skip
+            body = {
+                "reports": [
+                    {"id": ids[i], "question": QUESTION_ID, "payload": pool[i % len(pool)]}
+                    for i in range(offset, min(total, offset + BATCH))
+                ]
+            }
             storage.add_reports(survey.id, parse_submission(body, survey, max_batch=BATCH))
         ingest = total / (time.perf_counter() - start)
         rss, peak = rss_kib()
@@ -135,17 +143,33 @@ def run(backend: str, database: str, total: int, calls: int, mechanism: str) -> 
             samples.append((time.perf_counter() - start) * 1000)
         samples.sort()
         bare_total = min(total, 200_000)
-        rows = [(survey.id, str(uuid.uuid4()), QUESTION_ID, pool[i % len(pool)], "0" * 64,
-                 "2026-01-01T00:00:00Z") for i in range(bare_total)]  # fmt: skip
+        rows = [
+            (
+                survey.id,
+                str(uuid.uuid4()),
+                QUESTION_ID,
+                pool[i % len(pool)],
+                "0" * 64,
+                "2026-01-01T00:00:00Z",
+            )
+            for i in range(bare_total)
+        ]
         bare = bare_rows_per_second(storage, backend, rows)
     finally:
         storage.close()
     return {
-        "backend": backend, "total": total, "ingest": ingest, "bare": bare,
-        "bare_total": bare_total, "pending": pending, "first": first,
-        "p50": statistics.median(samples), "p99": samples[int(0.99 * (len(samples) - 1))],
-        "rss": rss, "peak": peak,
-    }  # fmt: skip
+        "backend": backend,
+        "total": total,
+        "ingest": ingest,
+        "bare": bare,
+        "bare_total": bare_total,
+        "pending": pending,
+        "first": first,
+        "p50": statistics.median(samples),
+        "p99": samples[int(0.99 * (len(samples) - 1))],
+        "rss": rss,
+        "peak": peak,
+    }
 
 
 def largest_survey_document(database: str) -> dict[str, Any]:
@@ -155,11 +179,20 @@ def largest_survey_document(database: str) -> dict[str, Any]:
     from deniable.wire import parse_submission
 
     data = {
-        "format": "deniable.survey/1", "id": "largest", "title": "Largest allowed survey",
-        "questions": [{"id": f"q{i}", "type": "single_choice", "text": "?", "epsilon": 1.0,
-                       "options": [f"option {j}" for j in range(MAX_OPTIONS)]}
-                      for i in range(MAX_QUESTIONS)],
-    }  # fmt: skip
+        "format": "deniable.survey/1",
+        "id": "largest",
+        "title": "Largest allowed survey",
+        "questions": [
+            {
+                "id": f"q{i}",
+                "type": "single_choice",
+                "text": "?",
+                "epsilon": 1.0,
+                "options": [f"option {j}" for j in range(MAX_OPTIONS)],
+            }
+            for i in range(MAX_QUESTIONS)
+        ],
+    }
     survey = Survey.from_dict(data)
     before, _ = rss_kib()
     storage = open_storage({"DATABASE": database})
@@ -171,20 +204,31 @@ def largest_survey_document(database: str) -> dict[str, Any]:
         for question in survey.questions:
             for _ in range(10):
                 answer = question.options[int(rng.integers(MAX_OPTIONS))]
-                reports.append({"id": str(uuid.UUID(bytes=rng.bytes(16), version=4)),
-                                "question": question.id,
-                                "payload": question.randomize(answer)})  # fmt: skip
-        storage.add_reports(survey.id, parse_submission({"reports": reports}, survey,
-                                                        max_batch=len(reports)))  # fmt: skip
+                reports.append(
+                    {
+                        "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)),
+                        "question": question.id,
+                        "payload": question.randomize(answer),
+                    }
+                )
+        storage.add_reports(
+            survey.id, parse_submission({"reports": reports}, survey, max_batch=len(reports))
+        )
         start = time.perf_counter()
         document = results_document(storage, survey.id)
         seconds = time.perf_counter() - start
     finally:
         storage.close()
     after, peak = rss_kib()
-    return {"bytes": len(document), "seconds": seconds, "rss_before": before,
-            "rss_after": after, "peak": peak, "questions": MAX_QUESTIONS,
-            "options": MAX_OPTIONS}  # fmt: skip
+    return {
+        "bytes": len(document),
+        "seconds": seconds,
+        "rss_before": before,
+        "rss_after": after,
+        "peak": peak,
+        "questions": MAX_QUESTIONS,
+        "options": MAX_OPTIONS,
+    }
 
 
 def verdict(ok: bool) -> str:
@@ -194,8 +238,10 @@ def verdict(ok: bool) -> str:
 def storage_rows(
     backends: list[str], dsn: str, total: int, calls: int, mechanism: str = MECHANISM
 ) -> None:
-    print(f"\nstorage at the limit, in one process (what a worker's storage does; no HTTP), "
-          f"{total:,} reports in batches of {BATCH:,}, d = 1,024, {mechanism}")  # fmt: skip
+    print(
+        f"\nstorage at the limit, in one process (what a worker's storage does; no HTTP), "
+        f"{total:,} reports in batches of {BATCH:,}, d = 1,024, {mechanism}"
+    )
     for backend in backends:
         workdir = Path(tempfile.mkdtemp(prefix=f"deniable-storage-{backend}-"))
         try:
@@ -208,34 +254,48 @@ def storage_rows(
         finally:
             cleanup()
         print(f"  {backend}:")
-        print(f"    bulk ingest (validate + store): {r['ingest']:,.0f} reports/s; bare executemany "
-              f"of the same rows ({r['bare_total']:,}): {r['bare']:,.0f} rows/s; ratio "
-              f"{r['ingest'] / r['bare']:.2f}  [target >= {TARGET_BATCH:,}/s: "
-              f"{verdict(r['ingest'] >= TARGET_BATCH)}]")  # fmt: skip
-        print(f"    first results call after {r['total']:,} reports: {r['first']:.3f} s "
-              f"({r['pending']:,} still pending; ingest folded the rest)  [target < "
-              f"{TARGET_FIRST_RESULTS_S:g} s: {verdict(r['first'] < TARGET_FIRST_RESULTS_S)}]")
-        print(f"    results p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms  [target p50 < "
-              f"{TARGET_RESULTS_P50_MS:g} ms: {verdict(r['p50'] < TARGET_RESULTS_P50_MS)}]")
-        print(f"    RSS after ingesting {r['total']:,} reports: {r['rss'] / 1024:.0f} MiB "
-              f"(peak {r['peak'] / 1024:.0f} MiB)")  # fmt: skip
+        print(
+            f"    bulk ingest (validate + store): {r['ingest']:,.0f} reports/s; bare executemany "
+            f"of the same rows ({r['bare_total']:,}): {r['bare']:,.0f} rows/s; ratio "
+            f"{r['ingest'] / r['bare']:.2f}  [target >= {TARGET_BATCH:,}/s: "
+            f"{verdict(r['ingest'] >= TARGET_BATCH)}]"
+        )
+        print(
+            f"    first results call after {r['total']:,} reports: {r['first']:.3f} s "
+            f"({r['pending']:,} still pending; ingest folded the rest)  [target < "
+            f"{TARGET_FIRST_RESULTS_S:g} s: {verdict(r['first'] < TARGET_FIRST_RESULTS_S)}]"
+        )
+        print(
+            f"    results p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms  [target p50 < "
+            f"{TARGET_RESULTS_P50_MS:g} ms: {verdict(r['p50'] < TARGET_RESULTS_P50_MS)}]"
+        )
+        print(
+            f"    RSS after ingesting {r['total']:,} reports: {r['rss'] / 1024:.0f} MiB "
+            f"(peak {r['peak'] / 1024:.0f} MiB)"
+        )
     with tempfile.TemporaryDirectory(prefix="deniable-largest-") as scratch:
         largest = largest_survey_document(str(Path(scratch) / "largest.sqlite3"))
-    print(f"  largest allowed survey ({largest['questions']} questions x {largest['options']:,} "
-          f"options): results document {largest['bytes'] / 1e6:.2f} MB in "
-          f"{largest['seconds']:.3f} s; RSS {largest['rss_before'] / 1024:.0f} -> "
-          f"{largest['rss_after'] / 1024:.0f} MiB (peak {largest['peak'] / 1024:.0f} MiB)")
+    print(
+        f"  largest allowed survey ({largest['questions']} questions x {largest['options']:,} "
+        f"options): results document {largest['bytes'] / 1e6:.2f} MB in "
+        f"{largest['seconds']:.3f} s; RSS {largest['rss_before'] / 1024:.0f} -> "
+        f"{largest['rss_after'] / 1024:.0f} MiB (peak {largest['peak'] / 1024:.0f} MiB)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--postgres-dsn", default=os.environ.get(
-        "DENIABLE_BENCH_POSTGRES_DSN", os.environ.get("DENIABLE_TEST_POSTGRES_DSN", DEFAULT_DSN)))
+    parser.add_argument(
+        "--postgres-dsn",
+        default=os.environ.get(
+            "DENIABLE_BENCH_POSTGRES_DSN", os.environ.get("DENIABLE_TEST_POSTGRES_DSN", DEFAULT_DSN)
+        ),
+    )
     parser.add_argument("--reports", type=int, default=1_000_000)
     parser.add_argument("--results-calls", type=int, default=50)
     parser.add_argument("--mechanism", default=MECHANISM)
-    args = parser.parse_args()  # fmt: skip
+    args = parser.parse_args()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     storage_rows(backends, args.postgres_dsn, args.reports, args.results_calls, args.mechanism)
 

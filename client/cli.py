@@ -90,71 +90,121 @@ reports still queued, device state unreadable); 130 interrupted."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="deniable", description="Answer local-differential-privacy surveys.",
-                    epilog=EXIT_CODES)  # fmt: skip
+    parser = Parser(
+        prog="deniable", description="Answer local-differential-privacy surveys.", epilog=EXIT_CODES
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def common(sub: argparse.ArgumentParser, *, url: bool = True) -> None:
         if url:
             sub.add_argument("url", help="aggregator base URL, e.g. https://surveys.example.org")
-        sub.add_argument("--state", help="device state file (default: $DENIABLE_STATE or "
-                         "~/.local/share/deniable/state.bin)")  # fmt: skip
-        sub.add_argument("--timeout", type=_positive_float, default=10.0,
-                         help="seconds to wait for the aggregator (default 10)")  # fmt: skip
+        sub.add_argument(
+            "--state",
+            help="device state file (default: $DENIABLE_STATE or "
+            "~/.local/share/deniable/state.bin)",
+        )
+        sub.add_argument(
+            "--timeout",
+            type=_positive_float,
+            default=10.0,
+            help="seconds to wait for the aggregator (default 10)",
+        )
 
-    answer = commands.add_parser("answer", help="answer a survey interactively",
-                                 description="Fetch a signed survey, explain each question, "
-                                 "randomize your answers on this device and send them.")
+    answer = commands.add_parser(
+        "answer",
+        help="answer a survey interactively",
+        description="Fetch a signed survey, explain each question, "
+        "randomize your answers on this device and send them.",
+    )
     common(answer)
     answer.add_argument("survey_id", help="id of the survey to answer")
-    answer.add_argument("--trusted-key",
-                        help="pin this base64 Ed25519 key instead of trusting the first one seen")
-    answer.add_argument("--max-question-epsilon", type=_positive_float, default=4.0,
-                        help="refuse a survey with a question costing more privacy (ε) than "
-                        "this (default 4)")  # fmt: skip
-    answer.add_argument("--max-survey-epsilon", type=_positive_float, default=10.0,
-                        help="refuse a survey costing more privacy (ε) in total than this "
-                        "(default 10)")  # fmt: skip
+    answer.add_argument(
+        "--trusted-key", help="pin this base64 Ed25519 key instead of trusting the first one seen"
+    )
+    answer.add_argument(
+        "--max-question-epsilon",
+        type=_positive_float,
+        default=4.0,
+        help="refuse a survey with a question costing more privacy (ε) than this (default 4)",
+    )
+    answer.add_argument(
+        "--max-survey-epsilon",
+        type=_positive_float,
+        default=10.0,
+        help="refuse a survey costing more privacy (ε) in total than this (default 10)",
+    )
     answer.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    answer.add_argument("--enrolment-token", metavar="TOKEN",
-                        help="one-time token, for a survey that requires enrolment")  # fmt: skip
+    answer.add_argument(
+        "--enrolment-token",
+        metavar="TOKEN",
+        help="one-time token, for a survey that requires enrolment",
+    )
 
-    flush = commands.add_parser("flush", help="deliver reports queued while offline",
-                                description="Send the randomized reports waiting on this "
-                                "device; exit status 5 if some are still waiting.")
+    flush = commands.add_parser(
+        "flush",
+        help="deliver reports queued while offline",
+        description="Send the randomized reports waiting on this "
+        "device; exit status 5 if some are still waiting.",
+    )
     common(flush)
-    flush.add_argument("--enrolment-token", metavar="TOKEN",
-                       help="one-time token for a batch the aggregator refused for enrolment")
-    flush.add_argument("--survey", metavar="SURVEY_ID",
-                       help="which survey's waiting batch the token is for (if several wait)")
+    flush.add_argument(
+        "--enrolment-token",
+        metavar="TOKEN",
+        help="one-time token for a batch the aggregator refused for enrolment",
+    )
+    flush.add_argument(
+        "--survey",
+        metavar="SURVEY_ID",
+        help="which survey's waiting batch the token is for (if several wait)",
+    )
 
-    budget = commands.add_parser("budget", help="show the privacy budget spent on this device",
-                                 description="Show the privacy loss (ε) spent on this device "
-                                 "and what remains.")
+    budget = commands.add_parser(
+        "budget",
+        help="show the privacy budget spent on this device",
+        description="Show the privacy loss (ε) spent on this device and what remains.",
+    )
     common(budget, url=False)
 
     sim = commands.add_parser(
-        "simulate", help="SIMULATION: post synthetic respondents (seeded numpy noise)",
+        "simulate",
+        help="SIMULATION: post synthetic respondents (seeded numpy noise)",
         description="SIMULATION ONLY: post synthetic respondents' reports (noise from a "
         "seeded numpy generator, not the CSPRNG of real answers).",
     )
     sim.add_argument("url", help="aggregator base URL")
     sim.add_argument("survey_id", help="id of the survey")
-    sim.add_argument("--respondents", type=_positive_int, required=True,
-                     help="how many synthetic respondents")
-    sim.add_argument("--distribution", choices=DISTRIBUTIONS, default="uniform",
-                     help="synthetic true answers: uniform (default) or skewed")
+    sim.add_argument(
+        "--respondents", type=_positive_int, required=True, help="how many synthetic respondents"
+    )
+    sim.add_argument(
+        "--distribution",
+        choices=DISTRIBUTIONS,
+        default="uniform",
+        help="synthetic true answers: uniform (default) or skewed",
+    )
     sim.add_argument("--seed", type=int, default=None, help="seed of the numpy generator")
-    sim.add_argument("--batch-reports", type=_positive_int, default=500,
-                     help="reports per request on the bulk route (needs --operator-token)")
-    sim.add_argument("--operator-token", default=os.environ.get("DENIABLE_OPERATOR_TOKEN"),
-                     help="operator token (default: $DENIABLE_OPERATOR_TOKEN): many respondents "
-                     "per request on the operator-only bulk route; without it, one per request")
-    sim.add_argument("--concurrency", type=_positive_int, default=4,
-                     help="parallel senders (default 4)")
+    sim.add_argument(
+        "--batch-reports",
+        type=_positive_int,
+        default=500,
+        help="reports per request on the bulk route (needs --operator-token)",
+    )
+    sim.add_argument(
+        "--operator-token",
+        default=os.environ.get("DENIABLE_OPERATOR_TOKEN"),
+        help="operator token (default: $DENIABLE_OPERATOR_TOKEN): many respondents "
+        "per request on the operator-only bulk route; without it, one per request",
+    )
+    sim.add_argument(
+        "--concurrency", type=_positive_int, default=4, help="parallel senders (default 4)"
+    )
     sim.add_argument("--trusted-key", help="pin this base64 Ed25519 key")
-    sim.add_argument("--timeout", type=_positive_float, default=30.0,
-                     help="seconds to wait for the aggregator (default 30)")
+    sim.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=30.0,
+        help="seconds to wait for the aggregator (default 30)",
+    )
     sim.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -237,8 +287,10 @@ def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -
                 out.write(f"    {number}. {terminal_text(label)}\n")
             text = _read("  your choices (numbers separated by commas, empty for none): ", read)
             value = [_pick(question.options, part) for part in text.split(",") if part.strip()]
-            hint = (f"please enter numbers from 1 to {len(question.options)} separated by "
-                    "commas, or nothing for none")  # fmt: skip
+            hint = (
+                f"please enter numbers from 1 to {len(question.options)} separated by "
+                "commas, or nothing for none"
+            )
         else:
             lo, hi = question.oracle.lo, question.oracle.hi  # type: ignore[attr-defined]
             text = _read(f"  a number from {lo:g} to {hi:g}: ", read)
@@ -267,8 +319,13 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
     policy = Policy(
         max_question_epsilon=args.max_question_epsilon, max_survey_epsilon=args.max_survey_epsilon
     )
-    with SurveyClient(args.url, trusted_key=args.trusted_key, state=StateStore(args.state),
-                      policy=policy, timeout=args.timeout) as client:  # fmt: skip
+    with SurveyClient(
+        args.url,
+        trusted_key=args.trusted_key,
+        state=StateStore(args.state),
+        policy=policy,
+        timeout=args.timeout,
+    ) as client:
         verified: VerifiedSurvey = client.fetch(args.survey_id)
         survey = verified.survey
         if verified.require_enrolment and args.enrolment_token is None:
@@ -309,8 +366,10 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
         where = "relay" if survey.relay is not None else "aggregator"
         if receipt.delivered:
             sealed = " sealed" if survey.relay is not None else ""
-            out.write(f"Sent {len(receipt.report_ids)} randomized{sealed} reports"
-                      f"{' to the relay' if sealed else ''}. Thank you!\n")  # fmt: skip
+            out.write(
+                f"Sent {len(receipt.report_ids)} randomized{sealed} reports"
+                f"{' to the relay' if sealed else ''}. Thank you!\n"
+            )
         else:
             out.write(
                 f"The {where} is unreachable: the randomized reports are saved on this device "
@@ -342,8 +401,10 @@ def run_budget(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def run_simulate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    out.write("SIMULATION: synthetic respondents, noise from a seeded numpy generator "
-              "(not the CSPRNG used for real answers)\n")  # fmt: skip
+    out.write(
+        "SIMULATION: synthetic respondents, noise from a seeded numpy generator "
+        "(not the CSPRNG used for real answers)\n"
+    )
     result = simulate(
         args.url,
         args.survey_id,

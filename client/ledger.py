@@ -79,8 +79,13 @@ class Ledger:
         total = 0.0
         for question, kind, epsilon in items:
             self.entries.append(
-                {"at": now, "survey": survey, "question": question, "kind": kind,
-                 "epsilon": float(epsilon)}
-            )  # fmt: skip
+                {
+                    "at": now,
+                    "survey": survey,
+                    "question": question,
+                    "kind": kind,
+                    "epsilon": float(epsilon),
+                }
+            )
             total += float(epsilon)
         return total

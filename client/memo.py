@@ -96,15 +96,20 @@ def _info(question: Question, value: int | None) -> bytes:
     """The memo's info: the family's, and the value's label unless ``value`` is None."""
     assert is_longitudinal(question) and question.longitudinal is not None
     oracle = cast("LongitudinalGRR", question.oracle)
-    family = [question.longitudinal.key, question.labels, oracle.epsilon,
-              oracle.instantaneous_epsilon]  # fmt: skip
+    family = [
+        question.longitudinal.key,
+        question.labels,
+        oracle.epsilon,
+        oracle.instantaneous_epsilon,
+    ]
     if question.probabilities:
         # Signed thresholds other than the ones derived from ε shape the permanent response
         # too (docs/protocol.md §5.4); a survey with them is another family, charged again.
         family.append(dict(sorted(question.probabilities.items())))
     return json.dumps(
         family if value is None else [*family, question.labels[value]],
-        separators=(",", ":"), ensure_ascii=False,
+        separators=(",", ":"),
+        ensure_ascii=False,
     ).encode("utf-8")
 
 

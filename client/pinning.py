@@ -51,8 +51,10 @@ class KeyPinning:
             sequence=pin.get("sequence"),
             retired=tuple(pin.get("retired", ())),
         )
-        if self._trusted_key is not None and self._trusted_key != stored.public_key and (
-            key_id_of(self._trusted_key) not in stored.retired
+        if (
+            self._trusted_key is not None
+            and self._trusted_key != stored.public_key
+            and (key_id_of(self._trusted_key) not in stored.retired)
         ):
             return None  # the caller's trusted_key overrides an unrelated pin
         return stored
@@ -100,8 +102,9 @@ class KeyPinning:
         served = decode_public_key(document.get("public_key"), "aggregator key")
         keychain = _keychain()
         pin = keychain.follow_chain(keychain.Pin(public_key=served), document)
-        pin = keychain.Pin(public_key=pin.public_key, sequence=document.get("sequence"),
-                           retired=pin.retired)  # fmt: skip
+        pin = keychain.Pin(
+            public_key=pin.public_key, sequence=document.get("sequence"), retired=pin.retired
+        )
         existing = self.store.load().keys.get(self.origin)
         self._save_pin(pin, None if existing is None else existing.get("public_key"))
         return pin.public_key, pin.key_id
@@ -150,4 +153,3 @@ class KeyPinning:
         if self._trusted_key is not None:
             return key_id_of(self._trusted_key)
         return None
-

@@ -41,13 +41,17 @@ def sealed_body(survey: VerifiedSurvey, reports: list[dict[str, str]], token: st
 
     relay = survey.survey.relay
     if relay is None or survey.encryption is None:
-        raise SignatureError(f"survey {survey.id!r} is relayed but no encryption key was "
-                             "verified for it; fetch() it again")  # fmt: skip
+        raise SignatureError(
+            f"survey {survey.id!r} is relayed but no encryption key was "
+            "verified for it; fetch() it again"
+        )
     # Checked again here: a VerifiedSurvey built by hand cannot bring its own key.
-    public = keychain.verify_encryption_key({"encryption_key": survey.encryption},
-                                            survey.public_key)  # fmt: skip
-    return relay_body(survey.encryption["key_id"], seal_units(survey.survey, public, reports),
-                      token)  # fmt: skip
+    public = keychain.verify_encryption_key(
+        {"encryption_key": survey.encryption}, survey.public_key
+    )
+    return relay_body(
+        survey.encryption["key_id"], seal_units(survey.survey, public, reports), token
+    )
 
 
 def seal_units(
@@ -61,15 +65,20 @@ def seal_units(
     units = []
     for unit in survey.relay.units(survey):
         chosen = [r for r in reports if r["question"] == unit] if unit else reports
-        blob = sealing.seal(public, survey_id=survey.id, unit=unit,
-                            plaintext=sealing.unit_body(chosen, unit),
-                            size=sealing.unit_size(survey, unit))  # fmt: skip
+        blob = sealing.seal(
+            public,
+            survey_id=survey.id,
+            unit=unit,
+            plaintext=sealing.unit_body(chosen, unit),
+            size=sealing.unit_size(survey, unit),
+        )
         units.append({"unit": unit, "sealed": sealing.encode_blob(blob)})
     return units
 
 
-def resealed_body(body: str, reseal: dict[str, Any], encryption: dict[str, Any],
-                  public: bytes) -> str:  # fmt: skip
+def resealed_body(
+    body: str, reseal: dict[str, Any], encryption: dict[str, Any], public: bytes
+) -> str:
     """``body`` (a queued relay body) with the SAME randomized reports sealed again to a
     newer verified encryption key; the enrolment token, if any, is kept.
 

@@ -179,8 +179,9 @@ def survey_charges(
         entry = memo.get(family)
         count = int(entry.get("count", 0)) if isinstance(entry, dict) else 0
         d = question.domain_size
-        charges.append((question.id, "permanent", cost) if count < d
-                       else (question.id, "memoized", 0.0))  # fmt: skip
+        charges.append(
+            (question.id, "permanent", cost) if count < d else (question.id, "memoized", 0.0)
+        )
         families[family] = (question.longitudinal.key, min(d, count + 1))  # type: ignore[union-attr]
     return charges, families
 
@@ -290,9 +291,14 @@ class SurveyClient(HttpTransport, KeyPinning):
         if not isinstance(require_enrolment, bool):
             raise TransportError(f"survey {survey_id!r}: require_enrolment is not a boolean")
         return VerifiedSurvey(
-            survey=survey, status=status, origin=self.origin, key_id=key_id,
-            signature=signature, public_key=key, require_enrolment=require_enrolment,
-        )  # fmt: skip
+            survey=survey,
+            status=status,
+            origin=self.origin,
+            key_id=key_id,
+            signature=signature,
+            public_key=key,
+            require_enrolment=require_enrolment,
+        )
 
     @staticmethod
     def _answered_key(key_id: str, survey_id: str) -> str:
@@ -311,16 +317,25 @@ class SurveyClient(HttpTransport, KeyPinning):
             if isinstance(pin, dict) and pin.get("key_id") == key_id:
                 identities.update(pin.get("retired") or ())
         # The last form: state files written before answers were keyed by the pinned key.
-        return (any(self._answered_key(k, survey_id) in state.answered for k in identities)
-                or f"{self.origin}#{survey_id}" in state.answered)  # fmt: skip
+        return (
+            any(self._answered_key(k, survey_id) in state.answered for k in identities)
+            or f"{self.origin}#{survey_id}" in state.answered
+        )
 
     def _refuse_answered(self, state: Any, key_id: str, survey_id: str) -> None:
         if not self._answered(state, key_id, survey_id):
             return
-        waiting = any(e.get("survey") == survey_id and e.get("refused") in (401, 403)
-                      for e in state.outbox)  # fmt: skip
-        hint = (" (its batch waits for an enrolment token: flush with enrolment_token=..., "
-                "or `deniable flush --enrolment-token`)") if waiting else ""  # fmt: skip
+        waiting = any(
+            e.get("survey") == survey_id and e.get("refused") in (401, 403) for e in state.outbox
+        )
+        hint = (
+            (
+                " (its batch waits for an enrolment token: flush with enrolment_token=..., "
+                "or `deniable flush --enrolment-token`)"
+            )
+            if waiting
+            else ""
+        )
         raise AlreadyAnswered(f"this device already answered survey {survey_id!r}{hint}")
 
     def _admit(self, verified: VerifiedSurvey) -> None:
@@ -372,12 +387,12 @@ class SurveyClient(HttpTransport, KeyPinning):
             encryption = self.verified_encryption_key()
             key, key_id = self._pinned_key()
             if key != verified.public_key:  # rotated meanwhile: fetch again under the new key
-                raise SignatureError(f"the aggregator key changed while fetching {survey_id!r}; "
-                                     "fetch it again")  # fmt: skip
+                raise SignatureError(
+                    f"the aggregator key changed while fetching {survey_id!r}; fetch it again"
+                )
             verified = replace(verified, encryption=encryption)
         self._admit(verified)
         return verified
-
 
     # -- answering ----------------------------------------------------------------
     def _check_answers(self, survey: Survey, answers: object) -> dict[str, Any]:
@@ -458,10 +473,14 @@ class SurveyClient(HttpTransport, KeyPinning):
             report_ids = [r["id"] for r in reports]
             state.answered[answered_key] = {"at": now, "batch": batch_id, "reports": report_ids}
             entry = {
-                "batch": batch_id, "origin": self.origin, "survey": survey.id,
-                "path": f"/api/v1/surveys/{survey.id}/reports", "body": body, "created_at": now,
+                "batch": batch_id,
+                "origin": self.origin,
+                "survey": survey.id,
+                "path": f"/api/v1/surveys/{survey.id}/reports",
+                "body": body,
+                "created_at": now,
                 "answered": answered_key,
-            }  # fmt: skip
+            }
             if relay is not None:
                 # Only the relay hears from this device; the token is in the body.
                 entry["url"] = relay.sealed_url(survey.id)
@@ -476,8 +495,12 @@ class SurveyClient(HttpTransport, KeyPinning):
         # keeps the batch if the aggregator is unreachable and raises if it refuses it.
         self.flush()
         pending = any(e["batch"] == batch_id for e in self.store.load().outbox)
-        return Receipt(survey=survey.id, report_ids=tuple(report_ids),
-                       epsilon_charged=charged, delivered=not pending)  # fmt: skip
+        return Receipt(
+            survey=survey.id,
+            report_ids=tuple(report_ids),
+            epsilon_charged=charged,
+            delivered=not pending,
+        )
 
     def pending(self) -> int:
         """Batches for this aggregator waiting in the outbox."""
@@ -517,14 +540,23 @@ class SurveyClient(HttpTransport, KeyPinning):
                 path = entry["path"]
                 try:
                     response = self._request(
-                        "POST", path, entry["body"].encode("utf-8"), entry.get("enrolment"),
+                        "POST",
+                        path,
+                        entry["body"].encode("utf-8"),
+                        entry.get("enrolment"),
                         url=entry.get("url"),
                     )
-                    if response.status_code == 409 and not accepted(response) \
-                            and self._reseal(entry):  # fmt: skip
+                    if (
+                        response.status_code == 409
+                        and not accepted(response)
+                        and self._reseal(entry)
+                    ):
                         self.store.save_now()
                         response = self._request(
-                            "POST", path, entry["body"].encode("utf-8"), entry.get("enrolment"),
+                            "POST",
+                            path,
+                            entry["body"].encode("utf-8"),
+                            entry.get("enrolment"),
                             url=entry.get("url"),
                         )
                 except TransportError:
@@ -573,8 +605,12 @@ class SurveyClient(HttpTransport, KeyPinning):
     @staticmethod
     def _attach_token(entries: list[dict[str, Any]], token: str, survey_id: str | None) -> None:
         """Give ``token`` to the one batch waiting for enrolment (of ``survey_id``)."""
-        waiting = [e for e in entries if e.get("refused") in (401, 403)
-                   and (survey_id is None or e.get("survey") == survey_id)]  # fmt: skip
+        waiting = [
+            e
+            for e in entries
+            if e.get("refused") in (401, 403)
+            and (survey_id is None or e.get("survey") == survey_id)
+        ]
         if not waiting:
             raise InvalidParameter("no batch in the outbox is waiting for an enrolment token")
         if len(waiting) > 1:

@@ -86,8 +86,9 @@ def expected_truth(question: Question, distribution: str) -> dict[str, float]:
         m = len(question.options)
         chance = [0.5] * m if distribution == "uniform" else [1 / (i + 2) for i in range(m)]
         return dict(zip(question.options, chance, strict=True))
-    return dict(zip(question.labels, _category_weights(question.domain_size, distribution),
-                    strict=True))  # fmt: skip
+    return dict(
+        zip(question.labels, _category_weights(question.domain_size, distribution), strict=True)
+    )
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,13 @@ def simulate(
     with tempfile.TemporaryDirectory(prefix="deniable-sim-") as scratch:
         # A throwaway device: the simulation never touches the real ledger or pins.
         store = StateStore(Path(scratch) / "state.bin", key=bytes(32))
-        with client_factory(base_url, trusted_key=trusted_key, state=store,
-                            policy=SIMULATION_POLICY, **client_options) as client:  # fmt: skip
+        with client_factory(
+            base_url,
+            trusted_key=trusted_key,
+            state=store,
+            policy=SIMULATION_POLICY,
+            **client_options,
+        ) as client:
             verified = client.fetch(survey_id)
             survey = verified.survey
             path = f"/api/v1/surveys/{survey.id}/reports"
@@ -159,9 +165,12 @@ def simulate(
                 poster = getattr(local, "client", None)
                 if poster is None:
                     poster = local.client = client_factory(
-                        base_url, trusted_key=trusted_key, state=store,
-                        policy=SIMULATION_POLICY, **client_options,
-                    )  # fmt: skip
+                        base_url,
+                        trusted_key=trusted_key,
+                        state=store,
+                        policy=SIMULATION_POLICY,
+                        **client_options,
+                    )
                     posters.append(poster)
                 response = poster._request("POST", path, body, authorization=operator_token)
                 if response.status_code not in (200, 201):

@@ -108,7 +108,7 @@ class HttpTransport:
         return max(0.0, when.timestamp() - time.time())
 
     def _relay(self, url: object) -> str | None:
-        """"relay at <its base>" for a URL outside the aggregator (a relay's), else None."""
+        """ "relay at <its base>" for a URL outside the aggregator (a relay's), else None."""
         if not isinstance(url, str) or url.startswith(self.base_url):
             return None
         return f"relay at {url.split('/api/')[0]}"
@@ -125,8 +125,9 @@ class HttpTransport:
             pass
         who = self._relay(getattr(response, "url", None)) or "aggregator"
         message = f"{who} answered {response.status_code} to {method} {path}"
-        return TransportError(f"{message}{': ' + detail if detail else ''}",
-                              status=response.status_code)  # fmt: skip
+        return TransportError(
+            f"{message}{': ' + detail if detail else ''}", status=response.status_code
+        )
 
     def _request(
         self,
@@ -157,9 +158,13 @@ class HttpTransport:
         for attempt in range(self.retries + 1):
             try:
                 response = self.session.request(
-                    method, url, data=body, headers=headers, timeout=self.timeout,
+                    method,
+                    url,
+                    data=body,
+                    headers=headers,
+                    timeout=self.timeout,
                     allow_redirects=False,
-                )  # fmt: skip
+                )
             except retryable as exc:
                 where = self._relay(url) or f"aggregator at {self.base_url}"
                 error = TransportError(f"{where} unreachable ({type(exc).__name__})")

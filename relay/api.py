@@ -110,8 +110,10 @@ def _decode(text: object, where: str, length: int) -> bytes:
     if len(raw) > length:
         raise PayloadTooLarge(f"{where}: {len(raw)} bytes, larger than this unit's {length}")
     if len(raw) != length:
-        raise InvalidReport(f"{where}: {len(raw)} bytes; every sealed unit of this survey's "
-                            f"unit is {length} bytes (docs/protocol.md §10.3)")  # fmt: skip
+        raise InvalidReport(
+            f"{where}: {len(raw)} bytes; every sealed unit of this survey's "
+            f"unit is {length} bytes (docs/protocol.md §10.3)"
+        )
     return raw
 
 
@@ -148,12 +150,17 @@ def parse_sealed(
             raise InvalidReport(f"{where}: must have exactly the fields sealed and unit")
         unit = item["unit"]
         if not isinstance(unit, str) or unit not in allowed:
-            expected = "'' (this survey shuffles whole submissions)" if shuffle_unit == \
-                "submission" else "a question id of the survey"  # fmt: skip
+            expected = (
+                "'' (this survey shuffles whole submissions)"
+                if shuffle_unit == "submission"
+                else "a question id of the survey"
+            )
             raise InvalidReport(f"{where}: unit must be {expected}")
         if unit in seen:
-            raise InvalidReport(f"{where}: unit {unit!r} appears twice; one respondent sends "
-                                "one sealed unit per question")  # fmt: skip
+            raise InvalidReport(
+                f"{where}: unit {unit!r} appears twice; one respondent sends "
+                "one sealed unit per question"
+            )
         seen.add(unit)
         result.append((unit, _decode(item["sealed"], f"{where}.sealed", lengths[unit])))
     return result
@@ -174,20 +181,26 @@ def check_key(storage: RelayStorage, stored: RelayedSurvey, key_id: str) -> None
     if due:
         from .forwarder import refresh
 
-        config = {**current_app.config,
-                  "FORWARD_TIMEOUT": min(current_app.config["FORWARD_TIMEOUT"],
-                                         KEY_RECHECK_TIMEOUT)}  # fmt: skip
+        config = {
+            **current_app.config,
+            "FORWARD_TIMEOUT": min(current_app.config["FORWARD_TIMEOUT"], KEY_RECHECK_TIMEOUT),
+        }
         try:
             refresh(storage, config, stored.survey_id)
         except DeniableError as error:
-            logger.warning("survey %s: checking the aggregator's encryption key failed: %s",
-                           stored.survey_id, error)  # fmt: skip
+            logger.warning(
+                "survey %s: checking the aggregator's encryption key failed: %s",
+                stored.survey_id,
+                error,
+            )
         else:
             if key_id in storage.get_survey(stored.survey_id).encryption_keys:
                 return
-    raise Conflict(f"the units are sealed to encryption key {key_id!r}, which is not the "
-                   f"aggregator's current encryption key (nor one it retired recently); fetch "
-                   f"{stored.aggregator_url}/api/v1/key again and seal to its encryption_key")
+    raise Conflict(
+        f"the units are sealed to encryption key {key_id!r}, which is not the "
+        f"aggregator's current encryption key (nor one it retired recently); fetch "
+        f"{stored.aggregator_url}/api/v1/key again and seal to its encryption_key"
+    )
 
 
 def check_address() -> None:
@@ -235,15 +248,18 @@ def submit(survey_id: str) -> Response:
     if stored.require_enrolment:
         token = body.get("enrolment_token")
         if not isinstance(token, str) or not token.strip():
-            raise EnrolmentRequired(f"survey {survey_id!r} requires an enrolment token "
-                                    "(field enrolment_token)")  # fmt: skip
+            raise EnrolmentRequired(
+                f"survey {survey_id!r} requires an enrolment token (field enrolment_token)"
+            )
         if len(token) > 200:
             raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r}")
         current_limits().check_token(pseudonym(token))
     storage.hold(survey_id, units, enrolment_token=token, key_id=body["key_id"])
     return current_app.response_class(
-        json.dumps({"survey": survey_id, "held": len(units)}), status=202,
-        mimetype="application/json")  # fmt: skip
+        json.dumps({"survey": survey_id, "held": len(units)}),
+        status=202,
+        mimetype="application/json",
+    )
 
 
 @blueprint.get("/health")
@@ -252,8 +268,11 @@ def health() -> Response:
     storage = current_storage()
     storage.ping()
     return current_app.response_class(
-        json.dumps({"status": "ok", "service": "relay", "storage": storage.backend,
-                    "version": __version__}), mimetype="application/json")  # fmt: skip
+        json.dumps(
+            {"status": "ok", "service": "relay", "storage": storage.backend, "version": __version__}
+        ),
+        mimetype="application/json",
+    )
 
 
 def _check_survey_id(endpoint: str | None, values: dict[str, Any] | None) -> None:

@@ -55,9 +55,11 @@ PROG = "deniable-relay"
 def load_settings(args: argparse.Namespace) -> dict[str, Any]:
     from . import settings
 
-    given = {name: getattr(args, option) for option, name in
-             (("data_dir", "HOME"), ("database", "DATABASE"))
-             if getattr(args, option, None)}  # fmt: skip
+    given = {
+        name: getattr(args, option)
+        for option, name in (("data_dir", "HOME"), ("database", "DATABASE"))
+        if getattr(args, option, None)
+    }
     try:
         return settings.load(given)
     except settings.SettingsError as error:
@@ -70,8 +72,7 @@ def opened_storage(config: Mapping[str, Any], *, migrate: bool = False) -> Itera
 
     database = str(config["DATABASE"])
     if not migrate and not database.startswith("postgres") and not Path(database).exists():
-        raise _fail(f"no relay database at {database}; run '{PROG} init' first",
-                    EXIT_NOT_FOUND)  # fmt: skip
+        raise _fail(f"no relay database at {database}; run '{PROG} init' first", EXIT_NOT_FOUND)
     storage = open_storage(config)
     try:
         if migrate:
@@ -87,8 +88,11 @@ def cmd_init(args: argparse.Namespace) -> int:
         version = storage.migrate()
     print(f"relay database {shown_storage(str(config['DATABASE']))}: schema version {version}")
     if not config["PUBLIC_URL"]:
-        print(f"{PROG}: note: set DENIABLE_RELAY_PUBLIC_URL to the URL surveys name for this "
-              "relay before adding surveys", file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: note: set DENIABLE_RELAY_PUBLIC_URL to the URL surveys name for this "
+            "relay before adding surveys",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -101,11 +105,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with opened_storage(config, migrate=True):
         pass
     host, port = args.bind
-    print(f"{PROG}: serving database={shown_storage(str(config['DATABASE']))} "
-          f"public_url={config['PUBLIC_URL']} window={config['WINDOW_SECONDS']:g}s "
-          f"bind={host}:{port} workers={args.workers}", file=sys.stderr, flush=True)  # fmt: skip
-    serve(config, f"{host}:{port}", args.workers, args.timeout, factory=create_app,
-          process_name=PROG)  # fmt: skip
+    print(
+        f"{PROG}: serving database={shown_storage(str(config['DATABASE']))} "
+        f"public_url={config['PUBLIC_URL']} window={config['WINDOW_SECONDS']:g}s "
+        f"bind={host}:{port} workers={args.workers}",
+        file=sys.stderr,
+        flush=True,
+    )
+    serve(
+        config, f"{host}:{port}", args.workers, args.timeout, factory=create_app, process_name=PROG
+    )
     return 0
 
 
@@ -126,35 +135,50 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
 
     config = load_settings(args)
     if not config["PUBLIC_URL"]:
-        raise _fail("set DENIABLE_RELAY_PUBLIC_URL (this relay's URL as surveys name it) first",
-                    EXIT_USAGE)  # fmt: skip
+        raise _fail(
+            "set DENIABLE_RELAY_PUBLIC_URL (this relay's URL as surveys name it) first", EXIT_USAGE
+        )
     aggregator = args.aggregator.rstrip("/")
     credential = _read_credential(args.credential_file)
     if args.aggregator_key:
         pin = upstream.pin_from(args.aggregator_key, None)
     else:
         pin = upstream.fetch_key(aggregator)
-        print(f"pinned the aggregator's served signing key {pin.key_id}; confirm it with the "
-              "aggregator's operator ('deniable-aggregator key show')", file=sys.stderr)
-    verified = upstream.verify_survey(aggregator, args.survey, pin,
-                                      public_url=config["PUBLIC_URL"])  # fmt: skip
+        print(
+            f"pinned the aggregator's served signing key {pin.key_id}; confirm it with the "
+            "aggregator's operator ('deniable-aggregator key show')",
+            file=sys.stderr,
+        )
+    verified = upstream.verify_survey(aggregator, args.survey, pin, public_url=config["PUBLIC_URL"])
     encryption = upstream.encryption_key_id(aggregator, verified.pin)
     relay = verified.relay
     questions = verified.survey.questions
     units = [""] if relay.shuffle_unit == "submission" else [q.id for q in questions]
     with opened_storage(config) as storage:
-        storage.add_survey(RelayedSurvey(
-            survey_id=args.survey, aggregator_url=aggregator, credential=credential,
-            signing_key=upstream.pin_text(verified.pin), key_sequence=verified.pin.sequence,
-            document=json.dumps(verified.document), status=verified.status,
-            min_batch=relay.min_batch, shuffle_unit=relay.shuffle_unit,
-            require_enrolment=verified.require_enrolment, refreshed_at="",
-            encryption_keys=(encryption,)), units)  # fmt: skip
+        storage.add_survey(
+            RelayedSurvey(
+                survey_id=args.survey,
+                aggregator_url=aggregator,
+                credential=credential,
+                signing_key=upstream.pin_text(verified.pin),
+                key_sequence=verified.pin.sequence,
+                document=json.dumps(verified.document),
+                status=verified.status,
+                min_batch=relay.min_batch,
+                shuffle_unit=relay.shuffle_unit,
+                require_enrolment=verified.require_enrolment,
+                refreshed_at="",
+                encryption_keys=(encryption,),
+            ),
+            units,
+        )
         if verified.require_enrolment:
             digests = upstream.fetch_enrolment_digests(aggregator, args.survey, credential)
             storage.add_enrolment_digests(args.survey, digests)
-    print(f"relaying survey {args.survey} of {aggregator}: min_batch {relay.min_batch}, shuffle "
-          f"unit {relay.shuffle_unit}, status {verified.status}, key {verified.pin.key_id}")
+    print(
+        f"relaying survey {args.survey} of {aggregator}: min_batch {relay.min_batch}, shuffle "
+        f"unit {relay.shuffle_unit}, status {verified.status}, key {verified.pin.key_id}"
+    )
     return 0
 
 
@@ -166,8 +190,10 @@ def cmd_set_credential(args: argparse.Namespace) -> int:
             storage.get_survey(survey_id)  # all known, or none changed
         for survey_id in args.surveys:
             storage.set_credential(survey_id, credential)
-    print(f"new relay credential for survey(s) {', '.join(args.surveys)}; held units kept. "
-          "Ask the aggregator's operator to revoke the old one now")
+    print(
+        f"new relay credential for survey(s) {', '.join(args.surveys)}; held units kept. "
+        "Ask the aggregator's operator to revoke the old one now"
+    )
     return 0
 
 
@@ -184,22 +210,27 @@ def status_rows(storage: Any) -> list[dict[str, Any]]:
     for stored in storage.list_surveys():
         held = storage.held_counts(stored.survey_id)
         known, spent = storage.enrolment_counts(stored.survey_id)
-        rows.append({
-            "survey": stored.survey_id, "aggregator": stored.aggregator_url,
-            "status": stored.status, "min_batch": stored.min_batch,
-            "shuffle_unit": stored.shuffle_unit,
-            "waiting": {unit: counts[0] for unit, counts in sorted(held.items())},
-            "in_batches": sum(counts[1] for counts in held.values()),
-            "unacknowledged_batches": [
-                {"batch": b, "unit": u, "size": s, "attempts": a, "last_error": e}
-                for b, u, s, a, e in storage.pending_batches(stored.survey_id)],
-            "forwarded_batches": stored.forwarded_batches,
-            "forwarded_reports": stored.forwarded_reports,
-            "smallest_batch": stored.smallest_batch,
-            "discarded_reports": stored.discarded_reports,
-            "enrolment_tokens": {"known": known, "spent": spent},
-            "refreshed_at": stored.refreshed_at,
-        })  # fmt: skip
+        rows.append(
+            {
+                "survey": stored.survey_id,
+                "aggregator": stored.aggregator_url,
+                "status": stored.status,
+                "min_batch": stored.min_batch,
+                "shuffle_unit": stored.shuffle_unit,
+                "waiting": {unit: counts[0] for unit, counts in sorted(held.items())},
+                "in_batches": sum(counts[1] for counts in held.values()),
+                "unacknowledged_batches": [
+                    {"batch": b, "unit": u, "size": s, "attempts": a, "last_error": e}
+                    for b, u, s, a, e in storage.pending_batches(stored.survey_id)
+                ],
+                "forwarded_batches": stored.forwarded_batches,
+                "forwarded_reports": stored.forwarded_reports,
+                "smallest_batch": stored.smallest_batch,
+                "discarded_reports": stored.discarded_reports,
+                "enrolment_tokens": {"known": known, "spent": spent},
+                "refreshed_at": stored.refreshed_at,
+            }
+        )
     return rows
 
 
@@ -210,14 +241,35 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
-    print(format_table(
-        ["survey", "status", "min_batch", "unit", "waiting", "in batches", "forwarded",
-         "smallest", "discarded"],
-        [[r["survey"], r["status"], r["min_batch"], r["shuffle_unit"],
-          sum(r["waiting"].values()), r["in_batches"],
-          f"{r['forwarded_reports']} in {r['forwarded_batches']}",
-          r["smallest_batch"] if r["smallest_batch"] is not None else "-",
-          r["discarded_reports"]] for r in rows]))  # fmt: skip
+    print(
+        format_table(
+            [
+                "survey",
+                "status",
+                "min_batch",
+                "unit",
+                "waiting",
+                "in batches",
+                "forwarded",
+                "smallest",
+                "discarded",
+            ],
+            [
+                [
+                    r["survey"],
+                    r["status"],
+                    r["min_batch"],
+                    r["shuffle_unit"],
+                    sum(r["waiting"].values()),
+                    r["in_batches"],
+                    f"{r['forwarded_reports']} in {r['forwarded_batches']}",
+                    r["smallest_batch"] if r["smallest_batch"] is not None else "-",
+                    r["discarded_reports"],
+                ]
+                for r in rows
+            ],
+        )
+    )
     return 0
 
 
@@ -234,8 +286,11 @@ def cmd_forward(args: argparse.Namespace) -> int:
 def cmd_settings(args: argparse.Namespace) -> int:
     from . import settings
 
-    given = {name: getattr(args, option) for option, name in
-             (("data_dir", "HOME"), ("database", "DATABASE")) if getattr(args, option, None)}
+    given = {
+        name: getattr(args, option)
+        for option, name in (("data_dir", "HOME"), ("database", "DATABASE"))
+        if getattr(args, option, None)
+    }
     try:
         resolved = settings.resolve(given, config_source="command line")
     except settings.SettingsError as error:
@@ -245,13 +300,22 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog=PROG, description="Run and administer a Deniable relay (docs/relay.md).",
-                    epilog="exit status: 0 ok, 1 failure, 2 usage, 3 not found, 4 refused or "
-                    "conflict, 5 unavailable")  # fmt: skip
-    parser.add_argument("--data-dir", metavar="DIR",
-                        help="directory of the default database (overrides DENIABLE_RELAY_HOME)")
-    parser.add_argument("--database", metavar="PATH_OR_URL",
-                        help="SQLite path or postgresql:// DSN (overrides DENIABLE_RELAY_DATABASE)")
+    parser = Parser(
+        prog=PROG,
+        description="Run and administer a Deniable relay (docs/relay.md).",
+        epilog="exit status: 0 ok, 1 failure, 2 usage, 3 not found, 4 refused or "
+        "conflict, 5 unavailable",
+    )
+    parser.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="directory of the default database (overrides DENIABLE_RELAY_HOME)",
+    )
+    parser.add_argument(
+        "--database",
+        metavar="PATH_OR_URL",
+        help="SQLite path or postgresql:// DSN (overrides DENIABLE_RELAY_DATABASE)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     commands.required = True
 
@@ -260,27 +324,48 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("init", "create or migrate the relay's database").set_defaults(func=cmd_init)
     sub = command("serve", "serve the relay (gunicorn + waitress; the forwarder runs inside)")
-    sub.add_argument("--bind", type=bind_address, default=("127.0.0.1", 8100), metavar="HOST:PORT",
-                     help="address to listen on (default 127.0.0.1:8100)")  # fmt: skip
+    sub.add_argument(
+        "--bind",
+        type=bind_address,
+        default=("127.0.0.1", 8100),
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:8100)",
+    )
     sub.add_argument("--workers", type=positive, default=1, help="gunicorn workers (default 1)")
-    sub.add_argument("--timeout", type=positive, default=60,
-                     help="seconds before gunicorn restarts a silent worker (default 60)")
+    sub.add_argument(
+        "--timeout",
+        type=positive,
+        default=60,
+        help="seconds before gunicorn restarts a silent worker (default 60)",
+    )
     sub.set_defaults(func=cmd_serve)
-    sub = command("add-survey", "relay a survey of an aggregator (its signed definition must "
-                  "name this relay)")  # fmt: skip
+    sub = command(
+        "add-survey", "relay a survey of an aggregator (its signed definition must name this relay)"
+    )
     sub.add_argument("aggregator", metavar="AGGREGATOR_URL", help="the aggregator's base URL")
     sub.add_argument("survey", metavar="SURVEY_ID", help="id of the relayed survey")
-    sub.add_argument("--credential-file", required=True, metavar="FILE",
-                     help="file holding the relay credential the aggregator's operator issued "
-                     "('deniable-aggregator relay-credential'); '-' reads stdin")  # fmt: skip
-    sub.add_argument("--aggregator-key", metavar="BASE64",
-                     help="the aggregator's Ed25519 signing key to pin (default: the one it "
-                     "serves now, printed for you to confirm)")  # fmt: skip
+    sub.add_argument(
+        "--credential-file",
+        required=True,
+        metavar="FILE",
+        help="file holding the relay credential the aggregator's operator issued "
+        "('deniable-aggregator relay-credential'); '-' reads stdin",
+    )
+    sub.add_argument(
+        "--aggregator-key",
+        metavar="BASE64",
+        help="the aggregator's Ed25519 signing key to pin (default: the one it "
+        "serves now, printed for you to confirm)",
+    )
     sub.set_defaults(func=cmd_add_survey)
     sub = command("set-credential", "replace the relay credential of surveys (units held stay)")
     sub.add_argument("surveys", nargs="+", metavar="SURVEY_ID")
-    sub.add_argument("--credential-file", required=True, metavar="FILE",
-                     help="file holding the new relay credential ('-' reads standard input)")
+    sub.add_argument(
+        "--credential-file",
+        required=True,
+        metavar="FILE",
+        help="file holding the new relay credential ('-' reads standard input)",
+    )
     sub.set_defaults(func=cmd_set_credential)
     sub = command("remove-survey", "stop relaying a survey and delete what is held for it")
     sub.add_argument("survey", metavar="SURVEY_ID")
@@ -288,8 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command("status", "per survey: held, batches waiting, forwarded, smallest, discarded")
     add_json(sub, "the status")
     sub.set_defaults(func=cmd_status)
-    command("forward", "one forwarder pass now: refresh, form and send due batches"
-            ).set_defaults(func=cmd_forward)
+    command("forward", "one forwarder pass now: refresh, form and send due batches").set_defaults(
+        func=cmd_forward
+    )
     sub = command("settings", "every DENIABLE_RELAY_* setting: value in effect and its source")
     add_json(sub, "the settings")
     sub.add_argument("--verbose", "-v", action="store_true", help="add each setting's help text")
@@ -300,8 +386,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if importlib.util.find_spec("flask") is None:
-        print(f"{PROG}: error: the relay needs the server extra: pip install 'deniable[server]'",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: error: the relay needs the server extra: pip install 'deniable[server]'",
+            file=sys.stderr,
+        )
         return EXIT_UNAVAILABLE
     try:
         with quiet_pipe():

@@ -58,52 +58,89 @@ def refresh(storage: RelayStorage, config: Mapping[str, Any], survey_id: str) ->
     """Verify the survey's signed document again; sync enrolment digests; drop what cannot batch."""
     stored = storage.get_survey(survey_id)
     pin = upstream.pin_from(stored.signing_key, stored.key_sequence)
-    verified = upstream.verify_survey(stored.aggregator_url, survey_id, pin,
-                                      public_url=config["PUBLIC_URL"] or "",
-                                      timeout=config["FORWARD_TIMEOUT"])  # fmt: skip
+    verified = upstream.verify_survey(
+        stored.aggregator_url,
+        survey_id,
+        pin,
+        public_url=config["PUBLIC_URL"] or "",
+        timeout=config["FORWARD_TIMEOUT"],
+    )
     relay = verified.relay
     if relay.min_batch != stored.min_batch or relay.shuffle_unit != stored.shuffle_unit:
         # The signed definition cannot change under the same id; if it did, stop relaying.
         raise DeniableError(f"survey {survey_id!r}: its signed relay terms changed; refusing")
-    storage.update_survey(survey_id, document=json.dumps(verified.document), status=verified.status,
-                          signing_key=upstream.pin_text(verified.pin),
-                          key_sequence=verified.pin.sequence)  # fmt: skip
-    storage.accept_encryption_key(survey_id, upstream.encryption_key_id(
-        stored.aggregator_url, verified.pin, timeout=config["FORWARD_TIMEOUT"]))
+    storage.update_survey(
+        survey_id,
+        document=json.dumps(verified.document),
+        status=verified.status,
+        signing_key=upstream.pin_text(verified.pin),
+        key_sequence=verified.pin.sequence,
+    )
+    storage.accept_encryption_key(
+        survey_id,
+        upstream.encryption_key_id(
+            stored.aggregator_url, verified.pin, timeout=config["FORWARD_TIMEOUT"]
+        ),
+    )
     if verified.status == "closed":
         dropped = storage.discard_closed(survey_id)
         if dropped:
-            logger.warning("survey %s closed: %d held units could not make a batch and were "
-                           "deleted", survey_id, dropped)  # fmt: skip
+            logger.warning(
+                "survey %s closed: %d held units could not make a batch and were deleted",
+                survey_id,
+                dropped,
+            )
     elif verified.require_enrolment:
-        digests = upstream.fetch_enrolment_digests(stored.aggregator_url, survey_id,
-                                                   stored.credential,
-                                                   timeout=config["FORWARD_TIMEOUT"])  # fmt: skip
+        digests = upstream.fetch_enrolment_digests(
+            stored.aggregator_url, survey_id, stored.credential, timeout=config["FORWARD_TIMEOUT"]
+        )
         storage.sync_enrolment_digests(survey_id, digests)
 
 
 def send(storage: RelayStorage, config: Mapping[str, Any], batch: Batch) -> bool:
     """Send one leased batch; True if acknowledged."""
     stored = storage.get_survey(batch.survey_id)
-    outcome = upstream.put_batch(stored.aggregator_url, batch.survey_id, batch.batch_id,
-                                 batch.unit, permuted(batch.sealed), stored.credential,
-                                 timeout=config["FORWARD_TIMEOUT"])  # fmt: skip
+    outcome = upstream.put_batch(
+        stored.aggregator_url,
+        batch.survey_id,
+        batch.batch_id,
+        batch.unit,
+        permuted(batch.sealed),
+        stored.credential,
+        timeout=config["FORWARD_TIMEOUT"],
+    )
     if outcome.acknowledged:
         storage.acknowledged(batch)
-        logger.info("batch %s of survey %s unit %r: %d reports acknowledged", batch.batch_id,
-                    batch.survey_id, batch.unit, len(batch.sealed))  # fmt: skip
+        logger.info(
+            "batch %s of survey %s unit %r: %d reports acknowledged",
+            batch.batch_id,
+            batch.survey_id,
+            batch.unit,
+            len(batch.sealed),
+        )
         return True
     if outcome.final:
         storage.discard(batch)
-        logger.warning("batch %s of survey %s refused for good, deleted: %s", batch.batch_id,
-                       batch.survey_id, outcome.detail)  # fmt: skip
+        logger.warning(
+            "batch %s of survey %s refused for good, deleted: %s",
+            batch.batch_id,
+            batch.survey_id,
+            outcome.detail,
+        )
         return False
     # FORWARD_INTERVAL x 2^attempts, at most RETRY_MAX_SECONDS.
-    retry = min(config["RETRY_MAX_SECONDS"],
-                config["FORWARD_INTERVAL"] * 2 ** min(20, _attempts(storage, batch)))
+    retry = min(
+        config["RETRY_MAX_SECONDS"],
+        config["FORWARD_INTERVAL"] * 2 ** min(20, _attempts(storage, batch)),
+    )
     storage.failed(batch, outcome.detail, retry_in=retry)
-    logger.warning("batch %s of survey %s not acknowledged (%s); again in %.0f s",
-                   batch.batch_id, batch.survey_id, outcome.detail, retry)  # fmt: skip
+    logger.warning(
+        "batch %s of survey %s not acknowledged (%s); again in %.0f s",
+        batch.batch_id,
+        batch.survey_id,
+        outcome.detail,
+        retry,
+    )
     return False
 
 
@@ -121,9 +158,13 @@ def forward_once(
     counts = {"refreshed": 0, "formed": 0, "acknowledged": 0, "failed": 0}
     surveys = storage.list_surveys()
     for stored in surveys:
-        counts["formed"] += len(storage.form_batches(stored.survey_id,
-                                                     window=config["WINDOW_SECONDS"],
-                                                     max_bytes=config["MAX_BATCH_BYTES"]))
+        counts["formed"] += len(
+            storage.form_batches(
+                stored.survey_id,
+                window=config["WINDOW_SECONDS"],
+                max_bytes=config["MAX_BATCH_BYTES"],
+            )
+        )
     lease = config["FORWARD_TIMEOUT"] + 30
     for batch in storage.lease_batches(lease=lease):
         if send(storage, config, batch):
@@ -155,10 +196,12 @@ class Forwarder:
     def __init__(self, storage: RelayStorage, config: Mapping[str, Any]) -> None:
         self.storage, self.config = storage, config
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="deniable-relay-forwarder",
-                                        daemon=True)  # fmt: skip
-        self._refresher = threading.Thread(target=self._refresh, daemon=True,
-                                           name="deniable-relay-refresher")  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._run, name="deniable-relay-forwarder", daemon=True
+        )
+        self._refresher = threading.Thread(
+            target=self._refresh, daemon=True, name="deniable-relay-refresher"
+        )
 
     def start(self) -> None:
         # Why: a lease held by a process that died (SIGKILL mid-forward) would delay its

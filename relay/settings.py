@@ -57,53 +57,104 @@ def _shared(name: str, help: str | None = None) -> Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    _shared("HOME", "Directory for the relay's data (--data-dir): the default SQLite database "
-            "lives here. Default: the platform's user data directory + '-relay', e.g. "
-            "~/.local/share/deniable-relay."),
-    _shared("DATABASE", "An SQLite file path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH "
-            "(default: HOME/relay.sqlite3), or a postgresql:// DSN. Never the aggregator's "
-            "database: the relay is another operator's."),
-    Setting(name="PUBLIC_URL", default=None, prefix=PREFIX, parse=parse_url,
-            help="This relay's URL as relayed surveys name it (their signed relay.url); a "
-                 "survey naming another URL is not relayed here. Required to add surveys."),
-    Setting(name="WINDOW_SECONDS", default=3600.0, prefix=PREFIX, parse=_seconds(0, 365 * 86400),
-            help="Minimum time a batch window stays open: a batch is forwarded once it holds "
-                 "min_batch reports (the survey's) AND this long passed since the last batch "
-                 "of its unit (or since the survey was added)."),
-    Setting(name="FORWARD_INTERVAL", default=5.0, prefix=PREFIX, parse=_seconds(0.05, 3600),
-            help="Seconds between the forwarder's checks for batches to form and send."),
-    Setting(name="REFRESH_SECONDS", default=60.0, prefix=PREFIX, parse=_seconds(0.1, 86400),
-            help="Seconds between re-fetching each relayed survey's signed document (open or "
-                 "closed) and enrolment token digests from its aggregator."),
-    Setting(name="FORWARD_TIMEOUT", default=120.0, prefix=PREFIX, parse=_seconds(1, 3600),
-            help="Seconds to wait for the aggregator to acknowledge one batch; a batch is "
-                 "sent again (same batch id) after a failure."),
-    Setting(name="RETRY_MAX_SECONDS", default=300.0, prefix=PREFIX, parse=_seconds(0.05, 86400),
-            help="Longest wait before sending an unacknowledged batch again (the wait starts at "
-                 "FORWARD_INTERVAL and doubles with each failed attempt)."),
-    Setting(name="FORWARDER", default=True, prefix=PREFIX, parse=common._boolean,
-            help="Run the forwarder in each serving process (off: only 'deniable-relay "
-                 "forward' sends batches)."),
-    Setting(name="MAX_BATCH_BYTES", default=256 << 20, prefix=PREFIX,
-            parse=BY_NAME["MAX_RELAY_BATCH_BYTES"].parse,
-            help="Largest body of one forwarded batch, in bytes: more units waiting go out as "
-                 "several batches, each of at least min_batch. At most the aggregator's "
-                 "MAX_RELAY_BATCH_BYTES (which refuses a larger body every time)."),
+    _shared(
+        "HOME",
+        "Directory for the relay's data (--data-dir): the default SQLite database "
+        "lives here. Default: the platform's user data directory + '-relay', e.g. "
+        "~/.local/share/deniable-relay.",
+    ),
+    _shared(
+        "DATABASE",
+        "An SQLite file path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH "
+        "(default: HOME/relay.sqlite3), or a postgresql:// DSN. Never the aggregator's "
+        "database: the relay is another operator's.",
+    ),
+    Setting(
+        name="PUBLIC_URL",
+        default=None,
+        prefix=PREFIX,
+        parse=parse_url,
+        help="This relay's URL as relayed surveys name it (their signed relay.url); a "
+        "survey naming another URL is not relayed here. Required to add surveys.",
+    ),
+    Setting(
+        name="WINDOW_SECONDS",
+        default=3600.0,
+        prefix=PREFIX,
+        parse=_seconds(0, 365 * 86400),
+        help="Minimum time a batch window stays open: a batch is forwarded once it holds "
+        "min_batch reports (the survey's) AND this long passed since the last batch "
+        "of its unit (or since the survey was added).",
+    ),
+    Setting(
+        name="FORWARD_INTERVAL",
+        default=5.0,
+        prefix=PREFIX,
+        parse=_seconds(0.05, 3600),
+        help="Seconds between the forwarder's checks for batches to form and send.",
+    ),
+    Setting(
+        name="REFRESH_SECONDS",
+        default=60.0,
+        prefix=PREFIX,
+        parse=_seconds(0.1, 86400),
+        help="Seconds between re-fetching each relayed survey's signed document (open or "
+        "closed) and enrolment token digests from its aggregator.",
+    ),
+    Setting(
+        name="FORWARD_TIMEOUT",
+        default=120.0,
+        prefix=PREFIX,
+        parse=_seconds(1, 3600),
+        help="Seconds to wait for the aggregator to acknowledge one batch; a batch is "
+        "sent again (same batch id) after a failure.",
+    ),
+    Setting(
+        name="RETRY_MAX_SECONDS",
+        default=300.0,
+        prefix=PREFIX,
+        parse=_seconds(0.05, 86400),
+        help="Longest wait before sending an unacknowledged batch again (the wait starts at "
+        "FORWARD_INTERVAL and doubles with each failed attempt).",
+    ),
+    Setting(
+        name="FORWARDER",
+        default=True,
+        prefix=PREFIX,
+        parse=common._boolean,
+        help="Run the forwarder in each serving process (off: only 'deniable-relay "
+        "forward' sends batches).",
+    ),
+    Setting(
+        name="MAX_BATCH_BYTES",
+        default=256 << 20,
+        prefix=PREFIX,
+        parse=BY_NAME["MAX_RELAY_BATCH_BYTES"].parse,
+        help="Largest body of one forwarded batch, in bytes: more units waiting go out as "
+        "several batches, each of at least min_batch. At most the aggregator's "
+        "MAX_RELAY_BATCH_BYTES (which refuses a larger body every time).",
+    ),
     _shared("MAX_BODY_BYTES"),
     _shared("POOL_SIZE"),
     _shared("POOL_TIMEOUT"),
     _shared("BUSY_TIMEOUT_MS"),
-    _shared("RATE_LIMIT_PER_ADDRESS", "Sealed submissions per client address, as the "
-            "aggregator's setting of that name (0 disables). Counted where RATE_LIMIT_STORAGE "
-            "says; the address is never stored."),
+    _shared(
+        "RATE_LIMIT_PER_ADDRESS",
+        "Sealed submissions per client address, as the "
+        "aggregator's setting of that name (0 disables). Counted where RATE_LIMIT_STORAGE "
+        "says; the address is never stored.",
+    ),
     _shared("RATE_LIMIT_PER_TOKEN"),
     _shared("RATE_LIMIT_STORAGE"),
     replace(_shared("RATE_LIMIT_KEY_PREFIX"), default="deniable-relay"),
     _shared("RATE_LIMIT_EXEMPT"),
     _shared("TRUST_PROXY"),
-    _shared("CORS_ORIGINS", "Origins (https://host[:port], comma-separated) whose pages may "
-            "post sealed submissions from the browser: the aggregators' respond pages and "
-            "embedding sites of the surveys relayed here."),
+    _shared(
+        "CORS_ORIGINS",
+        "Origins (https://host[:port], comma-separated) whose pages may "
+        "post sealed submissions from the browser: the aggregators' respond pages and "
+        "embedding sites of the surveys relayed here.",
+    ),
     _shared("MIGRATE"),
 )
 
@@ -119,14 +170,22 @@ def resolve(
     *,
     config_source: str | None = None,
 ) -> list[common.Resolved]:
-    return common.resolve(config, environment, config_source=config_source, table=SETTINGS,
-                          derived=DERIVED, default_home=default_home())  # fmt: skip
+    return common.resolve(
+        config,
+        environment,
+        config_source=config_source,
+        table=SETTINGS,
+        derived=DERIVED,
+        default_home=default_home(),
+    )
 
 
-def load(config: Mapping[str, Any] | None = None,
-         environment: Mapping[str, str] | None = None) -> dict[str, Any]:  # fmt: skip
-    return common.load(config, environment, table=SETTINGS, derived=DERIVED,
-                       default_home=default_home())  # fmt: skip
+def load(
+    config: Mapping[str, Any] | None = None, environment: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    return common.load(
+        config, environment, table=SETTINGS, derived=DERIVED, default_home=default_home()
+    )
 
 
 def describe() -> str:

@@ -62,8 +62,9 @@ def _get_json(url: str, *, timeout: float, headers: dict[str, str] | None = None
     import requests
 
     try:
-        response = _session().get(url, timeout=timeout, headers=headers or {},
-                                  allow_redirects=False)  # fmt: skip
+        response = _session().get(
+            url, timeout=timeout, headers=headers or {}, allow_redirects=False
+        )
     except requests.RequestException as error:
         raise TransportError(f"GET {url}: {type(error).__name__}: {error}") from None
     if response.status_code != 200:
@@ -117,22 +118,32 @@ def verify_survey(
             f"survey {survey_id!r}: definition does not validate ({error})"
         ) from None
     if not signature_valid(pin.public_key, signature, survey.canonical_bytes()):
-        raise SignatureError(f"survey {survey_id!r}: signature does not match under the pinned "
-                             f"key {pin.key_id}; refusing")  # fmt: skip
+        raise SignatureError(
+            f"survey {survey_id!r}: signature does not match under the pinned "
+            f"key {pin.key_id}; refusing"
+        )
     if survey.id != survey_id:
         raise SignatureError(f"asked for survey {survey_id!r}, got {survey.id!r}")
     relay = getattr(survey, "relay", None)
     if relay is None:
-        raise SignatureError(f"survey {survey_id!r} is not a relayed survey (its signed "
-                             "definition names no relay)")  # fmt: skip
+        raise SignatureError(
+            f"survey {survey_id!r} is not a relayed survey (its signed definition names no relay)"
+        )
     if not same_url(relay.url, public_url):
-        raise SignatureError(f"survey {survey_id!r} names the relay {relay.url}, not this one "
-                             f"({public_url}, setting PUBLIC_URL)")  # fmt: skip
+        raise SignatureError(
+            f"survey {survey_id!r} names the relay {relay.url}, not this one "
+            f"({public_url}, setting PUBLIC_URL)"
+        )
     status = document.get("status")
     if status not in ("open", "closed"):
         raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
-    return Verified(survey=survey, status=status, document=document, pin=pin,
-                    require_enrolment=document.get("require_enrolment") is True)  # fmt: skip
+    return Verified(
+        survey=survey,
+        status=status,
+        document=document,
+        pin=pin,
+        require_enrolment=document.get("require_enrolment") is True,
+    )
 
 
 def encryption_key_id(aggregator_url: str, pin: Pin, *, timeout: float = 10.0) -> str:
@@ -156,8 +167,11 @@ def fetch_enrolment_digests(
     aggregator_url: str, survey_id: str, credential: str, *, timeout: float = 10.0
 ) -> list[str]:
     """The aggregator's unspent enrolment token digests for the survey (relay credential)."""
-    document = _get_json(f"{aggregator_url}/api/v1/surveys/{survey_id}/enrolment-digests",
-                         timeout=timeout, headers={"Authorization": f"Bearer {credential}"})
+    document = _get_json(
+        f"{aggregator_url}/api/v1/surveys/{survey_id}/enrolment-digests",
+        timeout=timeout,
+        headers={"Authorization": f"Bearer {credential}"},
+    )
     digests = document.get("digests") if isinstance(document, dict) else None
     if not isinstance(digests, list) or not all(
         isinstance(d, str) and len(d) == 64 for d in digests
@@ -183,18 +197,27 @@ def batch_body(unit: str, sealed: list[bytes]) -> bytes:
 
 
 def put_batch(
-    aggregator_url: str, survey_id: str, batch_id: str, unit: str, sealed: list[bytes],
-    credential: str, *, timeout: float,
-) -> Outcome:  # fmt: skip
+    aggregator_url: str,
+    survey_id: str,
+    batch_id: str,
+    unit: str,
+    sealed: list[bytes],
+    credential: str,
+    *,
+    timeout: float,
+) -> Outcome:
     """One authenticated PUT of a whole batch, in the order given."""
     import requests
 
     url = f"{aggregator_url}/api/v1/surveys/{survey_id}/batches/{batch_id}"
     try:
-        response = _session().put(url, data=batch_body(unit, sealed), timeout=timeout,
-                                  allow_redirects=False,
-                                  headers={"Content-Type": "application/json",
-                                           "Authorization": f"Bearer {credential}"})  # fmt: skip
+        response = _session().put(
+            url,
+            data=batch_body(unit, sealed),
+            timeout=timeout,
+            allow_redirects=False,
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {credential}"},
+        )
     except requests.RequestException as error:
         return Outcome(acknowledged=False, final=False, detail=f"{type(error).__name__}: {error}")
     detail = f"HTTP {response.status_code} {response.text[:300]}"
@@ -208,12 +231,18 @@ def put_batch(
             return Outcome(acknowledged=True, final=False, detail="acknowledged")
         # Why: a proxy's error page or a stranger's answer is no acknowledgement; the batch
         # is deleted only when the aggregator says it stored this very batch.
-        return Outcome(acknowledged=False, final=False,
-                       detail=f"{detail} (not the aggregator's acknowledgement of this batch)")
+        return Outcome(
+            acknowledged=False,
+            final=False,
+            detail=f"{detail} (not the aggregator's acknowledgement of this batch)",
+        )
     # Final only for the aggregator's "survey ... is closed" (any other 409, e.g. a batch id
     # stored with other content, is an error for the operator to look at, not a drop).
-    closed = (response.status_code == 409 and isinstance(problem, dict)
-              and str(problem.get("detail", "")) == f"survey {survey_id!r} is closed")  # fmt: skip
+    closed = (
+        response.status_code == 409
+        and isinstance(problem, dict)
+        and str(problem.get("detail", "")) == f"survey {survey_id!r} is closed"
+    )
     return Outcome(acknowledged=False, final=closed, detail=detail)
 
 

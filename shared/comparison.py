@@ -138,9 +138,15 @@ def difference(
     tightest = min(widths, key=lambda family: (widths[family], family != "chebyshev"))
     span = max(first.high - second.low, second.high - first.low)
     return Difference(
-        value=first.value - second.value, beta=beta, claims=claims, dependence=dependence,
-        variance_bound=variance, half_widths=widths, tightest=tightest, span=span,
-    )  # fmt: skip
+        value=first.value - second.value,
+        beta=beta,
+        claims=claims,
+        dependence=dependence,
+        variance_bound=variance,
+        half_widths=widths,
+        tightest=tightest,
+        span=span,
+    )
 
 
 def frequency_figures(oracle: Any, counts: Any, n: int) -> list[Figure]:
@@ -163,15 +169,22 @@ def mean_figure(mechanism: Any, statistics: Any, n: int) -> Figure:
     deviation = None
     if model.deviation is not None:
         deviation = model.scale * model.deviation / (n * model.slope)
-    return Figure(value=mean, variance_bound=mechanism.variance_bound(n), deviation=deviation,
-                  low=mechanism.lo, high=mechanism.hi)  # fmt: skip
+    return Figure(
+        value=mean,
+        variance_bound=mechanism.variance_bound(n),
+        deviation=deviation,
+        low=mechanism.lo,
+        high=mechanism.hi,
+    )
 
 
 def cell_figure(estimate: Any, row: int, column: int, deviation: float) -> Figure:
     """A crosstab cell as a :class:`Figure` (``deviation``: the cell model's, in score units)."""
-    return Figure(value=float(estimate.estimates[row, column]),
-                  variance_bound=estimate.variance_bound,
-                  deviation=deviation / estimate.n)  # fmt: skip
+    return Figure(
+        value=float(estimate.estimates[row, column]),
+        variance_bound=estimate.variance_bound,
+        deviation=deviation / estimate.n,
+    )
 
 
 def question_figures(question: Any, statistics: Any, n: int) -> list[Figure]:
@@ -183,9 +196,15 @@ def question_figures(question: Any, statistics: Any, n: int) -> list[Figure]:
 
 
 def compare_question(
-    first: Any, first_statistics: Any, first_n: int,
-    second: Any, second_statistics: Any, second_n: int, *, beta: float = DEFAULT_BETA,
-) -> dict[str, Any]:  # fmt: skip
+    first: Any,
+    first_statistics: Any,
+    first_n: int,
+    second: Any,
+    second_statistics: Any,
+    second_n: int,
+    *,
+    beta: float = DEFAULT_BETA,
+) -> dict[str, Any]:
     """Each estimate of ``second`` minus ``first`` (two waves, or two surveys), with intervals.
 
     Two waves of one memoized longitudinal question (the same key) are
@@ -200,8 +219,11 @@ def compare_question(
         )
     if first.type == "numeric" and (first.lo, first.hi) != (second.lo, second.hi):
         raise InvalidParameter("numeric questions must share their range to be compared")
-    memoized = (first.longitudinal is not None and second.longitudinal is not None
-                and first.longitudinal.key == second.longitudinal.key)  # fmt: skip
+    memoized = (
+        first.longitudinal is not None
+        and second.longitudinal is not None
+        and first.longitudinal.key == second.longitudinal.key
+    )
     dependence = "nonnegative" if memoized else "independent"
     if first_n == 0 or second_n == 0:
         return {"dependence": dependence, "comparisons": None}
@@ -213,7 +235,15 @@ def compare_question(
         single = difference(new, old, dependence=dependence, beta=beta)
         together = difference(new, old, dependence=dependence, beta=beta, claims=len(before))
         sentence = single.sentence(unit="", scale=1.0, digits=2) if numeric else single.sentence()
-        rows.append({"label": label, "first": old.value, "second": new.value, **single.to_dict(),
-                     "simultaneous_lower": together.lower,
-                     "simultaneous_upper": together.upper, "sentence": sentence})  # fmt: skip
+        rows.append(
+            {
+                "label": label,
+                "first": old.value,
+                "second": new.value,
+                **single.to_dict(),
+                "simultaneous_lower": together.lower,
+                "simultaneous_upper": together.upper,
+                "sentence": sentence,
+            }
+        )
     return {"dependence": dependence, "comparisons": rows}

@@ -162,23 +162,51 @@ def axis(mechanism: Any) -> Axis:
         step = float(mechanism.estimate(np.array([1]), 1)[0]) - origin
         # value - lo = (origin - lo) + step z = (z - offset) / slope
         bounded = isinstance(mechanism, Duchi)  # reports ±1; discrete Laplace is unbounded
-        return Axis(mechanism=mechanism, size=1, offset=-(origin - mechanism.lo) / step,
-                    slope=1.0 / step, low=-1 if bounded else -np.inf,
-                    high=1 if bounded else np.inf, numeric=True,
-                    origin=mechanism.lo, span=mechanism.hi - mechanism.lo)  # fmt: skip
+        return Axis(
+            mechanism=mechanism,
+            size=1,
+            offset=-(origin - mechanism.lo) / step,
+            slope=1.0 / step,
+            low=-1 if bounded else -np.inf,
+            high=1 if bounded else np.inf,
+            numeric=True,
+            origin=mechanism.lo,
+            span=mechanism.hi - mechanism.lo,
+        )
     if isinstance(mechanism, OptionSampling):
         gap = (2 * mechanism.keep_probability - 1) / mechanism.options
-        return Axis(mechanism=mechanism, size=mechanism.options, offset=-gap, slope=2 * gap,
-                    low=-1, high=1, model=score_model(mechanism))  # fmt: skip
+        return Axis(
+            mechanism=mechanism,
+            size=mechanism.options,
+            offset=-gap,
+            slope=2 * gap,
+            low=-1,
+            high=1,
+            model=score_model(mechanism),
+        )
     if isinstance(mechanism, FrequencyOracle):
         p, q = mechanism.p_star, mechanism.q_star
-        return Axis(mechanism=mechanism, size=mechanism.domain_size, offset=q, slope=p - q,
-                    low=0, high=1, model=score_model(mechanism))  # fmt: skip
+        return Axis(
+            mechanism=mechanism,
+            size=mechanism.domain_size,
+            offset=q,
+            slope=p - q,
+            low=0,
+            high=1,
+            model=score_model(mechanism),
+        )
     per_option = getattr(mechanism, "option_oracle", None)  # multiple choice, binary RR per option
     if isinstance(per_option, FrequencyOracle):
         p, q = per_option.p_star, per_option.q_star
-        return Axis(mechanism=mechanism, size=mechanism.options, offset=q, slope=p - q,
-                    low=0, high=1, model=score_model(per_option))  # fmt: skip
+        return Axis(
+            mechanism=mechanism,
+            size=mechanism.options,
+            offset=q,
+            slope=p - q,
+            low=0,
+            high=1,
+            model=score_model(per_option),
+        )
     raise InvalidParameter(f"no crosstab for {type(mechanism).__name__} reports")
 
 
@@ -209,22 +237,34 @@ class CrosstabStatistics:
 
     @classmethod
     def zeros(cls, rows: int, columns: int) -> CrosstabStatistics:
-        return cls(n=0, rows=np.zeros(rows, np.int64), columns=np.zeros(columns, np.int64),
-                   joint=np.zeros((rows, columns), np.int64))  # fmt: skip
+        return cls(
+            n=0,
+            rows=np.zeros(rows, np.int64),
+            columns=np.zeros(columns, np.int64),
+            joint=np.zeros((rows, columns), np.int64),
+        )
 
     def __add__(self, other: CrosstabStatistics) -> CrosstabStatistics:
-        return CrosstabStatistics(n=self.n + other.n, rows=self.rows + other.rows,
-                                  columns=self.columns + other.columns,
-                                  joint=self.joint + other.joint)  # fmt: skip
+        return CrosstabStatistics(
+            n=self.n + other.n,
+            rows=self.rows + other.rows,
+            columns=self.columns + other.columns,
+            joint=self.joint + other.joint,
+        )
 
     def transposed(self) -> CrosstabStatistics:
         """The same statistics with rows and columns swapped."""
-        return CrosstabStatistics(n=self.n, rows=self.columns, columns=self.rows,
-                                  joint=self.joint.T.copy())  # fmt: skip
+        return CrosstabStatistics(
+            n=self.n, rows=self.columns, columns=self.rows, joint=self.joint.T.copy()
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "rows": self.rows.tolist(), "columns": self.columns.tolist(),
-                "joint": self.joint.tolist()}  # fmt: skip
+        return {
+            "n": self.n,
+            "rows": self.rows.tolist(),
+            "columns": self.columns.tolist(),
+            "joint": self.joint.tolist(),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CrosstabStatistics:
@@ -256,9 +296,11 @@ def crosstab_statistics(
         else:  # exact: every entry is an integer below 2**53
             joint = np.rint(a.astype(np.float64).T @ b.astype(np.float64)).astype(np.int64)
         total = total + CrosstabStatistics(
-            n=len(a), rows=a.sum(axis=0, dtype=np.int64), columns=b.sum(axis=0, dtype=np.int64),
+            n=len(a),
+            rows=a.sum(axis=0, dtype=np.int64),
+            columns=b.sum(axis=0, dtype=np.int64),
             joint=joint.astype(np.int64),
-        )  # fmt: skip
+        )
     return total
 
 
@@ -268,8 +310,12 @@ def wire_crosstab_statistics(
     """Statistics from aligned encoded reports, decoded strictly."""
     if not row_payloads:
         return CrosstabStatistics.zeros(rows.size, columns.size)
-    return crosstab_statistics(rows, columns, rows.mechanism.decode_many(row_payloads),
-                               columns.mechanism.decode_many(column_payloads))  # fmt: skip
+    return crosstab_statistics(
+        rows,
+        columns,
+        rows.mechanism.decode_many(row_payloads),
+        columns.mechanism.decode_many(column_payloads),
+    )
 
 
 def decode_stored(mechanism: Any, text: str) -> np.ndarray:
@@ -335,8 +381,9 @@ def cell_model(rows: Axis, columns: Axis) -> ScoreModel:
     v = cell_variances(rows, columns)
     rest = max(v["10"], v["01"], v["00"])
     ends = [x * y for x in rows.range for y in columns.range]
-    return ScoreModel(slope=1.0, c0=rest, c1=v["11"] - rest,
-                      deviation=max(max(ends), 1.0 - min(ends)))  # fmt: skip
+    return ScoreModel(
+        slope=1.0, c0=rest, c1=v["11"] - rest, deviation=max(max(ends), 1.0 - min(ends))
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -371,10 +418,10 @@ class CrosstabEstimate:
                 columns[prefix + end] = getattr(interval, end)
         values = {name: np.asarray(col, float).tolist() for name, col in columns.items()}
         cells = [
-            {"row": row, "column": column,
-             **{name: values[name][i][j] for name in values}}
-            for i, row in enumerate(row_labels) for j, column in enumerate(column_labels)
-        ]  # fmt: skip
+            {"row": row, "column": column, **{name: values[name][i][j] for name in values}}
+            for i, row in enumerate(row_labels)
+            for j, column in enumerate(column_labels)
+        ]
         return {
             **interval_summary(self, self.cells),
             "cells": cells,
@@ -479,8 +526,13 @@ def _family_bounds(
     family = tightest_family(n, model, level, 0)
     chosen = families[family]
     simultaneous = families[tightest_family(n, model, level / categories, 0)]
-    return (chosen.lower, chosen.upper, simultaneous.simultaneous_lower,
-            simultaneous.simultaneous_upper, family)  # fmt: skip
+    return (
+        chosen.lower,
+        chosen.upper,
+        simultaneous.simultaneous_lower,
+        simultaneous.simultaneous_upper,
+        family,
+    )
 
 
 def category_means(
@@ -519,19 +571,29 @@ def category_means(
         lower = np.maximum(low_total, 0.0) / np.maximum(high_share, tiny)
         lower = np.where(high_share > 0, lower, 0.0)
         upper = np.where(low_share > 0, high_total / np.maximum(low_share, tiny), span)
-        return (numeric.origin + np.clip(lower, 0.0, span),
-                numeric.origin + np.clip(upper, 0.0, span))  # fmt: skip
+        return (
+            numeric.origin + np.clip(lower, 0.0, span),
+            numeric.origin + np.clip(upper, 0.0, span),
+        )
 
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         lower, upper = ratio(n_low, n_high, d_low, d_high)
         simultaneous_lower, simultaneous_upper = ratio(ns_low, ns_high, ds_low, ds_high)
         mean = numeric.origin + np.clip(np.where(shares > 0, totals / shares, np.nan), 0.0, span)
     return CategoryMeans(
-        n=n, beta=beta, lo=numeric.origin, hi=numeric.origin + span, mean=mean,
-        lower=lower, upper=upper, simultaneous_lower=simultaneous_lower,
-        simultaneous_upper=simultaneous_upper, share=shares,
-        numerator_family=total_family, denominator_family=share_family,
-    )  # fmt: skip
+        n=n,
+        beta=beta,
+        lo=numeric.origin,
+        hi=numeric.origin + span,
+        mean=mean,
+        lower=lower,
+        upper=upper,
+        simultaneous_lower=simultaneous_lower,
+        simultaneous_upper=simultaneous_upper,
+        share=shares,
+        numerator_family=total_family,
+        denominator_family=share_family,
+    )
 
 
 # -- two questions of a survey ------------------------------------------------------------------
@@ -544,13 +606,20 @@ PRIVACY = (
 
 
 def join_submissions(
-    first: Axis, second: Axis, first_keys: np.ndarray, first_batch: np.ndarray,
-    second_keys: np.ndarray, second_batch: np.ndarray,
-) -> CrosstabStatistics:  # fmt: skip
+    first: Axis,
+    second: Axis,
+    first_keys: np.ndarray,
+    first_batch: np.ndarray,
+    second_keys: np.ndarray,
+    second_batch: np.ndarray,
+) -> CrosstabStatistics:
     """Statistics of the submissions present on both sides (keys: one per report, unique)."""
-    _, left, right = np.intersect1d(np.asarray(first_keys, np.int64),
-                                    np.asarray(second_keys, np.int64),
-                                    assume_unique=True, return_indices=True)  # fmt: skip
+    _, left, right = np.intersect1d(
+        np.asarray(first_keys, np.int64),
+        np.asarray(second_keys, np.int64),
+        assume_unique=True,
+        return_indices=True,
+    )
     return crosstab_statistics(first, second, first_batch[left], second_batch[right])
 
 
@@ -563,9 +632,14 @@ def check_pair(rows: Any, columns: Any) -> None:
 
 
 def describe(question: Any) -> dict[str, Any]:
-    return {"question": question.id, "text": question.text, "type": question.type,
-            "mechanism": question.mechanism, "epsilon": question.epsilon,
-            "labels": question.labels}  # fmt: skip
+    return {
+        "question": question.id,
+        "text": question.text,
+        "type": question.type,
+        "mechanism": question.mechanism,
+        "epsilon": question.epsilon,
+        "labels": question.labels,
+    }
 
 
 def question_crosstab(
@@ -578,17 +652,28 @@ def question_crosstab(
     """
     check_pair(rows, columns)
     beta = check_beta(beta)
-    head = {"rows": describe(rows), "columns": describe(columns), "beta": beta,
-            "epsilon": rows.epsilon + columns.epsilon, "privacy": PRIVACY}  # fmt: skip
+    head = {
+        "rows": describe(rows),
+        "columns": describe(columns),
+        "beta": beta,
+        "epsilon": rows.epsilon + columns.epsilon,
+        "privacy": PRIVACY,
+    }
     if statistics.n == 0:
         return {**head, "kind": "empty", "n": 0, "estimate": None}
     if "numeric" in (rows.type, columns.type):
         categorical, numeric = (rows, columns) if columns.type == "numeric" else (columns, rows)
         if categorical is columns:
             statistics = statistics.transposed()
-        means = category_means(axis(categorical.oracle), axis(numeric.oracle), statistics,
-                               beta=beta)  # fmt: skip
-        return {**head, "kind": "means", "by": categorical.id, "of": numeric.id,
-                **means.to_dict(categorical.labels)}  # fmt: skip
+        means = category_means(
+            axis(categorical.oracle), axis(numeric.oracle), statistics, beta=beta
+        )
+        return {
+            **head,
+            "kind": "means",
+            "by": categorical.id,
+            "of": numeric.id,
+            **means.to_dict(categorical.labels),
+        }
     estimate = estimate_crosstab(axis(rows.oracle), axis(columns.oracle), statistics, beta=beta)
     return {**head, "kind": "joint", **estimate.to_dict(rows.labels, columns.labels)}

@@ -149,9 +149,15 @@ def plan_crosstab(
                 cell_respondents(family, second, deviation, half, b) for b in levels
             )
         figures.append(
-            CellRow(family=family, n=n, half_width=per, simultaneous_half_width=both,
-                    n_for_half_width=needed, n_for_simultaneous_half_width=needed_both)
-        )  # fmt: skip
+            CellRow(
+                family=family,
+                n=n,
+                half_width=per,
+                simultaneous_half_width=both,
+                n_for_half_width=needed,
+                n_for_simultaneous_half_width=needed_both,
+            )
+        )
     return CrosstabPlan(
         rows_mechanism=chosen[0].mechanism,
         columns_mechanism=chosen[1].mechanism,

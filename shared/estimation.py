@@ -225,8 +225,7 @@ def interval_summary(estimate: Any, categories: int) -> dict[str, Any]:
         "half_width": estimate.half_width,
         "simultaneous_half_width": estimate.simultaneous_half_width,
         "intervals": [
-            interval.describe(estimate.beta, categories)
-            for interval in estimate.intervals.values()
+            interval.describe(estimate.beta, categories) for interval in estimate.intervals.values()
         ],
         "tightest": estimate.tightest,
         "simultaneous_tightest": estimate.simultaneous_tightest,

@@ -114,9 +114,11 @@ def score_model(mechanism: Any) -> ScoreModel:
         gap = (2 * mechanism.keep_probability - 1) / mechanism.options
         # s = +1 for (v, 1), -1 for (v, 0), else 0: E s = -gap + 2 gap x, E s² = 1/m.
         return ScoreModel(
-            slope=2 * gap, c0=1 / mechanism.options - gap * gap, deviation=1 + gap,
+            slope=2 * gap,
+            c0=1 / mechanism.options - gap * gap,
+            deviation=1 + gap,
             tail=("sampling", mechanism.keep_probability, mechanism.options),
-        )  # fmt: skip
+        )
     if isinstance(mechanism, FrequencyOracle):
         p, q = mechanism.p_star, mechanism.q_star
         # The support indicator is Bernoulli(p*) for holders of v, Bernoulli(q*) otherwise.
@@ -131,23 +133,37 @@ def score_model(mechanism: Any) -> ScoreModel:
         bound = mechanism.bound
         # Reports ±B with mean t_i: Σ Var = Σ (B² - t_i²) <= n (B² - t̄²).
         return ScoreModel(
-            slope=1.0, c0=bound * bound, c2=-1.0, deviation=bound + 1.0, low=-1.0, high=1.0,
-            origin=(mechanism.lo + mechanism.hi) / 2, scale=(mechanism.hi - mechanism.lo) / 2,
-        )  # fmt: skip
+            slope=1.0,
+            c0=bound * bound,
+            c2=-1.0,
+            deviation=bound + 1.0,
+            low=-1.0,
+            high=1.0,
+            origin=(mechanism.lo + mechanism.hi) / 2,
+            scale=(mechanism.hi - mechanism.lo) / 2,
+        )
     if isinstance(mechanism, DiscreteLaplace):
         g = mechanism.grid_size
         # Finite population: each k_i is a randomized rounding of a fixed value
         # (variance <= 1/4) plus independent noise; reports are unbounded.
         return ScoreModel(
-            slope=1.0, c0=0.25 + mechanism.noise_variance, deviation=None, low=0.0, high=g,
-            origin=mechanism.lo, scale=(mechanism.hi - mechanism.lo) / g,
-        )  # fmt: skip
+            slope=1.0,
+            c0=0.25 + mechanism.noise_variance,
+            deviation=None,
+            low=0.0,
+            high=g,
+            origin=mechanism.lo,
+            scale=(mechanism.hi - mechanism.lo) / g,
+        )
     if isinstance(mechanism, NumericMechanism):
         spread = mechanism.hi - mechanism.lo
         return ScoreModel(
-            slope=1.0, c0=mechanism.variance_bound(1) / spread**2, deviation=None,
-            origin=mechanism.lo, scale=spread,
-        )  # fmt: skip
+            slope=1.0,
+            c0=mechanism.variance_bound(1) / spread**2,
+            deviation=None,
+            origin=mechanism.lo,
+            scale=spread,
+        )
     raise InvalidParameter(f"no interval model for {type(mechanism).__name__}")
 
 

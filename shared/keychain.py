@@ -48,9 +48,16 @@ ENCRYPTION_ALGORITHM = "X25519"
 ENCRYPTION_SUITE = "DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, AES-128-GCM"
 ENCRYPTION_FIELDS = frozenset({"algorithm", "suite", "public_key", "key_id", "signature"})
 LINK_FIELDS = frozenset(
-    {"sequence", "previous_key_id", "previous_public_key", "key_id", "public_key", "signature",
-     "endorsement"}
-)  # fmt: skip
+    {
+        "sequence",
+        "previous_key_id",
+        "previous_public_key",
+        "key_id",
+        "public_key",
+        "signature",
+        "endorsement",
+    }
+)
 MAX_CHAIN = 10_000
 
 __all__ = [
@@ -167,8 +174,10 @@ def _links(chain: object) -> list[Mapping[str, Any]]:
         raise SignatureError(f"key document: chain longer than {MAX_CHAIN} links")
     for position, link in enumerate(chain, 1):
         if not isinstance(link, dict) or set(link) != LINK_FIELDS:
-            raise SignatureError(f"key chain link {position}: must have exactly the fields "
-                                 f"{', '.join(sorted(LINK_FIELDS))}")  # fmt: skip
+            raise SignatureError(
+                f"key chain link {position}: must have exactly the fields "
+                f"{', '.join(sorted(LINK_FIELDS))}"
+            )
         sequence = link["sequence"]
         if isinstance(sequence, bool) or sequence != position:
             raise SignatureError(
@@ -208,10 +217,13 @@ def follow_chain(pin: Pin, document: Mapping[str, Any]) -> Pin:
         # renumbered.  Trust on first use takes it explicitly (key-rotation.md, "When").
         return pin
     start = next(
-        (index for index, link in enumerate(links)
-         if link["previous_public_key"] == encode(pin.public_key)),
+        (
+            index
+            for index, link in enumerate(links)
+            if link["previous_public_key"] == encode(pin.public_key)
+        ),
         None,
-    )  # fmt: skip
+    )
     if start is None:
         raise SignatureError(
             f"the aggregator key changed from the pinned {pin.key_id} to {key_id(current)}, and "
@@ -236,17 +248,20 @@ def follow_chain(pin: Pin, document: Mapping[str, Any]) -> Pin:
         if link["previous_key_id"] != key_id(previous) or link["key_id"] != key_id(following):
             raise SignatureError(f"{where}: a key id does not match its key")
         if key_id(following) in seen:
-            raise SignatureError(f"{where}: key {key_id(following)} was used before; refusing "
-                                 "(a rollback or a loop)")  # fmt: skip
+            raise SignatureError(
+                f"{where}: key {key_id(following)} was used before; refusing (a rollback or a loop)"
+            )
         message = rotation_message(link["sequence"], previous, following)
         signature = _decode(link["signature"], where, "signature")
         endorsement = _decode(link["endorsement"], where, "endorsement")
         if not signature_valid(previous, signature, message):
-            raise SignatureError(f"{where}: not signed by the previous key {key_id(previous)}; "
-                                 "forged or altered")  # fmt: skip
+            raise SignatureError(
+                f"{where}: not signed by the previous key {key_id(previous)}; forged or altered"
+            )
         if not signature_valid(following, endorsement, message):
-            raise SignatureError(f"{where}: not endorsed by the new key {key_id(following)}; "
-                                 "forged or altered")  # fmt: skip
+            raise SignatureError(
+                f"{where}: not endorsed by the new key {key_id(following)}; forged or altered"
+            )
         followed.append(key_id(previous))
         seen.add(key_id(following))
         previous = following
@@ -300,14 +315,17 @@ def verify_encryption_key(document: Mapping[str, Any], signing_public: bytes) ->
     """
     member = document.get("encryption_key") if isinstance(document, Mapping) else None
     if member is None:
-        raise SignatureError("the aggregator's key document has no encryption_key; it cannot "
-                             "receive sealed reports")  # fmt: skip
+        raise SignatureError(
+            "the aggregator's key document has no encryption_key; it cannot receive sealed reports"
+        )
     if not isinstance(member, Mapping) or set(member) != ENCRYPTION_FIELDS:
-        raise SignatureError("encryption_key must have exactly the members "
-                             f"{', '.join(sorted(ENCRYPTION_FIELDS))}")  # fmt: skip
+        raise SignatureError(
+            f"encryption_key must have exactly the members {', '.join(sorted(ENCRYPTION_FIELDS))}"
+        )
     if member["algorithm"] != ENCRYPTION_ALGORITHM or member["suite"] != ENCRYPTION_SUITE:
-        raise SignatureError(f"encryption_key must be {ENCRYPTION_ALGORITHM} for the suite "
-                             f"{ENCRYPTION_SUITE}")  # fmt: skip
+        raise SignatureError(
+            f"encryption_key must be {ENCRYPTION_ALGORITHM} for the suite {ENCRYPTION_SUITE}"
+        )
     raw = _decode(member["public_key"], "encryption_key", "public key")
     if len(raw) != 32:
         raise SignatureError(f"encryption_key: an X25519 public key is 32 bytes, got {len(raw)}")
@@ -315,8 +333,10 @@ def verify_encryption_key(document: Mapping[str, Any], signing_public: bytes) ->
         raise SignatureError("encryption_key: key_id does not match the key")
     signature = decode_signature(member["signature"], "encryption_key")
     if not signature_valid(signing_public, signature, encryption_key_message(signing_public, raw)):
-        raise SignatureError(f"encryption_key {key_id(raw)} is not signed by the aggregator key "
-                             f"{key_id(signing_public)}; refusing to seal to it")  # fmt: skip
+        raise SignatureError(
+            f"encryption_key {key_id(raw)} is not signed by the aggregator key "
+            f"{key_id(signing_public)}; refusing to seal to it"
+        )
     return raw
 
 
@@ -364,6 +384,7 @@ def verify_document(document: object, survey_id: str, public_key: bytes) -> Any:
         )
     survey = Survey.from_dict(definition, resolved=True)
     if survey.id != survey_id or document.get("id", survey_id) != survey_id:
-        raise SignatureError(f"asked for survey {survey_id!r}, got {survey.id!r}",
-                             reason="id-mismatch")  # fmt: skip
+        raise SignatureError(
+            f"asked for survey {survey_id!r}, got {survey.id!r}", reason="id-mismatch"
+        )
     return survey

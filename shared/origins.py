@@ -138,8 +138,9 @@ def _parse(text: object, *, path: bool) -> tuple[Origin, str]:
     if not isinstance(text, str):
         raise refuse("not a string")
     if not text.isascii() or not text.isprintable() or " " in text or "\\" in text:
-        raise refuse("only ASCII without spaces or backslashes; an internationalized name "
-                     "in its xn-- form")  # fmt: skip
+        raise refuse(
+            "only ASCII without spaces or backslashes; an internationalized name in its xn-- form"
+        )
     scheme, separator, rest = text.partition("://")
     scheme = scheme.lower()
     if not separator or scheme not in DEFAULT_PORTS:
@@ -154,8 +155,10 @@ def _parse(text: object, *, path: bool) -> tuple[Origin, str]:
     if after:
         digits = after[1:] if after.startswith(":") else ""
         if not digits.isdigit() or len(digits) > 5:
-            raise refuse("after the host only :PORT may follow" + ("" if path else
-                         ": no path, query or fragment"))  # fmt: skip
+            raise refuse(
+                "after the host only :PORT may follow"
+                + ("" if path else ": no path, query or fragment")
+            )
         port = int(digits)
         if not 0 < port <= 65535:
             raise refuse("the port must be 1-65535")

@@ -137,9 +137,11 @@ def targets(
     if question_type == "numeric":
         lo, hi = check_range(lo, hi)
         if max(abs(lo), abs(hi)) > MAX_MAGNITUDE:
-            raise InvalidParameter(f"lo and hi must be between -{MAX_MAGNITUDE:g} and "
-                                   f"{MAX_MAGNITUDE:g} (the planner squares the range), "
-                                   f"got lo={lo!r}, hi={hi!r}")  # fmt: skip
+            raise InvalidParameter(
+                f"lo and hi must be between -{MAX_MAGNITUDE:g} and "
+                f"{MAX_MAGNITUDE:g} (the planner squares the range), "
+                f"got lo={lo!r}, hi={hi!r}"
+            )
         result = []
         for name, cls in NUMERIC.items():
             mechanism = cls(epsilon=epsilon, lo=lo, hi=hi)
@@ -151,10 +153,7 @@ def targets(
         raise InvalidParameter(f"a {question_type} question needs its number of options")
     options = check_domain_size(options)
     multiple = question_type == "multiple_choice"
-    figures = {
-        c.mechanism: c
-        for c in recommend(options, epsilon, multiple=multiple).candidates
-    }
+    figures = {c.mechanism: c for c in recommend(options, epsilon, multiple=multiple).candidates}
     result = []
     if multiple:
         for name, candidate in figures.items():
@@ -439,17 +438,39 @@ def relay_plan(
             f"n = {n:,} is less than one batch ({batch:,}): nothing would be published"
         )
     local = _relayed_local_epsilon(target, batch, delta)
-    at_local = plan(question_type, epsilon=local, options=options, beta=beta, n=n,
-                    half_width=half_width, lo=lo, hi=hi)  # fmt: skip
-    direct = plan(question_type, epsilon=target, options=options, beta=beta, n=n,
-                  half_width=half_width, lo=lo, hi=hi)  # fmt: skip
+    at_local = plan(
+        question_type,
+        epsilon=local,
+        options=options,
+        beta=beta,
+        n=n,
+        half_width=half_width,
+        lo=lo,
+        hi=hi,
+    )
+    direct = plan(
+        question_type,
+        epsilon=target,
+        options=options,
+        beta=beta,
+        n=n,
+        half_width=half_width,
+        lo=lo,
+        hi=hi,
+    )
     needed = best_respondents(at_local)
     smallest = smallest_local = None
     if half_width is not None:
         smallest, smallest_local = smallest_relayed_batch(
-            question_type, central_epsilon=target, half_width=half_width, delta=delta,
-            options=options, beta=beta, lo=lo, hi=hi,
-        )  # fmt: skip
+            question_type,
+            central_epsilon=target,
+            half_width=half_width,
+            delta=delta,
+            options=options,
+            beta=beta,
+            lo=lo,
+            hi=hi,
+        )
     return RelayPlan(
         central_epsilon=target,
         delta=delta,
@@ -485,8 +506,15 @@ def smallest_relayed_batch(
     target = check_epsilon(central_epsilon, "central_epsilon")
 
     def needed(epsilon: float) -> int:
-        result = plan(question_type, epsilon=epsilon, options=options, beta=beta,
-                      half_width=half_width, lo=lo, hi=hi)  # fmt: skip
+        result = plan(
+            question_type,
+            epsilon=epsilon,
+            options=options,
+            beta=beta,
+            half_width=half_width,
+            lo=lo,
+            hi=hi,
+        )
         value = best_respondents(result)
         assert value is not None  # a half-width plan always has one
         return value

@@ -51,14 +51,30 @@ PROBABILITY_KEYS = frozenset(
 )
 # Integer-valued resolved parameters: a JSON number's value counts, not its spelling (5.0 is 5).
 INTEGER_KEYS = frozenset(
-    {"keep", "one_if_true", "one_if_other", "instantaneous_keep", "low", "high",
-     "hash_range", "order", "subset_size", "grid_size"}
-)  # fmt: skip
+    {
+        "keep",
+        "one_if_true",
+        "one_if_other",
+        "instantaneous_keep",
+        "low",
+        "high",
+        "hash_range",
+        "order",
+        "subset_size",
+        "grid_size",
+    }
+)
 
 __all__ = [
-    "CONSTRUCTOR_KEYWORDS", "INTEGER_KEYS", "PROBABILITY_KEYS", "adopt_probabilities",
-    "check_resolved", "implied_epsilons", "resolved_parameters", "threshold_of",
-]  # fmt: skip
+    "CONSTRUCTOR_KEYWORDS",
+    "INTEGER_KEYS",
+    "PROBABILITY_KEYS",
+    "adopt_probabilities",
+    "check_resolved",
+    "implied_epsilons",
+    "resolved_parameters",
+    "threshold_of",
+]
 
 
 def threshold_of(probability: float) -> int:
@@ -164,8 +180,10 @@ def adopt_probabilities(oracle: Any, signed: dict[str, Any]) -> None:
         for key in ("one_if_true", "one_if_other"):
             if key in values:
                 oracle._set(f"_{key}", values[key])
-                oracle._set("_true_table" if key == "one_if_true" else "_other_table",
-                            _top_byte_table(values[key]))  # fmt: skip
+                oracle._set(
+                    "_true_table" if key == "one_if_true" else "_other_table",
+                    _top_byte_table(values[key]),
+                )
     elif "keep" in values:
         target._set("_keep", values["keep"])
 
@@ -178,6 +196,11 @@ def implied_epsilons(oracle: Any) -> list[tuple[str, float, float]]:
     layers = [("epsilon", oracle.epsilon_implemented, oracle.epsilon)]
     if hasattr(oracle, "instantaneous_epsilon"):
         instantaneous = oracle._instantaneous
-        layers.append(("instantaneous_epsilon", instantaneous.epsilon_implemented,
-                       oracle.instantaneous_epsilon))  # fmt: skip
+        layers.append(
+            (
+                "instantaneous_epsilon",
+                instantaneous.epsilon_implemented,
+                oracle.instantaneous_epsilon,
+            )
+        )
     return layers

@@ -97,9 +97,11 @@ def info(survey_id: str, unit: str) -> bytes:
     part = _text(unit, "unit")
     return (
         FORMAT.encode("ascii")
-        + len(survey).to_bytes(2, "big") + survey
-        + len(part).to_bytes(2, "big") + part
-    )  # fmt: skip
+        + len(survey).to_bytes(2, "big")
+        + survey
+        + len(part).to_bytes(2, "big")
+        + part
+    )
 
 
 def _check_size(size: object) -> int:
@@ -241,8 +243,9 @@ def opener(
         try:
             padded = decrypt(sealed, key, context)
         except (InvalidTag, ValueError):
-            raise SealingError("sealed blob does not open: altered, or sealed for another "
-                               "key, survey or unit") from None  # fmt: skip
+            raise SealingError(
+                "sealed blob does not open: altered, or sealed for another key, survey or unit"
+            ) from None
         return unpad(padded)
 
     return open_one
@@ -257,8 +260,10 @@ _UUID_LENGTH = 36
 def _report_json(report: Mapping[str, str]) -> str:
     return json.dumps(
         {"id": report["id"], "payload": report["payload"], "question": report["question"]},
-        sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-    )  # fmt: skip
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
 
 
 def unit_body(reports: Iterable[Mapping[str, str]], unit: str) -> bytes:

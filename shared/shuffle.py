@@ -155,9 +155,12 @@ def _stirling_error(k: object) -> object:
     inverse_square = 1.0 / (x * x)
     series = (
         1 / 12
-        - (1 / 360 - (1 / 1260 - (1 / 1680 - inverse_square / 1188) * inverse_square)
-           * inverse_square) * inverse_square
-    ) / x  # fmt: skip
+        - (
+            1 / 360
+            - (1 / 1260 - (1 / 1680 - inverse_square / 1188) * inverse_square) * inverse_square
+        )
+        * inverse_square
+    ) / x
     table = _small_stirling_errors()[np.minimum(np.asarray(k), _STIRLING_TABLE - 1)]
     return np.where(np.asarray(k) < _STIRLING_TABLE, table, series)
 
@@ -196,10 +199,13 @@ def _binomial_pmf(k: object, m: object, prob: float) -> object:
     mm = np.where(interior, m, 2)
     rest = mm - kk
     log = (
-        _stirling_error(mm) - _stirling_error(kk) - _stirling_error(rest)
-        - _deviance(kk, mm * prob) - _deviance(rest, mm * (1 - prob))
+        _stirling_error(mm)
+        - _stirling_error(kk)
+        - _stirling_error(rest)
+        - _deviance(kk, mm * prob)
+        - _deviance(rest, mm * (1 - prob))
         + 0.5 * np.log(mm / (2 * math.pi * kk * rest))
-    )  # fmt: skip
+    )
     ends = np.where(k == 0, m * math.log1p(-prob), m * math.log(prob))
     return np.where(interior, np.exp(log), np.where(inside, np.exp(ends), 0.0))
 

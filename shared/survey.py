@@ -139,9 +139,17 @@ class Question:
     probabilities: Mapping[str, Any] = field(default_factory=dict)
 
     FIELDS: ClassVar[set[str]] = {
-        "id", "type", "text", "epsilon", "mechanism", "options", "lo", "hi",
-        "parameters", "longitudinal",
-    }  # fmt: skip
+        "id",
+        "type",
+        "text",
+        "epsilon",
+        "mechanism",
+        "options",
+        "lo",
+        "hi",
+        "parameters",
+        "longitudinal",
+    }
 
     # -- building -------------------------------------------------------------
     @classmethod
@@ -181,8 +189,9 @@ class Question:
         if mechanism not in _MECHANISMS[kind] or (
             mechanism == BinaryRR.name and kind == "single_choice" and len(options) != 2
         ):
-            raise fail(f"{where}.mechanism", f"{mechanism!r} does not fit a {kind} question",
-                        "mechanism")  # fmt: skip
+            raise fail(
+                f"{where}.mechanism", f"{mechanism!r} does not fit a {kind} question", "mechanism"
+            )
         longitudinal = cls._longitudinal(where, data.get("longitudinal"), kind, mechanism)
         signed: dict[str, Any] = {}
         probabilities: dict[str, Any] = {}
@@ -210,8 +219,11 @@ class Question:
             question.oracle  # noqa: B018 - builds and validates the mechanism once
             unknown = set(signed) - set(resolved_parameters(question.oracle)) if signed else ()
             if unknown:
-                raise fail(f"{where}.parameters", f"unknown field(s) {', '.join(sorted(unknown))}",
-                            "unknown-member")  # fmt: skip
+                raise fail(
+                    f"{where}.parameters",
+                    f"unknown field(s) {', '.join(sorted(unknown))}",
+                    "unknown-member",
+                )
             # Only the signed probabilities that differ from this code's derivation are kept
             # (usually none): the same survey compares equal however it was written.
             derived = resolved_parameters(question.oracle) if probabilities else {}
@@ -225,8 +237,12 @@ class Question:
             raise fail(where, f"invalid mechanism parameters: {error}", "parameter") from None
         for name, implied, declared in implied_epsilons(question.oracle):
             if implied > declared + TOLERANCE:
-                raise fail(where, f"its parameters imply {name} = {implied!r}, more than the "
-                            f"declared {declared!r}", "implied-epsilon")  # fmt: skip
+                raise fail(
+                    where,
+                    f"its parameters imply {name} = {implied!r}, more than the "
+                    f"declared {declared!r}",
+                    "implied-epsilon",
+                )
         return question
 
     @staticmethod
@@ -235,8 +251,9 @@ class Question:
         if not isinstance(options, list):
             raise fail(f"{where}.options", "must be a list of labels", "wrong-type")
         if not 2 <= len(options) <= limit:
-            raise fail(f"{where}.options", f"must be a list of 2 to {limit} labels",
-                        "options-count")  # fmt: skip
+            raise fail(
+                f"{where}.options", f"must be a list of 2 to {limit} labels", "options-count"
+            )
         labels = tuple(check_text(f"{where}.options", o, MAX_LABEL) for o in options)
         if len(set(labels)) != len(labels):
             raise fail(f"{where}.options", "labels must be distinct", "options-duplicate")
@@ -262,8 +279,12 @@ class Question:
                 "only yes_no and single_choice questions with grr or binary_rr can be longitudinal",
                 "mechanism",
             )
-        require_keys(f"{where}.longitudinal", data, {"key", "instantaneous_epsilon"},
-                      {"key", "instantaneous_epsilon"})  # fmt: skip
+        require_keys(
+            f"{where}.longitudinal",
+            data,
+            {"key", "instantaneous_epsilon"},
+            {"key", "instantaneous_epsilon"},
+        )
         try:
             instantaneous = check_epsilon(data["instantaneous_epsilon"], "instantaneous_epsilon")
         except InvalidParameter as error:
@@ -416,9 +437,13 @@ class Question:
         if isinstance(oracle, OptionwiseRR | OptionSampling):
             per_option = oracle.option_oracle if isinstance(oracle, OptionwiseRR) else oracle
             result = estimate_frequencies(
-                per_option, statistics, n, beta=beta,
-                categories=len(self.options), normalize=False,
-            )  # fmt: skip
+                per_option,
+                statistics,
+                n,
+                beta=beta,
+                categories=len(self.options),
+                normalize=False,
+            )
         else:
             result = estimate_frequencies(oracle, statistics, n, beta=beta)
         return {**summary, **result.to_dict(self.labels)}
@@ -449,15 +474,17 @@ class Survey:
         assert isinstance(data, Mapping)
         format = data["format"]
         if format not in FORMATS:
-            raise fail("survey.format", f"must be one of {', '.join(FORMATS)}, got {format!r}",
-                        "format")  # fmt: skip
+            raise fail(
+                "survey.format", f"must be one of {', '.join(FORMATS)}, got {format!r}", "format"
+            )
         sid = check_identifier("survey.id", data["id"])
         title = check_text("survey.title", data["title"], MAX_LABEL)
         if resolved and data.get("description") == "":
             # Why: the canonical form omits an empty description, so one given as "" could not
             # be the signed bytes of any survey (docs/protocol.md §2.2).
-            raise fail("survey.description", "must be omitted rather than empty",
-                        "description-empty")  # fmt: skip
+            raise fail(
+                "survey.description", "must be omitted rather than empty", "description-empty"
+            )
         description = check_text(
             "survey.description", data.get("description", ""), empty=True, newlines=True
         )
@@ -465,32 +492,43 @@ class Survey:
         if not isinstance(raw, list):
             raise fail("survey.questions", "must be a list of questions", "wrong-type")
         if not 1 <= len(raw) <= MAX_QUESTIONS:
-            raise fail("survey.questions", f"must be a list of 1 to {MAX_QUESTIONS} questions",
-                        "questions-count")  # fmt: skip
+            raise fail(
+                "survey.questions",
+                f"must be a list of 1 to {MAX_QUESTIONS} questions",
+                "questions-count",
+            )
         questions = tuple(
             Question.from_dict(q, f"survey.questions[{i}]", format) for i, q in enumerate(raw)
         )
         ids = [q.id for q in questions]
         if len(set(ids)) != len(ids):
-            raise fail(
-                "survey.questions", "question ids must be distinct", "question-id-duplicate"
-            )
+            raise fail("survey.questions", "question ids must be distinct", "question-id-duplicate")
         keys = [q.longitudinal.key for q in questions if q.longitudinal]
         if len(set(keys)) != len(keys):
-            raise fail("survey.questions", "longitudinal keys must be distinct",
-                        "longitudinal-key-duplicate")  # fmt: skip
+            raise fail(
+                "survey.questions",
+                "longitudinal keys must be distinct",
+                "longitudinal-key-duplicate",
+            )
         relay = None
         if "relay" in data:
             if format != FORMAT:
                 raise fail("survey.relay", f"needs format {FORMAT}")
             relay = Relay.from_dict(data["relay"])
         survey = cls(
-            id=sid, title=title, description=description, questions=questions, format=format,
+            id=sid,
+            title=title,
+            description=description,
+            questions=questions,
+            format=format,
             relay=relay,
         )
         if resolved and survey.canonical_bytes() != survey._canonical(data):
-            raise fail("survey", "definition is not in resolved form (a parameter is missing)",
-                        "missing-member")  # fmt: skip
+            raise fail(
+                "survey",
+                "definition is not in resolved form (a parameter is missing)",
+                "missing-member",
+            )
         return survey
 
     def upgraded(self) -> Survey:

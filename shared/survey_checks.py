@@ -59,17 +59,25 @@ def check_text(
     CSV row and planted a formula cell (issue 8.4), an ESC would drive a terminal.
     """
     if not isinstance(value, str) or SURROGATE.search(value):
-        raise fail(where, "must be a string of whole characters (no unpaired surrogate), got "
-                    f"{type(value).__name__}", "wrong-type")  # fmt: skip
+        raise fail(
+            where,
+            "must be a string of whole characters (no unpaired surrogate), got "
+            f"{type(value).__name__}",
+            "wrong-type",
+        )
     if len(value) > limit:
         raise fail(where, f"must be at most {limit} characters", "text-length")
     if not empty and BLANK.fullmatch(value):
-        raise fail(where, "must not be blank (white space or invisible characters only)",
-                    "text-blank")  # fmt: skip
+        raise fail(
+            where, "must not be blank (white space or invisible characters only)", "text-blank"
+        )
     control = (NEWLINE_CONTROL if newlines else CONTROL).search(value)
     if control is not None:
-        raise fail(where, f"must not contain control character U+{ord(control.group()):04X}",
-                    "text-control")  # fmt: skip
+        raise fail(
+            where,
+            f"must not contain control character U+{ord(control.group()):04X}",
+            "text-control",
+        )
     return value
 
 
@@ -91,5 +99,6 @@ def check_lo_hi(where: str, lo: object, hi: object) -> None:
     except OverflowError:
         fine = False
     if not fine or not lo < hi:  # type: ignore[operator]
-        raise fail(where, f"lo and hi must be finite numbers with lo < hi, got [{lo!r}, {hi!r}]",
-                    "range")  # fmt: skip
+        raise fail(
+            where, f"lo and hi must be finite numbers with lo < hi, got [{lo!r}, {hi!r}]", "range"
+        )

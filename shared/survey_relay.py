@@ -48,24 +48,29 @@ class Relay:
         try:
             origin, _ = parse_url(url)
         except InvalidParameter as error:
-            raise fail(f"{where}.url", "must be https://host[:port][/path] without a trailing "
-                       f"slash, query, fragment or credentials: {error}", "relay") from None
+            raise fail(
+                f"{where}.url",
+                "must be https://host[:port][/path] without a trailing "
+                f"slash, query, fragment or credentials: {error}",
+                "relay",
+            ) from None
         if origin.scheme == "http" and not origin.is_loopback:
-            raise fail(f"{where}.url", "must use https (http only for a loopback host)",
-                        "relay")  # fmt: skip
+            raise fail(f"{where}.url", "must use https (http only for a loopback host)", "relay")
         # 1000.0 is 1000, as in every client (docs/protocol.md §2.2)
         min_batch = data["min_batch"]
         if type(min_batch) is float and min_batch.is_integer():
             min_batch = int(min_batch)
-        if isinstance(min_batch, bool) or not isinstance(min_batch, int) or not (
-            1 <= min_batch <= MAX_MIN_BATCH
+        if (
+            isinstance(min_batch, bool)
+            or not isinstance(min_batch, int)
+            or not (1 <= min_batch <= MAX_MIN_BATCH)
         ):
-            raise fail(f"{where}.min_batch", f"must be an integer in [1, {MAX_MIN_BATCH}]",
-                        "relay")  # fmt: skip
+            raise fail(f"{where}.min_batch", f"must be an integer in [1, {MAX_MIN_BATCH}]", "relay")
         unit = data.get("shuffle_unit", "question")
         if unit not in SHUFFLE_UNITS:
-            raise fail(f"{where}.shuffle_unit", f"must be one of {', '.join(SHUFFLE_UNITS)}",
-                        "relay")  # fmt: skip
+            raise fail(
+                f"{where}.shuffle_unit", f"must be one of {', '.join(SHUFFLE_UNITS)}", "relay"
+            )
         return cls(url=url, min_batch=min_batch, shuffle_unit=unit)
 
     def to_dict(self) -> dict[str, Any]:

@@ -32,5 +32,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # no
     for report in terminalreporter.stats.get("skipped", []):
         longrepr = getattr(report, "longrepr", None)
         if isinstance(longrepr, tuple) and len(longrepr) == 3 and POSTGRES_SKIP in longrepr[2]:
-            report.longrepr = ("tests", None, "PostgreSQL tests skipped: "
-                               "DENIABLE_TEST_POSTGRES_DSN is unset")  # fmt: skip
+            report.longrepr = (
+                "tests",
+                None,
+                "PostgreSQL tests skipped: DENIABLE_TEST_POSTGRES_DSN is unset",
+            )

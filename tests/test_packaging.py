@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ROOMS = {"shared": "deniable", "client": "deniable/client", "aggregator": "deniable/aggregator",
-         "analysis": "deniable/analysis"}
+ROOMS = {
+    "shared": "deniable",
+    "client": "deniable/client",
+    "aggregator": "deniable/aggregator",
+    "analysis": "deniable/analysis",
+}
 
 
 def expected_members() -> set[str]:
@@ -28,10 +32,20 @@ def expected_members() -> set[str]:
 @pytest.mark.slow
 def test_wheel_contains_every_module_and_data_file(tmp_path: Path) -> None:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "-q", "-w", str(tmp_path), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
         check=True,
-    )  # fmt: skip
+    )
     (wheel,) = tmp_path.glob("deniable-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     missing = expected_members() - names
@@ -43,29 +57,43 @@ def test_wheel_contains_every_module_and_data_file(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_building_prints_no_setuptools_warnings(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-v",
-         "-w", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-v",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     output = result.stdout + result.stderr
     assert "would be ignored" not in output and "SetuptoolsDeprecationWarning" not in output
 
 
 def _import_blocked(module: str, blocked: list[str]) -> subprocess.CompletedProcess:
     script = (
-        "import sys\n"
-        f"for name in {blocked!r}:\n"
-        "    sys.modules[name] = None\n"
-        f"import {module}\n"
+        f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\nimport {module}\n"
     )
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize(
     "module",
-    ["deniable.mechanisms", "deniable.survey", "deniable.wire", "deniable.estimation",
-     "deniable.postprocess"],
-)  # fmt: skip
+    [
+        "deniable.mechanisms",
+        "deniable.survey",
+        "deniable.wire",
+        "deniable.estimation",
+        "deniable.postprocess",
+    ],
+)
 def test_shared_core_needs_no_io_libraries(module: str) -> None:
     result = _import_blocked(module, ["flask", "requests", "sqlite3", "psycopg", "socket"])
     assert result.returncode == 0, result.stderr
@@ -80,15 +108,18 @@ def test_dev_does_not_reinstall_when_pyproject_is_unchanged() -> None:
     stamp = ROOT / ".venv" / ".deniable-installed"
     if not stamp.exists():
         pytest.skip("not run through ./dev (no .venv/.deniable-installed)")
-    result = subprocess.run([str(ROOT / "dev"), "demo", "--help"], capture_output=True,
-                            text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [str(ROOT / "dev"), "demo", "--help"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert "== installing" not in result.stderr and "--respondents" in result.stdout
 
 
 def test_base_install_aggregator_says_to_install_the_server_extra() -> None:
-    script = ("import sys\nsys.modules['flask'] = None\n"
-              "from deniable.aggregator.cli import main\nsys.exit(main(['settings']))\n")
+    script = (
+        "import sys\nsys.modules['flask'] = None\n"
+        "from deniable.aggregator.cli import main\nsys.exit(main(['settings']))\n"
+    )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 5
     assert result.stderr.strip().splitlines() == [

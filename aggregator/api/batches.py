@@ -100,8 +100,9 @@ def _authorized_relay(record: SurveyRecord) -> Any:
     if relay is None:
         raise Conflict(f"survey {record.id!r} is not relayed; it takes no batches")
     if relay_storage.normalized_url(relay.url) != url:
-        raise Forbidden(f"survey {record.id!r} is relayed by {relay.url}; this credential is "
-                        "another relay's")  # fmt: skip
+        raise Forbidden(
+            f"survey {record.id!r} is relayed by {relay.url}; this credential is another relay's"
+        )
     return relay
 
 
@@ -123,8 +124,7 @@ def content_digest(blobs: list[bytes]) -> str:
     return digest.hexdigest()
 
 
-def _add(survey_id: str, groups: list[list[Report]], whole: bool,
-         received_at: datetime) -> int:  # fmt: skip
+def _add(survey_id: str, groups: list[list[Report]], whole: bool, received_at: datetime) -> int:
     """Store the blobs' reports as the operator would; return how many blobs added someone.
 
     A whole-submission unit's reports share one submission key per blob (so crosstabs
@@ -134,14 +134,19 @@ def _add(survey_id: str, groups: list[list[Report]], whole: bool,
     stored before with the same body (a replay) is acknowledged and adds nobody.
     """
     owners = [index if whole else None for index, group in enumerate(groups) for _ in group]
-    ids = current_storage().add_reports(survey_id, [r for group in groups for r in group],
-                                        operator=True, respondents=owners,
-                                        received_at=received_at)  # fmt: skip
+    ids = current_storage().add_reports(
+        survey_id,
+        [r for group in groups for r in group],
+        operator=True,
+        respondents=owners,
+        received_at=received_at,
+    )
     return sum(any(report.id in ids.new for report in group) for group in groups)
 
 
-def _store(survey_id: str, groups: list[list[Report]], whole: bool,
-           received_at: datetime) -> tuple[int, int]:  # fmt: skip
+def _store(
+    survey_id: str, groups: list[list[Report]], whole: bool, received_at: datetime
+) -> tuple[int, int]:
     """Store every blob's reports; return how many blobs added someone (``stored``) and how
     many were dropped because a report id was stored before with another body (the rest is
     stored, blob by blob).  Replayed blobs count in neither."""
@@ -160,8 +165,10 @@ def _store(survey_id: str, groups: list[list[Report]], whole: bool,
     return stored, dropped
 
 
-def _new_groups(chunk: list[Opened], seen: dict[str, tuple[str, str, str]],
-                ) -> tuple[list[list[Report]], int]:  # fmt: skip
+def _new_groups(
+    chunk: list[Opened],
+    seen: dict[str, tuple[str, str, str]],
+) -> tuple[list[list[Report]], int]:
     """The chunk's blobs that hold reports new to the batch, and how many blobs it drops."""
     groups: list[list[Report]] = []
     dropped = 0
@@ -208,15 +215,18 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
     if len(texts) > MAX_BATCH_UNITS:
         raise PayloadTooLarge(f"sealed: at most {MAX_BATCH_UNITS} blobs per batch")
     if len(texts) < relay.min_batch:
-        raise InvalidReport(f"sealed: {len(texts)} blobs, fewer than the survey's min_batch "
-                            f"{relay.min_batch}; a relay never forwards a smaller batch")
+        raise InvalidReport(
+            f"sealed: {len(texts)} blobs, fewer than the survey's min_batch "
+            f"{relay.min_batch}; a relay never forwards a smaller batch"
+        )
     blobs = [_blob(text, index) for index, text in enumerate(texts)]
     digest = content_digest(blobs)
     found = relay_storage.find_batch(storage, survey_id, batch_id)
     if found is not None:
         if found.digest != digest or found.unit != unit:
-            raise Conflict(f"batch {batch_id} was stored with other content; a batch id is "
-                           "used once")  # fmt: skip
+            raise Conflict(
+                f"batch {batch_id} was stored with other content; a batch id is used once"
+            )
         return json_response(found.to_dict(survey_id), 200)
     if not record.is_open:
         raise Conflict(f"survey {survey_id!r} is closed")
@@ -232,8 +242,9 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
         for chunk in chunks:
             groups, rejected = _new_groups(chunk, seen)
             try:
-                added, conflicting = (_store(survey_id, groups, unit == "", received_at)
-                                      if groups else (0, 0))  # fmt: skip
+                added, conflicting = (
+                    _store(survey_id, groups, unit == "", received_at) if groups else (0, 0)
+                )
             except Conflict:
                 if not accepted:  # closed before anything was stored: refused whole
                     raise
@@ -244,14 +255,34 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
             dropped += rejected + conflicting
             accepted += added
     if dropped:
-        logger.warning("survey %s batch %s: %d of %d sealed blobs dropped (did not open, or "
-                       "invalid)", survey_id, batch_id, dropped, len(blobs))  # fmt: skip
+        logger.warning(
+            "survey %s batch %s: %d of %d sealed blobs dropped (did not open, or invalid)",
+            survey_id,
+            batch_id,
+            dropped,
+            len(blobs),
+        )
     if closed:
-        logger.warning("survey %s batch %s: the survey closed while the batch was stored; "
-                       "%d of %d sealed blobs stored", survey_id, batch_id, accepted, len(blobs))
-    standing = relay_storage.record_batch(storage, survey_id, relay_storage.BatchRecord(
-        batch_id=batch_id, unit=unit, digest=digest, size=len(blobs), stored=accepted,
-        dropped=dropped))  # fmt: skip
+        logger.warning(
+            "survey %s batch %s: the survey closed while the batch was stored; "
+            "%d of %d sealed blobs stored",
+            survey_id,
+            batch_id,
+            accepted,
+            len(blobs),
+        )
+    standing = relay_storage.record_batch(
+        storage,
+        survey_id,
+        relay_storage.BatchRecord(
+            batch_id=batch_id,
+            unit=unit,
+            digest=digest,
+            size=len(blobs),
+            stored=accepted,
+            dropped=dropped,
+        ),
+    )
     if standing.digest != digest:
         raise Conflict(f"batch {batch_id} was stored with other content; a batch id is used once")
     return json_response(standing.to_dict(survey_id), 201)

@@ -57,8 +57,10 @@ def is_operator() -> bool:
     survey_id = (request.view_args or {}).get("survey_id")
     if not found.may_act_on(survey_id):
         where = f"survey {survey_id!r}" if survey_id else "this request"
-        raise Forbidden(f"this operator token is limited to surveys "
-                        f"{', '.join(found.surveys or ())}; it cannot act on {where}")  # fmt: skip
+        raise Forbidden(
+            f"this operator token is limited to surveys "
+            f"{', '.join(found.surveys or ())}; it cannot act on {where}"
+        )
     return True
 
 
@@ -102,8 +104,9 @@ def json_text(document: Any) -> str:
 
 def json_response(document: Any, status: int = 200) -> Response:
     """A JSON response from plain data (numpy values converted, non-finite → null)."""
-    return current_app.response_class(json_text(document), status=status,
-                                      mimetype="application/json")  # fmt: skip
+    return current_app.response_class(
+        json_text(document), status=status, mimetype="application/json"
+    )
 
 
 def survey_summary(record: SurveyRecord, *, operator: bool = False) -> dict[str, Any]:
@@ -149,8 +152,10 @@ MAX_SURVEYS_PER_PAGE = 200
 def page_parameters() -> tuple[int, int]:
     """``(page, limit)`` from ``?page=`` (1-based) and ``?limit=`` (400 if malformed)."""
     values = []
-    for name, default, most in (("page", 1, 1_000_000), ("limit", SURVEYS_PER_PAGE,
-                                                         MAX_SURVEYS_PER_PAGE)):  # fmt: skip
+    for name, default, most in (
+        ("page", 1, 1_000_000),
+        ("limit", SURVEYS_PER_PAGE, MAX_SURVEYS_PER_PAGE),
+    ):
         text = request.args.get(name, str(default))
         if not (text.isascii() and text.isdigit() and 1 <= int(text) <= most):
             raise InvalidParameter(f"{name} must be an integer in [1, {most}], got {text[:40]!r}")

@@ -26,15 +26,45 @@ from .results import _cell, parse_beta, wants_csv
 blueprint = Blueprint("crosstab", __name__)
 
 JOINT_COLUMNS = (
-    "row", "column", "estimate", "lower", "upper", "simultaneous_lower", "simultaneous_upper",
-    "chebyshev_exact_lower", "chebyshev_exact_upper", "chebyshev_exact_simultaneous_lower",
-    "chebyshev_exact_simultaneous_upper", "bernstein_lower", "bernstein_upper",
-    "bernstein_simultaneous_lower", "bernstein_simultaneous_upper", "clipped",
-)  # fmt: skip
-MEANS_COLUMNS = ("label", "mean", "lower", "upper", "simultaneous_lower", "simultaneous_upper",
-                 "share")  # fmt: skip
-COMPARE_COLUMNS = ("label", "first", "second", "difference", "lower", "upper", "half_width",
-                   "simultaneous_lower", "simultaneous_upper", "tightest", "sentence")  # fmt: skip
+    "row",
+    "column",
+    "estimate",
+    "lower",
+    "upper",
+    "simultaneous_lower",
+    "simultaneous_upper",
+    "chebyshev_exact_lower",
+    "chebyshev_exact_upper",
+    "chebyshev_exact_simultaneous_lower",
+    "chebyshev_exact_simultaneous_upper",
+    "bernstein_lower",
+    "bernstein_upper",
+    "bernstein_simultaneous_lower",
+    "bernstein_simultaneous_upper",
+    "clipped",
+)
+MEANS_COLUMNS = (
+    "label",
+    "mean",
+    "lower",
+    "upper",
+    "simultaneous_lower",
+    "simultaneous_upper",
+    "share",
+)
+COMPARE_COLUMNS = (
+    "label",
+    "first",
+    "second",
+    "difference",
+    "lower",
+    "upper",
+    "half_width",
+    "simultaneous_lower",
+    "simultaneous_upper",
+    "tightest",
+    "sentence",
+)
 
 
 def readable_record(survey_id: str) -> SurveyRecord:
@@ -73,8 +103,9 @@ def crosstab(survey_id: str) -> Response:
     csv_wanted = wants_csv()
     args = request.args
     compare = None
-    cells = [args.get(name) for name in ("first_row", "first_column", "second_row",
-                                         "second_column")]  # fmt: skip
+    cells = [
+        args.get(name) for name in ("first_row", "first_column", "second_row", "second_column")
+    ]
     if any(cells):
         if not all(cells):
             raise InvalidParameter(
@@ -82,8 +113,9 @@ def crosstab(survey_id: str) -> Response:
             )
         compare = ((cells[0], cells[1]), (cells[2], cells[3]))
     record = readable_record(survey_id)
-    document = crosstab_document(current_storage(), record, args.get("rows"),
-                                 args.get("columns"), beta=beta, compare=compare)  # fmt: skip
+    document = crosstab_document(
+        current_storage(), record, args.get("rows"), args.get("columns"), beta=beta, compare=compare
+    )
     if not csv_wanted:
         return json_response(document)
     name = f"{survey_id}-crosstab-{document['rows']['question']}-{document['columns']['question']}"
@@ -112,5 +144,6 @@ def compare(survey_id: str) -> Response:
     document = compare_document(sides[0], sides[1], beta=beta)
     if not csv_wanted:
         return json_response(document)
-    return _csv(document["comparisons"] or [], COMPARE_COLUMNS,
-                f"{survey_id}-{other_id}-{question_id}")  # fmt: skip
+    return _csv(
+        document["comparisons"] or [], COMPARE_COLUMNS, f"{survey_id}-{other_id}-{question_id}"
+    )

@@ -240,7 +240,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
                 "definition",
                 "signature",
                 "key_id",
-            ],  # fmt: skip
+            ],
             "properties": {
                 "id": {"type": "string"},
                 "status": {"enum": ["open", "closed"]},
@@ -265,7 +265,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
                 "n_reports",
                 "created_at",
                 "closed_at",
-            ],  # fmt: skip
+            ],
             "properties": {
                 "id": {"type": "string"},
                 "title": {"type": "string"},
@@ -274,7 +274,8 @@ def schemas(max_batch: int) -> dict[str, Any]:
                 "require_enrolment": {"type": "boolean"},
                 "total_epsilon": {"type": "number"},
                 "n_reports": {
-                    "type": ["integer", "null"], "minimum": 0,
+                    "type": ["integer", "null"],
+                    "minimum": 0,
                     "description": "null for a survey with private results, unless the request "
                     "carries an operator token",
                 },
@@ -330,14 +331,26 @@ def document(max_batch: int) -> dict[str, Any]:
         "description": "Allowed failure probability of each interval (every family): one of a "
         "fixed set (each distinct value costs a full computation; others are 400).",
         "schema": {"enum": list(BETAS), "default": DEFAULT_BETA},
-    }  # fmt: skip
+    }
     paging = [
-        {"name": "page", "in": "query", "required": False,
-         "schema": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1}},
-        {"name": "limit", "in": "query", "required": False,
-         "schema": {"type": "integer", "minimum": 1, "maximum": MAX_SURVEYS_PER_PAGE,
-                    "default": SURVEYS_PER_PAGE}},
-    ]  # fmt: skip
+        {
+            "name": "page",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "default": 1},
+        },
+        {
+            "name": "limit",
+            "in": "query",
+            "required": False,
+            "schema": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_SURVEYS_PER_PAGE,
+                "default": SURVEYS_PER_PAGE,
+            },
+        },
+    ]
     results_format = {
         "name": "format",
         "in": "query",
@@ -368,7 +381,7 @@ def document(max_batch: int) -> dict[str, Any]:
                             },
                         },
                     )
-                },  # fmt: skip
+                },
                 (503,),
             )
         },
@@ -391,9 +404,15 @@ def document(max_batch: int) -> dict[str, Any]:
                                     "type": "array",
                                     "items": {
                                         "type": "object",
-                                        "required": ["sequence", "previous_key_id",
-                                                     "previous_public_key", "key_id",
-                                                     "public_key", "signature", "endorsement"],
+                                        "required": [
+                                            "sequence",
+                                            "previous_key_id",
+                                            "previous_public_key",
+                                            "key_id",
+                                            "public_key",
+                                            "signature",
+                                            "endorsement",
+                                        ],
                                         "properties": {
                                             "sequence": {"type": "integer", "minimum": 1},
                                             "previous_key_id": {"type": "string"},
@@ -409,8 +428,13 @@ def document(max_batch: int) -> dict[str, Any]:
                                     "description": "X25519 key for sealed reports, signed by "
                                     "the key above (docs/protocol.md, Sealing)",
                                     "type": "object",
-                                    "required": ["algorithm", "suite", "public_key", "key_id",
-                                                 "signature"],
+                                    "required": [
+                                        "algorithm",
+                                        "suite",
+                                        "public_key",
+                                        "key_id",
+                                        "signature",
+                                    ],
                                     "properties": {
                                         "algorithm": {"const": "X25519"},
                                         "suite": {"type": "string"},
@@ -422,7 +446,7 @@ def document(max_batch: int) -> dict[str, Any]:
                             },
                         },
                     )
-                },  # fmt: skip
+                },
                 (),
             )
         },
@@ -439,12 +463,14 @@ def document(max_batch: int) -> dict[str, Any]:
                                 "surveys": {"type": "array", "items": _ref("SurveySummary")},
                                 "page": {"type": "integer", "minimum": 1},
                                 "limit": {"type": "integer", "minimum": 1},
-                                "next": {"type": ["string", "null"],
-                                         "description": "URL of the next page, or null"},
+                                "next": {
+                                    "type": ["string", "null"],
+                                    "description": "URL of the next page, or null",
+                                },
                             },
                         },
                     )
-                },  # fmt: skip
+                },
                 (400, 403, 503),
                 parameters=paging,
             ),
@@ -499,18 +525,31 @@ def document(max_batch: int) -> dict[str, Any]:
             "put": _operation(
                 "A relay's shuffled batch of sealed reports (relay credential; idempotent by "
                 "batch id; blobs that do not open are dropped and counted)",
-                {200: _ok("Stored before: the first answer", {"type": "object"}),
-                 201: _ok("Stored", {"type": "object"})},
+                {
+                    200: _ok("Stored before: the first answer", {"type": "object"}),
+                    201: _ok("Stored", {"type": "object"}),
+                },
                 (*body_errors, *operator_errors, 404, 409, 503),
                 operator=True,
-                body={"type": "object", "required": ["format", "unit", "sealed"],
-                      "properties": {"format": {"const": "deniable.batch/1"},
-                                     "unit": {"type": "string"},
-                                     "sealed": {"type": "array", "items": {"type": "string"}}}},
-                parameters=[SURVEY_ID, {"name": "batch_id", "in": "path", "required": True,
-                                        "schema": {"type": "string",
-                                                   "pattern": "^[A-Za-z0-9_-]{16,64}$"}}],
-            )  # fmt: skip
+                body={
+                    "type": "object",
+                    "required": ["format", "unit", "sealed"],
+                    "properties": {
+                        "format": {"const": "deniable.batch/1"},
+                        "unit": {"type": "string"},
+                        "sealed": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+                parameters=[
+                    SURVEY_ID,
+                    {
+                        "name": "batch_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{16,64}$"},
+                    },
+                ],
+            )
         },
         "/api/v1/surveys/{survey_id}/enrolment-digests": {
             "get": _operation(
@@ -535,25 +574,49 @@ def document(max_batch: int) -> dict[str, Any]:
                 "category, with every interval family (operator token if results are private)",
                 {200: _ok("Crosstab", _ref("Crosstab"), {"text/csv": {"schema": text}})},
                 (400, *operator_errors, 404, 409, 503),
-                parameters=[SURVEY_ID, *[
-                    {"name": name, "in": "query", "required": name in ("rows", "columns"),
-                     "schema": {"type": "string"}}
-                    for name in ("rows", "columns", "first_row", "first_column", "second_row",
-                                 "second_column")
-                ], beta, results_format],
-            )  # fmt: skip
+                parameters=[
+                    SURVEY_ID,
+                    *[
+                        {
+                            "name": name,
+                            "in": "query",
+                            "required": name in ("rows", "columns"),
+                            "schema": {"type": "string"},
+                        }
+                        for name in (
+                            "rows",
+                            "columns",
+                            "first_row",
+                            "first_column",
+                            "second_row",
+                            "second_column",
+                        )
+                    ],
+                    beta,
+                    results_format,
+                ],
+            )
         },
         "/api/v1/surveys/{survey_id}/compare": {
             "get": _operation(
                 "Each estimate of a question in another survey (a later wave) minus this one's",
                 {200: _ok("Comparison", _ref("Comparison"), {"text/csv": {"schema": text}})},
                 (400, *operator_errors, 404, 503),
-                parameters=[SURVEY_ID, *[
-                    {"name": name, "in": "query", "required": name != "with_question",
-                     "schema": {"type": "string"}}
-                    for name in ("question", "with", "with_question")
-                ], beta, results_format],
-            )  # fmt: skip
+                parameters=[
+                    SURVEY_ID,
+                    *[
+                        {
+                            "name": name,
+                            "in": "query",
+                            "required": name != "with_question",
+                            "schema": {"type": "string"},
+                        }
+                        for name in ("question", "with", "with_question")
+                    ],
+                    beta,
+                    results_format,
+                ],
+            )
         },
         "/api/v1/surveys/{survey_id}/export": {
             "get": _operation(
@@ -570,7 +633,7 @@ def document(max_batch: int) -> dict[str, Any]:
                 (400, *operator_errors, 404, 503),
                 operator=True,
                 parameters=[SURVEY_ID, export_format],
-            )  # fmt: skip
+            )
         },
         "/api/v1/openapi.json": {
             "get": _operation("This document", {200: _ok("OpenAPI 3.1", {"type": "object"})}, ())

@@ -38,8 +38,9 @@ PARALLEL_FROM = 2_000
 # short, large enough that each chunk's round trip to a process costs little.
 CHUNK = 1_000
 # One per core this process may run on (its affinity, where the platform tells).
-DECRYPT_PROCESSES = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                        else os.cpu_count() or 1)  # fmt: skip
+DECRYPT_PROCESSES = min(
+    8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+)
 
 # One blob's reports as (id, question, payload), or None: did not open, or invalid.
 Opened = tuple[tuple[str, str, str], ...] | None
@@ -91,14 +92,14 @@ def _one(survey: Survey, unit: str, body: bytes | None) -> Opened:
         if unit:
             report = parse_report(document, survey)
             return _triples([report]) if report.question == unit else None
-        return _triples(parse_submission(document, survey, max_batch=len(survey.questions),
-                                         one_respondent=True))  # fmt: skip
+        return _triples(
+            parse_submission(document, survey, max_batch=len(survey.questions), one_respondent=True)
+        )
     except (DeniableError, ValueError, RecursionError):
         return None
 
 
-def open_chunk(keys: Any, survey: Survey, unit: str, size: int,
-               blobs: list[bytes]) -> list[Opened]:  # fmt: skip
+def open_chunk(keys: Any, survey: Survey, unit: str, size: int, blobs: list[bytes]) -> list[Opened]:
     """Each blob's reports, validated (None where it does not open or holds none valid)."""
     open_one = keys.opener(survey_id=survey.id, unit=unit, size=size)
     bodies: list[bytes | None] = []
@@ -126,8 +127,9 @@ def _survey(definition: bytes) -> Survey:
     return Survey.from_json(definition)
 
 
-def _open_chunk_here(raw: tuple[bytes, ...], definition: bytes, unit: str, size: int,
-                     blobs: list[bytes]) -> list[Opened]:  # fmt: skip
+def _open_chunk_here(
+    raw: tuple[bytes, ...], definition: bytes, unit: str, size: int, blobs: list[bytes]
+) -> list[Opened]:
     """:func:`open_chunk` in a decryption process (keys and survey parsed once per process)."""
     return open_chunk(_keys(raw), _survey(definition), unit, size, blobs)
 
@@ -140,8 +142,9 @@ def _decryption_pool() -> Any:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            _pool = ProcessPoolExecutor(DECRYPT_PROCESSES,
-                                        mp_context=multiprocessing.get_context("spawn"))
+            _pool = ProcessPoolExecutor(
+                DECRYPT_PROCESSES, mp_context=multiprocessing.get_context("spawn")
+            )
             atexit.register(_pool.shutdown)  # before the interpreter tears its modules down
         return _pool
 
@@ -171,6 +174,7 @@ def warm_pool() -> None:
 def warm_when_relayed(app: Any) -> None:
     """In the background: :func:`warm_pool` if this aggregator has issued a relay credential
     (only a relay sends batches). Called once per serving process, after its fork."""
+
     def run() -> None:
         from ..storage import current_storage
         from ..storage import relay as relay_storage
@@ -193,8 +197,9 @@ def _discard_pool(pool: Any) -> None:
 
 
 @contextlib.contextmanager
-def opened_chunks(keys: Any, survey: Survey, unit: str, size: int,
-                  blobs: list[bytes]) -> Iterator[Iterator[list[Opened]]]:  # fmt: skip
+def opened_chunks(
+    keys: Any, survey: Survey, unit: str, size: int, blobs: list[bytes]
+) -> Iterator[Iterator[list[Opened]]]:
     """The batch's chunks of :func:`open_chunk` results, in order, each as soon as it is ready.
 
     A small batch is one chunk opened here; a large one is opened by the decryption
@@ -211,8 +216,10 @@ def opened_chunks(keys: Any, survey: Survey, unit: str, size: int,
     definition = survey.canonical_bytes()
 
     def submit(pool: Any) -> list[Any]:
-        return [pool.submit(_open_chunk_here, raw, definition, unit, size,
-                            blobs[start:start + CHUNK]) for start in range(0, len(blobs), CHUNK)]
+        return [
+            pool.submit(_open_chunk_here, raw, definition, unit, size, blobs[start : start + CHUNK])
+            for start in range(0, len(blobs), CHUNK)
+        ]
 
     pool = _decryption_pool()
     futures: list[Any] = []

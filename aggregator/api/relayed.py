@@ -67,15 +67,24 @@ def central(
     whole = relay.shuffle_unit == "submission"
     unit = (summary or {}).get("" if whole else question.id)
     if not unit or unit["smallest_batch"] < 1:
-        return {"central_epsilon": None, "delta": DELTA, "batch": None,
-                "local_epsilon": record.survey.total_epsilon if whole else question.epsilon,
-                "note": "no batch forwarded yet"}  # fmt: skip
+        return {
+            "central_epsilon": None,
+            "delta": DELTA,
+            "batch": None,
+            "local_epsilon": record.survey.total_epsilon if whole else question.epsilon,
+            "note": "no batch forwarded yet",
+        }
     if whole:
         result = amplification(record.survey.total_epsilon, unit["smallest_batch"], DELTA)
     else:
         longitudinal = getattr(question, "longitudinal", None) is not None
         mechanism = None if longitudinal else question.mechanism
         domain_size = question.domain_size if mechanism == "grr" else None
-        result = amplification(question.epsilon, unit["smallest_batch"], DELTA,
-                               mechanism=mechanism, domain_size=domain_size)  # fmt: skip
+        result = amplification(
+            question.epsilon,
+            unit["smallest_batch"],
+            DELTA,
+            mechanism=mechanism,
+            domain_size=domain_size,
+        )
     return result.to_dict()

@@ -49,8 +49,10 @@ def refuse_relayed(record) -> None:
     """403 for unsealed reports to a relayed survey: they go through its relay, sealed."""
     relay = getattr(record.survey, "relay", None)
     if relay is not None:
-        raise Forbidden(f"survey {record.id!r} is relayed: send sealed reports to its relay "
-                        f"{relay.url}, never directly")  # fmt: skip
+        raise Forbidden(
+            f"survey {record.id!r} is relayed: send sealed reports to its relay "
+            f"{relay.url}, never directly"
+        )
 
 
 @blueprint.post("/surveys/<survey_id>/reports")

@@ -33,20 +33,47 @@ from .common import choice_parameter, is_operator, json_text, require_operator
 blueprint = Blueprint("results", __name__)
 
 CSV_COLUMNS = (
-    "question", "type", "mechanism", "epsilon", "n", "beta", "label", "estimate", "lower",
-    "upper", "simultaneous_lower", "simultaneous_upper", "clipped", "norm_sub", "projected",
-    "variance_bound", "half_width", "simultaneous_half_width",
+    "question",
+    "type",
+    "mechanism",
+    "epsilon",
+    "n",
+    "beta",
+    "label",
+    "estimate",
+    "lower",
+    "upper",
+    "simultaneous_lower",
+    "simultaneous_upper",
+    "clipped",
+    "norm_sub",
+    "projected",
+    "variance_bound",
+    "half_width",
+    "simultaneous_half_width",
     # Tighter interval families beside today's Chebyshev (deniable.estimation).
-    "chebyshev_exact_lower", "chebyshev_exact_upper", "chebyshev_exact_simultaneous_lower",
-    "chebyshev_exact_simultaneous_upper", "bernstein_lower", "bernstein_upper",
-    "bernstein_simultaneous_lower", "bernstein_simultaneous_upper", "tightest",
-    "simultaneous_tightest", "precision",
+    "chebyshev_exact_lower",
+    "chebyshev_exact_upper",
+    "chebyshev_exact_simultaneous_lower",
+    "chebyshev_exact_simultaneous_upper",
+    "bernstein_lower",
+    "bernstein_upper",
+    "bernstein_simultaneous_lower",
+    "bernstein_simultaneous_upper",
+    "tightest",
+    "simultaneous_tightest",
+    "precision",
     # Relayed surveys (api/relayed.py): the central ε of the smallest batch, at central_delta.
-    "central_epsilon", "central_delta", "smallest_batch",
+    "central_epsilon",
+    "central_delta",
+    "smallest_batch",
     # The exact-tail family and the maximum-likelihood estimate (issue 20; where published).
-    "exact_tail_lower", "exact_tail_upper", "exact_tail_simultaneous_lower",
-    "exact_tail_simultaneous_upper", "ibu",
-)  # fmt: skip
+    "exact_tail_lower",
+    "exact_tail_upper",
+    "exact_tail_simultaneous_lower",
+    "exact_tail_simultaneous_upper",
+    "ibu",
+)
 # Why: a spreadsheet runs a cell starting with one of these as a formula (or, after
 # stripping leading whitespace or NUL, one that follows them).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0")
@@ -271,20 +298,41 @@ def question_rows(question: Question, result: dict[str, Any], beta: float) -> li
     """The CSV rows of one question: one per category (one for a numeric question)."""
     common = {name: result.get(name) for name in ("question", "type", "mechanism", "epsilon")}
     common |= {"n": result["n"], "beta": result.get("beta", beta)}
-    common |= {name: result.get(name) for name in
-               ("variance_bound", "half_width", "simultaneous_half_width", "tightest",
-                "simultaneous_tightest", "precision")}  # fmt: skip
+    common |= {
+        name: result.get(name)
+        for name in (
+            "variance_bound",
+            "half_width",
+            "simultaneous_half_width",
+            "tightest",
+            "simultaneous_tightest",
+            "precision",
+        )
+    }
     if result.get("central"):
-        common |= {"central_epsilon": result["central"]["central_epsilon"],
-                   "central_delta": result["central"]["delta"],
-                   "smallest_batch": result["central"]["batch"]}  # fmt: skip
+        common |= {
+            "central_epsilon": result["central"]["central_epsilon"],
+            "central_delta": result["central"]["delta"],
+            "smallest_batch": result["central"]["batch"],
+        }
     if "categories" in result:
         return [{**common, **category} for category in result["categories"]]
     if "mean" in result:
-        return [{**common, "label": "mean", "estimate": result["mean"], "lower": result["lower"],
-                 "upper": result["upper"], "clipped": result["clipped"],
-                 **{key: value for key, value in result.items()
-                    if key.startswith(("chebyshev_exact_", "bernstein_"))}}]  # fmt: skip
+        return [
+            {
+                **common,
+                "label": "mean",
+                "estimate": result["mean"],
+                "lower": result["lower"],
+                "upper": result["upper"],
+                "clipped": result["clipped"],
+                **{
+                    key: value
+                    for key, value in result.items()
+                    if key.startswith(("chebyshev_exact_", "bernstein_"))
+                },
+            }
+        ]
     return [{**common, "label": label, "estimate": None} for label in question.labels]
 
 
@@ -298,8 +346,9 @@ def csv_rows(document: dict[str, Any], survey: Survey) -> list[dict[str, Any]]:
 
 def csv_writer(buffer: io.StringIO) -> csv.DictWriter:
     """RFC 4180: CRLF rows, and any field holding a quote, comma, CR or LF is quoted."""
-    writer = csv.DictWriter(buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\r\n",
-                            quoting=csv.QUOTE_MINIMAL)  # fmt: skip
+    writer = csv.DictWriter(
+        buffer, CSV_COLUMNS, extrasaction="ignore", lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL
+    )
     writer.writeheader()
     return writer
 

@@ -59,10 +59,14 @@ def list_surveys() -> Response:
     # Why one extra: it tells whether a next page exists without counting every survey.
     records = current_storage().list_surveys(offset=(page - 1) * limit, limit=limit + 1)
     following = f"/api/v1/surveys?page={page + 1}&limit={limit}" if len(records) > limit else None
-    return json_response({
-        "surveys": [survey_summary(record, operator=operator) for record in records[:limit]],
-        "page": page, "limit": limit, "next": following,
-    })  # fmt: skip
+    return json_response(
+        {
+            "surveys": [survey_summary(record, operator=operator) for record in records[:limit]],
+            "page": page,
+            "limit": limit,
+            "next": following,
+        }
+    )
 
 
 @blueprint.post("/surveys")

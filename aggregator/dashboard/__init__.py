@@ -70,11 +70,14 @@ def index() -> str | tuple[str, int]:
         surveys.append(summary)
     shown = request.args.get("limit")  # kept in the links when given (url_for drops None)
     return render_template(
-        "index.html", surveys=surveys, page=page,
+        "index.html",
+        surveys=surveys,
+        page=page,
         previous_url=url_for("dashboard.index", page=page - 1, limit=shown) if page > 1 else None,
-        next_url=(url_for("dashboard.index", page=page + 1, limit=shown)
-                  if len(records) > limit else None),
-    )  # fmt: skip
+        next_url=(
+            url_for("dashboard.index", page=page + 1, limit=shown) if len(records) > limit else None
+        ),
+    )
 
 
 def top_categories(result: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -86,8 +89,9 @@ def top_categories(result: dict[str, Any]) -> tuple[dict[str, Any], int]:
     categories = result.get("categories") or []
     if len(categories) <= TOP_CATEGORIES:
         return result, 0
-    ranked = sorted(categories, key=lambda c: -math.inf if c.get("estimate") is None
-                    else -float(c["estimate"]))[:TOP_CATEGORIES]  # fmt: skip
+    ranked = sorted(
+        categories, key=lambda c: -math.inf if c.get("estimate") is None else -float(c["estimate"])
+    )[:TOP_CATEGORIES]
     return {**result, "categories": ranked}, len(categories) - TOP_CATEGORIES
 
 

@@ -66,14 +66,26 @@ def spread_within_columns(document: dict[str, Any], rows: Any, columns: Any) -> 
     for column in document["columns"]["labels"]:
         ranked = sorted(labels, key=lambda row: cells[row, column])
         low, high = ranked[0], ranked[-1]
-        figures = [comparison.Figure(value=cells[row, column],
-                                     variance_bound=document["variance_bound"],
-                                     deviation=deviation) for row in (high, low)]  # fmt: skip
-        result = comparison.difference(*figures, dependence="any", beta=document["beta"],
-                                       claims=claims)  # fmt: skip
-        found.append({"column": column, "high": high, "low": low,
-                      "sentence": result.sentence(verb="differs"),
-                      "significant": result.to_dict()["significant"]})  # fmt: skip
+        figures = [
+            comparison.Figure(
+                value=cells[row, column],
+                variance_bound=document["variance_bound"],
+                deviation=deviation,
+            )
+            for row in (high, low)
+        ]
+        result = comparison.difference(
+            *figures, dependence="any", beta=document["beta"], claims=claims
+        )
+        found.append(
+            {
+                "column": column,
+                "high": high,
+                "low": low,
+                "sentence": result.sentence(verb="differs"),
+                "significant": result.to_dict()["significant"],
+            }
+        )
     return found
 
 
@@ -90,19 +102,26 @@ def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
         for column in columns:
             cell = cells[row, column]
             low, high = cell[prefix + "simultaneous_lower"], cell[prefix + "simultaneous_upper"]
-            line.append({"text": percent(max(cell["estimate"], 0.0)),
-                         "raw": cell["estimate"], "low": percent(low), "high": percent(high),
-                         "style": f"background: {shade(cell['clipped'] / largest)}"})  # fmt: skip
-        table.append({"label": row, "cells": line,
-                      "share": percent(max(document["row_shares"][row], 0.0))})  # fmt: skip
+            line.append(
+                {
+                    "text": percent(max(cell["estimate"], 0.0)),
+                    "raw": cell["estimate"],
+                    "low": percent(low),
+                    "high": percent(high),
+                    "style": f"background: {shade(cell['clipped'] / largest)}",
+                }
+            )
+        table.append(
+            {"label": row, "cells": line, "share": percent(max(document["row_shares"][row], 0.0))}
+        )
     return {
         "table": table,
         "columns": columns,
         "column_shares": [percent(max(document["column_shares"][c], 0.0)) for c in columns],
         "family": svg.FAMILY_NAMES.get(family, family),
         # Shares add up to 100% only when neither question is multiple choice.
-        "partition": "multiple_choice" not in (document["rows"]["type"],
-                                               document["columns"]["type"]),
+        "partition": "multiple_choice"
+        not in (document["rows"]["type"], document["columns"]["type"]),
     }
 
 
@@ -121,7 +140,8 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
     choices = [q for q in questions if q.type != "numeric"]
     rows_id = request.args.get("rows") or (choices[0].id if choices else questions[0].id)
     columns_id = request.args.get("columns") or next(
-        (q.id for q in questions if q.id != rows_id), rows_id)  # fmt: skip
+        (q.id for q in questions if q.id != rows_id), rows_id
+    )
     document, error = None, None
     if record.results_public:
         try:
@@ -131,15 +151,17 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
     extra = {"beta": beta} if "beta" in request.args else {}
 
     def link(rows: str, columns: str) -> str:
-        return url_for("dashboard.crosstab_page", survey_id=record.id, rows=rows,
-                       columns=columns, **extra)  # fmt: skip
+        return url_for(
+            "dashboard.crosstab_page", survey_id=record.id, rows=rows, columns=columns, **extra
+        )
 
     view = None
     if document is not None and document.get("n") and document["kind"] == "joint":
         view = _joint_view(document)
         survey = record.survey
-        view["spread"] = spread_within_columns(document, survey.question(rows_id),
-                                               survey.question(columns_id))  # fmt: skip
+        view["spread"] = spread_within_columns(
+            document, survey.question(rows_id), survey.question(columns_id)
+        )
     return render_template(
         "crosstab.html",
         survey=record,
@@ -153,12 +175,19 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
         error=error,
         level=confidence_text(beta),
         covers=COVERS,
-        api_url=url_for("crosstab.crosstab", survey_id=record.id, rows=rows_id,
-                        columns=columns_id, **extra),
-        csv_url=url_for("crosstab.crosstab", survey_id=record.id, rows=rows_id,
-                        columns=columns_id, format="csv", **extra),
+        api_url=url_for(
+            "crosstab.crosstab", survey_id=record.id, rows=rows_id, columns=columns_id, **extra
+        ),
+        csv_url=url_for(
+            "crosstab.crosstab",
+            survey_id=record.id,
+            rows=rows_id,
+            columns=columns_id,
+            format="csv",
+            **extra,
+        ),
         survey_url=url_for("dashboard.survey", survey_id=record.id),
-    )  # fmt: skip
+    )
 
 
 @blueprint.get("/surveys/<survey_id>/compare/<other_id>")
@@ -190,8 +219,14 @@ def compare_page(survey_id: str, other_id: str) -> str | tuple[str, int]:
             except InvalidParameter:
                 continue  # same id, different question: not comparable
             sections.append({"question": question, "document": document})
-    return render_template("compare.html", first=first, second=second, public=public,
-                           sections=sections, level=confidence_text(beta))  # fmt: skip
+    return render_template(
+        "compare.html",
+        first=first,
+        second=second,
+        public=public,
+        sections=sections,
+        level=confidence_text(beta),
+    )
 
 
 # Surveys looked at for a "what changed" link on a survey page (the newest first).
@@ -204,6 +239,8 @@ def comparable_surveys(record: Any) -> list[Any]:
         return []
     storage = current_storage()
     mine = record.survey.question_id_set
-    later = (storage.get_survey(other, count=False)
-             for other in storage.later_public_surveys(record.id, COMPARABLE_SCAN))  # fmt: skip
+    later = (
+        storage.get_survey(other, count=False)
+        for other in storage.later_public_surveys(record.id, COMPARABLE_SCAN)
+    )
     return [other for other in later if mine & other.survey.question_id_set]

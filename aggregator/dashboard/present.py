@@ -140,8 +140,12 @@ def question_view(question: Mapping[str, Any], result: Mapping[str, Any]) -> dic
         lower, upper, _ = svg.shown_interval(result, result)
         lo, hi = question.get("lo", lower), question.get("hi", upper)
         shown = min(max(float(result["mean"]), float(lo)), float(hi))
-        view["data"] = {"mean": svg.number(result["mean"]), "shown": svg.number(shown),
-                        "lower": svg.number(lower), "upper": svg.number(upper)}  # fmt: skip
+        view["data"] = {
+            "mean": svg.number(result["mean"]),
+            "shown": svg.number(shown),
+            "lower": svg.number(lower),
+            "upper": svg.number(upper),
+        }
         view["mean_text"] = svg.format_number(shown)
         view["raw_text"] = "" if shown == result["mean"] else svg.format_number(result["mean"])
         view["lower_text"] = svg.format_number(lower)

@@ -308,6 +308,7 @@ def chart_for(result: Mapping[str, Any], question: Mapping[str, Any] | None = No
     if result.get("estimate", 0) is None or not result.get("n"):
         return ""
     if result.get("type") == "numeric" or "mean" in result:
-        return mean_chart(result, question.get("lo", result["lower"]),
-                          question.get("hi", result["upper"]), title)  # fmt: skip
+        return mean_chart(
+            result, question.get("lo", result["lower"]), question.get("hi", result["upper"]), title
+        )
     return bar_chart(result, title)

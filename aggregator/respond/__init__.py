@@ -65,22 +65,42 @@ ROTATION = ("keychain.js",)
 ORACLE_MODULES = {
     kind: ("mechanism.js", *files)
     for kind, files in {
-        "binary_rr": ("grr.js",), "optionwise": ("grr.js", "optionwise.js"),
-        "grr": ("grr.js",), "sue": ("unary.js",), "oue": ("unary.js",),
-        "olh": ("local_hashing.js",), "hrr": ("hadamard.js",), "subset": ("subset.js",),
-        "option_sampling": ("option_sampling.js",), "duchi": ("duchi.js",),
-        "discrete_laplace": ("discrete_laplace.js",), "longitudinal": ("grr.js", "longitudinal.js"),
+        "binary_rr": ("grr.js",),
+        "optionwise": ("grr.js", "optionwise.js"),
+        "grr": ("grr.js",),
+        "sue": ("unary.js",),
+        "oue": ("unary.js",),
+        "olh": ("local_hashing.js",),
+        "hrr": ("hadamard.js",),
+        "subset": ("subset.js",),
+        "option_sampling": ("option_sampling.js",),
+        "duchi": ("duchi.js",),
+        "discrete_laplace": ("discrete_laplace.js",),
+        "longitudinal": ("grr.js", "longitudinal.js"),
     }.items()
-}  # fmt: skip
+}
 # A relayed survey's path (sealed.js: its relay member, encryption key and sealed body) and the
 # sealing it imports (HPKE to the aggregator's encryption key): imported only for a relayed survey.
 SEALING = ("sealed.js", "sealing.js")
 # Every module of the browser client (respond.js last); wire.js (decoding) no page loads.
 MODULES = (
-    *CORE, *ROTATION, *SEALING, "mechanism.js", "grr.js", "optionwise.js", "unary.js",
-    "local_hashing.js", "hadamard.js", "subset.js", "option_sampling.js", "duchi.js",
-    "discrete_laplace.js", "longitudinal.js", "wire.js", *FORM,
-)  # fmt: skip
+    *CORE,
+    *ROTATION,
+    *SEALING,
+    "mechanism.js",
+    "grr.js",
+    "optionwise.js",
+    "unary.js",
+    "local_hashing.js",
+    "hadamard.js",
+    "subset.js",
+    "option_sampling.js",
+    "duchi.js",
+    "discrete_laplace.js",
+    "longitudinal.js",
+    "wire.js",
+    *FORM,
+)
 # watch.js (a classic script: says so when the modules fail to load) and the form's style.
 # The respond page carries watch.js inline (allowed by its hash): a watcher that must be
 # fetched can fail to load too, and with respond.js failing as well "Loading…" would stay.
@@ -181,12 +201,14 @@ def relay_passage(survey: Survey, t: Callable[..., str]) -> str:
     if survey.relay.min_batch < 2:  # batches of one mix nobody: claim only what holds
         return t("relay_unbatched", relay=survey.relay.origin.host)
     min_batch = f"{survey.relay.min_batch:,}".replace(",", t("thousands_separator"))
-    return t(RELAY_WORDS[survey.relay.shuffle_unit], relay=survey.relay.origin.host,
-             min_batch=min_batch)  # fmt: skip
+    return t(
+        RELAY_WORDS[survey.relay.shuffle_unit], relay=survey.relay.origin.host, min_batch=min_batch
+    )
 
 
-def content_security_policy(inline_script: str | tuple[str, ...] | None = None,
-                            relay: str | None = None) -> str:  # fmt: skip
+def content_security_policy(
+    inline_script: str | tuple[str, ...] | None = None, relay: str | None = None
+) -> str:
     # Why: scripts only from this origin and only with the SRI hashes in the page (the inline
     # scripts, the import map and watch.js, by their hashes); the page talks only to this
     # origin, and for a relayed survey to its signed relay; no form ever posts (the no-JS
@@ -296,16 +318,22 @@ def embed(survey_id: str) -> Response:
         ' crossorigin="anonymous">',
         f'<script src="{url("watch.js")}" integrity="{hashes["watch.js"]}"'
         ' crossorigin="anonymous"></script>',
-        *(f'<link rel="modulepreload" href="{url(name)}" integrity="{hashes[name]}" '
-          'crossorigin="anonymous">' for name in names[:-1]),
+        *(
+            f'<link rel="modulepreload" href="{url(name)}" integrity="{hashes[name]}" '
+            'crossorigin="anonymous">'
+            for name in names[:-1]
+        ),
         f'<div data-deniable-survey="{html.escape(record.id)}"'
         f' data-deniable-aggregator="{html.escape(base)}"',
         f'     data-deniable-key="{current_key().public_key}" data-deniable-lang="{lang}"',
         f'     data-deniable-modules="{" ".join(names)}"'
         + (f'\n     data-deniable-results="{html.escape(base + results)}">' if results else ">"),
         f'  <p class="deniable-intro">{html.escape(t("intro"))}</p>',
-        *([f'  <p class="deniable-intro deniable-relay">{html.escape(passage)}</p>']
-          if (passage := relay_passage(record.survey, t)) else []),
+        *(
+            [f'  <p class="deniable-intro deniable-relay">{html.escape(passage)}</p>']
+            if (passage := relay_passage(record.survey, t))
+            else []
+        ),
         f"  <noscript><p>{html.escape(t('noscript'))}</p></noscript>",
         '  <p class="deniable-status" data-deniable-loading'
         f' data-failed="{html.escape(t("load_failed"))}">{html.escape(t("loading"))}</p>',
@@ -321,19 +349,23 @@ def embed(survey_id: str) -> Response:
 def _legacy(survey_id: str) -> str:
     # Why: a /1 definition leaves mechanism parameters to Python's defaults, which a browser
     # cannot reproduce, so the client refuses it (docs/protocol.md, canonical bytes).
-    return (f"Survey “{survey_id}” predates format {FORMAT}, whose signed definition carries "
-            "every mechanism parameter, and browsers answer only that format. Answer it with "
-            "the Deniable client (deniable answer), or ask its organisers for a new survey.")
+    return (
+        f"Survey “{survey_id}” predates format {FORMAT}, whose signed definition carries "
+        "every mechanism parameter, and browsers answer only that format. Answer it with "
+        "the Deniable client (deniable answer), or ask its organisers for a new survey."
+    )
 
 
 def _unavailable(lang: str, heading: str, message: str, status: int):
-    page = render_template("respond_unavailable.html", lang=lang, heading=heading,
-                           message=message, style=STYLE)  # fmt: skip
+    page = render_template(
+        "respond_unavailable.html", lang=lang, heading=heading, message=message, style=STYLE
+    )
     return page, status, _headers()
 
 
-def _headers(inline_script: str | tuple[str, ...] | None = None,
-             relay: str | None = None) -> dict[str, str]:  # fmt: skip
+def _headers(
+    inline_script: str | tuple[str, ...] | None = None, relay: str | None = None
+) -> dict[str, str]:
     return {
         "Content-Security-Policy": content_security_policy(inline_script, relay),
         "X-Content-Type-Options": "nosniff",

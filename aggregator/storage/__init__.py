@@ -56,9 +56,11 @@ def open_storage(settings: Mapping[str, Any]) -> Storage:
 
 
 def init_app(
-    app: Flask, *, opener: Callable[[Mapping[str, Any]], Any] = open_storage,
+    app: Flask,
+    *,
+    opener: Callable[[Mapping[str, Any]], Any] = open_storage,
     extension: str = EXTENSION,
-) -> None:  # fmt: skip
+) -> None:
     """Open (and migrate) the app's storage; close it at interpreter exit.
 
     ``opener`` and ``extension`` let another service (the relay) attach its own

@@ -239,6 +239,7 @@ def survey_columns(pending_count: str) -> str:
     s.require_enrolment
 """
 
+
 # Why: the hot paths (ingest, results) need the state, not a count of pending rows.
 SURVEY_COLUMNS_UNCOUNTED = """
     s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,

@@ -386,8 +386,9 @@ class PostgresStorage(Storage):
                     backlog = self._store_batch(survey_id, parameters)
                     checked, new = backlog is None, parameters["ids"]  # all, or none stored
                 if checked:
-                    backlog, new = self._store_checked(survey_id, reports, parameters,
-                                                       enrolment_token)  # fmt: skip
+                    backlog, new = self._store_checked(
+                        survey_id, reports, parameters, enrolment_token
+                    )
                 break
             except RETRYABLE as error:
                 if attempt == ATTEMPTS - 1:
@@ -461,8 +462,13 @@ class PostgresStorage(Storage):
                     if body != (report.question, report.payload):
                         raise Conflict(f"report id {report.id} was already used with another body")
             if row[1] and not parameters["operator"]:
-                self._spend(connection, survey_id, enrolment_token, batch_digest(reports),
-                            new=bool(inserted))  # fmt: skip
+                self._spend(
+                    connection,
+                    survey_id,
+                    enrolment_token,
+                    batch_digest(reports),
+                    new=bool(inserted),
+                )
         if not inserted:
             return False, new
         return over_backlog(max(seq for _, seq, _ in inserted), inserted[0][2]), new
@@ -483,9 +489,14 @@ class PostgresStorage(Storage):
                     (survey_id,),
                 )
                 for seq, report_id, question_id, payload, received_at, submission in cursor:
-                    yield StoredReport(seq=seq, id=report_id, question=question_id,
-                                       payload=payload, received_at=iso(received_at),
-                                       submission=submission)  # fmt: skip
+                    yield StoredReport(
+                        seq=seq,
+                        id=report_id,
+                        question=question_id,
+                        payload=payload,
+                        received_at=iso(received_at),
+                        submission=submission,
+                    )
 
     def count_reports(self, survey_id: str | None = None) -> int:
         with self._transaction() as connection:
@@ -537,8 +548,11 @@ class PostgresStorage(Storage):
                     cursor.executemany(
                         "UPDATE question_statistics SET n = %s, statistics = %s"
                         " WHERE survey_id = %s AND question_id = %s",
-                        [(s.n, s.statistics.tolist(), survey_id, qid)
-                         for qid, s in updated.items() if s is not current[qid]],
-                    )  # fmt: skip
+                        [
+                            (s.n, s.statistics.tolist(), survey_id, qid)
+                            for qid, s in updated.items()
+                            if s is not current[qid]
+                        ],
+                    )
             if len(rows) < chunk:
                 return updated

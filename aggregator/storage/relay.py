@@ -43,36 +43,49 @@ def create_credential(storage: Storage, relay_url: str) -> str:
     """A new relay credential for ``relay_url``; returns the plaintext (stored hashed)."""
     credential = CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
     with storage._write() as connection:
-        connection.execute(storage._sql("INSERT INTO relay_credentials (digest, relay_url, "
-                                        "created_at) VALUES (?, ?, ?)"),
-                           (credential_digest(credential), normalized_url(relay_url),
-                            storage._timestamp()))  # fmt: skip
+        connection.execute(
+            storage._sql(
+                "INSERT INTO relay_credentials (digest, relay_url, created_at) VALUES (?, ?, ?)"
+            ),
+            (credential_digest(credential), normalized_url(relay_url), storage._timestamp()),
+        )
     return credential
 
 
 def credential_url(storage: Storage, credential: str) -> str | None:
     """The relay URL of an unrevoked credential, or None."""
     with storage._read() as connection:
-        row = connection.execute(storage._sql("SELECT relay_url FROM relay_credentials WHERE "
-                                              "digest = ? AND revoked_at IS NULL"),
-                                 (credential_digest(credential),)).fetchone()  # fmt: skip
+        row = connection.execute(
+            storage._sql(
+                "SELECT relay_url FROM relay_credentials WHERE digest = ? AND revoked_at IS NULL"
+            ),
+            (credential_digest(credential),),
+        ).fetchone()
     return None if row is None else normalized_url(row[0])
 
 
 def list_credentials(storage: Storage) -> list[dict[str, Any]]:
     with storage._read() as connection:
-        rows = connection.execute("SELECT digest, relay_url, created_at, revoked_at FROM "
-                                  "relay_credentials ORDER BY created_at").fetchall()  # fmt: skip
-    return [{"digest": d[:16], "relay_url": u, "created_at": iso(c), "revoked_at": iso(r)}
-            for d, u, c, r in rows]  # fmt: skip
+        rows = connection.execute(
+            "SELECT digest, relay_url, created_at, revoked_at FROM "
+            "relay_credentials ORDER BY created_at"
+        ).fetchall()
+    return [
+        {"digest": d[:16], "relay_url": u, "created_at": iso(c), "revoked_at": iso(r)}
+        for d, u, c, r in rows
+    ]
 
 
 def revoke_credential(storage: Storage, digest_prefix: str) -> int:
     """Revoke the credentials whose digest starts with ``digest_prefix`` (at least 8 hex)."""
     with storage._write() as connection:
-        return connection.execute(storage._sql("UPDATE relay_credentials SET revoked_at = ? WHERE "
-                                               "digest LIKE ? AND revoked_at IS NULL"),
-                                  (storage._timestamp(), digest_prefix + "%")).rowcount  # fmt: skip
+        return connection.execute(
+            storage._sql(
+                "UPDATE relay_credentials SET revoked_at = ? WHERE "
+                "digest LIKE ? AND revoked_at IS NULL"
+            ),
+            (storage._timestamp(), digest_prefix + "%"),
+        ).rowcount
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,29 +104,57 @@ class BatchRecord:
     dropped: int
 
     def to_dict(self, survey_id: str) -> dict[str, Any]:
-        return {"survey": survey_id, "batch": self.batch_id, "unit": self.unit,
-                "received": self.size, "stored": self.stored, "dropped": self.dropped}
+        return {
+            "survey": survey_id,
+            "batch": self.batch_id,
+            "unit": self.unit,
+            "received": self.size,
+            "stored": self.stored,
+            "dropped": self.dropped,
+        }
 
 
 def find_batch(storage: Storage, survey_id: str, batch_id: str) -> BatchRecord | None:
     with storage._read() as connection:
-        row = connection.execute(storage._sql("SELECT batch_id, unit, digest, size, stored, "
-                                              "dropped FROM relay_batches WHERE survey_id = ? "
-                                              "AND batch_id = ?"), (survey_id, batch_id)).fetchone()
+        row = connection.execute(
+            storage._sql(
+                "SELECT batch_id, unit, digest, size, stored, "
+                "dropped FROM relay_batches WHERE survey_id = ? "
+                "AND batch_id = ?"
+            ),
+            (survey_id, batch_id),
+        ).fetchone()
     if row is None:
         return None
-    return BatchRecord(batch_id=row[0], unit=row[1], digest=row[2], size=int(row[3]),
-                       stored=int(row[4]), dropped=int(row[5]))  # fmt: skip
+    return BatchRecord(
+        batch_id=row[0],
+        unit=row[1],
+        digest=row[2],
+        size=int(row[3]),
+        stored=int(row[4]),
+        dropped=int(row[5]),
+    )
 
 
 def record_batch(storage: Storage, survey_id: str, record: BatchRecord) -> BatchRecord:
     """Record a stored batch once; return the record that stands (an earlier one wins)."""
     with storage._write() as connection:
-        connection.execute(storage._sql(
-            "INSERT INTO relay_batches (survey_id, batch_id, unit, digest, size, stored, dropped, "
-            "received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"),
-            (survey_id, record.batch_id, record.unit, record.digest, record.size, record.stored,
-             record.dropped, storage._timestamp()))  # fmt: skip
+        connection.execute(
+            storage._sql(
+                "INSERT INTO relay_batches (survey_id, batch_id, unit, digest, size, stored, "
+                "dropped, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+            ),
+            (
+                survey_id,
+                record.batch_id,
+                record.unit,
+                record.digest,
+                record.size,
+                record.stored,
+                record.dropped,
+                storage._timestamp(),
+            ),
+        )
     return find_batch(storage, survey_id, record.batch_id) or record
 
 
@@ -122,17 +163,27 @@ def batch_summary(storage: Storage, survey_id: str) -> dict[str, dict[str, int]]
     valid reports; a replayed blob is in neither), dropped (blobs that did not open or were
     invalid)."""
     with storage._read() as connection:
-        rows = connection.execute(storage._sql(
-            "SELECT unit, COUNT(*), MIN(stored), SUM(stored), SUM(dropped) FROM "
-            "relay_batches WHERE survey_id = ? GROUP BY unit"), (survey_id,)).fetchall()
-    return {unit: {"batches": int(b), "smallest_batch": int(m), "stored": int(s),
-                   "dropped": int(d)} for unit, b, m, s, d in rows}  # fmt: skip
+        rows = connection.execute(
+            storage._sql(
+                "SELECT unit, COUNT(*), MIN(stored), SUM(stored), SUM(dropped) FROM "
+                "relay_batches WHERE survey_id = ? GROUP BY unit"
+            ),
+            (survey_id,),
+        ).fetchall()
+    return {
+        unit: {"batches": int(b), "smallest_batch": int(m), "stored": int(s), "dropped": int(d)}
+        for unit, b, m, s, d in rows
+    }
 
 
 def unspent_enrolment_digests(storage: Storage, survey_id: str) -> list[str]:
     """SHA-256 digests of the survey's enrolment tokens neither spent nor revoked."""
     with storage._read() as connection:
-        rows = connection.execute(storage._sql(
-            "SELECT token_hash FROM enrolment_tokens WHERE survey_id = ? AND spent_at IS NULL "
-            "AND revoked_at IS NULL ORDER BY token_hash"), (survey_id,)).fetchall()
+        rows = connection.execute(
+            storage._sql(
+                "SELECT token_hash FROM enrolment_tokens WHERE survey_id = ? AND spent_at IS NULL "
+                "AND revoked_at IS NULL ORDER BY token_hash"
+            ),
+            (survey_id,),
+        ).fetchall()
     return [row[0] for row in rows]

@@ -75,7 +75,6 @@ def split_statements(script: str) -> list[str]:
     return [s for s in statements if s]
 
 
-
 def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
     """A connection to the database file ``path`` (the aggregator's, or the relay's):
     private (in a 0700 directory, the file and its ``-wal``/``-shm`` 0600, as datadir.py
@@ -306,17 +305,25 @@ class SqliteStorage(Storage):
                     "INSERT INTO surveys (id, definition, results_public, status, created_at,"
                     " require_enrolment, folded_through) VALUES (?, ?, ?, ?, ?, ?,"
                     " (SELECT COALESCE(MAX(seq), 0) FROM reports))",
-                    (survey.id, definition_text(survey), int(results_public), OPEN,
-                     iso(utc_now()), int(require_enrolment)),
-                )  # fmt: skip
+                    (
+                        survey.id,
+                        definition_text(survey),
+                        int(results_public),
+                        OPEN,
+                        iso(utc_now()),
+                        int(require_enrolment),
+                    ),
+                )
             except sqlite3.IntegrityError:
                 raise Conflict(f"survey id {survey.id!r} is taken") from None
             connection.executemany(
                 "INSERT INTO question_statistics (survey_id, question_id, position, statistics)"
                 " VALUES (?, ?, ?, ?)",
-                [(survey.id, qid, pos, json.dumps(zeros))
-                 for qid, pos, zeros in initial_statistics(survey)],
-            )  # fmt: skip
+                [
+                    (survey.id, qid, pos, json.dumps(zeros))
+                    for qid, pos, zeros in initial_statistics(survey)
+                ],
+            )
             return self._fetch(connection, survey.id)
 
     def get_survey(self, survey_id: str, *, count: bool = True) -> SurveyRecord:
@@ -397,8 +404,13 @@ class SqliteStorage(Storage):
                 closed = None if row[0] == OPEN else f"survey {survey_id!r} is closed"
                 staged = self._insert_reports(connection, survey_id, batch, arrival, closed)
                 if row[1] and not operator:  # after the insert: a batch stored whole spends nothing
-                    self._spend(connection, survey_id, enrolment_token, batch_digest(reports),
-                                new=bool(staged.seqs.size))  # fmt: skip
+                    self._spend(
+                        connection,
+                        survey_id,
+                        enrolment_token,
+                        batch_digest(reports),
+                        new=bool(staged.seqs.size),
+                    )
                 backlog = self._backlog(row[2], staged)
             self._ids.committed(staged)
         if backlog:
@@ -413,11 +425,13 @@ class SqliteStorage(Storage):
         return over_backlog(staged.last_seq, folded_through + 1)
 
     def _insert_reports(
-        self, connection: sqlite3.Connection, survey_id: str,
+        self,
+        connection: sqlite3.Connection,
+        survey_id: str,
         batch: tuple[dict[str, Report], list[str], np.ndarray, dict[str, int | None]],
         received_at: str,
         closed: str | None = None,
-    ) -> Staged:  # fmt: skip
+    ) -> Staged:
         """Insert the new reports and queue them for folding; refuse a reused id.
 
         The caller holds the write lock (BEGIN IMMEDIATE) and this process's
@@ -454,9 +468,11 @@ class SqliteStorage(Storage):
         connection.executemany(
             "INSERT INTO reports (survey_id, report_id, question_id, payload, received_at,"
             " submission) VALUES (?, ?, ?, ?, ?, ?)",
-            [(survey_id, r.id, r.question, r.payload, received_at, key)
-             for r, key in zip(new, submissions, strict=True)],
-        )  # fmt: skip
+            [
+                (survey_id, r.id, r.question, r.payload, received_at, key)
+                for r, key in zip(new, submissions, strict=True)
+            ],
+        )
         return index.stage(connection, before, [r.id for r in new], id_keys[np.array(fresh)])
 
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
@@ -473,9 +489,14 @@ class SqliteStorage(Storage):
             )
             while rows := cursor.fetchmany(1000):
                 for seq, report_id, question_id, payload, received_at, submission in rows:
-                    yield StoredReport(seq=seq, id=report_id, question=question_id,
-                                       payload=payload, received_at=iso(received_at),
-                                       submission=submission)  # fmt: skip
+                    yield StoredReport(
+                        seq=seq,
+                        id=report_id,
+                        question=question_id,
+                        payload=payload,
+                        received_at=iso(received_at),
+                        submission=submission,
+                    )
 
     def count_reports(self, survey_id: str | None = None) -> int:
         with self._transaction("DEFERRED") as connection:
@@ -520,10 +541,12 @@ class SqliteStorage(Storage):
                 mark = connection.execute(
                     "SELECT folded_through FROM surveys WHERE id = ?", (survey_id,)
                 ).fetchone()
-                counts = dict(connection.execute(
-                    "SELECT question_id, n FROM question_statistics WHERE survey_id = ?",
-                    (survey_id,),
-                ).fetchall())  # fmt: skip
+                counts = dict(
+                    connection.execute(
+                        "SELECT question_id, n FROM question_statistics WHERE survey_id = ?",
+                        (survey_id,),
+                    ).fetchall()
+                )
                 if mark != (folded,) or counts != {q: s.n for q, s in current.items()}:
                     return
                 self._write_fold(connection, survey_id, current, updated, rows[-1][0])
@@ -564,15 +587,16 @@ class SqliteStorage(Storage):
         last: int,
     ) -> None:
         """Move the watermark to ``last`` and store the new statistics."""
-        connection.execute(
-            "UPDATE surveys SET folded_through = ? WHERE id = ?", (last, survey_id)
-        )
+        connection.execute("UPDATE surveys SET folded_through = ? WHERE id = ?", (last, survey_id))
         connection.executemany(
             "UPDATE question_statistics SET n = ?, statistics = ?"
             " WHERE survey_id = ? AND question_id = ?",
-            [(s.n, json.dumps(s.statistics.tolist()), survey_id, qid)
-             for qid, s in updated.items() if s is not current[qid]],
-        )  # fmt: skip
+            [
+                (s.n, json.dumps(s.statistics.tolist()), survey_id, qid)
+                for qid, s in updated.items()
+                if s is not current[qid]
+            ],
+        )
 
     def _fold_chunk(
         self, connection: sqlite3.Connection, survey_id: str, chunk: int

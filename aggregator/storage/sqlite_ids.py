@@ -82,8 +82,9 @@ class IdKeys:
     def mask(self, survey_id: str) -> bytes:
         found = self._masks.get(survey_id)
         if found is None:
-            found = hashlib.blake2b(survey_id.encode("utf-8", "surrogatepass"),
-                                    key=self._mask_key, digest_size=16).digest()  # fmt: skip
+            found = hashlib.blake2b(
+                survey_id.encode("utf-8", "surrogatepass"), key=self._mask_key, digest_size=16
+            ).digest()
             if len(self._masks) >= self._MASKS:
                 self._masks.clear()
             self._masks[survey_id] = found
@@ -257,11 +258,13 @@ class IdIndex:
         settled = [i for i, hit in zip(ids, maybe.tolist(), strict=True) if hit and i not in found]
         for start in range(0, len(settled), ID_LOOKUP):
             part = settled[start : start + ID_LOOKUP]
-            found.update(connection.execute(
-                "SELECT report_id, seq FROM report_ids"
-                f" WHERE survey_id = ? AND report_id IN ({','.join('?' * len(part))})",
-                (survey_id, *part),
-            ).fetchall())  # fmt: skip
+            found.update(
+                connection.execute(
+                    "SELECT report_id, seq FROM report_ids"
+                    f" WHERE survey_id = ? AND report_id IN ({','.join('?' * len(part))})",
+                    (survey_id, *part),
+                ).fetchall()
+            )
         return found
 
     def stage(
@@ -281,8 +284,10 @@ class IdIndex:
                 "SELECT seq, survey_id, report_id FROM reports WHERE seq > ? ORDER BY seq",
                 (before,),
             ).fetchall()
-            staged = Staged(seqs=np.array([row[0] for row in rows], dtype=np.int64),
-                            keys=self.id_keys.keys_of_rows([row[1:] for row in rows]))  # fmt: skip
+            staged = Staged(
+                seqs=np.array([row[0] for row in rows], dtype=np.int64),
+                keys=self.id_keys.keys_of_rows([row[1:] for row in rows]),
+            )
         staged.new = frozenset(ids)
         if staged.seqs.size and self.recent_count + staged.seqs.size > RECENT_IDS_LIMIT:
             last = staged.last_seq

@@ -46,10 +46,14 @@ class SubmissionStore:
     def unjoinable_reports(self, survey_id: str) -> int:
         """Reports of the survey without a submission key (stored before 0009, or loose)."""
         with self._read() as connection:
-            return int(connection.execute(
-                self._sql("SELECT COUNT(*) FROM reports WHERE survey_id = ?"
-                          " AND submission IS NULL"), (survey_id,),
-            ).fetchone()[0])  # fmt: skip
+            return int(
+                connection.execute(
+                    self._sql(
+                        "SELECT COUNT(*) FROM reports WHERE survey_id = ? AND submission IS NULL"
+                    ),
+                    (survey_id,),
+                ).fetchone()[0]
+            )
 
     def _crosstab_watermark(self, survey_id: str) -> int:
         """A seq W such that every report of the survey with seq <= W is committed."""
@@ -73,10 +77,12 @@ class SubmissionStore:
         found: dict[str, tuple[str, str]] = {}
         if through <= after:
             return after, {question: ("", "") for question in questions}
-        sql = self._sql(f"SELECT {self._concatenate}(CAST(submission AS TEXT), ','),"
-                        f" {self._concatenate}(payload, '') FROM reports"
-                        " WHERE survey_id = ? AND question_id = ? AND seq > ? AND seq <= ?"
-                        " AND submission IS NOT NULL")  # fmt: skip
+        sql = self._sql(
+            f"SELECT {self._concatenate}(CAST(submission AS TEXT), ','),"
+            f" {self._concatenate}(payload, '') FROM reports"
+            " WHERE survey_id = ? AND question_id = ? AND seq > ? AND seq <= ?"
+            " AND submission IS NOT NULL"
+        )
 
         def read(question: str) -> tuple[str, str]:
             # Every row up to the watermark is committed, so two connections (two
@@ -99,10 +105,12 @@ class SubmissionStore:
         """(through_seq, statistics as stored) of a folded pair, or None."""
         with self._read() as connection:
             row = connection.execute(
-                self._sql("SELECT through_seq, statistics FROM crosstab_statistics"
-                          " WHERE survey_id = ? AND rows_question = ? AND columns_question = ?"),
+                self._sql(
+                    "SELECT through_seq, statistics FROM crosstab_statistics"
+                    " WHERE survey_id = ? AND rows_question = ? AND columns_question = ?"
+                ),
                 (survey_id, *questions),
-            ).fetchone()  # fmt: skip
+            ).fetchone()
         return None if row is None else (int(row[0]), json.loads(row[1]))
 
     def store_crosstab(
@@ -115,22 +123,26 @@ class SubmissionStore:
         """
         with self._write() as connection:
             connection.execute(
-                self._sql("INSERT INTO crosstab_statistics (survey_id, rows_question,"
-                          " columns_question, through_seq, statistics) VALUES (?, ?, ?, ?, ?)"
-                          " ON CONFLICT (survey_id, rows_question, columns_question) DO UPDATE"
-                          " SET through_seq = excluded.through_seq,"
-                          " statistics = excluded.statistics"
-                          " WHERE crosstab_statistics.through_seq < excluded.through_seq"),
+                self._sql(
+                    "INSERT INTO crosstab_statistics (survey_id, rows_question,"
+                    " columns_question, through_seq, statistics) VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT (survey_id, rows_question, columns_question) DO UPDATE"
+                    " SET through_seq = excluded.through_seq,"
+                    " statistics = excluded.statistics"
+                    " WHERE crosstab_statistics.through_seq < excluded.through_seq"
+                ),
                 (survey_id, *questions, through, json.dumps(statistics)),
-            )  # fmt: skip
+            )
 
     def later_public_surveys(self, survey_id: str, limit: int) -> list[str]:
         """Ids of public surveys created at or after this one (later waves), oldest first."""
         with self._read() as connection:
             rows = connection.execute(
-                self._sql("SELECT id FROM surveys WHERE results_public AND id <> ? AND"
-                          " created_at >= (SELECT created_at FROM surveys WHERE id = ?)"
-                          " ORDER BY created_at, id LIMIT ?"),
+                self._sql(
+                    "SELECT id FROM surveys WHERE results_public AND id <> ? AND"
+                    " created_at >= (SELECT created_at FROM surveys WHERE id = ?)"
+                    " ORDER BY created_at, id LIMIT ?"
+                ),
                 (survey_id, survey_id, limit),
-            ).fetchall()  # fmt: skip
+            ).fetchall()
         return [row[0] for row in rows]

@@ -132,8 +132,9 @@ def check_issuable(record: SurveyRecord) -> None:
 def _operator_token(row: tuple) -> OperatorToken:
     token_id, label, created, revoked, surveys = row
     scope = None if surveys is None else tuple(json.loads(surveys))
-    return OperatorToken(id=token_id, label=label, created_at=iso(created),
-                         revoked_at=iso(revoked), surveys=scope)  # fmt: skip
+    return OperatorToken(
+        id=token_id, label=label, created_at=iso(created), revoked_at=iso(revoked), surveys=scope
+    )
 
 
 def check_spent(survey_id: str, row: tuple | None, digest: str) -> None:
@@ -183,18 +184,26 @@ class TokenStore:
         if token is None:
             raise AuthenticationError(f"survey {survey_id!r} requires an enrolment token")
         token_hash = hash_token(token)
-        if new and connection.execute(
-            self._sql("UPDATE enrolment_tokens SET spent_at = ?, batch_digest = ?"
-                      " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL"
-                      " AND revoked_at IS NULL"),
-            (self._timestamp(), digest, token_hash, survey_id),
-        ).rowcount == 1:  # fmt: skip
+        if (
+            new
+            and connection.execute(
+                self._sql(
+                    "UPDATE enrolment_tokens SET spent_at = ?, batch_digest = ?"
+                    " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL"
+                    " AND revoked_at IS NULL"
+                ),
+                (self._timestamp(), digest, token_hash, survey_id),
+            ).rowcount
+            == 1
+        ):
             return
         row = connection.execute(
-            self._sql("SELECT batch_digest, revoked_at FROM enrolment_tokens"
-                      " WHERE token_hash = ? AND survey_id = ?"),
+            self._sql(
+                "SELECT batch_digest, revoked_at FROM enrolment_tokens"
+                " WHERE token_hash = ? AND survey_id = ?"
+            ),
             (token_hash, survey_id),
-        ).fetchone()  # fmt: skip
+        ).fetchone()
         (check_spent if new else check_retry)(survey_id, row, digest)
 
     # -- operator tokens --------------------------------------------------------
@@ -207,21 +216,29 @@ class TokenStore:
         token = new_token()
         with self._write() as connection:
             connection.execute(
-                self._sql("INSERT INTO operator_tokens (token_hash, label, created_at, surveys)"
-                          " VALUES (?, ?, ?, ?)"),
-                (hash_token(token), label, self._timestamp(),
-                 None if scope is None else json.dumps(list(scope))),
-            )  # fmt: skip
+                self._sql(
+                    "INSERT INTO operator_tokens (token_hash, label, created_at, surveys)"
+                    " VALUES (?, ?, ?, ?)"
+                ),
+                (
+                    hash_token(token),
+                    label,
+                    self._timestamp(),
+                    None if scope is None else json.dumps(list(scope)),
+                ),
+            )
         return token
 
     def find_operator_token(self, token: str) -> OperatorToken | None:
         """The stored, unrevoked operator token ``token`` (None if there is none)."""
         with self._read() as connection:
             row = connection.execute(
-                self._sql("SELECT id, label, created_at, revoked_at, surveys FROM operator_tokens"
-                          " WHERE token_hash = ? AND revoked_at IS NULL"),
+                self._sql(
+                    "SELECT id, label, created_at, revoked_at, surveys FROM operator_tokens"
+                    " WHERE token_hash = ? AND revoked_at IS NULL"
+                ),
                 (hash_token(token),),
-            ).fetchone()  # fmt: skip
+            ).fetchone()
         return None if row is None else _operator_token(row)
 
     def verify_operator_token(self, token: str) -> bool:
@@ -240,30 +257,42 @@ class TokenStore:
         """Revoke a token by id; False if no such unrevoked token."""
         with self._write() as connection:
             cursor = connection.execute(
-                self._sql("UPDATE operator_tokens SET revoked_at = ?"
-                          " WHERE id = ? AND revoked_at IS NULL"),
+                self._sql(
+                    "UPDATE operator_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"
+                ),
                 (self._timestamp(), token_id),
-            )  # fmt: skip
+            )
             return cursor.rowcount == 1
 
     # -- enrolment tokens, listed and revoked -------------------------------------------
     def list_enrolment_tokens(self, survey_id: str) -> list[EnrolmentToken]:
         """Every enrolment token of a survey, oldest first (NotFound for an unknown survey)."""
         with self._read() as connection:
-            if connection.execute(self._sql("SELECT 1 FROM surveys WHERE id = ?"),
-                                  (survey_id,)).fetchone() is None:  # fmt: skip
+            if (
+                connection.execute(
+                    self._sql("SELECT 1 FROM surveys WHERE id = ?"), (survey_id,)
+                ).fetchone()
+                is None
+            ):
                 raise NotFound(f"no survey {survey_id!r}")
             rows = connection.execute(
-                self._sql("SELECT token_hash, created_at, spent_at, revoked_at"
-                          " FROM enrolment_tokens WHERE survey_id = ? ORDER BY created_at,"
-                          " token_hash"),
+                self._sql(
+                    "SELECT token_hash, created_at, spent_at, revoked_at"
+                    " FROM enrolment_tokens WHERE survey_id = ? ORDER BY created_at,"
+                    " token_hash"
+                ),
                 (survey_id,),
-            ).fetchall()  # fmt: skip
+            ).fetchall()
         return [
-            EnrolmentToken(id=r[0][:16], survey=survey_id, created_at=iso(r[1]),
-                           spent_at=iso(r[2]), revoked_at=iso(r[3]))
+            EnrolmentToken(
+                id=r[0][:16],
+                survey=survey_id,
+                created_at=iso(r[1]),
+                spent_at=iso(r[2]),
+                revoked_at=iso(r[3]),
+            )
             for r in rows
-        ]  # fmt: skip
+        ]
 
     def revoke_enrolment_tokens(
         self,
@@ -287,23 +316,32 @@ class TokenStore:
         hashes = [hash_token(t.strip()) for t in tokens if t.strip()]
         now = self._timestamp()
         with self._write() as connection:
-            if connection.execute(self._sql("SELECT 1 FROM surveys WHERE id = ?"),
-                                  (survey_id,)).fetchone() is None:  # fmt: skip
+            if (
+                connection.execute(
+                    self._sql("SELECT 1 FROM surveys WHERE id = ?"), (survey_id,)
+                ).fetchone()
+                is None
+            ):
                 raise NotFound(f"no survey {survey_id!r}")
             for prefix in prefixes:
                 matches = connection.execute(
-                    self._sql("SELECT token_hash FROM enrolment_tokens"
-                              " WHERE survey_id = ? AND token_hash LIKE ? LIMIT 2"),
+                    self._sql(
+                        "SELECT token_hash FROM enrolment_tokens"
+                        " WHERE survey_id = ? AND token_hash LIKE ? LIMIT 2"
+                    ),
                     (survey_id, prefix + "%"),
-                ).fetchall()  # fmt: skip
+                ).fetchall()
                 if not matches:
                     raise NotFound(f"no enrolment token {prefix!r} for survey {survey_id!r}")
                 if len(matches) > 1:
-                    raise InvalidParameter(f"enrolment token id {prefix!r} is ambiguous; "
-                                           "give more digits")  # fmt: skip
+                    raise InvalidParameter(
+                        f"enrolment token id {prefix!r} is ambiguous; give more digits"
+                    )
                 hashes.append(matches[0][0])
-            revoke = self._sql("UPDATE enrolment_tokens SET revoked_at = ? WHERE survey_id = ?"
-                               " AND spent_at IS NULL AND revoked_at IS NULL")  # fmt: skip
+            revoke = self._sql(
+                "UPDATE enrolment_tokens SET revoked_at = ? WHERE survey_id = ?"
+                " AND spent_at IS NULL AND revoked_at IS NULL"
+            )
             if unspent:
                 return connection.execute(revoke, (now, survey_id)).rowcount
             count = 0

@@ -140,7 +140,10 @@ export class SurveyClient {
   answer(
     survey: VerifiedSurvey,
     answers: Answers,
-    options?: { confirm?: (reports: PreparedReport[]) => boolean | Promise<boolean>; enrolmentToken?: string },
+    options?: {
+      confirm?: (reports: PreparedReport[]) => boolean | Promise<boolean>;
+      enrolmentToken?: string;
+    },
   ): Promise<Receipt>;
   /**
    * Posts the outbox in order; calls run one after another, never two at once. With
@@ -148,7 +151,12 @@ export class SurveyClient {
    * survey's batch whose token was refused goes again with it.
    */
   flush(options?: { enrolmentToken: string; survey: string }): Promise<FlushResult>;
-  budget(): { spentTotal: number; spentPeriod: number; remainingLifetime: number; remainingPeriod: number };
+  budget(): {
+    spentTotal: number;
+    spentPeriod: number;
+    remainingLifetime: number;
+    remainingPeriod: number;
+  };
 }
 
 export class MemoryStorage implements StorageLike {
@@ -173,7 +181,9 @@ export abstract class ByteStreamSource {
   randbelow(upper: number): number;
 }
 export class SystemRandomSource extends ByteStreamSource {}
-export class ArraySource extends ByteStreamSource { constructor(bytes: Uint8Array); }
+export class ArraySource extends ByteStreamSource {
+  constructor(bytes: Uint8Array);
+}
 export const SYSTEM: SystemRandomSource;
 
 export function canonicalize(value: unknown): string;
@@ -184,7 +194,12 @@ export function parseJson(text: string): unknown;
  * A survey document verified under a key (protocol §2, §7): its definition and validated survey,
  * or SignatureError (reason "key-id", "signature", "id-mismatch") or InvalidSurvey (with its reason).
  */
-export function verifyDocument(document: unknown, surveyId: string, publicKey: Uint8Array, modules?: string[]): Promise<{ definition: unknown; survey: Survey }>;
+export function verifyDocument(
+  document: unknown,
+  surveyId: string,
+  publicKey: Uint8Array,
+  modules?: string[],
+): Promise<{ definition: unknown; survey: Survey }>;
 /**
  * The aggregator's key document (GET /api/v1/key), parsed as parseJson does: TransportError unless
  * 200, SignatureError if not JSON or a member twice (reason "duplicate-member").
@@ -196,7 +211,11 @@ export function b64decode(text: string): Uint8Array;
 /** id(K): the first 16 hex digits of SHA-256 of the 32 raw key bytes. */
 export function keyId(key: Uint8Array): Promise<string>;
 /** Whether `signature` is an Ed25519 signature of `message` under the raw 32-byte `publicKey`. */
-export function verify(publicKey: Uint8Array, signature: Uint8Array, message: Uint8Array): Promise<boolean>;
+export function verify(
+  publicKey: Uint8Array,
+  signature: Uint8Array,
+  message: Uint8Array,
+): Promise<boolean>;
 /**
  * Imports the mechanism modules a definition's questions name (only those, from a fixed table),
  * and sealed.js (with sealing.js) when it names a relay; fetchSurvey calls it after the
@@ -208,10 +227,14 @@ export function parseDefinition(definition: unknown): Survey;
 
 export class DeniableError extends Error {}
 /** `reason`: a machine-readable code (protocol §7, "Reason codes"). */
-export class InvalidSurvey extends DeniableError { readonly reason: string; }
+export class InvalidSurvey extends DeniableError {
+  readonly reason: string;
+}
 export class InvalidValue extends DeniableError {}
 export class ReportError extends DeniableError {}
-export class SignatureError extends DeniableError { readonly reason: string; }
+export class SignatureError extends DeniableError {
+  readonly reason: string;
+}
 export class PolicyViolation extends DeniableError {}
 export class BudgetExceeded extends DeniableError {}
 export class AlreadyAnswered extends DeniableError {}

@@ -1,7 +1,16 @@
 // GRR and binary RR (shared/mechanisms/grr.py, binary_rr.py; protocol §4). Kairouz, Oh, Viswanath
 // (NeurIPS 2014); Wang, Blocki, Li, Jha (USENIX Security 2017); Warner (JASA 1965).
 
-import { InvalidSurvey, InvalidValue, Mechanism, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
+import {
+  InvalidSurvey,
+  InvalidValue,
+  Mechanism,
+  SYSTEM,
+  checkInteger,
+  checkThreshold,
+  keepEpsilon,
+  widthBytes,
+} from "./mechanism.js";
 
 export class GRR extends Mechanism {
   static mechanismName = "grr";
@@ -13,18 +22,27 @@ export class GRR extends Mechanism {
     this.fields = [[widthBytes(domainSize), domainSize]];
   }
 
-  get epsilonImplemented() { return keepEpsilon(this.keep, this.domainSize - 1); }
+  get epsilonImplemented() {
+    return keepEpsilon(this.keep, this.domainSize - 1);
+  }
 
   randomize(value, source = SYSTEM) {
     const truth = this.checkValue(value);
     // Both draws always: the work never depends on whether the truth is kept.
-    const keep = source.uniform53() < this.keep, other = source.randbelow(this.domainSize - 1);
+    const keep = source.uniform53() < this.keep,
+      other = source.randbelow(this.domainSize - 1);
     return keep ? truth : other + (other >= truth);
   }
 
-  describe(report, labels) { return labels[report]; }
-  toFields(report) { return [report]; }
-  fromFields([value]) { return value; }
+  describe(report, labels) {
+    return labels[report];
+  }
+  toFields(report) {
+    return [report];
+  }
+  fromFields([value]) {
+    return value;
+  }
 }
 
 /** GRR with d = 2, on 0/1 or false/true. */

@@ -5,9 +5,14 @@ import { InvalidSurvey } from "./randomness.js";
 
 export function canonicalize(value) {
   if (Array.isArray(value)) return `[${value.map(canonicalize).join(",")}]`;
-  if (value && typeof value === "object") return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalize(value[k])}`).join(",")}}`;
+  if (value && typeof value === "object")
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalize(value[k])}`)
+      .join(",")}}`;
   const text = JSON.stringify(value);
-  if (text === undefined || (typeof value === "number" && !Number.isFinite(value))) throw new TypeError(`JCS cannot encode ${String(value)}`);
+  if (text === undefined || (typeof value === "number" && !Number.isFinite(value)))
+    throw new TypeError(`JCS cannot encode ${String(value)}`);
   return text;
 }
 
@@ -19,7 +24,8 @@ export const canonicalBytes = (value) => new TextEncoder().encode(canonicalize(v
  * The text is parsed first, so the scan below only meets valid JSON.
  */
 export function parseJson(text) {
-  const value = JSON.parse(text), stack = [];
+  const value = JSON.parse(text),
+    stack = [];
   let key = false; // the next string is a member name
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
@@ -27,8 +33,13 @@ export function parseJson(text) {
       let j = i + 1;
       while (text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
       if (key) {
-        const name = JSON.parse(text.slice(i, j + 1)), names = stack.at(-1);
-        if (names.has(name)) throw new InvalidSurvey(`survey document: member ${JSON.stringify(name)} appears twice in one object`, "duplicate-member");
+        const name = JSON.parse(text.slice(i, j + 1)),
+          names = stack.at(-1);
+        if (names.has(name))
+          throw new InvalidSurvey(
+            `survey document: member ${JSON.stringify(name)} appears twice in one object`,
+            "duplicate-member",
+          );
         names.add(name);
         key = false;
       }

@@ -10,10 +10,20 @@ const encode = (text) => new TextEncoder().encode(text);
 const concat = (...parts) => Uint8Array.from(parts.flatMap((part) => [...part]));
 // Why every signed parameter: two surveys with one key and ε but other thresholds would
 // otherwise compare one memoized uniform with two thresholds, and together reveal more than ε.
-const memoInfo = (q) => canonicalBytes([q.longitudinal.key, q.labels, q.epsilon, q.longitudinal.instantaneous_epsilon, q.mechanism, q.parameters]);
+const memoInfo = (q) =>
+  canonicalBytes([
+    q.longitudinal.key,
+    q.labels,
+    q.epsilon,
+    q.longitudinal.instantaneous_epsilon,
+    q.mechanism,
+    q.parameters,
+  ]);
 
 async function hmac(key, message) {
-  const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
   return new Uint8Array(await crypto.subtle.sign("HMAC", k, message));
 }
 
@@ -28,10 +38,16 @@ export class LongitudinalGRR extends GRR {
     exactKeys("longitudinal", l, ["key", "instantaneous_epsilon"]);
     identifier("longitudinal.key", l.key);
     epsilon("longitudinal.instantaneous_epsilon", l.instantaneous_epsilon);
-    if (this.instantaneous.epsilonImplemented > l.instantaneous_epsilon + TOLERANCE) throw new InvalidSurvey("its instantaneous_keep implies more than instantaneous_epsilon", "implied-epsilon");
+    if (this.instantaneous.epsilonImplemented > l.instantaneous_epsilon + TOLERANCE)
+      throw new InvalidSurvey(
+        "its instantaneous_keep implies more than instantaneous_epsilon",
+        "implied-epsilon",
+      );
   }
 
-  permanentResponse(value, source = SYSTEM) { return this.permanent.randomize(value, source); }
+  permanentResponse(value, source = SYSTEM) {
+    return this.permanent.randomize(value, source);
+  }
 
   /** Without a memoized permanent response, both layers draw from `source`, permanent first. */
   randomize(value, source = SYSTEM, permanent = this.permanentResponse(value, source)) {
@@ -44,7 +60,11 @@ export class LongitudinalGRR extends GRR {
    * the permanent response but the value (key, labels, both ε, mechanism, signed parameters).
    */
   async family(secret, q) {
-    return btoa(String.fromCharCode(...await hmac(await hmac(secret, encode("deniable.client.memo/family/2")), memoInfo(q))));
+    return btoa(
+      String.fromCharCode(
+        ...(await hmac(await hmac(secret, encode("deniable.client.memo/family/2")), memoInfo(q))),
+      ),
+    );
   }
 
   /**

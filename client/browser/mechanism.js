@@ -2,7 +2,14 @@
 
 import { InvalidSurvey, InvalidValue, RESOLUTION } from "./randomness.js";
 
-export { ArraySource, InvalidSurvey, InvalidValue, RESOLUTION, ReportError, SYSTEM } from "./randomness.js";
+export {
+  ArraySource,
+  InvalidSurvey,
+  InvalidValue,
+  RESOLUTION,
+  ReportError,
+  SYSTEM,
+} from "./randomness.js";
 
 /** A threshold out of 2^53, as shared/randomness.py's. */
 export const threshold = (p) => Math.min(Math.max(Math.floor(p * RESOLUTION), 1), RESOLUTION - 1);
@@ -14,7 +21,8 @@ export const logRatio = (a, b) => Math.log1p(Number(BigInt(a) - BigInt(b)) / Num
  * The ε of keeping the truth if uniform53() < keep, against odds a : b (GRR: d - 1 : 1): the
  * absolute log-ratio, as a keep below the odds (the truth rarely kept) reveals the answer too.
  */
-export const keepEpsilon = (keep, a = 1, b = 1) => Math.abs(logRatio(BigInt(keep) * BigInt(a), BigInt(RESOLUTION - keep) * BigInt(b)));
+export const keepEpsilon = (keep, a = 1, b = 1) =>
+  Math.abs(logRatio(BigInt(keep) * BigInt(a), BigInt(RESOLUTION - keep) * BigInt(b)));
 
 export const widthBytes = (upper) => Math.ceil((upper - 1).toString(2).length / 8);
 
@@ -26,7 +34,8 @@ export function checkInteger(name, value, lo, hi) {
 export const checkThreshold = (name, value) => checkInteger(name, value, 1, RESOLUTION - 1);
 
 export function checkRange(lo, hi) {
-  if (![lo, hi, hi - lo].every(Number.isFinite) || !(lo < hi)) throw new InvalidSurvey(`numeric range must be finite with lo < hi, got [${lo}, ${hi}]`);
+  if (![lo, hi, hi - lo].every(Number.isFinite) || !(lo < hi))
+    throw new InvalidSurvey(`numeric range must be finite with lo < hi, got [${lo}, ${hi}]`);
 }
 
 export function checkNumber(value, lo, hi) {
@@ -36,17 +45,24 @@ export function checkNumber(value, lo, hi) {
 
 /** A report's wire: unsigned big-endian `fields` [[bytes, bound], ...] (decoding: wire.js). */
 export class Mechanism {
-  get name() { return this.constructor.mechanismName; }
-  get reportBytes() { return this.fields.reduce((n, [width]) => n + width, 0); }
+  get name() {
+    return this.constructor.mechanismName;
+  }
+  get reportBytes() {
+    return this.fields.reduce((n, [width]) => n + width, 0);
+  }
   checkValue(value) {
     if (Number.isInteger(value) && value >= 0 && value < this.domainSize) return value;
     throw new InvalidValue(`value must be an integer in [0, ${this.domainSize}), got ${value}`);
   }
-  toFields(report) { return report; }
+  toFields(report) {
+    return report;
+  }
   encode(report) {
     const values = this.toFields(report);
     let hex = "";
-    for (let i = 0; i < values.length; i++) hex += values[i].toString(16).padStart(2 * this.fields[i][0], "0");
+    for (let i = 0; i < values.length; i++)
+      hex += values[i].toString(16).padStart(2 * this.fields[i][0], "0");
     return hex;
   }
 }

@@ -10,11 +10,23 @@ export class OptionwiseRR extends Mechanism {
 
   constructor({ options, epsilon, optionEpsilon, keep }) {
     super();
-    if (optionEpsilon !== epsilon / options) throw new InvalidSurvey(`option_epsilon must be epsilon / ${options}`);
-    Object.assign(this, { options, optionEpsilon, optionOracle: new BinaryRR({ keep }), fields: Array(options).fill([1, 2]) });
+    if (optionEpsilon !== epsilon / options)
+      throw new InvalidSurvey(`option_epsilon must be epsilon / ${options}`);
+    Object.assign(this, {
+      options,
+      optionEpsilon,
+      optionOracle: new BinaryRR({ keep }),
+      fields: Array(options).fill([1, 2]),
+    });
   }
 
-  get epsilonImplemented() { return this.optionOracle.epsilonImplemented * this.options; }
-  randomize(bits, source) { return bits.map((bit) => this.optionOracle.randomize(bit, source)); }
-  describe(report, labels) { return labels.map((label, i) => `${label}: ${report[i] ? "yes" : "no"}`).join("; "); }
+  get epsilonImplemented() {
+    return this.optionOracle.epsilonImplemented * this.options;
+  }
+  randomize(bits, source) {
+    return bits.map((bit) => this.optionOracle.randomize(bit, source));
+  }
+  describe(report, labels) {
+    return labels.map((label, i) => `${label}: ${report[i] ? "yes" : "no"}`).join("; ");
+  }
 }

@@ -2,7 +2,16 @@
 // Words: messages.js, in the language of data-deniable-lang or else the browser's; the survey's
 // own text (title, questions, options) is the operator's and shown as signed.
 
-import { AlreadyAnswered, BudgetExceeded, DeniableError, InvalidSurvey, PolicyViolation, SignatureError, SurveyClient, TransportError } from "./deniable.js";
+import {
+  AlreadyAnswered,
+  BudgetExceeded,
+  DeniableError,
+  InvalidSurvey,
+  PolicyViolation,
+  SignatureError,
+  SurveyClient,
+  TransportError,
+} from "./deniable.js";
 import { language, translator } from "./messages.js";
 
 // Why: a send needs an action taken after the review is visible; a double click, a double tap
@@ -12,33 +21,62 @@ export const SEND_HOLD_MS = 1000;
 /** An element; attribute "text" sets its text, undefined attributes are left out. */
 function el(tag, attributes, ...children) {
   const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attributes)) if (v !== undefined) k === "text" ? (node.textContent = v) : node.setAttribute(k, v);
+  for (const [k, v] of Object.entries(attributes))
+    if (v !== undefined) k === "text" ? (node.textContent = v) : node.setAttribute(k, v);
   node.append(...children);
   return node;
 }
 
 /** What a noisy report says, in the respondent's words (the mechanism's own text is English and technical). */
 function describe(q, report, t, number) {
-  const labels = q.type === "yes_no" ? [t("no"), t("yes")] : q.options, yesNo = (bit) => t(bit ? "yes" : "no");
+  const labels = q.type === "yes_no" ? [t("no"), t("yes")] : q.options,
+    yesNo = (bit) => t(bit ? "yes" : "no");
   switch (q.longitudinal ? "grr" : q.mechanism) {
-    case "binary_rr": if (q.type === "multiple_choice") return labels.map((label, i) => `${label}: ${yesNo(report[i])}`).join("; "); // fall through
-    case "grr": return labels[report];
-    case "option_sampling": return t("value_about", { option: labels[report[0]], answer: yesNo(report[1]) });
-    case "subset": return t("value_one_of", { options: report.map((v) => labels[v]).join(", ") });
-    case "sue": case "oue": return t("value_marked", { options: labels.filter((_, v) => report[v]).join(", ") || t("value_none") });
-    case "duchi": return t(report > 0 ? "value_high" : "value_low");
-    case "discrete_laplace": return number(Number(q.oracle.describe(report)));
+    case "binary_rr":
+      if (q.type === "multiple_choice")
+        return labels.map((label, i) => `${label}: ${yesNo(report[i])}`).join("; "); // fall through
+    case "grr":
+      return labels[report];
+    case "option_sampling":
+      return t("value_about", { option: labels[report[0]], answer: yesNo(report[1]) });
+    case "subset":
+      return t("value_one_of", { options: report.map((v) => labels[v]).join(", ") });
+    case "sue":
+    case "oue":
+      return t("value_marked", {
+        options: labels.filter((_, v) => report[v]).join(", ") || t("value_none"),
+      });
+    case "duchi":
+      return t(report > 0 ? "value_high" : "value_low");
+    case "discrete_laplace":
+      return number(Number(q.oracle.describe(report)));
   }
   return t("value_coded", { value: [report].flat().join("/") });
 }
 
 /** The device's budget in words: what is left, the caps, and when this period's spending comes back. */
 function budgetText(client, t, number, lang) {
-  const p = client.policy, left = client.budget(), start = client.clock() - p.periodDays * 86400000;
-  const spent = client.load().ledger.filter((e) => e.at > start && e.epsilon > 0).map((e) => e.at);
-  const text = t("budget", { period_left: number(Math.max(0, left.remainingPeriod)), period_cap: number(p.periodEpsilon), days: p.periodDays,
-    lifetime_left: number(Math.max(0, left.remainingLifetime)), lifetime_cap: number(p.lifetimeEpsilon), survey_cap: number(p.maxSurveyEpsilon) });
-  const renews = spent.length ? t("budget_renews", { date: new Intl.DateTimeFormat(lang, { dateStyle: "long" }).format(Math.min(...spent) + p.periodDays * 86400000) })
+  const p = client.policy,
+    left = client.budget(),
+    start = client.clock() - p.periodDays * 86400000;
+  const spent = client
+    .load()
+    .ledger.filter((e) => e.at > start && e.epsilon > 0)
+    .map((e) => e.at);
+  const text = t("budget", {
+    period_left: number(Math.max(0, left.remainingPeriod)),
+    period_cap: number(p.periodEpsilon),
+    days: p.periodDays,
+    lifetime_left: number(Math.max(0, left.remainingLifetime)),
+    lifetime_cap: number(p.lifetimeEpsilon),
+    survey_cap: number(p.maxSurveyEpsilon),
+  });
+  const renews = spent.length
+    ? t("budget_renews", {
+        date: new Intl.DateTimeFormat(lang, { dateStyle: "long" }).format(
+          Math.min(...spent) + p.periodDays * 86400000,
+        ),
+      })
     : t("budget_fresh", { days: p.periodDays });
   return `${text} ${renews}`;
 }
@@ -48,22 +86,43 @@ async function corsRefused(client) {
   const target = new URL(client.baseUrl || "/", location.href);
   if (target.origin === location.origin) return false;
   // An opaque (no-cors) request succeeds when the server answers: then CORS refused the real one.
-  return fetch(`${client.baseUrl}/api/v1/key`, { mode: "no-cors", credentials: "omit", cache: "no-store" }).then(() => true, () => false);
+  return fetch(`${client.baseUrl}/api/v1/key`, {
+    mode: "no-cors",
+    credentials: "omit",
+    cache: "no-store",
+  }).then(
+    () => true,
+    () => false,
+  );
 }
 
 export async function mount(root) {
-  const data = root.dataset, lang = language([data.deniableLang, ...(navigator.languages ?? [])]), t = translator(lang);
-  const format = new Intl.NumberFormat(lang, { maximumFractionDigits: 2 }), number = (x) => format.format(x);
+  const data = root.dataset,
+    lang = language([data.deniableLang, ...(navigator.languages ?? [])]),
+    t = translator(lang);
+  const format = new Intl.NumberFormat(lang, { maximumFractionDigits: 2 }),
+    number = (x) => format.format(x);
   data.state = "loading"; // started: watch.js leaves this form to us
   root.setAttribute("lang", lang);
-  const status = el("p", { role: "status", "aria-live": "polite", class: "deniable-status", tabindex: "-1" });
-  const say = (text, kind) => { status.textContent = text; status.className = `deniable-status${kind ? ` deniable-${kind}` : ""}`; };
+  const status = el("p", {
+    role: "status",
+    "aria-live": "polite",
+    class: "deniable-status",
+    tabindex: "-1",
+  });
+  const say = (text, kind) => {
+    status.textContent = text;
+    status.className = `deniable-status${kind ? ` deniable-${kind}` : ""}`;
+  };
   // The page's introductions stay (the general one, and a relayed survey's relay passage).
   root.replaceChildren(...root.querySelectorAll(".deniable-intro"), status);
   let client;
   try {
     // data-deniable-modules: the files the page pinned by SRI; no other module is ever imported.
-    client = new SurveyClient(data.deniableAggregator ?? "", { publicKey: data.deniableKey, modules: data.deniableModules?.split(/\s+/) });
+    client = new SurveyClient(data.deniableAggregator ?? "", {
+      publicKey: data.deniableKey,
+      modules: data.deniableModules?.split(/\s+/),
+    });
   } catch (error) {
     console.error("Deniable:", error);
     say(t("refused_signature"), "error");
@@ -72,33 +131,61 @@ export async function mount(root) {
   const mine = (e) => e.origin === client.baseUrl && e.survey === data.deniableSurvey;
   // A waiting batch (this visit's or an earlier one's) goes again on "online", or after the
   // Retry-After asked for or a backoff (1 s doubling to 5 min, CSPRNG jitter): identical bytes.
-  let timer, attempt = 0, delivered = () => say(t("delivered_now"), "ok");
+  let timer,
+    attempt = 0,
+    delivered = () => say(t("delivered_now"), "ok");
   const retry = ({ surveys = [], pending, retryAfter = 0 }) => {
     clearTimeout(timer);
-    if (surveys.includes(data.deniableSurvey) && data.state === "queued") { data.state = "sent"; delivered(); }
+    if (surveys.includes(data.deniableSurvey) && data.state === "queued") {
+      data.state = "sent";
+      delivered();
+    }
     if (!pending) return void (attempt = 0);
-    const backoff = Math.min(300, 2 ** attempt++) * (0.5 + crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 33);
+    const backoff =
+      Math.min(300, 2 ** attempt++) *
+      (0.5 + crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 33);
     timer = setTimeout(deliver, 1000 * Math.min(3600, Math.max(retryAfter, backoff)));
   };
   // Another batch refused: the rest still retried. Resolves to the flush's outcome.
-  const deliver = () => client.flush().then((result) => (retry(result), result), (error) => (error.result && retry(error.result), error.result));
+  const deliver = () =>
+    client.flush().then(
+      (result) => (retry(result), result),
+      (error) => (error.result && retry(error.result), error.result),
+    );
   addEventListener("online", deliver);
   const first = deliver();
 
   // A batch whose enrolment token was refused waits on this device (charged, marked answered):
   // ask for another token and send the same reports again.
   const askForToken = () => {
-    const input = el("input", { id: "deniable-retry-token", type: "text", autocomplete: "off", required: "" });
+    const input = el("input", {
+      id: "deniable-retry-token",
+      type: "text",
+      autocomplete: "off",
+      required: "",
+    });
     const send = el("button", { type: "button", class: "deniable-primary", text: t("token_send") });
-    const box = el("div", { class: "deniable-token" }, el("label", { for: input.id, text: t("token_label") }), input, el("div", { class: "deniable-buttons" }, send));
+    const box = el(
+      "div",
+      { class: "deniable-token" },
+      el("label", { for: input.id, text: t("token_label") }),
+      input,
+      el("div", { class: "deniable-buttons" }, send),
+    );
     send.onclick = async () => {
       const enrolmentToken = input.value.trim();
-      if (!enrolmentToken) { say(t("required_token"), "error"); return input.focus(); }
+      if (!enrolmentToken) {
+        say(t("required_token"), "error");
+        return input.focus();
+      }
       try {
         const result = await client.flush({ enrolmentToken, survey: data.deniableSurvey });
         status.focus();
         box.remove(); // taken: the token now goes with the batch, on every automatic retry
-        if (result.surveys.includes(data.deniableSurvey)) { data.state = "sent"; return say(t("delivered_now"), "ok"); }
+        if (result.surveys.includes(data.deniableSurvey)) {
+          data.state = "sent";
+          return say(t("delivered_now"), "ok");
+        }
         data.state = "queued";
         say(t("queued"), "ok");
         retry(result);
@@ -120,22 +207,33 @@ export async function mount(root) {
     if (error instanceof AlreadyAnswered) {
       // Not an error. The flush started on load may have just delivered this survey's batch.
       const result = await first;
-      const [text, next] = result?.surveys?.includes(data.deniableSurvey) ? ["delivered_revisit", "sent"]
-        : client.load().outbox.some(mine) ? ["already_waiting", "queued"] : ["already_answered", "answered"];
+      const [text, next] = result?.surveys?.includes(data.deniableSurvey)
+        ? ["delivered_revisit", "sent"]
+        : client.load().outbox.some(mine)
+          ? ["already_waiting", "queued"]
+          : ["already_answered", "answered"];
       say(t(text), "ok");
       return void (data.state = next);
     }
     let text;
-    if (error instanceof BudgetExceeded) text = t("refused_budget", { when: /lifetime/.test(error.message) ? t("budget_lifetime") : t("budget_period", { days: client.policy.periodDays }) });
+    if (error instanceof BudgetExceeded)
+      text = t("refused_budget", {
+        when: /lifetime/.test(error.message)
+          ? t("budget_lifetime")
+          : t("budget_period", { days: client.policy.periodDays }),
+      });
     else if (error instanceof SignatureError) text = t("refused_signature");
     // (a module this page did not pin: survey.js's loadMechanisms says "not pinned")
-    else if (error instanceof PolicyViolation) text = t(/not pinned/.test(error.message) ? "load_failed" : "refused_policy");
+    else if (error instanceof PolicyViolation)
+      text = t(/not pinned/.test(error.message) ? "load_failed" : "refused_policy");
     else if (error instanceof InvalidSurvey) text = t("refused_invalid");
     else if (error instanceof TransportError && error.status === 409) text = t("closed");
     else if (error instanceof TransportError && error.status) text = t("not_available");
     else if (error instanceof TransportError && (await corsRefused(client))) {
       text = t("cors");
-      console.error(t("cors_console", { aggregator: new URL(client.baseUrl).origin, origin: location.origin }));
+      console.error(
+        t("cors_console", { aggregator: new URL(client.baseUrl).origin, origin: location.origin }),
+      );
     } else if (error instanceof TransportError) text = t("unreachable");
     else text = t("load_failed"); // a mechanism module that did not load, or failed its pin
     say(text, "error");
@@ -152,28 +250,99 @@ export async function mount(root) {
   }
   for (const q of survey.questions) q.describe = (report) => describe(q, report, t, number); // in the respondent's words
 
-  const token = data.deniableEnrolment, askToken = survey.requireEnrolment && !token;
-  const base = client.baseUrl, link = (href, text) => el("a", { href, target: "_blank", rel: "noopener noreferrer", text });
+  const token = data.deniableEnrolment,
+    askToken = survey.requireEnrolment && !token;
+  const base = client.baseUrl,
+    link = (href, text) => el("a", { href, target: "_blank", rel: "noopener noreferrer", text });
   const errorFor = (id) => el("p", { id: `${id}-error`, class: "deniable-field-error" });
   const field = (q) => {
-    const name = `q-${q.id}`, type = q.type === "multiple_choice" ? "checkbox" : "radio", described = `${name}-error`;
-    const inputs = q.type === "numeric"
-      ? [el("label", { for: name, class: "deniable-number", text: t("number_label", { lo: number(q.lo), hi: number(q.hi) }) }),
-        el("input", { type: "number", id: name, name, min: q.lo, max: q.hi, step: "any", inputmode: "decimal", "aria-describedby": described })]
-      : (q.options ?? [t("yes"), t("no")]).map((label, i) => el("div", { class: "deniable-choice" },
-        el("input", { type, id: `${name}-${i}`, name, value: q.options ? i : String(i === 0), "aria-describedby": described }), el("label", { for: `${name}-${i}`, text: label })));
-    return el("fieldset", { id: `${name}-set` }, el("legend", { text: q.text }), ...inputs, errorFor(name),
-      el("p", { class: "deniable-cost", text: t("question_cost", { epsilon: number(q.cost) }) }));
+    const name = `q-${q.id}`,
+      type = q.type === "multiple_choice" ? "checkbox" : "radio",
+      described = `${name}-error`;
+    const inputs =
+      q.type === "numeric"
+        ? [
+            el("label", {
+              for: name,
+              class: "deniable-number",
+              text: t("number_label", { lo: number(q.lo), hi: number(q.hi) }),
+            }),
+            el("input", {
+              type: "number",
+              id: name,
+              name,
+              min: q.lo,
+              max: q.hi,
+              step: "any",
+              inputmode: "decimal",
+              "aria-describedby": described,
+            }),
+          ]
+        : (q.options ?? [t("yes"), t("no")]).map((label, i) =>
+            el(
+              "div",
+              { class: "deniable-choice" },
+              el("input", {
+                type,
+                id: `${name}-${i}`,
+                name,
+                value: q.options ? i : String(i === 0),
+                "aria-describedby": described,
+              }),
+              el("label", { for: `${name}-${i}`, text: label }),
+            ),
+          );
+    return el(
+      "fieldset",
+      { id: `${name}-set` },
+      el("legend", { text: q.text }),
+      ...inputs,
+      errorFor(name),
+      el("p", { class: "deniable-cost", text: t("question_cost", { epsilon: number(q.cost) }) }),
+    );
   };
   const heading = data.deniableHeading === "none" ? [] : [el("h2", { text: survey.title })];
-  const form = el("form", { class: "deniable-form", novalidate: "" }, ...heading, ...(survey.description ? [el("p", { text: survey.description })] : []),
-    el("p", { class: "deniable-note" }, `${t("cost_total", { epsilon: number(survey.totalEpsilon) })} `, link(`${base}/about/epsilon?lang=${lang}`, t("epsilon_link"))),
+  const form = el(
+    "form",
+    { class: "deniable-form", novalidate: "" },
+    ...heading,
+    ...(survey.description ? [el("p", { text: survey.description })] : []),
+    el(
+      "p",
+      { class: "deniable-note" },
+      `${t("cost_total", { epsilon: number(survey.totalEpsilon) })} `,
+      link(`${base}/about/epsilon?lang=${lang}`, t("epsilon_link")),
+    ),
     el("p", { class: "deniable-note", text: budgetText(client, t, number, lang) }),
     ...survey.questions.map(field),
-    ...(askToken ? [el("label", { for: "deniable-token", text: t("token_label") }), el("input", { id: "deniable-token", type: "text", autocomplete: "off", "aria-describedby": "deniable-token-error" }), errorFor("deniable-token")] : []),
-    el("div", { class: "deniable-buttons" }, el("button", { type: "submit", class: "deniable-primary", text: t("randomize") })));
-  const review = el("section", { class: "deniable-review", hidden: "", "aria-labelledby": "deniable-review" });
-  const thanks = el("section", { class: "deniable-thanks", hidden: "", "aria-labelledby": "deniable-thanks" });
+    ...(askToken
+      ? [
+          el("label", { for: "deniable-token", text: t("token_label") }),
+          el("input", {
+            id: "deniable-token",
+            type: "text",
+            autocomplete: "off",
+            "aria-describedby": "deniable-token-error",
+          }),
+          errorFor("deniable-token"),
+        ]
+      : []),
+    el(
+      "div",
+      { class: "deniable-buttons" },
+      el("button", { type: "submit", class: "deniable-primary", text: t("randomize") }),
+    ),
+  );
+  const review = el("section", {
+    class: "deniable-review",
+    hidden: "",
+    "aria-labelledby": "deniable-review",
+  });
+  const thanks = el("section", {
+    class: "deniable-thanks",
+    hidden: "",
+    "aria-labelledby": "deniable-thanks",
+  });
   root.append(form, review, thanks);
   say("");
   data.state = "ready";
@@ -181,21 +350,40 @@ export async function mount(root) {
   /** Marks (or clears, text undefined) the error of one field: next to it, announced, linked. */
   const mark = (name, text) => {
     form.querySelector(`#${name}-error`).textContent = text ?? "";
-    for (const input of form.querySelectorAll(`[aria-describedby="${name}-error"]`)) text ? input.setAttribute("aria-invalid", "true") : input.removeAttribute("aria-invalid");
+    for (const input of form.querySelectorAll(`[aria-describedby="${name}-error"]`))
+      text ? input.setAttribute("aria-invalid", "true") : input.removeAttribute("aria-invalid");
     form.querySelector(`#${name}-set`)?.classList.toggle("deniable-invalid", Boolean(text));
   };
   /** The answers, or undefined after marking every problem next to its question. */
   const check = () => {
-    const values = new FormData(form), answers = {}, problems = [];
+    const values = new FormData(form),
+      answers = {},
+      problems = [];
     for (const q of survey.questions) {
-      const name = `q-${q.id}`, given = values.getAll(name), [value = ""] = given;
+      const name = `q-${q.id}`,
+        given = values.getAll(name),
+        [value = ""] = given;
       // Options by index: a label's exact text never round-trips a form.
-      const answer = q.type === "multiple_choice" ? given.map((i) => q.options[i]) : value === "" ? undefined
-        : q.type === "numeric" ? Number(value) : q.type === "yes_no" ? value === "true" : q.options[value];
+      const answer =
+        q.type === "multiple_choice"
+          ? given.map((i) => q.options[i])
+          : value === ""
+            ? undefined
+            : q.type === "numeric"
+              ? Number(value)
+              : q.type === "yes_no"
+                ? value === "true"
+                : q.options[value];
       let problem = answer === undefined ? t("required") : undefined;
-      if (!problem) try { q.checkAnswer(answer); } catch { problem = t("out_of_range", { lo: number(q.lo), hi: number(q.hi) }); }
+      if (!problem)
+        try {
+          q.checkAnswer(answer);
+        } catch {
+          problem = t("out_of_range", { lo: number(q.lo), hi: number(q.hi) });
+        }
       mark(name, problem);
-      if (problem) problems.push(form.querySelector(`[name="${name}"]`)); else answers[q.id] = answer;
+      if (problem) problems.push(form.querySelector(`[name="${name}"]`));
+      else answers[q.id] = answer;
     }
     if (askToken) {
       const missing = form.querySelector("#deniable-token").value.trim() === "";
@@ -207,40 +395,81 @@ export async function mount(root) {
     data.state = "errors";
     problems[0].focus();
     // On a phone the message sits below the options: bring it into view with its question.
-    form.querySelector(`#${problems[0].getAttribute("aria-describedby")}`)?.scrollIntoView({ block: "nearest" });
+    form
+      .querySelector(`#${problems[0].getAttribute("aria-describedby")}`)
+      ?.scrollIntoView({ block: "nearest" });
   };
 
   // The noisy reports; true on "Send", false on "Change my answers".
-  const confirm = (reports) => new Promise((resolve) => {
-    const send = el("button", { type: "button", class: "deniable-primary", disabled: "", text: t("send") });
-    const back = el("button", { type: "button", class: "deniable-secondary", disabled: "", text: t("change") });
-    send.onclick = () => { send.disabled = back.disabled = true; say(t("sending")); status.focus(); resolve(true); };
-    back.onclick = () => {
-      review.hidden = true; form.hidden = false; say(t("cancelled"));
-      form.querySelector("input").focus();
-      resolve(false);
-    };
-    const spent = reports.reduce((n, r) => n + r.epsilon, 0);
-    review.replaceChildren(el("h2", { id: "deniable-review", tabindex: "-1", text: t("review_heading") }),
-      el("p", { text: t("review_explain") }), el("p", { text: t("review_why") }),
-      el("dl", {}, ...reports.flatMap((r) => {
-        const q = survey.questions.find((x) => x.id === r.question), how = { duchi: "how_numeric", discrete_laplace: "how_noise", option_sampling: "how_sampled" }[q.mechanism];
-        return [el("dt", { text: q.text }), el("dd", { class: "deniable-value", text: r.description }), ...(how ? [el("dd", { class: "deniable-note", text: t(how) })] : [])];
-      })),
-      el("p", { text: t("review_cost", { epsilon: number(spent) }) }), el("div", { class: "deniable-buttons" }, send, back));
-    form.hidden = !(review.hidden = false);
-    say("");
-    data.state = "review";
-    review.firstChild.focus();
-    setTimeout(() => { send.disabled = back.disabled = false; }, SEND_HOLD_MS); // both: a double click leaves the review up
-  });
+  const confirm = (reports) =>
+    new Promise((resolve) => {
+      const send = el("button", {
+        type: "button",
+        class: "deniable-primary",
+        disabled: "",
+        text: t("send"),
+      });
+      const back = el("button", {
+        type: "button",
+        class: "deniable-secondary",
+        disabled: "",
+        text: t("change"),
+      });
+      send.onclick = () => {
+        send.disabled = back.disabled = true;
+        say(t("sending"));
+        status.focus();
+        resolve(true);
+      };
+      back.onclick = () => {
+        review.hidden = true;
+        form.hidden = false;
+        say(t("cancelled"));
+        form.querySelector("input").focus();
+        resolve(false);
+      };
+      const spent = reports.reduce((n, r) => n + r.epsilon, 0);
+      review.replaceChildren(
+        el("h2", { id: "deniable-review", tabindex: "-1", text: t("review_heading") }),
+        el("p", { text: t("review_explain") }),
+        el("p", { text: t("review_why") }),
+        el(
+          "dl",
+          {},
+          ...reports.flatMap((r) => {
+            const q = survey.questions.find((x) => x.id === r.question),
+              how = {
+                duchi: "how_numeric",
+                discrete_laplace: "how_noise",
+                option_sampling: "how_sampled",
+              }[q.mechanism];
+            return [
+              el("dt", { text: q.text }),
+              el("dd", { class: "deniable-value", text: r.description }),
+              ...(how ? [el("dd", { class: "deniable-note", text: t(how) })] : []),
+            ];
+          }),
+        ),
+        el("p", { text: t("review_cost", { epsilon: number(spent) }) }),
+        el("div", { class: "deniable-buttons" }, send, back),
+      );
+      form.hidden = !(review.hidden = false);
+      say("");
+      data.state = "review";
+      review.firstChild.focus();
+      setTimeout(() => {
+        send.disabled = back.disabled = false;
+      }, SEND_HOLD_MS); // both: a double click leaves the review up
+    });
 
   form.onsubmit = async (event) => {
     event.preventDefault();
     say("");
     const answers = check();
     if (!answers) return;
-    const enrolmentToken = survey.requireEnrolment ? token || form.querySelector("#deniable-token").value.trim() : undefined;
+    const enrolmentToken = survey.requireEnrolment
+      ? token || form.querySelector("#deniable-token").value.trim()
+      : undefined;
     try {
       const receipt = await client.answer(survey, answers, { confirm, enrolmentToken });
       if (receipt.cancelled) return void (data.state = "ready");
@@ -248,20 +477,46 @@ export async function mount(root) {
       data.state = receipt.delivered ? "sent" : "queued";
       const results = receipt.delivered && data.deniableResults;
       say("");
-      thanks.replaceChildren(el("h2", { id: "deniable-thanks", tabindex: "-1", text: t("thanks_heading") }),
-        el("p", { class: receipt.delivered ? "deniable-ok" : "deniable-waiting", text: receipt.delivered ? t("sent", { count: receipt.reportIds.length, epsilon: number(receipt.epsilonCharged) }) : t("queued") }),
-        el("p", { class: "deniable-note", text: budgetText(client, t, number, lang) }), ...(results ? [el("p", {}, link(results, t("results_link")))] : []));
+      thanks.replaceChildren(
+        el("h2", { id: "deniable-thanks", tabindex: "-1", text: t("thanks_heading") }),
+        el("p", {
+          class: receipt.delivered ? "deniable-ok" : "deniable-waiting",
+          text: receipt.delivered
+            ? t("sent", {
+                count: receipt.reportIds.length,
+                epsilon: number(receipt.epsilonCharged),
+              })
+            : t("queued"),
+        }),
+        el("p", { class: "deniable-note", text: budgetText(client, t, number, lang) }),
+        ...(results ? [el("p", {}, link(results, t("results_link")))] : []),
+      );
       thanks.hidden = false;
       thanks.firstChild.focus();
-      delivered = () => { thanks.querySelector("p").textContent = t("delivered_now"); say(t("delivered_now"), "ok"); };
+      delivered = () => {
+        thanks.querySelector("p").textContent = t("delivered_now");
+        say(t("delivered_now"), "ok");
+      };
       retry({ pending: receipt.pendingBatches, retryAfter: receipt.retryAfter });
     } catch (error) {
       review.hidden = true;
       if (waiting()) return askForToken();
-      if (error instanceof AlreadyAnswered || error instanceof BudgetExceeded) { form.hidden = true; return refuse(error); }
+      if (error instanceof AlreadyAnswered || error instanceof BudgetExceeded) {
+        form.hidden = true;
+        return refuse(error);
+      }
       console.error("Deniable:", error);
       form.hidden = false;
-      say(t(error instanceof TransportError && error.status ? "server_refused" : error instanceof DeniableError ? "refused_invalid" : "not_sent"), "error");
+      say(
+        t(
+          error instanceof TransportError && error.status
+            ? "server_refused"
+            : error instanceof DeniableError
+              ? "refused_invalid"
+              : "not_sent",
+        ),
+        "error",
+      );
       data.state = "ready";
       status.focus();
     }

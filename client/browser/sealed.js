@@ -24,18 +24,42 @@ const DEFAULT_PORTS = { http: "80", https: "443" };
 export function parseUrl(text) {
   if (typeof text !== "string" || !/^[\x21-\x7e]+$/.test(text) || text.includes("\\")) return null;
   const [, scheme, authority, path = ""] = /^(https?):\/\/([^/?#]*)(\/[^?#]*)?$/i.exec(text) ?? [];
-  const [, named, port = ""] = (scheme && /^(\[[^\]]*\]|[^:[\]]*)(?::([0-9]{1,5}))?$/.exec(authority)) || [];
+  const [, named, port = ""] =
+    (scheme && /^(\[[^\]]*\]|[^:[\]]*)(?::([0-9]{1,5}))?$/.exec(authority)) || [];
   if (named === undefined || +port > 65535 || (port && +port === 0)) return null;
   let host = named.toLowerCase();
   const labels = host.split(".");
-  if (host.startsWith("[")) { // the WHATWG URL parser reads and compresses IPv6 (RFC 5952) as Python does
-    try { host = host.includes("%") ? null : new URL(`http://${host}/`).hostname; } catch { host = null; }
-  } else if (/^[0-9.]+$/.test(host) || /^(?:[0-9]+|0x[0-9a-f]*)$/.test(labels.at(-1))) host = IPV4.test(host) ? host : null;
+  if (host.startsWith("[")) {
+    // the WHATWG URL parser reads and compresses IPv6 (RFC 5952) as Python does
+    try {
+      host = host.includes("%") ? null : new URL(`http://${host}/`).hostname;
+    } catch {
+      host = null;
+    }
+  } else if (/^[0-9.]+$/.test(host) || /^(?:[0-9]+|0x[0-9a-f]*)$/.test(labels.at(-1)))
+    host = IPV4.test(host) ? host : null;
   else if (host.length > 253 || !labels.every((label) => LABEL.test(label))) host = null;
-  if (!host || (path && !path.slice(1).split("/").every((s) => SEGMENT.test(s) && s !== "." && s !== ".."))) return null;
-  const lower = scheme.toLowerCase(), kept = port && String(+port) !== DEFAULT_PORTS[lower] ? `:${+port}` : "";
-  const loopback = host === "localhost" || host === "[::1]" || (IPV4.test(host) && host.startsWith("127."));
-  return { scheme: lower, host, port: kept ? +port : null, path, origin: `${lower}://${host}${kept}`, loopback };
+  if (
+    !host ||
+    (path &&
+      !path
+        .slice(1)
+        .split("/")
+        .every((s) => SEGMENT.test(s) && s !== "." && s !== ".."))
+  )
+    return null;
+  const lower = scheme.toLowerCase(),
+    kept = port && String(+port) !== DEFAULT_PORTS[lower] ? `:${+port}` : "";
+  const loopback =
+    host === "localhost" || host === "[::1]" || (IPV4.test(host) && host.startsWith("127."));
+  return {
+    scheme: lower,
+    host,
+    port: kept ? +port : null,
+    path,
+    origin: `${lower}://${host}${kept}`,
+    loopback,
+  };
 }
 
 /** A relayed survey's `relay` member (shared/survey.py Relay), signed form: all three members. */
@@ -44,10 +68,17 @@ export function parseRelay(data, where = "survey.relay") {
   exactKeys(where, data, ["url", "min_batch", "shuffle_unit"]);
   const { url, min_batch: minBatch, shuffle_unit: shuffleUnit } = data;
   const parsed = typeof url === "string" && url.length <= 200 ? parseUrl(url) : null;
-  if (!parsed) throw fail("url", "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials");
-  if (parsed.scheme === "http" && !parsed.loopback) throw fail("url", "must use https (http only for a loopback host)");
-  if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e6) throw fail("min_batch", "must be an integer in [1, 1000000]");
-  if (!["question", "submission"].includes(shuffleUnit)) throw fail("shuffle_unit", "must be question or submission");
+  if (!parsed)
+    throw fail(
+      "url",
+      "must be https://host[:port][/path] without a trailing slash, query, fragment or credentials",
+    );
+  if (parsed.scheme === "http" && !parsed.loopback)
+    throw fail("url", "must use https (http only for a loopback host)");
+  if (!Number.isInteger(minBatch) || minBatch < 1 || minBatch > 1e6)
+    throw fail("min_batch", "must be an integer in [1, 1000000]");
+  if (!["question", "submission"].includes(shuffleUnit))
+    throw fail("shuffle_unit", "must be question or submission");
   return Object.freeze({ url, origin: parsed.origin, minBatch, shuffleUnit });
 }
 
@@ -58,34 +89,63 @@ export function parseRelay(data, where = "survey.relay") {
 export async function encryptionKey(client, pin, rotate) {
   const document = await keyDocument(client); // strict: a member twice is refused (duplicate-member)
   if (document?.public_key !== b64encode(pin.key)) pin = await rotate(pin);
-  const key = await sealing.verifiedEncryptionKey(document, pin.key, { verify, b64decode, b64encode, keyId, SignatureError });
+  const key = await sealing.verifiedEncryptionKey(document, pin.key, {
+    verify,
+    b64decode,
+    b64encode,
+    keyId,
+    SignatureError,
+  });
   return { key, keyId: document.encryption_key.key_id, pin };
 }
 
-const b64url = (bytes) => b64encode(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const b64url = (bytes) =>
+  b64encode(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
 /** The relay's body: format, key id, units, and the enrolment token if any (members in this order). */
-export const relayBody = (keyIdValue, units, token) => JSON.stringify({ format: sealing.FORMAT, key_id: keyIdValue, units, ...(token !== undefined && { enrolment_token: token }) });
+export const relayBody = (keyIdValue, units, token) =>
+  JSON.stringify({
+    format: sealing.FORMAT,
+    key_id: keyIdValue,
+    units,
+    ...(token !== undefined && { enrolment_token: token }),
+  });
 
 /** Every unit of a relayed survey sealed to its verified encryption key, as the relay's body. */
 export async function sealedBody(survey, reports, token) {
-  if (!survey.encryption) throw new SignatureError(`survey ${survey.id} is relayed but no encryption key was verified; fetch it again`);
+  if (!survey.encryption)
+    throw new SignatureError(
+      `survey ${survey.id} is relayed but no encryption key was verified; fetch it again`,
+    );
   const { units } = resealData(survey, reports);
-  return relayBody(survey.encryption.keyId, await sealUnits(survey.id, units, survey.encryption.key, reports), token);
+  return relayBody(
+    survey.encryption.keyId,
+    await sealUnits(survey.id, units, survey.encryption.key, reports),
+    token,
+  );
 }
 
 /** What the outbox keeps to reseal a relayed batch (`resealedBody`): its units and sizes, the wire reports. */
 export function resealData(survey, reports) {
-  const units = (survey.relay.shuffleUnit === "submission" ? [""] : survey.questions.map((q) => q.id)).map((unit) => ({ unit, size: sealing.unitSize(survey, unit) }));
+  const units = (
+    survey.relay.shuffleUnit === "submission" ? [""] : survey.questions.map((q) => q.id)
+  ).map((unit) => ({ unit, size: sealing.unitSize(survey, unit) }));
   return { units, reports };
 }
 
 async function sealUnits(surveyId, units, key, reports) {
-  return Promise.all(units.map(async ({ unit, size }) => {
-    const chosen = unit ? reports.filter((r) => r.question === unit) : reports;
-    const sealed = await sealing.seal(key, { surveyId, unit, plaintext: sealing.unitBody(chosen, unit), size });
-    return { unit, sealed: b64url(sealed) };
-  }));
+  return Promise.all(
+    units.map(async ({ unit, size }) => {
+      const chosen = unit ? reports.filter((r) => r.question === unit) : reports;
+      const sealed = await sealing.seal(key, {
+        surveyId,
+        unit,
+        plaintext: sealing.unitBody(chosen, unit),
+        size,
+      });
+      return { unit, sealed: b64url(sealed) };
+    }),
+  );
 }
 
 /**
@@ -94,5 +154,9 @@ async function sealUnits(surveyId, units, key, reports) {
  */
 export async function resealedBody(body, surveyId, reseal, encryption) {
   const token = JSON.parse(body).enrolment_token;
-  return relayBody(encryption.keyId, await sealUnits(surveyId, reseal.units, encryption.key, reseal.reports), token);
+  return relayBody(
+    encryption.keyId,
+    await sealUnits(surveyId, reseal.units, encryption.key, reseal.reports),
+    token,
+  );
 }

@@ -1,7 +1,15 @@
 // Subset selection (k-subset): shared/mechanisms/subset.py, docs/protocol.md §4.
 // Ye & Barg (IEEE Trans. Inf. Theory 2018); Wang, Wu, Hu (2016).
 
-import { Mechanism, ReportError, SYSTEM, checkInteger, checkThreshold, keepEpsilon, widthBytes } from "./mechanism.js";
+import {
+  Mechanism,
+  ReportError,
+  SYSTEM,
+  checkInteger,
+  checkThreshold,
+  keepEpsilon,
+  widthBytes,
+} from "./mechanism.js";
 
 export class SubsetSelection extends Mechanism {
   static mechanismName = "subset";
@@ -14,14 +22,20 @@ export class SubsetSelection extends Mechanism {
     this.fields = Array(subsetSize).fill([widthBytes(domainSize), domainSize]);
   }
 
-  get epsilonImplemented() { return keepEpsilon(this.keep, this.domainSize - this.subsetSize, this.subsetSize); }
+  get epsilonImplemented() {
+    return keepEpsilon(this.keep, this.domainSize - this.subsetSize, this.subsetSize);
+  }
 
   /** keep first; then k draws of a sparse partial Fisher–Yates over the d - 1 other values. */
   randomize(value, source = SYSTEM) {
-    const truth = this.checkValue(value), k = this.subsetSize, keep = source.uniform53() < this.keep;
-    const swapped = new Map(), chosen = [];
+    const truth = this.checkValue(value),
+      k = this.subsetSize,
+      keep = source.uniform53() < this.keep;
+    const swapped = new Map(),
+      chosen = [];
     for (let i = 0; i < k; i++) {
-      const j = i + source.randbelow(this.domainSize - 1 - i), picked = swapped.get(j) ?? j;
+      const j = i + source.randbelow(this.domainSize - 1 - i),
+        picked = swapped.get(j) ?? j;
       swapped.set(j, swapped.get(i) ?? i);
       chosen.push(picked + (picked >= truth));
     }
@@ -29,10 +43,13 @@ export class SubsetSelection extends Mechanism {
     return chosen.sort((a, b) => a - b);
   }
 
-  describe(report, labels) { return `one of: ${report.map((v) => labels[v]).join(", ")}`; }
+  describe(report, labels) {
+    return `one of: ${report.map((v) => labels[v]).join(", ")}`;
+  }
 
   fromFields(values) {
-    if (values.some((v, i) => v <= values[i - 1])) throw new ReportError("subset reports must be strictly increasing");
+    if (values.some((v, i) => v <= values[i - 1]))
+      throw new ReportError("subset reports must be strictly increasing");
     return values;
   }
 }

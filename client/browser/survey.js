@@ -2,13 +2,20 @@
 
 import { InvalidSurvey, InvalidValue, PolicyViolation } from "./randomness.js";
 
-export const FORMAT = "deniable.survey/2", TOLERANCE = 1e-9;
+export const FORMAT = "deniable.survey/2",
+  TOLERANCE = 1e-9;
 const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
-const ALLOWED = { yes_no: CHOICE, single_choice: CHOICE, multiple_choice: ["binary_rr", "option_sampling"], numeric: ["duchi", "discrete_laplace"] };
+const ALLOWED = {
+  yes_no: CHOICE,
+  single_choice: CHOICE,
+  multiple_choice: ["binary_rr", "option_sampling"],
+  numeric: ["duchi", "discrete_laplace"],
+};
 const TYPES = Object.keys(ALLOWED);
 export const MECHANISMS = [...new Set(Object.values(ALLOWED).flat())];
 // Per oracle: module, class, resolved parameters (exactly). Only the modules a survey names load.
-const ORACLES = Object.fromEntries(`binary_rr grr BinaryRR keep
+const ORACLES = Object.fromEntries(
+  `binary_rr grr BinaryRR keep
 grr grr GRR keep
 sue unary SUE one_if_true,one_if_other
 oue unary OUE one_if_true,one_if_other
@@ -19,16 +26,22 @@ option_sampling option_sampling OptionSampling keep
 optionwise optionwise OptionwiseRR keep,option_epsilon
 duchi duchi Duchi high,low,slope
 discrete_laplace discrete_laplace DiscreteLaplace grid_size
-longitudinal longitudinal LongitudinalGRR instantaneous_keep,keep`.split("\n").map((row) => {
-  const [kind, file, name, names] = row.split(" ");
-  return [kind, [file, name, names.split(",")]];
-}));
+longitudinal longitudinal LongitudinalGRR instantaneous_keep,keep`
+    .split("\n")
+    .map((row) => {
+      const [kind, file, name, names] = row.split(" ");
+      return [kind, [file, name, names.split(",")]];
+    }),
+);
 const loaded = {};
 
 /** The ORACLES key for a question whose type and mechanism fit. */
 function oracleKind({ type, mechanism, longitudinal }) {
   if (!TYPES.includes(type) || !ALLOWED[type].includes(mechanism)) return undefined;
-  if (longitudinal !== undefined) return ["grr", "binary_rr"].includes(mechanism) && type !== "multiple_choice" ? "longitudinal" : undefined;
+  if (longitudinal !== undefined)
+    return ["grr", "binary_rr"].includes(mechanism) && type !== "multiple_choice"
+      ? "longitudinal"
+      : undefined;
   return type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism;
 }
 
@@ -42,7 +55,11 @@ export async function loadMechanisms(definition, modules) {
   for (const q of Array.isArray(definition?.questions) ? definition.questions : []) {
     const [file, name] = ORACLES[oracleKind(Object(q))] ?? [];
     // The module and its static imports (mechanism.js; grr.js for the two built on GRR).
-    const needed = file && ["mechanism", ...(["longitudinal", "optionwise"].includes(file) ? ["grr"] : []), file];
+    const needed = file && [
+      "mechanism",
+      ...(["longitudinal", "optionwise"].includes(file) ? ["grr"] : []),
+      file,
+    ];
     const unpinned = modules && needed && needed.find((f) => !modules.includes(`${f}.js`));
     if (unpinned) throw new PolicyViolation(`${unpinned}.js is not pinned by this page`);
     if (file) loaded[name] ??= (await import(`./${file}.js`))[name];
@@ -63,22 +80,34 @@ export const isBlank = (value) => BLANK.test(value);
 const fail = (where, message, reason) => new InvalidSurvey(`${where}: ${message}`, reason);
 // "Not blank" (protocol §2.2): some code point outside White_Space and Default_Ignorable_Code_Point,
 // as fixed lists (the same as shared/survey.py's BLANK), not trim(), which strips U+FEFF only.
-const BLANK = /^[\t-\r \x85\xa0\xad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]*$/u;
+const BLANK =
+  /^[\t-\r \x85\xa0\xad\u034f\u061c\u115f\u1160\u1680\u17b4\u17b5\u180b-\u180f\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]*$/u;
 
 /** An object with exactly the keys named (those ending in "?" optional). */
 export function exactKeys(where, object, names) {
-  if (object === null || typeof object !== "object" || Array.isArray(object)) throw fail(where, "must be an object", "wrong-type");
-  const allowed = names.map((name) => name.replace(/\?$/, "")), odd = Object.keys(object).find((key) => !allowed.includes(key));
+  if (object === null || typeof object !== "object" || Array.isArray(object))
+    throw fail(where, "must be an object", "wrong-type");
+  const allowed = names.map((name) => name.replace(/\?$/, "")),
+    odd = Object.keys(object).find((key) => !allowed.includes(key));
   const missing = names.find((name) => !name.endsWith("?") && !(name in object));
-  if (odd ?? missing) throw fail(where, odd ? `unknown field ${odd}` : `missing field ${missing}`, odd ? "unknown-member" : "missing-member");
+  if (odd ?? missing)
+    throw fail(
+      where,
+      odd ? `unknown field ${odd}` : `missing field ${missing}`,
+      odd ? "unknown-member" : "missing-member",
+    );
 }
 
 /** At most `limit` code points, no C0/C1 controls or DEL; non-blank (a description: may be empty, keeps \n). */
 function text(where, value, limit, description) {
-  if (typeof value !== "string" || !value.isWellFormed()) throw fail(where, "must be a string (of whole characters)", "wrong-type");
-  if ([...value].length > limit) throw fail(where, `must be at most ${limit} characters`, "text-length");
-  if (!description && isBlank(value)) throw fail(where, "must not be blank (white space or invisible characters only)", "text-blank");
-  if ((description ? /[\0-\t\v-\x1f\x7f-\x9f]/ : /[\0-\x1f\x7f-\x9f]/).test(value)) throw fail(where, "must not contain control characters", "text-control");
+  if (typeof value !== "string" || !value.isWellFormed())
+    throw fail(where, "must be a string (of whole characters)", "wrong-type");
+  if ([...value].length > limit)
+    throw fail(where, `must be at most ${limit} characters`, "text-length");
+  if (!description && isBlank(value))
+    throw fail(where, "must not be blank (white space or invisible characters only)", "text-blank");
+  if ((description ? /[\0-\t\v-\x1f\x7f-\x9f]/ : /[\0-\x1f\x7f-\x9f]/).test(value))
+    throw fail(where, "must not contain control characters", "text-control");
   return value;
 }
 
@@ -95,71 +124,177 @@ export function epsilon(where, value) {
 export class Question {
   constructor(data, index) {
     let where = `survey.questions[${index}]`;
-    exactKeys(where, data, ["id", "type", "text", "epsilon", "mechanism", "parameters", "longitudinal?", "options?", "lo?", "hi?"]);
-    if (!TYPES.includes(data.type)) throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`, "type");
-    const { type, mechanism, options: o, longitudinal: l } = data, extra = { numeric: ["lo", "hi"], yes_no: [] }[type] ?? ["options"];
-    exactKeys(where, data, ["id", "type", "text", "epsilon", "mechanism", "parameters", "longitudinal?", ...extra]);
+    exactKeys(where, data, [
+      "id",
+      "type",
+      "text",
+      "epsilon",
+      "mechanism",
+      "parameters",
+      "longitudinal?",
+      "options?",
+      "lo?",
+      "hi?",
+    ]);
+    if (!TYPES.includes(data.type))
+      throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`, "type");
+    const { type, mechanism, options: o, longitudinal: l } = data,
+      extra = { numeric: ["lo", "hi"], yes_no: [] }[type] ?? ["options"];
+    exactKeys(where, data, [
+      "id",
+      "type",
+      "text",
+      "epsilon",
+      "mechanism",
+      "parameters",
+      "longitudinal?",
+      ...extra,
+    ]);
     where = `question ${identifier(`${where}.id`, data.id)}`;
-    Object.assign(this, { id: data.id, type, text: text(`${where}.text`, data.text, 2000), epsilon: epsilon(`${where}.epsilon`, data.epsilon),
-      mechanism, parameters: data.parameters, longitudinal: l ?? null, lo: data.lo, hi: data.hi });
+    Object.assign(this, {
+      id: data.id,
+      type,
+      text: text(`${where}.text`, data.text, 2000),
+      epsilon: epsilon(`${where}.epsilon`, data.epsilon),
+      mechanism,
+      parameters: data.parameters,
+      longitudinal: l ?? null,
+      lo: data.lo,
+      hi: data.hi,
+    });
     if (type.endsWith("_choice")) {
       const limit = type === "multiple_choice" ? 64 : 1024;
-      if (!Array.isArray(o)) throw fail(`${where}.options`, "must be a list of labels", "wrong-type");
-      if (o.length < 2 || o.length > limit) throw fail(`${where}.options`, `must be 2 to ${limit} labels`, "options-count");
+      if (!Array.isArray(o))
+        throw fail(`${where}.options`, "must be a list of labels", "wrong-type");
+      if (o.length < 2 || o.length > limit)
+        throw fail(`${where}.options`, `must be 2 to ${limit} labels`, "options-count");
       this.options = o.map((label) => text(`${where}.options`, label, 200));
-      if (new Set(o).size !== o.length) throw fail(`${where}.options`, "labels must be distinct", "options-duplicate");
+      if (new Set(o).size !== o.length)
+        throw fail(`${where}.options`, "labels must be distinct", "options-duplicate");
     }
-    if (type === "numeric" && !([data.lo, data.hi].every((v) => typeof v === "number") && [data.lo, data.hi, data.hi - data.lo].every(Number.isFinite) && data.lo < data.hi)) {
-      throw fail(where, `lo and hi must be finite numbers with lo < hi, got [${data.lo}, ${data.hi}]`, "range");
+    if (
+      type === "numeric" &&
+      !(
+        [data.lo, data.hi].every((v) => typeof v === "number") &&
+        [data.lo, data.hi, data.hi - data.lo].every(Number.isFinite) &&
+        data.lo < data.hi
+      )
+    ) {
+      throw fail(
+        where,
+        `lo and hi must be finite numbers with lo < hi, got [${data.lo}, ${data.hi}]`,
+        "range",
+      );
     }
     const [file, name, names] = ORACLES[oracleKind(data)] ?? [];
-    if (!name || (mechanism === "binary_rr" && type === "single_choice" && this.domainSize !== 2)) throw fail(where, `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`, "mechanism");
+    if (!name || (mechanism === "binary_rr" && type === "single_choice" && this.domainSize !== 2))
+      throw fail(
+        where,
+        `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`,
+        "mechanism",
+      );
     exactKeys(`${where}.parameters`, data.parameters, names);
-    if (!loaded[name]) throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
-    const parameters = Object.fromEntries(Object.entries(data.parameters).map(([k, v]) => [k.replace(/_(.)/g, (_, c) => c.toUpperCase()), v]));
-    try { // the mechanism checks lo, hi and its parameters
-      this.oracle = new loaded[name]({ domainSize: this.domainSize, options: this.domainSize, epsilon: this.epsilon, lo: this.lo, hi: this.hi, longitudinal: l, ...parameters });
+    if (!loaded[name])
+      throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
+    const parameters = Object.fromEntries(
+      Object.entries(data.parameters).map(([k, v]) => [
+        k.replace(/_(.)/g, (_, c) => c.toUpperCase()),
+        v,
+      ]),
+    );
+    try {
+      // the mechanism checks lo, hi and its parameters
+      this.oracle = new loaded[name]({
+        domainSize: this.domainSize,
+        options: this.domainSize,
+        epsilon: this.epsilon,
+        lo: this.lo,
+        hi: this.hi,
+        longitudinal: l,
+        ...parameters,
+      });
     } catch (error) {
       // The mechanisms' own refusals: a parameter out of range (or, longitudinal, its ε's).
-      throw fail(where, error.message, error.reason && error.reason !== "invalid" ? error.reason : "parameter");
+      throw fail(
+        where,
+        error.message,
+        error.reason && error.reason !== "invalid" ? error.reason : "parameter",
+      );
     }
     const implied = this.oracle.epsilonImplemented; // by the signed thresholds (longitudinal: permanent)
-    if (implied > this.epsilon + TOLERANCE) throw fail(where, `its parameters imply epsilon = ${implied}, more than the declared ${this.epsilon}`, "implied-epsilon");
+    if (implied > this.epsilon + TOLERANCE)
+      throw fail(
+        where,
+        `its parameters imply epsilon = ${implied}, more than the declared ${this.epsilon}`,
+        "implied-epsilon",
+      );
     this.cost = Math.max(this.epsilon, implied);
   }
 
-  get domainSize() { return this.type === "yes_no" ? 2 : this.options?.length; }
-  get labels() { return this.options ?? ["no", "yes"]; }
+  get domainSize() {
+    return this.type === "yes_no" ? 2 : this.options?.length;
+  }
+  get labels() {
+    return this.options ?? ["no", "yes"];
+  }
 
   /** The answer in mechanism terms, or InvalidValue: never coerced. */
   checkAnswer(answer) {
-    const o = this.labels, refuse = (what) => { throw new InvalidValue(`question ${this.id}: answer must be ${what}`); };
+    const o = this.labels,
+      refuse = (what) => {
+        throw new InvalidValue(`question ${this.id}: answer must be ${what}`);
+      };
     switch (this.type) {
-      case "yes_no": return typeof answer === "boolean" ? +answer : refuse("true or false");
-      case "single_choice": return o.includes(answer) ? o.indexOf(answer) : refuse("one of the options");
-      case "multiple_choice": return Array.isArray(answer) && answer.every((a) => o.includes(a)) ? o.map((label) => +answer.includes(label)) : refuse("a list of option labels");
+      case "yes_no":
+        return typeof answer === "boolean" ? +answer : refuse("true or false");
+      case "single_choice":
+        return o.includes(answer) ? o.indexOf(answer) : refuse("one of the options");
+      case "multiple_choice":
+        return Array.isArray(answer) && answer.every((a) => o.includes(a))
+          ? o.map((label) => +answer.includes(label))
+          : refuse("a list of option labels");
     }
-    return typeof answer === "number" && answer >= this.lo && answer <= this.hi ? answer : refuse(`a number in [${this.lo}, ${this.hi}]`);
+    return typeof answer === "number" && answer >= this.lo && answer <= this.hi
+      ? answer
+      : refuse(`a number in [${this.lo}, ${this.hi}]`);
   }
 
-  describe(report) { return this.oracle.describe(report, this.labels); }
+  describe(report) {
+    return this.oracle.describe(report, this.labels);
+  }
 }
 
 export function parseDefinition(data) {
   exactKeys("survey", data, ["format", "id", "title", "description?", "questions", "relay?"]);
-  if (data.format !== FORMAT) throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`, "format");
+  if (data.format !== FORMAT)
+    throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`, "format");
   const q = data.questions;
-  if (!Array.isArray(q)) throw fail("survey.questions", "must be a list of questions", "wrong-type");
-  if (q.length < 1 || q.length > 100) throw fail("survey.questions", "must be a list of 1 to 100 questions", "questions-count");
+  if (!Array.isArray(q))
+    throw fail("survey.questions", "must be a list of questions", "wrong-type");
+  if (q.length < 1 || q.length > 100)
+    throw fail("survey.questions", "must be a list of 1 to 100 questions", "questions-count");
   // The canonical form omits an empty description: "" cannot be the signed bytes of a survey.
-  if (data.description === "") throw fail("survey.description", "must be omitted rather than empty", "description-empty");
-  const survey = { id: identifier("survey.id", data.id), title: text("survey.title", data.title, 200),
-    description: "description" in data ? text("survey.description", data.description, 2000, true) : "", questions: q.map((d, i) => new Question(d, i)) };
+  if (data.description === "")
+    throw fail("survey.description", "must be omitted rather than empty", "description-empty");
+  const survey = {
+    id: identifier("survey.id", data.id),
+    title: text("survey.title", data.title, 200),
+    description:
+      "description" in data ? text("survey.description", data.description, 2000, true) : "",
+    questions: q.map((d, i) => new Question(d, i)),
+  };
   const distinct = (values) => new Set(values).size === values.length;
-  if (!distinct(survey.questions.map((x) => x.id))) throw fail("survey.questions", "question ids must be distinct", "question-id-duplicate");
-  if (!distinct(survey.questions.filter((x) => x.longitudinal).map((x) => x.longitudinal.key))) throw fail("survey.questions", "longitudinal keys must be distinct", "longitudinal-key-duplicate");
+  if (!distinct(survey.questions.map((x) => x.id)))
+    throw fail("survey.questions", "question ids must be distinct", "question-id-duplicate");
+  if (!distinct(survey.questions.filter((x) => x.longitudinal).map((x) => x.longitudinal.key)))
+    throw fail(
+      "survey.questions",
+      "longitudinal keys must be distinct",
+      "longitudinal-key-duplicate",
+    );
   survey.totalEpsilon = survey.questions.reduce((sum, x) => sum + x.cost, 0);
-  if (data.relay !== undefined && !loaded.parseRelay) throw new Error("sealed.js is not loaded: await loadMechanisms(definition) first");
+  if (data.relay !== undefined && !loaded.parseRelay)
+    throw new Error("sealed.js is not loaded: await loadMechanisms(definition) first");
   survey.relay = data.relay === undefined ? null : loaded.parseRelay(data.relay);
   return survey;
 }

@@ -5,7 +5,8 @@ import { ReportError } from "./randomness.js";
 
 /** `length` bytes from exactly 2 * length lowercase hex digits, or ReportError. */
 export function fromHex(text, length) {
-  if (typeof text !== "string" || text.length !== 2 * length || /[^0-9a-f]/.test(text)) throw new ReportError(`report must be ${2 * length} lowercase hex digits`);
+  if (typeof text !== "string" || text.length !== 2 * length || /[^0-9a-f]/.test(text))
+    throw new ReportError(`report must be ${2 * length} lowercase hex digits`);
   return Uint8Array.from({ length }, (_, i) => parseInt(text.substr(2 * i, 2), 16));
 }
 

@@ -31,8 +31,10 @@ def main(url: str, survey: str, rows: str, columns: str, later: str | None = Non
         family = table.attrs["simultaneous_tightest"]
         prefix = "" if family == "chebyshev" else f"{family}_"
         low, high = table[prefix + "simultaneous_lower"], table[prefix + "simultaneous_upper"]
-        cells = [f"{100 * e:.0f}% [{100 * lo:.0f}-{100 * hi:.0f}]"
-                 for e, lo, hi in zip(table["clipped"], low, high, strict=True)]  # fmt: skip
+        cells = [
+            f"{100 * e:.0f}% [{100 * lo:.0f}-{100 * hi:.0f}]"
+            for e, lo, hi in zip(table["clipped"], low, high, strict=True)
+        ]
         grid = table.assign(cell=cells).pivot(index="row", columns="column", values="cell")
         print(grid.reindex(index=table["row"].unique(), columns=table["column"].unique()))
         print(f"95% intervals, all cells at once ({family} bound)")

@@ -62,9 +62,11 @@ def content_security_policy(snippet: str, aggregator: str) -> str:
     (import_map,) = re.findall(r'<script type="importmap">(.*?)</script>', snippet, re.S)
     digest = base64.b64encode(hashlib.sha256(import_map.encode()).digest()).decode()
     origin = aggregator.rstrip("/")
-    return (f"default-src 'self'; script-src 'self' {origin} 'sha256-{digest}'; "
-            f"style-src 'self' {origin}; connect-src 'self' {origin}; img-src 'self'; "
-            "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")  # fmt: skip
+    return (
+        f"default-src 'self'; script-src 'self' {origin} 'sha256-{digest}'; "
+        f"style-src 'self' {origin}; connect-src 'self' {origin}; img-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
 
 
 def fetch_snippet(aggregator: str, survey: str, lang: str, wait: float = 60) -> str:
@@ -112,10 +114,13 @@ def main() -> None:
         snippet = fetch_snippet(args.aggregator, args.survey, args.lang)
     except OSError as error:
         sys.exit(f"host.py: the aggregator at {args.aggregator} did not answer: {error}")
-    server = serve(page(snippet, args.lang), content_security_policy(snippet, args.aggregator),
-                   args.port)  # fmt: skip
-    print(f"serving the host page at http://127.0.0.1:{args.port}/ "
-          f"(the aggregator must allow this origin: DENIABLE_CORS_ORIGINS)")  # fmt: skip
+    server = serve(
+        page(snippet, args.lang), content_security_policy(snippet, args.aggregator), args.port
+    )
+    print(
+        f"serving the host page at http://127.0.0.1:{args.port}/ "
+        f"(the aggregator must allow this origin: DENIABLE_CORS_ORIGINS)"
+    )
     server.serve_forever()
 
 

@@ -62,10 +62,14 @@ def create_site(aggregator: str, survey: str, public_key: str) -> Flask:
     app.config["RECEIVED"] = []  # every body the site's server saw (the example's point)
     aggregator = aggregator.rstrip("/")
     page = PAGE.format(
-        style=STYLE, sri=integrity()["respond.js"], survey=html.escape(survey),
-        key=html.escape(public_key), css=integrity()["respond.css"], watch=integrity()["watch.js"],
+        style=STYLE,
+        sri=integrity()["respond.js"],
+        survey=html.escape(survey),
+        key=html.escape(public_key),
+        css=integrity()["respond.css"],
+        watch=integrity()["watch.js"],
         import_map=IMPORT_MAP,
-    )  # fmt: skip
+    )
 
     @app.get("/")
     def index() -> Response:
@@ -89,8 +93,11 @@ def create_site(aggregator: str, survey: str, public_key: str) -> Flask:
         # The signed document passes through unchanged; the page verifies it against the
         # aggregator's key, so this site cannot alter the questions or the ε.
         upstream = requests.get(f"{aggregator}/api/v1/surveys/{survey_id}", timeout=10)
-        return Response(upstream.content, upstream.status_code, mimetype=upstream.headers.get(
-            "Content-Type", "application/json"))  # fmt: skip
+        return Response(
+            upstream.content,
+            upstream.status_code,
+            mimetype=upstream.headers.get("Content-Type", "application/json"),
+        )
 
     @app.post("/api/v1/surveys/<survey_id>/reports")
     def relay(survey_id: str) -> Response:
@@ -102,14 +109,18 @@ def create_site(aggregator: str, survey: str, public_key: str) -> Flask:
             headers[ENROLMENT_HEADER] = request.headers[ENROLMENT_HEADER]
         try:
             upstream = requests.post(
-                f"{aggregator}/api/v1/surveys/{survey_id}/reports", data=body, headers=headers,
+                f"{aggregator}/api/v1/surveys/{survey_id}/reports",
+                data=body,
+                headers=headers,
                 timeout=10,
-            )  # fmt: skip
+            )
         except requests.RequestException:
-            return Response('{"title": "aggregator unreachable"}', 502,
-                            mimetype="application/problem+json")  # fmt: skip
-        return Response(upstream.content, upstream.status_code,
-                        mimetype=upstream.headers.get("Content-Type"))  # fmt: skip
+            return Response(
+                '{"title": "aggregator unreachable"}', 502, mimetype="application/problem+json"
+            )
+        return Response(
+            upstream.content, upstream.status_code, mimetype=upstream.headers.get("Content-Type")
+        )
 
     return app
 

@@ -61,8 +61,11 @@ def open_storage(settings: Mapping[str, Any]) -> RelayStorage:
     """The backend for ``settings["DATABASE"]`` (not yet migrated)."""
     database = str(settings["DATABASE"])
     if is_postgres(database):
-        return PostgresRelayStorage(database, pool_size=settings.get("POOL_SIZE", 10),
-                                    pool_timeout=settings.get("POOL_TIMEOUT", 10))  # fmt: skip
+        return PostgresRelayStorage(
+            database,
+            pool_size=settings.get("POOL_SIZE", 10),
+            pool_timeout=settings.get("POOL_TIMEOUT", 10),
+        )
     return SqliteRelayStorage(database, busy_timeout_ms=settings.get("BUSY_TIMEOUT_MS", 30_000))
 
 

@@ -47,16 +47,23 @@ class BatchStore:
         opened_before = iso(now - timedelta(seconds=window))
         formed = []
         with self._transaction() as connection:
-            row = self._run(connection, "SELECT min_batch, status FROM relayed_surveys WHERE "
-                            "survey_id = ?" + self.for_update, (survey_id,)).fetchone()  # fmt: skip
+            row = self._run(
+                connection,
+                "SELECT min_batch, status FROM relayed_surveys WHERE "
+                "survey_id = ?" + self.for_update,
+                (survey_id,),
+            ).fetchone()
             if row is None or row[1] != "open":
                 return []
             min_batch = int(row[0])
-            ready = self._run(connection, "SELECT w.unit, h.key_id, COUNT(*) FROM windows w "
-                              "JOIN held h ON h.survey_id = w.survey_id AND h.unit = w.unit AND "
-                              "h.batch_id IS NULL WHERE w.survey_id = ? AND w.opened_at <= ? "
-                              "GROUP BY w.unit, h.key_id ORDER BY w.unit, h.key_id",
-                              (survey_id, opened_before)).fetchall()  # fmt: skip
+            ready = self._run(
+                connection,
+                "SELECT w.unit, h.key_id, COUNT(*) FROM windows w "
+                "JOIN held h ON h.survey_id = w.survey_id AND h.unit = w.unit AND "
+                "h.batch_id IS NULL WHERE w.survey_id = ? AND w.opened_at <= ? "
+                "GROUP BY w.unit, h.key_id ORDER BY w.unit, h.key_id",
+                (survey_id, opened_before),
+            ).fetchall()
             reopened = set()
             for unit, key_id, waiting in ready:
                 if waiting < min_batch:
@@ -65,34 +72,54 @@ class BatchStore:
                 sizes = self._split(connection, group, int(waiting), min_batch, max_bytes)
                 for index, size in enumerate(sizes):
                     batch_id = secrets.token_hex(16)
-                    waiting_in = ("survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS "
-                                  "NULL")  # fmt: skip
+                    waiting_in = "survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS NULL"
                     if index == len(sizes) - 1 and sum(sizes) == waiting:  # the rest too
-                        self._run(connection, f"UPDATE held SET batch_id = ? WHERE {waiting_in}",
-                                  (batch_id, *group))  # fmt: skip
+                        self._run(
+                            connection,
+                            f"UPDATE held SET batch_id = ? WHERE {waiting_in}",
+                            (batch_id, *group),
+                        )
                     else:
-                        self._run(connection, "UPDATE held SET batch_id = ? WHERE id IN (SELECT "
-                                  f"id FROM held WHERE {waiting_in} ORDER BY id LIMIT ?)",
-                                  (batch_id, *group, size))  # fmt: skip
-                    self._run(connection, "INSERT INTO batches (batch_id, survey_id, unit, size) "
-                              "VALUES (?, ?, ?, ?)", (batch_id, survey_id, unit, size))
+                        self._run(
+                            connection,
+                            "UPDATE held SET batch_id = ? WHERE id IN (SELECT "
+                            f"id FROM held WHERE {waiting_in} ORDER BY id LIMIT ?)",
+                            (batch_id, *group, size),
+                        )
+                    self._run(
+                        connection,
+                        "INSERT INTO batches (batch_id, survey_id, unit, size) VALUES (?, ?, ?, ?)",
+                        (batch_id, survey_id, unit, size),
+                    )
                     formed.append(batch_id)
                 reopened.add(unit)
             for unit in sorted(reopened):
-                self._run(connection, "UPDATE windows SET opened_at = ? WHERE survey_id = ? AND "
-                          "unit = ?", (iso(now), survey_id, unit))  # fmt: skip
+                self._run(
+                    connection,
+                    "UPDATE windows SET opened_at = ? WHERE survey_id = ? AND unit = ?",
+                    (iso(now), survey_id, unit),
+                )
         return formed
 
-    def _split(self, connection: Any, group: tuple[str, str, str], waiting: int,
-               min_batch: int, max_bytes: int | None) -> list[int]:  # fmt: skip
+    def _split(
+        self,
+        connection: Any,
+        group: tuple[str, str, str],
+        waiting: int,
+        min_batch: int,
+        max_bytes: int | None,
+    ) -> list[int]:
         """Sizes of the batches ``waiting`` units of ``group`` go out in: as few as fit
         ``max_bytes`` and :data:`MAX_BATCH_UNITS`, each at least ``min_batch``; where no
         split fits both, full batches, and the rest waits for the next window."""
         most = MAX_BATCH_UNITS  # the aggregator takes no more in one batch (protocol §11.3)
         if max_bytes is not None:
-            (length,) = self._run(connection, "SELECT MAX(LENGTH(sealed)) FROM held WHERE "
-                              "survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS NULL",
-                                  group).fetchone()  # fmt: skip
+            (length,) = self._run(
+                connection,
+                "SELECT MAX(LENGTH(sealed)) FROM held WHERE "
+                "survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS NULL",
+                group,
+            ).fetchone()
             encoded = -(-4 * int(length) // 3) + 3  # unpadded base64url, quotes and a comma
             most = min(most, (max_bytes - BODY_OVERHEAD) // encoded)
         most = max(min_batch, most)
@@ -106,17 +133,31 @@ class BatchStore:
         now = utc_now()
         batches = []
         with self._transaction() as connection:
-            rows = self._run(connection, "SELECT batch_id, survey_id, unit FROM batches WHERE "
-                             "leased_until IS NULL OR leased_until < ? ORDER BY batch_id LIMIT ?"
-                             + self.for_update, (iso(now), limit)).fetchall()  # fmt: skip
+            rows = self._run(
+                connection,
+                "SELECT batch_id, survey_id, unit FROM batches WHERE "
+                "leased_until IS NULL OR leased_until < ? ORDER BY batch_id LIMIT ?"
+                + self.for_update,
+                (iso(now), limit),
+            ).fetchall()
             for batch_id, survey_id, unit in rows:
-                self._run(connection, "UPDATE batches SET leased_until = ?, attempts = attempts "
-                          "+ 1 WHERE batch_id = ?",
-                          (iso(now + timedelta(seconds=lease)), batch_id))  # fmt: skip
-                sealed = self._run(connection, "SELECT sealed FROM held WHERE batch_id = ?",
-                                   (batch_id,)).fetchall()  # fmt: skip
-                batches.append(Batch(batch_id=batch_id, survey_id=survey_id, unit=unit,
-                                     sealed=[bytes(s) for (s,) in sealed]))  # fmt: skip
+                self._run(
+                    connection,
+                    "UPDATE batches SET leased_until = ?, attempts = attempts "
+                    "+ 1 WHERE batch_id = ?",
+                    (iso(now + timedelta(seconds=lease)), batch_id),
+                )
+                sealed = self._run(
+                    connection, "SELECT sealed FROM held WHERE batch_id = ?", (batch_id,)
+                ).fetchall()
+                batches.append(
+                    Batch(
+                        batch_id=batch_id,
+                        survey_id=survey_id,
+                        unit=unit,
+                        sealed=[bytes(s) for (s,) in sealed],
+                    )
+                )
         return batches
 
     def release_leases(self) -> None:
@@ -127,42 +168,57 @@ class BatchStore:
     def acknowledged(self, batch: Batch) -> None:
         """The aggregator stored the batch: delete its units, count it."""
         size = len(batch.sealed)
-        self._finish(batch, "forwarded_batches = forwarded_batches + 1, forwarded_reports = "
-                     "forwarded_reports + ?, smallest_batch = CASE WHEN smallest_batch IS NULL "
-                     "OR smallest_batch > ? THEN ? ELSE smallest_batch END",
-                     (size, size, size), DELIVERED)  # fmt: skip
+        self._finish(
+            batch,
+            "forwarded_batches = forwarded_batches + 1, forwarded_reports = "
+            "forwarded_reports + ?, smallest_batch = CASE WHEN smallest_batch IS NULL "
+            "OR smallest_batch > ? THEN ? ELSE smallest_batch END",
+            (size, size, size),
+            DELIVERED,
+        )
 
     def discard(self, batch: Batch) -> None:
         """The aggregator refused the batch for good (its survey closed): delete, count it."""
-        self._finish(batch, "discarded_reports = discarded_reports + ?", (len(batch.sealed),),
-                     DISCARDED)  # fmt: skip
+        self._finish(
+            batch, "discarded_reports = discarded_reports + ?", (len(batch.sealed),), DISCARDED
+        )
 
     def _finish(self, batch: Batch, counters: str, values: tuple, outcome: str) -> None:
         """Delete the batch and its units (and the links of the enrolment tokens that
         admitted them: ``outcome``, HeldStore._delete_held), and update the survey's
         ``counters`` once (a batch finished twice, by two senders, counts once)."""
         with self._transaction() as connection:
-            gone = self._run(connection, "DELETE FROM batches WHERE batch_id = ?",
-                             (batch.batch_id,)).rowcount  # fmt: skip
-            self._delete_held(connection, batch.survey_id, "batch_id = ?", (batch.batch_id,),
-                              outcome)  # fmt: skip
+            gone = self._run(
+                connection, "DELETE FROM batches WHERE batch_id = ?", (batch.batch_id,)
+            ).rowcount
+            self._delete_held(
+                connection, batch.survey_id, "batch_id = ?", (batch.batch_id,), outcome
+            )
             if gone:
-                self._run(connection, f"UPDATE relayed_surveys SET {counters} WHERE survey_id = ?",
-                          (*values, batch.survey_id))  # fmt: skip
+                self._run(
+                    connection,
+                    f"UPDATE relayed_surveys SET {counters} WHERE survey_id = ?",
+                    (*values, batch.survey_id),
+                )
 
     def failed(self, batch: Batch, error: str, *, retry_in: float) -> None:
         """A forward failed: try again after ``retry_in`` seconds."""
         with self._transaction() as connection:
-            self._run(connection, "UPDATE batches SET last_error = ?, leased_until = ? WHERE "
-                      "batch_id = ?", (error[:500], iso(utc_now() + timedelta(seconds=retry_in)),
-                                       batch.batch_id))  # fmt: skip
+            self._run(
+                connection,
+                "UPDATE batches SET last_error = ?, leased_until = ? WHERE batch_id = ?",
+                (error[:500], iso(utc_now() + timedelta(seconds=retry_in)), batch.batch_id),
+            )
 
     def pending_batches(self, survey_id: str) -> list[tuple[str, str, int, int, str | None]]:
         """(batch id, unit, size, attempts, last error) of batches not yet acknowledged."""
         with self._read() as connection:
-            rows = self._run(connection, "SELECT batch_id, unit, size, attempts, last_error FROM "
-                             "batches WHERE survey_id = ? ORDER BY batch_id",
-                             (survey_id,)).fetchall()  # fmt: skip
+            rows = self._run(
+                connection,
+                "SELECT batch_id, unit, size, attempts, last_error FROM "
+                "batches WHERE survey_id = ? ORDER BY batch_id",
+                (survey_id,),
+            ).fetchall()
         return [tuple(row) for row in rows]
 
     def discard_closed(self, survey_id: str) -> int:
@@ -170,6 +226,10 @@ class BatchStore:
         with self._transaction() as connection:
             count = self._delete_held(connection, survey_id, "batch_id IS NULL", (), DISCARDED)
             if count:
-                self._run(connection, "UPDATE relayed_surveys SET discarded_reports = "
-                          "discarded_reports + ? WHERE survey_id = ?", (count, survey_id))
+                self._run(
+                    connection,
+                    "UPDATE relayed_surveys SET discarded_reports = "
+                    "discarded_reports + ? WHERE survey_id = ?",
+                    (count, survey_id),
+                )
         return int(count)

@@ -18,9 +18,13 @@ class HeldStore:
     _run: Any
 
     def hold(
-        self, survey_id: str, units: list[tuple[str, bytes]], *, enrolment_token: str | None,
+        self,
+        survey_id: str,
+        units: list[tuple[str, bytes]],
+        *,
+        enrolment_token: str | None,
         key_id: str,
-    ) -> int:  # fmt: skip
+    ) -> int:
         """Hold one submission's sealed units durably, all or nothing; return how many are new.
 
         ``key_id`` is the encryption key the device sealed them to: a batch takes units of
@@ -37,49 +41,72 @@ class HeldStore:
             return self._hold_in(connection, survey_id, units, enrolment_token, key_id)
 
     def _hold_in(
-        self, connection: Any, survey_id: str, units: list[tuple[str, bytes]],
-        enrolment_token: str | None, key_id: str,
-    ) -> int:  # fmt: skip
+        self,
+        connection: Any,
+        survey_id: str,
+        units: list[tuple[str, bytes]],
+        enrolment_token: str | None,
+        key_id: str,
+    ) -> int:
         """:meth:`hold` inside the caller's transaction."""
-        row = self._run(connection, "SELECT status FROM relayed_surveys WHERE survey_id = ?"
-                        + self.for_update.replace("UPDATE", "SHARE"),
-                        (survey_id,)).fetchone()  # fmt: skip
+        row = self._run(
+            connection,
+            "SELECT status FROM relayed_surveys WHERE survey_id = ?"
+            + self.for_update.replace("UPDATE", "SHARE"),
+            (survey_id,),
+        ).fetchone()
         if row is None:
             raise NotFound(f"this relay does not relay survey {survey_id!r}")
         if enrolment_token is not None:
             submission = submission_digest(survey_id, units)
             digest = token_digest(enrolment_token)
-            found = self._run(connection, "SELECT spent_by FROM enrolment_digests WHERE "
-                              "survey_id = ? AND digest = ?" + self.for_update,
-                              (survey_id, digest)).fetchone()  # fmt: skip
+            found = self._run(
+                connection,
+                "SELECT spent_by FROM enrolment_digests WHERE "
+                "survey_id = ? AND digest = ?" + self.for_update,
+                (survey_id, digest),
+            ).fetchone()
             if found is not None and found[0] == DELIVERED:
-                raise AlreadyDelivered(f"the submission this enrolment token admitted to survey "
-                                       f"{survey_id!r} was delivered already; nothing more is "
-                                       "taken with it")  # fmt: skip
+                raise AlreadyDelivered(
+                    f"the submission this enrolment token admitted to survey "
+                    f"{survey_id!r} was delivered already; nothing more is "
+                    "taken with it"
+                )
             if found is not None and found[0] == DISCARDED:
-                raise Conflict(f"survey {survey_id!r} closed before the submission this "
-                               "enrolment token admitted could be forwarded")  # fmt: skip
+                raise Conflict(
+                    f"survey {survey_id!r} closed before the submission this "
+                    "enrolment token admitted could be forwarded"
+                )
             if found is None or found[0] not in (None, submission):
-                raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r} "
-                                "(unknown, or spent)")  # fmt: skip
+                raise Forbidden(
+                    f"the enrolment token is not valid for survey {survey_id!r} (unknown, or spent)"
+                )
             if found[0] == submission:
                 return 0  # a resend of the admitted submission, still held: held already
         if row[0] != "open":
             raise Conflict(f"survey {survey_id!r} is closed")
         added = 0
         for unit, sealed in units:
-            added += self._run(connection, "INSERT INTO held (id, survey_id, unit, sealed, "
-                               "key_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                               (held_id(survey_id, unit, sealed), survey_id, unit, sealed,
-                                key_id)).rowcount  # fmt: skip
+            added += self._run(
+                connection,
+                "INSERT INTO held (id, survey_id, unit, sealed, "
+                "key_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (held_id(survey_id, unit, sealed), survey_id, unit, sealed, key_id),
+            ).rowcount
         if enrolment_token is not None:
             digest = token_digest(enrolment_token)
-            self._run(connection, "UPDATE enrolment_digests SET spent_by = ? WHERE "
-                      "survey_id = ? AND digest = ?", (submission, survey_id, digest))
+            self._run(
+                connection,
+                "UPDATE enrolment_digests SET spent_by = ? WHERE survey_id = ? AND digest = ?",
+                (submission, survey_id, digest),
+            )
             for unit, sealed in units:  # the link, until these units are forwarded
-                self._run(connection, "INSERT INTO admitted (survey_id, held_id, digest) VALUES "
-                          "(?, ?, ?) ON CONFLICT DO NOTHING",
-                          (survey_id, held_id(survey_id, unit, sealed), digest))  # fmt: skip
+                self._run(
+                    connection,
+                    "INSERT INTO admitted (survey_id, held_id, digest) VALUES "
+                    "(?, ?, ?) ON CONFLICT DO NOTHING",
+                    (survey_id, held_id(survey_id, unit, sealed), digest),
+                )
         return added
 
     def _delete_held(
@@ -94,30 +121,46 @@ class HeldStore:
         aggregator stores would together say who sent what (issue 18).  Orphaned links (a
         unit deleted while a concurrent resend linked it) are forgotten here too.
         """
-        count = self._run(connection, f"DELETE FROM held WHERE survey_id = ? AND {condition}",
-                          (survey_id, *values)).rowcount  # fmt: skip
+        count = self._run(
+            connection,
+            f"DELETE FROM held WHERE survey_id = ? AND {condition}",
+            (survey_id, *values),
+        ).rowcount
         orphaned = "survey_id = ? AND NOT EXISTS (SELECT 1 FROM held h WHERE h.id = held_id)"
-        tokens = [d for (d,) in self._run(connection, "SELECT DISTINCT digest FROM admitted "
-                                          f"WHERE {orphaned}", (survey_id,)).fetchall()]
+        tokens = [
+            d
+            for (d,) in self._run(
+                connection, f"SELECT DISTINCT digest FROM admitted WHERE {orphaned}", (survey_id,)
+            ).fetchall()
+        ]
         self._run(connection, f"DELETE FROM admitted WHERE {orphaned}", (survey_id,))
         for digest in tokens:
-            self._run(connection, "UPDATE enrolment_digests SET spent_by = ? WHERE survey_id = ? "
-                      "AND digest = ? AND NOT EXISTS (SELECT 1 FROM admitted a WHERE "
-                      "a.survey_id = ? AND a.digest = ?)",
-                      (outcome, survey_id, digest, survey_id, digest))  # fmt: skip
+            self._run(
+                connection,
+                "UPDATE enrolment_digests SET spent_by = ? WHERE survey_id = ? "
+                "AND digest = ? AND NOT EXISTS (SELECT 1 FROM admitted a WHERE "
+                "a.survey_id = ? AND a.digest = ?)",
+                (outcome, survey_id, digest, survey_id, digest),
+            )
         return int(count)
 
     def held_counts(self, survey_id: str) -> dict[str, tuple[int, int]]:
         """Per unit: (units waiting for a batch, units in batches not yet acknowledged)."""
         with self._read() as connection:
-            rows = self._run(connection, "SELECT unit, COUNT(*) - COUNT(batch_id), "
-                             "COUNT(batch_id) FROM held WHERE survey_id = ? GROUP BY unit",
-                             (survey_id,)).fetchall()  # fmt: skip
+            rows = self._run(
+                connection,
+                "SELECT unit, COUNT(*) - COUNT(batch_id), "
+                "COUNT(batch_id) FROM held WHERE survey_id = ? GROUP BY unit",
+                (survey_id,),
+            ).fetchall()
         return {unit: (int(waiting), int(batched)) for unit, waiting, batched in rows}
 
     def held_rows(self, survey_id: str) -> list[tuple[str, bytes]]:
         """Every held (unit, sealed bytes) of a survey (for audits and tests)."""
         with self._read() as connection:
-            rows = self._run(connection, "SELECT unit, sealed FROM held WHERE survey_id = ? "
-                             "ORDER BY id", (survey_id,)).fetchall()  # fmt: skip
+            rows = self._run(
+                connection,
+                "SELECT unit, sealed FROM held WHERE survey_id = ? ORDER BY id",
+                (survey_id,),
+            ).fetchall()
         return [(unit, bytes(sealed)) for unit, sealed in rows]

@@ -33,10 +33,15 @@ class PostgresRelayStorage(RelayStorage):
         with self._pool_lock:
             if self._pool is None or self._pid != os.getpid():
                 self._pid = os.getpid()
-                self._pool = ConnectionPool(self.dsn, min_size=1, max_size=self.pool_size,
-                                            timeout=self.pool_timeout, open=False,
-                                            name="deniable-relay",
-                                            kwargs={"autocommit": True})  # fmt: skip
+                self._pool = ConnectionPool(
+                    self.dsn,
+                    min_size=1,
+                    max_size=self.pool_size,
+                    timeout=self.pool_timeout,
+                    open=False,
+                    name="deniable-relay",
+                    kwargs={"autocommit": True},
+                )
                 try:
                     self._pool.open(wait=True, timeout=self.pool_timeout)
                 except PoolTimeout as error:
@@ -60,16 +65,21 @@ class PostgresRelayStorage(RelayStorage):
     def migrate(self) -> int:
         with self._transaction() as connection:
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (0x72656C61,))
-            connection.execute("CREATE TABLE IF NOT EXISTS relay_schema_version ("
-                               " version integer PRIMARY KEY, name text NOT NULL)")  # fmt: skip
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS relay_schema_version ("
+                " version integer PRIMARY KEY, name text NOT NULL)"
+            )
             (current,) = connection.execute(
-                "SELECT COALESCE(MAX(version), 0) FROM relay_schema_version").fetchone()
+                "SELECT COALESCE(MAX(version), 0) FROM relay_schema_version"
+            ).fetchone()
             for migration in migrations(self.backend, MIGRATIONS):
                 if migration.version <= current:
                     continue
                 connection.execute(migration.sql.encode("utf-8"))
-                connection.execute("INSERT INTO relay_schema_version (version, name) "
-                                   "VALUES (%s, %s)", (migration.version, migration.name))
+                connection.execute(
+                    "INSERT INTO relay_schema_version (version, name) VALUES (%s, %s)",
+                    (migration.version, migration.name),
+                )
                 current = migration.version
         return current
 

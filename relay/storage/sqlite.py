@@ -30,8 +30,13 @@ class _Pending:
 
     __slots__ = ("added", "done", "enrolment_token", "error", "key_id", "survey_id", "units")
 
-    def __init__(self, survey_id: str, units: list[tuple[str, bytes]],
-                 enrolment_token: str | None, key_id: str) -> None:  # fmt: skip
+    def __init__(
+        self,
+        survey_id: str,
+        units: list[tuple[str, bytes]],
+        enrolment_token: str | None,
+        key_id: str,
+    ) -> None:
         self.survey_id, self.units, self.enrolment_token = survey_id, units, enrolment_token
         self.key_id = key_id
         self.added = 0
@@ -81,9 +86,13 @@ class SqliteRelayStorage(RelayStorage):
         return self._transaction("DEFERRED")
 
     def hold(
-        self, survey_id: str, units: list[tuple[str, bytes]], *, enrolment_token: str | None,
+        self,
+        survey_id: str,
+        units: list[tuple[str, bytes]],
+        *,
+        enrolment_token: str | None,
         key_id: str,
-    ) -> int:  # fmt: skip
+    ) -> int:
         """:meth:`RelayStorage.hold`, committed together with concurrent submissions.
 
         Group commit: one thread of this process takes every submission waiting and
@@ -96,8 +105,9 @@ class SqliteRelayStorage(RelayStorage):
             if self._group_pid != os.getpid():  # first use in this process (or after a fork)
                 self._group_pid = os.getpid()
                 self._queue = []
-                threading.Thread(target=self._commit_groups, name="deniable-relay-commit",
-                                 daemon=True).start()  # fmt: skip
+                threading.Thread(
+                    target=self._commit_groups, name="deniable-relay-commit", daemon=True
+                ).start()
             self._queue.append(item)
             self._group_wake.notify()
         item.done.wait()
@@ -116,16 +126,23 @@ class SqliteRelayStorage(RelayStorage):
                     for item in group:
                         connection.execute("SAVEPOINT submission")
                         try:
-                            item.added = self._hold_in(connection, item.survey_id, item.units,
-                                                       item.enrolment_token,
-                                                       item.key_id)  # fmt: skip
+                            item.added = self._hold_in(
+                                connection,
+                                item.survey_id,
+                                item.units,
+                                item.enrolment_token,
+                                item.key_id,
+                            )
                         except DeniableError as error:
                             connection.execute("ROLLBACK TO submission")
                             item.error = error
                         connection.execute("RELEASE submission")
             except BaseException as error:  # noqa: BLE001 - every waiting caller hears of it
-                failure = error if isinstance(error, DeniableError) else StorageError(
-                    f"sqlite {self.path}: {error}")  # fmt: skip
+                failure = (
+                    error
+                    if isinstance(error, DeniableError)
+                    else StorageError(f"sqlite {self.path}: {error}")
+                )
                 for item in group:
                     item.error = failure
             for item in group:
@@ -135,20 +152,25 @@ class SqliteRelayStorage(RelayStorage):
         connection = self._connect()
         try:
             connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("CREATE TABLE IF NOT EXISTS relay_schema_version ("
-                               " version INTEGER PRIMARY KEY, name TEXT NOT NULL)")  # fmt: skip
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS relay_schema_version ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL)"
+            )
         finally:
             connection.close()
         with self._transaction() as connection:
             current = connection.execute(
-                "SELECT COALESCE(MAX(version), 0) FROM relay_schema_version").fetchone()[0]
+                "SELECT COALESCE(MAX(version), 0) FROM relay_schema_version"
+            ).fetchone()[0]
             for migration in migrations(self.backend, MIGRATIONS):
                 if migration.version <= current:
                     continue
                 for statement in split_statements(migration.sql):
                     connection.execute(statement)
-                connection.execute("INSERT INTO relay_schema_version (version, name) "
-                                   "VALUES (?, ?)", (migration.version, migration.name))
+                connection.execute(
+                    "INSERT INTO relay_schema_version (version, name) VALUES (?, ?)",
+                    (migration.version, migration.name),
+                )
                 current = migration.version
         return current
 

@@ -24,36 +24,66 @@ class SurveyStore:
         """Store a survey to relay and open a window for each of its units (Conflict if known)."""
         now = iso(utc_now())
         with self._transaction() as connection:
-            found = self._run(connection, "SELECT 1 FROM relayed_surveys WHERE survey_id = ?",
-                              (survey.survey_id,)).fetchone()  # fmt: skip
+            found = self._run(
+                connection, "SELECT 1 FROM relayed_surveys WHERE survey_id = ?", (survey.survey_id,)
+            ).fetchone()
             if found:
                 raise Conflict(f"survey {survey.survey_id!r} is relayed already")
-            self._run(connection, f"INSERT INTO relayed_surveys ({SURVEY_COLUMNS}) VALUES "
-                      f"({', '.join('?' * 16)})",
-                      (survey.survey_id, survey.aggregator_url, survey.credential,
-                       survey.signing_key, survey.key_sequence, survey.document, survey.status,
-                       survey.min_batch, survey.shuffle_unit, survey.require_enrolment,
-                       now, 0, 0, None, 0, " ".join(survey.encryption_keys)))  # fmt: skip
+            self._run(
+                connection,
+                f"INSERT INTO relayed_surveys ({SURVEY_COLUMNS}) VALUES ({', '.join('?' * 16)})",
+                (
+                    survey.survey_id,
+                    survey.aggregator_url,
+                    survey.credential,
+                    survey.signing_key,
+                    survey.key_sequence,
+                    survey.document,
+                    survey.status,
+                    survey.min_batch,
+                    survey.shuffle_unit,
+                    survey.require_enrolment,
+                    now,
+                    0,
+                    0,
+                    None,
+                    0,
+                    " ".join(survey.encryption_keys),
+                ),
+            )
             for unit in units:
-                self._run(connection, "INSERT INTO windows (survey_id, unit, opened_at) "
-                          "VALUES (?, ?, ?)", (survey.survey_id, unit, now))  # fmt: skip
+                self._run(
+                    connection,
+                    "INSERT INTO windows (survey_id, unit, opened_at) VALUES (?, ?, ?)",
+                    (survey.survey_id, unit, now),
+                )
 
     def update_survey(
-        self, survey_id: str, *, document: str, status: str, signing_key: str,
+        self,
+        survey_id: str,
+        *,
+        document: str,
+        status: str,
+        signing_key: str,
         key_sequence: int | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Record a fresh, verified survey document (state and pinned key)."""
         with self._transaction() as connection:
-            self._run(connection, "UPDATE relayed_surveys SET document = ?, status = ?, "
-                      "signing_key = ?, key_sequence = ?, refreshed_at = ? WHERE survey_id = ?",
-                      (document, status, signing_key, key_sequence, iso(utc_now()),
-                       survey_id))  # fmt: skip
+            self._run(
+                connection,
+                "UPDATE relayed_surveys SET document = ?, status = ?, "
+                "signing_key = ?, key_sequence = ?, refreshed_at = ? WHERE survey_id = ?",
+                (document, status, signing_key, key_sequence, iso(utc_now()), survey_id),
+            )
 
     def set_credential(self, survey_id: str, credential: str) -> None:
         """Replace the relay credential the survey's batches are sent with (held units stay)."""
         with self._transaction() as connection:
-            changed = self._run(connection, "UPDATE relayed_surveys SET credential = ? WHERE "
-                                "survey_id = ?", (credential, survey_id)).rowcount  # fmt: skip
+            changed = self._run(
+                connection,
+                "UPDATE relayed_surveys SET credential = ? WHERE survey_id = ?",
+                (credential, survey_id),
+            ).rowcount
         if not changed:
             raise NotFound(f"this relay does not relay survey {survey_id!r}")
 
@@ -64,40 +94,52 @@ class SurveyStore:
         from deniable.aggregator.signing import RETIRED_ENCRYPTION_KEYS
 
         with self._transaction() as connection:
-            row = self._run(connection, "SELECT encryption_keys FROM relayed_surveys WHERE "
-                            "survey_id = ?" + self.for_update, (survey_id,)).fetchone()  # fmt: skip
+            row = self._run(
+                connection,
+                "SELECT encryption_keys FROM relayed_surveys WHERE survey_id = ?" + self.for_update,
+                (survey_id,),
+            ).fetchone()
             if row is None:
                 raise NotFound(f"this relay does not relay survey {survey_id!r}")
             known = tuple(row[0].split())
-            kept = (key_id, *(k for k in known if k != key_id))[:1 + RETIRED_ENCRYPTION_KEYS]
+            kept = (key_id, *(k for k in known if k != key_id))[: 1 + RETIRED_ENCRYPTION_KEYS]
             if kept != known:
-                self._run(connection, "UPDATE relayed_surveys SET encryption_keys = ? WHERE "
-                          "survey_id = ?", (" ".join(kept), survey_id))  # fmt: skip
+                self._run(
+                    connection,
+                    "UPDATE relayed_surveys SET encryption_keys = ? WHERE survey_id = ?",
+                    (" ".join(kept), survey_id),
+                )
         return kept
 
     def get_survey(self, survey_id: str) -> RelayedSurvey:
         with self._read() as connection:
-            row = self._run(connection, f"SELECT {SURVEY_COLUMNS} FROM relayed_surveys "
-                            "WHERE survey_id = ?", (survey_id,)).fetchone()  # fmt: skip
+            row = self._run(
+                connection,
+                f"SELECT {SURVEY_COLUMNS} FROM relayed_surveys WHERE survey_id = ?",
+                (survey_id,),
+            ).fetchone()
         if row is None:
             raise NotFound(f"this relay does not relay survey {survey_id!r}")
         return RelayedSurvey.from_row(row)
 
     def list_surveys(self) -> list[RelayedSurvey]:
         with self._read() as connection:
-            rows = self._run(connection, f"SELECT {SURVEY_COLUMNS} FROM relayed_surveys "
-                             "ORDER BY survey_id").fetchall()  # fmt: skip
+            rows = self._run(
+                connection, f"SELECT {SURVEY_COLUMNS} FROM relayed_surveys ORDER BY survey_id"
+            ).fetchall()
         return [RelayedSurvey.from_row(row) for row in rows]
 
     def remove_survey(self, survey_id: str) -> int:
         """Forget a survey and delete everything held for it; return the units deleted."""
         with self._transaction() as connection:
-            count = self._run(connection, "SELECT COUNT(*) FROM held WHERE survey_id = ?",
-                              (survey_id,)).fetchone()[0]  # fmt: skip
+            count = self._run(
+                connection, "SELECT COUNT(*) FROM held WHERE survey_id = ?", (survey_id,)
+            ).fetchone()[0]
             for table in ("held", "batches", "windows", "enrolment_digests", "admitted"):
                 self._run(connection, f"DELETE FROM {table} WHERE survey_id = ?", (survey_id,))
-            deleted = self._run(connection, "DELETE FROM relayed_surveys WHERE survey_id = ?",
-                                (survey_id,)).rowcount  # fmt: skip
+            deleted = self._run(
+                connection, "DELETE FROM relayed_surveys WHERE survey_id = ?", (survey_id,)
+            ).rowcount
         if not deleted:
             raise NotFound(f"this relay does not relay survey {survey_id!r}")
         return int(count)
@@ -105,10 +147,14 @@ class SurveyStore:
     def secret(self, name: str) -> bytes:
         """A random 32-byte secret shared by every process on this database (made once)."""
         with self._transaction() as connection:
-            self._run(connection, "INSERT INTO relay_secrets (name, value) VALUES (?, ?) "
-                      "ON CONFLICT DO NOTHING", (name, secrets.token_bytes(32)))  # fmt: skip
-            (value,) = self._run(connection, "SELECT value FROM relay_secrets WHERE name = ?",
-                                 (name,)).fetchone()  # fmt: skip
+            self._run(
+                connection,
+                "INSERT INTO relay_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (name, secrets.token_bytes(32)),
+            )
+            (value,) = self._run(
+                connection, "SELECT value FROM relay_secrets WHERE name = ?", (name,)
+            ).fetchone()
         return bytes(value)
 
     # -- enrolment ---------------------------------------------------------------------------
@@ -117,9 +163,12 @@ class SurveyStore:
         added = 0
         with self._transaction() as connection:
             for digest in digests:
-                added += self._run(connection, "INSERT INTO enrolment_digests (survey_id, digest)"
-                                   " VALUES (?, ?) ON CONFLICT DO NOTHING",
-                                   (survey_id, digest)).rowcount  # fmt: skip
+                added += self._run(
+                    connection,
+                    "INSERT INTO enrolment_digests (survey_id, digest)"
+                    " VALUES (?, ?) ON CONFLICT DO NOTHING",
+                    (survey_id, digest),
+                ).rowcount
         return added
 
     def sync_enrolment_digests(self, survey_id: str, digests: list[str]) -> tuple[int, int]:
@@ -127,19 +176,30 @@ class SurveyStore:
         longer lists (revoked there); spent ones stay.  Returns (added, forgotten)."""
         listed = set(digests)
         with self._transaction() as connection:
-            unspent = {d for (d,) in self._run(connection, "SELECT digest FROM enrolment_digests "
-                                               "WHERE survey_id = ? AND spent_by IS NULL",
-                                               (survey_id,)).fetchall()}  # fmt: skip
+            unspent = {
+                d
+                for (d,) in self._run(
+                    connection,
+                    "SELECT digest FROM enrolment_digests WHERE survey_id = ? AND spent_by IS NULL",
+                    (survey_id,),
+                ).fetchall()
+            }
             for digest in unspent - listed:
-                self._run(connection, "DELETE FROM enrolment_digests WHERE survey_id = ? AND "
-                          "digest = ? AND spent_by IS NULL", (survey_id, digest))  # fmt: skip
+                self._run(
+                    connection,
+                    "DELETE FROM enrolment_digests WHERE survey_id = ? AND "
+                    "digest = ? AND spent_by IS NULL",
+                    (survey_id, digest),
+                )
         added = self.add_enrolment_digests(survey_id, sorted(listed - unspent))
         return added, len(unspent - listed)
 
     def enrolment_counts(self, survey_id: str) -> tuple[int, int]:
         """(known, spent) enrolment digests of a survey."""
         with self._read() as connection:
-            known, spent = self._run(connection, "SELECT COUNT(*), COUNT(spent_by) FROM "
-                                     "enrolment_digests WHERE survey_id = ?",
-                                     (survey_id,)).fetchone()  # fmt: skip
+            known, spent = self._run(
+                connection,
+                "SELECT COUNT(*), COUNT(spent_by) FROM enrolment_digests WHERE survey_id = ?",
+                (survey_id,),
+            ).fetchone()
         return int(known), int(spent)

@@ -110,9 +110,7 @@ def check_category(value: object, domain_size: int) -> int:
     if type(value) is int:  # the device path: no numpy scalar types to consider
         if 0 <= value < domain_size:
             return value
-    elif isinstance(value, bool) or not (
-        isinstance(value, int) or numpy_type(value, "integer")
-    ):
+    elif isinstance(value, bool) or not (isinstance(value, int) or numpy_type(value, "integer")):
         raise InvalidValue(
             f"value must be an int in [0, {domain_size}), got {type(value).__name__} {value!r}"
         )

@@ -125,9 +125,7 @@ def recommend(
         candidates = _multiple_choice(domain_size, epsilon)
     else:
         candidates = _single_choice(domain_size, epsilon)
-    field_name = (
-        "expected_squared_error" if criterion == "uniform" else "worst_case_squared_error"
-    )
+    field_name = "expected_squared_error" if criterion == "uniform" else "worst_case_squared_error"
     best = min(getattr(c, field_name) for c in candidates)
     order = {c.mechanism: index for index, c in enumerate(candidates)}
 

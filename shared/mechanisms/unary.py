@@ -136,10 +136,13 @@ class UnaryEncoding(FrequencyOracle):
         self._set("_unpack_bits", struct.Struct(f"{self.domain_size}B"))
         lanes = 8 * self._bytes  # bits padded to whole bytes, one byte per bit
         self._set("_padding", bytes(lanes - self.domain_size))
-        self._set("_fold_masks", tuple(
-            int.from_bytes(mask * (lanes // len(mask)), "little")
-            for mask in (b"\x03\x00", b"\x0f\x00\x00\x00", b"\xff" + bytes(7))
-        ))  # fmt: skip
+        self._set(
+            "_fold_masks",
+            tuple(
+                int.from_bytes(mask * (lanes // len(mask)), "little")
+                for mask in (b"\x03\x00", b"\x0f\x00\x00\x00", b"\xff" + bytes(7))
+            ),
+        )
 
     @property
     def p_star(self) -> float:
@@ -239,9 +242,12 @@ class UnaryEncoding(FrequencyOracle):
         d, p, q = self.domain_size, self.p_star, self.q_star
         k = np.arange(d)
         log_binomial = (
-            gammaln(d) - gammaln(k + 1) - gammaln(d - k) + k * math.log(q)
+            gammaln(d)
+            - gammaln(k + 1)
+            - gammaln(d - k)
+            + k * math.log(q)
             + (d - 1 - k) * math.log1p(-q)
-        )  # fmt: skip
+        )
         others = np.exp(log_binomial)
         ones = np.zeros(d + 1)
         ones[:-1] += (1 - p) * others

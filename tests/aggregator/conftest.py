@@ -247,5 +247,8 @@ def expected_results(
 def post_bulk(client: FlaskClient, survey_id: str, reports: list[dict[str, str]]) -> Any:
     """POST many respondents' reports to the operator-only bulk route (a fresh operator token)."""
     token = client.application.extensions["deniable.storage"].create_operator_token("bulk")
-    return client.post(f"/api/v1/surveys/{survey_id}/reports/bulk", json={"reports": reports},
-                       headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    return client.post(
+        f"/api/v1/surveys/{survey_id}/reports/bulk",
+        json={"reports": reports},
+        headers={"Authorization": f"Bearer {token}"},
+    )

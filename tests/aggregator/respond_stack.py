@@ -22,8 +22,15 @@ import requests
 from deniable.aggregator import cli, demo
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SURVEY = "demo-workplace"
 ENROLLED = "demo-enrolled"
 # The demo survey sent through a relay (nothing is sent to it: its page's words are checked).
@@ -86,9 +93,11 @@ class EmbedSite(ThreadingHTTPServer):
 
 def host_page(snippet: str, lang: str = "en") -> str:
     """A host site's page with the aggregator's /embed snippet pasted in."""
-    return (f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">'
-            "<title>Embed</title></head><body><main><h1>Our staff survey</h1>\n"
-            f"{snippet}</main></body></html>")  # fmt: skip
+    return (
+        f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">'
+        "<title>Embed</title></head><body><main><h1>Our staff survey</h1>\n"
+        f"{snippet}</main></body></html>"
+    )
 
 
 def run_stack(tmp_path_factory) -> Iterator[dict[str, Any]]:
@@ -125,8 +134,14 @@ def run_stack(tmp_path_factory) -> Iterator[dict[str, Any]]:
     playwright = sync_playwright().start()
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
     try:
-        yield {"base": base, "browser": browser, "allowed": allowed, "refused": refused,
-               "snippet": snippet, "token": tokens.read_text().split()[0]}  # fmt: skip
+        yield {
+            "base": base,
+            "browser": browser,
+            "allowed": allowed,
+            "refused": refused,
+            "snippet": snippet,
+            "token": tokens.read_text().split()[0],
+        }
     finally:
         browser.close()
         playwright.stop()

@@ -31,10 +31,16 @@ CHUNK = 7
 
 
 def definition(survey_id: str, shuffle_unit: str) -> dict[str, Any]:
-    return {"format": "deniable.survey/2", "id": survey_id, "title": survey_id.title(),
-            "questions": [{"id": "a", "type": "yes_no", "text": "A?", "epsilon": 1.0},
-                          {"id": "b", "type": "yes_no", "text": "B?", "epsilon": 1.0}],
-            "relay": {"url": RELAY_URL, "min_batch": 3, "shuffle_unit": shuffle_unit}}  # fmt: skip
+    return {
+        "format": "deniable.survey/2",
+        "id": survey_id,
+        "title": survey_id.title(),
+        "questions": [
+            {"id": "a", "type": "yes_no", "text": "A?", "epsilon": 1.0},
+            {"id": "b", "type": "yes_no", "text": "B?", "epsilon": 1.0},
+        ],
+        "relay": {"url": RELAY_URL, "min_batch": 3, "shuffle_unit": shuffle_unit},
+    }
 
 
 @pytest.fixture
@@ -51,8 +57,11 @@ def relayed(app, storage, monkeypatch) -> dict[str, Any]:
         storage.create_survey(surveys[survey_id], results_public=True)
     with app.app_context():
         public = current_key().encryption.public_bytes
-    return {"surveys": surveys, "public": public,
-            "credential": relay_storage.create_credential(storage, RELAY_URL)}  # fmt: skip
+    return {
+        "surveys": surveys,
+        "public": public,
+        "credential": relay_storage.create_credential(storage, RELAY_URL),
+    }
 
 
 def report(question: str = "a", payload: str = "01") -> dict[str, str]:
@@ -60,21 +69,42 @@ def report(question: str = "a", payload: str = "01") -> dict[str, str]:
     return {"id": str(uuid.uuid4()), "question": question, "payload": payload}
 
 
-def seal(relayed: dict[str, Any], survey_id: str, reports: list[dict], unit: str = "a",
-         as_unit: str | None = None) -> bytes:  # fmt: skip
+def seal(
+    relayed: dict[str, Any],
+    survey_id: str,
+    reports: list[dict],
+    unit: str = "a",
+    as_unit: str | None = None,
+) -> bytes:
     """``reports`` sealed for ``unit``, their body built as ``as_unit``'s (default: ``unit``)."""
     survey = relayed["surveys"][survey_id]
-    return sealing.seal(relayed["public"], survey_id=survey_id, unit=unit,
-                        plaintext=sealing.unit_body(reports, unit if as_unit is None else as_unit),
-                        size=sealing.unit_size(survey, unit))  # fmt: skip
+    return sealing.seal(
+        relayed["public"],
+        survey_id=survey_id,
+        unit=unit,
+        plaintext=sealing.unit_body(reports, unit if as_unit is None else as_unit),
+        size=sealing.unit_size(survey, unit),
+    )
 
 
-def put(client, relayed: dict[str, Any], survey_id: str, batch_id: str, blobs: list[bytes],
-        unit: str = "a"):  # fmt: skip
-    body = {"format": "deniable.batch/1", "unit": unit,
-            "sealed": [base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in blobs]}
-    return client.put(f"/api/v1/surveys/{survey_id}/batches/{batch_id}", json=body,
-                      headers={"Authorization": f"Bearer {relayed['credential']}"})  # fmt: skip
+def put(
+    client,
+    relayed: dict[str, Any],
+    survey_id: str,
+    batch_id: str,
+    blobs: list[bytes],
+    unit: str = "a",
+):
+    body = {
+        "format": "deniable.batch/1",
+        "unit": unit,
+        "sealed": [base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in blobs],
+    }
+    return client.put(
+        f"/api/v1/surveys/{survey_id}/batches/{batch_id}",
+        json=body,
+        headers={"Authorization": f"Bearer {relayed['credential']}"},
+    )
 
 
 def stored(storage, survey_id: str) -> list[Any]:
@@ -101,11 +131,18 @@ def test_a_batch_over_several_chunks_stores_each_valid_blob_once_and_drops_the_r
     first = put(client, relayed, "q", batch_id, blobs)
     assert first.status_code == 201, first.json
     # 3 altered, 2 invalid, 1 id with another body; the resend is neither stored nor dropped.
-    assert first.json == {"survey": "q", "batch": batch_id, "unit": "a", "received": 40,
-                          "stored": len(valid), "dropped": 6}  # fmt: skip
+    assert first.json == {
+        "survey": "q",
+        "batch": batch_id,
+        "unit": "a",
+        "received": 40,
+        "stored": len(valid),
+        "dropped": 6,
+    }
     rows = stored(storage, "q")
     assert [(r.id, r.question, r.payload) for r in rows] == [
-        (r["id"], r["question"], r["payload"]) for r in valid]  # the forwarded order
+        (r["id"], r["question"], r["payload"]) for r in valid
+    ]  # the forwarded order
     assert {r.received_at for r in rows} == {rows[0].received_at}  # one time for the batch
     assert {r.submission for r in rows} == {None}  # per question: nothing joins them
     again = put(client, relayed, "q", batch_id, blobs[::-1])  # replayed, in another order
@@ -156,12 +193,15 @@ def test_a_batch_cut_short_is_not_recorded_and_stores_each_report_once_when_sent
     rows = stored(storage, "q")
     assert sorted(r.id for r in rows) == sorted(r["id"] for i, r in enumerate(sent) if i != 16)
     assert (put(client, relayed, "q", batch_id, blobs).status_code, len(stored(storage, "q"))) == (
-        200, 29)  # fmt: skip
+        200,
+        29,
+    )
 
 
 @pytest.mark.parametrize("survey_id", ["q", "w"])
-def test_blobs_replayed_under_a_new_batch_id_count_in_no_batch_size(client, storage, relayed,
-                                                                      survey_id):  # fmt: skip
+def test_blobs_replayed_under_a_new_batch_id_count_in_no_batch_size(
+    client, storage, relayed, survey_id
+):
     """A blob whose reports were all stored before with the same body adds nobody: neither
     stored nor dropped, so ``smallest_batch`` (the central epsilon) never credits a batch
     with respondents another one added.  Per question one report a blob, whole submissions
@@ -177,7 +217,10 @@ def test_blobs_replayed_under_a_new_batch_id_count_in_no_batch_size(client, stor
     response = put(client, relayed, survey_id, secrets.token_hex(16), mixed, unit=unit)
     assert response.status_code == 201, response.json
     assert (response.json["received"], response.json["stored"], response.json["dropped"]) == (
-        3, 1, 0)  # fmt: skip
+        3,
+        1,
+        0,
+    )
     replay = put(client, relayed, survey_id, secrets.token_hex(16), blobs[:3], unit=unit)
     assert (replay.status_code, replay.json["stored"], replay.json["dropped"]) == (201, 0, 0)
     summary = relay_storage.batch_summary(storage, survey_id)[unit]

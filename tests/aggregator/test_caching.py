@@ -18,8 +18,11 @@ def test_documents_say_how_they_may_be_cached(client, created_survey, operator_h
     }
     for path, value in expected.items():
         assert client.get(path).headers.get("Cache-Control") == value, path
-    for path in (f"/api/v1/surveys/{survey}/results", f"/api/v1/surveys/{survey}/export",
-                 "/api/v1/surveys"):  # fmt: skip
+    for path in (
+        f"/api/v1/surveys/{survey}/results",
+        f"/api/v1/surveys/{survey}/export",
+        "/api/v1/surveys",
+    ):
         response = client.get(path, headers=operator_headers)
         assert response.headers.get("Cache-Control") == "private, no-store", path
     assert client.get(f"/surveys/{survey}/respond").headers["Cache-Control"] == "no-store"

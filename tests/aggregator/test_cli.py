@@ -85,8 +85,7 @@ def add_reports(paths: dict[str, Path], count: int, seed: int = 3) -> list[Repor
         else:
             values = rng.integers(0, question.domain_size, count)
         payloads = oracle.encode_many(oracle.randomize_many(values, rng))
-        reports += [Report(id=str(uuid.uuid4()), question=question.id, payload=p)
-                    for p in payloads]  # fmt: skip
+        reports += [Report(id=str(uuid.uuid4()), question=question.id, payload=p) for p in payloads]
     storage = open_storage({"DATABASE": str(paths["database"])})
     try:
         storage.add_reports(DEMO["id"], reports)
@@ -112,9 +111,14 @@ def test_init_migrates_and_creates_a_private_key_once(paths, capsys) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [["create-survey", "x.json"], ["close-survey", "s"], ["token", "create"], ["results", "s"],
-     ["export", "s"]],
-)  # fmt: skip
+    [
+        ["create-survey", "x.json"],
+        ["close-survey", "s"],
+        ["token", "create"],
+        ["results", "s"],
+        ["export", "s"],
+    ],
+)
 def test_commands_refuse_a_database_init_never_ran_on(paths, capsys, command) -> None:
     if command[0] == "create-survey":
         (paths["dir"] / "x.json").write_text(json.dumps(DEMO))
@@ -216,8 +220,10 @@ def test_results_table_and_json_match_the_estimator(with_survey, capsys) -> None
     document = json.loads(out)
     assert document["n_reports"] == 1600 and document["beta"] == 0.05
     commute = next(q for q in document["questions"] if q["question"] == "commute")
-    assert commute["n"] == 400 and [c["label"] for c in commute["categories"]] == \
-        DEMO["questions"][1]["options"]  # fmt: skip
+    assert (
+        commute["n"] == 400
+        and [c["label"] for c in commute["categories"]] == DEMO["questions"][1]["options"]
+    )
     status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"]))
     assert status == 0
     assert "How do you usually get to work?" in out
@@ -248,19 +254,23 @@ def test_results_say_in_words_when_there_are_too_few_respondents(with_survey, ca
 
 
 def test_plan_prints_a_table_and_json(capsys) -> None:
-    status, out, _ = call(capsys, ["plan", "--type", "multiple_choice", "--options", "16",
-                                   "--epsilon", "1", "--n", "10000"])  # fmt: skip
+    status, out, _ = call(
+        capsys,
+        ["plan", "--type", "multiple_choice", "--options", "16", "--epsilon", "1", "--n", "10000"],
+    )
     assert status == 0
     assert "option_sampling *" in out and "bernstein" in out and "± simultaneous" in out
-    status, out, _ = call(capsys, ["plan", "--options", "16", "--epsilon", "1",
-                                   "--half-width", "0.05", "--json"])  # fmt: skip
+    status, out, _ = call(
+        capsys, ["plan", "--options", "16", "--epsilon", "1", "--half-width", "0.05", "--json"]
+    )
     assert status == 0
     document = json.loads(out)
     assert document["target_half_width"] == 0.05
     rows = {(r["mechanism"], r["family"]): r for r in document["rows"]}
-    assert rows[("grr", "bernstein")]["n_for_half_width"] < rows[("grr", "chebyshev")][
-        "n_for_half_width"
-    ]
+    assert (
+        rows[("grr", "bernstein")]["n_for_half_width"]
+        < rows[("grr", "chebyshev")]["n_for_half_width"]
+    )
     status, _, err = call(capsys, ["plan", "--epsilon", "1", "--n", "5"])
     assert status == 2 and "number of options" in single_error_line(err)
 
@@ -330,8 +340,16 @@ def test_console_script_is_installed() -> None:
     assert script, f"{PROG} is not on the venv's PATH"
     result = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0
-    for command in ("init", "serve", "create-survey", "close-survey", "token", "results",
-                    "export", "demo"):  # fmt: skip
+    for command in (
+        "init",
+        "serve",
+        "create-survey",
+        "close-survey",
+        "token",
+        "results",
+        "export",
+        "demo",
+    ):
         assert command in result.stdout
 
 
@@ -365,10 +383,16 @@ def _wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> reque
 def test_serve_answers_api_and_dashboard_then_stops_on_sigterm(with_survey, mode) -> None:
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "deniable.aggregator.cli",
-         *run(with_survey, "serve", "--bind", f"127.0.0.1:{port}", *mode)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "deniable.aggregator.cli",
+            *run(with_survey, "serve", "--bind", f"127.0.0.1:{port}", *mode),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         health = _wait_for(f"http://127.0.0.1:{port}/api/v1/health", process)
         assert health.json()["status"] == "ok" and health.json()["storage"] == "sqlite"
@@ -387,10 +411,25 @@ def test_serve_answers_api_and_dashboard_then_stops_on_sigterm(with_survey, mode
 def test_demo_no_serve_submits_over_http_and_prints_results(tmp_path: Path) -> None:
     directory = tmp_path / "demo"
     result = subprocess.run(
-        [sys.executable, "-m", "deniable.aggregator.cli", "demo", "--no-serve",
-         "--respondents", "300", "--port", "0", "--dir", str(directory), "--seed", "5"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "deniable.aggregator.cli",
+            "demo",
+            "--no-serve",
+            "--respondents",
+            "300",
+            "--port",
+            "0",
+            "--dir",
+            str(directory),
+            "--seed",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert "1,200 reports from 300 simulated respondents" in result.stdout
     # The server is gone: no URLs; the kept directory and its token are still true.
@@ -407,10 +446,19 @@ def test_demo_no_serve_submits_over_http_and_prints_results(tmp_path: Path) -> N
         storage.close()
     # A second run in the same directory would mix two demos: refused, one line.
     again = subprocess.run(
-        [sys.executable, "-m", "deniable.aggregator.cli", "demo", "--no-serve",
-         "--dir", str(directory)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "deniable.aggregator.cli",
+            "demo",
+            "--no-serve",
+            "--dir",
+            str(directory),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 4
     assert "already exists" in single_error_line(again.stderr)
 
@@ -420,16 +468,20 @@ def test_demo_refuses_a_busy_port(tmp_path: Path, capsys) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        status, _, err = call(capsys, ["demo", "--no-serve", "--dir", str(tmp_path),
-                                       "--port", str(port)])  # fmt: skip
+        status, _, err = call(
+            capsys, ["demo", "--no-serve", "--dir", str(tmp_path), "--port", str(port)]
+        )
     assert status == 4 and "in use" in single_error_line(err)
 
 
 def test_demo_survey_has_every_question_type() -> None:
     survey = demo.demo_survey()
     assert sorted(q.type for q in survey.questions) == [
-        "multiple_choice", "numeric", "single_choice", "yes_no"
-    ]  # fmt: skip
+        "multiple_choice",
+        "numeric",
+        "single_choice",
+        "yes_no",
+    ]
 
 
 def test_simulated_answers_are_valid_and_reports_decode() -> None:
@@ -487,10 +539,22 @@ def test_messages_never_show_a_database_password() -> None:
 def test_demo_keeps_serving_until_terminated_and_then_stops_its_server(tmp_path: Path) -> None:
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "deniable.aggregator.cli", "demo", "--respondents", "20",
-         "--port", str(port), "--dir", str(tmp_path / "demo")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "deniable.aggregator.cli",
+            "demo",
+            "--respondents",
+            "20",
+            "--port",
+            str(port),
+            "--dir",
+            str(tmp_path / "demo"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         page = None
@@ -518,8 +582,11 @@ def test_database_and_export_files_are_0600_whatever_the_umask(tmp_path, capsys)
     """Hardening (issue 8): the SQLite file, its WAL/SHM files and `export -o` output."""
     import stat
 
-    paths = {"database": tmp_path / "db" / "deniable.sqlite3", "key": tmp_path / "key.pem",
-             "dir": tmp_path}  # fmt: skip
+    paths = {
+        "database": tmp_path / "db" / "deniable.sqlite3",
+        "key": tmp_path / "key.pem",
+        "dir": tmp_path,
+    }
     previous = os.umask(0o002)
     try:
         status, _, err = call(capsys, run(paths, "init"))
@@ -534,8 +601,12 @@ def test_database_and_export_files_are_0600_whatever_the_umask(tmp_path, capsys)
         try:
             with storage._transaction() as connection:  # an open WAL connection: -wal, -shm
                 connection.execute("SELECT 1").fetchone()
-                files = [paths["database"], output, paths["key"],
-                         *paths["database"].parent.glob("deniable.sqlite3-*")]  # fmt: skip
+                files = [
+                    paths["database"],
+                    output,
+                    paths["key"],
+                    *paths["database"].parent.glob("deniable.sqlite3-*"),
+                ]
                 modes = {f.name: stat.S_IMODE(f.stat().st_mode) for f in files}
         finally:
             storage.close()

@@ -24,15 +24,17 @@ from .conftest import demo_survey_dict
 PROG = [sys.executable, "-m", "deniable.aggregator.cli"]
 
 
-def cli(*args: str, home: Path | None = None, env: dict[str, str] | None = None,
-        cwd: Path | None = None) -> subprocess.CompletedProcess:  # fmt: skip
+def cli(
+    *args: str, home: Path | None = None, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """The real command line in a subprocess (in ``cwd``: home's parent by default)."""
     environment = {**os.environ, **(env or {})}
     if home is not None:
         environment["DENIABLE_HOME"] = str(home)
     where = cwd or (home.parent if home is not None else None)
-    return subprocess.run([*PROG, *args], capture_output=True, text=True, timeout=60,
-                          env=environment, cwd=where)  # fmt: skip
+    return subprocess.run(
+        [*PROG, *args], capture_output=True, text=True, timeout=60, env=environment, cwd=where
+    )
 
 
 def one_error_line(result: subprocess.CompletedProcess) -> str:
@@ -56,8 +58,17 @@ def test_unsupported_database_urls_exit_2_and_create_nothing(tmp_path, url):
     assert files_under(tmp_path) == []  # nothing: not in the data dir, not in the cwd
 
 
-@pytest.mark.parametrize("command", [["surveys"], ["results", "x"], ["export", "x"],
-                                     ["token", "list"], ["key", "show"], ["settings"]])  # fmt: skip
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["surveys"],
+        ["results", "x"],
+        ["export", "x"],
+        ["token", "list"],
+        ["key", "show"],
+        ["settings"],
+    ],
+)
 def test_read_only_commands_never_create_a_database_or_key(tmp_path, command):
     absolute = tmp_path / "srv" / "x.db"
     result = cli("--database", f"sqlite:///{absolute}", *command, home=tmp_path / "home")
@@ -73,8 +84,12 @@ def test_init_and_serve_use_the_data_dir_and_sqlite_urls(tmp_path):
     home = tmp_path / "home"
     assert cli("init", home=home).returncode == 0
     # The write-lock file queues SQLite writers (aggregator/storage/sqlite_ids.py).
-    assert files_under(home) == ["deniable.sqlite3", "deniable.sqlite3.write-lock",
-                                 "signing_key.encryption.pem", "signing_key.pem"]  # fmt: skip
+    assert files_under(home) == [
+        "deniable.sqlite3",
+        "deniable.sqlite3.write-lock",
+        "signing_key.encryption.pem",
+        "signing_key.pem",
+    ]
     other = tmp_path / "other"
     result = cli("--data-dir", str(other), "init", home=home)
     assert result.returncode == 0 and (other / "deniable.sqlite3").exists()
@@ -104,8 +119,14 @@ def test_surveys_settings_and_results_speak_json(tmp_path, database):
 
 
 def test_settings_show_values_in_effect_and_their_source(tmp_path):
-    result = cli("--database", "postgresql://user:secret@db.example/x", "settings", "--json",
-                 home=tmp_path / "home", env={"DENIABLE_MAX_BATCH": "50"})  # fmt: skip
+    result = cli(
+        "--database",
+        "postgresql://user:secret@db.example/x",
+        "settings",
+        "--json",
+        home=tmp_path / "home",
+        env={"DENIABLE_MAX_BATCH": "50"},
+    )
     assert result.returncode == 0, result.stderr
     rows = {row["name"]: row for row in json.loads(result.stdout)}
     assert rows["MAX_BATCH"]["value"] == 50 and rows["MAX_BATCH"]["source"] == "DENIABLE_MAX_BATCH"
@@ -129,8 +150,12 @@ def test_output_to_a_closed_pipe_ends_quietly(tmp_path):
     # `settings --verbose` prints far more than one pipe buffer read by `head -n 1`.
     pipeline = subprocess.run(
         f"{sys.executable} -m deniable.aggregator.cli settings --verbose | head -n 1",
-        shell=True, capture_output=True, text=True, timeout=60, env=env,
-    )  # fmt: skip
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert pipeline.returncode == 0 and pipeline.stdout.startswith("DENIABLE_HOME")
     assert pipeline.stderr == "", pipeline.stderr
 
@@ -164,10 +189,17 @@ def test_help_lists_the_exit_statuses():
 
 def test_a_base_install_says_to_install_the_server_extra(tmp_path):
     # Flask missing, as in `pip install deniable` without [server].
-    code = ("import sys; sys.modules['flask'] = None; "
-            "from deniable.aggregator.cli import main; sys.exit(main(['surveys']))")  # fmt: skip
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60, env={**os.environ, "DENIABLE_HOME": str(tmp_path)})
+    code = (
+        "import sys; sys.modules['flask'] = None; "
+        "from deniable.aggregator.cli import main; sys.exit(main(['surveys']))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "DENIABLE_HOME": str(tmp_path)},
+    )
     assert result.returncode == 5
     assert "pip install 'deniable[server]'" in one_error_line(result)
 

@@ -19,9 +19,14 @@ from .conftest import assert_problem, demo_survey_dict, random_reports
 
 def cli(home: Path, database: str, *args: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "DENIABLE_HOME": str(home), "DENIABLE_DATABASE": database}
-    return subprocess.run([sys.executable, "-m", "deniable.aggregator.cli", *args],
-                          capture_output=True, text=True, timeout=60, env=environment,
-                          cwd=home.parent)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "deniable.aggregator.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+        cwd=home.parent,
+    )
 
 
 @pytest.fixture
@@ -51,8 +56,12 @@ def test_a_scoped_operator_token_cannot_touch_another_survey(prepared):
     body = assert_problem(client.get("/api/v1/surveys/beta/export", headers=operator), 403)
     assert "limited to surveys alpha" in body["detail"]
     assert_problem(client.post("/api/v1/surveys/beta/close", headers=operator), 403)
-    assert_problem(client.post("/api/v1/surveys", headers=operator,
-                               json={"definition": demo_survey_dict("gamma")}), 403)  # fmt: skip
+    assert_problem(
+        client.post(
+            "/api/v1/surveys", headers=operator, json={"definition": demo_survey_dict("gamma")}
+        ),
+        403,
+    )
     assert client.post("/api/v1/surveys/alpha/close", headers=operator).status_code == 200
     app.extensions["deniable.storage"].close()
 
@@ -63,13 +72,21 @@ def test_enrolment_tokens_listed_and_revoked(prepared, tmp_path):
     issued = cli(home, database, "token", "issue", "alpha", "--count", "4", "-o", str(tokens_file))
     assert issued.returncode == 0, issued.stderr
     tokens = tokens_file.read_text().split()
-    app = create_app({"DATABASE": database, "SIGNING_KEY_PATH": str(home / "signing_key.pem"),
-                      "RATE_LIMIT_PER_TOKEN": 0})  # fmt: skip
+    app = create_app(
+        {
+            "DATABASE": database,
+            "SIGNING_KEY_PATH": str(home / "signing_key.pem"),
+            "RATE_LIMIT_PER_TOKEN": 0,
+        }
+    )
     client = app.test_client()
 
     def submit(token: str, seed: int):
-        return client.post("/api/v1/surveys/alpha/reports", headers={"X-Deniable-Enrolment": token},
-                           json={"reports": random_reports(demo_survey_dict("alpha"), 2, seed)})
+        return client.post(
+            "/api/v1/surveys/alpha/reports",
+            headers={"X-Deniable-Enrolment": token},
+            json={"reports": random_reports(demo_survey_dict("alpha"), 2, seed)},
+        )
 
     assert submit(tokens[0], 0).status_code == 201  # spent
     listed = json.loads(cli(home, database, "token", "list", "--survey", "alpha", "--json").stdout)
@@ -81,11 +98,16 @@ def test_enrolment_tokens_listed_and_revoked(prepared, tmp_path):
     leaked.write_text(f"{tokens[0]}\n{tokens[2]}\n")
     by_id = cli(home, database, "token", "revoke", "--survey", "alpha", listed_id)
     assert by_id.returncode == 0 and "revoked 1 " in by_id.stdout
-    by_file = cli(home, database, "token", "revoke", "--survey", "alpha", "--tokens-file",
-                  str(leaked))  # fmt: skip
+    by_file = cli(
+        home, database, "token", "revoke", "--survey", "alpha", "--tokens-file", str(leaked)
+    )
     assert by_file.returncode == 0, by_file.stderr
-    statuses = [t["status"] for t in json.loads(
-        cli(home, database, "token", "list", "--survey", "alpha", "--json").stdout)]
+    statuses = [
+        t["status"]
+        for t in json.loads(
+            cli(home, database, "token", "list", "--survey", "alpha", "--json").stdout
+        )
+    ]
     assert sorted(statuses) == ["revoked", "revoked", "spent", "unspent"], statuses
     body = assert_problem(submit(tokens[1], 10), 403, "forbidden")
     assert "revoked" in body["detail"]

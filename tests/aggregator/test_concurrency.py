@@ -27,8 +27,9 @@ def run_together(count: int, work) -> list:
         return list(pool.map(start, range(count)))
 
 
-def test_sixteen_writers_store_and_count_every_report(app, created_survey, demo_definition,
-                                                      storage, operator_headers):  # fmt: skip
+def test_sixteen_writers_store_and_count_every_report(
+    app, created_survey, demo_definition, storage, operator_headers
+):
     reports = random_reports(demo_definition, THREADS * PER_THREAD, seed=11)
 
     def write(index: int) -> int:
@@ -40,8 +41,9 @@ def test_sixteen_writers_store_and_count_every_report(app, created_survey, demo_
             if start == 0:
                 response = client.post(REPORTS, json=mine[0])
                 assert response.status_code == 201, response.data
-            response = client.post(BULK, json={"reports": mine[start : start + BATCH]},
-                                   headers=operator_headers)  # fmt: skip
+            response = client.post(
+                BULK, json={"reports": mine[start : start + BATCH]}, headers=operator_headers
+            )
             assert response.status_code == 201, response.data
             acknowledged += response.get_json()["received"]
         return acknowledged
@@ -88,8 +90,10 @@ def test_folds_race_with_writers(app, created_survey, demo_definition, storage, 
         if index % 2:
             mine = reports[(index // 2) * 100 : (index // 2 + 1) * 100]
             for start in range(0, 100, 4):  # one respondent (four questions) per request
-                assert client.post(REPORTS, json={"reports": mine[start:start + 4]}).status_code \
-                    == 201  # fmt: skip
+                assert (
+                    client.post(REPORTS, json={"reports": mine[start : start + 4]}).status_code
+                    == 201
+                )
         else:
             for _ in range(10):
                 assert client.get("/api/v1/surveys/demo/results").status_code == 200

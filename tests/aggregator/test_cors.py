@@ -31,18 +31,33 @@ def allowed(client, origin: str, path: str = "/api/v1/key") -> str | None:
 def test_an_ipv6_origin_is_matched_exactly_not_as_a_pattern(cors_client):
     """flask-cors took ``http://[2001:db8::1]:8443`` for a regular expression (issue 21, 3)."""
     assert allowed(cors_client, IPV6) == IPV6
-    for origin in ("http://d:8443", "http://2:8443", "http://[2001:db8::2]:8443",
-                   "http://[2001:db8::1]:8444", "https://[2001:db8::1]:8443"):  # fmt: skip
+    for origin in (
+        "http://d:8443",
+        "http://2:8443",
+        "http://[2001:db8::2]:8443",
+        "http://[2001:db8::1]:8444",
+        "https://[2001:db8::1]:8443",
+    ):
         assert allowed(cors_client, origin) is None, origin
 
 
 @SQLITE
-@pytest.mark.parametrize("origin", [
-    "https://forms.example.org.evil.example", "https://formsXexample.org",
-    "https://forms.example.org:443", "https://FORMS.example.org", "http://forms.example.org",
-    "https://forms.example.org/", "null", "https://evil.example", "http://192.0.2.7:808",
-    "http://192.0.2.7:80800", "http://192.0.2.77:8080",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "https://forms.example.org.evil.example",
+        "https://formsXexample.org",
+        "https://forms.example.org:443",
+        "https://FORMS.example.org",
+        "http://forms.example.org",
+        "https://forms.example.org/",
+        "null",
+        "https://evil.example",
+        "http://192.0.2.7:808",
+        "http://192.0.2.7:80800",
+        "http://192.0.2.77:8080",
+    ],
+)
 def test_only_the_exact_serialization_is_allowed(cors_client, origin):
     assert allowed(cors_client, origin) is None
     assert allowed(cors_client, "https://forms.example.org") == "https://forms.example.org"
@@ -62,15 +77,22 @@ def test_vary_origin_and_no_allow_origin_without_an_origin(cors_client):
         assert ok.headers["Access-Control-Allow-Origin"] == IPV6
         assert "Origin" in ok.headers.get("Vary", "")
         assert "Access-Control-Allow-Credentials" not in ok.headers
-    preflight = cors_client.options("/api/v1/surveys/x/reports", headers={
-        "Origin": IPV6, "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "content-type"})  # fmt: skip
+    preflight = cors_client.options(
+        "/api/v1/surveys/x/reports",
+        headers={
+            "Origin": IPV6,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type",
+        },
+    )
     assert preflight.status_code in (200, 204)
     assert preflight.headers["Access-Control-Allow-Origin"] == IPV6
     assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
     assert "Origin" in preflight.headers.get("Vary", "")
-    refused = cors_client.options("/api/v1/surveys/x/reports", headers={
-        "Origin": "http://d:8443", "Access-Control-Request-Method": "POST"})  # fmt: skip
+    refused = cors_client.options(
+        "/api/v1/surveys/x/reports",
+        headers={"Origin": "http://d:8443", "Access-Control-Request-Method": "POST"},
+    )
     assert "Access-Control-Allow-Origin" not in refused.headers
     assert "Access-Control-Allow-Methods" not in refused.headers
     results = cors_client.get("/api/v1/surveys/x/results", headers={"Origin": IPV6})
@@ -78,24 +100,52 @@ def test_vary_origin_and_no_allow_origin_without_an_origin(cors_client):
 
 
 def test_listed_origins_are_put_in_their_serialized_form():
-    assert parse_origins("HTTPS://Forms.Example.ORG:443, http://[2001:DB8:0:0:0:0:0:1]:80,"
-                         "http://[::ffff:192.0.2.1]:08080") == (
-        "https://forms.example.org", "http://[2001:db8::1]", "http://[::ffff:c000:201]:8080",
-    )  # fmt: skip
+    assert parse_origins(
+        "HTTPS://Forms.Example.ORG:443, http://[2001:DB8:0:0:0:0:0:1]:80,"
+        "http://[::ffff:192.0.2.1]:08080"
+    ) == (
+        "https://forms.example.org",
+        "http://[2001:db8::1]",
+        "http://[::ffff:c000:201]:8080",
+    )
     assert parse_origins("") == () and parse_origins(" , ") == ()
     assert parse_origins(["https://xn--bcher-kva.example"]) == ("https://xn--bcher-kva.example",)
 
 
 @SQLITE
-@pytest.mark.parametrize("value", [
-    "*", "forms.example.org", "https://a.example/path", "ftp://x", "https://a.example?x",
-    "https://a.example$", "https://a.(b).example", "https://a.example:99999", "https://a.example:",
-    "https://[fe80::1%25eth0]", "https://user@a.example", "https://a.example#", "null",
-    "https://a..example", "https://-a.example", "https://bücher.example", r"https://.*\.example",
-    "https://a.example/", "https://[2001:db8::1", "https://2001:db8::1", "https://[g::1]",
-    "https://a_b.example", "https://a.example:+80", "https:///a.example", "https://",
-    "https://a.example\\", "https://a b.example", "https://a.example:8O",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "value",
+    [
+        "*",
+        "forms.example.org",
+        "https://a.example/path",
+        "ftp://x",
+        "https://a.example?x",
+        "https://a.example$",
+        "https://a.(b).example",
+        "https://a.example:99999",
+        "https://a.example:",
+        "https://[fe80::1%25eth0]",
+        "https://user@a.example",
+        "https://a.example#",
+        "null",
+        "https://a..example",
+        "https://-a.example",
+        "https://bücher.example",
+        r"https://.*\.example",
+        "https://a.example/",
+        "https://[2001:db8::1",
+        "https://2001:db8::1",
+        "https://[g::1]",
+        "https://a_b.example",
+        "https://a.example:+80",
+        "https:///a.example",
+        "https://",
+        "https://a.example\\",
+        "https://a b.example",
+        "https://a.example:8O",
+    ],
+)
 def test_entries_that_are_not_origins_are_refused(app_config, value):
     with pytest.raises(ValueError, match="origin"):
         parse_origins(value)

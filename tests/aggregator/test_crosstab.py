@@ -29,10 +29,14 @@ def respondents_body(survey: Survey, count: int, seed: int = 0, skip: float = 0.
     groups = []
     for _ in range(count):
         reports = [
-            {"id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "question": q.id,
-             "payload": q.randomize(random_answer(q, rng), rng)}
-            for q in survey.questions if rng.random() >= skip
-        ]  # fmt: skip
+            {
+                "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)),
+                "question": q.id,
+                "payload": q.randomize(random_answer(q, rng), rng),
+            }
+            for q in survey.questions
+            if rng.random() >= skip
+        ]
         if reports:
             groups.append({"reports": reports})
     return {"respondents": groups}
@@ -72,12 +76,17 @@ def recount(survey: Survey, exported: list[dict[str, Any]], rows: str, columns: 
             for i, xi in enumerate(x):
                 for j, yj in enumerate(y):
                     joint[i, j] += xi * yj
-    return {"n": n, "rows": row_sums.tolist(), "columns": column_sums.tolist(),
-            "joint": joint.tolist()}  # fmt: skip
+    return {
+        "n": n,
+        "rows": row_sums.tolist(),
+        "columns": column_sums.tolist(),
+        "joint": joint.tolist(),
+    }
 
 
-def test_crosstab_recount_from_export_matches_served(client, created_survey, operator_headers,
-                                                     storage, backend):  # fmt: skip
+def test_crosstab_recount_from_export_matches_served(
+    client, created_survey, operator_headers, storage, backend
+):
     survey = Survey.from_dict(created_survey["definition"])
     body = respondents_body(survey, 150, seed=3, skip=0.2)
     response = post_respondents(client, operator_headers, body)
@@ -98,11 +107,16 @@ def test_crosstab_recount_from_export_matches_served(client, created_survey, ope
     from deniable.aggregator.crosstabs import folded_statistics
 
     record = storage.get_survey("demo")
-    for rows, columns in [("transport", "smoker"), ("tools", "transport"),
-                          ("smoker", "overtime"), ("transport", "tools")]:  # fmt: skip
+    for rows, columns in [
+        ("transport", "smoker"),
+        ("tools", "transport"),
+        ("smoker", "overtime"),
+        ("transport", "tools"),
+    ]:
         expected = recount(survey, exported, rows, columns)
-        served = folded_statistics(storage, record, survey.question(rows),
-                                   survey.question(columns)).to_dict()  # fmt: skip
+        served = folded_statistics(
+            storage, record, survey.question(rows), survey.question(columns)
+        ).to_dict()
         assert served == expected, (rows, columns)
         document = client.get(URL + f"/crosstab?rows={rows}&columns={columns}").get_json()
         assert document["n"] == expected["n"] > 80
@@ -110,8 +124,12 @@ def test_crosstab_recount_from_export_matches_served(client, created_survey, ope
 
 def test_crosstab_document_and_formats(client, created_survey, operator_headers):
     survey = Survey.from_dict(created_survey["definition"])
-    assert post_respondents(client, operator_headers,
-                            respondents_body(survey, 120, seed=1)).status_code == 201  # fmt: skip
+    assert (
+        post_respondents(
+            client, operator_headers, respondents_body(survey, 120, seed=1)
+        ).status_code
+        == 201
+    )
     document = client.get(URL + "/crosstab?rows=transport&columns=smoker&beta=0.1").get_json()
     assert document["kind"] == "joint" and document["n"] == 120 and document["beta"] == 0.1
     assert len(document["cells"]) == 8 and document["epsilon"] == 3.0
@@ -169,8 +187,11 @@ def test_crosstab_refusals(client, created_survey, operator_headers):
 
 def test_private_surveys_stay_private(client, operator_headers, storage):
     definition = demo_survey_dict("hidden")
-    client.post("/api/v1/surveys", json={"definition": definition, "results_public": False},
-                headers=operator_headers)  # fmt: skip
+    client.post(
+        "/api/v1/surveys",
+        json={"definition": definition, "results_public": False},
+        headers=operator_headers,
+    )
     path = "/api/v1/surveys/hidden/crosstab?rows=transport&columns=smoker"
     assert_problem(client.get(path), 401)
     assert client.get(path, headers=operator_headers).status_code == 200
@@ -183,8 +204,11 @@ def test_private_surveys_stay_private(client, operator_headers, storage):
 def test_compare_two_surveys(client, operator_headers):
     for name, seed in (("wave1", 1), ("wave2", 2)):
         definition = demo_survey_dict(name)
-        client.post("/api/v1/surveys", json={"definition": definition, "results_public": True},
-                    headers=operator_headers)  # fmt: skip
+        client.post(
+            "/api/v1/surveys",
+            json={"definition": definition, "results_public": True},
+            headers=operator_headers,
+        )
         body = respondents_body(Survey.from_dict(definition), 60, seed=seed)
         assert post_respondents(client, operator_headers, body, name).status_code == 201
     document = client.get("/api/v1/surveys/wave1/compare?question=transport&with=wave2").get_json()
@@ -196,22 +220,44 @@ def test_compare_two_surveys(client, operator_headers):
     assert numeric["comparisons"][0]["label"] == "mean"
     text = client.get("/api/v1/surveys/wave1/compare?question=smoker&with=wave2&format=csv")
     assert text.data.decode().startswith("label,first,second,difference")
-    assert_problem(client.get("/api/v1/surveys/wave1/compare?question=smoker&with=wave2"
-                              "&with_question=transport"), 400)  # fmt: skip
+    assert_problem(
+        client.get(
+            "/api/v1/surveys/wave1/compare?question=smoker&with=wave2&with_question=transport"
+        ),
+        400,
+    )
 
 
-def test_cli_crosstab_and_compare(client, created_survey, operator_headers, database, backend,
-                                  capsys, tmp_path):  # fmt: skip
+def test_cli_crosstab_and_compare(
+    client, created_survey, operator_headers, database, backend, capsys, tmp_path
+):
     if backend != "sqlite":
         pytest.skip("the CLI reads the same storage; once is enough")
     from deniable.aggregator import cli
 
     survey = Survey.from_dict(created_survey["definition"])
-    assert post_respondents(client, operator_headers,
-                            respondents_body(survey, 80, seed=5)).status_code == 201  # fmt: skip
+    assert (
+        post_respondents(client, operator_headers, respondents_body(survey, 80, seed=5)).status_code
+        == 201
+    )
     base = ["--database", database, "--signing-key", str(tmp_path / "key.pem")]
-    assert cli.main([*base, "crosstab", "demo", "transport", "smoker", "--compare", "car", "yes",
-                     "bus", "yes"]) == 0  # fmt: skip
+    assert (
+        cli.main(
+            [
+                *base,
+                "crosstab",
+                "demo",
+                "transport",
+                "smoker",
+                "--compare",
+                "car",
+                "yes",
+                "bus",
+                "yes",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "transport by smoker" in out and "n = 80" in out and "differs by" in out
     assert cli.main([*base, "crosstab", "demo", "overtime", "transport", "--json"]) == 0
@@ -227,20 +273,27 @@ def test_cli_crosstab_and_compare(client, created_survey, operator_headers, data
 
 def test_dashboard_pages(client, created_survey, operator_headers):
     survey = Survey.from_dict(created_survey["definition"])
-    assert post_respondents(client, operator_headers,
-                            respondents_body(survey, 90, seed=6)).status_code == 201  # fmt: skip
+    assert (
+        post_respondents(client, operator_headers, respondents_body(survey, 90, seed=6)).status_code
+        == 201
+    )
     page = client.get("/surveys/demo").data.decode()
     assert 'id="crosstab-link"' in page
     html = client.get("/surveys/demo/crosstab?rows=transport&columns=smoker").data.decode()
     assert 'id="joint"' in html and 'data-n="90"' in html and html.count("data-estimate=") == 8
     assert "background: hsl(" in html and 'aria-current="true"' in html
     assert html.count("differs by") == 2  # largest minus smallest, per column
-    assert 'id="means"' in client.get("/surveys/demo/crosstab?rows=transport"
-                                      "&columns=overtime").data.decode()  # fmt: skip
+    assert (
+        'id="means"'
+        in client.get("/surveys/demo/crosstab?rows=transport&columns=overtime").data.decode()
+    )
     assert client.get("/surveys/demo/crosstab?rows=nope&columns=smoker").status_code == 200
     definition = demo_survey_dict("later")
-    client.post("/api/v1/surveys", json={"definition": definition, "results_public": True},
-                headers=operator_headers)  # fmt: skip
+    client.post(
+        "/api/v1/surveys",
+        json={"definition": definition, "results_public": True},
+        headers=operator_headers,
+    )
     post_respondents(client, operator_headers, respondents_body(survey, 40, seed=8), "later")
     assert "/surveys/demo/compare/later" in client.get("/surveys/demo").data.decode()
     changes = client.get("/surveys/demo/compare/later").data.decode()

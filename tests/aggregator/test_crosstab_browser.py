@@ -46,8 +46,9 @@ def test_respond_page_submissions_join(tmp_path) -> None:
                 page.fill("#q-overtime", "3.5")
                 page.get_by_role("button", name="Randomize my answers").click()
                 page.get_by_role("button", name="Send these noisy values").click()
-                page.wait_for_selector("[data-deniable-survey][data-state=sent]", state="attached",
-                                       timeout=20_000)  # fmt: skip
+                page.wait_for_selector(
+                    "[data-deniable-survey][data-state=sent]", state="attached", timeout=20_000
+                )
                 context.close()
             browser.close()
         url = f"{base}/api/v1/surveys/{survey.id}/crosstab?rows=commute&columns=burnout"

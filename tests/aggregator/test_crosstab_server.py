@@ -30,8 +30,12 @@ def test_devices_bulk_and_analysis_agree(server, demo_definition, tmp_path):  # 
     base, token = server
     operator = {"Authorization": f"Bearer {token}"}
     root = base.removesuffix("/api/v1")
-    created = requests.post(f"{base}/surveys", json={"definition": demo_definition,
-                            "results_public": True}, headers=operator, timeout=10)  # fmt: skip
+    created = requests.post(
+        f"{base}/surveys",
+        json={"definition": demo_definition, "results_public": True},
+        headers=operator,
+        timeout=10,
+    )
     assert created.status_code == 201, created.text
     survey = Survey.from_dict(created.json()["definition"])
     rng = np.random.default_rng(4)
@@ -44,10 +48,19 @@ def test_devices_bulk_and_analysis_agree(server, demo_definition, tmp_path):  # 
         client.flush()
     # An import of 200 respondents through the bulk route, in two requests.
     for _part in range(2):
-        groups = [{"reports": [
-            {"id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "question": q.id,
-             "payload": q.randomize(random_answer(q, rng), rng)} for q in survey.questions
-        ]} for _ in range(100)]  # fmt: skip
+        groups = [
+            {
+                "reports": [
+                    {
+                        "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)),
+                        "question": q.id,
+                        "payload": q.randomize(random_answer(q, rng), rng),
+                    }
+                    for q in survey.questions
+                ]
+            }
+            for _ in range(100)
+        ]
         bulk = f"{base}/surveys/demo/reports/bulk"
         body = {"respondents": groups}
         response = requests.post(bulk, json=body, headers=operator, timeout=30)

@@ -37,14 +37,26 @@ def _survey(label: str = "Red") -> Survey:
             "id": "unit",
             "title": "Unit",
             "questions": [
-                {"id": "colour", "type": "single_choice", "text": "Colour?", "epsilon": 2.0,
-                 "options": [label, "Green", "Blue"], "mechanism": "grr"},
-                {"id": "hours", "type": "numeric", "text": "Hours?", "epsilon": 1.0,
-                 "lo": 0, "hi": 40},
+                {
+                    "id": "colour",
+                    "type": "single_choice",
+                    "text": "Colour?",
+                    "epsilon": 2.0,
+                    "options": [label, "Green", "Blue"],
+                    "mechanism": "grr",
+                },
+                {
+                    "id": "hours",
+                    "type": "numeric",
+                    "text": "Hours?",
+                    "epsilon": 1.0,
+                    "lo": 0,
+                    "hi": 40,
+                },
                 {"id": "ok", "type": "yes_no", "text": "OK?", "epsilon": 1.0},
             ],
         }
-    )  # fmt: skip
+    )
 
 
 def _result(question, values, seed: int = 7) -> dict:
@@ -100,14 +112,17 @@ def test_bar_chart_data_attributes_are_the_results_at_full_precision() -> None:
 
 def test_bar_lengths_follow_estimates_and_raw_values_outside_0_1_are_clipped_and_shown() -> None:
     result = {
-        "question": "q", "type": "single_choice", "beta": 0.05, "n": 3,
+        "question": "q",
+        "type": "single_choice",
+        "beta": 0.05,
+        "n": 3,
         "categories": [
             {"label": "a", "estimate": 0.8, "lower": 0.6, "upper": 1.0},
             {"label": "b", "estimate": 0.4, "lower": 0.2, "upper": 0.6},
             {"label": "c", "estimate": -1.54, "lower": 0.0, "upper": 0.1},
             {"label": "d", "estimate": 2.54, "lower": 0.9, "upper": 1.0},
         ],
-    }  # fmt: skip
+    }
     root = _parse(svg.bar_chart(result))
     bars = [g for g in root.iter(f"{SVG_NS}g") if g.get("class") == "bar"]
     rects = [g.find(f"{SVG_NS}rect") for g in bars]
@@ -128,8 +143,15 @@ def test_bar_lengths_follow_estimates_and_raw_values_outside_0_1_are_clipped_and
 
 @pytest.mark.parametrize("mean", [-7.5, 55.0])
 def test_a_mean_outside_its_range_is_drawn_at_the_edge_with_a_marker(mean: float) -> None:
-    result = {"question": "hours", "type": "numeric", "beta": 0.05, "n": 3, "mean": mean,
-              "lower": 0.0, "upper": 40.0}  # fmt: skip
+    result = {
+        "question": "hours",
+        "type": "numeric",
+        "beta": 0.05,
+        "n": 3,
+        "mean": mean,
+        "lower": 0.0,
+        "upper": 40.0,
+    }
     root = _parse(svg.mean_chart(result, 0, 40))
     (group,) = [g for g in root.iter(f"{SVG_NS}g") if g.get("class") == "mean"]
     assert float(group.get("data-mean")) == mean
@@ -266,13 +288,15 @@ def fill(client, survey: Survey, count: int, seed: int = 11) -> None:
         elif question.type == "multiple_choice":
             values = (rng.random((count, len(question.options))) < 0.3).astype(np.int64)
         else:
-            values = rng.choice(question.domain_size, count,
-                                p=rng.dirichlet(np.ones(question.domain_size)))  # fmt: skip
+            values = rng.choice(
+                question.domain_size, count, p=rng.dirichlet(np.ones(question.domain_size))
+            )
         payloads = question.oracle.encode_many(question.oracle.randomize_many(values, rng))
-        reports += [{"id": str(uuid.uuid4()), "question": question.id, "payload": p}
-                    for p in payloads]  # fmt: skip
+        reports += [
+            {"id": str(uuid.uuid4()), "question": question.id, "payload": p} for p in payloads
+        ]
     for start in range(0, len(reports), 1000):
-        response = post_bulk(client, survey.id, reports[start:start + 1000])
+        response = post_bulk(client, survey.id, reports[start : start + 1000])
         assert response.status_code == 201, response.get_data(as_text=True)
 
 
@@ -331,13 +355,14 @@ def test_pages_are_self_contained_and_locked_down(dash) -> None:
             for _, a in tags
             if (a.get("href") or a.get("src") or "").startswith(("http:", "https:", "//"))
         ]
-        assert external == []  # fmt: skip
+        assert external == []
 
 
 def test_index_lists_surveys_and_escapes_titles(dash) -> None:
     app, client, survey = dash
-    hostile = Survey.from_dict({**survey.to_dict(), "id": "hostile",
-                                "title": "<script>alert(1)</script>"})  # fmt: skip
+    hostile = Survey.from_dict(
+        {**survey.to_dict(), "id": "hostile", "title": "<script>alert(1)</script>"}
+    )
     app.extensions["deniable.storage"].create_survey(hostile, results_public=True)
     fill(client, survey, 20)
     text = client.get("/").get_data(as_text=True)
@@ -374,8 +399,9 @@ def test_survey_list_is_paginated(dash) -> None:
     app, client, survey = dash
     storage = app.extensions["deniable.storage"]
     for index in range(3):
-        storage.create_survey(Survey.from_dict({**survey.to_dict(), "id": f"more-{index}"}),
-                              results_public=True)  # fmt: skip
+        storage.create_survey(
+            Survey.from_dict({**survey.to_dict(), "id": f"more-{index}"}), results_public=True
+        )
     first = client.get("/api/v1/surveys?limit=3").get_json()
     assert [s["id"] for s in first["surveys"]] == [survey.id, "more-0", "more-1"]
     assert first["page"] == 1 and first["limit"] == 3
@@ -405,11 +431,23 @@ def test_empty_survey_and_unknown_survey(dash) -> None:
 
 def _chromium(*args: str, profile: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={profile}", *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.browser
@@ -421,8 +459,19 @@ def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
     assert cli.main(["--database", str(database), "--signing-key", str(key), "init"]) == 0
     definition = tmp_path / "survey.json"
     definition.write_text(json.dumps(demo.demo_survey().to_dict()))
-    assert cli.main(["--database", str(database), "--signing-key", str(key),
-                     "create-survey", str(definition)]) == 0  # fmt: skip
+    assert (
+        cli.main(
+            [
+                "--database",
+                str(database),
+                "--signing-key",
+                str(key),
+                "create-survey",
+                str(definition),
+            ]
+        )
+        == 0
+    )
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -437,8 +486,12 @@ def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
         url = f"{base}/surveys/{survey.id}"
         screenshot = tmp_path / "dashboard.png"
         started = time.monotonic()
-        shot = _chromium("--screenshot=" + str(screenshot), "--window-size=1200,1600", url,
-                         profile=tmp_path / "profile-1")  # fmt: skip
+        shot = _chromium(
+            "--screenshot=" + str(screenshot),
+            "--window-size=1200,1600",
+            url,
+            profile=tmp_path / "profile-1",
+        )
         assert shot.returncode == 0, shot.stderr[-2000:]
         dom = _chromium("--dump-dom", url, profile=tmp_path / "profile-2")
         assert dom.returncode == 0, dom.stderr[-2000:]

@@ -38,11 +38,17 @@ def _submit(base: str, respondents: int) -> None:
     rng = np.random.default_rng(7)
     session = requests.Session()
     for _ in range(respondents):
-        reports = [{"id": str(uuid.uuid4()), "question": q.id,
-                    "payload": q.randomize(random_answer(q, rng), rng)}
-                   for q in survey.questions]  # fmt: skip
-        sent = session.post(f"{base}/api/v1/surveys/{SURVEY}/reports",
-                            json={"reports": reports}, timeout=10)  # fmt: skip
+        reports = [
+            {
+                "id": str(uuid.uuid4()),
+                "question": q.id,
+                "payload": q.randomize(random_answer(q, rng), rng),
+            }
+            for q in survey.questions
+        ]
+        sent = session.post(
+            f"{base}/api/v1/surveys/{SURVEY}/reports", json={"reports": reports}, timeout=10
+        )
         assert sent.status_code in (200, 201), sent.text
 
 

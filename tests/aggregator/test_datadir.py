@@ -119,16 +119,23 @@ def test_the_documented_backup_recipe_makes_files_the_server_accepts(tmp_path):
     signing.create_key(source / "signing_key.pem")
     (source / "signing_key.chain.json").write_text('{"chain": []}\n')
     backup.mkdir(mode=0o700)
-    script = (script.replace("/srv/deniable", str(source)).replace("/backup", str(backup))
-              .replace("$(date +%F)", "today"))  # fmt: skip
+    script = (
+        script.replace("/srv/deniable", str(source))
+        .replace("/backup", str(backup))
+        .replace("$(date +%F)", "today")
+    )
     script = "\n".join(line for line in script.splitlines() if not line.startswith("#"))
     subprocess.run(["bash", "-euc", "umask 022\n" + script], check=True, cwd=tmp_path)
     restore = re.search(r"```bash\n# restore\n(.*?)```", section, re.S)
     assert restore, "docs/operations.md shows the restore commands"
     target = tmp_path / "restored"
     target.mkdir(mode=0o700)
-    commands = (restore[1].replace("/srv/deniable", str(target)).replace("/backup", str(backup))
-                .replace("YYYY-MM-DD", "today"))  # fmt: skip
+    commands = (
+        restore[1]
+        .replace("/srv/deniable", str(target))
+        .replace("/backup", str(backup))
+        .replace("YYYY-MM-DD", "today")
+    )
     subprocess.run(["bash", "-euc", "umask 022\n" + commands], check=True, cwd=tmp_path)
     migrated(target / "deniable.sqlite3")  # accepted: not readable by others
     signing.load_key(target / "signing_key.pem")
@@ -139,8 +146,12 @@ def test_a_running_server_that_meets_a_readable_database_answers_503(tmp_path):
 
     from .conftest import assert_problem
 
-    app = create_app({"DATABASE": str(tmp_path / "deniable.sqlite3"),
-                      "SIGNING_KEY_PATH": str(tmp_path / "signing_key.pem")})  # fmt: skip
+    app = create_app(
+        {
+            "DATABASE": str(tmp_path / "deniable.sqlite3"),
+            "SIGNING_KEY_PATH": str(tmp_path / "signing_key.pem"),
+        }
+    )
     storage = app.extensions["deniable.storage"]
     try:
         assert app.test_client().get("/api/v1/surveys").status_code == 200

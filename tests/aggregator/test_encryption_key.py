@@ -23,8 +23,9 @@ def key_path(tmp_path):
 
 
 def _seal(document, unit="q", body=b"report"):
-    public = keychain.verify_encryption_key(document, keychain.decode_public_key(
-        document["public_key"], "key"))  # fmt: skip
+    public = keychain.verify_encryption_key(
+        document, keychain.decode_public_key(document["public_key"], "key")
+    )
     return sealing.seal(public, survey_id="s", unit=unit, plaintext=body, size=16)
 
 
@@ -57,16 +58,27 @@ def test_a_substituted_key_is_refused(key_path, tmp_path):
     signing.create_key(other)
     forged = signing.load_key(other).public_document()["encryption_key"]
     with pytest.raises(SignatureError, match="not signed"):
-        keychain.verify_encryption_key({**document, "encryption_key": forged},
-                                       keychain.decode_public_key(document["public_key"], "k"))
-    swapped = {**document["encryption_key"], "public_key": forged["public_key"],
-               "key_id": forged["key_id"]}  # fmt: skip
+        keychain.verify_encryption_key(
+            {**document, "encryption_key": forged},
+            keychain.decode_public_key(document["public_key"], "k"),
+        )
+    swapped = {
+        **document["encryption_key"],
+        "public_key": forged["public_key"],
+        "key_id": forged["key_id"],
+    }
     with pytest.raises(SignatureError, match="not signed"):
-        keychain.verify_encryption_key({**document, "encryption_key": swapped},
-                                       keychain.decode_public_key(document["public_key"], "k"))
-    for broken in ({}, {"encryption_key": None}, {"encryption_key": {**swapped, "extra": 1}},
-                   {"encryption_key": {**swapped, "key_id": "0" * 16}},
-                   {"encryption_key": {**swapped, "suite": "other"}}):  # fmt: skip
+        keychain.verify_encryption_key(
+            {**document, "encryption_key": swapped},
+            keychain.decode_public_key(document["public_key"], "k"),
+        )
+    for broken in (
+        {},
+        {"encryption_key": None},
+        {"encryption_key": {**swapped, "extra": 1}},
+        {"encryption_key": {**swapped, "key_id": "0" * 16}},
+        {"encryption_key": {**swapped, "suite": "other"}},
+    ):
         with pytest.raises(SignatureError):
             keychain.verify_encryption_key(broken, b"\0" * 32)
 
@@ -78,8 +90,10 @@ def test_rotation_replaces_it_and_keeps_recent_keys_to_open_held_batches(key_pat
     for _ in range(signing.RETIRED_ENCRYPTION_KEYS + 1):
         old, new = signing.rotate_key(key_path)
         document = new.public_document()
-        assert document["encryption_key"]["key_id"] != old.public_document()["encryption_key"][
-            "key_id"]
+        assert (
+            document["encryption_key"]["key_id"]
+            != old.public_document()["encryption_key"]["key_id"]
+        )
         # signed by the new signing key, which the device reaches along the chain
         pin = keychain.follow_chain(keychain.Pin(public_key=old.public_bytes), document)
         keychain.verify_encryption_key(document, pin.public_key)
@@ -111,8 +125,9 @@ def test_readable_encryption_key_is_refused(key_path):
 
 def test_served_key_document_carries_it(client, app):
     document = client.get("/api/v1/key").get_json()
-    raw = keychain.verify_encryption_key(document, keychain.decode_public_key(
-        document["public_key"], "key"))  # fmt: skip
+    raw = keychain.verify_encryption_key(
+        document, keychain.decode_public_key(document["public_key"], "key")
+    )
     with app.app_context():
         blob = sealing.seal(raw, survey_id="s", unit="", plaintext=b"x", size=4)
         assert signing.open_sealed(survey_id="s", unit="", sealed=blob, size=4) == b"x"

@@ -97,8 +97,9 @@ def test_tokens_are_stored_only_as_hashes(storage, gated):
     assert storage.enrolment_token_counts(SURVEY_ID) == (5, 0)
 
 
-def test_issuing_is_refused_where_tokens_make_no_sense(storage, client, gated, created_survey,
-                                                       operator_headers):  # fmt: skip
+def test_issuing_is_refused_where_tokens_make_no_sense(
+    storage, client, gated, created_survey, operator_headers
+):
     with pytest.raises(NotFound):
         storage.issue_enrolment_tokens("nope", 1)
     with pytest.raises(Conflict, match="does not require enrolment"):
@@ -180,8 +181,9 @@ def test_token_of_another_survey_is_403(client, storage, operator_headers, gated
 
 def test_open_surveys_ignore_the_header(client, storage, created_survey):
     body = {"reports": random_reports(demo_survey_dict(), 4)}
-    response = client.post("/api/v1/surveys/demo/reports", json=body,
-                           headers={HEADER: "dne_" + "A" * 43})  # fmt: skip
+    response = client.post(
+        "/api/v1/surveys/demo/reports", json=body, headers={HEADER: "dne_" + "A" * 43}
+    )
     assert response.status_code == 201
     assert storage.count_reports("demo") == 4
 
@@ -192,8 +194,9 @@ def test_refused_batches_do_not_spend_the_token(client, storage, gated):
     invalid["reports"][0]["payload"] = "zz"
     assert_problem(post(client, invalid, token), 422)
     assert_problem(post(client, {"reports": []}, token), 422)
-    response = client.post(REPORTS, data=b"{not json", content_type="application/json",
-                           headers={HEADER: token})  # fmt: skip
+    response = client.post(
+        REPORTS, data=b"{not json", content_type="application/json", headers={HEADER: token}
+    )
     assert_problem(response, 400)
     # A conflict inside the storing transaction rolls the spend back too.
     (other,) = storage.issue_enrolment_tokens(SURVEY_ID, 1)
@@ -246,8 +249,9 @@ def test_a_stored_batch_resent_with_a_fresh_token_spends_nothing(client, storage
     assert storage.enrolment_token_counts(SURVEY_ID) == (2, 2)
 
 
-def test_a_stored_batch_is_acknowledged_after_the_survey_closes(client, storage, gated,
-                                                                operator_headers):  # fmt: skip
+def test_a_stored_batch_is_acknowledged_after_the_survey_closes(
+    client, storage, gated, operator_headers
+):
     (token,) = storage.issue_enrolment_tokens(SURVEY_ID, 1)
     body = batch()
     stored = post(client, body, token)
@@ -315,8 +319,9 @@ def test_cli_token_issue(capsys, tmp_path, app_config, client, storage, gated, c
     printed = out.split()
     assert len(printed) == 3 and len(set(printed)) == 3 and "issued 3" in err
     target = tmp_path / "tokens.txt"
-    status, out, err = run(capsys, database, key, "token", "issue", SURVEY_ID, "--count", "25",
-                           "--output", str(target))  # fmt: skip
+    status, out, err = run(
+        capsys, database, key, "token", "issue", SURVEY_ID, "--count", "25", "--output", str(target)
+    )
     assert status == 0 and out == ""
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     written = target.read_text().splitlines()
@@ -336,8 +341,9 @@ def test_cli_token_issue(capsys, tmp_path, app_config, client, storage, gated, c
         ([SURVEY_ID, "--count", "2000000"], "must be in [1, 1,000,000]", 2),
     ],
 )
-def test_cli_token_issue_refusals(capsys, tmp_path, app_config, storage, gated, created_survey,
-                                  argv, message, expected):  # fmt: skip
+def test_cli_token_issue_refusals(
+    capsys, tmp_path, app_config, storage, gated, created_survey, argv, message, expected
+):
     database, key = app_config["DATABASE"], app_config["SIGNING_KEY_PATH"]
     target = tmp_path / "tokens.txt"
     status, out, err = run(capsys, database, key, "token", "issue", *argv, "-o", str(target))
@@ -357,8 +363,9 @@ def test_cli_token_issue_usage_and_existing_file(capsys, tmp_path, app_config, g
     assert capsys.readouterr().err.count("\n") == 1
     target = tmp_path / "tokens.txt"
     target.write_text("earlier tokens\n")
-    status, _, err = run(capsys, database, key, "token", "issue", SURVEY_ID, "--count", "1",
-                         "-o", str(target))  # fmt: skip
+    status, _, err = run(
+        capsys, database, key, "token", "issue", SURVEY_ID, "--count", "1", "-o", str(target)
+    )
     assert status == 2 and "refusing to overwrite" in err and err.count("\n") == 1
     assert target.read_text() == "earlier tokens\n"
 
@@ -367,8 +374,7 @@ def test_cli_create_survey_with_enrolment(capsys, tmp_path, app_config, storage)
     database, key = app_config["DATABASE"], app_config["SIGNING_KEY_PATH"]
     path = tmp_path / "survey.json"
     path.write_text(Survey.from_dict(demo_survey_dict("cli-gated")).canonical_bytes().decode())
-    status, out, err = run(capsys, database, key, "create-survey", "--require-enrolment",
-                           str(path))  # fmt: skip
+    status, out, err = run(capsys, database, key, "create-survey", "--require-enrolment", str(path))
     assert status == 0, err
     assert "enrolment tokens required" in out
     assert storage.get_survey("cli-gated").require_enrolment is True

@@ -25,8 +25,12 @@ def samples(text: str) -> dict[tuple[str, tuple], float]:
 
 @pytest.fixture
 def app_config(app_config: dict[str, Any]) -> dict[str, Any]:
-    return {**app_config, "METRICS": True, "RATE_LIMIT_EXEMPT": "",
-            "RATE_LIMIT_PER_ADDRESS": "3/day"}  # fmt: skip
+    return {
+        **app_config,
+        "METRICS": True,
+        "RATE_LIMIT_EXEMPT": "",
+        "RATE_LIMIT_PER_ADDRESS": "3/day",
+    }
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
@@ -52,8 +56,10 @@ def test_metrics_count_what_happened(client, storage, operator_headers, created_
     assert found[("deniable_submissions_refused_total", (("reason", "invalid-report"),))] == 1
     assert found[("deniable_submissions_refused_total", (("reason", "rate-limited"),))] == 1
     assert found[("deniable_fold_seconds_count", ())] == 1
-    latency = ("deniable_request_duration_seconds_count",
-               (("endpoint", "reports.submit"), ("method", "POST"), ("status", "201")))
+    latency = (
+        "deniable_request_duration_seconds_count",
+        (("endpoint", "reports.submit"), ("method", "POST"), ("status", "201")),
+    )
     assert found[latency] == 2
     assert not any(name == "deniable_storage_errors_total" for name, _ in found)
 
@@ -77,10 +83,18 @@ def test_database_errors_are_counted(tmp_path, operator_token, app_config):
     (tmp_path / "deniable.sqlite3").rmdir()
     storage.migrate()
     token = storage.create_operator_token("after")
-    found = samples(client.get("/metrics", headers={"Authorization": f"Bearer {token}"})
-                    .get_data(as_text=True))  # fmt: skip
-    assert found[("deniable_storage_errors_total",
-                  (("backend", "sqlite"), ("operation", "list_surveys")))] == 1  # fmt: skip
+    found = samples(
+        client.get("/metrics", headers={"Authorization": f"Bearer {token}"}).get_data(as_text=True)
+    )
+    assert (
+        found[
+            (
+                "deniable_storage_errors_total",
+                (("backend", "sqlite"), ("operation", "list_surveys")),
+            )
+        ]
+        == 1
+    )
     storage.close()
 
 

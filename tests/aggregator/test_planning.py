@@ -64,8 +64,20 @@ def test_issue_command_prints_epsilon0_and_respondents() -> None:
 
 
 def test_single_choice(capsys) -> None:
-    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
-                                   "1000", "--options", "5", "--json"])  # fmt: skip
+    status, out, _ = call(
+        capsys,
+        [
+            "plan",
+            "--relay",
+            "--central-epsilon",
+            "0.5",
+            "--batch",
+            "1000",
+            "--options",
+            "5",
+            "--json",
+        ],
+    )
     assert status == 0
     document = json.loads(out)
     relay = document["relay"]
@@ -76,8 +88,21 @@ def test_single_choice(capsys) -> None:
 
 
 def test_half_widths_at_n(capsys) -> None:
-    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "1", "--batch",
-                                   "2000", "--n", "6000", "--type", "yes_no"])  # fmt: skip
+    status, out, _ = call(
+        capsys,
+        [
+            "plan",
+            "--relay",
+            "--central-epsilon",
+            "1",
+            "--batch",
+            "2000",
+            "--n",
+            "6000",
+            "--type",
+            "yes_no",
+        ],
+    )
     assert status == 0
     assert "expected half-widths at n = 6,000" in out and "Respondents needed" not in out
 
@@ -87,8 +112,10 @@ def test_half_widths_at_n(capsys) -> None:
     [
         (["--relay", "--central-epsilon", "0.5"], "--relay needs --batch"),
         (["--relay", "--batch", "100"], "--relay needs --central-epsilon"),
-        (["--relay", "--central-epsilon", "0.5", "--batch", "100", "--epsilon", "1"],
-         "drop --epsilon"),
+        (
+            ["--relay", "--central-epsilon", "0.5", "--batch", "100", "--epsilon", "1"],
+            "drop --epsilon",
+        ),
         (["--epsilon", "1", "--n", "10", "--batch", "100"], "--batch needs --relay"),
         (["--epsilon", "1", "--n", "10", "--delta", "1e-6"], "--delta needs --relay"),
         (["--n", "10"], "--epsilon"),
@@ -96,10 +123,12 @@ def test_half_widths_at_n(capsys) -> None:
         (["--relay", "--central-epsilon", "0", "--batch", "100"], "central_epsilon"),
         (["--relay", "--central-epsilon", "0.5", "--batch", "100", "--delta", "1"], "delta"),
         (["--relay", "--central-epsilon", "0.5", "--batch", "0"], "--batch"),
-        (["--relay", "--central-epsilon", "0.5", "--batch", "1000", "--n", "10"],
-         "less than one batch"),
+        (
+            ["--relay", "--central-epsilon", "0.5", "--batch", "1000", "--n", "10"],
+            "less than one batch",
+        ),
     ],
-)  # fmt: skip
+)
 def test_usage_errors_exit_2_with_one_line(capsys, argv, message) -> None:
     status, _, err = call(capsys, ["plan", *argv])
     assert status == 2
@@ -126,13 +155,16 @@ def test_choosing_epsilon_relayed_column() -> None:
 
 
 def test_notes_for_a_large_delta_and_the_device_cap(capsys) -> None:
-    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
-                                   "1000000", "--n", "1000000"])  # fmt: skip
+    status, out, _ = call(
+        capsys,
+        ["plan", "--relay", "--central-epsilon", "0.5", "--batch", "1000000", "--n", "1000000"],
+    )
     assert status == 0
     assert "delta 1e-06 is not well below 1/batch" in out
     assert "refuse more than epsilon 4 per question" in out  # ε0 8.9
-    status, out, _ = call(capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch",
-                                   "1000", "--n", "1000"])  # fmt: skip
+    status, out, _ = call(
+        capsys, ["plan", "--relay", "--central-epsilon", "0.5", "--batch", "1000", "--n", "1000"]
+    )
     assert status == 0 and "Note:" not in out
 
 
@@ -140,8 +172,17 @@ def test_crosstab_cell_plan(capsys) -> None:
     """``plan --by-type``: respondents for a ±10-point crosstab cell (deniable.crosstab_plan)."""
     from deniable.crosstab_plan import plan_crosstab
 
-    argv = ["plan", "--options", "5", "--epsilon", "1", "--half-width", "0.1",
-            "--by-type", "yes_no"]  # fmt: skip
+    argv = [
+        "plan",
+        "--options",
+        "5",
+        "--epsilon",
+        "1",
+        "--half-width",
+        "0.1",
+        "--by-type",
+        "yes_no",
+    ]
     status, out, _ = call(capsys, argv)
     assert status == 0
     expected = plan_crosstab(("single_choice", 5, 1.0), ("yes_no", None, 1.0), half_width=0.1)
@@ -157,11 +198,37 @@ def test_crosstab_cell_plan(capsys) -> None:
 
 HUGE_INTEGER = "9" * 310
 NUMBERS = [
-    "0", "1", "-1", "2", "0.5", "1e-300", "1e-320", "5e-324", "1e308", "-1e308",
-    "1.7976931348623157e308", "1e309", "inf", "-inf", "nan", "1e15", "1e16", "1e150", "1e200",
-    HUGE_INTEGER, "-" + HUGE_INTEGER, "0.999999999999", "0x10", "1_000", "", "abc", "20",
-    "20.000001", "0.001", "0.0009",
-]  # fmt: skip
+    "0",
+    "1",
+    "-1",
+    "2",
+    "0.5",
+    "1e-300",
+    "1e-320",
+    "5e-324",
+    "1e308",
+    "-1e308",
+    "1.7976931348623157e308",
+    "1e309",
+    "inf",
+    "-inf",
+    "nan",
+    "1e15",
+    "1e16",
+    "1e150",
+    "1e200",
+    HUGE_INTEGER,
+    "-" + HUGE_INTEGER,
+    "0.999999999999",
+    "0x10",
+    "1_000",
+    "",
+    "abc",
+    "20",
+    "20.000001",
+    "0.001",
+    "0.0009",
+]
 
 
 def run(capsys, *arguments: str) -> tuple[int, str, str]:
@@ -187,13 +254,16 @@ def check(status: int, out: str, err: str) -> None:
             assert word not in out.lower().replace("infinite", ""), out
 
 
-@pytest.mark.parametrize("arguments", [
-    ["--type", "numeric", "--epsilon", "1", "--n", "100", "--hi", "1e308"],
-    ["--options", "4", "--epsilon", "1", "--n", HUGE_INTEGER],
-    ["--type", "numeric", "--epsilon", "1", "--half-width", "1e-300", "--hi", "1e300"],
-    ["--options", "4", "--epsilon", "1", "--beta", "1e-320", "--n", "5"],
-    ["--type", "numeric", "--epsilon", "1", "--n", "10", "--lo=-1e308", "--hi", "1e308"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--type", "numeric", "--epsilon", "1", "--n", "100", "--hi", "1e308"],
+        ["--options", "4", "--epsilon", "1", "--n", HUGE_INTEGER],
+        ["--type", "numeric", "--epsilon", "1", "--half-width", "1e-300", "--hi", "1e300"],
+        ["--options", "4", "--epsilon", "1", "--beta", "1e-320", "--n", "5"],
+        ["--type", "numeric", "--epsilon", "1", "--n", "10", "--lo=-1e308", "--hi", "1e308"],
+    ],
+)
 def test_out_of_range_numbers_are_refused_with_one_line(capsys, arguments):
     status, out, err = run(capsys, *arguments)
     assert status == 2, (status, err)
@@ -201,18 +271,35 @@ def test_out_of_range_numbers_are_refused_with_one_line(capsys, arguments):
 
 
 def test_a_plan_in_range_still_prints(capsys):
-    status, out, err = run(capsys, "--type", "numeric", "--epsilon", "1", "--n", "1000",
-                           "--lo=-1e6", "--hi", "1e6", "--json")  # fmt: skip
+    status, out, err = run(
+        capsys,
+        "--type",
+        "numeric",
+        "--epsilon",
+        "1",
+        "--n",
+        "1000",
+        "--lo=-1e6",
+        "--hi",
+        "1e6",
+        "--json",
+    )
     check(status, out, err)
     assert status == 0 and json.loads(out)["n"] == 1000
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     question=st.sampled_from(["yes_no", "single_choice", "multiple_choice", "numeric"]),
-    options=st.one_of(st.none(), st.sampled_from(["2", "5", "64", "65536", "65537", "0", "-3",
-                                                  HUGE_INTEGER, "1e3"])),
+    options=st.one_of(
+        st.none(),
+        st.sampled_from(["2", "5", "64", "65536", "65537", "0", "-3", HUGE_INTEGER, "1e3"]),
+    ),
     epsilon=st.sampled_from(NUMBERS),
     beta=st.one_of(st.none(), st.sampled_from(NUMBERS)),
     goal=st.sampled_from(["--n", "--half-width"]),
@@ -221,8 +308,9 @@ def test_a_plan_in_range_still_prints(capsys):
     hi=st.one_of(st.none(), st.sampled_from(NUMBERS)),
     as_json=st.booleans(),
 )
-def test_fuzzed_arguments_never_crash(capsys, question, options, epsilon, beta, goal, amount,
-                                      lo, hi, as_json):  # fmt: skip
+def test_fuzzed_arguments_never_crash(
+    capsys, question, options, epsilon, beta, goal, amount, lo, hi, as_json
+):
     arguments = ["--type", question, f"--epsilon={epsilon}", f"{goal}={amount}"]
     for name, value in (("--options", options), ("--beta", beta), ("--lo", lo), ("--hi", hi)):
         if value is not None:

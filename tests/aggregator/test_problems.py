@@ -25,8 +25,9 @@ def test_body_over_the_limit_is_413(app_config):
         client = app.test_client()
         headers = {"Authorization": f"Bearer {storage.create_operator_token()}"}
         big = b'{"definition": "' + b"a" * 4000 + b'"}'
-        response = client.post("/api/v1/surveys", data=big, headers=headers,
-                               content_type="application/json")  # fmt: skip
+        response = client.post(
+            "/api/v1/surveys", data=big, headers=headers, content_type="application/json"
+        )
         assert_problem(response, 413, "payload-too-large")
         assert storage.list_surveys() == []
     finally:
@@ -47,10 +48,22 @@ def test_unexpected_errors_are_500_problems_without_traceback(app):
 
 @pytest.mark.parametrize(
     "data",
-    [b"\xc3\x28", b"[" * 65 + b"]" * 65, b"9" * 4301, b"1e400", b"-Infinity", b"NaN",
-     b'{"a": 1, "a": 2}', b'{"r": [{"i": 1}, {"i": 1, "i": 1}]}', b"{'a': 1}", b"", b"  ",
-     b'{"k": ["\\ud800"]}', b'{"\\udfff": 1}'],
-)  # fmt: skip
+    [
+        b"\xc3\x28",
+        b"[" * 65 + b"]" * 65,
+        b"9" * 4301,
+        b"1e400",
+        b"-Infinity",
+        b"NaN",
+        b'{"a": 1, "a": 2}',
+        b'{"r": [{"i": 1}, {"i": 1, "i": 1}]}',
+        b"{'a': 1}",
+        b"",
+        b"  ",
+        b'{"k": ["\\ud800"]}',
+        b'{"\\udfff": 1}',
+    ],
+)
 def test_strict_json_rejects(data):
     with pytest.raises(InvalidJson):
         parse_json(data)
@@ -79,8 +92,9 @@ SURVEY_ROUTES = [
 def test_impossible_survey_ids_are_404_before_storage(client, operator_headers, method, route):
     """Regression (issue 8.5): a NUL byte in a survey id gave 503 on PostgreSQL."""
     for survey_id in ("a%00b", "%0Aforged", "UPPER", "x" * 65):
-        response = client.open(route.format(survey_id), method=method, headers=operator_headers,
-                               json={"id": "x"})  # fmt: skip
+        response = client.open(
+            route.format(survey_id), method=method, headers=operator_headers, json={"id": "x"}
+        )
         body = assert_problem(response, 404, "not-found")
         assert not any(ord(c) < 32 for c in body["detail"])
     page = client.get("/surveys/a%00b")
@@ -103,8 +117,15 @@ def test_control_characters_never_reach_a_problem_or_a_log(client, caplog):
 
 
 def test_every_response_says_nosniff(client, created_survey):
-    for path in ("/api/v1/health", "/api/v1/surveys", "/api/v1/nothing", "/", "/surveys/demo",
-                 "/api/v1/surveys/demo/results?format=csv", "/api/v1/openapi.json"):  # fmt: skip
+    for path in (
+        "/api/v1/health",
+        "/api/v1/surveys",
+        "/api/v1/nothing",
+        "/",
+        "/surveys/demo",
+        "/api/v1/surveys/demo/results?format=csv",
+        "/api/v1/openapi.json",
+    ):
         assert client.get(path).headers["X-Content-Type-Options"] == "nosniff", path
     assert client.post("/api/v1/surveys", json={}).headers["X-Content-Type-Options"] == "nosniff"
 
@@ -113,15 +134,26 @@ def test_health_is_degraded_when_the_database_refuses_writes(postgres_database, 
     """PostgreSQL with every transaction read-only: reads answer, /health must not say ok."""
     from urllib.parse import quote
 
-    app = create_app({"TESTING": True, "DATABASE": postgres_database,
-                      "SIGNING_KEY_PATH": str(tmp_path / "key.pem")})  # fmt: skip
+    app = create_app(
+        {
+            "TESTING": True,
+            "DATABASE": postgres_database,
+            "SIGNING_KEY_PATH": str(tmp_path / "key.pem"),
+        }
+    )
     try:
         assert app.test_client().get("/api/v1/health").status_code == 200
     finally:
         app.extensions["deniable.storage"].close()
     read_only = postgres_database + quote(" -c default_transaction_read_only=on")
-    app = create_app({"TESTING": True, "DATABASE": read_only, "MIGRATE": False,
-                      "SIGNING_KEY_PATH": str(tmp_path / "key.pem")})  # fmt: skip
+    app = create_app(
+        {
+            "TESTING": True,
+            "DATABASE": read_only,
+            "MIGRATE": False,
+            "SIGNING_KEY_PATH": str(tmp_path / "key.pem"),
+        }
+    )
     try:
         response = app.test_client().get("/api/v1/health")
         assert_problem(response, 503, "storage-unavailable")

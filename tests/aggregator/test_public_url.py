@@ -25,8 +25,11 @@ def snippet_urls(app_config, headers=None, **settings) -> set[str]:
         token = storage.create_operator_token("embed")
         survey_id = f"embed-{uuid.uuid4().hex[:8]}"
         definition = {**demo_survey_dict(survey_id), "format": "deniable.survey/2"}
-        created = client.post("/api/v1/surveys", json={"definition": definition},
-                              headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+        created = client.post(
+            "/api/v1/surveys",
+            json={"definition": definition},
+            headers={"Authorization": f"Bearer {token}"},
+        )
         assert created.status_code == 201, created.get_json()
         response = client.get(f"/surveys/{survey_id}/embed", headers=headers or {})
         assert response.status_code == 200, response.get_data(as_text=True)
@@ -39,8 +42,12 @@ def snippet_urls(app_config, headers=None, **settings) -> set[str]:
 
 
 def test_the_configured_public_url_wins_over_the_host_header(app_config):
-    urls = snippet_urls(app_config, {"Host": "evil.example", "X-Forwarded-Proto": "http"},
-                        PUBLIC_URL="https://Surveys.Example.org/", TRUST_PROXY=1)  # fmt: skip
+    urls = snippet_urls(
+        app_config,
+        {"Host": "evil.example", "X-Forwarded-Proto": "http"},
+        PUBLIC_URL="https://Surveys.Example.org/",
+        TRUST_PROXY=1,
+    )
     assert all(url.startswith("https://surveys.example.org") for url in urls), urls
     assert "https://surveys.example.org" in urls
 
@@ -53,8 +60,10 @@ def test_forwarded_proto_only_with_trust_proxy(app_config):
     assert all(url.startswith("http://surveys.example.org") for url in ignored), ignored
 
 
-@pytest.mark.parametrize("value", ["https://x.example/path", "ftp://x.example", "x.example",
-                                   "https://x.example?q", "https://"])  # fmt: skip
+@pytest.mark.parametrize(
+    "value",
+    ["https://x.example/path", "ftp://x.example", "x.example", "https://x.example?q", "https://"],
+)
 def test_a_public_url_that_is_not_an_origin_is_refused(app_config, value):
     with pytest.raises(SettingsError, match="PUBLIC_URL"):
         create_app({**app_config, "PUBLIC_URL": value})

@@ -130,8 +130,9 @@ def test_429_once_the_window_is_full(client, storage, created_survey):
 
 def test_every_submission_counts_even_refused_ones(client, created_survey):
     for _ in range(3):
-        assert_problem(client.post(REPORTS, json={"reports": []},
-                                   environ_base={"REMOTE_ADDR": CLIENT}), 422)  # fmt: skip
+        assert_problem(
+            client.post(REPORTS, json={"reports": []}, environ_base={"REMOTE_ADDR": CLIENT}), 422
+        )
     assert_problem(submit(client, 0), 429)
 
 
@@ -145,8 +146,11 @@ def test_reads_are_not_limited(client, created_survey):
 def test_the_window_moves_on_and_retry_after_is_a_whole_second(app_config, operator_token):
     app = create_app({**app_config, "RATE_LIMIT_PER_ADDRESS": "2/second"})
     client = app.test_client()
-    client.post("/api/v1/surveys", json={"definition": demo_survey_dict()},
-                headers={"Authorization": f"Bearer {operator_token}"})  # fmt: skip
+    client.post(
+        "/api/v1/surveys",
+        json={"definition": demo_survey_dict()},
+        headers={"Authorization": f"Bearer {operator_token}"},
+    )
     assert [submit(client, seed).status_code for seed in range(2)] == [201, 201]
     refused = submit(client, 2)
     assert_problem(refused, 429)
@@ -169,15 +173,23 @@ def test_retry_after_is_never_zero():
 def test_zero_disables(app_config, setting, operator_token, tmp_path):
     app = create_app({**app_config, "RATE_LIMIT_PER_ADDRESS": setting})
     client = app.test_client()
-    client.post("/api/v1/surveys", json={"definition": demo_survey_dict()},
-                headers={"Authorization": f"Bearer {operator_token}"})  # fmt: skip
+    client.post(
+        "/api/v1/surveys",
+        json={"definition": demo_survey_dict()},
+        headers={"Authorization": f"Bearer {operator_token}"},
+    )
     assert all(submit(client, seed).status_code == 201 for seed in range(20))
     app.extensions["deniable.storage"].close()
 
 
 def test_loopback_is_exempt_by_default(tmp_path):
-    app = create_app({"DATABASE": str(tmp_path / "d.sqlite3"), "RATE_LIMIT_PER_ADDRESS": "1/hour",
-                      "SIGNING_KEY_PATH": str(tmp_path / "k.pem")})  # fmt: skip
+    app = create_app(
+        {
+            "DATABASE": str(tmp_path / "d.sqlite3"),
+            "RATE_LIMIT_PER_ADDRESS": "1/hour",
+            "SIGNING_KEY_PATH": str(tmp_path / "k.pem"),
+        }
+    )
     limits = app.extensions[EXTENSION]
     for _ in range(5):
         limits.check_address("127.0.0.1")
@@ -200,8 +212,11 @@ def test_forwarded_for_is_ignored_unless_trusted(client, created_survey):
 def test_trusted_proxy_uses_the_forwarded_address(app_config, tmp_path, operator_token):
     app = create_app({**app_config, "TRUST_PROXY": 1, "RATE_LIMIT_PER_ADDRESS": "1/day"})
     client = app.test_client()
-    client.post("/api/v1/surveys", json={"definition": demo_survey_dict()},
-                headers={"Authorization": f"Bearer {operator_token}"})  # fmt: skip
+    client.post(
+        "/api/v1/surveys",
+        json={"definition": demo_survey_dict()},
+        headers={"Authorization": f"Bearer {operator_token}"},
+    )
     proxy = "10.0.0.1"  # every request arrives from the proxy
     # The client may prepend anything; only the entry the trusted proxy appended counts.
     first = {"X-Forwarded-For": f"6.6.6.6, {CLIENT}"}
@@ -226,8 +241,7 @@ def test_client_address_selection():
 
 
 def test_per_token_limit_bounds_retries(app_config, tmp_path, operator_token):
-    app = create_app({**app_config, "RATE_LIMIT_PER_ADDRESS": 0,
-                      "RATE_LIMIT_PER_TOKEN": "2/day"})  # fmt: skip
+    app = create_app({**app_config, "RATE_LIMIT_PER_ADDRESS": 0, "RATE_LIMIT_PER_TOKEN": "2/day"})
     client = app.test_client()
     response = client.post(
         "/api/v1/surveys",
@@ -246,8 +260,10 @@ def test_per_token_limit_bounds_retries(app_config, tmp_path, operator_token):
     assert int(refused.headers["Retry-After"]) > 86_000
     # Another token has its own count.
     other_body = {"reports": random_reports(demo_survey_dict(), 2, 1)}
-    assert client.post(REPORTS, json=other_body,
-                       headers={"X-Deniable-Enrolment": other}).status_code == 201  # fmt: skip
+    assert (
+        client.post(REPORTS, json=other_body, headers={"X-Deniable-Enrolment": other}).status_code
+        == 201
+    )
     assert storage.count_reports() == 4
     storage.close()
 
@@ -260,18 +276,31 @@ def test_per_token_limit_bounds_retries(app_config, tmp_path, operator_token):
 )
 def test_unknown_storage_stops_the_server_from_starting(tmp_path, uri):
     with pytest.raises(SettingsError, match="RATE_LIMIT_STORAGE"):
-        create_app({"DATABASE": str(tmp_path / "x.sqlite3"), "RATE_LIMIT_STORAGE": uri,
-                    "SIGNING_KEY_PATH": str(tmp_path / "k.pem")})  # fmt: skip
+        create_app(
+            {
+                "DATABASE": str(tmp_path / "x.sqlite3"),
+                "RATE_LIMIT_STORAGE": uri,
+                "SIGNING_KEY_PATH": str(tmp_path / "k.pem"),
+            }
+        )
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_an_unreachable_redis_never_refuses_a_submission(app_config, operator_token, caplog):
     # Nothing listens on port 1: every process counts in memory, and says so in the log.
-    app = create_app({**app_config, "RATE_LIMIT_PER_ADDRESS": "2/day",
-                      "RATE_LIMIT_STORAGE": "redis://127.0.0.1:1/0"})  # fmt: skip
+    app = create_app(
+        {
+            **app_config,
+            "RATE_LIMIT_PER_ADDRESS": "2/day",
+            "RATE_LIMIT_STORAGE": "redis://127.0.0.1:1/0",
+        }
+    )
     client = app.test_client()
-    client.post("/api/v1/surveys", json={"definition": demo_survey_dict()},
-                headers={"Authorization": f"Bearer {operator_token}"})  # fmt: skip
+    client.post(
+        "/api/v1/surveys",
+        json={"definition": demo_survey_dict()},
+        headers={"Authorization": f"Bearer {operator_token}"},
+    )
     assert [submit(client, seed).status_code for seed in range(3)] == [201, 201, 429]
     assert "counting in this process's memory" in caplog.text
     app.extensions["deniable.storage"].close()
@@ -279,13 +308,19 @@ def test_an_unreachable_redis_never_refuses_a_submission(app_config, operator_to
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_two_apps_on_one_redis_share_the_limit(app_config, operator_token, redis_prefix):
-    shared = {"RATE_LIMIT_PER_ADDRESS": "3/day", "RATE_LIMIT_STORAGE": redis_url(),
-              "RATE_LIMIT_KEY_PREFIX": redis_prefix}  # fmt: skip
+    shared = {
+        "RATE_LIMIT_PER_ADDRESS": "3/day",
+        "RATE_LIMIT_STORAGE": redis_url(),
+        "RATE_LIMIT_KEY_PREFIX": redis_prefix,
+    }
     first = create_app({**app_config, **shared})
     second = create_app({**app_config, **shared})
     clients = [first.test_client(), second.test_client()]
-    clients[0].post("/api/v1/surveys", json={"definition": demo_survey_dict()},
-                    headers={"Authorization": f"Bearer {operator_token}"})  # fmt: skip
+    clients[0].post(
+        "/api/v1/surveys",
+        json={"definition": demo_survey_dict()},
+        headers={"Authorization": f"Bearer {operator_token}"},
+    )
     statuses = [submit(clients[seed % 2], seed).status_code for seed in range(4)]
     assert statuses == [201, 201, 201, 429]
     # Another prefix is another count.
@@ -301,8 +336,10 @@ def test_two_server_processes_share_one_limit_through_redis(tmp_path, redis_pref
     from deniable.aggregator.storage import open_storage
 
     url = redis_url()
-    config = {"DATABASE": str(tmp_path / "shared.sqlite3"),
-              "SIGNING_KEY_PATH": str(tmp_path / "signing_key.pem")}  # fmt: skip
+    config = {
+        "DATABASE": str(tmp_path / "shared.sqlite3"),
+        "SIGNING_KEY_PATH": str(tmp_path / "signing_key.pem"),
+    }
     storage = open_storage(config)
     storage.migrate()
     from deniable.survey import Survey
@@ -311,28 +348,38 @@ def test_two_server_processes_share_one_limit_through_redis(tmp_path, redis_pref
     storage.close()
     # TRUST_PROXY lets the test name the client address; loopback stays exempt otherwise.
     environment = {
-        "DENIABLE_RATE_LIMIT_STORAGE": url, "DENIABLE_RATE_LIMIT_KEY_PREFIX": redis_prefix,
-        "DENIABLE_RATE_LIMIT_PER_ADDRESS": "4/day", "DENIABLE_TRUST_PROXY": "1",
-    }  # fmt: skip
+        "DENIABLE_RATE_LIMIT_STORAGE": url,
+        "DENIABLE_RATE_LIMIT_KEY_PREFIX": redis_prefix,
+        "DENIABLE_RATE_LIMIT_PER_ADDRESS": "4/day",
+        "DENIABLE_TRUST_PROXY": "1",
+    }
     servers = []
     try:
         for _ in range(2):
             port = free_port()
-            servers.append((start_server(config, port, workers=1, environment=environment),
-                            f"http://127.0.0.1:{port}"))  # fmt: skip
+            servers.append(
+                (
+                    start_server(config, port, workers=1, environment=environment),
+                    f"http://127.0.0.1:{port}",
+                )
+            )
         statuses = []
         for seed in range(6):
             _, base = servers[seed % 2]
             body = {"reports": random_reports(demo_survey_dict(), 1, seed)}
-            response = requests.post(f"{base}{REPORTS}", json=body, timeout=10,
-                                     headers={"X-Forwarded-For": CLIENT})  # fmt: skip
+            response = requests.post(
+                f"{base}{REPORTS}", json=body, timeout=10, headers={"X-Forwarded-For": CLIENT}
+            )
             statuses.append(response.status_code)
             if response.status_code == 429:
                 assert int(response.headers["Retry-After"]) > 86_000
         assert statuses == [201, 201, 201, 201, 429, 429]
-        other = requests.post(f"{servers[1][1]}{REPORTS}", timeout=10,
-                              json={"reports": random_reports(demo_survey_dict(), 1, 99)},
-                              headers={"X-Forwarded-For": OTHER})  # fmt: skip
+        other = requests.post(
+            f"{servers[1][1]}{REPORTS}",
+            timeout=10,
+            json={"reports": random_reports(demo_survey_dict(), 1, 99)},
+            headers={"X-Forwarded-For": OTHER},
+        )
         assert other.status_code == 201
     finally:
         for server, _ in servers:
@@ -342,12 +389,26 @@ def test_two_server_processes_share_one_limit_through_redis(tmp_path, redis_pref
 # -- one client, one key, however its address is spelled (issue 21, hardening) ------------------
 
 SPELLINGS = {
-    "192.0.2.1": ["192.0.2.1", " 192.0.2.1 ", "192.0.2.1:5555", "::ffff:192.0.2.1",
-                  "[::ffff:192.0.2.1]:80", "::ffff:c000:201", "[::FFFF:C000:0201]"],
-    "2001:db8:1:2::/64": ["2001:db8:1:2::1", "2001:DB8:1:2:0:0:0:1", "2001:0db8:0001:0002::0001",
-                          "[2001:db8:1:2::1]:443", "[2001:db8:1:2::1]", "2001:db8:1:2:ffff::9",
-                          "2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::1%eth0"],
-}  # fmt: skip
+    "192.0.2.1": [
+        "192.0.2.1",
+        " 192.0.2.1 ",
+        "192.0.2.1:5555",
+        "::ffff:192.0.2.1",
+        "[::ffff:192.0.2.1]:80",
+        "::ffff:c000:201",
+        "[::FFFF:C000:0201]",
+    ],
+    "2001:db8:1:2::/64": [
+        "2001:db8:1:2::1",
+        "2001:DB8:1:2:0:0:0:1",
+        "2001:0db8:0001:0002::0001",
+        "[2001:db8:1:2::1]:443",
+        "[2001:db8:1:2::1]",
+        "2001:db8:1:2:ffff::9",
+        "2001:db8:1:2:aaaa:bbbb:cccc:dddd",
+        "2001:db8:1:2::1%eth0",
+    ],
+}
 
 
 @pytest.mark.parametrize("key", sorted(SPELLINGS))
@@ -366,7 +427,8 @@ def test_every_spelling_of_an_address_is_one_rate_limit_key(key):
     limits.check_address(limits.client_address("10.0.0.1", "2001:db8:1:3::1"))  # another /64
     limits.check_address(limits.client_address("10.0.0.1", "192.0.2.2"))
     # Exemptions match the address itself, whatever its spelling.
-    exempt = RateLimits(per_address=Rate(1, 86_400.0), per_token=None,
-                        exempt=parse_networks("192.0.2.0/24"))  # fmt: skip
+    exempt = RateLimits(
+        per_address=Rate(1, 86_400.0), per_token=None, exempt=parse_networks("192.0.2.0/24")
+    )
     for _ in range(3):
         exempt.check_address(exempt.client_address("[::ffff:192.0.2.9]:1234", None))

@@ -22,13 +22,17 @@ def test_single_report_is_acknowledged(client, created_survey, demo_definition, 
     assert storage.count_reports("demo") == 1
 
 
-def test_batch_retry_is_identical_and_not_double_counted(client, created_survey, demo_definition,
-                                                          storage, operator_headers):  # fmt: skip
+def test_batch_retry_is_identical_and_not_double_counted(
+    client, created_survey, demo_definition, storage, operator_headers
+):
     reports = random_reports(demo_definition, 40)
     first = client.post(BULK, json={"reports": reports}, headers=operator_headers)
     assert first.status_code == 201
-    assert first.get_json() == {"survey": "demo", "received": 40,
-                                "reports": [r["id"] for r in reports]}  # fmt: skip
+    assert first.get_json() == {
+        "survey": "demo",
+        "received": 40,
+        "reports": [r["id"] for r in reports],
+    }
     again = client.post(BULK, json={"reports": reports}, headers=operator_headers)
     assert (again.status_code, again.get_json()) == (201, first.get_json())
     # A batch mixing new reports and retried ones stores only the new ones.
@@ -40,8 +44,9 @@ def test_batch_retry_is_identical_and_not_double_counted(client, created_survey,
     assert results["n_reports"] == 50
 
 
-def test_same_id_in_one_batch_with_same_body_counts_once(client, created_survey, demo_definition,
-                                                         storage):  # fmt: skip
+def test_same_id_in_one_batch_with_same_body_counts_once(
+    client, created_survey, demo_definition, storage
+):
     (report,) = random_reports(demo_definition, 1)
     response = client.post(URL, json={"reports": [report, report]})
     assert response.get_json()["reports"] == [report["id"]]
@@ -75,11 +80,11 @@ def test_reused_id_with_another_body_is_409_and_stores_nothing(
         lambda r: r.pop("payload"),
         lambda r: r.update(payload=7),
     ],
-    ids=["hex", "length", "uppercase", "uuid", "uuid-case", "question", "extra", "missing",
-         "type"],
-)  # fmt: skip
-def test_any_invalid_report_rejects_the_whole_batch(client, created_survey, demo_definition,
-                                                    storage, operator_headers, mutate):  # fmt: skip
+    ids=["hex", "length", "uppercase", "uuid", "uuid-case", "question", "extra", "missing", "type"],
+)
+def test_any_invalid_report_rejects_the_whole_batch(
+    client, created_survey, demo_definition, storage, operator_headers, mutate
+):
     reports = random_reports(demo_definition, 8)
     mutate(reports[5])
     response = client.post(BULK, json={"reports": reports}, headers=operator_headers)
@@ -90,8 +95,15 @@ def test_any_invalid_report_rejects_the_whole_batch(client, created_survey, demo
 
 def test_batch_shapes_are_checked(client, created_survey, demo_definition, storage):
     reports = random_reports(demo_definition, 2)
-    for body in ({"reports": []}, {"reports": reports, "x": 1}, {"reports": "no"}, [reports[0]],
-                 "report", 3, None):  # fmt: skip
+    for body in (
+        {"reports": []},
+        {"reports": reports, "x": 1},
+        {"reports": "no"},
+        [reports[0]],
+        "report",
+        3,
+        None,
+    ):
         data = json.dumps(body)
         response = client.post(URL, data=data, content_type="application/json")
         assert_problem(response, 422, "invalid-report")
@@ -133,8 +145,9 @@ def test_wrong_media_type_and_bad_json(client, created_survey, demo_definition, 
     assert storage.count_reports() == 0
 
 
-def test_closed_and_unknown_surveys(client, created_survey, demo_definition, operator_headers,
-                                    storage):  # fmt: skip
+def test_closed_and_unknown_surveys(
+    client, created_survey, demo_definition, operator_headers, storage
+):
     reports = random_reports(demo_definition, 3)
     assert_problem(client.post("/api/v1/surveys/nope/reports", json=reports[0]), 404)
     client.post(URL, json=reports[0])
@@ -211,8 +224,9 @@ def test_bulk_requests_take_turns_in_a_process_on_sqlite(
     assert answered.is_set() and storage.count_reports() == 12
 
 
-def test_bulk_route_needs_an_operator(client, created_survey, demo_definition, storage,
-                                      operator_headers):  # fmt: skip
+def test_bulk_route_needs_an_operator(
+    client, created_survey, demo_definition, storage, operator_headers
+):
     reports = random_reports(demo_definition, 12)
     assert_problem(client.post(BULK, json={"reports": reports}), 401, "unauthorized")
     wrong = {"Authorization": "Bearer dnb_wrong"}

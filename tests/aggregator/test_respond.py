@@ -45,8 +45,9 @@ def test_page_has_a_strict_csp_and_sri_for_every_module(client, created_survey) 
     # each allowed by its hash alone.
     inline, watch = re.findall(r"<script(?![^>]*\bsrc=)[^>]*>(.*?)</script>", page, re.S)
     assert watch == respond.static_file("watch.js").decode()
-    digests = [base64.b64encode(hashlib.sha256(t.encode()).digest()).decode()
-               for t in (inline, watch)]  # fmt: skip
+    digests = [
+        base64.b64encode(hashlib.sha256(t.encode()).digest()).decode() for t in (inline, watch)
+    ]
     assert "script-src 'self' 'sha256-{}' 'sha256-{}';".format(*digests) in policy
     assert '<script type="importmap">' in page
     preloaded = dict(re.findall(r'href="/static/deniable/([\w.]+)" integrity="([^"]+)"', page))
@@ -108,7 +109,8 @@ def test_embed_snippet(client, created_survey) -> None:
     assert f"script-src http://localhost 'sha256-{digest}'; style-src" in snippet  # host CSP
     hashes = respond.integrity()
     assert json.loads(mapped)["integrity"] == {
-        f"http://localhost/static/deniable/{name}": hashes[name] for name in MODULES}  # fmt: skip
+        f"http://localhost/static/deniable/{name}": hashes[name] for name in MODULES
+    }
     # The language is the embedding page's choice; the page's words travel with the snippet.
     german = client.get(f"/surveys/{created_survey['id']}/embed?lang=de").get_data(as_text=True)
     assert 'data-deniable-lang="de"' in german and "zufällig verändert" in german
@@ -137,8 +139,10 @@ def test_the_catalogue_is_complete_in_every_language() -> None:
     from importlib import resources
 
     sources = [respond.static_file("respond.js").decode()] + [
-        path.read_text() for path in resources.files("deniable.aggregator.respond")
-        .joinpath("templates").iterdir() if path.name.endswith(".html")]  # fmt: skip
+        path.read_text()
+        for path in resources.files("deniable.aggregator.respond").joinpath("templates").iterdir()
+        if path.name.endswith(".html")
+    ]
     sources.append((resources.files("deniable.aggregator.respond") / "__init__.py").read_text())
     asked = {name for text in sources for name in re.findall(r"""\bt\(["'](\w+)["']""", text)}
     assert asked <= set(english), asked - set(english)
@@ -168,9 +172,12 @@ def cors_client(app_config):
 def test_cors_allowlist_opens_exactly_the_respondent_routes(cors_client) -> None:
     preflight = cors_client.options(
         "/api/v1/surveys/any/reports",
-        headers={"Origin": ORIGIN, "Access-Control-Request-Method": "POST",
-                 "Access-Control-Request-Headers": "content-type,x-deniable-enrolment"},
-    )  # fmt: skip
+        headers={
+            "Origin": ORIGIN,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type,x-deniable-enrolment",
+        },
+    )
     assert preflight.headers["Access-Control-Allow-Origin"] == ORIGIN
     allowed = preflight.headers["Access-Control-Allow-Headers"].lower()
     assert "x-deniable-enrolment" in allowed and "content-type" in allowed
@@ -199,8 +206,11 @@ def test_the_results_link_only_when_results_are_public(
     public = client.get(f"/surveys/{created_survey['id']}/respond").get_data(as_text=True)
     assert f'data-deniable-results="/surveys/{created_survey["id"]}"' in public
     private = {**demo_definition, "id": "private-one"}
-    response = client.post("/api/v1/surveys", headers=operator_headers,
-                           json={"definition": private, "results_public": False})  # fmt: skip
+    response = client.post(
+        "/api/v1/surveys",
+        headers=operator_headers,
+        json={"definition": private, "results_public": False},
+    )
     assert response.status_code == 201, response.data
     for path in ("/surveys/private-one/respond", "/surveys/private-one/embed"):
         assert "data-deniable-results" not in client.get(path).get_data(as_text=True), path

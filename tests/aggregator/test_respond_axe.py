@@ -35,8 +35,9 @@ from .respond_stack import (
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT_DIR = Path(__file__).resolve().parents[2]
-AXE = Path(os.environ.get("DENIABLE_AXE_PATH",
-                          ROOT_DIR / ".ci/node/node_modules/axe-core/axe.min.js"))  # fmt: skip
+AXE = Path(
+    os.environ.get("DENIABLE_AXE_PATH", ROOT_DIR / ".ci/node/node_modules/axe-core/axe.min.js")
+)
 SHOTS = Path(os.environ.get("DENIABLE_SCREENSHOTS", ROOT_DIR / "build/screenshots/respond"))
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
@@ -64,9 +65,11 @@ def _check(page, size: str, name: str) -> list[str]:
     run = "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}})"
     result = page.evaluate(run, TAGS)
     assert len(result["passes"]) >= 5, name  # axe ran, and checked something
-    return [f"{name}/{size}: {v['id']} ({v['impact']}): "
-            + "; ".join(json.dumps(n["target"]) for n in v["nodes"])
-            for v in result["violations"]]  # fmt: skip
+    return [
+        f"{name}/{size}: {v['id']} ({v['impact']}): "
+        + "; ".join(json.dumps(n["target"]) for n in v["nodes"])
+        for v in result["violations"]
+    ]
 
 
 def _context(stack, **options):

@@ -54,8 +54,10 @@ def test_answer_in_the_page_only_noisy_values_leave(stack) -> None:
     assert _state(page, "ready", "refused") == "ready"
     # Every module the page ran is pinned in it by an SRI hash (the mechanism modules the client
     # loads for this survey included), and it loaded only those: not every mechanism.
-    pinned = {f"{base}{node.get_attribute('href') or node.get_attribute('src')}"
-              for node in page.query_selector_all("link[integrity], script[integrity]")}
+    pinned = {
+        f"{base}{node.get_attribute('href') or node.get_attribute('src')}"
+        for node in page.query_selector_all("link[integrity], script[integrity]")
+    }
     fetched = {url for _, url, _ in recorder.requests if "/static/deniable/" in url}
     assert fetched == pinned and len(fetched) < len(MODULES)
     _fill(page)
@@ -69,8 +71,10 @@ def test_answer_in_the_page_only_noisy_values_leave(stack) -> None:
     posts = recorder.posts()
     assert len(posts) == 1 and posts[0][1] == f"{base}/api/v1/surveys/{SURVEY}/reports"
     body = json.loads(posts[0][2])
-    survey = Survey.from_dict(requests.get(f"{base}/api/v1/surveys/{SURVEY}", timeout=10)
-                              .json()["definition"], resolved=True)  # fmt: skip
+    survey = Survey.from_dict(
+        requests.get(f"{base}/api/v1/surveys/{SURVEY}", timeout=10).json()["definition"],
+        resolved=True,
+    )
     assert [r["question"] for r in body["reports"]] == survey.question_ids
     for report in body["reports"]:
         oracle = survey.question(report["question"]).oracle
@@ -184,8 +188,12 @@ def test_a_busy_aggregator_is_retried_after_retry_after_and_counted_once(stack) 
     def busy_once(route) -> None:  # the first POST meets a 503, as from an overloaded server
         answered.append(len(answered))
         if len(answered) == 1:
-            route.fulfill(status=503, headers={"Retry-After": "1"},
-                          content_type="application/problem+json", body="{}")  # fmt: skip
+            route.fulfill(
+                status=503,
+                headers={"Retry-After": "1"},
+                content_type="application/problem+json",
+                body="{}",
+            )
         else:
             route.continue_()
 
@@ -228,11 +236,16 @@ def test_an_embed_imports_no_module_its_snippet_did_not_pin(stack) -> None:
     site = stack["allowed"]
     original = site.page
     unpinned = ("option_sampling.js", "duchi.js")
-    snippet = "\n".join(line for line in stack["snippet"].splitlines()
-                         if "modulepreload" not in line
-                         or not any(f'/{name}"' in line for name in unpinned))  # fmt: skip
-    snippet = re.sub(r'data-deniable-modules="[^"]*"', lambda m: " ".join(
-        name for name in m.group(0).split() if name.rstrip('"') not in unpinned), snippet)
+    snippet = "\n".join(
+        line
+        for line in stack["snippet"].splitlines()
+        if "modulepreload" not in line or not any(f'/{name}"' in line for name in unpinned)
+    )
+    snippet = re.sub(
+        r'data-deniable-modules="[^"]*"',
+        lambda m: " ".join(name for name in m.group(0).split() if name.rstrip('"') not in unpinned),
+        snippet,
+    )
     site.page = host_page(snippet)
     context, page, recorder = _open(stack)
     try:
@@ -240,8 +253,9 @@ def test_an_embed_imports_no_module_its_snippet_did_not_pin(stack) -> None:
         assert _state(page, "ready", "refused") == "refused"
         assert "could not be loaded safely" in page.inner_text("[data-deniable-survey]")
         assert any("not pinned" in line for line in recorder.console)  # for the developer
-        fetched = {url.rsplit("/", 1)[1] for _, url, _ in recorder.requests
-                   if "/static/deniable/" in url}  # fmt: skip
+        fetched = {
+            url.rsplit("/", 1)[1] for _, url, _ in recorder.requests if "/static/deniable/" in url
+        }
         assert not fetched & set(unpinned) and recorder.posts() == []
     finally:
         context.close()

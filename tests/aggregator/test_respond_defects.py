@@ -68,8 +68,9 @@ def test_a_module_whose_first_fetch_fails_is_still_pinned(stack, where) -> None:
             page = context.new_page()
             recorder_posts: list[str] = []
             page.on("request", lambda r, p=recorder_posts: r.method == "POST" and p.append(r.url))
-            served = _fail_first_then_modify(page, f"{base}/static/deniable/{name}",
-                                             "503" if index % 2 else "drop")  # fmt: skip
+            served = _fail_first_then_modify(
+                page, f"{base}/static/deniable/{name}", "503" if index % 2 else "drop"
+            )
             page.goto(url)
             assert state(page, "ready", "refused") == "refused", (name, served)
             assert page.evaluate("globalThis.deniableTampered") is None, name
@@ -88,8 +89,11 @@ def test_a_module_whose_first_fetch_fails_is_still_pinned(stack, where) -> None:
 
 # Per viewport: the gaps between the two clicks, and the other way of acting twice tried there
 # (each try waits out the hold once, so they are spread over the viewports).
-VIEWPORTS = {(1280, 720): ((0, 300), "send"), (1366, 768): ((150,), "keyboard"),
-             (390, 844): ((150,), "touch")}  # fmt: skip
+VIEWPORTS = {
+    (1280, 720): ((0, 300), "send"),
+    (1366, 768): ((150,), "keyboard"),
+    (390, 844): ((150,), "touch"),
+}
 
 
 def _randomize_box(page) -> tuple[float, float]:
@@ -112,8 +116,9 @@ def test_a_double_click_tap_or_key_repeat_does_not_skip_the_review(stack, width,
     """Defect 2: "Send" needs an action taken after the review is visible."""
     gaps, other = VIEWPORTS[width, height]
     phone = other == "touch"
-    context, page, _ = open_page(stack, viewport={"width": width, "height": height},
-                                 has_touch=phone, is_mobile=phone)  # fmt: skip
+    context, page, _ = open_page(
+        stack, viewport={"width": width, "height": height}, has_touch=phone, is_mobile=phone
+    )
     posts: list[str] = []
     page.on("request", lambda r: r.method == "POST" and posts.append(r.url))
     try:
@@ -214,7 +219,8 @@ def test_errors_sit_by_their_field_and_go_when_fixed(stack) -> None:
         look = "e => getComputedStyle(e).backgroundColor + ' ' + getComputedStyle(e).color"
         page.wait_for_selector(".deniable-review button.deniable-primary:enabled")
         assert page.eval_on_selector(".deniable-primary:enabled", look) != page.eval_on_selector(
-            ".deniable-secondary", look)  # fmt: skip
+            ".deniable-secondary", look
+        )
         page.get_by_role("button", name="Change my answers").click()
         state(page, "ready")
         assert active() not in ("BODY", "")
@@ -266,8 +272,12 @@ def test_every_loading_failure_ends_in_words(stack, failure) -> None:
             if failure == "blocked module":
                 page.route(f"{base}/static/deniable/duchi.js", lambda route: route.abort())
             elif failure == "tampered module":
-                page.route(f"{base}/static/deniable/survey.js", lambda route: route.fulfill(
-                    response=(r := route.fetch()), body=r.text() + TAMPERED))  # fmt: skip
+                page.route(
+                    f"{base}/static/deniable/survey.js",
+                    lambda route: route.fulfill(
+                        response=(r := route.fetch()), body=r.text() + TAMPERED
+                    ),
+                )
             else:
                 page.route(f"{base}/api/v1/**", lambda route: route.abort("connectionrefused"))
             page.goto(url)

@@ -24,8 +24,11 @@ def test_modules_and_csp_follow_the_signed_relay(client, operator_headers):
     relay = {"url": "https://relay.example:8443", "min_batch": 10, "shuffle_unit": "question"}
     relayed = Survey.from_dict({**DEFINITION, "relay": relay})
     assert set(SEALING) <= set(survey_modules(relayed))
-    response = client.post("/api/v1/surveys", headers=operator_headers,
-                           json={"definition": {**DEFINITION, "relay": relay}})  # fmt: skip
+    response = client.post(
+        "/api/v1/surveys",
+        headers=operator_headers,
+        json={"definition": {**DEFINITION, "relay": relay}},
+    )
     assert response.status_code == 201, response.get_data(as_text=True)
     page = client.get("/surveys/relayed/respond")
     assert page.status_code == 200
@@ -36,18 +39,24 @@ def test_modules_and_csp_follow_the_signed_relay(client, operator_headers):
         assert client.get(f"/static/deniable/{name}").status_code == 200
 
 
-@pytest.mark.parametrize(("url", "source"), [
-    # No CSP host source names an IPv6 literal (Chromium drops one): the scheme does.
-    ("https://[2001:db8::5]:8100", "https:"),
-    ("https://[2001:DB8:0:0:0:0:0:5]:8100/relay", "https:"),
-    ("http://[0:0:0:0:0:0:0:1]:8100", "http:"),
-    ("https://Relay.Example:443/in", "https://relay.example"),
-    ("https://192.0.2.7", "https://192.0.2.7"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("url", "source"),
+    [
+        # No CSP host source names an IPv6 literal (Chromium drops one): the scheme does.
+        ("https://[2001:db8::5]:8100", "https:"),
+        ("https://[2001:DB8:0:0:0:0:0:5]:8100/relay", "https:"),
+        ("http://[0:0:0:0:0:0:0:1]:8100", "http:"),
+        ("https://Relay.Example:443/in", "https://relay.example"),
+        ("https://192.0.2.7", "https://192.0.2.7"),
+    ],
+)
 def test_the_csp_allows_the_relay_by_its_serialized_origin(client, operator_headers, url, source):
     relay = {"url": url, "min_batch": 10, "shuffle_unit": "question"}
-    response = client.post("/api/v1/surveys", headers=operator_headers,
-                           json={"definition": {**DEFINITION, "relay": relay}})  # fmt: skip
+    response = client.post(
+        "/api/v1/surveys",
+        headers=operator_headers,
+        json={"definition": {**DEFINITION, "relay": relay}},
+    )
     assert response.status_code == 201, response.get_data(as_text=True)
     csp = client.get("/surveys/relayed/respond").headers["Content-Security-Policy"]
     assert f"connect-src 'self' {source};" in csp
@@ -55,21 +64,37 @@ def test_the_csp_allows_the_relay_by_its_serialized_origin(client, operator_head
     assert f"connect-src http://localhost {source} -->" in embed
 
 
-@pytest.mark.parametrize(("unit", "english", "german"), [
-    ("question", "The relay passes on the values for each question only in shuffled batches of"
-     " at least 12,500,", "Dieser gibt die Werte jeder Frage nur gemischt und in Gruppen von"
-     " mindestens 12.500 weiter"),
-    ("submission", "The relay passes on bundles only in shuffled batches of at least 12,500,",
-     "Dieser gibt die Pakete nur gemischt und in Gruppen von mindestens 12.500 weiter"),
-])  # fmt: skip
-def test_the_page_says_what_the_relay_does_in_plain_words(client, operator_headers, unit,
-                                                          english, german):  # fmt: skip
+@pytest.mark.parametrize(
+    ("unit", "english", "german"),
+    [
+        (
+            "question",
+            "The relay passes on the values for each question only in shuffled batches of"
+            " at least 12,500,",
+            "Dieser gibt die Werte jeder Frage nur gemischt und in Gruppen von"
+            " mindestens 12.500 weiter",
+        ),
+        (
+            "submission",
+            "The relay passes on bundles only in shuffled batches of at least 12,500,",
+            "Dieser gibt die Pakete nur gemischt und in Gruppen von mindestens 12.500 weiter",
+        ),
+    ],
+)
+def test_the_page_says_what_the_relay_does_in_plain_words(
+    client, operator_headers, unit, english, german
+):
     relay = {"url": "https://Mix.Relay.Example:8443/in", "min_batch": 12500, "shuffle_unit": unit}
-    response = client.post("/api/v1/surveys", headers=operator_headers,
-                           json={"definition": {**DEFINITION, "relay": relay}})  # fmt: skip
+    response = client.post(
+        "/api/v1/surveys",
+        headers=operator_headers,
+        json={"definition": {**DEFINITION, "relay": relay}},
+    )
     assert response.status_code == 201, response.get_data(as_text=True)
-    services = {"en": "a separate relay service, mix.relay.example.",
-                "de": "einen getrennten Weiterleitungsdienst, mix.relay.example."}  # fmt: skip
+    services = {
+        "en": "a separate relay service, mix.relay.example.",
+        "de": "einen getrennten Weiterleitungsdienst, mix.relay.example.",
+    }
     for lang, words in (("en", english), ("de", german)):
         service = services[lang]
         page = client.get(f"/surveys/relayed/respond?lang={lang}").get_data(as_text=True)
@@ -80,8 +105,11 @@ def test_the_page_says_what_the_relay_does_in_plain_words(client, operator_heade
         embed = client.get(f"/surveys/relayed/embed?lang={lang}").get_data(as_text=True)
         (pasted,) = re.findall(r'<p class="deniable-intro deniable-relay">([^<]*)</p>', embed)
         assert html.unescape(pasted) == html.unescape(passage)  # the same words, escaped
-    direct = client.post("/api/v1/surveys", headers=operator_headers,
-                         json={"definition": {**DEFINITION, "id": "direct"}})  # fmt: skip
+    direct = client.post(
+        "/api/v1/surveys",
+        headers=operator_headers,
+        json={"definition": {**DEFINITION, "id": "direct"}},
+    )
     assert direct.status_code == 201
     for lang in ("en", "de"):
         page = client.get(f"/surveys/direct/respond?lang={lang}").get_data(as_text=True)
@@ -91,12 +119,16 @@ def test_the_page_says_what_the_relay_does_in_plain_words(client, operator_heade
 
 
 def test_a_relay_that_forwards_one_at_a_time_is_not_said_to_hide_whose_values_are_whose(
-        client, operator_headers):  # fmt: skip
+    client, operator_headers
+):
     """min_batch 1 mixes nobody: the page says what still holds (sealed, sent through the
     relay, which keeps the device's address from the survey's server) and claims no more."""
     relay = {"url": "https://relay.example", "min_batch": 1, "shuffle_unit": "question"}
-    response = client.post("/api/v1/surveys", headers=operator_headers,
-                           json={"definition": {**DEFINITION, "id": "single", "relay": relay}})
+    response = client.post(
+        "/api/v1/surveys",
+        headers=operator_headers,
+        json={"definition": {**DEFINITION, "id": "single", "relay": relay}},
+    )
     assert response.status_code == 201, response.get_data(as_text=True)
     for lang, unclaimed in (("en", "cannot tell"), ("de", "nicht erkennen")):
         page = client.get(f"/surveys/single/respond?lang={lang}").get_data(as_text=True)

@@ -59,12 +59,17 @@ class _Relay6(ThreadingHTTPServer):
 
 # The relay on IPv4, and on IPv6 named in full (issue 18): no CSP host source can name an
 # IPv6 literal (Chromium drops one as invalid), so the page's connect-src allows its scheme.
-@pytest.mark.parametrize(("server", "host", "named", "source"), [
-    (ThreadingHTTPServer, "127.0.0.1", "127.0.0.1", "http://127.0.0.1:{port}"),
-    (_Relay6, "::1", "[0:0:0:0:0:0:0:1]", "http:"),
-], ids=["ipv4", "ipv6"])  # fmt: skip
-def test_the_page_seals_in_chromium_and_posts_to_the_relay_only(tmp_path, server, host, named,
-                                                                source):  # fmt: skip
+@pytest.mark.parametrize(
+    ("server", "host", "named", "source"),
+    [
+        (ThreadingHTTPServer, "127.0.0.1", "127.0.0.1", "http://127.0.0.1:{port}"),
+        (_Relay6, "::1", "[0:0:0:0:0:0:0:1]", "http:"),
+    ],
+    ids=["ipv4", "ipv6"],
+)
+def test_the_page_seals_in_chromium_and_posts_to_the_relay_only(
+    tmp_path, server, host, named, source
+):
     _require()
     from playwright.sync_api import sync_playwright
 
@@ -73,21 +78,31 @@ def test_the_page_seals_in_chromium_and_posts_to_the_relay_only(tmp_path, server
     threading.Thread(target=relay.serve_forever, daemon=True).start()
     relay_url = f"http://{named}:{relay.server_address[1]}"
     definition = {
-        "format": "deniable.survey/2", "id": "rel", "title": "Relayed",
+        "format": "deniable.survey/2",
+        "id": "rel",
+        "title": "Relayed",
         "questions": [
             {"id": "q1", "type": "yes_no", "text": "Yes?", "epsilon": 1.0},
-            {"id": "q2", "type": "single_choice", "text": "Which?", "epsilon": 1.0,
-             "options": ["a", "b", "c"]},
+            {
+                "id": "q2",
+                "type": "single_choice",
+                "text": "Which?",
+                "epsilon": 1.0,
+                "options": ["a", "b", "c"],
+            },
         ],
         "relay": {"url": relay_url, "min_batch": 5, "shuffle_unit": "question"},
-    }  # fmt: skip
+    }
     (tmp_path / "s.json").write_text(json.dumps(definition))
     command = [sys.executable, "-m", "deniable.aggregator.cli", "--data-dir", str(tmp_path)]
     subprocess.run([*command, "init"], check=True, capture_output=True)
-    subprocess.run([*command, "create-survey", str(tmp_path / "s.json")], check=True,
-                   capture_output=True)  # fmt: skip
-    config = {"DATABASE": str(tmp_path / "deniable.sqlite3"),
-              "SIGNING_KEY_PATH": str(tmp_path / "signing_key.pem")}  # fmt: skip
+    subprocess.run(
+        [*command, "create-survey", str(tmp_path / "s.json")], check=True, capture_output=True
+    )
+    config = {
+        "DATABASE": str(tmp_path / "deniable.sqlite3"),
+        "SIGNING_KEY_PATH": str(tmp_path / "signing_key.pem"),
+    }
     port = demo.free_port()
     server = demo.start_server(config, port, workers=1)
     aggregator_posts = []
@@ -95,18 +110,28 @@ def test_the_page_seals_in_chromium_and_posts_to_the_relay_only(tmp_path, server
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM)
             page = browser.new_page()
-            page.on("request", lambda r: aggregator_posts.append(r.url)
-                    if r.method == "POST" and f":{port}/" in r.url else None)  # fmt: skip
+            page.on(
+                "request",
+                lambda r: (
+                    aggregator_posts.append(r.url)
+                    if r.method == "POST" and f":{port}/" in r.url
+                    else None
+                ),
+            )
             csp = page.goto(f"http://127.0.0.1:{port}/surveys/rel/respond").headers[
-                "content-security-policy"]
+                "content-security-policy"
+            ]
             key = page.get_attribute("[data-deniable-key]", "data-deniable-key")
-            result = page.evaluate("""async ([key]) => {
+            result = page.evaluate(
+                """async ([key]) => {
               const m = await import('/static/deniable/deniable.js');
               const c = new m.SurveyClient(location.origin,
                 { publicKey: key, storage: new m.MemoryStorage() });
               const r = await c.answer(await c.fetchSurvey('rel'), { q1: true, q2: 'b' });
               return { delivered: r.delivered, ids: r.reportIds };
-            }""", [key])  # fmt: skip
+            }""",
+                [key],
+            )
             browser.close()
     finally:
         demo.stop_server(server)
@@ -123,8 +148,15 @@ def test_the_page_seals_in_chromium_and_posts_to_the_relay_only(tmp_path, server
     opened = []
     for item in document["units"]:
         raw = base64.urlsafe_b64decode(item["sealed"] + "=" * (-len(item["sealed"]) % 4))
-        opened.append(json.loads(keys.open_sealed(
-            survey_id="rel", unit=item["unit"], sealed=raw,
-            size=sealing.unit_size(survey, item["unit"]))))  # fmt: skip
+        opened.append(
+            json.loads(
+                keys.open_sealed(
+                    survey_id="rel",
+                    unit=item["unit"],
+                    sealed=raw,
+                    size=sealing.unit_size(survey, item["unit"]),
+                )
+            )
+        )
     assert [r["question"] for r in opened] == ["q1", "q2"]
     assert sorted(r["id"] for r in opened) == sorted(result["ids"])

@@ -69,8 +69,11 @@ def test_results_never_rescan_the_report_log(client, created_survey, demo_defini
 
 def test_private_results_need_an_operator(client, operator_headers, demo_definition):
     definition = demo_survey_dict("private")
-    client.post("/api/v1/surveys", json={"definition": definition, "results_public": False},
-                headers=operator_headers)  # fmt: skip
+    client.post(
+        "/api/v1/surveys",
+        json={"definition": definition, "results_public": False},
+        headers=operator_headers,
+    )
     url = "/api/v1/surveys/private/results"
     assert_problem(client.get(url), 401, "unauthorized")
     assert_problem(client.get(url, headers={"Authorization": "Bearer forged"}), 403)
@@ -95,12 +98,17 @@ def test_csv_has_one_row_per_category(client, created_survey, demo_definition):
     assert by_query.data == by_accept.data
     rows = list(csv.DictReader(io.StringIO(by_query.data.decode())))
     assert [(r["question"], r["label"]) for r in rows] == [
-        ("smoker", "no"), ("smoker", "yes"),
-        ("transport", "car"), ("transport", "bus"), ("transport", "bicycle"),
+        ("smoker", "no"),
+        ("smoker", "yes"),
+        ("transport", "car"),
+        ("transport", "bus"),
+        ("transport", "bicycle"),
         ("transport", "foot"),
-        ("tools", "email"), ("tools", "chat"), ("tools", "meetings"),
+        ("tools", "email"),
+        ("tools", "chat"),
+        ("tools", "meetings"),
         ("overtime", "mean"),
-    ]  # fmt: skip
+    ]
     document = client.get(RESULTS).get_json()
     assert float(rows[0]["estimate"]) == document["questions"][0]["categories"][0]["estimate"]
     assert float(rows[-1]["estimate"]) == document["questions"][3]["mean"]
@@ -122,18 +130,30 @@ def test_option_sampling_end_to_end_through_the_aggregator(client, operator_head
     from deniable.survey import Survey
 
     definition = {
-        "format": "deniable.survey/1", "id": "tools", "title": "Tools",
-        "questions": [{"id": "tools", "type": "multiple_choice", "text": "Which?",
-                       "epsilon": 1.0, "mechanism": "option_sampling",
-                       "options": ["a", "b", "c", "d", "e", "f", "g", "h"]}],
-    }  # fmt: skip
-    created = client.post("/api/v1/surveys", json={"definition": definition},
-                          headers=operator_headers)  # fmt: skip
+        "format": "deniable.survey/1",
+        "id": "tools",
+        "title": "Tools",
+        "questions": [
+            {
+                "id": "tools",
+                "type": "multiple_choice",
+                "text": "Which?",
+                "epsilon": 1.0,
+                "mechanism": "option_sampling",
+                "options": ["a", "b", "c", "d", "e", "f", "g", "h"],
+            }
+        ],
+    }
+    created = client.post(
+        "/api/v1/surveys", json={"definition": definition}, headers=operator_headers
+    )
     assert created.status_code == 201, created.get_data(as_text=True)
     question = Survey.from_dict(definition).question("tools")
     n, shares = 4000, [1.0, 0.0, 0.5, 0.25, 0.75, 0.1, 0.9, 0.5]
-    answers = [[label for label, share in zip(question.options, shares, strict=True)
-                if i < share * n] for i in range(n)]  # fmt: skip
+    answers = [
+        [label for label, share in zip(question.options, shares, strict=True) if i < share * n]
+        for i in range(n)
+    ]
     payloads = [question.randomize(answer) for answer in answers]  # CSPRNG, device path
     assert {len(p) for p in payloads} == {4}  # fixed size: 1 index byte + 1 bit byte
     # One respondent's own submission (the device route), then the rest in bulk.
@@ -141,8 +161,10 @@ def test_option_sampling_end_to_end_through_the_aggregator(client, operator_head
     own = client.post("/api/v1/surveys/tools/reports", json={"reports": [first]})
     assert own.status_code == 201
     for start in range(1, n, 1000):
-        reports = [{"id": str(uuid.uuid4()), "question": "tools", "payload": p}
-                   for p in payloads[start : start + 1000]]  # fmt: skip
+        reports = [
+            {"id": str(uuid.uuid4()), "question": "tools", "payload": p}
+            for p in payloads[start : start + 1000]
+        ]
         assert post_bulk(client, "tools", reports).status_code == 201
     bad = {"id": str(uuid.uuid4()), "question": "tools", "payload": "0802"}
     assert client.post("/api/v1/surveys/tools/reports", json={"reports": [bad]}).status_code == 422
@@ -161,8 +183,7 @@ def test_option_sampling_end_to_end_through_the_aggregator(client, operator_head
 
 @pytest.mark.parametrize("where", ["label", "text", "title", "description"])
 @pytest.mark.parametrize("character", ["\r", "\n", "\x00", "\x1b", "\x85", "\x7f"])
-def test_control_characters_in_survey_text_are_refused(client, operator_headers, where,
-                                                       character):  # fmt: skip
+def test_control_characters_in_survey_text_are_refused(client, operator_headers, where, character):
     """Regression (issue 8.4): a label holding ``\\r=1+1`` split a CSV row into a formula."""
     definition = demo_survey_dict("hostile")
     hostile = f"Blue{character}=1+1"
@@ -172,8 +193,9 @@ def test_control_characters_in_survey_text_are_refused(client, operator_headers,
         definition["questions"][0]["text"] = hostile
     else:
         definition[where] = hostile
-    response = client.post("/api/v1/surveys", json={"definition": definition},
-                           headers=operator_headers)  # fmt: skip
+    response = client.post(
+        "/api/v1/surveys", json={"definition": definition}, headers=operator_headers
+    )
     if where == "description" and character == "\n":
         assert response.status_code == 201  # the one kept exception: lines in a description
     else:
@@ -198,15 +220,19 @@ def test_served_csv_is_rfc4180_and_guards_every_formula_start(client, operator_h
     # The writer itself, fed labels validation would refuse: quoted whole, guarded.
     survey = Survey.from_dict(definition)
     document = client.get("/api/v1/surveys/sheet/results").get_json()
-    for category, label in zip(document["questions"][1]["categories"],
-                               ["\r=1+1", "\t=1", "\0=1", "\n@x"], strict=True):  # fmt: skip
+    for category, label in zip(
+        document["questions"][1]["categories"], ["\r=1+1", "\t=1", "\0=1", "\n@x"], strict=True
+    ):
         category["label"] = label
     text = to_csv(document, survey)
     rows = list(csv.reader(io.StringIO(text, newline="")))
     assert len(rows) == 1 + 2 + 4 + 3 + 1
     cells = [cell for row in rows for cell in row]
-    assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r", "\n", "\0")) for cell in cells
-                   if not _number(cell))  # fmt: skip
+    assert not any(
+        cell.startswith(("=", "+", "-", "@", "\t", "\r", "\n", "\0"))
+        for cell in cells
+        if not _number(cell)
+    )
 
 
 def _number(cell: str) -> bool:

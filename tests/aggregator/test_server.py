@@ -39,10 +39,23 @@ def server(database: str, tmp_path) -> Iterator[tuple[str, str]]:
     storage.close()
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--workers", "2", "--bind", f"127.0.0.1:{port}",
-         "--graceful-timeout", "5", "deniable.aggregator:create_app()"],
-        env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--workers",
+            "2",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--graceful-timeout",
+            "5",
+            "deniable.aggregator:create_app()",
+        ],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=tmp_path,
+    )
     base = f"http://127.0.0.1:{port}/api/v1"
     try:
         deadline = time.monotonic() + 30
@@ -70,16 +83,18 @@ def test_create_submit_and_read_results_over_http(server, demo_definition, backe
     base, token = server
     operator = {"Authorization": f"Bearer {token}"}
     assert requests.get(f"{base}/health", timeout=5).json()["storage"] == backend
-    created = requests.post(f"{base}/surveys", json={"definition": demo_definition},
-                            headers=operator, timeout=5)  # fmt: skip
+    created = requests.post(
+        f"{base}/surveys", json={"definition": demo_definition}, headers=operator, timeout=5
+    )
     assert created.status_code == 201, created.text
     reports = random_reports(demo_definition, 300, seed=21)
     with requests.Session() as session:
         for start in range(0, 300, 60):
             # Many respondents per request: the operator's bulk route (issue 8).
             batch = {"reports": reports[start : start + 60]}
-            response = session.post(f"{base}/surveys/demo/reports/bulk", json=batch,
-                                    headers=operator, timeout=10)  # fmt: skip
+            response = session.post(
+                f"{base}/surveys/demo/reports/bulk", json=batch, headers=operator, timeout=10
+            )
             assert response.status_code == 201, response.text
         retry = session.post(f"{base}/surveys/demo/reports", json=reports[0], timeout=10)
         assert retry.json() == {"survey": "demo", "received": 1, "reports": [reports[0]["id"]]}
@@ -92,8 +107,9 @@ def test_create_submit_and_read_results_over_http(server, demo_definition, backe
         assert_problem(bad, 400)
         # A chunked body (no Content-Length) over MAX_BODY_BYTES is refused too.
         chunks = iter([b'{"definition": "', b"a" * 2_000_000, b'"}'])
-        chunked = session.post(f"{base}/surveys", data=chunks, timeout=10,
-                               headers={**operator, **json_type})  # fmt: skip
+        chunked = session.post(
+            f"{base}/surveys", data=chunks, timeout=10, headers={**operator, **json_type}
+        )
         assert_problem(chunked, 413, "payload-too-large")
         exported = session.get(f"{base}/surveys/demo/export", headers=operator, timeout=10)
         assert len(exported.text.splitlines()) == 300

@@ -50,21 +50,37 @@ def host_environment(tmp_path: Path) -> dict[str, str]:
         (tmp_path / name).mkdir(mode=0o700, exist_ok=True)
     environment = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
     environment.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    return {**environment, "TMPDIR": str(tmp_path / "tmp"),
-            "XDG_RUNTIME_DIR": str(tmp_path / "run")}  # fmt: skip
+    return {
+        **environment,
+        "TMPDIR": str(tmp_path / "tmp"),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+    }
 
 
-def start(tmp_path: Path, name: str, environment: dict[str, str] | None = None,
-          workers: int = 2) -> Served:  # fmt: skip
+def start(
+    tmp_path: Path, name: str, environment: dict[str, str] | None = None, workers: int = 2
+) -> Served:
     """``deniable-aggregator --data-dir tmp_path/name serve`` on a free port, once healthy."""
     port = free_port()
     log = tmp_path / f"{name}.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "deniable.aggregator.cli", "--data-dir", str(tmp_path / name),
-         "serve", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
+        [
+            sys.executable,
+            "-m",
+            "deniable.aggregator.cli",
+            "--data-dir",
+            str(tmp_path / name),
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+        ],
         env={**host_environment(tmp_path), **(environment or {})},
-        stdout=subprocess.DEVNULL, stderr=log.open("w"), cwd=tmp_path,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+        cwd=tmp_path,
+    )
     served = Served(process, port, log)
     deadline = time.monotonic() + 40
     while True:
@@ -166,14 +182,16 @@ def test_behind_a_tls_proxy_the_embed_snippet_never_says_http(tmp_path, servers)
         storage.create_survey(Survey.from_dict(definition), results_public=True)
     finally:
         storage.close()
-    proxied = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9",
-               "Host": "surveys.example.org"}  # fmt: skip
+    proxied = {
+        "X-Forwarded-Proto": "https",
+        "X-Forwarded-For": "203.0.113.9",
+        "Host": "surveys.example.org",
+    }
     served = start(tmp_path, "data", {"DENIABLE_TRUST_PROXY": "1"}, workers=1)
     servers.append(served)
     snippet = requests.get(f"{served.base}/surveys/embedded/embed", headers=proxied, timeout=10)
     assert snippet.status_code == 200, snippet.text
     assert "http://" not in snippet.text and "https://surveys.example.org/" in snippet.text
-
 
 
 def _spawned_under(root: int) -> list[int]:
@@ -206,7 +224,8 @@ def _spawned_under(root: int) -> list[int]:
 
 
 def test_an_aggregator_with_a_relay_starts_its_decryption_processes_before_any_batch(
-        tmp_path, servers):  # fmt: skip
+    tmp_path, servers
+):
     """Starting the decryption processes costs about 0.4 s; a worker of an aggregator that
     has issued a relay credential starts them at boot, not on its first large batch."""
     from deniable.aggregator.api.opening import DECRYPT_PROCESSES
@@ -215,14 +234,36 @@ def test_an_aggregator_with_a_relay_starts_its_decryption_processes_before_any_b
         pytest.skip("one core: batches are opened in the serving process")
     environment = host_environment(tmp_path)
     for name, relay in (("relayed", True), ("direct", False)):
-        subprocess.run([sys.executable, "-m", "deniable.aggregator.cli", "--data-dir",
-                        str(tmp_path / name), "init"], env=environment, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "deniable.aggregator.cli",
+                "--data-dir",
+                str(tmp_path / name),
+                "init",
+            ],
+            env=environment,
+            check=True,
+            capture_output=True,
+        )
         if relay:
-            subprocess.run([sys.executable, "-m", "deniable.aggregator.cli", "--data-dir",
-                            str(tmp_path / name), "relay", "credential", "--relay-url",
-                            "https://relay.example"], env=environment, check=True,
-                           capture_output=True)  # fmt: skip
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "deniable.aggregator.cli",
+                    "--data-dir",
+                    str(tmp_path / name),
+                    "relay",
+                    "credential",
+                    "--relay-url",
+                    "https://relay.example",
+                ],
+                env=environment,
+                check=True,
+                capture_output=True,
+            )
     relayed = start(tmp_path, "relayed")
     servers.append(relayed)
     direct = start(tmp_path, "direct")

@@ -33,26 +33,42 @@ def test_deniable_home_moves_database_and_key(tmp_path):
     values = settings.load(environment={"DENIABLE_HOME": str(tmp_path / "srv")})
     assert values["DATABASE"] == str(tmp_path / "srv" / "deniable.sqlite3")
     assert values["SIGNING_KEY_PATH"] == str(tmp_path / "srv" / "signing_key.pem")
-    sources = {r.setting.name: r.source for r in settings.resolve(
-        {"MAX_BATCH": 5}, {"DENIABLE_HOME": "/srv"}, config_source="command line")}
+    sources = {
+        r.setting.name: r.source
+        for r in settings.resolve(
+            {"MAX_BATCH": 5}, {"DENIABLE_HOME": "/srv"}, config_source="command line"
+        )
+    }
     assert sources["HOME"] == "DENIABLE_HOME" and sources["MAX_BATCH"] == "command line"
     assert sources["DATABASE"] == "default (in HOME)" and sources["MIGRATE"] == "default"
 
 
 @pytest.mark.parametrize(
     ("given", "database"),
-    [("/srv/x.db", "/srv/x.db"), ("x.db", "x.db"), ("sqlite:///srv/x.db", "/srv/x.db"),
-     ("sqlite:data/x.db", "data/x.db"), ("postgresql://u@h/db", "postgresql://u@h/db"),
-     ("postgres://u:p@h:5432/db", "postgres://u:p@h:5432/db")],
-)  # fmt: skip
+    [
+        ("/srv/x.db", "/srv/x.db"),
+        ("x.db", "x.db"),
+        ("sqlite:///srv/x.db", "/srv/x.db"),
+        ("sqlite:data/x.db", "data/x.db"),
+        ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("postgres://u:p@h:5432/db", "postgres://u:p@h:5432/db"),
+    ],
+)
 def test_documented_database_forms(given, database):
     assert settings.load({"DATABASE": given}, environment={})["DATABASE"] == database
 
 
 @pytest.mark.parametrize(
     "given",
-    ["mysql://u@h/db", "sqlite://host/x.db", "sqlite://", "sqlite:", "sqlite:///x.db?mode=ro",
-     "http://example.org/db", "file:///srv/x.db"],
+    [
+        "mysql://u@h/db",
+        "sqlite://host/x.db",
+        "sqlite://",
+        "sqlite:",
+        "sqlite:///x.db?mode=ro",
+        "http://example.org/db",
+        "file:///srv/x.db",
+    ],
 )
 def test_other_database_urls_are_refused(given):
     with pytest.raises(SettingsError, match="DATABASE"):
@@ -73,9 +89,16 @@ def test_environment_then_config_override(tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "value"),
-    [("MAX_BATCH", "many"), ("MAX_BATCH", 0), ("MAX_BODY_BYTES", 1.5), ("MIGRATE", "perhaps"),
-     ("DATABASE", "  "), ("RESULTS_CACHE_BYTES", -1), ("MAX_BATCH", True)],
-)  # fmt: skip
+    [
+        ("MAX_BATCH", "many"),
+        ("MAX_BATCH", 0),
+        ("MAX_BODY_BYTES", 1.5),
+        ("MIGRATE", "perhaps"),
+        ("DATABASE", "  "),
+        ("RESULTS_CACHE_BYTES", -1),
+        ("MAX_BATCH", True),
+    ],
+)
 def test_invalid_settings_name_the_setting(tmp_path, name, value):
     with pytest.raises(SettingsError, match=name):
         settings.load({name: value}, environment={}, instance_path=tmp_path)
@@ -131,8 +154,12 @@ def test_every_credential_form_is_masked(value):
 
 
 def test_values_without_credentials_are_shown_as_they_are():
-    for value in ("/var/lib/deniable.sqlite3", "memory://", "redis://cache.example:6379/0",
-                  "postgresql://app@db.example/deniable?sslmode=require&passfile=/p"):  # fmt: skip
+    for value in (
+        "/var/lib/deniable.sqlite3",
+        "memory://",
+        "redis://cache.example:6379/0",
+        "postgresql://app@db.example/deniable?sslmode=require&passfile=/p",
+    ):
         assert settings.mask_credentials(value) == value
 
 
@@ -141,16 +168,19 @@ def test_settings_command_and_redis_warnings_mask_query_passwords(tmp_path, capl
     from deniable.aggregator.ratelimit import Rate, RateLimits, open_limiter
 
     storage = f"redis://127.0.0.1:1/0?password={SECRET}"
-    environment = {"DENIABLE_RATE_LIMIT_STORAGE": storage,
-                   "DENIABLE_DATABASE": f"postgresql://db.example/x?password={SECRET}"}  # fmt: skip
+    environment = {
+        "DENIABLE_RATE_LIMIT_STORAGE": storage,
+        "DENIABLE_DATABASE": f"postgresql://db.example/x?password={SECRET}",
+    }
     with pytest.MonkeyPatch.context() as patch:
         for name, value in environment.items():
             patch.setenv(name, value)
         assert cli.main(["--data-dir", str(tmp_path), "settings", "--verbose"]) == 0
     out = capsys.readouterr().out
     assert SECRET not in out and "password=***" in out
-    limits = RateLimits(per_address=Rate(5, 60.0), per_token=None, storage=storage,
-                        limiter=open_limiter(storage))  # fmt: skip
+    limits = RateLimits(
+        per_address=Rate(5, 60.0), per_token=None, storage=storage, limiter=open_limiter(storage)
+    )
     with caplog.at_level("WARNING", logger="deniable.aggregator.ratelimit"):
         limits.check_address("192.0.2.1")  # Redis does not answer: counted in memory
     assert caplog.records and SECRET not in caplog.text and "password=***" in caplog.text

@@ -84,25 +84,34 @@ def test_a_chain_that_loops_back_to_a_retired_key_is_never_published(tmp_path):
     from deniable.aggregator.settings import SettingsError
 
     def raw(key: Ed25519PrivateKey) -> bytes:
-        return key.public_key().public_bytes(serialization.Encoding.Raw,
-                                             serialization.PublicFormat.Raw)  # fmt: skip
+        return key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
 
     first, second = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
     links = []
     for sequence, (old, new) in enumerate([(first, second), (second, first)], start=1):
         message = keychain.rotation_message(sequence, raw(old), raw(new))
-        links.append(keychain.link_document(sequence, raw(old), raw(new), old.sign(message),
-                                            new.sign(message)))  # fmt: skip
+        links.append(
+            keychain.link_document(
+                sequence, raw(old), raw(new), old.sign(message), new.sign(message)
+            )
+        )
     path = tmp_path / "signing_key.pem"
-    pem = first.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption())  # fmt: skip
+    pem = first.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     path.write_bytes(pem)
     path.chmod(0o600)
     signing.chain_path(path).write_text(json.dumps({"chain": links}))
     with pytest.raises(SettingsError, match="loop"):
         signing.load_key(path)
     signing.chain_path(path).write_text(json.dumps({"chain": links[:1]}))
-    path.write_bytes(second.private_bytes(serialization.Encoding.PEM,
-                                          serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption()))  # fmt: skip
+    path.write_bytes(
+        second.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     assert signing.load_key(path).public_document()["sequence"] == 1  # no loop: served

@@ -87,8 +87,10 @@ def test_file_lock_excludes_other_descriptors_and_closes_its_own(tmp_path):
 
 def _colliding(count: int, start: int = 0) -> list[str]:
     """Valid lowercase UUID text whose first 64 bits are all equal (a client chooses them)."""
-    return [f"deadbeef-dead-beef-{(n >> 48) & 0xFFFF:04x}-{n & (2**48 - 1):012x}"
-            for n in range(start + 1, start + count + 1)]  # fmt: skip
+    return [
+        f"deadbeef-dead-beef-{(n >> 48) & 0xFFFF:04x}-{n & (2**48 - 1):012x}"
+        for n in range(start + 1, start + count + 1)
+    ]
 
 
 def _vm_steps(storage, action) -> int:
@@ -130,14 +132,20 @@ def test_ids_sharing_a_prefix_cost_no_more_than_random_ones(tmp_path, monkeypatc
         for survey_id in ("demo", "other"):
             survey = Survey.from_dict(demo_survey_dict(survey_id))
             storage.create_survey(survey, results_public=True)
-        bodies = [r for r in random_reports(demo_survey_dict(), 400, seed=3)
-                  if r["question"] == "smoker"]  # fmt: skip
+        bodies = [
+            r for r in random_reports(demo_survey_dict(), 400, seed=3) if r["question"] == "smoker"
+        ]
 
         def reports(ids: list[str]) -> list[Report]:
             # The body follows the id, so sending an id again is a retry.
-            return [Report(id=i, question="smoker",
-                           payload=bodies[int(i[-4:], 16) % len(bodies)]["payload"])
-                    for i in ids]  # fmt: skip
+            return [
+                Report(
+                    id=i,
+                    question="smoker",
+                    payload=bodies[int(i[-4:], 16) % len(bodies)]["payload"],
+                )
+                for i in ids
+            ]
 
         stored = _colliding(3000)
         for start in range(0, len(stored), 1000):

@@ -22,8 +22,9 @@ SURVEY = Survey.from_dict(demo_survey_dict())
 
 
 def reports(count: int, seed: int = 0):
-    return parse_submission({"reports": random_reports(SURVEY, count, seed)}, SURVEY,
-                            max_batch=10_000)  # fmt: skip
+    return parse_submission(
+        {"reports": random_reports(SURVEY, count, seed)}, SURVEY, max_batch=10_000
+    )
 
 
 def raw(storage, sql: str):
@@ -35,8 +36,10 @@ def raw(storage, sql: str):
 def pending_count(storage) -> int:
     """Reports not yet folded: pending rows (SQLite) or the seqs of pending batches."""
     if storage.backend == "sqlite":  # the reports after each survey's watermark
-        sql = ("SELECT COUNT(*) FROM reports r JOIN surveys s"
-               " ON r.survey_id = s.id WHERE r.seq > s.folded_through")  # fmt: skip
+        sql = (
+            "SELECT COUNT(*) FROM reports r JOIN surveys s"
+            " ON r.survey_id = s.id WHERE r.seq > s.folded_through"
+        )
         return raw(storage, sql)[0][0]
     return raw(storage, "SELECT COALESCE(SUM(cardinality(seqs)), 0) FROM pending_batches")[0][0]
 
@@ -95,8 +98,9 @@ def test_add_reports_is_idempotent_and_all_or_nothing(storage):
     assert storage.add_reports("demo", batch) == [r.id for r in batch]
     assert storage.count_reports("demo") == 10
     fresh = reports(5, seed=1)
-    forged = type(batch[0])(id=batch[0].id, question="smoker",
-                            payload="00" if batch[0].payload != "00" else "01")  # fmt: skip
+    forged = type(batch[0])(
+        id=batch[0].id, question="smoker", payload="00" if batch[0].payload != "00" else "01"
+    )
     with pytest.raises(Conflict):
         storage.add_reports("demo", [*fresh, forged])
     assert storage.count_reports("demo") == 10
@@ -137,8 +141,7 @@ def test_fold_moves_pending_rows_into_statistics(storage):
     for question in SURVEY.questions:
         payloads = [r.payload for r in batch if r.question == question.id]
         assert statistics[question.id].n == len(payloads)
-        assert statistics[question.id].statistics.tolist() == \
-            question.statistics(payloads).tolist()  # fmt: skip
+        assert statistics[question.id].statistics.tolist() == question.statistics(payloads).tolist()
     assert storage.get_survey("demo").n_reports == 50
 
 
@@ -156,10 +159,14 @@ def test_export_is_the_whole_log_in_order(storage):
 
 
 def test_unreachable_postgresql_is_503(tmp_path):
-    app = create_app({
-        "DATABASE": "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1",
-        "SIGNING_KEY_PATH": str(tmp_path / "k.pem"), "MIGRATE": False, "POOL_TIMEOUT": 1,
-    })  # fmt: skip
+    app = create_app(
+        {
+            "DATABASE": "postgresql://postgres@127.0.0.1:1/none?connect_timeout=1",
+            "SIGNING_KEY_PATH": str(tmp_path / "k.pem"),
+            "MIGRATE": False,
+            "POOL_TIMEOUT": 1,
+        }
+    )
     try:
         response = app.test_client().get("/api/v1/health")
         body = assert_problem(response, 503, "storage-unavailable")
@@ -178,8 +185,9 @@ def test_unwritable_sqlite_is_503(tmp_path):
     locker.execute("BEGIN EXCLUSIVE")  # Why: hold the write lock past the busy timeout.
     try:
         storage.busy_timeout_ms = 50
-        response = app.test_client().post("/api/v1/surveys/demo/reports",
-                                          json=random_reports(SURVEY, 1)[0])  # fmt: skip
+        response = app.test_client().post(
+            "/api/v1/surveys/demo/reports", json=random_reports(SURVEY, 1)[0]
+        )
         assert_problem(response, 503, "storage-unavailable")
     finally:
         locker.execute("ROLLBACK")
@@ -215,7 +223,9 @@ def test_ingest_folds_a_backlog_and_results_still_count_every_report(storage, mo
     for question in SURVEY.questions:
         n, vector = expected_statistics(batch, question)
         assert (statistics[question.id].n, statistics[question.id].statistics.tolist()) == (
-            n, vector)  # fmt: skip
+            n,
+            vector,
+        )
     assert pending_count(storage) == 0
 
 
@@ -234,9 +244,11 @@ def test_interleaved_surveys_fold_early_never_late(storage, monkeypatch):
         storage.add_reports("other", others[start : start + 5])
         for survey_id in ("demo", "other"):
             unfolded = storage.get_survey(survey_id).n_reports - sum(
-                n for (n,) in raw(storage, "SELECT n FROM question_statistics"
-                                  f" WHERE survey_id = '{survey_id}'")
-            )  # fmt: skip
+                n
+                for (n,) in raw(
+                    storage, f"SELECT n FROM question_statistics WHERE survey_id = '{survey_id}'"
+                )
+            )
             assert unfolded <= 7 + 5  # never more than the backlog plus one batch unfolded
     assert storage.get_survey("demo").n_reports == storage.get_survey("other").n_reports == 60
     for survey, stored, survey_id in ((SURVEY, batch, "demo"), (other, others, "other")):
@@ -290,10 +302,10 @@ def test_migration_0004_keeps_unfolded_reports(backend, database):
                 else:
                     connection.execute(migration.sql.encode("utf-8"))
                 connection.execute(
-                    "INSERT INTO schema_version (version, name, applied_at) VALUES (%s, %s, %s)"
-                    .replace("%s", "?" if backend == "sqlite" else "%s"),
+                    "INSERT INTO schema_version (version, name, applied_at) "
+                    "VALUES (%s, %s, %s)".replace("%s", "?" if backend == "sqlite" else "%s"),
                     (migration.version, migration.name, "2026-01-01T00:00:00Z"),
-                )  # fmt: skip
+                )
         assert storage.schema_version() == 3
         batch = reports(12, seed=9)
         mark = "?" if backend == "sqlite" else "%s"
@@ -302,23 +314,38 @@ def test_migration_0004_keeps_unfolded_reports(backend, database):
             connection.execute(
                 "INSERT INTO surveys (id, definition, results_public, status, created_at)"
                 f" VALUES ({', '.join([mark] * 5)})",
-                ("demo", definition_text(SURVEY), 1 if backend == "sqlite" else True, "open",
-                 "2026-01-01T00:00:00Z"),
-            )  # fmt: skip
+                (
+                    "demo",
+                    definition_text(SURVEY),
+                    1 if backend == "sqlite" else True,
+                    "open",
+                    "2026-01-01T00:00:00Z",
+                ),
+            )
             for question_id, position, zeros in initial_statistics(SURVEY):
                 connection.execute(
                     "INSERT INTO question_statistics (survey_id, question_id, position,"
                     f" statistics) VALUES ({', '.join([mark] * 4)})",
-                    ("demo", question_id, position,
-                     json.dumps(zeros) if backend == "sqlite" else zeros),
-                )  # fmt: skip
+                    (
+                        "demo",
+                        question_id,
+                        position,
+                        json.dumps(zeros) if backend == "sqlite" else zeros,
+                    ),
+                )
             for report in batch:
                 connection.execute(
                     "INSERT INTO reports (survey_id, report_id, question_id, payload, digest,"
                     f" received_at) VALUES ({', '.join([mark] * 6)})",
-                    ("demo", report.id, report.question, report.payload, report.digest,
-                     "2026-01-01T00:00:00Z"),
-                )  # fmt: skip
+                    (
+                        "demo",
+                        report.id,
+                        report.question,
+                        report.payload,
+                        report.digest,
+                        "2026-01-01T00:00:00Z",
+                    ),
+                )
             connection.execute(
                 "INSERT INTO pending (seq, survey_id, question_id, payload)"
                 " SELECT seq, survey_id, question_id, payload FROM reports"
@@ -370,8 +397,9 @@ def test_sqlite_report_ids_merge_into_the_id_table(storage, backend, monkeypatch
     assert sum(s.n for s in storage.fold("demo").values()) == len(every)
 
 
-def test_sqlite_id_index_follows_merges_made_by_another_process(storage, backend, database,
-                                                                monkeypatch):  # fmt: skip
+def test_sqlite_id_index_follows_merges_made_by_another_process(
+    storage, backend, database, monkeypatch
+):
     """Two storages on one file (two workers) merge in turn; each still finds every id."""
     if backend != "sqlite":
         pytest.skip("the id index is SQLite's (migration 0007)")
@@ -408,8 +436,10 @@ def test_one_report_id_in_two_surveys_is_two_reports(storage, monkeypatch, limit
     batch = reports(8, seed=16)
     storage.add_reports("demo", batch)
     # The same ids with other bodies: new in "other", not a reuse.
-    twins = [replace(r, payload=batch[(i + 1) % 8].payload, question=batch[(i + 1) % 8].question)
-             for i, r in enumerate(batch)]  # fmt: skip
+    twins = [
+        replace(r, payload=batch[(i + 1) % 8].payload, question=batch[(i + 1) % 8].question)
+        for i, r in enumerate(batch)
+    ]
     assert storage.add_reports("other", twins) == [r.id for r in twins]
     assert storage.add_reports("other", twins) == [r.id for r in twins]  # a retry
     assert storage.add_reports("demo", batch) == [r.id for r in batch]  # a retry
@@ -502,8 +532,9 @@ def test_postgres_a_reused_id_in_a_new_batch_is_checked(storage, backend):
     assert sum(s.n for s in storage.fold("demo").values()) == 30
 
 
-def test_sqlite_a_backlog_fold_that_loses_a_race_counts_nothing_twice(storage, backend,
-                                                                      monkeypatch):  # fmt: skip
+def test_sqlite_a_backlog_fold_that_loses_a_race_counts_nothing_twice(
+    storage, backend, monkeypatch
+):
     """The backlog fold counts outside the write lock; a fold that ran meanwhile wins."""
     if backend != "sqlite":
         pytest.skip("PostgreSQL's backlog fold is tested above")

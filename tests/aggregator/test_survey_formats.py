@@ -104,8 +104,9 @@ def test_signed_thresholds_within_epsilon_are_kept_and_estimated_with(
     document = client.get("/api/v1/surveys/chosen").get_json()
     assert document["definition"]["questions"][0]["parameters"]["keep"] == keep
     served = Survey.from_dict(document["definition"], resolved=True)
-    reports = [{"id": "00000000-0000-4000-8000-000000000001", "question": "smoker",
-                "payload": "01"}]  # fmt: skip
+    reports = [
+        {"id": "00000000-0000-4000-8000-000000000001", "question": "smoker", "payload": "01"}
+    ]
     reports += random_reports(served, len(served.questions))[1:]
     posted = client.post("/api/v1/surveys/chosen/reports", json={"reports": reports})
     assert posted.status_code == 201, posted.get_json()

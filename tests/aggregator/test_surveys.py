@@ -45,8 +45,17 @@ def test_list_summarises_every_survey(client, operator_headers, created_survey):
     surveys = client.get("/api/v1/surveys").get_json()["surveys"]
     assert [s["id"] for s in surveys] == ["demo", "second"]
     first = surveys[0]
-    assert set(first) == {"id", "title", "status", "results_public", "require_enrolment",
-                          "total_epsilon", "n_reports", "created_at", "closed_at"}  # fmt: skip
+    assert set(first) == {
+        "id",
+        "title",
+        "status",
+        "results_public",
+        "require_enrolment",
+        "total_epsilon",
+        "n_reports",
+        "created_at",
+        "closed_at",
+    }
     assert first["total_epsilon"] == 6.5 and first["n_reports"] == 0
     assert first["require_enrolment"] is False
     assert surveys[1]["results_public"] is False

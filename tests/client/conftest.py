@@ -113,11 +113,13 @@ class FlaskAdapter(BaseAdapter):
 
 
 def make_app(directory: Path, name: str = "aggregator") -> Any:
-    return create_app({
-        "DATABASE": str(directory / f"{name}.sqlite3"),
-        "SIGNING_KEY_PATH": str(directory / f"{name}-key.pem"),
-        "TESTING": True,
-    })  # fmt: skip
+    return create_app(
+        {
+            "DATABASE": str(directory / f"{name}.sqlite3"),
+            "SIGNING_KEY_PATH": str(directory / f"{name}-key.pem"),
+            "TESTING": True,
+        }
+    )
 
 
 @dataclass
@@ -212,14 +214,23 @@ def definition(survey_id: str = "s1", **overrides: Any) -> dict[str, Any]:
         "title": "Client test survey",
         "questions": [
             {"id": "smoker", "type": "yes_no", "text": "Do you smoke?", "epsilon": 1.0},
-            {"id": "commute", "type": "single_choice", "text": "Commute?", "epsilon": 1.0,
-             "options": ["car", "bus", "bike", "walk", "home"]},
-            {"id": "tools", "type": "multiple_choice", "text": "Tools?", "epsilon": 1.0,
-             "options": ["email", "chat", "meetings"]},
-            {"id": "hours", "type": "numeric", "text": "Hours?", "epsilon": 1.0,
-             "lo": 0, "hi": 20},
+            {
+                "id": "commute",
+                "type": "single_choice",
+                "text": "Commute?",
+                "epsilon": 1.0,
+                "options": ["car", "bus", "bike", "walk", "home"],
+            },
+            {
+                "id": "tools",
+                "type": "multiple_choice",
+                "text": "Tools?",
+                "epsilon": 1.0,
+                "options": ["email", "chat", "meetings"],
+            },
+            {"id": "hours", "type": "numeric", "text": "Hours?", "epsilon": 1.0, "lo": 0, "hi": 20},
         ],
-    }  # fmt: skip
+    }
     data.update(overrides)
     return data
 
@@ -233,11 +244,16 @@ def longitudinal_definition(survey_id: str, *, epsilon: float = 1.0, inst: float
         "id": survey_id,
         "title": "Weekly check-in",
         "questions": [
-            {"id": "ok", "type": "yes_no", "text": "Feeling OK?", "epsilon": epsilon,
-             "mechanism": "binary_rr",
-             "longitudinal": {"key": "feeling-ok", "instantaneous_epsilon": inst}},
+            {
+                "id": "ok",
+                "type": "yes_no",
+                "text": "Feeling OK?",
+                "epsilon": epsilon,
+                "mechanism": "binary_rr",
+                "longitudinal": {"key": "feeling-ok", "instantaneous_epsilon": inst},
+            },
         ],
-    }  # fmt: skip
+    }
 
 
 # Every kind of question, for the side-channel canary and the CLI explanations.
@@ -247,20 +263,49 @@ CANARY_DEFINITION: dict[str, Any] = {
     "title": "Side-channel canary",
     "questions": [
         {"id": "yn", "type": "yes_no", "text": "?", "epsilon": 1.0},
-        {"id": "one", "type": "single_choice", "text": "?", "epsilon": 1.0,
-         "options": ["a", "b", "c", "d", "e"]},
-        {"id": "olh", "type": "single_choice", "text": "?", "epsilon": 1.0,
-         "mechanism": "olh", "options": ["a", "b", "c"]},
-        {"id": "many", "type": "multiple_choice", "text": "?", "epsilon": 1.0,
-         "options": ["x", "y", "z"]},
+        {
+            "id": "one",
+            "type": "single_choice",
+            "text": "?",
+            "epsilon": 1.0,
+            "options": ["a", "b", "c", "d", "e"],
+        },
+        {
+            "id": "olh",
+            "type": "single_choice",
+            "text": "?",
+            "epsilon": 1.0,
+            "mechanism": "olh",
+            "options": ["a", "b", "c"],
+        },
+        {
+            "id": "many",
+            "type": "multiple_choice",
+            "text": "?",
+            "epsilon": 1.0,
+            "options": ["x", "y", "z"],
+        },
         {"id": "num", "type": "numeric", "text": "?", "epsilon": 1.0, "lo": -5, "hi": 300},
-        {"id": "lap", "type": "numeric", "text": "?", "epsilon": 1.0, "lo": 0, "hi": 10,
-         "mechanism": "discrete_laplace"},
-        {"id": "memo", "type": "single_choice", "text": "?", "epsilon": 1.0,
-         "mechanism": "grr", "options": ["p", "q", "r"],
-         "longitudinal": {"key": "memo", "instantaneous_epsilon": 1.0}},
+        {
+            "id": "lap",
+            "type": "numeric",
+            "text": "?",
+            "epsilon": 1.0,
+            "lo": 0,
+            "hi": 10,
+            "mechanism": "discrete_laplace",
+        },
+        {
+            "id": "memo",
+            "type": "single_choice",
+            "text": "?",
+            "epsilon": 1.0,
+            "mechanism": "grr",
+            "options": ["p", "q", "r"],
+            "longitudinal": {"key": "memo", "instantaneous_epsilon": 1.0},
+        },
     ],
-}  # fmt: skip
+}
 
 
 GENEROUS = Policy(lifetime_epsilon=1e6, period_epsilon=1e6, max_survey_epsilon=50)
@@ -292,17 +337,21 @@ class LiveServer:
 
     def operator(self, method: str, path: str, body: Any = None) -> Any:
         response = requests.request(
-            method, self.url + path, json=body, timeout=30,
+            method,
+            self.url + path,
+            json=body,
+            timeout=30,
             headers={"Authorization": f"Bearer {self.token}"},
-        )  # fmt: skip
+        )
         assert response.status_code < 300, response.text
         return response.json() if "json" in response.headers.get("Content-Type", "") else None
 
     def export(self, survey_id: str) -> list[dict[str, Any]]:
         response = requests.get(
-            f"{self.url}/api/v1/surveys/{survey_id}/export?format=jsonl", timeout=30,
+            f"{self.url}/api/v1/surveys/{survey_id}/export?format=jsonl",
+            timeout=30,
             headers={"Authorization": f"Bearer {self.token}"},
-        )  # fmt: skip
+        )
         assert response.status_code == 200, response.text
         return [json.loads(line) for line in response.text.splitlines() if line.strip()]
 

@@ -55,8 +55,13 @@ def test_the_npm_package_holds_every_module_and_the_declarations() -> None:
         if os.environ.get("DENIABLE_REQUIRE_NODE") == "1":
             pytest.fail("DENIABLE_REQUIRE_NODE=1 but npm is not installed")
         pytest.skip("npm is not installed")
-    result = subprocess.run([npm, "pack", "--dry-run", "--json"], cwd=BROWSER,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [npm, "pack", "--dry-run", "--json"],
+        cwd=BROWSER,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     (package,) = json.loads(result.stdout)
     files = {entry["path"] for entry in package["files"]}

@@ -19,8 +19,14 @@ def every_question() -> list:
     for name in sorted(CATEGORICAL):
         if name == "binary_rr":
             continue
-        spec = {"id": "q", "type": "single_choice", "text": "?", "epsilon": 1.0,
-                "mechanism": name, "options": ["a", "b", "c", "d"]}  # fmt: skip
+        spec = {
+            "id": "q",
+            "type": "single_choice",
+            "text": "?",
+            "epsilon": 1.0,
+            "mechanism": name,
+            "options": ["a", "b", "c", "d"],
+        }
         questions += list(Survey.from_dict(definition(questions=[spec])).questions)
     return questions
 
@@ -65,9 +71,14 @@ def test_prompts_reask_until_the_answer_is_valid() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [[], ["answer"], ["simulate", "http://x", "s"], ["simulate", "http://x", "s", "--respondents",
-     "-3"], ["answer", "http://x", "s", "--timeout", "0"]],
-)  # fmt: skip
+    [
+        [],
+        ["answer"],
+        ["simulate", "http://x", "s"],
+        ["simulate", "http://x", "s", "--respondents", "-3"],
+        ["answer", "http://x", "s", "--timeout", "0"],
+    ],
+)
 def test_usage_errors_exit_2_with_one_line(argv, capsys) -> None:
     assert main(argv) == 2
     assert capsys.readouterr().err.count("\n") == 1

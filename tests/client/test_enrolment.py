@@ -20,8 +20,9 @@ HEADER = "X-Deniable-Enrolment"
 
 
 def create_gated(aggregator, survey: dict[str, Any]) -> None:
-    aggregator.operator("POST", "/api/v1/surveys", {"definition": survey,
-                                                    "require_enrolment": True})  # fmt: skip
+    aggregator.operator(
+        "POST", "/api/v1/surveys", {"definition": survey, "require_enrolment": True}
+    )
 
 
 def issue(aggregator, survey_id: str, count: int) -> list[str]:
@@ -47,8 +48,7 @@ def test_answer_sends_the_token_with_the_batch(aggregator, adapter, client) -> N
     assert all(HEADER not in s.headers for s in adapter.seen if s is not post)
 
 
-def test_without_a_token_the_client_refuses_before_anything(aggregator, adapter,
-                                                             client) -> None:  # fmt: skip
+def test_without_a_token_the_client_refuses_before_anything(aggregator, adapter, client) -> None:
     """Regression (issue 8.7): it asked, charged, got 401, dropped the batch, then said
     AlreadyAnswered for ever; the respondent could never take part."""
     create_gated(aggregator, definition())
@@ -89,8 +89,9 @@ def test_a_spent_token_is_refused(aggregator, make_client, tmp_path, http) -> No
     (token,) = issue(aggregator, "s1", 1)
     first = make_client()
     first.answer("s1", ANSWERS, enrolment_token=token)
-    second = SurveyClient(BASE, state=StateStore(tmp_path / "b" / "s.bin", key=STATE_KEY),
-                          session=http)  # fmt: skip
+    second = SurveyClient(
+        BASE, state=StateStore(tmp_path / "b" / "s.bin", key=STATE_KEY), session=http
+    )
     with pytest.raises(TransportError) as refused:
         second.answer("s1", ANSWERS, enrolment_token=token)
     assert refused.value.status == 403
@@ -102,8 +103,9 @@ def test_a_spent_token_is_refused(aggregator, make_client, tmp_path, http) -> No
     assert len(aggregator.export("s1")) == 8
 
 
-def test_lost_response_is_retried_with_the_token_and_stored_once(aggregator, adapter,
-                                                                 client) -> None:  # fmt: skip
+def test_lost_response_is_retried_with_the_token_and_stored_once(
+    aggregator, adapter, client
+) -> None:
     create_gated(aggregator, definition())
     (token,) = issue(aggregator, "s1", 1)
     adapter.drop_responses = 1  # stored and spent, but the device never hears
@@ -120,8 +122,9 @@ def test_token_waits_in_the_outbox_across_processes(aggregator, adapter, http, t
     create_gated(aggregator, definition())
     (token,) = issue(aggregator, "s1", 1)
     path = tmp_path / "device" / "state.bin"
-    first = SurveyClient(BASE, state=StateStore(path, key=STATE_KEY), session=http,
-                         sleep=lambda s: None, retries=1)  # fmt: skip
+    first = SurveyClient(
+        BASE, state=StateStore(path, key=STATE_KEY), session=http, sleep=lambda s: None, retries=1
+    )
     verified = first.fetch("s1")
     adapter.offline = True
     assert not first.answer(verified, ANSWERS, enrolment_token=token).delivered
@@ -133,8 +136,9 @@ def test_token_waits_in_the_outbox_across_processes(aggregator, adapter, http, t
 
 
 @pytest.mark.parametrize("bad", ["", "two words", "line\r\nX-Evil: 1", "é" * 3, "x" * 257, 42])
-def test_bad_tokens_are_refused_before_anything_is_charged(aggregator, adapter, client,
-                                                          bad) -> None:  # fmt: skip
+def test_bad_tokens_are_refused_before_anything_is_charged(
+    aggregator, adapter, client, bad
+) -> None:
     create_gated(aggregator, definition())
     verified = client.fetch("s1")
     with pytest.raises(InvalidParameter):
@@ -142,8 +146,9 @@ def test_bad_tokens_are_refused_before_anything_is_charged(aggregator, adapter, 
     assert adapter.report_posts() == [] and client.budget()["spent_total"] == 0
 
 
-def test_requests_with_tokens_do_not_depend_on_the_true_answer(aggregator, adapter, http,
-                                                               tmp_path) -> None:  # fmt: skip
+def test_requests_with_tokens_do_not_depend_on_the_true_answer(
+    aggregator, adapter, http, tmp_path
+) -> None:
     create_gated(aggregator, CANARY_DEFINITION)
     cases = [(q, v) for q, values in ALTERNATIVES.items() for v in values]
     tokens = issue(aggregator, "canary", len(cases))
@@ -157,20 +162,25 @@ def test_requests_with_tokens_do_not_depend_on_the_true_answer(aggregator, adapt
     # Each device has its own token, so compare header values by length only.
     shapes = {
         tuple(
-            (s.method, s.path, tuple(sorted((k, len(v)) for k, v in s.headers.items())),
-             len(s.body))
+            (
+                s.method,
+                s.path,
+                tuple(sorted((k, len(v)) for k, v in s.headers.items())),
+                len(s.body),
+            )
             for s in seen
         )
         for seen in captured
-    }  # fmt: skip
+    }
     assert len(shapes) == 1, shapes
     assert len(aggregator.export("canary")) == len(cases) * len(CANARY_DEFINITION["questions"])
     assert spent(aggregator, "canary") == len(cases)
     assert all(json.loads(seen[-1].body)["reports"] for seen in captured)
 
 
-def test_already_answered_follows_the_key_not_the_url_spelling(aggregator, adapter, http,
-                                                                store) -> None:  # fmt: skip
+def test_already_answered_follows_the_key_not_the_url_spelling(
+    aggregator, adapter, http, store
+) -> None:
     """Hardening (issue 8): two spellings of one aggregator (one key) are one aggregator."""
     aggregator.create(definition())
     other = "http://AGGREGATOR.test:80"

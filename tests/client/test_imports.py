@@ -15,17 +15,42 @@ import deniable.client
 
 # The public API as of issue 11: a name may be added, never silently dropped.
 PUBLIC = {
-    "AlreadyAnswered", "BudgetExceeded", "ClientError", "DeniableError", "DeviceState",
-    "EnrolmentTokenRequired", "FlushResult", "InvalidParameter", "InvalidValue", "Ledger",
-    "Policy", "PolicyViolation", "Receipt", "SignatureError", "StateError", "StateStore",
-    "SurveyClient", "SurveyClosed", "TransportError", "VerifiedSurvey",
-}  # fmt: skip
+    "AlreadyAnswered",
+    "BudgetExceeded",
+    "ClientError",
+    "DeniableError",
+    "DeviceState",
+    "EnrolmentTokenRequired",
+    "FlushResult",
+    "InvalidParameter",
+    "InvalidValue",
+    "Ledger",
+    "Policy",
+    "PolicyViolation",
+    "Receipt",
+    "SignatureError",
+    "StateError",
+    "StateStore",
+    "SurveyClient",
+    "SurveyClosed",
+    "TransportError",
+    "VerifiedSurvey",
+}
 
 # Loaded later, by the first survey, signature check, state read or answer.
 NOT_LOADED = [
-    "numpy", "requests", "cryptography", "deniable.survey", "deniable.mechanisms",
-    "deniable.keychain", "deniable.canonical", "rfc8785", "fractions", "hashlib", "uuid",
-]  # fmt: skip
+    "numpy",
+    "requests",
+    "cryptography",
+    "deniable.survey",
+    "deniable.mechanisms",
+    "deniable.keychain",
+    "deniable.canonical",
+    "rfc8785",
+    "fractions",
+    "hashlib",
+    "uuid",
+]
 
 # What the import adds to what the interpreter (site, a coverage hook...) already loaded.
 SCRIPT = """
@@ -47,8 +72,9 @@ def test_every_public_name_resolves() -> None:
 
 
 def test_import_loads_no_heavy_module() -> None:
-    result = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                            timeout=120, check=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120, check=True
+    )
     loaded = set(json.loads(result.stdout))
     assert "deniable.client.session" in loaded  # the check would mean nothing otherwise
     heavy = {m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_LOADED)}
@@ -64,8 +90,9 @@ before = "deniable.mechanisms" in sys.modules
 policy = Policy()
 print(json.dumps([before, "deniable.mechanisms" in sys.modules, sorted(policy.allowed_mechanisms)]))
 """
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=120, check=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
     before, after, allowed = json.loads(result.stdout)
     from deniable.mechanisms import MECHANISMS
 

@@ -32,11 +32,20 @@ pytestmark = pytest.mark.slow
 
 def aggregator_cli(server: Any, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "deniable.aggregator.cli",
-         "--database", server.config["DATABASE"], "--signing-key",
-         server.config["SIGNING_KEY_PATH"], *args],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "deniable.aggregator.cli",
+            "--database",
+            server.config["DATABASE"],
+            "--signing-key",
+            server.config["SIGNING_KEY_PATH"],
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def served_key(server: Any) -> dict[str, Any]:
@@ -63,8 +72,9 @@ def rotate(server: Any) -> str:
     return new_id
 
 
-def reload_files(server: Any, chain: dict[str, Any] | None = None,
-                 key_bytes: bytes | None = None) -> None:  # fmt: skip
+def reload_files(
+    server: Any, chain: dict[str, Any] | None = None, key_bytes: bytes | None = None
+) -> None:
     """Rewrite the chain (and key) files; return once the server serves what they say."""
     key_path = Path(server.config["SIGNING_KEY_PATH"])
     chain_path = key_path.with_name(f"{key_path.stem}.chain.json")
@@ -85,8 +95,12 @@ def reload_files(server: Any, chain: dict[str, Any] | None = None,
 @pytest.fixture
 def device(tmp_path: Path):
     def build() -> SurveyClient:
-        return SurveyClient(live.url, state=StateStore(tmp_path / "device.bin", key=STATE_KEY),
-                            policy=GENEROUS, retries=0)  # fmt: skip
+        return SurveyClient(
+            live.url,
+            state=StateStore(tmp_path / "device.bin", key=STATE_KEY),
+            policy=GENEROUS,
+            retries=0,
+        )
 
     live = None
 
@@ -191,8 +205,10 @@ def test_key_commands_create_nothing_and_say_what_is_missing(tmp_path):
     for args in (["key", "show"], ["key", "rotate"]):
         result = subprocess.run(
             [sys.executable, "-m", "deniable.aggregator.cli", "--data-dir", str(home), *args],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 3, result.stderr
         assert result.stderr.count("\n") == 1 and "no signing key" in result.stderr
         assert not home.exists()
@@ -203,8 +219,7 @@ def test_rotation_keeps_the_private_key_private_and_the_chain_public(tmp_path):
     command = [sys.executable, "-m", "deniable.aggregator.cli", "--data-dir", str(home)]
     assert subprocess.run([*command, "init"], capture_output=True, timeout=60).returncode == 0
     before = (home / "signing_key.pem").read_bytes()
-    result = subprocess.run([*command, "key", "rotate"], capture_output=True, text=True,
-                            timeout=60)  # fmt: skip
+    result = subprocess.run([*command, "key", "rotate"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert (home / "signing_key.pem").read_bytes() != before
     assert (home / "signing_key.pem").stat().st_mode & 0o077 == 0

@@ -20,9 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None):
     return subprocess.run(
         [sys.executable, "-m", "deniable.client.cli", *args],
-        input=stdin, capture_output=True, text=True, timeout=120,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-    )  # fmt: skip
+    )
 
 
 def test_offline_then_restart_then_flush_stores_every_report_once(
@@ -39,9 +42,12 @@ def test_offline_then_restart_then_flush_stores_every_report_once(
     assert not receipt.delivered and client.pending() == 1
     assert client.flush().pending == 1  # still down
     flushed = run_cli(
-        "flush", live_server.url, "--state", str(store.path),
+        "flush",
+        live_server.url,
+        "--state",
+        str(store.path),
         env={"DENIABLE_STATE_KEY": base64.b64encode(STATE_KEY).decode()},
-    )  # fmt: skip
+    )
     assert flushed.returncode == 5  # unavailable: reports still queued
     assert "1 still pending" in flushed.stdout
     assert flushed.stderr.count("\n") == 1 and "still pending" in flushed.stderr
@@ -67,8 +73,9 @@ def test_unreachable_aggregator_at_fetch_is_a_transport_error(tmp_path: Path) ->
     from deniable.aggregator.demo import free_port
 
     store = StateStore(tmp_path / "state.bin", key=STATE_KEY)
-    client = SurveyClient(f"http://127.0.0.1:{free_port()}", state=store, timeout=1, retries=1,
-                          backoff=0.01)  # fmt: skip
+    client = SurveyClient(
+        f"http://127.0.0.1:{free_port()}", state=store, timeout=1, retries=1, backoff=0.01
+    )
     with pytest.raises(TransportError, match="unreachable"):
         client.fetch("s1")
 
@@ -78,15 +85,34 @@ def test_cli_simulate_posts_every_respondent(shared_live_server: LiveServer) -> 
     server.operator("POST", "/api/v1/surveys", {"definition": definition("sim")})
     # Without a token: one respondent per POST on the public route; with the operator
     # token: batches on the operator-only bulk route.
-    result = run_cli("simulate", server.url, "sim", "--respondents", "200", "--seed", "3",
-                     "--distribution", "skewed")  # fmt: skip
+    result = run_cli(
+        "simulate",
+        server.url,
+        "sim",
+        "--respondents",
+        "200",
+        "--seed",
+        "3",
+        "--distribution",
+        "skewed",
+    )
     assert result.returncode == 0, result.stderr
     assert "200/200" in result.stderr  # the progress bar
-    refused = run_cli("simulate", server.url, "sim", "--respondents", "5",
-                      "--operator-token", "dnb_wrong")  # fmt: skip
+    refused = run_cli(
+        "simulate", server.url, "sim", "--respondents", "5", "--operator-token", "dnb_wrong"
+    )
     assert refused.returncode == 4 and "403" in refused.stderr  # refused
-    result = run_cli("simulate", server.url, "sim", "--respondents", "400", "--seed", "4",
-                     "--operator-token", server.token)  # fmt: skip
+    result = run_cli(
+        "simulate",
+        server.url,
+        "sim",
+        "--respondents",
+        "400",
+        "--seed",
+        "4",
+        "--operator-token",
+        server.token,
+    )
     assert result.returncode == 0, result.stderr
     assert "SIMULATION" in result.stdout and "respondents/s" in result.stdout
     # The shared progress bar: not a terminal here, so one line per quarter at most.
@@ -175,14 +201,24 @@ def test_answering_every_question_type_never_imports_numpy(
     server = shared_live_server
     server.operator("POST", "/api/v1/surveys", {"definition": EVERY_QUESTION})
     result = subprocess.run(
-        [sys.executable, "-c", LEAN_CLIENT, server.url, EVERY_QUESTION["id"],
-         str(tmp_path / "state.bin"), json.dumps(EVERY_ANSWER)],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            LEAN_CLIENT,
+            server.url,
+            EVERY_QUESTION["id"],
+            str(tmp_path / "state.bin"),
+            json.dumps(EVERY_ANSWER),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"delivered": True, "numpy": False}
     assert len(server.export(EVERY_QUESTION["id"])) == len(EVERY_QUESTION["questions"])
+
 
 def test_cli_enrolment_refuses_before_asking_and_flush_takes_a_token(
     shared_live_server: LiveServer, tmp_path
@@ -192,8 +228,9 @@ def test_cli_enrolment_refuses_before_asking_and_flush_takes_a_token(
     from deniable.aggregator.storage import open_storage
 
     server = shared_live_server
-    server.operator("POST", "/api/v1/surveys", {"definition": definition("gated"),
-                                                "require_enrolment": True})  # fmt: skip
+    server.operator(
+        "POST", "/api/v1/surveys", {"definition": definition("gated"), "require_enrolment": True}
+    )
     storage = open_storage(server.config)
     try:
         first, second = storage.issue_enrolment_tokens("gated", 2)
@@ -205,13 +242,15 @@ def test_cli_enrolment_refuses_before_asking_and_flush_takes_a_token(
     assert "1." not in refused.stdout and "--enrolment-token" in refused.stderr
     assert "spent total: 0.000" in run_cli("budget", env=env).stdout
     answers = "y\n3\n1\n7\ny\n"
-    done = run_cli("answer", server.url, "gated", "--enrolment-token", first, stdin=answers,
-                   env=env)  # fmt: skip
+    done = run_cli(
+        "answer", server.url, "gated", "--enrolment-token", first, stdin=answers, env=env
+    )
     assert done.returncode == 0, done.stderr
     # Another device reuses the spent token: refused (403), but its batch is kept ...
     other = {"DENIABLE_STATE": str(tmp_path / "b.bin")}
-    reused = run_cli("answer", server.url, "gated", "--enrolment-token", first, stdin=answers,
-                     env=other)  # fmt: skip
+    reused = run_cli(
+        "answer", server.url, "gated", "--enrolment-token", first, stdin=answers, env=other
+    )
     assert reused.returncode == 4 and "403" in reused.stderr
     waiting = run_cli("flush", server.url, env=other)
     assert waiting.returncode == 5 and "--enrolment-token" in waiting.stderr  # still queued

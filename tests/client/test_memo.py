@@ -96,8 +96,9 @@ def test_permanent_response_is_memoized_per_device_and_value() -> None:
 def test_permanent_responses_across_devices_follow_the_permanent_layer() -> None:
     (question,) = weekly().questions
     devices = 4000
-    kept = sum(permanent_response(secrets.token_bytes(32), question, 1) == 1
-               for _ in range(devices))  # fmt: skip
+    kept = sum(
+        permanent_response(secrets.token_bytes(32), question, 1) == 1 for _ in range(devices)
+    )
     p1 = question.oracle.permanent.p_star
     assert abs(kept / devices - p1) <= hoeffding(devices)
 
@@ -159,8 +160,12 @@ def test_longitudinal_charges_do_not_depend_on_the_answers(
     runs = []
     for device, values in enumerate(((True,) * 5, (True, False, True, False, False))):
         client = make_client(policy=GENEROUS, state=StateStore(tmp_path / f"device{device}.bin"))
-        runs.append([client.answer(f"week{week}", {"ok": value}).epsilon_charged
-                     for week, value in enumerate(values, 1)])  # fmt: skip
+        runs.append(
+            [
+                client.answer(f"week{week}", {"ok": value}).epsilon_charged
+                for week, value in enumerate(values, 1)
+            ]
+        )
         assert client.budget()["spent_total"] == pytest.approx(2.0)
         kinds = [e["kind"] for e in client.store.load().ledger]
         assert kinds == ["permanent", "permanent", "memoized", "memoized", "memoized"]
@@ -197,10 +202,12 @@ def test_aggregator_estimate_for_a_longitudinal_question_is_unbiased(
         items.append({"id": str(uuid.uuid4()), "question": "ok", "payload": payload.payloads["ok"]})
     with aggregator.app.test_client() as flask:
         for start in range(0, len(items), 1000):
-            response = flask.post("/api/v1/surveys/panel/reports/bulk",
-                                  data=json.dumps({"reports": items[start:start + 1000]}),
-                                  headers={"Authorization": f"Bearer {aggregator.token}"},
-                                  content_type="application/json")  # fmt: skip
+            response = flask.post(
+                "/api/v1/surveys/panel/reports/bulk",
+                data=json.dumps({"reports": items[start : start + 1000]}),
+                headers={"Authorization": f"Bearer {aggregator.token}"},
+                content_type="application/json",
+            )
             assert response.status_code == 201
     results = aggregator.results("panel")
     assert results["n_reports"] == devices

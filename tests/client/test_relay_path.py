@@ -66,8 +66,12 @@ def relay():
 
 
 def relayed(relay: Receiver, survey_id: str = "r1", unit: str = "question", **extra: Any) -> dict:
-    return definition(survey_id, format="deniable.survey/2",
-                      relay={"url": relay.url, "min_batch": 10, "shuffle_unit": unit}, **extra)
+    return definition(
+        survey_id,
+        format="deniable.survey/2",
+        relay={"url": relay.url, "min_batch": 10, "shuffle_unit": unit},
+        **extra,
+    )
 
 
 def _open_all(aggregator, survey: Survey, body: bytes) -> list[bytes]:
@@ -78,8 +82,14 @@ def _open_all(aggregator, survey: Survey, body: bytes) -> list[bytes]:
     opened = []
     for item in document["units"]:
         raw = base64.urlsafe_b64decode(item["sealed"] + "=" * (-len(item["sealed"]) % 4))
-        opened.append(keys.open_sealed(survey_id=survey.id, unit=item["unit"], sealed=raw,
-                                       size=sealing.unit_size(survey, item["unit"])))
+        opened.append(
+            keys.open_sealed(
+                survey_id=survey.id,
+                unit=item["unit"],
+                sealed=raw,
+                size=sealing.unit_size(survey, item["unit"]),
+            )
+        )
     return opened
 
 
@@ -110,8 +120,7 @@ def test_submission_unit_seals_the_whole_batch_once(aggregator, client, relay):
     client.answer(verified, ANSWERS)
     (post,) = relay.seen
     (body,) = _open_all(aggregator, verified.survey, post["body"])
-    reports = parse_submission(json.loads(body), verified.survey, max_batch=10,
-                               one_respondent=True)  # fmt: skip
+    reports = parse_submission(json.loads(body), verified.survey, max_batch=10, one_respondent=True)
     assert len(reports) == len(verified.survey.questions)
 
 
@@ -119,9 +128,11 @@ def test_the_body_is_the_same_size_whatever_the_answers(aggregator, make_client,
     from deniable.client import StateStore
 
     aggregator.create(relayed(relay, "r3"))
-    answers = [ANSWERS, {"smoker": False, "commute": "car", "tools": [], "hours": 0},
-               {"smoker": True, "commute": "home", "tools": ["email", "chat", "meetings"],
-                "hours": 20}]  # fmt: skip
+    answers = [
+        ANSWERS,
+        {"smoker": False, "commute": "car", "tools": [], "hours": 0},
+        {"smoker": True, "commute": "home", "tools": ["email", "chat", "meetings"], "hours": 20},
+    ]
     for index, answer in enumerate(answers):
         store = StateStore(tmp_path / f"device{index}" / "state.bin", key=bytes(32))
         client = make_client(state=store)
@@ -129,13 +140,18 @@ def test_the_body_is_the_same_size_whatever_the_answers(aggregator, make_client,
     assert len(relay.seen) == 3
     assert len({len(s["body"]) for s in relay.seen}) == 1
     assert len({s["path"] for s in relay.seen}) == 1
-    assert len({tuple(sorted(k for k in s["headers"] if k.lower() != "content-length"))
-                for s in relay.seen}) == 1  # fmt: skip
+    assert (
+        len(
+            {
+                tuple(sorted(k for k in s["headers"] if k.lower() != "content-length"))
+                for s in relay.seen
+            }
+        )
+        == 1
+    )
 
 
-def test_an_unavailable_relay_keeps_the_batch_and_the_retry_is_identical(
-    aggregator, client, relay
-):
+def test_an_unavailable_relay_keeps_the_batch_and_the_retry_is_identical(aggregator, client, relay):
     aggregator.create(relayed(relay, "r4"))
     relay.statuses = [503] * 10
     receipt = client.answer(client.fetch("r4"), ANSWERS)
@@ -166,8 +182,9 @@ def test_a_substituted_encryption_key_is_refused_before_anything_is_sent(
     aggregator.create(relayed(relay, "r6"))
     signing.create_key(tmp_path / "mallory.pem")
     forged = signing.load_key(tmp_path / "mallory.pem").public_document()["encryption_key"]
-    adapter.rewrite = lambda path, body: ({**body, "encryption_key": forged}
-                                          if path == "/api/v1/key" else body)  # fmt: skip
+    adapter.rewrite = lambda path, body: (
+        {**body, "encryption_key": forged} if path == "/api/v1/key" else body
+    )
     with pytest.raises(SignatureError, match="not signed"):
         client.fetch("r6")
     assert relay.seen == [] and client.pending() == 0

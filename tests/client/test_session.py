@@ -106,8 +106,14 @@ def other_survey(doc: dict) -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [tamper_definition, tamper_text, tamper_signature, noncanonical_signature, drop_signature,
-     invalid_definition],
+    [
+        tamper_definition,
+        tamper_text,
+        tamper_signature,
+        noncanonical_signature,
+        drop_signature,
+        invalid_definition,
+    ],
 )
 def test_tampered_survey_is_refused_before_any_report(aggregator, adapter, client, change) -> None:
     aggregator.create(definition())
@@ -445,8 +451,9 @@ def test_offline_answer_is_delivered_exactly_once_later(aggregator, adapter, mak
 def test_outbox_survives_a_new_process(aggregator, adapter, http, tmp_path) -> None:
     aggregator.create(definition())
     path = tmp_path / "device" / "state.bin"
-    first = SurveyClient(BASE, state=StateStore(path, key=STATE_KEY), session=http,
-                         sleep=lambda s: None)  # fmt: skip
+    first = SurveyClient(
+        BASE, state=StateStore(path, key=STATE_KEY), session=http, sleep=lambda s: None
+    )
     adapter.offline = True
     with pytest.raises(TransportError):
         first.fetch("s1")  # never fetched: nothing charged

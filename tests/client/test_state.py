@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def filled(path: Path, key: bytes = STATE_KEY) -> StateStore:
     store = StateStore(path, key=key)
     with store.transaction() as state:
-        state.ledger.append({"at": 1.0, "survey": "x", "question": "q", "kind": "report",
-                             "epsilon": 1.5})  # fmt: skip
+        state.ledger.append(
+            {"at": 1.0, "survey": "x", "question": "q", "kind": "report", "epsilon": 1.5}
+        )
         state.keys["http://a"] = {"public_key": "k"}
     return store
 
@@ -46,8 +47,9 @@ def test_round_trip_and_secret_is_stable(tmp_path: Path) -> None:
 
 
 def test_fresh_devices_get_distinct_secrets(tmp_path: Path) -> None:
-    secrets_seen = {StateStore(tmp_path / f"{i}.bin", key=STATE_KEY).load().device_secret
-                    for i in range(20)}  # fmt: skip
+    secrets_seen = {
+        StateStore(tmp_path / f"{i}.bin", key=STATE_KEY).load().device_secret for i in range(20)
+    }
     assert len(secrets_seen) == 20
 
 
@@ -124,10 +126,16 @@ def test_wrong_key_raises(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "plain",
-    [b"not json", b"[]", b'{"version": 2}', b'{"version": 1, "device_secret": "AA=="}',
-     b'{"version":1,"device_secret":"' + base64.b64encode(bytes(32)) +
-     b'","keys":{},"ledger":{},"memo":{},"answered":{},"outbox":[]}'],
-)  # fmt: skip
+    [
+        b"not json",
+        b"[]",
+        b'{"version": 2}',
+        b'{"version": 1, "device_secret": "AA=="}',
+        b'{"version":1,"device_secret":"'
+        + base64.b64encode(bytes(32))
+        + b'","keys":{},"ledger":{},"memo":{},"answered":{},"outbox":[]}',
+    ],
+)
 def test_authentic_but_malformed_contents_raise(tmp_path: Path, plain: bytes) -> None:
     nonce = bytes(12)
     path = tmp_path / "state.bin"
@@ -183,8 +191,10 @@ def _spawn(path: Path, name: str, rounds: int) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-c", WORKER, str(path), name, str(rounds)],
-        env=env, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_two_processes_do_not_lose_updates(tmp_path: Path) -> None:

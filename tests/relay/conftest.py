@@ -49,17 +49,26 @@ BACKENDS = [
 ]
 
 
-def survey_definition(survey_id: str, relay_url: str, min_batch: int,
-                      unit: str = "question") -> dict[str, Any]:  # fmt: skip
+def survey_definition(
+    survey_id: str, relay_url: str, min_batch: int, unit: str = "question"
+) -> dict[str, Any]:
     return {
-        "format": "deniable.survey/2", "id": survey_id, "title": f"Relayed {survey_id}",
+        "format": "deniable.survey/2",
+        "id": survey_id,
+        "title": f"Relayed {survey_id}",
         "questions": [
             {"id": "smoker", "type": "yes_no", "text": "Do you smoke?", "epsilon": 1.0},
-            {"id": "team", "type": "single_choice", "text": "Your team?", "epsilon": 2.0,
-             "options": ["red", "green", "blue"], "mechanism": "grr"},
+            {
+                "id": "team",
+                "type": "single_choice",
+                "text": "Your team?",
+                "epsilon": 2.0,
+                "options": ["red", "green", "blue"],
+                "mechanism": "grr",
+            },
         ],
         "relay": {"url": relay_url, "min_batch": min_batch, "shuffle_unit": unit},
-    }  # fmt: skip
+    }
 
 
 @dataclass
@@ -79,9 +88,13 @@ class Process:
 
     def start(self) -> None:
         log = open(self.log_path, "a")  # noqa: SIM115 - the child keeps it
-        self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, **self.environment},
-                                        start_new_session=True)  # fmt: skip
+        self.process = subprocess.Popen(
+            self.command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **self.environment},
+            start_new_session=True,
+        )
         log.close()
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
@@ -141,15 +154,19 @@ class Deployment:
         return {row["survey"]: row for row in rows}
 
     def results(self, survey_id: str) -> dict[str, Any]:
-        response = self.session.get(f"{self.aggregator.url}/api/v1/surveys/{survey_id}/results",
-                                    timeout=30)  # fmt: skip
+        response = self.session.get(
+            f"{self.aggregator.url}/api/v1/surveys/{survey_id}/results", timeout=30
+        )
         assert response.status_code == 200, response.text
         return response.json()
 
     def export(self, survey_id: str) -> list[dict[str, Any]]:
         token = self.aggregator_cli("token", "create").stdout.strip().split()[-1]
-        response = requests.get(f"{self.aggregator.url}/api/v1/surveys/{survey_id}/export",
-                                headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        response = requests.get(
+            f"{self.aggregator.url}/api/v1/surveys/{survey_id}/export",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
         assert response.status_code == 200, response.text
         return [json.loads(line) for line in response.text.splitlines()]
 
@@ -160,13 +177,15 @@ class Deployment:
         return SurveyClient(self.aggregator.url, state=self.directory / f"{name}.state")
 
     def submit(self, survey_id: str, body: dict[str, Any]) -> requests.Response:
-        return self.session.post(f"{self.relay.url}/api/v1/surveys/{survey_id}/sealed",
-                                 json=body, headers={"User-Agent": MARKER, "X-Marker": MARKER},
-                                 timeout=30)  # fmt: skip
+        return self.session.post(
+            f"{self.relay.url}/api/v1/surveys/{survey_id}/sealed",
+            json=body,
+            headers={"User-Agent": MARKER, "X-Marker": MARKER},
+            timeout=30,
+        )
 
     def seal(self, survey_id: str, answers: dict[str, Any]) -> tuple[dict[str, Any], list[dict]]:
-        return sealed_submission(self.surveys[survey_id], answers, self.encryption_key,
-                                 self.key_id)  # fmt: skip
+        return sealed_submission(self.surveys[survey_id], answers, self.encryption_key, self.key_id)
 
     def wait_for(self, condition: Callable[[], Any], seconds: float = 20.0) -> Any:
         deadline = time.monotonic() + seconds
@@ -175,20 +194,24 @@ class Deployment:
             if value:
                 return value
             time.sleep(0.05)
-        pytest.fail(f"timed out; relay log:\n{self.relay.log()[-2000:]}\naggregator log:\n"
-                    f"{self.aggregator.log()[-2000:]}")  # fmt: skip
+        pytest.fail(
+            f"timed out; relay log:\n{self.relay.log()[-2000:]}\naggregator log:\n"
+            f"{self.aggregator.log()[-2000:]}"
+        )
 
 
-def run(command: list[str], environment: dict[str, str], *,
-        check: bool = True) -> subprocess.CompletedProcess:  # fmt: skip
+def run(
+    command: list[str], environment: dict[str, str], *, check: bool = True
+) -> subprocess.CompletedProcess:
     """``python -m MODULE ARGS`` run in this process (its main(), real settings and storage):
     a subprocess per command cost a second of imports each."""
     from deniable.aggregator import cli as aggregator_cli
     from deniable.relay import cli as relay_cli
 
     assert command[0] == "-m"
-    main = {"deniable.aggregator.cli": aggregator_cli.main,
-            "deniable.relay.cli": relay_cli.main}[command[1]]  # fmt: skip
+    main = {"deniable.aggregator.cli": aggregator_cli.main, "deniable.relay.cli": relay_cli.main}[
+        command[1]
+    ]
     saved = dict(os.environ)
     out, err = io.StringIO(), io.StringIO()
     try:
@@ -208,15 +231,21 @@ def sealed_submission(
     survey: Survey, answers: dict[str, Any], public_key: bytes, key_id: str
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """(the device's sealed body, the plain reports inside it), as a device builds them."""
-    reports = [{"id": str(uuid.uuid4()), "question": q.id, "payload": q.randomize(answers[q.id])}
-               for q in survey.questions]  # fmt: skip
+    reports = [
+        {"id": str(uuid.uuid4()), "question": q.id, "payload": q.randomize(answers[q.id])}
+        for q in survey.questions
+    ]
     whole = survey.relay.shuffle_unit == "submission"
     groups = [("", reports)] if whole else [(r["question"], [r]) for r in reports]
     units = []
     for unit, inside in groups:
-        blob = sealing.seal(public_key, survey_id=survey.id, unit=unit,
-                            plaintext=sealing.unit_body(inside, unit),
-                            size=sealing.unit_size(survey, unit))  # fmt: skip
+        blob = sealing.seal(
+            public_key,
+            survey_id=survey.id,
+            unit=unit,
+            plaintext=sealing.unit_body(inside, unit),
+            size=sealing.unit_size(survey, unit),
+        )
         units.append({"unit": unit, "sealed": b64(blob)})
     return {"format": "deniable.sealed/1", "key_id": key_id, "units": units}, reports
 
@@ -254,38 +283,75 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
     aggregator_db, relay_db = next(databases)
     aggregator_port, relay_port = free_port(), free_port()
     relay_url = f"http://{HOST}:{relay_port}"
-    aggregator_env = {"DENIABLE_HOME": str(directory / "aggregator"),
-                      "DENIABLE_DATABASE": aggregator_db}  # fmt: skip
-    relay_env = {"DENIABLE_RELAY_HOME": str(directory / "relay"),
-                 "DENIABLE_RELAY_DATABASE": relay_db,
-                 "DENIABLE_RELAY_PUBLIC_URL": relay_url,
-                 "DENIABLE_RELAY_WINDOW_SECONDS": str(WINDOW_SECONDS),
-                 "DENIABLE_RELAY_FORWARD_INTERVAL": str(INTERVAL),
-                 "DENIABLE_RELAY_REFRESH_SECONDS": "0.5",
-                 "DENIABLE_RELAY_FORWARD_TIMEOUT": "3",
-                 "DENIABLE_RELAY_RETRY_MAX_SECONDS": "0.5",
-                 # the aggregator's respond page posts to the relay from its origin
-                 "DENIABLE_RELAY_CORS_ORIGINS": f"http://{HOST}:{aggregator_port}"}  # fmt: skip
-    aggregator = Process([sys.executable, "-m", "deniable.aggregator.cli", "serve", "--bind",
-                          f"{HOST}:{aggregator_port}", "--workers", "1"], aggregator_env,
-                         aggregator_port, "/api/v1/health")  # fmt: skip
-    relay = Process([sys.executable, "-m", "deniable.relay.cli", "serve", "--bind",
-                     f"{HOST}:{relay_port}", "--workers", "1"], relay_env, relay_port,
-                    "/api/v1/health")  # fmt: skip
+    aggregator_env = {
+        "DENIABLE_HOME": str(directory / "aggregator"),
+        "DENIABLE_DATABASE": aggregator_db,
+    }
+    relay_env = {
+        "DENIABLE_RELAY_HOME": str(directory / "relay"),
+        "DENIABLE_RELAY_DATABASE": relay_db,
+        "DENIABLE_RELAY_PUBLIC_URL": relay_url,
+        "DENIABLE_RELAY_WINDOW_SECONDS": str(WINDOW_SECONDS),
+        "DENIABLE_RELAY_FORWARD_INTERVAL": str(INTERVAL),
+        "DENIABLE_RELAY_REFRESH_SECONDS": "0.5",
+        "DENIABLE_RELAY_FORWARD_TIMEOUT": "3",
+        "DENIABLE_RELAY_RETRY_MAX_SECONDS": "0.5",
+        # the aggregator's respond page posts to the relay from its origin
+        "DENIABLE_RELAY_CORS_ORIGINS": f"http://{HOST}:{aggregator_port}",
+    }
+    aggregator = Process(
+        [
+            sys.executable,
+            "-m",
+            "deniable.aggregator.cli",
+            "serve",
+            "--bind",
+            f"{HOST}:{aggregator_port}",
+            "--workers",
+            "1",
+        ],
+        aggregator_env,
+        aggregator_port,
+        "/api/v1/health",
+    )
+    relay = Process(
+        [
+            sys.executable,
+            "-m",
+            "deniable.relay.cli",
+            "serve",
+            "--bind",
+            f"{HOST}:{relay_port}",
+            "--workers",
+            "1",
+        ],
+        relay_env,
+        relay_port,
+        "/api/v1/health",
+    )
     surveys = {}
     try:
         run(["-m", "deniable.aggregator.cli", "init"], aggregator_env)
-        for survey_id, min_batch, unit in (("q", 20, "question"), ("w", 10, "submission"),
-                                           ("p", 60, "question"), ("e", 2, "question")):
+        for survey_id, min_batch, unit in (
+            ("q", 20, "question"),
+            ("w", 10, "submission"),
+            ("p", 60, "question"),
+            ("e", 2, "question"),
+        ):
             path = directory / f"{survey_id}.json"
             path.write_text(json.dumps(survey_definition(survey_id, relay_url, min_batch, unit)))
             enrolment = ["--require-enrolment"] if survey_id == "e" else []
-            run(["-m", "deniable.aggregator.cli", "create-survey", str(path), *enrolment],
-                aggregator_env)  # fmt: skip
-        tokens = run(["-m", "deniable.aggregator.cli", "token", "issue", "e",
-                      "--count", "3"], aggregator_env).stdout.split()  # fmt: skip
-        credential = run(["-m", "deniable.aggregator.cli", "relay", "credential",
-                          "--relay-url", relay_url], aggregator_env).stdout.strip()  # fmt: skip
+            run(
+                ["-m", "deniable.aggregator.cli", "create-survey", str(path), *enrolment],
+                aggregator_env,
+            )
+        tokens = run(
+            ["-m", "deniable.aggregator.cli", "token", "issue", "e", "--count", "3"], aggregator_env
+        ).stdout.split()
+        credential = run(
+            ["-m", "deniable.aggregator.cli", "relay", "credential", "--relay-url", relay_url],
+            aggregator_env,
+        ).stdout.strip()
         aggregator.start()
         key_document = requests.get(f"{aggregator.url}/api/v1/key", timeout=10).json()
         encryption = key_document["encryption_key"]
@@ -293,18 +359,38 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
         credential_file = directory / "credential"
         credential_file.write_text(credential)
         for survey_id in ("q", "w", "p", "e"):
-            run(["-m", "deniable.relay.cli", "add-survey", aggregator.url,
-                 survey_id, "--credential-file", str(credential_file),
-                 "--aggregator-key", key_document["public_key"]], relay_env)  # fmt: skip
-            document = requests.get(f"{aggregator.url}/api/v1/surveys/{survey_id}",
-                                    timeout=10).json()  # fmt: skip
+            run(
+                [
+                    "-m",
+                    "deniable.relay.cli",
+                    "add-survey",
+                    aggregator.url,
+                    survey_id,
+                    "--credential-file",
+                    str(credential_file),
+                    "--aggregator-key",
+                    key_document["public_key"],
+                ],
+                relay_env,
+            )
+            document = requests.get(
+                f"{aggregator.url}/api/v1/surveys/{survey_id}", timeout=10
+            ).json()
             surveys[survey_id] = Survey.from_dict(document["definition"], resolved=True)
         relay.start()
-        yield Deployment(backend=backend, directory=directory, aggregator=aggregator,
-                         relay=relay, aggregator_env=aggregator_env, relay_env=relay_env,
-                         credential=credential, surveys=surveys,
-                         encryption_key=decode_public_key(encryption["public_key"], "key"),
-                         key_id=encryption["key_id"], tokens=tokens)  # fmt: skip
+        yield Deployment(
+            backend=backend,
+            directory=directory,
+            aggregator=aggregator,
+            relay=relay,
+            aggregator_env=aggregator_env,
+            relay_env=relay_env,
+            credential=credential,
+            surveys=surveys,
+            encryption_key=decode_public_key(encryption["public_key"], "key"),
+            key_id=encryption["key_id"],
+            tokens=tokens,
+        )
     finally:
         relay.kill()
         aggregator.kill()

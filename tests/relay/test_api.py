@@ -20,14 +20,39 @@ from deniable.relay.storage import SqliteRelayStorage, token_digest
 from tests.relay.conftest import b64
 from tests.relay.test_relay_app import _body, stored_survey
 
-SCALARS = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats()
-           | st.text(max_size=12) | st.sampled_from(["abc", "a", "b", "", "deniable.sealed/1"]))
-JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
-                    | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
-PATHS = [("format",), ("key_id",), ("units",), ("units", 0), ("units", 0, "unit"),
-         ("units", 0, "sealed"), ("enrolment_token",), ("extra",)]  # fmt: skip
-CONTENT_TYPES = ["application/json", "application/json; charset=utf-8", "text/plain",
-                 "application/x-www-form-urlencoded", "application/JSON", None]  # fmt: skip
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from(["abc", "a", "b", "", "deniable.sealed/1"])
+)
+JSON = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+PATHS = [
+    ("format",),
+    ("key_id",),
+    ("units",),
+    ("units", 0),
+    ("units", 0, "unit"),
+    ("units", 0, "sealed"),
+    ("enrolment_token",),
+    ("extra",),
+]
+CONTENT_TYPES = [
+    "application/json",
+    "application/json; charset=utf-8",
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "application/JSON",
+    None,
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +65,14 @@ def client(tmp_path_factory):
     store.add_survey(replace(stored_survey(), survey_id="w", shuffle_unit="submission"), [""])
     store.add_enrolment_digests("e", [token_digest(f"token-{n}") for n in range(1000)])
     store.close()
-    app = create_app({"DATABASE": str(directory / "relay.sqlite3"), "TESTING": True,
-                      "RATE_LIMIT_PER_ADDRESS": "0", "MAX_BODY_BYTES": 4096})  # fmt: skip
+    app = create_app(
+        {
+            "DATABASE": str(directory / "relay.sqlite3"),
+            "TESTING": True,
+            "RATE_LIMIT_PER_ADDRESS": "0",
+            "MAX_BODY_BYTES": 4096,
+        }
+    )
     return app.test_client()
 
 
@@ -60,20 +91,34 @@ def _mutated(path: tuple, value: object, drop: bool) -> dict:
 BODIES = (
     JSON.map(lambda value: json.dumps(value).encode())
     | st.binary(max_size=64)
-    | st.builds(lambda p, v, d: json.dumps(_mutated(p, v, d)).encode(),
-                st.sampled_from(PATHS), JSON, st.booleans())
-    | st.sampled_from([b"[" * 5000, b'{"a": 1, "a": 2}', b'{"format": NaN}', b"\xff\xfe",
-                       b'"\\udc00"', b"1" * 5000, b" " * 5000])
-)  # fmt: skip
+    | st.builds(
+        lambda p, v, d: json.dumps(_mutated(p, v, d)).encode(),
+        st.sampled_from(PATHS),
+        JSON,
+        st.booleans(),
+    )
+    | st.sampled_from(
+        [
+            b"[" * 5000,
+            b'{"a": 1, "a": 2}',
+            b'{"format": NaN}',
+            b"\xff\xfe",
+            b'"\\udc00"',
+            b"1" * 5000,
+            b" " * 5000,
+        ]
+    )
+)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
-@given(survey=st.sampled_from(["s", "e", "w", "unknown", "x" * 70]), body=BODIES,
-       content_type=st.sampled_from(CONTENT_TYPES))  # fmt: skip
-def test_no_input_gets_a_5xx_and_every_refusal_is_problem_json(client, survey, body,
-                                                               content_type):  # fmt: skip
-    response = client.post(f"/api/v1/surveys/{survey}/sealed", data=body,
-                           content_type=content_type)  # fmt: skip
+@given(
+    survey=st.sampled_from(["s", "e", "w", "unknown", "x" * 70]),
+    body=BODIES,
+    content_type=st.sampled_from(CONTENT_TYPES),
+)
+def test_no_input_gets_a_5xx_and_every_refusal_is_problem_json(client, survey, body, content_type):
+    response = client.post(f"/api/v1/surveys/{survey}/sealed", data=body, content_type=content_type)
     assert response.status_code < 500, response.get_data(as_text=True)
     if response.status_code >= 400:
         assert response.headers["Content-Type"] == "application/problem+json"
@@ -95,8 +140,13 @@ def test_units_sealed_to_two_verified_keys_never_share_a_batch(tmp_path):
     store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
     store.migrate()
     store.add_survey(replace(stored_survey(), encryption_keys=("abc", "def")), ["a", "b"])
-    client = create_app({"DATABASE": str(tmp_path / "relay.sqlite3"), "TESTING": True,
-                         "RATE_LIMIT_PER_ADDRESS": "0"}).test_client()  # fmt: skip
+    client = create_app(
+        {
+            "DATABASE": str(tmp_path / "relay.sqlite3"),
+            "TESTING": True,
+            "RATE_LIMIT_PER_ADDRESS": "0",
+        }
+    ).test_client()
     bodies = [_body() for _ in range(4)]
     bodies[3]["key_id"] = "def"
     for body in bodies:
@@ -106,7 +156,6 @@ def test_units_sealed_to_two_verified_keys_never_share_a_batch(tmp_path):
     assert {b64(blob) for blob in batch.sealed} == {b["units"][0]["sealed"] for b in bodies[:3]}
     assert store.held_counts("s") == {"a": (1, 3)}
     store.close()
-
 
 
 def test_a_shared_rate_limit_store_holds_no_token_digest_the_aggregator_knows(tmp_path):
@@ -128,9 +177,15 @@ def test_a_shared_rate_limit_store_holds_no_token_digest_the_aggregator_knows(tm
     store.add_enrolment_digests("s", [token_digest("token-7")])
     store.close()
     prefix = f"relay-test-{time.time_ns()}"
-    client = create_app({"DATABASE": str(tmp_path / "relay.sqlite3"), "TESTING": True,
-                         "RATE_LIMIT_STORAGE": url, "RATE_LIMIT_KEY_PREFIX": prefix,
-                         "RATE_LIMIT_PER_TOKEN": "5/hour"}).test_client()  # fmt: skip
+    client = create_app(
+        {
+            "DATABASE": str(tmp_path / "relay.sqlite3"),
+            "TESTING": True,
+            "RATE_LIMIT_STORAGE": url,
+            "RATE_LIMIT_KEY_PREFIX": prefix,
+            "RATE_LIMIT_PER_TOKEN": "5/hour",
+        }
+    ).test_client()
     body = dict(_body(), enrolment_token="token-7")
     accepted = client.post("/api/v1/surveys/s/sealed", json=body)
     assert accepted.status_code == 202, accepted.get_data(as_text=True)

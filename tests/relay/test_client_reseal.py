@@ -20,8 +20,7 @@ from deniable.aggregator.signing import RETIRED_ENCRYPTION_KEYS
 
 from .conftest import sealed_submission
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.parametrize("deployment", ["sqlite"], indirect=True)]  # fmt: skip
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("deployment", ["sqlite"], indirect=True)]
 
 ANSWERS = [{"smoker": i % 2 == 0, "team": ["red", "green", "blue"][i % 3]} for i in range(10)]
 
@@ -62,10 +61,10 @@ def test_a_stale_key_is_followed_and_the_same_reports_resealed(deployment):
     public = base64.b64decode(new["public_key"])
     others = []
     for answers in ANSWERS[1:]:  # fill the batch (min_batch 10) so the relay forwards it
-        body, reports = sealed_submission(deployment.surveys["w"], answers, public,
-                                          new["key_id"])  # fmt: skip
+        body, reports = sealed_submission(deployment.surveys["w"], answers, public, new["key_id"])
         assert deployment.submit("w", body).status_code == 202
         others += [r["id"] for r in reports]
     stored = deployment.wait_for(
-        lambda: (ids := {r["id"] for r in deployment.export("w")}) >= set(others) and ids)
+        lambda: (ids := {r["id"] for r in deployment.export("w")}) >= set(others) and ids
+    )
     assert set(receipt.report_ids) <= stored  # the reports charged are the reports stored

@@ -29,8 +29,15 @@ from .conftest import MARKER, WINDOW_SECONDS, b64
 # The tables where a service's own URL (on 127.0.0.1 in these tests) belongs.
 ADDRESSES_ALLOWED = {"surveys", "relay_credentials", "relayed_surveys"}
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 ANSWERS = [{"smoker": i % 3 == 0, "team": ["red", "green", "blue"][i % 3]} for i in range(200)]
 
 
@@ -64,8 +71,7 @@ def test_reports_reach_results_only_after_min_batch_and_match_the_unsealed_estim
     body, reports = deployment.seal("q", ANSWERS[19])
     assert deployment.submit("q", body).status_code == 202
     sent += reports
-    document = deployment.wait_for(
-        lambda: (d := deployment.results("q"))["n_reports"] == 40 and d)  # fmt: skip
+    document = deployment.wait_for(lambda: (d := deployment.results("q"))["n_reports"] == 40 and d)
     expected = estimates(deployment, "q", sent)
     for question in document["questions"]:
         got = [c["estimate"] for c in question["categories"]]
@@ -79,8 +85,9 @@ def test_reports_reach_results_only_after_min_batch_and_match_the_unsealed_estim
     status = deployment.relay_status()["q"]
     assert sum(status["waiting"].values()) == 0 and status["in_batches"] == 0
     assert status["forwarded_reports"] == 40 and status["smallest_batch"] == 20
-    csv = requests.get(f"{deployment.aggregator.url}/api/v1/surveys/q/results?format=csv",
-                       timeout=10).text  # fmt: skip
+    csv = requests.get(
+        f"{deployment.aggregator.url}/api/v1/surveys/q/results?format=csv", timeout=10
+    ).text
     assert "central_epsilon" in csv.splitlines()[0]
     table = deployment.aggregator_cli("results", "q").stdout
     assert "central epsilon" in table and "did not collude" in table
@@ -114,14 +121,19 @@ def test_enrolment_tokens_are_checked_and_spent_at_the_relay(deployment):
     other, _ = deployment.seal("e", ANSWERS[1])
     spent = deployment.submit("e", {**other, "enrolment_token": deployment.tokens[0]})
     assert spent.status_code == 403
-    assert deployment.submit("e", {**other, "enrolment_token": deployment.tokens[1]}).status_code \
-        == 202  # fmt: skip
+    assert (
+        deployment.submit("e", {**other, "enrolment_token": deployment.tokens[1]}).status_code
+        == 202
+    )
     deployment.wait_for(lambda: deployment.results("e")["n_reports"] == 4)
     status = deployment.relay_status()["e"]
     assert status["enrolment_tokens"] == {"known": 3, "spent": 2}
-    direct = requests.post(f"{deployment.aggregator.url}/api/v1/surveys/e/reports", timeout=10,
-                           json={"id": str(uuid.uuid4()), "question": "smoker", "payload": "01"},
-                           headers={"X-Deniable-Enrolment": deployment.tokens[2]})  # fmt: skip
+    direct = requests.post(
+        f"{deployment.aggregator.url}/api/v1/surveys/e/reports",
+        timeout=10,
+        json={"id": str(uuid.uuid4()), "question": "smoker", "payload": "01"},
+        headers={"X-Deniable-Enrolment": deployment.tokens[2]},
+    )
     assert direct.status_code == 403  # a token never travels to the aggregator with a report
 
 
@@ -132,8 +144,7 @@ def test_whole_submissions_are_one_unit_and_stored_together(deployment):
         assert [u["unit"] for u in body["units"]] == [""]
         assert deployment.submit("w", body).status_code == 202
         sent += reports
-    document = deployment.wait_for(lambda: (d := deployment.results("w"))["n_reports"] == 20
-                                   and d)  # fmt: skip
+    document = deployment.wait_for(lambda: (d := deployment.results("w"))["n_reports"] == 20 and d)
     expected = estimates(deployment, "w", sent)
     for question in document["questions"]:
         got = [c["estimate"] for c in question["categories"]]
@@ -150,8 +161,9 @@ def test_whole_submissions_are_one_unit_and_stored_together(deployment):
 def test_no_address_header_or_arrival_time_is_stored_or_logged(deployment):
     rows = deployment.export("q")
     assert rows and {r["received_at"] for r in rows[:20]} == {rows[0]["received_at"]}
-    assert all(set(r) == {"seq", "id", "question", "payload", "received_at", "submission"}
-               for r in rows)  # fmt: skip
+    assert all(
+        set(r) == {"seq", "id", "question", "payload", "received_at", "submission"} for r in rows
+    )
     # Shuffled per question: no key joins one respondent's answers across questions.
     assert all(r["submission"] is None for r in rows)
     if deployment.backend == "sqlite":
@@ -160,18 +172,26 @@ def test_no_address_header_or_arrival_time_is_stored_or_logged(deployment):
     else:
         import psycopg
 
-        for dsn in (deployment.aggregator_env["DENIABLE_DATABASE"],
-                    deployment.relay_env["DENIABLE_RELAY_DATABASE"]):  # fmt: skip
+        for dsn in (
+            deployment.aggregator_env["DENIABLE_DATABASE"],
+            deployment.relay_env["DENIABLE_RELAY_DATABASE"],
+        ):
             with psycopg.connect(dsn) as connection:
-                tables = [t for (t,) in connection.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE "
-                    "table_schema = current_schema()")]  # fmt: skip
+                tables = [
+                    t
+                    for (t,) in connection.execute(
+                        "SELECT table_name FROM information_schema.tables WHERE "
+                        "table_schema = current_schema()"
+                    )
+                ]
                 for table in tables:
-                    found = connection.execute(f'SELECT COUNT(*) FROM "{table}" t WHERE '
-                                               "t::text LIKE %s", (f"%{MARKER}%",)).fetchone()
+                    found = connection.execute(
+                        f'SELECT COUNT(*) FROM "{table}" t WHERE t::text LIKE %s', (f"%{MARKER}%",)
+                    ).fetchone()
                     assert found[0] == 0, table
-                    found = connection.execute(f'SELECT COUNT(*) FROM "{table}" t WHERE '
-                                               "t::text LIKE '%%127.0.0.1%%'").fetchone()
+                    found = connection.execute(
+                        f"SELECT COUNT(*) FROM \"{table}\" t WHERE t::text LIKE '%%127.0.0.1%%'"
+                    ).fetchone()
                     # Survey definitions and the relay's list name the services' URLs.
                     assert found[0] == 0 or table in ADDRESSES_ALLOWED, table
     for log in (deployment.relay.log(), deployment.aggregator.log()):
@@ -196,8 +216,9 @@ def test_the_relay_cannot_read_what_it_holds(deployment):
         body = sealing.unit_body([report], report["question"])
         assert report["id"].encode() not in blob and body not in blob
         with pytest.raises(SealingError):  # any key the relay could hold is not the aggregator's
-            sealing.open_sealed(sealing.generate_private_key(), survey_id="q",
-                                unit=report["question"], sealed=blob)  # fmt: skip
+            sealing.open_sealed(
+                sealing.generate_private_key(), survey_id="q", unit=report["question"], sealed=blob
+            )
     keys = [p for p in (deployment.directory / "relay").rglob("*") if p.suffix == ".pem"]
     assert keys == []  # the relay has no private key at all
 
@@ -234,7 +255,9 @@ def put(deployment, survey_id, batch_id, blobs, *, unit="smoker", credential=Non
     return requests.put(
         f"{deployment.aggregator.url}/api/v1/surveys/{survey_id}/batches/{batch_id}",
         json={"format": "deniable.batch/1", "unit": unit, "sealed": [b64(b) for b in blobs]},
-        headers=headers, timeout=30)  # fmt: skip
+        headers=headers,
+        timeout=30,
+    )
 
 
 def sealed_blobs(deployment, survey_id, count, unit="smoker"):
@@ -256,8 +279,14 @@ def test_tampered_blobs_are_dropped_and_counted_and_batches_are_idempotent(deplo
     batch_id = secrets.token_hex(16)
     first = put(deployment, "q", batch_id, blobs)
     assert first.status_code == 201, first.text
-    assert first.json() | {} == {"survey": "q", "batch": batch_id, "unit": "smoker",
-                                 "received": 22, "stored": 20, "dropped": 2}  # fmt: skip
+    assert first.json() | {} == {
+        "survey": "q",
+        "batch": batch_id,
+        "unit": "smoker",
+        "received": 22,
+        "stored": 20,
+        "dropped": 2,
+    }
     smoker = lambda d: next(q for q in d["questions"] if q["question"] == "smoker")  # noqa: E731
     after = deployment.results("q")
     assert smoker(after)["n"] == smoker(before)["n"] + 20
@@ -274,9 +303,13 @@ def test_tampered_blobs_are_dropped_and_counted_and_batches_are_idempotent(deplo
     survey = deployment.surveys["q"]
     taken = next(r for r in deployment.export("q") if r["question"] == "smoker")
     other = "01" if taken["payload"] == "00" else "00"
-    reused = sealing.seal(deployment.encryption_key, survey_id="q", unit="smoker",
-                          plaintext=sealing.unit_body([{**taken, "payload": other}], "smoker"),
-                          size=sealing.unit_size(survey, "smoker"))  # fmt: skip
+    reused = sealing.seal(
+        deployment.encryption_key,
+        survey_id="q",
+        unit="smoker",
+        plaintext=sealing.unit_body([{**taken, "payload": other}], "smoker"),
+        size=sealing.unit_size(survey, "smoker"),
+    )
     fresh = sealed_blobs(deployment, "q", 20)
     mixed = put(deployment, "q", secrets.token_hex(16), [*fresh, reused])
     assert mixed.status_code == 201 and (mixed.json()["stored"], mixed.json()["dropped"]) == (20, 1)
@@ -287,15 +320,18 @@ def test_unauthenticated_foreign_small_and_direct_submissions_are_refused(deploy
     batch = secrets.token_hex(16)
     assert put(deployment, "q", batch, blobs, credential=False).status_code == 401
     assert put(deployment, "q", batch, blobs, credential="dnr_forged").status_code == 403
-    other = deployment.aggregator_cli("relay", "credential", "--relay-url",
-                                      "https://other-relay.example").stdout.strip()  # fmt: skip
+    other = deployment.aggregator_cli(
+        "relay", "credential", "--relay-url", "https://other-relay.example"
+    ).stdout.strip()
     refused = put(deployment, "q", batch, blobs, credential=other)
     assert refused.status_code == 403 and "another relay" in refused.json()["detail"]
     small = put(deployment, "q", batch, blobs[:19])
     assert small.status_code == 422 and "min_batch" in small.json()["detail"]
-    direct = requests.post(f"{deployment.aggregator.url}/api/v1/surveys/q/reports",
-                           json={"id": str(uuid.uuid4()), "question": "smoker",
-                                 "payload": "01"}, timeout=10)  # fmt: skip
+    direct = requests.post(
+        f"{deployment.aggregator.url}/api/v1/surveys/q/reports",
+        json={"id": str(uuid.uuid4()), "question": "smoker", "payload": "01"},
+        timeout=10,
+    )
     assert direct.status_code == 403 and "relay" in direct.json()["detail"]
     assert direct.headers["Content-Type"] == "application/problem+json"
     for units in stored_batches(deployment, "q").values():
@@ -319,8 +355,12 @@ def test_the_relay_refuses_what_it_cannot_relay(deployment):
     malformed = json.loads(json.dumps(body))
     malformed["units"].append(malformed["units"][0])
     assert requests.post(f"{url}/q/sealed", json=malformed, timeout=10).status_code == 422
-    assert requests.post(f"{url}/q/sealed", data="{", timeout=10,
-                         headers={"Content-Type": "application/json"}).status_code == 400
+    assert (
+        requests.post(
+            f"{url}/q/sealed", data="{", timeout=10, headers={"Content-Type": "application/json"}
+        ).status_code
+        == 400
+    )
     whole = json.loads(json.dumps(body))  # a question unit sent to a whole-submission survey
     assert requests.post(f"{url}/w/sealed", json=whole, timeout=10).status_code == 422
 
@@ -350,9 +390,13 @@ def test_every_acknowledged_report_is_stored_once_across_sigkills(deployment):
     time.sleep(WINDOW_SECONDS + 0.2)
     deployment.aggregator.kill()  # mid-ingest of the next batch, or just before it
     deployment.aggregator.start()
-    deployment.wait_for(lambda: deployment.relay_status()["p"]["in_batches"] == 0
-                        and sum(deployment.relay_status()["p"]["waiting"].values()) == 0,
-                        seconds=30)  # fmt: skip
+    deployment.wait_for(
+        lambda: (
+            deployment.relay_status()["p"]["in_batches"] == 0
+            and sum(deployment.relay_status()["p"]["waiting"].values()) == 0
+        ),
+        seconds=30,
+    )
     document = deployment.results("p")
     assert document["n_reports"] == before + 2 * acknowledged
     rows = deployment.export("p")
@@ -378,15 +422,17 @@ def test_the_respond_page_seals_and_sends_to_the_relay_only(deployment):
         errors = []
         page.on("console", lambda m: m.type == "error" and errors.append(m.text))
         page.goto(f"{deployment.aggregator.url}/surveys/q/respond")
-        page.wait_for_selector("[data-deniable-survey][data-state=ready]", state="attached",
-                               timeout=20_000)  # fmt: skip
+        page.wait_for_selector(
+            "[data-deniable-survey][data-state=ready]", state="attached", timeout=20_000
+        )
         page.get_by_label("Yes", exact=True).check()
         page.get_by_label("green", exact=True).check()
         page.get_by_role("button", name="Randomize my answers").click()
         page.wait_for_selector("[data-deniable-survey][data-state=review]", state="attached")
         page.get_by_role("button", name="Send these noisy values").click()
-        page.wait_for_selector("[data-deniable-survey][data-state=sent]", state="attached",
-                               timeout=20_000)  # fmt: skip
+        page.wait_for_selector(
+            "[data-deniable-survey][data-state=sent]", state="attached", timeout=20_000
+        )
         browser.close()
     assert errors == []
     assert len(posts) == 1 and posts[0][0] == f"{deployment.relay.url}/api/v1/surveys/q/sealed"
@@ -395,7 +441,9 @@ def test_the_respond_page_seals_and_sends_to_the_relay_only(deployment):
     assert "green" not in posts[0][1]
     after = deployment.relay_status()["q"]["waiting"]
     assert {unit: after.get(unit, 0) - before.get(unit, 0) for unit in ("smoker", "team")} == {
-        "smoker": 1, "team": 1}
+        "smoker": 1,
+        "team": 1,
+    }
 
 
 def test_closed_surveys_are_refused_at_the_relay(deployment):
@@ -404,8 +452,9 @@ def test_closed_surveys_are_refused_at_the_relay(deployment):
         assert deployment.submit("w", body).status_code == 202
     deployment.aggregator_cli("close-survey", "w")
     deployment.wait_for(lambda: deployment.relay_status()["w"]["status"] == "closed")
-    status = deployment.wait_for(lambda: (s := deployment.relay_status()["w"])
-                                 ["discarded_reports"] == 3 and s)  # fmt: skip
+    status = deployment.wait_for(
+        lambda: (s := deployment.relay_status()["w"])["discarded_reports"] == 3 and s
+    )
     assert sum(status["waiting"].values()) == 0  # deleted, never forwarded
     body, _ = deployment.seal("w", ANSWERS[0])
     refused = deployment.submit("w", body)
@@ -417,8 +466,7 @@ def test_the_relay_database_holds_no_time_or_address_columns(deployment):
         pytest.skip("the schema is the same on both backends; read from SQLite")
     path = deployment.relay_env["DENIABLE_RELAY_DATABASE"]
     with sqlite3.connect(path) as connection:
-        columns = connection.execute(
-            "SELECT name FROM pragma_table_info('held')").fetchall()  # fmt: skip
+        columns = connection.execute("SELECT name FROM pragma_table_info('held')").fetchall()
     # key_id: the encryption key a unit was sealed to, one for every unit of a key
     assert {c for (c,) in columns} == {"id", "survey_id", "unit", "sealed", "batch_id", "key_id"}
 
@@ -433,39 +481,46 @@ def test_the_relay_credential_is_replaced_without_losing_held_units(deployment):
     for answers in ANSWERS[:5]:  # held while the credential changes
         assert deployment.submit("q", deployment.seal("q", answers)[0]).status_code == 202
     relay_url = deployment.relay_env["DENIABLE_RELAY_PUBLIC_URL"]
-    credential = deployment.aggregator_cli("relay", "credential", "--relay-url",
-                                           relay_url).stdout.strip()  # fmt: skip
+    credential = deployment.aggregator_cli(
+        "relay", "credential", "--relay-url", relay_url
+    ).stdout.strip()
     path = deployment.directory / "credential.new"
     path.write_text(credential)
     done = deployment.relay_cli("set-credential", "q", "--credential-file", str(path))
     assert "q" in done.stdout
     old = hashlib.sha256(deployment.credential.encode()).hexdigest()[:16]
     deployment.aggregator_cli("relay", "revoke", old)
-    missing = deployment.relay_cli("set-credential", "nope", "--credential-file", str(path),
-                                   check=False)  # fmt: skip
+    missing = deployment.relay_cli(
+        "set-credential", "nope", "--credential-file", str(path), check=False
+    )
     assert missing.returncode == 3 and missing.stderr.count("\n") == 1
     for answers in ANSWERS[5:20]:
         assert deployment.submit("q", deployment.seal("q", answers)[0]).status_code == 202
-    deployment.wait_for(lambda: deployment.relay_status()["q"]["forwarded_reports"]
-                        >= before + 2 * 20)  # both units of the 20 submissions  # fmt: skip
+    deployment.wait_for(
+        lambda: deployment.relay_status()["q"]["forwarded_reports"] >= before + 2 * 20
+    )  # both units of the 20 submissions
 
 
 def _replayed(deployment) -> tuple[dict, dict, int]:
     """A batch, its blobs again under a new batch id, and one old blob with a new one
     (what a relay holding the credential, or a captured forward, could send)."""
-    smoker = lambda: next(q for q in deployment.results("e")["questions"]  # noqa: E731
-                          if q["question"] == "smoker")["n"]  # fmt: skip
+
+    def smoker() -> int:
+        questions = deployment.results("e")["questions"]
+        return next(q for q in questions if q["question"] == "smoker")["n"]
+
     before = smoker()
     blobs = sealed_blobs(deployment, "e", 3)
     # a credential of this relay's own (an earlier test revokes the first one)
-    credential = deployment.aggregator_cli("relay", "credential", "--relay-url",
-                                           deployment.relay.url).stdout.strip()  # fmt: skip
+    credential = deployment.aggregator_cli(
+        "relay", "credential", "--relay-url", deployment.relay.url
+    ).stdout.strip()
     first = put(deployment, "e", secrets.token_hex(16), blobs[:2], credential=credential)
     assert first.status_code == 201 and first.json()["stored"] == 2, first.text
-    replay = put(deployment, "e", secrets.token_hex(16), list(reversed(blobs[:2])),
-                 credential=credential)  # fmt: skip
-    mixed = put(deployment, "e", secrets.token_hex(16), [blobs[0], blobs[2]],
-                credential=credential)  # fmt: skip
+    replay = put(
+        deployment, "e", secrets.token_hex(16), list(reversed(blobs[:2])), credential=credential
+    )
+    mixed = put(deployment, "e", secrets.token_hex(16), [blobs[0], blobs[2]], credential=credential)
     assert replay.status_code == mixed.status_code == 201
     return replay.json(), mixed.json(), smoker() - before
 
@@ -501,8 +556,13 @@ def test_a_unit_sealed_to_a_key_the_aggregator_does_not_accept_is_refused_at_the
     assert held() == before  # nothing refused is held
     deployment.aggregator_cli("key", "rotate")
     key_url = f"{deployment.aggregator.url}/api/v1/key"
-    served = deployment.wait_for(lambda: (k := requests.get(key_url, timeout=10).json())
-                                 ["encryption_key"]["key_id"] != deployment.key_id and k)
+    served = deployment.wait_for(
+        lambda: (
+            (k := requests.get(key_url, timeout=10).json())["encryption_key"]["key_id"]
+            != deployment.key_id
+            and k
+        )
+    )
     new_key = served["encryption_key"]
     public = base64.b64decode(new_key["public_key"])
     fresh, _ = sealed_submission(deployment.surveys["q"], ANSWERS[1], public, new_key["key_id"])

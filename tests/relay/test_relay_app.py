@@ -22,21 +22,34 @@ from tests.relay.conftest import BACKENDS, _databases
 
 RELAY_URL = "http://127.0.0.1:9"
 DEFINITION = {
-    "format": "deniable.survey/2", "id": "s", "title": "S",
-    "questions": [{"id": "a", "type": "yes_no", "text": "A?", "epsilon": 1.0},
-                  {"id": "b", "type": "yes_no", "text": "B?", "epsilon": 1.0}],
+    "format": "deniable.survey/2",
+    "id": "s",
+    "title": "S",
+    "questions": [
+        {"id": "a", "type": "yes_no", "text": "A?", "epsilon": 1.0},
+        {"id": "b", "type": "yes_no", "text": "B?", "epsilon": 1.0},
+    ],
     "relay": {"url": RELAY_URL, "min_batch": 3, "shuffle_unit": "question"},
-}  # fmt: skip
+}
 
 
 def stored_survey(min_batch: int = 3) -> RelayedSurvey:
     survey = Survey.from_dict(DEFINITION).upgraded()
     document = {"id": "s", "status": "open", "definition": survey.to_dict()}
-    return RelayedSurvey(survey_id="s", aggregator_url="http://127.0.0.1:1", credential="dnr_x",
-                         signing_key="", key_sequence=None, document=json.dumps(document),
-                         status="open", min_batch=min_batch, shuffle_unit="question",
-                         require_enrolment=False, refreshed_at="",
-                         encryption_keys=("abc",))  # fmt: skip
+    return RelayedSurvey(
+        survey_id="s",
+        aggregator_url="http://127.0.0.1:1",
+        credential="dnr_x",
+        signing_key="",
+        key_sequence=None,
+        document=json.dumps(document),
+        status="open",
+        min_batch=min_batch,
+        shuffle_unit="question",
+        require_enrolment=False,
+        refreshed_at="",
+        encryption_keys=("abc",),
+    )
 
 
 @pytest.fixture(params=BACKENDS)
@@ -57,8 +70,14 @@ def blob(seed: int) -> bytes:
 
 
 def test_settings_are_read_under_the_relays_own_prefix():
-    values = settings.load({}, {"DENIABLE_RELAY_WINDOW_SECONDS": "7", "DENIABLE_DATABASE": "x.db",
-                                "DENIABLE_RELAY_HOME": "/tmp/r"})  # fmt: skip
+    values = settings.load(
+        {},
+        {
+            "DENIABLE_RELAY_WINDOW_SECONDS": "7",
+            "DENIABLE_DATABASE": "x.db",
+            "DENIABLE_RELAY_HOME": "/tmp/r",
+        },
+    )
     assert values["WINDOW_SECONDS"] == 7.0
     assert values["DATABASE"] == "/tmp/r/relay.sqlite3"  # the aggregator's variable is ignored
     assert values["RATE_LIMIT_KEY_PREFIX"] == "deniable-relay"
@@ -158,9 +177,16 @@ def _app(tmp_path, storage_url: str, prefix: str):
         store.migrate()
         store.add_survey(stored_survey(), ["a", "b"])
         store.close()
-    return create_app({"DATABASE": str(database), "TESTING": True, "RATE_LIMIT_EXEMPT": "",
-                       "RATE_LIMIT_PER_ADDRESS": "2/minute", "RATE_LIMIT_STORAGE": storage_url,
-                       "RATE_LIMIT_KEY_PREFIX": prefix})  # fmt: skip
+    return create_app(
+        {
+            "DATABASE": str(database),
+            "TESTING": True,
+            "RATE_LIMIT_EXEMPT": "",
+            "RATE_LIMIT_PER_ADDRESS": "2/minute",
+            "RATE_LIMIT_STORAGE": storage_url,
+            "RATE_LIMIT_KEY_PREFIX": prefix,
+        }
+    )
 
 
 def _body() -> dict:
@@ -201,16 +227,24 @@ def test_add_survey_needs_a_public_url_and_says_so_in_one_line(tmp_path, capsys,
     credential.write_text("dnr_x")
     assert main(["--data-dir", str(tmp_path), "init"]) == 0
     assert "PUBLIC_URL" in capsys.readouterr().err  # init reminds
-    status = main(["--data-dir", str(tmp_path), "add-survey", "http://127.0.0.1:1", "s",
-                   "--credential-file", str(credential)])  # fmt: skip
+    status = main(
+        [
+            "--data-dir",
+            str(tmp_path),
+            "add-survey",
+            "http://127.0.0.1:1",
+            "s",
+            "--credential-file",
+            str(credential),
+        ]
+    )
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "PUBLIC_URL" in err
     assert main(["--data-dir", str(tmp_path / "none"), "status"]) == 3
 
 
 @pytest.mark.slow
-def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_path,
-                                                                         monkeypatch):  # fmt: skip
+def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_path, monkeypatch):
     """The parallel opening path (processes) drops and stores exactly as the serial one."""
     import secrets
     import uuid
@@ -234,15 +268,30 @@ def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_
         public = current_key().encryption.public_bytes
     question = survey.question("a")
     size = sealing.unit_size(survey, "a")
-    blobs = [sealing.seal(public, survey_id="s", unit="a", size=size,
-                          plaintext=sealing.unit_body([{"id": str(uuid.uuid4()), "question": "a",
-                                                        "payload": question.randomize(True)}],
-                                                      "a")) for _ in range(40)]  # fmt: skip
+    blobs = [
+        sealing.seal(
+            public,
+            survey_id="s",
+            unit="a",
+            size=size,
+            plaintext=sealing.unit_body(
+                [{"id": str(uuid.uuid4()), "question": "a", "payload": question.randomize(True)}],
+                "a",
+            ),
+        )
+        for _ in range(40)
+    ]
     blobs[5] = blobs[5][:-1] + bytes([blobs[5][-1] ^ 1])
-    body = {"format": "deniable.batch/1", "unit": "a",
-            "sealed": [base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in blobs]}
-    response = app.test_client().put(f"/api/v1/surveys/s/batches/{secrets.token_hex(16)}",
-                                     json=body, headers={"Authorization": f"Bearer {credential}"})
+    body = {
+        "format": "deniable.batch/1",
+        "unit": "a",
+        "sealed": [base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in blobs],
+    }
+    response = app.test_client().put(
+        f"/api/v1/surveys/s/batches/{secrets.token_hex(16)}",
+        json=body,
+        headers={"Authorization": f"Bearer {credential}"},
+    )
     assert response.status_code == 201, response.json
     assert (response.json["stored"], response.json["dropped"]) == (39, 1)
     assert len(json.dumps(body)) > 2048  # taken although over MAX_BODY_BYTES
@@ -260,8 +309,9 @@ def test_concurrent_submissions_commit_together_and_a_refusal_stays_alone(storag
     def hold(seed: int) -> object:
         token = {0: "forged", 1: "good"}.get(seed)
         try:
-            return storage.hold("s", [("a", blob(seed)), ("b", blob(seed))],
-                                enrolment_token=token, key_id="abc")  # fmt: skip
+            return storage.hold(
+                "s", [("a", blob(seed)), ("b", blob(seed))], enrolment_token=token, key_id="abc"
+            )
         except Forbidden as error:
             return error
 
@@ -280,7 +330,8 @@ def test_enrolment_digests_follow_the_aggregators_list(storage):
     storage.hold("s", [("a", blob(1))], enrolment_token="one", key_id="abc")
     # "two" was revoked at the aggregator, "four" issued; "one" is spent here (not listed).
     added, forgotten = storage.sync_enrolment_digests(
-        "s", [token_digest(t) for t in ("three", "four")])
+        "s", [token_digest(t) for t in ("three", "four")]
+    )
     assert (added, forgotten) == (1, 1)
     assert storage.enrolment_counts("s") == (3, 1)  # one (spent), three, four
     from deniable.errors import Forbidden
@@ -357,14 +408,23 @@ def test_a_token_stays_linked_to_its_units_only_while_any_is_held(storage, tmp_p
     assert storage.hold("s", one, enrolment_token="one", key_id="abc") == 0
     storage.hold("s", [("b", blob(6))], enrolment_token=None, key_id="abc")
     forward("b")
-    assert rows() == {"admitted": 0, token_digest("one"): "delivered",
-                      token_digest("two"): "delivered", token_digest("three"): None}  # fmt: skip
+    assert rows() == {
+        "admitted": 0,
+        token_digest("one"): "delivered",
+        token_digest("two"): "delivered",
+        token_digest("three"): None,
+    }
     for units in (one, [("a", blob(9))]):  # the same units or others: the token was used
         with pytest.raises(AlreadyDelivered):
             storage.hold("s", units, enrolment_token="one", key_id="abc")
     storage.hold("s", [("a", blob(7))], enrolment_token="three", key_id="abc")
-    storage.update_survey("s", document=storage.get_survey("s").document, status="closed",
-                          signing_key="", key_sequence=None)  # fmt: skip
+    storage.update_survey(
+        "s",
+        document=storage.get_survey("s").document,
+        status="closed",
+        signing_key="",
+        key_sequence=None,
+    )
     assert storage.discard_closed("s") == 1
     assert rows()[token_digest("three")] == "discarded" and rows()["admitted"] == 0
     with pytest.raises(Conflict, match="closed before") as refused:
@@ -387,8 +447,10 @@ def test_waitress_names_no_client_address_in_the_relays_logs(tmp_path, caplog):
     channel6.addr, channel6.accepting, channel6.connected = ("2001:db8::7", 443), False, True
     with caplog.at_level(logging.INFO, logger="waitress"):
         for item in (channel, channel6):
-            item.log_info(f"uncaptured python exception, closing channel {item!r} "
-                          "(<class 'MemoryError'>:)", "error")  # fmt: skip
+            item.log_info(
+                f"uncaptured python exception, closing channel {item!r} (<class 'MemoryError'>:)",
+                "error",
+            )
     text = caplog.text
     assert "uncaptured python exception" in text and "HTTPChannel" in text
     assert "203.0.113.9" not in text and "2001:db8" not in text, text

@@ -25,25 +25,34 @@ def relay_rows(deployment) -> dict[str, list[tuple[Any, ...]]]:
     database = deployment.relay_env["DENIABLE_RELAY_DATABASE"]
     if deployment.backend == "sqlite":
         with sqlite3.connect(database) as connection:
-            tables = [t for (t,) in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table'")]  # fmt: skip
+            tables = [
+                t
+                for (t,) in connection.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'"
+                )
+            ]
             return {t: connection.execute(f'SELECT * FROM "{t}"').fetchall() for t in tables}
     import psycopg
 
     with psycopg.connect(database) as connection:
-        tables = [t for (t,) in connection.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
-            "current_schema()")]  # fmt: skip
+        tables = [
+            t
+            for (t,) in connection.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                "current_schema()"
+            )
+        ]
         return {t: connection.execute(f'SELECT * FROM "{t}"').fetchall() for t in tables}
 
 
 def digests_of(survey_id: str, body: dict[str, Any]) -> set[str]:
     """Every digest of a submission's units the relay could keep: held ids, hex and raw."""
-    units = [(u["unit"], base64.urlsafe_b64decode(u["sealed"] + "=" * (-len(u["sealed"]) % 4)))
-             for u in body["units"]]  # fmt: skip
+    units = [
+        (u["unit"], base64.urlsafe_b64decode(u["sealed"] + "=" * (-len(u["sealed"]) % 4)))
+        for u in body["units"]
+    ]
     ids = [held_id(survey_id, unit, sealed) for unit, sealed in units]
-    return {submission_digest(survey_id, units), *(i.hex() for i in ids)} | {
-        bytes(i) for i in ids}
+    return {submission_digest(survey_id, units), *(i.hex() for i in ids)} | {bytes(i) for i in ids}
 
 
 def holds_any(rows: dict[str, list[tuple[Any, ...]]], needles: set) -> list[str]:
@@ -74,8 +83,11 @@ class LostAnswer:
 
 def idle(deployment) -> bool:
     status = deployment.relay_status()["e"]
-    return not any(status["waiting"].values()) and not status["in_batches"] \
-        and not status["unacknowledged_batches"]  # fmt: skip
+    return (
+        not any(status["waiting"].values())
+        and not status["in_batches"]
+        and not status["unacknowledged_batches"]
+    )
 
 
 def test_a_token_is_linked_to_its_units_only_until_they_are_forwarded(deployment):
@@ -102,8 +114,7 @@ def test_a_token_is_linked_to_its_units_only_until_they_are_forwarded(deployment
     assert spent.status_code == 403  # another submission with the token: refused
 
     # Device B makes each unit's batch (min_batch 2): forwarded, acknowledged.
-    assert deployment.client("second").answer("e", ANSWERS[1],
-                                               enrolment_token=tokens[1]).delivered  # fmt: skip
+    assert deployment.client("second").answer("e", ANSWERS[1], enrolment_token=tokens[1]).delivered
     deployment.wait_for(lambda: deployment.results("e")["n_reports"] == before + 4)
     deployment.wait_for(lambda: idle(deployment))
 

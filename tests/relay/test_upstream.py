@@ -74,14 +74,33 @@ def _put(aggregator: Aggregator, sealed: list[bytes]) -> upstream.Outcome:
     return upstream.put_batch(aggregator.url, "s", BATCH_ID, "a", sealed, "dnr_x", timeout=5)
 
 
-@pytest.mark.parametrize("answer", [
-    b"OK", b"", b"<html>maintenance</html>", NESTED, b"\xff\xfe", b"[]",
-    {"survey": "s", "batch": "c" * 32, "unit": "a", "received": 3, "stored": 3, "dropped": 0},
-    {"survey": "t", "batch": BATCH_ID, "unit": "a", "received": 3, "stored": 3, "dropped": 0},
-    {"survey": "s", "batch": BATCH_ID, "unit": "a", "received": 2, "stored": 2, "dropped": 0},
-    {"survey": "s", "batch": BATCH_ID, "unit": "b", "received": 3, "stored": 3, "dropped": 0},
-], ids=["text", "empty", "html", "nested", "not-utf8", "list", "other-batch", "other-survey",
-        "fewer-received", "other-unit"])  # fmt: skip
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"OK",
+        b"",
+        b"<html>maintenance</html>",
+        NESTED,
+        b"\xff\xfe",
+        b"[]",
+        {"survey": "s", "batch": "c" * 32, "unit": "a", "received": 3, "stored": 3, "dropped": 0},
+        {"survey": "t", "batch": BATCH_ID, "unit": "a", "received": 3, "stored": 3, "dropped": 0},
+        {"survey": "s", "batch": BATCH_ID, "unit": "a", "received": 2, "stored": 2, "dropped": 0},
+        {"survey": "s", "batch": BATCH_ID, "unit": "b", "received": 3, "stored": 3, "dropped": 0},
+    ],
+    ids=[
+        "text",
+        "empty",
+        "html",
+        "nested",
+        "not-utf8",
+        "list",
+        "other-batch",
+        "other-survey",
+        "fewer-received",
+        "other-unit",
+    ],
+)
 @pytest.mark.parametrize("status", [200, 201])
 def test_only_the_aggregators_answer_for_this_batch_acknowledges_it(aggregator, answer, status):
     """A 200 from a proxy's error page, or an answer about another batch, deletes nothing."""
@@ -92,8 +111,10 @@ def test_only_the_aggregators_answer_for_this_batch_acknowledges_it(aggregator, 
 
 @pytest.mark.parametrize("status", [200, 201])
 def test_the_aggregators_own_answer_acknowledges(aggregator, status):
-    aggregator.answer({"survey": "s", "batch": BATCH_ID, "unit": "a", "received": 3, "stored": 2,
-                       "dropped": 1}, status)  # fmt: skip
+    aggregator.answer(
+        {"survey": "s", "batch": BATCH_ID, "unit": "a", "received": 3, "stored": 2, "dropped": 1},
+        status,
+    )
     assert _put(aggregator, [b"x", b"y", b"z"]).acknowledged
 
 
@@ -104,9 +125,11 @@ def test_a_refusal_that_is_not_json_is_retried_not_raised(aggregator):
         assert not outcome.acknowledged and not outcome.final
 
 
-@pytest.mark.parametrize("body", [NESTED, b"\xff\xfe{}", b'{"a": 1, "a": 2}', b'{"a": NaN}',
-                                  b'"\\ud800"'], ids=["nested", "not-utf8", "duplicate", "nan",
-                                                      "surrogate"])  # fmt: skip
+@pytest.mark.parametrize(
+    "body",
+    [NESTED, b"\xff\xfe{}", b'{"a": 1, "a": 2}', b'{"a": NaN}', b'"\\ud800"'],
+    ids=["nested", "not-utf8", "duplicate", "nan", "surrogate"],
+)
 def test_an_answer_that_is_not_strict_json_is_a_transport_error(aggregator, body):
     aggregator.answer(body)
     pin = Pin(public_key=os.urandom(32), sequence=None)
@@ -120,21 +143,33 @@ def test_an_answer_that_is_not_strict_json_is_a_transport_error(aggregator, body
 
 def test_a_broken_aggregator_costs_a_device_no_500_and_other_surveys_their_refresh(
     aggregator, tmp_path
-):  # fmt: skip
+):
     """A unit sealed to an unknown key makes the relay ask the aggregator: its nonsense
     answer is a 409 for the device, and a refresh pass goes on to the next survey."""
     aggregator.answer(NESTED)
     store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
     store.migrate()
     signing_key = base64.b64encode(os.urandom(32)).decode()
-    store.add_survey(replace(stored_survey(), aggregator_url=aggregator.url,
-                             signing_key=signing_key), ["a", "b"])  # fmt: skip
-    store.add_survey(replace(stored_survey(), survey_id="t", aggregator_url=aggregator.url,
-                             signing_key=signing_key), ["a", "b"])  # fmt: skip
-    app = create_app({"DATABASE": str(tmp_path / "relay.sqlite3"), "TESTING": True,
-                      "RATE_LIMIT_PER_ADDRESS": "0", "PUBLIC_URL": "http://127.0.0.1:9"})
-    refused = app.test_client().post("/api/v1/surveys/s/sealed",
-                                     json=dict(_body(), key_id="0123456789abcdef"))
+    store.add_survey(
+        replace(stored_survey(), aggregator_url=aggregator.url, signing_key=signing_key), ["a", "b"]
+    )
+    store.add_survey(
+        replace(
+            stored_survey(), survey_id="t", aggregator_url=aggregator.url, signing_key=signing_key
+        ),
+        ["a", "b"],
+    )
+    app = create_app(
+        {
+            "DATABASE": str(tmp_path / "relay.sqlite3"),
+            "TESTING": True,
+            "RATE_LIMIT_PER_ADDRESS": "0",
+            "PUBLIC_URL": "http://127.0.0.1:9",
+        }
+    )
+    refused = app.test_client().post(
+        "/api/v1/surveys/s/sealed", json=dict(_body(), key_id="0123456789abcdef")
+    )
     assert refused.status_code == 409, refused.get_data(as_text=True)
     assert refused.headers["Content-Type"] == "application/problem+json"
     assert forwarder.refresh_all(store, app.config) == 0  # both tried, neither raised
@@ -144,14 +179,22 @@ def test_a_broken_aggregator_costs_a_device_no_500_and_other_surveys_their_refre
 def test_a_forwarded_batch_carries_the_blobs_and_the_credential_and_nothing_else(aggregator):
     """No client address (X-Forwarded-For, Forwarded, Via), no time, no per-report field:
     the headers are the HTTP client's fixed ones, the body format, unit and blobs."""
-    aggregator.answer({"survey": "s", "batch": BATCH_ID, "unit": "a", "received": 2,
-                       "stored": 2, "dropped": 0})  # fmt: skip
+    aggregator.answer(
+        {"survey": "s", "batch": BATCH_ID, "unit": "a", "received": 2, "stored": 2, "dropped": 0}
+    )
     aggregator.requests.clear()
     assert _put(aggregator, [b"x" * 40, b"y" * 40]).acknowledged
     ((headers, body),) = aggregator.requests
     assert {name.lower() for name in headers} == {
-        "host", "user-agent", "accept-encoding", "accept", "connection", "content-type",
-        "authorization", "content-length"}  # fmt: skip
+        "host",
+        "user-agent",
+        "accept-encoding",
+        "accept",
+        "connection",
+        "content-type",
+        "authorization",
+        "content-length",
+    }
     assert headers["User-Agent"] == upstream.USER_AGENT
     assert headers["Authorization"] == "Bearer dnr_x"
     document = json.loads(body)

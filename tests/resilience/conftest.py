@@ -156,11 +156,19 @@ class Server:
     def start(self) -> None:
         assert self.process is None
         command = [
-            sys.executable, "-m", "deniable.aggregator.cli",
-            "--database", str(self.config["DATABASE"]),
-            "--signing-key", str(self.config["SIGNING_KEY_PATH"]),
-            "serve", "--bind", f"{HOST}:{self.port}", "--workers", str(self.workers),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "deniable.aggregator.cli",
+            "--database",
+            str(self.config["DATABASE"]),
+            "--signing-key",
+            str(self.config["SIGNING_KEY_PATH"]),
+            "serve",
+            "--bind",
+            f"{HOST}:{self.port}",
+            "--workers",
+            str(self.workers),
+        ]
         self.log = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(
             command,

@@ -53,10 +53,23 @@ BAD_VALUES: dict[str, list[Any]] = {
     # multiple_choice
     "many": ["x", ["w"], [1], [None], None, 1, ["x", 3], [["x"]], {"x": True}],
     # numeric (range [-5, 300]) and discrete Laplace (range [0, 10])
-    "num": [math.nan, math.inf, -math.inf, 300.0001, -5.5, 1e309, "7", None, True, [1.0],
-            np.float64("nan"), np.nan, complex(1, 1)],
+    "num": [
+        math.nan,
+        math.inf,
+        -math.inf,
+        300.0001,
+        -5.5,
+        1e309,
+        "7",
+        None,
+        True,
+        [1.0],
+        np.float64("nan"),
+        np.nan,
+        complex(1, 1),
+    ],
     "lap": [-0.001, 10.5, math.nan, "3", False, None, -math.inf],
-}  # fmt: skip
+}
 BAD_CASES = [(question, value) for question, values in BAD_VALUES.items() for value in values]
 
 
@@ -122,10 +135,14 @@ def test_after_refusals_the_survey_is_answered_once_with_one_post(canary, adapte
 
 
 INVALID_ANSWER = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=5),
     st.lists(st.one_of(st.text(max_size=3), st.integers()), max_size=3),
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-)  # fmt: skip
+)
 
 
 def test_any_value_the_survey_rejects_sends_nothing(canary, adapter, store):
@@ -134,8 +151,13 @@ def test_any_value_the_survey_rejects_sends_nothing(canary, adapter, store):
     questions = {q.id: q for q in Survey.from_dict(CANARY_DEFINITION).questions}
 
     @given(question=st.sampled_from(sorted(questions)), value=INVALID_ANSWER)
-    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=300,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     def run(question: str, value: Any) -> None:
         try:
             questions[question].check_answer(value)

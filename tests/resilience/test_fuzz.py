@@ -79,29 +79,56 @@ HEADER_TEXT = st.text(
 )
 TOKEN_CHARS = string.ascii_letters + string.digits + "-_!#$%&'*+.^`|~"
 HEADER_NAMES = st.one_of(
-    st.sampled_from([
-        "Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Content-Encoding",
-        "Cookie", "If-None-Match", "Origin", "Range", "Referer", "User-Agent",
-        "X-Deniable-Enrolment", "X-Forwarded-For", "X-Forwarded-Proto", "X-Http-Method-Override",
-    ]),
+    st.sampled_from(
+        [
+            "Accept",
+            "Accept-Encoding",
+            "Accept-Language",
+            "Authorization",
+            "Content-Encoding",
+            "Cookie",
+            "If-None-Match",
+            "Origin",
+            "Range",
+            "Referer",
+            "User-Agent",
+            "X-Deniable-Enrolment",
+            "X-Forwarded-For",
+            "X-Forwarded-Proto",
+            "X-Http-Method-Override",
+        ]
+    ),
     st.text(alphabet=TOKEN_CHARS, min_size=1, max_size=20),
-)  # fmt: skip
+)
 CONTENT_TYPES = st.one_of(
     st.none(),
-    st.sampled_from([
-        "application/json", "application/json; charset=utf-8", "application/json; charset=latin-1",
-        "APPLICATION/JSON", "application/problem+json", "application/json-seq", "text/plain",
-        "text/json", "application/x-www-form-urlencoded", "multipart/form-data; boundary=xyz",
-        "application/octet-stream", "", ";", "application/json;;;",
-    ]),
+    st.sampled_from(
+        [
+            "application/json",
+            "application/json; charset=utf-8",
+            "application/json; charset=latin-1",
+            "APPLICATION/JSON",
+            "application/problem+json",
+            "application/json-seq",
+            "text/plain",
+            "text/json",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=xyz",
+            "application/octet-stream",
+            "",
+            ";",
+            "application/json;;;",
+        ]
+    ),
     HEADER_TEXT,
-)  # fmt: skip
+)
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner,
-                                                                 max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner, max_size=5)
+    ),
     max_leaves=20,
-)  # fmt: skip
+)
 SEGMENTS = st.one_of(
     st.sampled_from(SURVEYS + ["nope", "", ".", "..", "%00", "FUZZ", "fuzz ", "a" * 300]),
     st.text(max_size=30),
@@ -129,8 +156,9 @@ def report_bodies(draw: st.DrawFn) -> Any:
         elif change == "add":
             report[draw(st.text(max_size=8))] = draw(JSON_VALUES)
         elif change == "question":
-            report["question"] = draw(st.sampled_from(["smoker", "transport", "tools",
-                                                       "overtime", "0", ""]))  # fmt: skip
+            report["question"] = draw(
+                st.sampled_from(["smoker", "transport", "tools", "overtime", "0", ""])
+            )
     if count == 1 and draw(st.booleans()):
         return reports[0]
     return {"reports": reports}
@@ -158,22 +186,37 @@ BODIES = st.one_of(
     report_bodies().map(lambda v: json.dumps(v).encode()),
     survey_bodies().map(lambda v: json.dumps(v).encode()),
     st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
-    st.sampled_from([
-        b'{"id": 1, "id": 2}', b"NaN", b'{"a": Infinity}', b"[" * 5000, b'"\\ud800"',
-        b"\xef\xbb\xbf{}", b"\xff\xfe{\x00}\x00", b"1" * 5000, b'{"reports": []}',
-        b'{"reports": {}}', b'{"reports": null}', b"{}", b"[]", b"null",
-    ]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            b'{"id": 1, "id": 2}',
+            b"NaN",
+            b'{"a": Infinity}',
+            b"[" * 5000,
+            b'"\\ud800"',
+            b"\xef\xbb\xbf{}",
+            b"\xff\xfe{\x00}\x00",
+            b"1" * 5000,
+            b'{"reports": []}',
+            b'{"reports": {}}',
+            b'{"reports": null}',
+            b"{}",
+            b"[]",
+            b"null",
+        ]
+    ),
+)
 QUERIES = st.one_of(
     st.just(""),
     st.dictionaries(
         st.sampled_from(["beta", "format", "page", ""]) | st.text(max_size=8),
-        st.sampled_from(["0.05", "0", "1", "nan", "inf", "-1", "1e-320", "csv", "jsonl", "xml",
-                         "json", ""]) | st.text(max_size=12),
+        st.sampled_from(
+            ["0.05", "0", "1", "nan", "inf", "-1", "1e-320", "csv", "jsonl", "xml", "json", ""]
+        )
+        | st.text(max_size=12),
         max_size=3,
     ).map(urlencode),
     st.text(max_size=40).map(lambda t: quote(t, safe="=&;%+")),
-)  # fmt: skip
+)
 
 
 def mostly(usual: st.SearchStrategy, unusual: st.SearchStrategy, percent: int = 70):
@@ -235,8 +278,10 @@ def http_routes(app) -> list[tuple[str, list[str]]]:
 def fuzz_app(app, storage, operator_headers) -> dict[str, Any]:
     client = app.test_client()
     for survey_id in SURVEYS:
-        body: dict[str, Any] = {"definition": demo_survey_dict(survey_id),
-                                "results_public": survey_id != "fuzz-private"}  # fmt: skip
+        body: dict[str, Any] = {
+            "definition": demo_survey_dict(survey_id),
+            "results_public": survey_id != "fuzz-private",
+        }
         if survey_id == "fuzz-enrol":
             body["require_enrolment"] = True
         response = client.post("/api/v1/surveys", json=body, headers=operator_headers)
@@ -305,8 +350,10 @@ def test_every_endpoint_survives_arbitrary_requests(app, storage, operator_heade
     run()
     assert storage.count_reports() == len(known)
     statuses = fuzz_app["statuses"]
-    print(f"\n[fuzz/http] {counts['requests']} requests, {counts['acknowledged']} reports "
-          f"acknowledged, statuses {sorted(statuses.items())}")  # fmt: skip
+    print(
+        f"\n[fuzz/http] {counts['requests']} requests, {counts['acknowledged']} reports "
+        f"acknowledged, statuses {sorted(statuses.items())}"
+    )
     # The generator reached past validation: reports stored, and several kinds of refusal.
     assert counts["acknowledged"] > 0
     assert {201, 400, 404, 405, 415, 422} <= {status for _, status in statuses}
@@ -316,31 +363,133 @@ def test_every_endpoint_survives_arbitrary_requests(app, storage, operator_heade
 
 SAFE_TEXT = st.text(max_size=20).filter(lambda t: "/" not in t and not t.startswith("~"))
 AGGREGATOR_WORDS = [
-    "init", "create-survey", "close-survey", "token", "create", "list", "revoke", "issue",
-    "results", "export", "settings", "--database", "--signing-key", "--private", "--label",
-    "--beta", "--json", "--format", "--output", "-o", "--count", "--require-enrolment", "--help",
-    "-h", "fuzz", "closable", "nope", "def.json", "garbage.json", "missing.json", "dir", "-", "--",
-    "0", "1", "-1", "2", "0.05", "nan", "1e309", "99999999999999999999999", "csv", "jsonl",
-    "out.txt", "other.sqlite3", "",
-]  # fmt: skip
+    "init",
+    "create-survey",
+    "close-survey",
+    "token",
+    "create",
+    "list",
+    "revoke",
+    "issue",
+    "results",
+    "export",
+    "settings",
+    "--database",
+    "--signing-key",
+    "--private",
+    "--label",
+    "--beta",
+    "--json",
+    "--format",
+    "--output",
+    "-o",
+    "--count",
+    "--require-enrolment",
+    "--help",
+    "-h",
+    "fuzz",
+    "closable",
+    "nope",
+    "def.json",
+    "garbage.json",
+    "missing.json",
+    "dir",
+    "-",
+    "--",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "0.05",
+    "nan",
+    "1e309",
+    "99999999999999999999999",
+    "csv",
+    "jsonl",
+    "out.txt",
+    "other.sqlite3",
+    "",
+]
 CLIENT_WORDS = [
-    "answer", "flush", "budget", "simulate", BASE, "http://127.0.0.1:9", "https://", "http://",
-    "ftp://x", "http://[::1", "http://127.0.0.1:99999", "http://a b", "not a url", "s1", "nope",
-    "--state", "state.bin", "corrupt.bin", "dir", "--timeout", "--trusted-key", "--yes",
-    "--max-question-epsilon", "--max-survey-epsilon", "--enrolment-token", "--respondents",
-    "--distribution", "uniform", "skewed", "--seed", "--batch-reports", "--concurrency",
-    "--quiet", "--help", "0", "1", "2", "-1", "nan", "inf", "1e-9", "AAAA", "",
-]  # fmt: skip
+    "answer",
+    "flush",
+    "budget",
+    "simulate",
+    BASE,
+    "http://127.0.0.1:9",
+    "https://",
+    "http://",
+    "ftp://x",
+    "http://[::1",
+    "http://127.0.0.1:99999",
+    "http://a b",
+    "not a url",
+    "s1",
+    "nope",
+    "--state",
+    "state.bin",
+    "corrupt.bin",
+    "dir",
+    "--timeout",
+    "--trusted-key",
+    "--yes",
+    "--max-question-epsilon",
+    "--max-survey-epsilon",
+    "--enrolment-token",
+    "--respondents",
+    "--distribution",
+    "uniform",
+    "skewed",
+    "--seed",
+    "--batch-reports",
+    "--concurrency",
+    "--quiet",
+    "--help",
+    "0",
+    "1",
+    "2",
+    "-1",
+    "nan",
+    "inf",
+    "1e-9",
+    "AAAA",
+    "",
+]
 
 
 AGGREGATOR_COMMANDS = [
-    ["init"], ["create-survey"], ["create-survey", "def.json"], ["create-survey", "garbage.json"],
-    ["create-survey", "-"], ["close-survey"], ["close-survey", "closable"], ["token", "create"],
-    ["token", "list"], ["token", "revoke"], ["token", "issue"], ["token", "issue", "fuzz"],
-    ["results"], ["results", "fuzz"], ["export"], ["export", "fuzz"], ["settings"], ["token"], [],
-]  # fmt: skip
-CLIENT_URLS = [BASE, BASE, "http://127.0.0.1:9", "http://[::1", "http://127.0.0.1:99999",
-               "http://a b", "https://", "ftp://x", "not a url", "http://127.0.0.1:x"]  # fmt: skip
+    ["init"],
+    ["create-survey"],
+    ["create-survey", "def.json"],
+    ["create-survey", "garbage.json"],
+    ["create-survey", "-"],
+    ["close-survey"],
+    ["close-survey", "closable"],
+    ["token", "create"],
+    ["token", "list"],
+    ["token", "revoke"],
+    ["token", "issue"],
+    ["token", "issue", "fuzz"],
+    ["results"],
+    ["results", "fuzz"],
+    ["export"],
+    ["export", "fuzz"],
+    ["settings"],
+    ["token"],
+    [],
+]
+CLIENT_URLS = [
+    BASE,
+    BASE,
+    "http://127.0.0.1:9",
+    "http://[::1",
+    "http://127.0.0.1:99999",
+    "http://a b",
+    "https://",
+    "ftp://x",
+    "not a url",
+    "http://127.0.0.1:x",
+]
 
 
 def argv_strategy(
@@ -422,12 +571,16 @@ def run_cli(main, argv: list[str], stdin: str, **options: Any) -> tuple[int, str
 
 
 @given(
-    argv=argv_strategy(AGGREGATOR_WORDS, AGGREGATOR_COMMANDS,
-                       ["--database", "other.sqlite3", "--signing-key", "dir"]),  # fmt: skip
-    definition=st.one_of(st.binary(max_size=200), survey_bodies().map(lambda v: json.dumps(v)
-                                                                      .encode())),
+    argv=argv_strategy(
+        AGGREGATOR_WORDS,
+        AGGREGATOR_COMMANDS,
+        ["--database", "other.sqlite3", "--signing-key", "dir"],
+    ),
+    definition=st.one_of(
+        st.binary(max_size=200), survey_bodies().map(lambda v: json.dumps(v).encode())
+    ),
     stdin=st.text(max_size=100),
-)  # fmt: skip
+)
 @example(argv=["token", "revoke", "99999999999999999999999"], definition=b"", stdin="")
 @settings(FUZZ_SETTINGS, max_examples=CLI_EXAMPLES)
 def test_aggregator_cli_never_shows_a_traceback(cli_home, argv, definition, stdin):
@@ -442,8 +595,12 @@ def test_aggregator_cli_never_shows_a_traceback(cli_home, argv, definition, stdi
 def client_world(cli_home: Path, monkeypatch: pytest.MonkeyPatch) -> FlaskAdapter:
     """Route the CLI's HTTP: BASE to an in-process aggregator, 127.0.0.1 to the real
     network stack (a closed port), anything else to a ConnectionError (never the network)."""
-    app = create_app({"DATABASE": str(cli_home / "client-side.sqlite3"),
-                      "SIGNING_KEY_PATH": str(cli_home / "client-key.pem")})  # fmt: skip
+    app = create_app(
+        {
+            "DATABASE": str(cli_home / "client-side.sqlite3"),
+            "SIGNING_KEY_PATH": str(cli_home / "client-key.pem"),
+        }
+    )
     storage = app.extensions[STORAGE_EXTENSION]
     storage.create_survey(Survey.from_dict(demo_survey_dict("s1")), results_public=True)
     adapter = FlaskAdapter(app=app)
@@ -485,7 +642,7 @@ ANSWER_LINES = st.lists(
                 [],
             ],
         )
-    ),  # fmt: skip
+    ),
     lines=ANSWER_LINES,
     state=st.one_of(st.none(), st.binary(max_size=100)),
 )
@@ -518,7 +675,8 @@ def test_unreachable_postgresql_dsn_is_one_line(tmp_path):
     dsn = "postgresql://postgres@127.0.0.1:1/nothing"
     command = [sys.executable, "-m", "deniable.aggregator.cli", "--database", dsn, "token", "list"]
     environment = {**os.environ, "DENIABLE_POOL_TIMEOUT": "1"}
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=environment,
-                            cwd=tmp_path)  # fmt: skip
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=environment, cwd=tmp_path
+    )
     assert result.returncode == 5  # unavailable
     one_line(result.stderr, "deniable-aggregator")

@@ -124,8 +124,11 @@ class Traffic:
         with self._lock:
             self._next += 1
             template = self.pool[self._next % len(self.pool)]
-        return {"id": str(uuid.uuid4()), "question": template["question"],
-                "payload": template["payload"]}  # fmt: skip
+        return {
+            "id": str(uuid.uuid4()),
+            "question": template["question"],
+            "payload": template["payload"],
+        }
 
     def build(self, kind: Kind, turn: int) -> tuple[str, bytes, str, list[str]]:
         """(url, body, content type, fresh ids) of one request of ``kind``."""
@@ -325,8 +328,9 @@ def test_overload_with_half_invalid_traffic(tmp_path, make_server):
     # -- what is stored: exactly the acknowledged reports ----------------------------------
     stored = {row["id"]: row for row in server.export(SURVEY)}
     acknowledged = set(warm_ids) | {i for o in outcomes if o.kind is VALID for i in o.ids}
-    rejected = {i for o in outcomes if o.kind is not VALID and o.kind.name != "reused-id"
-                for i in o.ids}  # fmt: skip
+    rejected = {
+        i for o in outcomes if o.kind is not VALID and o.kind.name != "reused-id" for i in o.ids
+    }
     assert not rejected & set(stored), "a rejected report was stored"
     assert set(stored) == acknowledged
     for original in traffic.reused:  # a reused id keeps its first body
@@ -344,8 +348,9 @@ def test_overload_with_half_invalid_traffic(tmp_path, make_server):
     report = []
     for pid in workers:
         first, last = quarter_medians(samples, pid)
-        report.append(f"worker {pid}: first quarter {first / MiB:.1f} MiB, "
-                      f"last quarter {last / MiB:.1f} MiB")  # fmt: skip
+        report.append(
+            f"worker {pid}: first quarter {first / MiB:.1f} MiB, last quarter {last / MiB:.1f} MiB"
+        )
         assert last <= RSS_FACTOR * first + RSS_SLACK_BYTES, report[-1]
 
     kinds = Counter(o.kind.name for o in outcomes)

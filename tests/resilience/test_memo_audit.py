@@ -51,11 +51,17 @@ DEFINITION = {
     "id": "memo-audit",
     "title": "Memo audit",
     "questions": [
-        {"id": "q", "type": "single_choice", "text": "?", "epsilon": PERMANENT_EPSILON,
-         "mechanism": "grr", "options": ["a", "b", "c"],
-         "longitudinal": {"key": "memo-audit", "instantaneous_epsilon": INSTANTANEOUS_EPSILON}},
+        {
+            "id": "q",
+            "type": "single_choice",
+            "text": "?",
+            "epsilon": PERMANENT_EPSILON,
+            "mechanism": "grr",
+            "options": ["a", "b", "c"],
+            "longitudinal": {"key": "memo-audit", "instantaneous_epsilon": INSTANTANEOUS_EPSILON},
+        },
     ],
-}  # fmt: skip
+}
 SURVEY = Survey.from_dict(DEFINITION)
 QUESTION = SURVEY.question("q")
 ORACLE = QUESTION.oracle
@@ -103,9 +109,11 @@ def test_fixed_device_reports_reveal_at_most_the_instantaneous_epsilon():
     started = time.monotonic()
     distinct = audit(device_secret(same_permanent_response=False), SAMPLES)
     same = audit(device_secret(same_permanent_response=True), SMALL_SAMPLES)
-    print(f"\n[memo audit] fixed device: certified ε ≥ {distinct:.3f} with distinct permanent "
-          f"responses (claim ≤ ε2 = {INSTANTANEOUS_EPSILON}), ≥ {same:.3f} with equal ones "
-          f"(claim ≤ 0); {time.monotonic() - started:.1f} s")  # fmt: skip
+    print(
+        f"\n[memo audit] fixed device: certified ε ≥ {distinct:.3f} with distinct permanent "
+        f"responses (claim ≤ ε2 = {INSTANTANEOUS_EPSILON}), ≥ {same:.3f} with equal ones "
+        f"(claim ≤ 0); {time.monotonic() - started:.1f} s"
+    )
     assert distinct <= INSTANTANEOUS_EPSILON
     assert same <= 0.0
     # Power: given its memo a device's reports are far more telling than across devices.
@@ -115,8 +123,10 @@ def test_fixed_device_reports_reveal_at_most_the_instantaneous_epsilon():
 def test_across_devices_reports_reveal_at_most_the_report_epsilon():
     started = time.monotonic()
     bound = audit(None, SAMPLES)
-    print(f"\n[memo audit] across devices: certified ε ≥ {bound:.3f} (claim ≤ report_epsilon "
-          f"{ORACLE.report_epsilon:.3f}); {time.monotonic() - started:.1f} s")  # fmt: skip
+    print(
+        f"\n[memo audit] across devices: certified ε ≥ {bound:.3f} (claim ≤ report_epsilon "
+        f"{ORACLE.report_epsilon:.3f}); {time.monotonic() - started:.1f} s"
+    )
     assert bound <= ORACLE.report_epsilon
     assert bound >= ORACLE.report_epsilon / 2  # the audit is sharp enough to mean something
 
@@ -126,6 +136,8 @@ def test_a_memo_that_keeps_the_true_value_is_caught(monkeypatch: pytest.MonkeyPa
     started = time.monotonic()
     bound = audit(None, SMALL_SAMPLES)
     seconds = time.monotonic() - started
-    print(f"\n[memo audit] broken memo (permanent = true value): certified ε ≥ {bound:.3f} "
-          f"(report_epsilon {ORACLE.report_epsilon:.3f}); {seconds:.1f} s")  # fmt: skip
+    print(
+        f"\n[memo audit] broken memo (permanent = true value): certified ε ≥ {bound:.3f} "
+        f"(report_epsilon {ORACLE.report_epsilon:.3f}); {seconds:.1f} s"
+    )
     assert bound > ORACLE.report_epsilon

@@ -46,11 +46,23 @@ def render_in_chromium(url: str, tmp_path) -> str | None:
             pytest.fail(f"{CHROMIUM} is missing and DENIABLE_REQUIRE_BROWSER=1")
         return None
     result = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", url],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 
@@ -58,10 +70,15 @@ def render_in_chromium(url: str, tmp_path) -> str | None:
 def largest_survey() -> dict:
     definition = demo_survey_dict("largest")
     definition["questions"] = [
-        {"id": f"q{index}", "type": "single_choice", "text": f"Question {index}?",
-         "epsilon": 1.0, "options": [f"option {o}" for o in range(OPTIONS)]}
+        {
+            "id": f"q{index}",
+            "type": "single_choice",
+            "text": f"Question {index}?",
+            "epsilon": 1.0,
+            "options": [f"option {o}" for o in range(OPTIONS)],
+        }
         for index in range(QUESTIONS)
-    ]  # fmt: skip
+    ]
     return definition
 
 
@@ -69,8 +86,12 @@ def test_distinct_betas_cannot_grow_a_worker(make_server, tmp_path):
     definition = largest_survey()
     server = make_server(str(tmp_path / "largest.sqlite3"), [definition], workers=1)
     bulk = f"{server.url}/api/v1/surveys/largest/reports/bulk"
-    response = requests.post(bulk, json={"reports": random_reports(definition, 300)},
-                             headers={"Authorization": f"Bearer {server.token}"}, timeout=60)
+    response = requests.post(
+        bulk,
+        json={"reports": random_reports(definition, 300)},
+        headers={"Authorization": f"Bearer {server.token}"},
+        timeout=60,
+    )
     assert response.status_code == 201, response.text[:300]
     results = f"{server.url}/api/v1/surveys/largest/results"
     assert requests.get(results, timeout=300).status_code == 200  # warm-up: β = 0.05
@@ -105,10 +126,12 @@ def test_distinct_betas_cannot_grow_a_worker(make_server, tmp_path):
     growth = max(after[pid] - before.get(pid, after[pid]) for pid in after)
     health.sort()
     p99 = health[min(len(health) - 1, int(len(health) * 0.99))]
-    print(f"\nRSS before {sorted(v >> 20 for v in before.values())} MiB, after "
-          f"{sorted(v >> 20 for v in after.values())} MiB; /health p50 "
-          f"{1000 * health[len(health) // 2]:.1f} ms, p99 {1000 * p99:.1f} ms "
-          f"({len(health)} polls)")  # fmt: skip
+    print(
+        f"\nRSS before {sorted(v >> 20 for v in before.values())} MiB, after "
+        f"{sorted(v >> 20 for v in after.values())} MiB; /health p50 "
+        f"{1000 * health[len(health) // 2]:.1f} ms, p99 {1000 * p99:.1f} ms "
+        f"({len(health)} polls)"
+    )
     # The dashboard page of the same survey: the top categories only, the rest a link away.
     page = requests.get(f"{server.url}/surveys/largest", timeout=300)  # rendered, then cached
     assert page.status_code == 200 and len(page.content) < PAGE_LIMIT
@@ -118,8 +141,10 @@ def test_distinct_betas_cannot_grow_a_worker(make_server, tmp_path):
     rendered = time.perf_counter() - started
     if dom is not None:
         assert dom.count('data-type="single_choice"') == QUESTIONS
-    print(f"dashboard page {len(page.content) / 2**20:.2f} MiB; headless Chromium --dump-dom "
-          f"{'not installed' if dom is None else f'{rendered:.2f} s'}")  # fmt: skip
+    print(
+        f"dashboard page {len(page.content) / 2**20:.2f} MiB; headless Chromium --dump-dom "
+        f"{'not installed' if dom is None else f'{rendered:.2f} s'}"
+    )
     assert statuses == {400: DISTINCT}
     assert set(after) == set(before), "a worker died or was replaced"
     assert growth < RSS_GROWTH_LIMIT, f"a worker grew by {growth >> 20} MiB"

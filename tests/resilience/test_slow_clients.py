@@ -35,8 +35,10 @@ class SlowClients:
             if index % 2:
                 connection.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\n".encode())
             else:
-                connection.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                                   "application/json\r\nContent-Length: 100000\r\n\r\n{".encode())
+                connection.sendall(
+                    f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                    "application/json\r\nContent-Length: 100000\r\n\r\n{".encode()
+                )
             self.sockets.append(connection)
         self.thread = threading.Thread(target=self._trickle, daemon=True)
         self.thread.start()
@@ -88,8 +90,10 @@ def test_slow_connections_hold_no_worker(make_server, tmp_path):
         slow.close()
     health.sort()
     posts.sort()
-    print(f"\n/health with {SLOW_CONNECTIONS} slow connections: p50 "
-          f"{1000 * health[len(health) // 2]:.1f} ms, max {1000 * health[-1]:.1f} ms; "
-          f"single POST p50 {1000 * posts[len(posts) // 2]:.1f} ms")  # fmt: skip
+    print(
+        f"\n/health with {SLOW_CONNECTIONS} slow connections: p50 "
+        f"{1000 * health[len(health) // 2]:.1f} ms, max {1000 * health[-1]:.1f} ms; "
+        f"single POST p50 {1000 * posts[len(posts) // 2]:.1f} ms"
+    )
     assert len(server.export("slow")) == 40
     assert server.worker_pids(), "the workers are still serving"

@@ -57,9 +57,11 @@ def _reports(survey: Survey) -> list[dict[str, str]]:
 
     out = []
     for question in survey.questions:
-        answer = {"yes_no": True, "single_choice": question.options[-1] if question.options
-                  else None, "multiple_choice": list(question.options[:1])}.get(
-            question.type, question.hi)  # fmt: skip
+        answer = {
+            "yes_no": True,
+            "single_choice": question.options[-1] if question.options else None,
+            "multiple_choice": list(question.options[:1]),
+        }.get(question.type, question.hi)
         payload = question.randomize(answer, StreamSource(stream(f"sealing/{question.id}")))
         out.append({"id": _uuid(question.id), "question": question.id, "payload": payload})
     return out
@@ -72,15 +74,18 @@ def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
     public = sealing.public_bytes(sealing._private_key(RECIPIENT))
     units = [q.id for q in survey.questions] + [""]
     sizes = {unit: sealing.unit_size(survey, unit) for unit in units}
-    kept = {(v["unit"], v["body"]): v["sealed"] for v in (previous or {}).get("deniable", {})
-            .get("sealed", [])}  # fmt: skip
+    kept = {
+        (v["unit"], v["body"]): v["sealed"]
+        for v in (previous or {}).get("deniable", {}).get("sealed", [])
+    }
 
     def sealed_vector(unit: str, body: bytes) -> dict[str, Any]:
         text = body.decode("ascii")
         blob = kept.get((unit, text))
         if blob is None:
-            blob = sealing.seal(public, survey_id=SURVEY_ID, unit=unit, plaintext=body,
-                                size=sizes[unit]).hex()  # fmt: skip
+            blob = sealing.seal(
+                public, survey_id=SURVEY_ID, unit=unit, plaintext=body, size=sizes[unit]
+            ).hex()
         return {"unit": unit, "size": sizes[unit], "body": text, "sealed": blob}
 
     sealed = [sealed_vector(r["question"], sealing.unit_body([r], r["question"])) for r in reports]
@@ -91,14 +96,22 @@ def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
     flipped = bytearray(blob)
     flipped[40] ^= 0x01
     old = {v["why"]: v["sealed"] for v in (previous or {}).get("deniable", {}).get("invalid", [])}
-    bad_padding = bytes.fromhex(old["padding not all zeros"]) if old else sealing._suite().encrypt(
-        (5).to_bytes(4, "big") + b"hello" + b"\x00" * 3 + b"\x01",
-        sealing._public_key(public), sealing.info(SURVEY_ID, "yes"),
-    )  # fmt: skip
+    bad_padding = (
+        bytes.fromhex(old["padding not all zeros"])
+        if old
+        else sealing._suite().encrypt(
+            (5).to_bytes(4, "big") + b"hello" + b"\x00" * 3 + b"\x01",
+            sealing._public_key(public),
+            sealing.info(SURVEY_ID, "yes"),
+        )
+    )
     invalid = [
         {"why": "a ciphertext byte flipped", "unit": first["unit"], "sealed": bytes(flipped).hex()},
-        {"why": "enc altered", "unit": first["unit"],
-         "sealed": (bytes([blob[0] ^ 0x80]) + blob[1:]).hex()},
+        {
+            "why": "enc altered",
+            "unit": first["unit"],
+            "sealed": (bytes([blob[0] ^ 0x80]) + blob[1:]).hex(),
+        },
         {"why": "sealed for another unit", "unit": sealed[1]["unit"], "sealed": first["sealed"]},
         {"why": "truncated", "unit": first["unit"], "sealed": blob[:-1].hex()},
         {"why": "padding not all zeros", "unit": "yes", "sealed": bad_padding.hex()},
@@ -110,9 +123,8 @@ def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "format": "deniable.sealing-vectors/1",
         "generator": "tests/shared/generate_sealing_vectors.py",
-        "rfc9180": (previous or {}).get("rfc9180") or json.loads(PATH.read_text("utf-8"))[
-            "rfc9180"
-        ],
+        "rfc9180": (previous or {}).get("rfc9180")
+        or json.loads(PATH.read_text("utf-8"))["rfc9180"],
         "deniable": {
             "suite": sealing.SUITE_NAME,
             "format": sealing.FORMAT,
@@ -121,8 +133,10 @@ def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
             "recipient_public_key": public.hex(),
             "survey": definition,
             "unit_sizes": sizes,
-            "info": [{"survey_id": SURVEY_ID, "unit": unit, "info": sealing.info(SURVEY_ID, unit)
-                      .hex()} for unit in ("yes", "")],  # fmt: skip
+            "info": [
+                {"survey_id": SURVEY_ID, "unit": unit, "info": sealing.info(SURVEY_ID, unit).hex()}
+                for unit in ("yes", "")
+            ],
             "padding": padding,
             "sealed": sealed,
             "invalid": invalid,

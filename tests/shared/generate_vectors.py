@@ -211,10 +211,14 @@ def mechanism_vectors() -> list[dict[str, Any]]:
             data = stream(f"{question.id}/{index}")
             source = StreamSource(data)
             payload = question.randomize(answer, rng=source)
-            vectors.append({
-                "question": question.id, "answer": answer,
-                "stream": data[: source.position].hex(), "report": payload,
-            })  # fmt: skip
+            vectors.append(
+                {
+                    "question": question.id,
+                    "answer": answer,
+                    "stream": data[: source.position].hex(),
+                    "report": payload,
+                }
+            )
         if question.mechanism in ("sue", "oue"):
             vectors.append(unary_ties_vector(question, answers[0]))
     return vectors + crafted_vectors()
@@ -222,13 +226,18 @@ def mechanism_vectors() -> list[dict[str, Any]]:
 
 def crafted_vector(qid: str, answer: Any, prefix: bytes) -> dict[str, Any]:
     """A report from ``prefix`` (chosen bytes for the first draws), then the usual stream."""
-    question = Question.from_dict(dict(next(d for d, _ in CASES if d["id"] == qid)), "question",
-                                  FORMAT)  # fmt: skip
+    question = Question.from_dict(
+        dict(next(d for d, _ in CASES if d["id"] == qid)), "question", FORMAT
+    )
     data = prefix + stream(f"{qid}/crafted/{answer}")
     source = StreamSource(data)
     payload = question.randomize(answer, rng=source)
-    return {"question": qid, "answer": answer, "stream": data[: source.position].hex(),
-            "report": payload}  # fmt: skip
+    return {
+        "question": qid,
+        "answer": answer,
+        "stream": data[: source.position].hex(),
+        "report": payload,
+    }
 
 
 def crafted_vectors() -> list[dict[str, Any]]:
@@ -243,8 +252,9 @@ def crafted_vectors() -> list[dict[str, Any]]:
     n_even, n_odd = 2**51, 2**51 + 1
     # Duchi at x = 4e307 on [-5e307, 5e307]: the draw equals the threshold of t = 0.8, so the
     # report is -1; evaluated as 2 * (x - lo) / (hi - lo), t overflows to +1 and gives +1.
-    wide = Question.from_dict(resolved(next(d for d, _ in CASES if d["id"] == "duchi_wide")),
-                              "question", FORMAT).oracle  # fmt: skip
+    wide = Question.from_dict(
+        resolved(next(d for d, _ in CASES if d["id"] == "duchi_wide")), "question", FORMAT
+    ).oracle
     tau = wide._threshold(4e307)
     return [
         crafted_vector("duchi_wide", 4e307, (tau << 3).to_bytes(7, "little")),
@@ -259,14 +269,20 @@ def unary_ties_vector(question: Question, answer: Any) -> dict[str, Any]:
     """Every top byte equal to its threshold's: every bit is settled by its low 45 bits."""
     oracle = question.oracle
     true = question.check_answer(answer)
-    limits = [oracle._one_if_true if v == true else oracle._one_if_other
-              for v in range(oracle.domain_size)]  # fmt: skip
+    limits = [
+        oracle._one_if_true if v == true else oracle._one_if_other
+        for v in range(oracle.domain_size)
+    ]
     data = bytes(limit >> 45 for limit in limits) + stream(f"{question.id}/ties")
     source = StreamSource(data)
     payload = question.randomize(answer, rng=source)
     assert source.position == oracle.domain_size * 7  # d top bytes, 6 bytes per tie
-    return {"question": question.id, "answer": answer, "stream": data[: source.position].hex(),
-            "report": payload}  # fmt: skip
+    return {
+        "question": question.id,
+        "answer": answer,
+        "stream": data[: source.position].hex(),
+        "report": payload,
+    }
 
 
 def bad_payloads(question: Question) -> list[str]:
@@ -348,22 +364,45 @@ LIMITS_SURVEY = {
     "title": "🕐" * MAX_LABEL,
     "description": "𝄞" * MAX_TEXT,
     "questions": [
-        q(LONG_ID, "single_choice", 1.0, mechanism="grr", text="𝄞" * MAX_TEXT,
-          options=["🙂" * MAX_LABEL, *map(str, range(1, MAX_OPTIONS))]),
-        q("multiple", "multiple_choice", 20.0, mechanism="binary_rr",
-          options=[f"o{i}" for i in range(MAX_MULTIPLE_OPTIONS)]),
-        q("least", "yes_no", 0.001,
-          longitudinal={"key": "k" * 64, "instantaneous_epsilon": 20.0}),
-        q("finest", "numeric", 0.001, lo=0, hi=1, mechanism="discrete_laplace",
-          parameters={"grid_size": 10**6}),
-        q("widest_hash", "single_choice", 20.0, options=["a", "b"], mechanism="olh",
-          parameters={"hash_range": 65536}),
+        q(
+            LONG_ID,
+            "single_choice",
+            1.0,
+            mechanism="grr",
+            text="𝄞" * MAX_TEXT,
+            options=["🙂" * MAX_LABEL, *map(str, range(1, MAX_OPTIONS))],
+        ),
+        q(
+            "multiple",
+            "multiple_choice",
+            20.0,
+            mechanism="binary_rr",
+            options=[f"o{i}" for i in range(MAX_MULTIPLE_OPTIONS)],
+        ),
+        q("least", "yes_no", 0.001, longitudinal={"key": "k" * 64, "instantaneous_epsilon": 20.0}),
+        q(
+            "finest",
+            "numeric",
+            0.001,
+            lo=0,
+            hi=1,
+            mechanism="discrete_laplace",
+            parameters={"grid_size": 10**6},
+        ),
+        q(
+            "widest_hash",
+            "single_choice",
+            20.0,
+            options=["a", "b"],
+            mechanism="olh",
+            parameters={"hash_range": 65536},
+        ),
         # JCS writes 1e16 as 10000000000000000: an integer literal beyond 2**53 that a parser
         # must read as the double it is (Python's reads an int).
         q("huge", "numeric", 1.0, lo=-1e16, hi=1e16),
         *(q(f"q{i:02d}", "yes_no", 1.0, text=f"{i}") for i in range(MAX_QUESTIONS - 6)),
     ],
-}  # fmt: skip
+}
 assert len(LIMITS_SURVEY["questions"]) == MAX_QUESTIONS and len(LONG_ID) == 64
 
 
@@ -371,8 +410,9 @@ def spelled_as_floats(definition: dict[str, Any]) -> dict[str, Any]:
     """The definition with every integral parameter written as a float (``5.0`` for ``5``)."""
     out = json.loads(json.dumps(definition))
     for question in out["questions"]:
-        question["parameters"] = {k: float(v) if type(v) is int else v
-                                  for k, v in question["parameters"].items()}  # fmt: skip
+        question["parameters"] = {
+            k: float(v) if type(v) is int else v for k, v in question["parameters"].items()
+        }
     return out
 
 
@@ -384,26 +424,41 @@ SPELLING_SURVEY = {
     "title": "\ufeffInvisible edges\u200b",
     "questions": [
         *json.loads((ROOT / "aggregator" / "demo_survey.json").read_text("utf-8"))["questions"],
-        q("grid", "numeric", 1.0, lo=0, hi=10, mechanism="discrete_laplace",
-          parameters={"grid_size": 4}),
+        q(
+            "grid",
+            "numeric",
+            1.0,
+            lo=0,
+            hi=10,
+            mechanism="discrete_laplace",
+            parameters={"grid_size": 4},
+        ),
     ],
-}  # fmt: skip
+}
 
 
 def survey_vectors() -> list[dict[str, Any]]:
     demo = json.loads((ROOT / "aggregator" / "demo_survey.json").read_text("utf-8"))
     key = signing_key()
     out = []
-    for name, definition in (("demo", demo), ("tricky", TRICKY_SURVEY), ("limits", LIMITS_SURVEY),
-                             ("spelling", SPELLING_SURVEY)):  # fmt: skip
+    for name, definition in (
+        ("demo", demo),
+        ("tricky", TRICKY_SURVEY),
+        ("limits", LIMITS_SURVEY),
+        ("spelling", SPELLING_SURVEY),
+    ):
         survey = Survey.from_dict(definition).upgraded()
         canonical = survey.canonical_bytes()
         written = survey.to_dict() if name != "spelling" else spelled_as_floats(survey.to_dict())
-        out.append({
-            "name": name, "definition": written, "canonical": canonical.decode("utf-8"),
-            "canonical_sha256": hashlib.sha256(canonical).hexdigest(),
-            "signature": base64.b64encode(key.sign(canonical)).decode(),
-        })  # fmt: skip
+        out.append(
+            {
+                "name": name,
+                "definition": written,
+                "canonical": canonical.decode("utf-8"),
+                "canonical_sha256": hashlib.sha256(canonical).hexdigest(),
+                "signature": base64.b64encode(key.sign(canonical)).decode(),
+            }
+        )
     return out
 
 
@@ -436,24 +491,44 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
     # loss is its absolute value, far above the declared ε (the answer is flipped).  (SUE
     # or OUE with the two thresholds swapped is not among them: its loss is the same |ε|.)
     flipped = [
-        variant("binary_rr keep below one half (answers flipped)",
-                lambda d: d["questions"][first]["parameters"].update(keep=low), implied),
-        variant("grr keep below 1/d (the truth never kept)",
-                lambda d: d["questions"][1]["parameters"].update(keep=low), implied),
-        variant("option_sampling keep below one half",
-                lambda d: d["questions"][2]["parameters"].update(keep=low), implied),
-        replaced("binary_rr per option: keep below one half", "tools", parameters(keep=low),
-                 implied, 2),
+        variant(
+            "binary_rr keep below one half (answers flipped)",
+            lambda d: d["questions"][first]["parameters"].update(keep=low),
+            implied,
+        ),
+        variant(
+            "grr keep below 1/d (the truth never kept)",
+            lambda d: d["questions"][1]["parameters"].update(keep=low),
+            implied,
+        ),
+        variant(
+            "option_sampling keep below one half",
+            lambda d: d["questions"][2]["parameters"].update(keep=low),
+            implied,
+        ),
+        replaced(
+            "binary_rr per option: keep below one half", "tools", parameters(keep=low), implied, 2
+        ),
         replaced("olh keep below 1/g", "olh", parameters(keep=low), implied),
         replaced("hrr keep below one half", "hrr", parameters(keep=low), implied),
         replaced("subset keep below k/d", "subset", parameters(keep=low), implied),
-        replaced("longitudinal permanent keep below one half", "habit", parameters(keep=low),
-                 implied),
-        replaced("longitudinal instantaneous_keep below 1/d", "mood",
-                 parameters(instantaneous_keep=low), implied),
-        replaced("duchi clamps beyond the declared ε", "duchi", parameters(low=2**50,
-                 high=2**53 - 2**50), implied, 3),
-    ]  # fmt: skip
+        replaced(
+            "longitudinal permanent keep below one half", "habit", parameters(keep=low), implied
+        ),
+        replaced(
+            "longitudinal instantaneous_keep below 1/d",
+            "mood",
+            parameters(instantaneous_keep=low),
+            implied,
+        ),
+        replaced(
+            "duchi clamps beyond the declared ε",
+            "duchi",
+            parameters(low=2**50, high=2**53 - 2**50),
+            implied,
+            3,
+        ),
+    ]
 
     def same_key(d: dict[str, Any]) -> None:
         d["questions"][1] = json.loads(json.dumps(cases["habit"]))
@@ -471,122 +546,253 @@ def invalid_surveys(valid: dict[str, Any]) -> list[dict[str, Any]]:
         # surveys: §2.1; client/browser/test/vectors.test.js checks that refusal.)
         variant("unknown format", lambda d: d.update(format="deniable.survey/3"), "format"),
         variant("unknown top-level field", lambda d: d.update(extra=1), "unknown-member"),
-        variant("threshold implies more ε than declared",
-                lambda d: d["questions"][first]["parameters"].update(keep=2**53 - 2), implied),
+        variant(
+            "threshold implies more ε than declared",
+            lambda d: d["questions"][first]["parameters"].update(keep=2**53 - 2),
+            implied,
+        ),
         *flipped,
-        variant("missing resolved parameter",
-                lambda d: d["questions"][1]["parameters"].pop("keep"), "missing-member"),
-        variant("unknown parameter", lambda d: d["questions"][1]["parameters"].update(g=3),
-                "unknown-member"),
-        variant("option_sampling takes no option_epsilon",
-                lambda d: d["questions"][2]["parameters"].update(option_epsilon=3.0),
-                "unknown-member"),
-        variant("a probability parameter of another mechanism",
-                lambda d: d["questions"][1]["parameters"].update(slope=0.25), "unknown-member"),
-        replaced("per-option ε is not ε/m", "tools", parameters(option_epsilon=1.0), "parameter",
-                 2),
-        variant("duchi thresholds not symmetric",
-                lambda d: d["questions"][3]["parameters"].update(high=2**53 - 1), "parameter"),
-        variant("duchi slope above one half",
-                lambda d: d["questions"][3]["parameters"].update(slope=0.75), "parameter"),
-        variant("threshold not an integer",
-                lambda d: d["questions"][first]["parameters"].update(keep=0.5), "parameter"),
-        variant("threshold an integral number beyond 2**53 - 1",
-                lambda d: d["questions"][first]["parameters"].update(keep=1e16), "parameter"),
-        variant("threshold a string", lambda d: d["questions"][first]["parameters"].update(
-                keep=str(d["questions"][first]["parameters"]["keep"])), "parameter"),
-        variant("threshold a boolean",
-                lambda d: d["questions"][first]["parameters"].update(keep=True), "parameter"),
-        replaced("hrr order not the power of two above d", "hrr", parameters(order=16),
-                 "parameter"),
+        variant(
+            "missing resolved parameter",
+            lambda d: d["questions"][1]["parameters"].pop("keep"),
+            "missing-member",
+        ),
+        variant(
+            "unknown parameter",
+            lambda d: d["questions"][1]["parameters"].update(g=3),
+            "unknown-member",
+        ),
+        variant(
+            "option_sampling takes no option_epsilon",
+            lambda d: d["questions"][2]["parameters"].update(option_epsilon=3.0),
+            "unknown-member",
+        ),
+        variant(
+            "a probability parameter of another mechanism",
+            lambda d: d["questions"][1]["parameters"].update(slope=0.25),
+            "unknown-member",
+        ),
+        replaced(
+            "per-option ε is not ε/m", "tools", parameters(option_epsilon=1.0), "parameter", 2
+        ),
+        variant(
+            "duchi thresholds not symmetric",
+            lambda d: d["questions"][3]["parameters"].update(high=2**53 - 1),
+            "parameter",
+        ),
+        variant(
+            "duchi slope above one half",
+            lambda d: d["questions"][3]["parameters"].update(slope=0.75),
+            "parameter",
+        ),
+        variant(
+            "threshold not an integer",
+            lambda d: d["questions"][first]["parameters"].update(keep=0.5),
+            "parameter",
+        ),
+        variant(
+            "threshold an integral number beyond 2**53 - 1",
+            lambda d: d["questions"][first]["parameters"].update(keep=1e16),
+            "parameter",
+        ),
+        variant(
+            "threshold a string",
+            lambda d: d["questions"][first]["parameters"].update(
+                keep=str(d["questions"][first]["parameters"]["keep"])
+            ),
+            "parameter",
+        ),
+        variant(
+            "threshold a boolean",
+            lambda d: d["questions"][first]["parameters"].update(keep=True),
+            "parameter",
+        ),
+        replaced(
+            "hrr order not the power of two above d", "hrr", parameters(order=16), "parameter"
+        ),
         replaced("olh hash_range below 2", "olh", parameters(hash_range=1), "parameter"),
         replaced("subset_size not below d", "subset", parameters(subset_size=12), "parameter"),
-        replaced("discrete_laplace grid_size below 1", "laplace", parameters(grid_size=0),
-                 "parameter", 3),
-        replaced("discrete_laplace grid_size with a fraction", "laplace",
-                 parameters(grid_size=4.5), "parameter", 3),
+        replaced(
+            "discrete_laplace grid_size below 1", "laplace", parameters(grid_size=0), "parameter", 3
+        ),
+        replaced(
+            "discrete_laplace grid_size with a fraction",
+            "laplace",
+            parameters(grid_size=4.5),
+            "parameter",
+            3,
+        ),
         variant("ε out of range", lambda d: d["questions"][first].update(epsilon=25), "epsilon"),
-        variant("duplicate question ids", lambda d: d["questions"][1].update(id="burnout"),
-                "question-id-duplicate"),
+        variant(
+            "duplicate question ids",
+            lambda d: d["questions"][1].update(id="burnout"),
+            "question-id-duplicate",
+        ),
         variant("duplicate longitudinal keys", same_key, "longitudinal-key-duplicate"),
-        variant("unknown mechanism", lambda d: d["questions"][1].update(mechanism="laplace"),
-                "mechanism"),
-        variant("one option only", lambda d: d["questions"][1].update(options=["Car"]),
-                "options-count"),
-        variant("two equal options", lambda d: d["questions"][1]["options"].__setitem__(1, "Car"),
-                "options-duplicate"),
+        variant(
+            "unknown mechanism",
+            lambda d: d["questions"][1].update(mechanism="laplace"),
+            "mechanism",
+        ),
+        variant(
+            "one option only", lambda d: d["questions"][1].update(options=["Car"]), "options-count"
+        ),
+        variant(
+            "two equal options",
+            lambda d: d["questions"][1]["options"].__setitem__(1, "Car"),
+            "options-duplicate",
+        ),
         variant("lo not below hi", lambda d: d["questions"][3].update(lo=20, hi=20), "range"),
-        variant("hi - lo not finite", lambda d: d["questions"][3].update(lo=-1e308, hi=1e308),
-                "range"),
-        variant("survey id not an identifier", lambda d: d.update(id="Demo Workplace"),
-                "identifier"),
-        variant("question id one character too long",
-                lambda d: d["questions"][0].update(id="q" * 65), "identifier"),
+        variant(
+            "hi - lo not finite", lambda d: d["questions"][3].update(lo=-1e308, hi=1e308), "range"
+        ),
+        variant(
+            "survey id not an identifier", lambda d: d.update(id="Demo Workplace"), "identifier"
+        ),
+        variant(
+            "question id one character too long",
+            lambda d: d["questions"][0].update(id="q" * 65),
+            "identifier",
+        ),
         variant("101 questions", many_questions, "questions-count"),
-        variant("control character in a label",
-                lambda d: d["questions"][1]["options"].__setitem__(0, "Ca\rr"), "text-control"),
-        variant("C1 control character in a question",
-                lambda d: d["questions"][0].update(text="Burn\u0085out?"), "text-control"),
+        variant(
+            "control character in a label",
+            lambda d: d["questions"][1]["options"].__setitem__(0, "Ca\rr"),
+            "text-control",
+        ),
+        variant(
+            "C1 control character in a question",
+            lambda d: d["questions"][0].update(text="Burn\u0085out?"),
+            "text-control",
+        ),
         variant("line feed in a title", title("Two\nlines"), "text-control"),
         variant("empty title", title("  "), "text-blank"),
-        variant("empty description (omitted, never empty)", lambda d: d.update(description=""),
-                "description-empty"),
+        variant(
+            "empty description (omitted, never empty)",
+            lambda d: d.update(description=""),
+            "description-empty",
+        ),
         variant("title of white space only", title("\u3000\u00a0\u2003"), "text-blank"),
         # Not blank: a code point outside White_Space and Default_Ignorable_Code_Point.  A
         # browser's trim() strips U+FEFF but not U+200B; Python's strip() strips neither.
         variant("title of U+FEFF only", title("\ufeff"), "text-blank"),
         variant("title of U+200B only", title("\u200b"), "text-blank"),
-        variant("title of invisible characters only", title("\u200b\u2060\ufeff\u00ad \u180e"),
-                "text-blank"),
-        variant("label of U+200B only",
-                lambda d: d["questions"][1]["options"].__setitem__(0, "\u200b"), "text-blank"),
-        variant("unknown question type", lambda d: d["questions"][0].update(type="yes_or_no"),
-                "type"),
+        variant(
+            "title of invisible characters only",
+            title("\u200b\u2060\ufeff\u00ad \u180e"),
+            "text-blank",
+        ),
+        variant(
+            "label of U+200B only",
+            lambda d: d["questions"][1]["options"].__setitem__(0, "\u200b"),
+            "text-blank",
+        ),
+        variant(
+            "unknown question type", lambda d: d["questions"][0].update(type="yes_or_no"), "type"
+        ),
         variant("a title that is a number", title(7), "wrong-type"),
-        variant("options not a list", lambda d: d["questions"][1].update(options="Car,Bus"),
-                "wrong-type"),
-        variant("parameters not an object", lambda d: d["questions"][1].update(parameters=[1]),
-                "wrong-type"),
-        variant("question without text", lambda d: d["questions"][0].pop("text"),
-                "missing-member"),
-        variant("binary_rr for five options", lambda d: d["questions"][1].update(
-                mechanism="binary_rr"), "mechanism"),
-        replaced("longitudinal on a unary encoding", "sue",
-                 lambda q: q.update(longitudinal={"key": "k", "instantaneous_epsilon": 1.0}),
-                 "mechanism"),
-        replaced("instantaneous ε out of range", "mood",
-                 lambda q: q["longitudinal"].update(instantaneous_epsilon=0), "epsilon"),
+        variant(
+            "options not a list",
+            lambda d: d["questions"][1].update(options="Car,Bus"),
+            "wrong-type",
+        ),
+        variant(
+            "parameters not an object",
+            lambda d: d["questions"][1].update(parameters=[1]),
+            "wrong-type",
+        ),
+        variant("question without text", lambda d: d["questions"][0].pop("text"), "missing-member"),
+        variant(
+            "binary_rr for five options",
+            lambda d: d["questions"][1].update(mechanism="binary_rr"),
+            "mechanism",
+        ),
+        replaced(
+            "longitudinal on a unary encoding",
+            "sue",
+            lambda q: q.update(longitudinal={"key": "k", "instantaneous_epsilon": 1.0}),
+            "mechanism",
+        ),
+        replaced(
+            "instantaneous ε out of range",
+            "mood",
+            lambda q: q["longitudinal"].update(instantaneous_epsilon=0),
+            "epsilon",
+        ),
         variant("title over 200 characters", title("🕐" * 201), "text-length"),
-        variant("question text over 2000 characters",
-                lambda d: d["questions"][0].update(text="𝄞" * 2001), "text-length"),
-        variant("label over 200 characters",
-                lambda d: d["questions"][1]["options"].__setitem__(0, "🙂" * 201), "text-length"),
-        variant("description over 2000 characters", lambda d: d.update(description="x" * 2001),
-                "text-length"),
-    ]  # fmt: skip
+        variant(
+            "question text over 2000 characters",
+            lambda d: d["questions"][0].update(text="𝄞" * 2001),
+            "text-length",
+        ),
+        variant(
+            "label over 200 characters",
+            lambda d: d["questions"][1]["options"].__setitem__(0, "🙂" * 201),
+            "text-length",
+        ),
+        variant(
+            "description over 2000 characters",
+            lambda d: d.update(description="x" * 2001),
+            "text-length",
+        ),
+    ]
 
 
 # True answers a client must refuse (§7.7), never coerce: (question id in questions{}, answer).
 INVALID_ANSWERS: list[tuple[str, Any]] = [
-    ("yes", "yes"), ("yes", 1), ("yes", 0), ("yes", None), ("yes", [True]),
-    ("grr5", "car"), ("grr5", 0), ("grr5", ["Car"]), ("grr5", None), ("grr5", ""),
-    ("tools", "Email"), ("tools", ["Email", "Fax"]), ("tools", [0]), ("tools", None),
+    ("yes", "yes"),
+    ("yes", 1),
+    ("yes", 0),
+    ("yes", None),
+    ("yes", [True]),
+    ("grr5", "car"),
+    ("grr5", 0),
+    ("grr5", ["Car"]),
+    ("grr5", None),
+    ("grr5", ""),
+    ("tools", "Email"),
+    ("tools", ["Email", "Fax"]),
+    ("tools", [0]),
+    ("tools", None),
     ("tools", {"Email": True}),
-    ("duchi", "3"), ("duchi", True), ("duchi", 20.000000000000004), ("duchi", -1e-300),
-    ("duchi", None), ("duchi", [3]),
-    ("laplace", 6.000000000000001), ("laplace", False),
-]  # fmt: skip
+    ("duchi", "3"),
+    ("duchi", True),
+    ("duchi", 20.000000000000004),
+    ("duchi", -1e-300),
+    ("duchi", None),
+    ("duchi", [3]),
+    ("laplace", 6.000000000000001),
+    ("laplace", False),
+]
 
 
 # The ends of every range of §2.2's "not blank" lists, and the code points just outside them
 # (control characters aside: they are refused for another reason).
 BLANK_RANGES = [
-    (0x09, 0x0D), (0x20, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0xAD, 0xAD), (0x34F, 0x34F),
-    (0x61C, 0x61C), (0x115F, 0x1160), (0x1680, 0x1680), (0x17B4, 0x17B5), (0x180B, 0x180F),
-    (0x2000, 0x200F), (0x2028, 0x202F), (0x205F, 0x206F), (0x3000, 0x3000), (0x3164, 0x3164),
-    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
-    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
-]  # fmt: skip
+    (0x09, 0x0D),
+    (0x20, 0x20),
+    (0x85, 0x85),
+    (0xA0, 0xA0),
+    (0xAD, 0xAD),
+    (0x34F, 0x34F),
+    (0x61C, 0x61C),
+    (0x115F, 0x1160),
+    (0x1680, 0x1680),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2000, 0x200F),
+    (0x2028, 0x202F),
+    (0x205F, 0x206F),
+    (0x3000, 0x3000),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+]
 
 
 def blank_vectors() -> list[dict[str, Any]]:
@@ -595,8 +801,11 @@ def blank_vectors() -> list[dict[str, Any]]:
     points = {c for lo, hi in BLANK_RANGES for c in (lo - 1, lo, hi, hi + 1)}
     points |= {ord("a"), 0x2800, 0x1F600}  # a letter, the braille blank, an emoji: not blank
     control = set(range(0x20)) | set(range(0x7F, 0xA0))
-    return [{"text": chr(c), "code_point": f"U+{c:04X}", "blank": c in inside}
-            for c in sorted(points) if c in inside or c not in control]  # fmt: skip
+    return [
+        {"text": chr(c), "code_point": f"U+{c:04X}", "blank": c in inside}
+        for c in sorted(points)
+        if c in inside or c not in control
+    ]
 
 
 def document_vectors(demo: dict[str, Any]) -> list[dict[str, Any]]:
@@ -610,10 +819,16 @@ def document_vectors(demo: dict[str, Any]) -> list[dict[str, Any]]:
     signature = key.sign(canonical)
     other_key = hashlib.sha256(b"another key").hexdigest()[:16]
     envelope = {
-        "id": demo["id"], "status": "open", "results_public": True, "require_enrolment": False,
-        "created_at": "2026-01-01T00:00:00Z", "closed_at": None, "definition": demo,
-        "signature": base64.b64encode(signature).decode(), "key_id": key_id_of_vectors(),
-    }  # fmt: skip
+        "id": demo["id"],
+        "status": "open",
+        "results_public": True,
+        "require_enrolment": False,
+        "created_at": "2026-01-01T00:00:00Z",
+        "closed_at": None,
+        "definition": demo,
+        "signature": base64.b64encode(signature).decode(),
+        "key_id": key_id_of_vectors(),
+    }
     text = json.dumps(envelope, ensure_ascii=False)
 
     def edited(**changes: Any) -> str:
@@ -625,36 +840,66 @@ def document_vectors(demo: dict[str, Any]) -> list[dict[str, Any]]:
     retitled = dict(demo, title="Workplace survey (forged)")
     cases = [
         ("the demo document", demo["id"], text, None),
-        ("unknown envelope members are ignored", demo["id"], edited(cache="hit", extra={"a": 1}),
-         None),
-        ("no key_id: verified under the pin", demo["id"],
-         json.dumps({k: v for k, v in envelope.items() if k != "key_id"}), None),
-        ("key_id names a key the pin's chain does not lead to", demo["id"],
-         edited(key_id=other_key), "key-id"),
-        ("signature over another definition", demo["id"], edited(definition=retitled),
-         "signature"),
-        ("signature without its padding", demo["id"],
-         edited(signature=envelope["signature"].rstrip("=")), "signature"),
-        ("signature of 63 bytes", demo["id"],
-         edited(signature=base64.b64encode(signature[:63]).decode()), "signature"),
-        ("signature over the definition's bytes as sent, not JCS", demo["id"],
-         edited(signature=base64.b64encode(key.sign(json.dumps(demo).encode())).decode()),
-         "signature"),
+        (
+            "unknown envelope members are ignored",
+            demo["id"],
+            edited(cache="hit", extra={"a": 1}),
+            None,
+        ),
+        (
+            "no key_id: verified under the pin",
+            demo["id"],
+            json.dumps({k: v for k, v in envelope.items() if k != "key_id"}),
+            None,
+        ),
+        (
+            "key_id names a key the pin's chain does not lead to",
+            demo["id"],
+            edited(key_id=other_key),
+            "key-id",
+        ),
+        ("signature over another definition", demo["id"], edited(definition=retitled), "signature"),
+        (
+            "signature without its padding",
+            demo["id"],
+            edited(signature=envelope["signature"].rstrip("=")),
+            "signature",
+        ),
+        (
+            "signature of 63 bytes",
+            demo["id"],
+            edited(signature=base64.b64encode(signature[:63]).decode()),
+            "signature",
+        ),
+        (
+            "signature over the definition's bytes as sent, not JCS",
+            demo["id"],
+            edited(signature=base64.b64encode(key.sign(json.dumps(demo).encode())).decode()),
+            "signature",
+        ),
         ("another survey than the one asked for", "other-survey", text, "id-mismatch"),
-        ("the envelope names another survey", demo["id"], edited(id="other-survey"),
-         "id-mismatch"),
+        ("the envelope names another survey", demo["id"], edited(id="other-survey"), "id-mismatch"),
         # A parser that keeps the last of two members would verify the signed title and show
         # it, another would show the first: refused whatever the parser.
-        ("a member twice in the definition (the signed one last)", demo["id"],
-         text.replace(f'"title": {title}', f'"title": "Forged", "title": {title}'),
-         "duplicate-member"),
-        ("a parameter twice with the same value", demo["id"],
-         text.replace(f'"keep": {keep}', f'"keep": {keep}, "keep": {keep}', 1),
-         "duplicate-member"),
-        ("a member twice in the envelope", demo["id"],
-         text.replace('"status": "open"', '"status": "closed", "status": "open"'),
-         "duplicate-member"),
-    ]  # fmt: skip
+        (
+            "a member twice in the definition (the signed one last)",
+            demo["id"],
+            text.replace(f'"title": {title}', f'"title": "Forged", "title": {title}'),
+            "duplicate-member",
+        ),
+        (
+            "a parameter twice with the same value",
+            demo["id"],
+            text.replace(f'"keep": {keep}', f'"keep": {keep}, "keep": {keep}', 1),
+            "duplicate-member",
+        ),
+        (
+            "a member twice in the envelope",
+            demo["id"],
+            text.replace('"status": "open"', '"status": "closed", "status": "open"'),
+            "duplicate-member",
+        ),
+    ]
     return [{"name": n, "survey_id": sid, "text": t, "code": c} for n, sid, t, c in cases]
 
 
@@ -678,20 +923,48 @@ def relay_url_vectors() -> list[dict[str, Any]]:
         ("http://[0:0:0:0:0:0:0:1]:8100", "http://[::1]:8100"),
     ]
     refused = [
-        "http://[2001:db8::5]:8100", "http://relay.example", "http://192.0.2.7",
-        "http://[::ffff:127.0.0.1]", "http://localhost.example", "ftp://relay.example",
-        "https://relay.example/", "https://relay.example?x=1", "https://relay.example#f",
-        "https://user@relay.example", "https://user:pw@relay.example", "https://[fe80::1%25eth0]",
-        "https://[fe80::1%eth0]", "https://[2001:db8::5", "https://2001:db8::5",
-        "https://[g::1]", "https://[1:2:3:4:5:6:7:8:9]", "https://relay.example:0",
-        "https://relay.example:65536", "https://relay.example:", "https://relay.example:+80",
-        "https://relay..example", "https://-relay.example", "https://relay_1.example",
-        "https://bücher.example", "https://relay.example/a b", "https://relay.example\\a",
-        "https://relay.example//a", "https://relay.example/a/../b", "https://relay.example/./b",
-        "https://relay.example/%zz", "https://relay.example/a@b", "https://1.2.3",
-        "https://0x7f.1", "https://256.0.0.1", "https://01.2.3.4", "https://relay.example.",
-        "relay.example", "https://", "https:///relay.example", " https://relay.example",
-    ]  # fmt: skip
+        "http://[2001:db8::5]:8100",
+        "http://relay.example",
+        "http://192.0.2.7",
+        "http://[::ffff:127.0.0.1]",
+        "http://localhost.example",
+        "ftp://relay.example",
+        "https://relay.example/",
+        "https://relay.example?x=1",
+        "https://relay.example#f",
+        "https://user@relay.example",
+        "https://user:pw@relay.example",
+        "https://[fe80::1%25eth0]",
+        "https://[fe80::1%eth0]",
+        "https://[2001:db8::5",
+        "https://2001:db8::5",
+        "https://[g::1]",
+        "https://[1:2:3:4:5:6:7:8:9]",
+        "https://relay.example:0",
+        "https://relay.example:65536",
+        "https://relay.example:",
+        "https://relay.example:+80",
+        "https://relay..example",
+        "https://-relay.example",
+        "https://relay_1.example",
+        "https://bücher.example",
+        "https://relay.example/a b",
+        "https://relay.example\\a",
+        "https://relay.example//a",
+        "https://relay.example/a/../b",
+        "https://relay.example/./b",
+        "https://relay.example/%zz",
+        "https://relay.example/a@b",
+        "https://1.2.3",
+        "https://0x7f.1",
+        "https://256.0.0.1",
+        "https://01.2.3.4",
+        "https://relay.example.",
+        "relay.example",
+        "https://",
+        "https:///relay.example",
+        " https://relay.example",
+    ]
     return [{"url": url, "origin": origin} for url, origin in accepted] + [
         {"url": url, "origin": None} for url in refused
     ]
@@ -702,13 +975,16 @@ def key_id_of_vectors() -> str:
 
 
 def rotation_keys() -> list[Ed25519PrivateKey]:
-    return [Ed25519PrivateKey.from_private_bytes(
-        hashlib.sha256(f"deniable rotation vectors key {i}".encode()).digest()) for i in range(4)]
+    return [
+        Ed25519PrivateKey.from_private_bytes(
+            hashlib.sha256(f"deniable rotation vectors key {i}".encode()).digest()
+        )
+        for i in range(4)
+    ]
 
 
 def raw(key: Ed25519PrivateKey) -> bytes:
-    return key.public_key().public_bytes(serialization.Encoding.Raw,
-                                         serialization.PublicFormat.Raw)  # fmt: skip
+    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
 def rotation_vectors() -> dict[str, Any]:
@@ -725,17 +1001,30 @@ def rotation_vectors() -> dict[str, Any]:
     def link(sequence: int, old: int, new: int, *, signer: int | None = None) -> dict[str, Any]:
         previous, following = raw(keys[old]), raw(keys[new])
         message = rotation_message(sequence, previous, following)
-        return link_document(sequence, previous, following,
-                             keys[old if signer is None else signer].sign(message),
-                             keys[new].sign(message))  # fmt: skip
+        return link_document(
+            sequence,
+            previous,
+            following,
+            keys[old if signer is None else signer].sign(message),
+            keys[new].sign(message),
+        )
 
     def document(current: bytes, chain: list[dict[str, Any]], **changes: Any) -> dict[str, Any]:
-        return {"algorithm": "Ed25519", "public_key": encode(current), "key_id": key_id(current),
-                "sequence": len(chain), "chain": chain, **changes}  # fmt: skip
+        return {
+            "algorithm": "Ed25519",
+            "public_key": encode(current),
+            "key_id": key_id(current),
+            "sequence": len(chain),
+            "chain": chain,
+            **changes,
+        }
 
     def pin(key: bytes, sequence: int | None, *retired: bytes) -> dict[str, Any]:
-        return {"public_key": encode(key), "sequence": sequence,
-                "retired": [key_id(k) for k in retired]}  # fmt: skip
+        return {
+            "public_key": encode(key),
+            "sequence": sequence,
+            "retired": [key_id(k) for k in retired],
+        }
 
     chain = [link(1, 0, 1), link(2, 1, 2)]
     served = document(c, chain)
@@ -748,11 +1037,14 @@ def rotation_vectors() -> dict[str, Any]:
         ("one rotation from the second key", pin(b, 1), served, pin(c, 2, b)),
         ("a pin given from outside (sequence unknown)", pin(a, None), served, pin(c, 2, a, b)),
         ("unchanged key", pin(c, 2, a, b), served, pin(c, 2, a, b)),
-        ("unchanged key, sequence unknown: it stays unknown", pin(c, None), served,
-         pin(c, None)),
+        ("unchanged key, sequence unknown: it stays unknown", pin(c, None), served, pin(c, None)),
         ("unchanged key served at another sequence", pin(c, 1), served, None),
-        ("a truncated chain (renumbered)", pin(a, 0),
-         document(c, [{**chain[1], "sequence": 1}]), None),
+        (
+            "a truncated chain (renumbered)",
+            pin(a, 0),
+            document(c, [{**chain[1], "sequence": 1}]),
+            None,
+        ),
         ("a chain not starting from the pin (a stranger's key)", pin(d, 0), served, None),
         ("a rollback to a retired key", pin(c, 2, a, b), document(b, chain[:1]), None),
         ("a link signed by another key", pin(a, 0), document(c, forged), None),
@@ -762,11 +1054,16 @@ def rotation_vectors() -> dict[str, Any]:
         ("a link with an unknown member", pin(a, 0), document(c, extra), None),
         ("the sequence not the number of links", pin(a, 0), {**served, "sequence": 3}, None),
         ("not Ed25519", pin(a, 0), {**served, "algorithm": "Ed448"}, None),
-        ("a public key in base64 without padding", pin(a, 0),
-         {**served, "public_key": encode(c).rstrip("=")}, None),
-    ]  # fmt: skip
-    return {"cases": [{"name": n, "pin": p, "document": doc, "expect": e}
-                      for n, p, doc, e in cases]}  # fmt: skip
+        (
+            "a public key in base64 without padding",
+            pin(a, 0),
+            {**served, "public_key": encode(c).rstrip("=")},
+            None,
+        ),
+    ]
+    return {
+        "cases": [{"name": n, "pin": p, "document": doc, "expect": e} for n, p, doc, e in cases]
+    }
 
 
 def olh_vectors() -> list[dict[str, int]]:
@@ -774,8 +1071,9 @@ def olh_vectors() -> list[dict[str, int]]:
     data = stream("olh-hash", 64)
     for i in range(0, 48, 4):
         cases.append((int.from_bytes(data[i : i + 4], "big"), i * 997 % 65536, 2 + i))
-    return [{"seed": s, "value": v, "hash_range": g, "bucket": bucket(s, v, g)}
-            for s, v, g in cases]  # fmt: skip
+    return [
+        {"seed": s, "value": v, "hash_range": g, "bucket": bucket(s, v, g)} for s, v, g in cases
+    ]
 
 
 def draw_vectors() -> dict[str, Any]:

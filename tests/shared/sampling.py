@@ -46,8 +46,10 @@ def output_table(mechanism: Any, values: list[Any]) -> tuple[np.ndarray, np.ndar
     probabilities = np.array([[d.get(y, 0.0) for y in outputs] for d in distributions])
     probabilities /= probabilities.sum(axis=1, keepdims=True)
     batch = mechanism.decode_many(outputs)
-    rows = [np.asarray(mechanism.statistics(batch[i : i + 1]), dtype=np.int64)
-            for i in range(len(outputs))]  # fmt: skip
+    rows = [
+        np.asarray(mechanism.statistics(batch[i : i + 1]), dtype=np.int64)
+        for i in range(len(outputs))
+    ]
     return probabilities, np.vstack(rows)
 
 
@@ -66,9 +68,11 @@ def sample_statistics(
         if n <= REAL_SIMULATION_LIMIT:
             truth = np.repeat(np.asarray(values), counts)
             return np.vstack(
-                [mechanism.support_counts(mechanism.randomize_many(truth, rng))
-                 for _ in range(collections)]
-            )  # fmt: skip
+                [
+                    mechanism.support_counts(mechanism.randomize_many(truth, rng))
+                    for _ in range(collections)
+                ]
+            )
         return _olh_ideal(mechanism, values, counts, collections, rng)
     if isinstance(mechanism, OUE | SUE):
         return _independent_bits(mechanism, values, counts, collections, rng)

@@ -161,7 +161,8 @@ def test_unbiased_and_covering_per_cell_and_simultaneously(first, d_first, secon
     log_term = math.log(2 * cells / FALSE_ALARM)
     count = trials * n
     slack = math.sqrt(2 * model.worst_variance * log_term / count) + (
-        model.deviation * log_term / (3 * count))  # fmt: skip
+        model.deviation * log_term / (3 * count)
+    )
     assert np.abs(total / trials - truth).max() <= slack
 
 
@@ -171,21 +172,33 @@ def test_exact_variance_matches_simulation_and_is_bounded() -> None:
     rng = np.random.default_rng(11)
     a = np.repeat([0, 1, 2], [50, 30, 20])
     b = rng.integers(0, 2, 100)
-    estimates = np.array([
-        estimate_crosstab(row_axis, column_axis, crosstab_statistics(
-            row_axis, column_axis, a_mech.randomize_many(a, rng), b_mech.randomize_many(b, rng)
-        )).estimates for _ in range(2000)
-    ])  # fmt: skip
+    estimates = np.array(
+        [
+            estimate_crosstab(
+                row_axis,
+                column_axis,
+                crosstab_statistics(
+                    row_axis,
+                    column_axis,
+                    a_mech.randomize_many(a, rng),
+                    b_mech.randomize_many(b, rng),
+                ),
+            ).estimates
+            for _ in range(2000)
+        ]
+    )
     joint = np.eye(3)[a].T @ np.eye(2)[b] / 100
-    exact = exact_variance(row_axis, column_axis, joint, joint.sum(1, keepdims=True),
-                           joint.sum(0, keepdims=True), 100)  # fmt: skip
+    exact = exact_variance(
+        row_axis, column_axis, joint, joint.sum(1, keepdims=True), joint.sum(0, keepdims=True), 100
+    )
     # 2,000 draws: the sample variance is within 20% (about 6 standard errors here).
     assert np.allclose(estimates.var(axis=0), exact, rtol=0.2)
     assert exact.max() <= max(cell_variances(row_axis, column_axis).values()) / 100
 
 
-@pytest.mark.parametrize("numeric", [Duchi(epsilon=2.0, lo=0.0, hi=10.0),
-                                     DiscreteLaplace(epsilon=2.0, lo=0.0, hi=10.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    "numeric", [Duchi(epsilon=2.0, lo=0.0, hi=10.0), DiscreteLaplace(epsilon=2.0, lo=0.0, hi=10.0)]
+)
 def test_category_means_cover(numeric) -> None:
     n, trials, beta = 600, 200, 0.2
     category = GRR(epsilon=2.0, domain_size=3)
@@ -196,12 +209,14 @@ def test_category_means_cover(numeric) -> None:
     cat_axis, num_axis = axis(category), axis(numeric)
     misses, joint_misses = np.zeros(3, int), 0
     for _ in range(trials):
-        statistics = crosstab_statistics(cat_axis, num_axis, category.randomize_many(a, rng),
-                                         numeric.randomize_many(x, rng))  # fmt: skip
+        statistics = crosstab_statistics(
+            cat_axis, num_axis, category.randomize_many(a, rng), numeric.randomize_many(x, rng)
+        )
         means = category_means(cat_axis, num_axis, statistics, beta=beta)
         misses += (truth < means.lower) | (truth > means.upper)
-        joint_misses += bool(np.any((truth < means.simultaneous_lower)
-                                    | (truth > means.simultaneous_upper)))  # fmt: skip
+        joint_misses += bool(
+            np.any((truth < means.simultaneous_lower) | (truth > means.simultaneous_upper))
+        )
         assert np.all(means.simultaneous_lower <= means.lower)
     assert misses.max() <= allowed_failures(trials, beta, 3)
     assert joint_misses <= allowed_failures(trials, beta, 1)
@@ -217,8 +232,9 @@ def test_numeric_pairs_and_bad_input_are_refused() -> None:
         category_means(grr, duchi, statistics)  # no respondents
     with pytest.raises(InvalidParameter):
         crosstab_statistics(grr, grr, np.zeros(3, np.int64), np.zeros(2, np.int64))
-    statistics = CrosstabStatistics(n=2, rows=np.array([1, 2]), columns=np.array([3]),
-                                    joint=np.array([[4], [5]]))  # fmt: skip
+    statistics = CrosstabStatistics(
+        n=2, rows=np.array([1, 2]), columns=np.array([3]), joint=np.array([[4], [5]])
+    )
     assert CrosstabStatistics.from_dict(statistics.to_dict()).to_dict() == statistics.to_dict()
     assert (statistics + statistics).n == 4
 
@@ -254,8 +270,10 @@ def test_difference_covers(dependence: str) -> None:
         second_values = np.where(rng.random(n) < 0.7, first_values, rng.integers(0, 3, n))
         truth = np.mean(first_values == 0) - np.mean(second_values == 0)
         for _ in range(trials):
-            counts = [oracle.support_counts(oracle.randomize_many(v, rng))
-                      for v in (first_values, second_values)]  # fmt: skip
+            counts = [
+                oracle.support_counts(oracle.randomize_many(v, rng))
+                for v in (first_values, second_values)
+            ]
             figures = [comparison.frequency_figures(oracle, c, n)[0] for c in counts]
             result = comparison.difference(*figures, dependence=dependence, beta=beta)
             for family, half in result.half_widths.items():
@@ -279,11 +297,17 @@ def test_difference_sentence_and_claims() -> None:
 
 
 def test_every_crosstab_mechanism_has_an_axis() -> None:
-    for mechanism in (GRR(epsilon=1, domain_size=3), OUE(epsilon=1, domain_size=3),
-                      SUE(epsilon=1, domain_size=3), OLH(epsilon=1, domain_size=3),
-                      HRR(epsilon=1, domain_size=3), SubsetSelection(epsilon=1, domain_size=5),
-                      BinaryRR(epsilon=1), OptionSampling(epsilon=1, options=3),
-                      OptionwiseRR(epsilon=1, options=3)):  # fmt: skip
+    for mechanism in (
+        GRR(epsilon=1, domain_size=3),
+        OUE(epsilon=1, domain_size=3),
+        SUE(epsilon=1, domain_size=3),
+        OLH(epsilon=1, domain_size=3),
+        HRR(epsilon=1, domain_size=3),
+        SubsetSelection(epsilon=1, domain_size=5),
+        BinaryRR(epsilon=1),
+        OptionSampling(epsilon=1, options=3),
+        OptionwiseRR(epsilon=1, options=3),
+    ):
         ax = axis(mechanism)
         m0, m1 = ax.second_moments
         assert 0 < m0 <= m1 and ax.slope > 0  # equal for HRR (q* = 1/2)

@@ -79,9 +79,7 @@ def test_fast_decoders_agree_with_the_reference_on_random_payloads(
     mechanism = build(name, domain_size)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     size = mechanism.domain_size if name in CATEGORICAL else None
-    values = (
-        rng.integers(0, size, 12) if size else rng.uniform(mechanism.lo, mechanism.hi, 12)
-    )
+    values = rng.integers(0, size, 12) if size else rng.uniform(mechanism.lo, mechanism.hi, 12)
     payloads = mechanism.encode_many(mechanism.randomize_many(values, rng))
     # Some payloads replaced by random bytes of the right size (often out of domain).
     for index in data.draw(st.lists(st.integers(0, 11), max_size=3)):
@@ -135,8 +133,10 @@ def test_malformed_text_is_refused_wherever_it_sits(name: str, edit: int, small_
 def out_of_domain(name: str, mechanism) -> list[str]:
     """Well-formed hex that the mechanism must refuse."""
     if name in ("grr", "binary_rr"):
-        return [mechanism.domain_size.to_bytes(mechanism.report_bytes, "big").hex(),
-                "ff" * mechanism.report_bytes]  # fmt: skip
+        return [
+            mechanism.domain_size.to_bytes(mechanism.report_bytes, "big").hex(),
+            "ff" * mechanism.report_bytes,
+        ]
     if name in ("sue", "oue"):
         return ["00" * (mechanism.report_bytes - 1) + "e0"]  # padding bits set (d = 13)
     if name == "olh":
@@ -153,8 +153,10 @@ def out_of_domain(name: str, mechanism) -> list[str]:
     if name == "duchi":
         return ["02", "ff"]
     low, high = mechanism.plausible_range
-    return [(high + 1).to_bytes(8, "big", signed=True).hex(),
-            (low - 1).to_bytes(8, "big", signed=True).hex()]  # fmt: skip
+    return [
+        (high + 1).to_bytes(8, "big", signed=True).hex(),
+        (low - 1).to_bytes(8, "big", signed=True).hex(),
+    ]
 
 
 @pytest.mark.parametrize("name", ALL_NAMES)
@@ -194,8 +196,9 @@ def test_option_sampling_fast_decoders_agree_with_the_reference(options: int, da
 
     mechanism = MECHANISMS["option_sampling"](epsilon=1.0, options=options)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
-    payloads = mechanism.encode_many(mechanism.randomize_many(rng.integers(0, 2, (12, options)),
-                                                              rng))  # fmt: skip
+    payloads = mechanism.encode_many(
+        mechanism.randomize_many(rng.integers(0, 2, (12, options)), rng)
+    )
     for index in data.draw(st.lists(st.integers(0, 11), max_size=3)):
         payloads[index] = data.draw(
             st.binary(min_size=mechanism.report_bytes, max_size=mechanism.report_bytes)

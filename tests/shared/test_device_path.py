@@ -173,17 +173,31 @@ def random_valid_report(mechanism, data):
     if name in ("grr", "binary_rr"):
         return data.draw(st.integers(0, mechanism.domain_size - 1))
     if name in ("sue", "oue"):
-        return tuple(data.draw(st.lists(st.integers(0, 1), min_size=mechanism.domain_size,
-                                        max_size=mechanism.domain_size)))  # fmt: skip
+        return tuple(
+            data.draw(
+                st.lists(
+                    st.integers(0, 1),
+                    min_size=mechanism.domain_size,
+                    max_size=mechanism.domain_size,
+                )
+            )
+        )
     if name == "olh":
-        return (data.draw(st.integers(0, 2**32 - 1)),
-                data.draw(st.integers(0, mechanism.hash_range - 1)))  # fmt: skip
+        return (
+            data.draw(st.integers(0, 2**32 - 1)),
+            data.draw(st.integers(0, mechanism.hash_range - 1)),
+        )
     if name == "hrr":
         return (data.draw(st.integers(0, mechanism.order - 1)), data.draw(st.sampled_from([1, -1])))
     if name == "subset":
-        chosen = data.draw(st.sets(st.integers(0, mechanism.domain_size - 1),
-                                   min_size=mechanism.subset_size, max_size=mechanism.subset_size))
-        return tuple(sorted(chosen))  # fmt: skip
+        chosen = data.draw(
+            st.sets(
+                st.integers(0, mechanism.domain_size - 1),
+                min_size=mechanism.subset_size,
+                max_size=mechanism.subset_size,
+            )
+        )
+        return tuple(sorted(chosen))
     if name == "duchi":
         return data.draw(st.sampled_from([1, -1]))
     low, high = mechanism.plausible_range
@@ -243,29 +257,74 @@ EVERY_QUESTION = {
     "title": "Every question type and mechanism",
     "questions": [
         {"id": "yn", "type": "yes_no", "text": "?", "epsilon": 0.5},
-        {"id": "memo", "type": "yes_no", "text": "?", "epsilon": 0.5, "mechanism": "binary_rr",
-         "longitudinal": {"key": "memo", "instantaneous_epsilon": 1.0}},
-        *({"id": f"c-{name}", "type": "single_choice", "text": "?", "epsilon": 0.5,
-           "mechanism": name, "options": [f"o{i}" for i in range(40)]}
-          for name in CATEGORICAL_NAMES if name != "binary_rr"),
-        {"id": "weekly", "type": "single_choice", "text": "?", "epsilon": 0.5, "mechanism": "grr",
-         "options": ["a", "b", "c"],
-         "longitudinal": {"key": "weekly", "instantaneous_epsilon": 1.0}},
-        {"id": "many", "type": "multiple_choice", "text": "?", "epsilon": 0.5,
-         "options": ["x", "y", "z"], "mechanism": "binary_rr"},
-        {"id": "sampled", "type": "multiple_choice", "text": "?", "epsilon": 0.5,
-         "options": ["x", "y", "z"], "mechanism": "option_sampling"},
+        {
+            "id": "memo",
+            "type": "yes_no",
+            "text": "?",
+            "epsilon": 0.5,
+            "mechanism": "binary_rr",
+            "longitudinal": {"key": "memo", "instantaneous_epsilon": 1.0},
+        },
+        *(
+            {
+                "id": f"c-{name}",
+                "type": "single_choice",
+                "text": "?",
+                "epsilon": 0.5,
+                "mechanism": name,
+                "options": [f"o{i}" for i in range(40)],
+            }
+            for name in CATEGORICAL_NAMES
+            if name != "binary_rr"
+        ),
+        {
+            "id": "weekly",
+            "type": "single_choice",
+            "text": "?",
+            "epsilon": 0.5,
+            "mechanism": "grr",
+            "options": ["a", "b", "c"],
+            "longitudinal": {"key": "weekly", "instantaneous_epsilon": 1.0},
+        },
+        {
+            "id": "many",
+            "type": "multiple_choice",
+            "text": "?",
+            "epsilon": 0.5,
+            "options": ["x", "y", "z"],
+            "mechanism": "binary_rr",
+        },
+        {
+            "id": "sampled",
+            "type": "multiple_choice",
+            "text": "?",
+            "epsilon": 0.5,
+            "options": ["x", "y", "z"],
+            "mechanism": "option_sampling",
+        },
         {"id": "duchi", "type": "numeric", "text": "?", "epsilon": 0.5, "lo": 0, "hi": 10},
-        {"id": "lap", "type": "numeric", "text": "?", "epsilon": 0.5, "lo": 0, "hi": 10,
-         "mechanism": "discrete_laplace"},
+        {
+            "id": "lap",
+            "type": "numeric",
+            "text": "?",
+            "epsilon": 0.5,
+            "lo": 0,
+            "hi": 10,
+            "mechanism": "discrete_laplace",
+        },
     ],
-}  # fmt: skip
+}
 
 EVERY_ANSWER = {
-    "yn": True, "memo": False, "weekly": "b", "many": ["x", "z"], "sampled": ["y"],
-    "duchi": 3.5, "lap": 7,
+    "yn": True,
+    "memo": False,
+    "weekly": "b",
+    "many": ["x", "z"],
+    "sampled": ["y"],
+    "duchi": 3.5,
+    "lap": 7,
     **{f"c-{name}": "o17" for name in CATEGORICAL_NAMES if name != "binary_rr"},
-}  # fmt: skip
+}
 
 DEVICE_SCRIPT = """
 import json, os, sys
@@ -294,14 +353,20 @@ print(json.dumps({"numpy": "numpy" in sys.modules, "payloads": randomized.payloa
 
 def test_the_device_path_never_imports_numpy() -> None:
     survey = Survey.from_dict(EVERY_QUESTION)
-    assert {q.type for q in survey.questions} == {"yes_no", "single_choice", "multiple_choice",
-                                                  "numeric"}  # fmt: skip
+    assert {q.type for q in survey.questions} == {
+        "yes_no",
+        "single_choice",
+        "multiple_choice",
+        "numeric",
+    }
     assert {q.mechanism for q in survey.questions} == set(MECHANISMS)
     result = subprocess.run(
-        [sys.executable, "-c", DEVICE_SCRIPT, json.dumps(EVERY_QUESTION),
-         json.dumps(EVERY_ANSWER)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )  # fmt: skip
+        [sys.executable, "-c", DEVICE_SCRIPT, json.dumps(EVERY_QUESTION), json.dumps(EVERY_ANSWER)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr
     output = json.loads(result.stdout)
     assert output["numpy"] is False

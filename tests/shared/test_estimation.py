@@ -108,8 +108,11 @@ def test_respondents_for_ten_points_is_the_published_familys_n(name: str) -> Non
 
     # Option sampling at ε 3 over 4 options: ±11.5% at n = 300 (the exact tail), "782 needed"
     # by the closed forms before; the exact tail reaches ±10 points near 400.
-    mechanism = (OptionSampling(epsilon=3.0, options=4) if name == "option_sampling"
-                 else GRR(epsilon=1.0, domain_size=4))  # fmt: skip
+    mechanism = (
+        OptionSampling(epsilon=3.0, options=4)
+        if name == "option_sampling"
+        else GRR(epsilon=1.0, domain_size=4)
+    )
     width = 8 if name == "option_sampling" else 4
 
     def at(n: int):

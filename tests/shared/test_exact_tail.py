@@ -231,9 +231,13 @@ def test_coverage_by_simulation_at_n_2000(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("oracle", "n", "ratio"),
-    [(BinaryRR(epsilon=1.0), 100, 1.2), (BinaryRR(epsilon=1.0), 500, 1.2),
-     (GRR(epsilon=1.0, domain_size=5), 100, 1.35), (GRR(epsilon=1.0, domain_size=5), 500, 1.35)],
-)  # fmt: skip
+    [
+        (BinaryRR(epsilon=1.0), 100, 1.2),
+        (BinaryRR(epsilon=1.0), 500, 1.2),
+        (GRR(epsilon=1.0, domain_size=5), 100, 1.35),
+        (GRR(epsilon=1.0, domain_size=5), 500, 1.35),
+    ],
+)
 def test_issue_targets_against_bernstein(oracle, n: int, ratio: float) -> None:
     """Issue 20: the worst-case half-width at β = 0.05, ε = 1 beats Bernstein's by the targets."""
     model = score_model(oracle)

@@ -225,9 +225,13 @@ def test_option_sampling_is_three_times_narrower_than_splitting_epsilon() -> Non
 
 @pytest.mark.parametrize(
     ("question_type", "options", "n"),
-    [("single_choice", 8, 100_000), ("single_choice", 4, 10_000),
-     ("multiple_choice", 16, 10_000), ("yes_no", None, 2_000)],
-)  # fmt: skip
+    [
+        ("single_choice", 8, 100_000),
+        ("single_choice", 4, 10_000),
+        ("multiple_choice", 16, 10_000),
+        ("yes_no", None, 2_000),
+    ],
+)
 def test_planner_matches_simulated_half_widths_within_ten_percent(question_type, options, n):
     beta = 0.05
     rng = np.random.default_rng(17)
@@ -252,8 +256,10 @@ def test_planner_matches_simulated_half_widths_within_ten_percent(question_type,
         model = score_model(oracle)
         for family in FAMILIES:
             row = by_key[(target.mechanism, family)]
-            for level, predicted in ((beta, row.half_width),
-                                     (beta / categories, row.simultaneous_half_width)):  # fmt: skip
+            for level, predicted in (
+                (beta, row.half_width),
+                (beta / categories, row.simultaneous_half_width),
+            ):
                 if family == "chebyshev":
                     simulated = math.sqrt(oracle.variance_bound(n) / level)
                 else:
@@ -268,8 +274,9 @@ def test_planner_matches_simulated_half_widths_within_ten_percent(question_type,
 
 
 def test_planner_inverts_n_and_half_width() -> None:
-    target = next(t for t in targets("single_choice", epsilon=1.0, options=16)
-                  if t.mechanism == "oue")  # fmt: skip
+    target = next(
+        t for t in targets("single_choice", epsilon=1.0, options=16) if t.mechanism == "oue"
+    )
     for family in FAMILIES:
         width = expected_half_width(target, family, 20_000, 0.05)
         needed = respondents_for(target, family, width, 0.05)

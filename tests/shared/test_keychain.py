@@ -14,8 +14,9 @@ from deniable.errors import SignatureError
 
 
 def raw(private: Ed25519PrivateKey) -> bytes:
-    return private.public_key().public_bytes(serialization.Encoding.Raw,
-                                             serialization.PublicFormat.Raw)  # fmt: skip
+    return private.public_key().public_bytes(
+        serialization.Encoding.Raw, serialization.PublicFormat.Raw
+    )
 
 
 def make_chain(count: int) -> tuple[list[Ed25519PrivateKey], list[dict]]:
@@ -25,14 +26,22 @@ def make_chain(count: int) -> tuple[list[Ed25519PrivateKey], list[dict]]:
     for sequence in range(1, count + 1):
         old, new = keys[sequence - 1], keys[sequence]
         message = keychain.rotation_message(sequence, raw(old), raw(new))
-        chain.append(keychain.link_document(sequence, raw(old), raw(new), old.sign(message),
-                                            new.sign(message)))  # fmt: skip
+        chain.append(
+            keychain.link_document(
+                sequence, raw(old), raw(new), old.sign(message), new.sign(message)
+            )
+        )
     return keys, chain
 
 
 def document(key: Ed25519PrivateKey, chain: list[dict]) -> dict:
-    return {"algorithm": "Ed25519", "public_key": keychain.encode(raw(key)),
-            "key_id": keychain.key_id(raw(key)), "sequence": len(chain), "chain": chain}
+    return {
+        "algorithm": "Ed25519",
+        "public_key": keychain.encode(raw(key)),
+        "key_id": keychain.key_id(raw(key)),
+        "sequence": len(chain),
+        "chain": chain,
+    }
 
 
 def test_the_signed_bytes_are_exactly_four_ascii_lines():
@@ -55,8 +64,12 @@ def test_a_device_follows_every_link_from_its_pin():
     # Already at the served key: nothing changes.
     assert keychain.follow_chain(followed, document(keys[3], chain)) == followed
     # A pin given from outside (no sequence known) follows too.
-    assert keychain.follow_chain(keychain.Pin(public_key=raw(keys[0])),
-                                 document(keys[3], chain)).sequence == 3  # fmt: skip
+    assert (
+        keychain.follow_chain(
+            keychain.Pin(public_key=raw(keys[0])), document(keys[3], chain)
+        ).sequence
+        == 3
+    )
 
 
 def forge_signature(chain: list[dict]) -> None:
@@ -72,11 +85,18 @@ def forge_endorsement(chain: list[dict]) -> None:
 def substitute_key(chain: list[dict]) -> None:
     # An attacker's key at the end, "signed" with its own key: not the previous key's signature.
     attacker = Ed25519PrivateKey.from_private_bytes(bytes([99]) * 32)
-    message = keychain.rotation_message(2, base64.b64decode(chain[1]["previous_public_key"]),
-                                        raw(attacker))  # fmt: skip
-    chain[1].update(keychain.link_document(
-        2, base64.b64decode(chain[1]["previous_public_key"]), raw(attacker),
-        attacker.sign(message), attacker.sign(message)))  # fmt: skip
+    message = keychain.rotation_message(
+        2, base64.b64decode(chain[1]["previous_public_key"]), raw(attacker)
+    )
+    chain[1].update(
+        keychain.link_document(
+            2,
+            base64.b64decode(chain[1]["previous_public_key"]),
+            raw(attacker),
+            attacker.sign(message),
+            attacker.sign(message),
+        )
+    )
 
 
 @pytest.mark.parametrize(
@@ -106,19 +126,25 @@ def test_an_attackers_key_at_the_end_is_refused():
     substitute_key(chain)
     attacker = Ed25519PrivateKey.from_private_bytes(bytes([99]) * 32)
     with pytest.raises(SignatureError, match="not signed by the previous key"):
-        keychain.follow_chain(keychain.Pin(public_key=raw(keys[0]), sequence=0),
-                              document(attacker, chain))  # fmt: skip
+        keychain.follow_chain(
+            keychain.Pin(public_key=raw(keys[0]), sequence=0), document(attacker, chain)
+        )
 
 
 def test_a_chain_missing_the_pinned_key_and_a_rollback_are_refused():
     keys, chain = make_chain(2)
     # Truncated: the device's key (0) is not the start of any served link.
     with pytest.raises(SignatureError, match="does not start from the pinned key"):
-        keychain.follow_chain(keychain.Pin(public_key=raw(keys[0]), sequence=0),
-                              document(keys[2], chain[1:] and [{**chain[1], "sequence": 1}]))
+        keychain.follow_chain(
+            keychain.Pin(public_key=raw(keys[0]), sequence=0),
+            document(keys[2], chain[1:] and [{**chain[1], "sequence": 1}]),
+        )
     # Rollback: pinned at key 2, the server offers key 1 (with the chain up to it).
-    pinned = keychain.Pin(public_key=raw(keys[2]), sequence=2,
-                          retired=(keychain.key_id(raw(keys[0])), keychain.key_id(raw(keys[1]))))
+    pinned = keychain.Pin(
+        public_key=raw(keys[2]),
+        sequence=2,
+        retired=(keychain.key_id(raw(keys[0])), keychain.key_id(raw(keys[1]))),
+    )
     with pytest.raises(SignatureError, match="rollback"):
         keychain.follow_chain(pinned, document(keys[1], chain[:1]))
     # A chain that does not end at the served key is inconsistent.
@@ -130,9 +156,13 @@ def test_a_key_met_again_is_refused():
     keys, chain = make_chain(1)
     back = keys[0]
     message = keychain.rotation_message(2, raw(keys[1]), raw(back))
-    chain.append(keychain.link_document(2, raw(keys[1]), raw(back), keys[1].sign(message),
-                                        back.sign(message)))  # fmt: skip
-    pin = keychain.Pin(public_key=raw(keys[1]), sequence=1,
-                       retired=(keychain.key_id(raw(keys[0])),))  # fmt: skip
+    chain.append(
+        keychain.link_document(
+            2, raw(keys[1]), raw(back), keys[1].sign(message), back.sign(message)
+        )
+    )
+    pin = keychain.Pin(
+        public_key=raw(keys[1]), sequence=1, retired=(keychain.key_id(raw(keys[0])),)
+    )
     with pytest.raises(SignatureError, match="used before"):
         keychain.follow_chain(pin, document(back, chain))

@@ -27,8 +27,15 @@ def test_any_numeric_range_is_planned_or_refused_with_a_typed_error(ends, n, hal
     bound."""
     lo, hi = ends
     try:
-        result = plan("numeric", epsilon=1.0, lo=lo, hi=hi, beta=beta,
-                      n=n, half_width=None if n is not None else half_width)  # fmt: skip
+        result = plan(
+            "numeric",
+            epsilon=1.0,
+            lo=lo,
+            hi=hi,
+            beta=beta,
+            n=n,
+            half_width=None if n is not None else half_width,
+        )
     except InvalidParameter as error:
         assert str(error)
         return

@@ -64,12 +64,21 @@ def test_other_mechanisms_accept_every_decodable_report() -> None:
 def test_the_aggregator_decoder_rejects_implausible_reports() -> None:
     survey = Survey.from_dict(
         {
-            "format": FORMAT, "id": "p", "title": "P",
-            "questions": [{"id": "pick", "type": "single_choice", "text": "Pick",
-                           "epsilon": 1, "mechanism": "oue",
-                           "options": [str(i) for i in range(64)]}],
+            "format": FORMAT,
+            "id": "p",
+            "title": "P",
+            "questions": [
+                {
+                    "id": "pick",
+                    "type": "single_choice",
+                    "text": "Pick",
+                    "epsilon": 1,
+                    "mechanism": "oue",
+                    "options": [str(i) for i in range(64)],
+                }
+            ],
         }
-    )  # fmt: skip
+    )
     oracle = survey.question("pick").oracle
     crafted = oracle.encode(tuple([1] * 64))
     with pytest.raises(InvalidReport, match="implausible"):

@@ -82,8 +82,9 @@ def test_unit_sizes_vectors():
 def test_sealed_vectors_open(vector):
     blob = bytes.fromhex(vector["sealed"])
     assert len(blob) == sealing.sealed_length(vector["size"])
-    body = sealing.open_sealed(PRIVATE, survey_id=OWN["survey_id"], unit=vector["unit"],
-                               sealed=blob, size=vector["size"])  # fmt: skip
+    body = sealing.open_sealed(
+        PRIVATE, survey_id=OWN["survey_id"], unit=vector["unit"], sealed=blob, size=vector["size"]
+    )
     assert body.decode() == vector["body"]
     # The body is the wire form: the aggregator's strict decoder accepts it.
     document = json.loads(body)
@@ -96,8 +97,12 @@ def test_sealed_vectors_open(vector):
 @pytest.mark.parametrize("vector", OWN["invalid"], ids=lambda v: v["why"])
 def test_invalid_vectors_refused(vector):
     with pytest.raises(SealingError):
-        sealing.open_sealed(PRIVATE, survey_id=OWN["survey_id"], unit=vector["unit"],
-                            sealed=bytes.fromhex(vector["sealed"]))  # fmt: skip
+        sealing.open_sealed(
+            PRIVATE,
+            survey_id=OWN["survey_id"],
+            unit=vector["unit"],
+            sealed=bytes.fromhex(vector["sealed"]),
+        )
 
 
 def test_vectors_file_is_current():
@@ -130,12 +135,18 @@ def test_sealed_size_never_depends_on_the_answer(question):
     for number, answer in enumerate(_answers(question)):
         rng = StreamSource(stream(f"size/{question.id}/{number}", 1 << 16))
         for _ in range(8):
-            report = {"id": "00000000-0000-4000-8000-000000000000", "question": question.id,
-                      "payload": question.randomize(answer, rng)}  # fmt: skip
+            report = {
+                "id": "00000000-0000-4000-8000-000000000000",
+                "question": question.id,
+                "payload": question.randomize(answer, rng),
+            }
             body = sealing.unit_body([report], question.id)
             bodies.add(len(body))
-            lengths.add(len(sealing.seal(PUBLIC, survey_id="s", unit=question.id,
-                                         plaintext=body, size=size)))  # fmt: skip
+            lengths.add(
+                len(
+                    sealing.seal(PUBLIC, survey_id="s", unit=question.id, plaintext=body, size=size)
+                )
+            )
     assert bodies == {size}  # a question unit's body is exactly its size: no slack to leak
     assert lengths == {sealing.sealed_length(size)}
 
@@ -144,8 +155,10 @@ def test_submission_size_does_not_depend_on_how_many_answers():
     size = sealing.unit_size(SURVEY, "")
     bodies = [v["body"].encode() for v in OWN["sealed"] if not v["unit"]]
     assert len({len(body) for body in bodies}) == 2  # all questions answered, and only one
-    lengths = {len(sealing.seal(PUBLIC, survey_id="s", unit="", plaintext=body, size=size))
-               for body in bodies}  # fmt: skip
+    lengths = {
+        len(sealing.seal(PUBLIC, survey_id="s", unit="", plaintext=body, size=size))
+        for body in bodies
+    }
     assert lengths == {sealing.sealed_length(size)}
 
 
@@ -172,9 +185,13 @@ def test_tampering_anywhere_is_refused():
 
 @pytest.mark.parametrize(
     ("survey_id", "unit", "other"),
-    [("s", "q", sealing.generate_private_key()), ("t", "q", None), ("s", "r", None),
-     ("s", "", None)],
-)  # fmt: skip
+    [
+        ("s", "q", sealing.generate_private_key()),
+        ("t", "q", None),
+        ("s", "r", None),
+        ("s", "", None),
+    ],
+)
 def test_wrong_key_survey_or_unit_is_refused(survey_id, unit, other):
     key = sealing.generate_private_key()
     blob = sealing.seal(sealing.public_bytes(key), survey_id="s", unit="q", plaintext=b"x", size=8)
@@ -185,14 +202,20 @@ def test_wrong_key_survey_or_unit_is_refused(survey_id, unit, other):
 def test_one_opener_opens_many_blobs_and_refuses_what_open_sealed_refuses():
     key = sealing.generate_private_key()
     bodies = [b"x", b"yy", b""]
-    blobs = [sealing.seal(sealing.public_bytes(key), survey_id="s", unit="q", plaintext=body,
-                          size=8) for body in bodies]  # fmt: skip
+    blobs = [
+        sealing.seal(sealing.public_bytes(key), survey_id="s", unit="q", plaintext=body, size=8)
+        for body in bodies
+    ]
     open_one = sealing.opener(key, survey_id="s", unit="q", size=8)
     assert [open_one(blob) for blob in blobs] == bodies
     altered = blobs[0][:-1] + bytes([blobs[0][-1] ^ 1])
     other = sealing.seal(sealing.public_bytes(key), survey_id="s", unit="r", plaintext=b"x", size=8)
-    for refused, match in ((altered, "does not open"), (other, "does not open"),
-                           (blobs[0] + b"\0", "this unit's are"), ("text", "must be bytes")):
+    for refused, match in (
+        (altered, "does not open"),
+        (other, "does not open"),
+        (blobs[0] + b"\0", "this unit's are"),
+        ("text", "must be bytes"),
+    ):
         with pytest.raises(SealingError, match=match):
             open_one(refused)
 
@@ -206,11 +229,13 @@ def test_length_is_checked_when_the_size_is_given():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"plaintext": b"toolong", "size": 3}, "does not fit"),
-     ({"plaintext": "text", "size": 8}, "must be bytes"),
-     ({"plaintext": b"x", "size": -1}, "size must be"),
-     ({"plaintext": b"x", "size": True}, "size must be")],
-)  # fmt: skip
+    [
+        ({"plaintext": b"toolong", "size": 3}, "does not fit"),
+        ({"plaintext": "text", "size": 8}, "must be bytes"),
+        ({"plaintext": b"x", "size": -1}, "size must be"),
+        ({"plaintext": b"x", "size": True}, "size must be"),
+    ],
+)
 def test_bad_seal_arguments(kwargs, match):
     with pytest.raises(SealingError, match=match):
         sealing.seal(PUBLIC, survey_id="s", unit="q", **kwargs)
@@ -262,15 +287,26 @@ def test_what_the_browser_module_seals_python_opens():
         " size: x.size})).toString('hex'));"
         "console.log(JSON.stringify(out));"
     )
-    data = json.dumps({"key": OWN["recipient_public_key"], "survey_id": OWN["survey_id"],
-                       "sealed": OWN["sealed"]})  # fmt: skip
-    result = subprocess.run([node, "--input-type=commonjs", "-e", f"(async () => {{{script}}})()"],
-                            input=data, capture_output=True, text=True, timeout=60)  # fmt: skip
+    data = json.dumps(
+        {"key": OWN["recipient_public_key"], "survey_id": OWN["survey_id"], "sealed": OWN["sealed"]}
+    )
+    result = subprocess.run(
+        [node, "--input-type=commonjs", "-e", f"(async () => {{{script}}})()"],
+        input=data,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     blobs = json.loads(result.stdout)
     assert len(blobs) == len(OWN["sealed"])
     for vector, blob in zip(OWN["sealed"], blobs, strict=True):
         assert blob != vector["sealed"]  # a fresh ephemeral key
-        body = sealing.open_sealed(PRIVATE, survey_id=OWN["survey_id"], unit=vector["unit"],
-                                   sealed=bytes.fromhex(blob), size=vector["size"])  # fmt: skip
+        body = sealing.open_sealed(
+            PRIVATE,
+            survey_id=OWN["survey_id"],
+            unit=vector["unit"],
+            sealed=bytes.fromhex(blob),
+            size=vector["size"],
+        )
         assert body.decode() == vector["body"]

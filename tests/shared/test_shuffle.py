@@ -29,10 +29,16 @@ from deniable.shuffle import (
 
 # Issue 18's table: generic ε0-LDP randomizer, δ = 1e-6 (FMT23 / Wang et al. 2024)
 TABLE = {
-    (1, 1_000): "0.149", (1, 10_000): "0.043", (1, 100_000): "0.012",
-    (2, 1_000): "0.397", (2, 10_000): "0.114", (2, 100_000): "0.033",
-    (4, 1_000): "1.85", (4, 10_000): "0.411", (4, 100_000): "0.118",
-}  # fmt: skip
+    (1, 1_000): "0.149",
+    (1, 10_000): "0.043",
+    (1, 100_000): "0.012",
+    (2, 1_000): "0.397",
+    (2, 10_000): "0.114",
+    (2, 100_000): "0.033",
+    (4, 1_000): "1.85",
+    (4, 10_000): "0.411",
+    (4, 100_000): "0.118",
+}
 
 
 def rounded_like(value: float, published: str) -> str:
@@ -273,9 +279,15 @@ def shuffled_three_rr_epsilon(epsilon0: float, n: int, delta: float, others: int
     inside = ones + twos <= m
     log_factorial = np.array([math.lgamma(i + 1) for i in range(m + 1)])
     rest = np.where(inside, m - ones - twos, 0)
-    log_mass = (log_factorial[m] - log_factorial[ones] - log_factorial[twos] - log_factorial[rest]
-                + ones * math.log(shares[1]) + twos * math.log(shares[2])
-                + rest * math.log(shares[0]))  # fmt: skip
+    log_mass = (
+        log_factorial[m]
+        - log_factorial[ones]
+        - log_factorial[twos]
+        - log_factorial[rest]
+        + ones * math.log(shares[1])
+        + twos * math.log(shares[2])
+        + rest * math.log(shares[0])
+    )
     mass = np.where(inside, np.exp(log_mass), 0.0)
 
     def shifted(one: int, two: int) -> np.ndarray:
@@ -289,8 +301,10 @@ def shuffled_three_rr_epsilon(epsilon0: float, n: int, delta: float, others: int
 
     def divergence(epsilon: float) -> float:
         e = math.exp(epsilon)
-        return max(np.maximum(holds_zero - e * holds_one, 0).sum(),
-                   np.maximum(holds_one - e * holds_zero, 0).sum())  # fmt: skip
+        return max(
+            np.maximum(holds_zero - e * holds_one, 0).sum(),
+            np.maximum(holds_one - e * holds_zero, 0).sum(),
+        )
 
     low, high = 0.0, epsilon0
     for _ in range(40):
@@ -348,9 +362,14 @@ def histogram_law(epsilon0: float, k: int, inputs: tuple[int, ...]) -> dict[tupl
 
 @pytest.mark.parametrize(
     ("epsilon0", "k", "others"),
-    [(1, 2, (0, 0, 1, 1, 0, 1)), (3, 3, (0, 0, 0, 0, 0, 0)), (2, 3, (2, 1, 0, 2, 2, 1)),
-     (4, 4, (3, 3, 0, 2)), (0.5, 3, (1, 1, 1, 1, 1, 1))],
-)  # fmt: skip
+    [
+        (1, 2, (0, 0, 1, 1, 0, 1)),
+        (3, 3, (0, 0, 0, 0, 0, 0)),
+        (2, 3, (2, 1, 0, 2, 2, 1)),
+        (4, 4, (3, 3, 0, 2)),
+        (0.5, 3, (1, 1, 1, 1, 1, 1)),
+    ],
+)
 def test_generic_bound_holds_by_brute_force(epsilon0: float, k: int, others: tuple) -> None:
     """Soundness for mixed batches: shuffled k-RR, the differing respondent holding 0 or 1
     and the others as given, every output vector summed; δ never exceeds the bound's."""
@@ -358,6 +377,8 @@ def test_generic_bound_holds_by_brute_force(epsilon0: float, k: int, others: tup
     one = histogram_law(epsilon0, k, (1, *others))
     for fraction in (0.25, 0.5, 0.8, 0.95):
         e = math.exp(fraction * epsilon0)
-        exact = max(sum(max(0.0, zero[h] - e * one[h]) for h in zero),
-                    sum(max(0.0, one[h] - e * zero[h]) for h in zero))  # fmt: skip
+        exact = max(
+            sum(max(0.0, zero[h] - e * one[h]) for h in zero),
+            sum(max(0.0, one[h] - e * zero[h]) for h in zero),
+        )
         assert exact <= delta_for(fraction * epsilon0, epsilon0, len(others) + 1) * (1 + 1e-12)

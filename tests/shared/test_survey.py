@@ -154,10 +154,15 @@ def test_duplicate_question_ids_are_rejected() -> None:
         Survey.from_dict(data)
 
 
-@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
-                    lambda inner: st.lists(inner, max_size=4)
-                    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                    max_leaves=20))  # fmt: skip
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+)
 @settings(max_examples=300, deadline=None)
 def test_arbitrary_json_is_accepted_or_raises_invalid_survey(data) -> None:
     try:
@@ -169,8 +174,9 @@ def test_arbitrary_json_is_accepted_or_raises_invalid_survey(data) -> None:
 identifiers = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,20}", fullmatch=True)
 # Survey text refuses control characters (Cc: C0, DEL, C1) and blank text (only White_Space
 # and Default_Ignorable code points, docs/protocol.md); anything else printable goes.
-labels = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1,
-                 max_size=12).filter(lambda s: not BLANK.fullmatch(s))  # fmt: skip
+labels = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=12).filter(
+    lambda s: not BLANK.fullmatch(s)
+)
 
 
 @st.composite

@@ -20,8 +20,10 @@ def test_parsed_kept_and_signed():
     survey = Survey.from_dict({**BASE, "relay": RELAY})
     assert survey.relay == Relay(url="https://relay.example", min_batch=1000)
     assert survey.to_dict()["relay"] == RELAY
-    assert b'"relay":{"min_batch":1000,"shuffle_unit":"question","url":"https://relay.example"}' \
+    assert (
+        b'"relay":{"min_batch":1000,"shuffle_unit":"question","url":"https://relay.example"}'
         in survey.canonical_bytes()
+    )
     # The resolved (signed) form round-trips; a client re-parses it byte for byte.
     again = Survey.from_dict(survey.to_dict(), resolved=True)
     assert again == survey and again.canonical_bytes() == survey.canonical_bytes()

@@ -26,8 +26,9 @@ from deniable.wire import parse_submission
 from . import generate_vectors
 from .generate_vectors import StreamSource
 
-VECTORS = json.loads(resources.files("deniable").joinpath("vectors/protocol-vectors.json")
-                     .read_text("utf-8"))  # fmt: skip
+VECTORS = json.loads(
+    resources.files("deniable").joinpath("vectors/protocol-vectors.json").read_text("utf-8")
+)
 QUESTIONS = {
     qid: Question.from_dict(d, "question", FORMAT) for qid, d in VECTORS["questions"].items()
 }
@@ -58,8 +59,9 @@ def test_definitions_a_client_must_refuse(vector) -> None:
     assert refused.value.reason == vector["code"], str(refused.value)  # refused for its reason
 
 
-@pytest.mark.parametrize("vector", VECTORS["invalid_answers"],
-                         ids=lambda v: f"{v['question']}={v['answer']!r}")  # fmt: skip
+@pytest.mark.parametrize(
+    "vector", VECTORS["invalid_answers"], ids=lambda v: f"{v['question']}={v['answer']!r}"
+)
 def test_answers_a_client_must_refuse(vector) -> None:
     with pytest.raises(InvalidValue):
         QUESTIONS[vector["question"]].check_answer(vector["answer"])
@@ -104,10 +106,14 @@ def test_decode(vector) -> None:
 
 def test_the_aggregator_accepts_every_vector_report() -> None:
     survey = Survey.from_dict(
-        {"format": FORMAT, "id": "vectors", "title": "Vectors",
-         "questions": list(VECTORS["questions"].values())},
+        {
+            "format": FORMAT,
+            "id": "vectors",
+            "title": "Vectors",
+            "questions": list(VECTORS["questions"].values()),
+        },
         resolved=True,
-    )  # fmt: skip
+    )
     reports = [
         {
             "id": f"00000000-0000-4000-8000-{i:012x}",
@@ -139,21 +145,28 @@ def test_survey_documents(vector) -> None:
 @pytest.mark.parametrize("vector", VECTORS["key_rotation"]["cases"], ids=lambda v: v["name"])
 def test_key_rotation(vector) -> None:
     given = vector["pin"]
-    pin = keychain.Pin(public_key=base64.b64decode(given["public_key"]),
-                       sequence=given["sequence"], retired=tuple(given["retired"]))  # fmt: skip
+    pin = keychain.Pin(
+        public_key=base64.b64decode(given["public_key"]),
+        sequence=given["sequence"],
+        retired=tuple(given["retired"]),
+    )
     if vector["expect"] is None:
         with pytest.raises(SignatureError):
             keychain.follow_chain(pin, vector["document"])
         return
     followed = keychain.follow_chain(pin, vector["document"])
-    assert {"public_key": keychain.encode(followed.public_key), "sequence": followed.sequence,
-            "retired": list(followed.retired)} == vector["expect"]  # fmt: skip
+    assert {
+        "public_key": keychain.encode(followed.public_key),
+        "sequence": followed.sequence,
+        "retired": list(followed.retired),
+    } == vector["expect"]
 
 
 def test_blank_code_points() -> None:
     """§2.2's fixed lists, at and next to every range end: the same in both clients."""
     from deniable.survey import BLANK
 
-    wrong = [v["code_point"] for v in VECTORS["blank"]
-             if bool(BLANK.fullmatch(v["text"])) != v["blank"]]  # fmt: skip
+    wrong = [
+        v["code_point"] for v in VECTORS["blank"] if bool(BLANK.fullmatch(v["text"])) != v["blank"]
+    ]
     assert wrong == []

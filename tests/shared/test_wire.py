@@ -19,11 +19,17 @@ SURVEY = Survey.from_dict(
         "title": "Wire",
         "questions": [
             {"id": "yes", "type": "yes_no", "text": "Yes?", "epsilon": 1},
-            {"id": "pick", "type": "single_choice", "text": "Pick", "epsilon": 1,
-             "options": [str(i) for i in range(300)], "mechanism": "grr"},
+            {
+                "id": "pick",
+                "type": "single_choice",
+                "text": "Pick",
+                "epsilon": 1,
+                "options": [str(i) for i in range(300)],
+                "mechanism": "grr",
+            },
         ],
     }
-)  # fmt: skip
+)
 
 
 def report(**changes) -> dict:

@@ -14,7 +14,9 @@ import { Question, loadMechanisms } from "../survey.js";
 import { clopperPearsonLower, clopperPearsonUpper, epsilonLowerBound } from "./audit.js";
 
 const N = 200_000;
-const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
+const VECTORS = JSON.parse(
+  readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"),
+);
 await loadMechanisms({ questions: Object.values(VECTORS.questions) });
 const question = (id) => new Question(VECTORS.questions[id], 0);
 
@@ -27,8 +29,10 @@ function sample(oracle, value, key) {
 function audit(oracle, inputs, claimed, key = (r) => oracle.encode(r)) {
   const samples = inputs.map((v) => sample(oracle, v, key));
   const bounds = [];
-  for (let i = 1; i < inputs.length; i++) bounds.push(epsilonLowerBound(samples[0], samples[i]).epsilon);
-  for (const bound of bounds) assert.ok(bound <= claimed, `certified ${bound} > claimed ${claimed}`);
+  for (let i = 1; i < inputs.length; i++)
+    bounds.push(epsilonLowerBound(samples[0], samples[i]).epsilon);
+  for (const bound of bounds)
+    assert.ok(bound <= claimed, `certified ${bound} > claimed ${claimed}`);
   return bounds;
 }
 
@@ -42,8 +46,14 @@ test("Clopper–Pearson bounds match scipy", () => {
     [30000, 150000, 3e-8, 0.19444021356060046, 0.20563948676454144],
   ];
   for (const [k, n, alpha, lower, upper] of cases) {
-    assert.ok(Math.abs(clopperPearsonLower(k, n, alpha) - lower) <= 1e-9 * Math.max(lower, 1e-12), `lower ${k}/${n}`);
-    assert.ok(Math.abs(clopperPearsonUpper(k, n, alpha) - upper) <= 1e-9 * upper, `upper ${k}/${n}`);
+    assert.ok(
+      Math.abs(clopperPearsonLower(k, n, alpha) - lower) <= 1e-9 * Math.max(lower, 1e-12),
+      `lower ${k}/${n}`,
+    );
+    assert.ok(
+      Math.abs(clopperPearsonUpper(k, n, alpha) - upper) <= 1e-9 * upper,
+      `upper ${k}/${n}`,
+    );
   }
 });
 
@@ -66,12 +76,28 @@ test("audit olh (support-set post-processing: the seed makes raw reports unique)
 
 test("audit multiple choice (ε/m per option, ε in total)", () => {
   const q = question("tools");
-  audit(q.oracle, [[0, 0, 0, 0], [1, 1, 1, 1], [1, 0, 1, 0]], q.epsilon);
+  audit(
+    q.oracle,
+    [
+      [0, 0, 0, 0],
+      [1, 1, 1, 1],
+      [1, 0, 1, 0],
+    ],
+    q.epsilon,
+  );
 });
 
 test("audit option sampling (one option per report, ε for the whole set)", () => {
   const q = question("tools_sampled");
-  audit(q.oracle, [[0, 0, 0], [1, 1, 1], [1, 0, 1]], q.epsilon);
+  audit(
+    q.oracle,
+    [
+      [0, 0, 0],
+      [1, 1, 1],
+      [1, 0, 1],
+    ],
+    q.epsilon,
+  );
 });
 
 test("audit duchi and discrete_laplace at the ends of the range", () => {

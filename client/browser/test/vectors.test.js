@@ -4,15 +4,30 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { ArraySource, ReportError, InvalidSurvey, InvalidValue, SignatureError, b64encode, canonicalize, parseDefinition, parseJson, verifyDocument } from "../deniable.js";
+import {
+  ArraySource,
+  ReportError,
+  InvalidSurvey,
+  InvalidValue,
+  SignatureError,
+  b64encode,
+  canonicalize,
+  parseDefinition,
+  parseJson,
+  verifyDocument,
+} from "../deniable.js";
 import { followRotation } from "../keychain.js";
 import { decode, fromHex } from "../wire.js";
 import { bucket } from "../local_hashing.js";
 import { Question, isBlank, loadMechanisms } from "../survey.js";
 
-const VECTORS = JSON.parse(readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"));
+const VECTORS = JSON.parse(
+  readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"),
+);
 await loadMechanisms({ questions: Object.values(VECTORS.questions), relay: {} }); // every mechanism module, and sealed.js (relay members)
-const QUESTIONS = Object.fromEntries(Object.entries(VECTORS.questions).map(([id, d], i) => [id, new Question(d, i)]));
+const QUESTIONS = Object.fromEntries(
+  Object.entries(VECTORS.questions).map(([id, d], i) => [id, new Question(d, i)]),
+);
 const bytes = (hex) => fromHex(hex, hex.length / 2);
 
 test("canonical bytes (RFC 8785) and Ed25519 signatures of sample surveys", async () => {
@@ -23,7 +38,10 @@ test("canonical bytes (RFC 8785) and Ed25519 signatures of sample surveys", asyn
     assert.equal(canonicalize(parsed), vector.canonical, vector.name);
     const signature = Uint8Array.from(atob(vector.signature), (c) => c.charCodeAt(0));
     const message = new TextEncoder().encode(vector.canonical);
-    assert.ok(await crypto.subtle.verify({ name: "Ed25519" }, key, signature, message), vector.name);
+    assert.ok(
+      await crypto.subtle.verify({ name: "Ed25519" }, key, signature, message),
+      vector.name,
+    );
     message[10] ^= 1;
     assert.ok(!(await crypto.subtle.verify({ name: "Ed25519" }, key, signature, message)));
     parseDefinition(parsed); // valid
@@ -32,11 +50,18 @@ test("canonical bytes (RFC 8785) and Ed25519 signatures of sample surveys", asyn
 
 test("definitions a client must refuse", () => {
   for (const vector of VECTORS.invalid_surveys) {
-    assert.throws(() => parseDefinition(vector.definition), (error) => error instanceof InvalidSurvey && error.reason === vector.code, `${vector.reason}: not refused with reason ${vector.code}`);
+    assert.throws(
+      () => parseDefinition(vector.definition),
+      (error) => error instanceof InvalidSurvey && error.reason === vector.code,
+      `${vector.reason}: not refused with reason ${vector.code}`,
+    );
   }
   // Format /1 needs Python's defaults and repr: every client but Python's refuses it (§2.1).
   const v1 = { ...VECTORS.surveys[0].definition, format: "deniable.survey/1" };
-  assert.throws(() => parseDefinition(v1), (error) => error.reason === "format");
+  assert.throws(
+    () => parseDefinition(v1),
+    (error) => error.reason === "format",
+  );
   // Not in the file (JSON text in UTF-8 cannot hold it): an unpaired surrogate, which a form
   // would turn into U+FFFD, leaving that answer impossible to send.
   const demo = structuredClone(VECTORS.surveys[0].definition);
@@ -46,20 +71,31 @@ test("definitions a client must refuse", () => {
 
 test("true answers a client must refuse, never coerce", () => {
   for (const v of VECTORS.invalid_answers) {
-    assert.throws(() => QUESTIONS[v.question].checkAnswer(v.answer), InvalidValue, `${v.question} ${JSON.stringify(v.answer)}`);
+    assert.throws(
+      () => QUESTIONS[v.question].checkAnswer(v.answer),
+      InvalidValue,
+      `${v.question} ${JSON.stringify(v.answer)}`,
+    );
   }
 });
 
 test("draws from a byte stream", () => {
   const d = VECTORS.draws;
   const source = new ArraySource(bytes(d.stream));
-  assert.deepEqual(d.uniform53.map(() => source.uniform53()), d.uniform53);
-  assert.deepEqual(d.randbelow.map((r) => source.randbelow(r.upper)), d.randbelow.map((r) => r.value));
+  assert.deepEqual(
+    d.uniform53.map(() => source.uniform53()),
+    d.uniform53,
+  );
+  assert.deepEqual(
+    d.randbelow.map((r) => source.randbelow(r.upper)),
+    d.randbelow.map((r) => r.value),
+  );
   assert.equal(source.position, source.bytes.length);
 });
 
 test("the OLH hash", () => {
-  for (const v of VECTORS.olh_hash) assert.equal(bucket(v.seed, v.value, v.hash_range), v.bucket, JSON.stringify(v));
+  for (const v of VECTORS.olh_hash)
+    assert.equal(bucket(v.seed, v.value, v.hash_range), v.bucket, JSON.stringify(v));
 });
 
 test("every mechanism: a fixed byte stream gives the exact report", () => {
@@ -67,7 +103,11 @@ test("every mechanism: a fixed byte stream gives the exact report", () => {
     const question = QUESTIONS[v.question];
     const source = new ArraySource(bytes(v.stream));
     const report = question.oracle.randomize(question.checkAnswer(v.answer), source);
-    assert.equal(question.oracle.encode(report), v.report, `${v.question} ${JSON.stringify(v.answer)}`);
+    assert.equal(
+      question.oracle.encode(report),
+      v.report,
+      `${v.question} ${JSON.stringify(v.answer)}`,
+    );
     assert.equal(source.position, source.bytes.length, `${v.question}: every byte used`);
   }
 });
@@ -94,16 +134,29 @@ test("longitudinal questions: the object and the instantaneous ε are checked", 
     { ...VECTORS.questions.tools, longitudinal: { key: "tools", instantaneous_epsilon: 1 } },
     { ...VECTORS.questions.sue, longitudinal: mood.longitudinal, parameters: mood.parameters },
   ];
-  for (const q of bad) assert.throws(() => parseDefinition(survey(q)), InvalidSurvey, JSON.stringify(q.longitudinal));
+  for (const q of bad)
+    assert.throws(() => parseDefinition(survey(q)), InvalidSurvey, JSON.stringify(q.longitudinal));
   const twice = survey(mood);
-  twice.questions = [mood, { ...VECTORS.questions.habit, longitudinal: { ...VECTORS.questions.habit.longitudinal, key: "mood" } }];
+  twice.questions = [
+    mood,
+    {
+      ...VECTORS.questions.habit,
+      longitudinal: { ...VECTORS.questions.habit.longitudinal, key: "mood" },
+    },
+  ];
   assert.throws(() => parseDefinition(twice), /longitudinal keys must be distinct/);
 });
 
 test("an optional field's name with its marker is not a field", () => {
   const demo = VECTORS.surveys.find((s) => s.name === "demo").definition;
-  assert.throws(() => parseDefinition({ ...demo, "description?": "x" }), /unknown field description\?/);
-  assert.throws(() => parseDefinition({ ...demo, questions: [{ ...demo.questions[0], "longitudinal?": {} }] }), /unknown field longitudinal\?/);
+  assert.throws(
+    () => parseDefinition({ ...demo, "description?": "x" }),
+    /unknown field description\?/,
+  );
+  assert.throws(
+    () => parseDefinition({ ...demo, questions: [{ ...demo.questions[0], "longitudinal?": {} }] }),
+    /unknown field longitudinal\?/,
+  );
   const { description, ...bare } = demo;
   assert.ok(description && parseDefinition(bare).description === "");
   assert.throws(() => parseDefinition({ ...demo, description: "" }), InvalidSurvey); // omitted, not empty
@@ -114,15 +167,35 @@ test("survey documents: parsed strictly, verified under the pin, refused for the
   for (const v of VECTORS.documents) {
     const open = async () => verifyDocument(parseJson(v.text), v.survey_id, key);
     if (v.code === null) assert.equal((await open()).survey.id, v.survey_id, v.name);
-    else await assert.rejects(open, (error) => (error instanceof SignatureError || error instanceof InvalidSurvey) && error.reason === v.code, `${v.name}: not refused with reason ${v.code}`);
+    else
+      await assert.rejects(
+        open,
+        (error) =>
+          (error instanceof SignatureError || error instanceof InvalidSurvey) &&
+          error.reason === v.code,
+        `${v.name}: not refused with reason ${v.code}`,
+      );
   }
 });
 
 test("parseJson: a member name twice, however it is escaped, and only within one object", () => {
-  for (const text of ['{"a\\"b":1,"a\\u0022b":2}', '[{"k":1,"k":1}]', '{"x":{"y":[{"z":1,"z":2}]}}']) {
-    assert.throws(() => parseJson(text), (error) => error.reason === "duplicate-member", text);
+  for (const text of [
+    '{"a\\"b":1,"a\\u0022b":2}',
+    '[{"k":1,"k":1}]',
+    '{"x":{"y":[{"z":1,"z":2}]}}',
+  ]) {
+    assert.throws(
+      () => parseJson(text),
+      (error) => error.reason === "duplicate-member",
+      text,
+    );
   }
-  for (const text of ['{}', '[{}, "a", {"a":1,"b":{"a":2}}]', '{"x":[{},{}],"y":{"x":1},"s":"{\\"x\\":1,\\"x\\":2}"}']) assert.deepEqual(parseJson(text), JSON.parse(text));
+  for (const text of [
+    "{}",
+    '[{}, "a", {"a":1,"b":{"a":2}}]',
+    '{"x":[{},{}],"y":{"x":1},"s":"{\\"x\\":1,\\"x\\":2}"}',
+  ])
+    assert.deepEqual(parseJson(text), JSON.parse(text));
 });
 
 test("key rotation: the served chain from the pin, or a refusal that keeps it", async () => {
@@ -134,13 +207,27 @@ test("key rotation: the served chain from the pin, or a refusal that keeps it", 
       continue;
     }
     const followed = await followRotation(pin, v.document);
-    assert.deepEqual({ public_key: b64encode(followed.key), sequence: followed.sequence, retired: followed.retired }, v.expect, v.name);
+    assert.deepEqual(
+      {
+        public_key: b64encode(followed.key),
+        sequence: followed.sequence,
+        retired: followed.retired,
+      },
+      v.expect,
+      v.name,
+    );
   }
 });
 
 test("blank code points (protocol §2.2's fixed lists), at and next to every range end", () => {
-  assert.deepEqual(VECTORS.blank.filter((v) => isBlank(v.text) !== v.blank).map((v) => v.code_point), []);
+  assert.deepEqual(
+    VECTORS.blank.filter((v) => isBlank(v.text) !== v.blank).map((v) => v.code_point),
+    [],
+  );
   // The lists are Unicode's White_Space and Default_Ignorable_Code_Point (in this engine's version).
   const unicode = /^[\p{White_Space}\p{Default_Ignorable_Code_Point}]$/u;
-  assert.deepEqual(VECTORS.blank.filter((v) => unicode.test(v.text) !== v.blank).map((v) => v.code_point), []);
+  assert.deepEqual(
+    VECTORS.blank.filter((v) => unicode.test(v.text) !== v.blank).map((v) => v.code_point),
+    [],
+  );
 });
