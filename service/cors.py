@@ -79,3 +79,11 @@ def init_app(app: Flask, routes: str = ROUTES) -> None:
     origins = tuple(app.config["CORS_ORIGINS"])
     if origins:
         app.after_request(CrossOrigin(origins, routes))
+
+
+__all__ = [
+    "ROUTES",
+    "CrossOrigin",
+    "init_app",
+    "parse_origins",
+]

@@ -108,3 +108,12 @@ def open_lock_file(path: str | os.PathLike[str]) -> int:
         os.close(descriptor)
         raise UnsafeFiles(f"lock file {path} is not a regular file; remove it")
     return descriptor
+
+
+__all__ = [
+    "UnsafeFiles",
+    "check_directory",
+    "check_private_file",
+    "open_lock_file",
+    "private_directory",
+]

@@ -5,6 +5,9 @@ verified and before anything is randomized or sent.  Caps are in ε (natural
 log units); a question's cost is its ε by sequential composition, and a
 longitudinal question costs its *permanent* ε (the bound over all its reports
 about one value, see docs/longitudinal.md).
+
+It lives in the core because the survey planner of ``deniable-aggregator`` reads the
+same defaults as the device; the device imports it as ``deniable.client.Policy``.
 """
 
 from __future__ import annotations
@@ -96,3 +99,6 @@ class Policy:
                 f"survey {survey.id!r}: asks ε = {total:g} in total, over the cap of "
                 f"{self.max_survey_epsilon:g} per survey"
             )
+
+
+__all__ = ["DAY", "TOLERANCE", "Policy", "every_mechanism", "question_cost"]

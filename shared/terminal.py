@@ -1,6 +1,7 @@
-"""What both command lines (``deniable`` and ``deniable-aggregator``) share on a terminal.
+"""What every command line (``deniable``, ``deniable-aggregator``, ``deniable-relay``) shares on
+a terminal.
 
-* The exit-status table, one for both programs (documented in docs/operations.md):
+* The exit-status table, one for every program (documented in docs/operations.md):
 
   ====  =====================================================================
   0     success
@@ -20,7 +21,8 @@
 * :func:`quiet_pipe`: output to a closed pipe (``... | head``) ends the program
   quietly instead of with a BrokenPipeError traceback.
 
-It lives in the client so the device side needs no Flask; the aggregator imports it.
+It lives in the core, standard library only, so the device needs no Flask and the
+services no device client.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def exit_status(error: BaseException) -> int:
     for cls, status in EXIT_STATUSES:
         if isinstance(error, cls):
             return status
-    if type(error).__name__ == "SettingsError":  # the aggregator's; a ValueError
+    if type(error).__name__ == "SettingsError":  # the service kit's; a ValueError
         return EXIT_USAGE
     return EXIT_FAILURE
 
@@ -166,3 +168,18 @@ class Progress:
         filled = int(fraction * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
         return f"{self.label} [{bar}] {self.done:,}/{self.total:,} ({rate:,.0f}/s)"
+
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_STATUSES",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
+    "Progress",
+    "exit_status",
+    "quiet_pipe",
+]
