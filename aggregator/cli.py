@@ -11,7 +11,7 @@ real HTTP, like a fleet of respondents would.  Token commands live in
 cli_tokens.py, key commands in cli_keys.py.
 
 Failures print one line ``deniable-aggregator: error: ...`` on stderr and exit
-with a documented status (:mod:`deniable.client.terminal`, docs/operations.md):
+with a documented status (:mod:`deniable.terminal`, docs/operations.md):
 2 usage, 3 not found, 4 refused or conflict, 5 unavailable; output to a closed
 pipe (``... | head``) ends quietly.
 """

@@ -1,4 +1,4 @@
-"""Cross-origin access (aggregator/cors.py): origins parsed strictly (RFC 6454
+"""Cross-origin access (service/cors.py): origins parsed strictly (RFC 6454
 serialization) and matched exactly, IPv6 included; Vary: Origin; no header without an Origin."""
 
 from __future__ import annotations
