@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flask import Flask
 
+# What pages of other origins may use (CORS_ORIGINS): the key, a signed survey, reports.
+CROSS_ORIGIN_ROUTES = r"^/api/v1/(key|surveys/[^/]+|surveys/[^/]+/reports)$"
+
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """Build the app: settings (defaults < DENIABLE_* environment < ``config``), then subsystems."""
@@ -33,8 +36,8 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     dashboard.init_app(app)
     app.after_request(nosniff)
     respond.init_app(app)
-    cors.init_app(app)
+    cors.init_app(app, routes=CROSS_ORIGIN_ROUTES)
     return app
 
 
-__all__ = ["create_app"]
+__all__ = ["CROSS_ORIGIN_ROUTES", "create_app"]

@@ -1,7 +1,8 @@
 """The data directory and the files in it: private to the user the server runs as.
 
-What the aggregator keeps on disk (the SQLite database with its ``-wal``/``-shm``
-and lock files, the signing key) is raw reports and a private key, so:
+What a service keeps on disk (the SQLite database with its ``-wal``/``-shm`` and
+lock files; the aggregator's signing key) is raw reports, sealed units and a private
+key, so:
 
 * directories it creates are mode 0700 whatever the umask (each missing one);
 * a directory holding the database or the key that other users may write in is
