@@ -11,7 +11,7 @@ real HTTP, like a fleet of respondents would.  Token commands live in
 cli_tokens.py, key commands in cli_keys.py.
 
 Failures print one line ``deniable-aggregator: error: ...`` on stderr and exit
-with a documented status (:mod:`deniable.client.terminal`, docs/operations.md):
+with a documented status (:mod:`deniable.terminal`, docs/operations.md):
 2 usage, 3 not found, 4 refused or conflict, 5 unavailable; output to a closed
 pipe (``... | head``) ends quietly.
 """
@@ -124,13 +124,32 @@ def startup_line(config: Mapping[str, Any], bind: str, workers: int | str) -> st
 
 
 def run_gunicorn(config: Mapping[str, Any], bind: str, workers: int, timeout: int = 60) -> None:
-    """Serve ``create_app(config)``: gunicorn processes, waitress reading requests (serving.py)."""
-    from . import metrics
-    from .serving import serve
+    """Serve ``create_app(config)``: gunicorn processes, waitress reading requests
+    (:mod:`deniable.service.serving`)."""
+    from deniable.service import metrics
+    from deniable.service.serving import serve
 
     # Why: every worker writes its counts where any worker can sum them for a scrape.
     with metrics.multiprocess_directory(bool(config.get("METRICS")) and workers > 1):
-        serve(config, bind, workers, timeout)
+        serve(
+            config,
+            bind,
+            workers,
+            timeout,
+            factory=_worker_app,
+            process_name=PROG,
+            child_exit=metrics.child_exit,  # metrics: forget a dead worker's live values
+        )
+
+
+def _worker_app(config: Mapping[str, Any]) -> Any:
+    """One serving process's app, its decryption processes started if a relay may call."""
+    from . import create_app
+    from .api.opening import warm_when_relayed
+
+    app = create_app(config)
+    warm_when_relayed(app)  # a relay's first large batch finds its processes up
+    return app
 
 
 # -- commands -----------------------------------------------------------------------------
@@ -331,7 +350,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import requests
 
     if args.dir:
-        from .datadir import private_directory
+        from deniable.service.datadir import private_directory
 
         directory = private_directory(args.dir)  # 0700, like every data directory
         created_directory = False

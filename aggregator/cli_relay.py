@@ -21,7 +21,7 @@ from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, _fail, format_table
 
 
 def cmd_credential(args: argparse.Namespace) -> int:
-    from deniable.relay.settings import parse_url
+    from deniable.service.settings import parse_url
 
     from .storage import relay
 

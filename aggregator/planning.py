@@ -25,7 +25,6 @@ import json
 import math
 from typing import Any
 
-from deniable.client.policy import Policy
 from deniable.crosstab_plan import CrosstabPlan, plan_crosstab
 from deniable.planner import (
     DEFAULT_RELAY_DELTA,
@@ -38,6 +37,7 @@ from deniable.planner import (
     relay_plan,
 )
 from deniable.planner import MAX_RESPONDENTS as MAX_PLANNED_RESPONDENTS
+from deniable.policy import Policy
 
 from .terminal import EXIT_USAGE, CommandError, format_table
 

@@ -20,8 +20,8 @@ beside the signing key in ``<key stem>.encryption.pem`` (mode 0600, created with
 it), and is published in the key document as ``encryption_key``, signed by the
 signing key.  ``key rotate`` replaces it too; the keys it replaces are kept, newest
 first, in ``<key stem>.encryption.retired.pem`` (mode 0600, at most
-:data:`RETIRED_ENCRYPTION_KEYS`), so batches sealed before a rotation and still held
-by a relay still open (:meth:`EncryptionKeys.open_sealed`).
+:data:`~deniable.keychain.RETIRED_ENCRYPTION_KEYS`), so batches sealed before a rotation
+and still held by a relay still open (:meth:`EncryptionKeys.open_sealed`).
 """
 
 from __future__ import annotations
@@ -46,15 +46,12 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from deniable import keychain, sealing
 from deniable.errors import SealingError
-
-from .datadir import private_directory
-from .settings import SettingsError
+from deniable.keychain import RETIRED_ENCRYPTION_KEYS
+from deniable.service.datadir import private_directory
+from deniable.service.settings import SettingsError
 
 ALGORITHM = "Ed25519"
 EXTENSION = "deniable.signing"
-# Why a few: a relay may hold reports sealed to a retired key for one batch window; more
-# retired keys only widen what a stolen file opens.
-RETIRED_ENCRYPTION_KEYS = 4
 
 
 def _raw_public(key: X25519PrivateKey) -> bytes:

@@ -1,7 +1,9 @@
-"""Terminal output of ``deniable-aggregator``: one-line errors and tables.
+"""Terminal output of ``deniable-aggregator``: the results table and its lines.
 
-The progress bar and the exit-status table are the client's (:mod:`deniable.client.terminal`),
-shared with ``deniable``; they are re-exported here.
+One-line errors and plain tables are the service kit's (:mod:`deniable.service.terminal`);
+the progress bar and the exit-status table are the core's (:mod:`deniable.terminal`),
+shared with ``deniable`` and ``deniable-relay``.  Both are re-exported here for the
+aggregator's modules.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deniable.client.terminal import (  # noqa: F401 - re-exported for the aggregator's modules
+from deniable.service.terminal import CommandError, format_table
+from deniable.service.terminal import fail as _fail  # noqa: F401 - the aggregator's spelling
+from deniable.terminal import (
     EXIT_FAILURE,
     EXIT_NOT_FOUND,
     EXIT_OK,
@@ -20,54 +24,6 @@ from deniable.client.terminal import (  # noqa: F401 - re-exported for the aggre
     exit_status,
     quiet_pipe,
 )
-
-
-class CommandError(Exception):
-    """A command failed for a reason worth one line on stderr.
-
-    ``exit_status``: see the table in :mod:`deniable.client.terminal` (default 1).
-    """
-
-    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
-        super().__init__(message)
-        self.exit_status = status
-
-
-# -- output helpers -------------------------------------------------------------------
-
-
-def _fail(message: str, status: int = EXIT_FAILURE) -> CommandError:
-    return CommandError(message, status)
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain text table; numbers are right-aligned."""
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    numeric = [all(_is_number(row[i]) for row in rows) and bool(rows) for i in range(len(headers))]
-
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(
-            v.rjust(w) if right else v.ljust(w)
-            for v, w, right in zip(values, widths, numeric, strict=True)
-        ).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(row) for row in cells)])
-
-
-def _is_number(value: object) -> bool:
-    if isinstance(value, int | float):
-        return True
-    text = str(value).rstrip("%").replace(",", "")
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
 
 INTERVAL_NAMES = {
     "chebyshev": "Chebyshev (worst-case variance)",
@@ -188,3 +144,23 @@ def results_table(
         table = format_table(headers, rows)
         blocks.append(head + "\n" + "\n".join("  " + line for line in table.splitlines()))
     return "\n".join(blocks)
+
+
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
+    "INTERVAL_NAMES",
+    "PRECISION_WORDS",
+    "CommandError",
+    "Progress",
+    "central_line",
+    "exit_status",
+    "format_table",
+    "quiet_pipe",
+    "relay_lines",
+    "results_table",
+]

@@ -3,7 +3,7 @@
 For each backend (SQLite, PostgreSQL) this starts, on 127.0.0.1 only:
 
 * the real aggregator: ``deniable-aggregator serve`` (gunicorn, 2 workers running
-  waitress, aggregator/serving.py) on a fresh database (a new SQLite file; a new
+  waitress, service/serving.py) on a fresh database (a new SQLite file; a new
   PostgreSQL schema, dropped at the end);
 * a bare Flask app defined below (gunicorn, 2 workers, same database, tables
   ``bare_reports``/``bare_pending`` shaped like the real ``reports``/``pending``)

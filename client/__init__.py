@@ -27,9 +27,9 @@ from deniable.errors import (
     StateError,
     TransportError,
 )
+from deniable.policy import Policy
 
 from .ledger import Ledger
-from .policy import Policy
 from .session import (
     EnrolmentTokenRequired,
     FlushResult,

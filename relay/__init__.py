@@ -4,8 +4,8 @@ Devices send it sealed reports (HPKE to the aggregator's key, so the relay
 cannot read them); it holds them per survey and shuffle unit until a batch
 has ``min_batch`` reports and a time window passed, then forwards the batch in
 a CSPRNG-drawn random order to the aggregator in one authenticated request
-(docs/relay.md).  Serving, settings and problem+json errors are the
-aggregator's (``deniable.aggregator.serving``, ``.settings``, ``.problems``).
+(docs/relay.md).  Serving, settings, rate limits, CORS and problem+json errors are the
+service kit's (:mod:`deniable.service`), as the aggregator's are.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from deniable.service.app import nosniff
+
 if TYPE_CHECKING:
     from flask import Flask
 
@@ -23,13 +25,14 @@ FORWARDER = "deniable.relay.forwarder"
 
 def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     """Build the relay app: settings (defaults < DENIABLE_RELAY_* < ``config``), then subsystems."""
-    from deniable.aggregator import cors, flask_app, ratelimit
+    from deniable.service import cors, limits
+    from deniable.service.app import flask_app
 
     from . import api, settings, storage
 
     app = flask_app(__name__, settings.load(config))
     storage.init_app(app)
-    ratelimit.init_app(app)
+    limits.init_app(app)
     api.init_app(app)
     cors.init_app(app, routes=r"^/api/v1/surveys/[^/]+/sealed$")
     app.after_request(_headers)
@@ -44,9 +47,10 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
 
 
 def _headers(response):
-    response.headers["X-Content-Type-Options"] = "nosniff"
+    """Every response: never sniffed (the kit's :func:`~deniable.service.app.nosniff`), never
+    stored by a cache (what the relay answers is about one submission)."""
     response.headers["Cache-Control"] = "no-store"
-    return response
+    return nosniff(response)
 
 
 ADDRESS = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}|(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}")
@@ -67,3 +71,6 @@ class NoAddresses(logging.Filter):
 def _no_addresses(logger: logging.Logger) -> None:
     if not any(isinstance(f, NoAddresses) for f in logger.filters):
         logger.addFilter(NoAddresses())
+
+
+__all__ = ["FORWARDER", "NoAddresses", "create_app"]

@@ -39,8 +39,6 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, request
 
 from deniable import __version__
-from deniable.aggregator.problems import EnrolmentRequired, read_json
-from deniable.aggregator.ratelimit import current_limits
 from deniable.errors import (
     Conflict,
     DeniableError,
@@ -51,6 +49,8 @@ from deniable.errors import (
     SealingError,
 )
 from deniable.sealing import decode_blob, encode_blob
+from deniable.service.limits import current_limits
+from deniable.service.problems import EnrolmentRequired, read_json
 from deniable.survey import IDENTIFIER, Survey
 
 from .storage import RelayedSurvey, RelayStorage, current_storage
@@ -169,7 +169,7 @@ def parse_sealed(
 def check_key(storage: RelayStorage, stored: RelayedSurvey, key_id: str) -> None:
     """Conflict unless ``key_id`` is an encryption key of the aggregator that the relay
     verified in its signed key document: the current one, or one retired since (the
-    aggregator still opens those, :data:`deniable.aggregator.signing.RETIRED_ENCRYPTION_KEYS`).
+    aggregator still opens those, :data:`deniable.keychain.RETIRED_ENCRYPTION_KEYS`).
     A unit sealed to any other key could never be opened: refused here, not dropped there."""
     if key_id in stored.encryption_keys:
         return

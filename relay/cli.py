@@ -26,44 +26,38 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from deniable.aggregator.cli_common import (
+from deniable.errors import DeniableError
+from deniable.service import cli as kit
+from deniable.service.cli import (
     Parser,
     add_json,
     bind_address,
+    overrides,
     positive,
     print_json,
     print_settings,
 )
-from deniable.aggregator.ratelimit import shown_storage
-from deniable.aggregator.terminal import (
+from deniable.service.limits import shown_storage
+from deniable.service.terminal import CommandError, format_table
+from deniable.service.terminal import fail as _fail
+from deniable.terminal import (
     EXIT_FAILURE,
     EXIT_NOT_FOUND,
     EXIT_REFUSED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
-    CommandError,
-    _fail,
     exit_status,
-    format_table,
     quiet_pipe,
 )
-from deniable.errors import DeniableError
 
 PROG = "deniable-relay"
 
 
 def load_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The relay's settings (defaults < DENIABLE_RELAY_* < ``--data-dir``, ``--database``)."""
     from . import settings
 
-    given = {
-        name: getattr(args, option)
-        for option, name in (("data_dir", "HOME"), ("database", "DATABASE"))
-        if getattr(args, option, None)
-    }
-    try:
-        return settings.load(given)
-    except settings.SettingsError as error:
-        raise _fail(str(error), EXIT_USAGE) from None
+    return kit.load_settings(args, settings.resolve)
 
 
 @contextlib.contextmanager
@@ -97,7 +91,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from deniable.aggregator.serving import serve
+    from deniable.service.serving import serve
 
     from . import create_app
 
@@ -286,13 +280,8 @@ def cmd_forward(args: argparse.Namespace) -> int:
 def cmd_settings(args: argparse.Namespace) -> int:
     from . import settings
 
-    given = {
-        name: getattr(args, option)
-        for option, name in (("data_dir", "HOME"), ("database", "DATABASE"))
-        if getattr(args, option, None)
-    }
     try:
-        resolved = settings.resolve(given, config_source="command line")
+        resolved = settings.resolve(overrides(args), config_source="command line")
     except settings.SettingsError as error:
         raise _fail(str(error), EXIT_USAGE) from None
     print_settings(resolved, as_json=args.json, verbose=args.verbose)

@@ -1,10 +1,10 @@
-"""The relay's settings: one table, resolved by the aggregator's settings machinery.
+"""The relay's settings: one table, resolved by the service kit's settings machinery.
 
 Variables are named ``DENIABLE_RELAY_<NAME>`` (``DENIABLE_RELAY_DATABASE``,
 ...), so a relay and an aggregator on one host never read each other's.
 Precedence, lowest first: defaults, environment, the ``config`` mapping (the
 command line's ``--data-dir`` and ``--database`` land there).  A bad value
-raises :class:`~deniable.aggregator.settings.SettingsError` naming it.
+raises :class:`~deniable.service.settings.SettingsError` naming it.
 """
 
 from __future__ import annotations
@@ -14,58 +14,47 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from deniable import origins
-from deniable.aggregator import settings as common
-from deniable.aggregator.settings import BY_NAME, Setting, SettingsError
-from deniable.errors import InvalidParameter
+from deniable.service import settings as common
+from deniable.service.settings import (
+    COMMON_BY_NAME,
+    Setting,
+    SettingsError,
+    parse_boolean,
+    parse_database,
+    parse_home,
+    parse_integer,
+    parse_seconds,
+    parse_url,
+)
 
 PREFIX = "DENIABLE_RELAY_"
 DERIVED = {"DATABASE": "relay.sqlite3"}
 
-__all__ = ["SETTINGS", "SettingsError", "describe", "load", "resolve"]
-
-
-def parse_url(value: object) -> str | None:
-    """An http(s) base URL without query or fragment, without a trailing slash."""
-    if value is None or value == "":
-        return None
-    text = str(value).strip().removesuffix("/")
-    try:
-        origins.parse_url(text)  # the parser of relay.url: what a survey can name, this can be
-    except InvalidParameter as error:
-        raise ValueError(f"must be an http(s) URL such as https://relay.example: {error}") from None
-    return text
-
-
-def _seconds(minimum: float, maximum: float):
-    def parse(value: object) -> float:
-        try:
-            number = float(str(value).strip())
-        except ValueError:
-            number = float("nan")
-        if not minimum <= number <= maximum:
-            raise ValueError(f"must be a number of seconds in [{minimum:g}, {maximum:g}]")
-        return number
-
-    return parse
+__all__ = ["SETTINGS", "SettingsError", "describe", "load", "parse_url", "resolve"]
 
 
 def _shared(name: str, help: str | None = None) -> Setting:
-    """One of the aggregator's settings, read as DENIABLE_RELAY_<NAME>."""
-    setting = BY_NAME[name]
+    """One of the settings both services read (the kit's), as DENIABLE_RELAY_<NAME>."""
+    setting = COMMON_BY_NAME[name]
     return replace(setting, prefix=PREFIX, help=help or setting.help)
 
 
 SETTINGS: tuple[Setting, ...] = (
-    _shared(
-        "HOME",
-        "Directory for the relay's data (--data-dir): the default SQLite database "
+    Setting(
+        name="HOME",
+        default=None,
+        prefix=PREFIX,
+        parse=parse_home,
+        help="Directory for the relay's data (--data-dir): the default SQLite database "
         "lives here. Default: the platform's user data directory + '-relay', e.g. "
         "~/.local/share/deniable-relay.",
     ),
-    _shared(
-        "DATABASE",
-        "An SQLite file path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH "
+    Setting(
+        name="DATABASE",
+        default=None,
+        prefix=PREFIX,
+        parse=parse_database,
+        help="An SQLite file path, sqlite:///ABSOLUTE/PATH or sqlite:RELATIVE/PATH "
         "(default: HOME/relay.sqlite3), or a postgresql:// DSN. Never the aggregator's "
         "database: the relay is another operator's.",
     ),
@@ -81,7 +70,7 @@ SETTINGS: tuple[Setting, ...] = (
         name="WINDOW_SECONDS",
         default=3600.0,
         prefix=PREFIX,
-        parse=_seconds(0, 365 * 86400),
+        parse=parse_seconds(0, 365 * 86400),
         help="Minimum time a batch window stays open: a batch is forwarded once it holds "
         "min_batch reports (the survey's) AND this long passed since the last batch "
         "of its unit (or since the survey was added).",
@@ -90,14 +79,14 @@ SETTINGS: tuple[Setting, ...] = (
         name="FORWARD_INTERVAL",
         default=5.0,
         prefix=PREFIX,
-        parse=_seconds(0.05, 3600),
+        parse=parse_seconds(0.05, 3600),
         help="Seconds between the forwarder's checks for batches to form and send.",
     ),
     Setting(
         name="REFRESH_SECONDS",
         default=60.0,
         prefix=PREFIX,
-        parse=_seconds(0.1, 86400),
+        parse=parse_seconds(0.1, 86400),
         help="Seconds between re-fetching each relayed survey's signed document (open or "
         "closed) and enrolment token digests from its aggregator.",
     ),
@@ -105,7 +94,7 @@ SETTINGS: tuple[Setting, ...] = (
         name="FORWARD_TIMEOUT",
         default=120.0,
         prefix=PREFIX,
-        parse=_seconds(1, 3600),
+        parse=parse_seconds(1, 3600),
         help="Seconds to wait for the aggregator to acknowledge one batch; a batch is "
         "sent again (same batch id) after a failure.",
     ),
@@ -113,7 +102,7 @@ SETTINGS: tuple[Setting, ...] = (
         name="RETRY_MAX_SECONDS",
         default=300.0,
         prefix=PREFIX,
-        parse=_seconds(0.05, 86400),
+        parse=parse_seconds(0.05, 86400),
         help="Longest wait before sending an unacknowledged batch again (the wait starts at "
         "FORWARD_INTERVAL and doubles with each failed attempt).",
     ),
@@ -121,7 +110,7 @@ SETTINGS: tuple[Setting, ...] = (
         name="FORWARDER",
         default=True,
         prefix=PREFIX,
-        parse=common._boolean,
+        parse=parse_boolean,
         help="Run the forwarder in each serving process (off: only 'deniable-relay "
         "forward' sends batches).",
     ),
@@ -129,7 +118,7 @@ SETTINGS: tuple[Setting, ...] = (
         name="MAX_BATCH_BYTES",
         default=256 << 20,
         prefix=PREFIX,
-        parse=BY_NAME["MAX_RELAY_BATCH_BYTES"].parse,
+        parse=parse_integer(1_024, 1 << 34),
         help="Largest body of one forwarded batch, in bytes: more units waiting go out as "
         "several batches, each of at least min_batch. At most the aggregator's "
         "MAX_RELAY_BATCH_BYTES (which refuses a larger body every time).",

@@ -79,7 +79,7 @@ def _strict_json(content: bytes, where: str) -> Any:
     Why: the aggregator (or whatever answers in its name) is not trusted by the relay; a
     RecursionError from a deeply nested answer once escaped as a 500 to a device whose
     unit named a new key, and stopped a refresh pass for every other survey."""
-    from deniable.aggregator.problems import parse_json
+    from deniable.service.problems import parse_json
 
     try:
         return parse_json(content)

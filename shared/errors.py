@@ -29,7 +29,7 @@ expects ``ValueError`` keeps working::
         └── TransportError                  the aggregator could not be reached or refused
 
 The aggregator maps each class to one HTTP status in one place
-(``deniable.aggregator.problems``); the library itself knows nothing of HTTP.
+(``deniable.service.problems``); the library itself knows nothing of HTTP.
 """
 
 from __future__ import annotations

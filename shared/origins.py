@@ -1,7 +1,7 @@
 """Origins and relay URLs, parsed strictly and serialized once (pure: no I/O, no Flask).
 
 One parser for every place that reads "an origin" or "a URL under an origin": the
-aggregator's ``CORS_ORIGINS`` (aggregator/cors.py), a relayed survey's signed
+aggregator's ``CORS_ORIGINS`` (service/cors.py), a relayed survey's signed
 ``relay.url`` (survey_relay.py), and the respond page's Content-Security-Policy
 ``connect-src`` for that relay (aggregator/respond).  The browser client's
 ``parseRelay`` (client/browser/sealed.js) accepts exactly the same URLs; the

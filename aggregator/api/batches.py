@@ -69,10 +69,10 @@ from deniable.errors import (
     SealingError,
 )
 from deniable.sealing import decode_blob
+from deniable.service.problems import read_json
 from deniable.survey_relay import MAX_BATCH_UNITS
 from deniable.wire import Report
 
-from ..problems import read_json
 from ..storage import SurveyRecord, current_storage
 from ..storage import relay as relay_storage
 from ..storage.timestamps import utc_now

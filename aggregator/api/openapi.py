@@ -12,9 +12,9 @@ from typing import Any
 from flask import Blueprint, Response, current_app
 
 from deniable.estimation import DEFAULT_BETA
+from deniable.service.problems import PROBLEM_MEDIA_TYPE
 from deniable.survey import FORMATS, IDENTIFIER, QUESTION_TYPES
 
-from ..problems import PROBLEM_MEDIA_TYPE
 from .common import MAX_SURVEYS_PER_PAGE, SURVEYS_PER_PAGE, VERSION, json_response
 from .results import BETAS
 

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
 from deniable.errors import Conflict, DeniableError, Forbidden, InvalidReport, PayloadTooLarge
+from deniable.service.limits import check_submission_address, current_limits
+from deniable.service.problems import EnrolmentRequired, read_json
 from deniable.survey import Survey
 from deniable.wire import Report, parse_submission
 
-from ..problems import EnrolmentRequired, read_json
-from ..ratelimit import check_submission_address, current_limits
 from ..storage import StoredReport, current_storage
 from ..storage.tokens import is_enrolment_token
 from .common import choice_parameter, json_response, require_operator

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from flask import Blueprint, Response
 
 from deniable.errors import InvalidSurvey
+from deniable.service.problems import read_json
 from deniable.survey import Survey
 
-from ..problems import read_json
 from ..storage import current_storage
 from .common import (
     is_operator,

@@ -1,4 +1,4 @@
-"""Cross-origin access (aggregator/cors.py): origins parsed strictly (RFC 6454
+"""Cross-origin access (service/cors.py): origins parsed strictly (RFC 6454
 serialization) and matched exactly, IPv6 included; Vary: Origin; no header without an Origin."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from deniable.aggregator import create_app
-from deniable.aggregator.cors import parse_origins
 from deniable.aggregator.settings import SettingsError
 from deniable.aggregator.storage import EXTENSION as STORAGE_EXTENSION
+from deniable.service.cors import parse_origins
 
 IPV6 = "http://[2001:db8::1]:8443"
 LISTED = f"https://forms.example.org,{IPV6},http://192.0.2.7:8080"

@@ -130,7 +130,7 @@ def test_a_worker_leaving_does_not_remove_the_metrics_directory_of_the_others(mo
     server that made it (else a worker still booting fails and the server exits 1)."""
     import os
 
-    from deniable.aggregator import metrics
+    from deniable.service import metrics
 
     monkeypatch.delenv(metrics.MULTIPROCESS_ENVIRONMENT, raising=False)
     seen: dict[str, object] = {}

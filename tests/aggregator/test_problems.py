@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deniable.aggregator import create_app
-from deniable.aggregator.problems import InvalidJson, parse_json
+from deniable.service.problems import InvalidJson, parse_json
 
 from .conftest import assert_problem
 

@@ -19,7 +19,9 @@ import requests
 
 from deniable.aggregator import create_app
 from deniable.aggregator.demo import free_port, start_server, stop_server
-from deniable.aggregator.ratelimit import (
+from deniable.aggregator.settings import SettingsError
+from deniable.errors import RateLimited
+from deniable.service.limits import (
     EXTENSION,
     Rate,
     RateLimits,
@@ -27,8 +29,6 @@ from deniable.aggregator.ratelimit import (
     parse_proxies,
     parse_rate,
 )
-from deniable.aggregator.settings import SettingsError
-from deniable.errors import RateLimited
 
 from .conftest import assert_problem, demo_survey_dict, random_reports
 

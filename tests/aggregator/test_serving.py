@@ -1,4 +1,4 @@
-"""``deniable-aggregator serve`` for real (aggregator/serving.py): what it leaves on the host
+"""``deniable-aggregator serve`` for real (service/serving.py): what it leaves on the host
 and beside other instances.  Each test starts the command in a subprocess on a free
 loopback port, with its own TMPDIR and XDG_RUNTIME_DIR, and stops it with SIGTERM."""
 

@@ -165,7 +165,7 @@ def test_values_without_credentials_are_shown_as_they_are():
 
 def test_settings_command_and_redis_warnings_mask_query_passwords(tmp_path, caplog, capsys):
     from deniable.aggregator import cli
-    from deniable.aggregator.ratelimit import Rate, RateLimits, open_limiter
+    from deniable.service.limits import Rate, RateLimits, open_limiter
 
     storage = f"redis://127.0.0.1:1/0?password={SECRET}"
     environment = {
@@ -181,6 +181,6 @@ def test_settings_command_and_redis_warnings_mask_query_passwords(tmp_path, capl
     limits = RateLimits(
         per_address=Rate(5, 60.0), per_token=None, storage=storage, limiter=open_limiter(storage)
     )
-    with caplog.at_level("WARNING", logger="deniable.aggregator.ratelimit"):
+    with caplog.at_level("WARNING", logger="deniable.service.limits"):
         limits.check_address("192.0.2.1")  # Redis does not answer: counted in memory
     assert caplog.records and SECRET not in caplog.text and "password=***" in caplog.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import threading
 
-from deniable.client.terminal import Progress
+from deniable.terminal import Progress
 
 
 def test_advance_from_many_threads_loses_no_count_and_ends_at_the_total() -> None:

@@ -1,7 +1,7 @@
 """The Python client against a real relay and aggregator when its encryption key went stale.
 
 A device fetched a relayed survey, then the aggregator rotated its keys more often than
-it keeps retired ones (:data:`deniable.aggregator.signing.RETIRED_ENCRYPTION_KEYS`), so
+it keeps retired ones (:data:`deniable.keychain.RETIRED_ENCRYPTION_KEYS`), so
 the relay refuses units sealed to the key the device knows (409).  The client then
 verifies the new key document (following the rotation chain) and seals the SAME
 randomized reports to the new key once: the aggregator stores exactly those reports.

@@ -295,3 +295,20 @@ def read_json() -> Any:
         # would hand us a silently truncated document.
         raise PayloadTooLarge(f"body: larger than the {limit}-byte limit")
     return parse_json(data)
+
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "PROBLEMS",
+    "PROBLEM_MEDIA_TYPE",
+    "TYPE_PREFIX",
+    "EnrolmentRequired",
+    "InvalidJson",
+    "UnsupportedMediaType",
+    "classify",
+    "init_app",
+    "parse_json",
+    "printable",
+    "problem",
+    "read_json",
+]

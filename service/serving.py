@@ -16,6 +16,9 @@ dead one, graceful SIGTERM, and the heartbeat that replaces a hung worker.
 Its control socket (gunicorn 25.1 onwards) is off: it lives at one path per
 user, so instances on one host would share it.
 
+Each service serves its own app factory this way (``deniable-aggregator serve``,
+``deniable-relay serve``).
+
 Errors that waitress writes itself, before the app runs (a body over the
 limit, headers over 256 KiB, a malformed request line), are plain text, not
 problem+json: docs/api.md says which.
@@ -35,7 +38,6 @@ from gunicorn.workers.base import Worker
 THREADS = 8
 CONNECTION_LIMIT = 1000
 CHANNEL_TIMEOUT = 30
-PROCESS_NAME = "deniable-aggregator"
 
 
 class WaitressWorker(Worker):
@@ -78,8 +80,12 @@ class WaitressWorker(Worker):
             server.close()
 
 
-class AggregatorApplication(BaseApplication):
-    """gunicorn with :class:`WaitressWorker`, serving ``create_app(config)`` in each worker."""
+class ServiceApplication(BaseApplication):
+    """gunicorn with :class:`WaitressWorker`, serving ``factory(config)`` in each worker.
+
+    ``child_exit``: gunicorn's hook when a worker ends (the metrics forget its live values);
+    ``after_load``: called with each worker's app once it is built.
+    """
 
     def __init__(
         self,
@@ -88,13 +94,15 @@ class AggregatorApplication(BaseApplication):
         workers: int,
         timeout: int,
         *,
-        factory: Callable[[Mapping[str, Any]], Any] | None = None,
-        process_name: str = PROCESS_NAME,
+        factory: Callable[[Mapping[str, Any]], Any],
+        process_name: str,
+        child_exit: Callable[[Any, Any], None] | None = None,
+        after_load: Callable[[Any], None] | None = None,
     ) -> None:
         self.app_config = dict(config)
         self.bind, self.workers, self.timeout = bind, workers, timeout
-        # Another service (the relay) serves its own app factory the same way.
         self.factory, self.process_name = factory, process_name
+        self.child_exit, self.after_load = child_exit, after_load
         super().__init__()
 
     def load_config(self) -> None:
@@ -109,20 +117,14 @@ class AggregatorApplication(BaseApplication):
             # (or a relay) on the host took it over and stopping either deleted it under
             # the other (issue 19).  Nothing here uses it: signals manage the server.
             self.cfg.set("control_socket_disable", True)
-        if self.factory is None:
-            from .metrics import child_exit
-
-            self.cfg.set("child_exit", child_exit)  # metrics: forget a dead worker's live values
+        if self.child_exit is not None:
+            self.cfg.set("child_exit", self.child_exit)
 
     def load(self):
-        from . import create_app
-
         # Why: built in each worker after fork, so no connection crosses a fork.
-        app = (self.factory or create_app)(self.app_config)
-        if self.factory is None:
-            from .api.opening import warm_when_relayed
-
-            warm_when_relayed(app)  # a relay's first large batch finds its processes up
+        app = self.factory(self.app_config)
+        if self.after_load is not None:
+            self.after_load(app)
         return app
 
 
@@ -132,10 +134,30 @@ def serve(
     workers: int,
     timeout: int = 60,
     *,
-    factory: Callable[[Mapping[str, Any]], Any] | None = None,
-    process_name: str = PROCESS_NAME,
+    factory: Callable[[Mapping[str, Any]], Any],
+    process_name: str,
+    child_exit: Callable[[Any, Any], None] | None = None,
+    after_load: Callable[[Any], None] | None = None,
 ) -> None:
-    """Serve the aggregator, or ``factory``'s app (blocks until stopped); see the docstring."""
-    AggregatorApplication(
-        config, bind, workers, timeout, factory=factory, process_name=process_name
+    """Serve ``factory``'s app (blocks until stopped); see the module and
+    :class:`ServiceApplication`."""
+    ServiceApplication(
+        config,
+        bind,
+        workers,
+        timeout,
+        factory=factory,
+        process_name=process_name,
+        child_exit=child_exit,
+        after_load=after_load,
     ).run()
+
+
+__all__ = [
+    "CHANNEL_TIMEOUT",
+    "CONNECTION_LIMIT",
+    "THREADS",
+    "ServiceApplication",
+    "WaitressWorker",
+    "serve",
+]

@@ -1,12 +1,12 @@
 """Cross-origin access for pages on other sites that embed the respond form.
 
 ``CORS_ORIGINS`` (none by default) lists the origins whose pages may, from the
-browser, read the public key and a signed survey and post reports: exactly
-``GET /api/v1/key``, ``GET /api/v1/surveys/<id>`` and
-``POST /api/v1/surveys/<id>/reports``.  Nothing else is shared cross-origin
-(results, export, survey creation and the operator routes stay same-origin),
-credentials are never allowed, and the only request headers allowed are
-``Content-Type`` and the enrolment header.
+browser, use the routes a service names and no other: at the aggregator, read the
+public key and a signed survey and post reports (exactly ``GET /api/v1/key``,
+``GET /api/v1/surveys/<id>`` and ``POST /api/v1/surveys/<id>/reports``; results,
+export, survey creation and the operator routes stay same-origin); at the relay,
+post sealed submissions.  Credentials are never allowed, and the only request
+headers allowed are ``Content-Type`` and the enrolment header.
 
 Each listed origin is parsed strictly and kept in its serialized form (RFC 6454
 section 6.1, as browsers send it in ``Origin``: lower-case scheme and host, an
@@ -18,7 +18,7 @@ index ...) stops the server at start-up.  Why not flask-cors: it takes an entry
 holding regular-expression characters for a pattern, so a listed IPv6 origin
 allowed ``http://d:8443`` and refused itself (issue 21).
 
-Responses of the three routes carry ``Vary: Origin`` (their CORS headers depend
+Responses of the named routes carry ``Vary: Origin`` (their CORS headers depend
 on it), and ``Access-Control-Allow-Origin`` only when the request's Origin is listed.
 """
 
@@ -30,7 +30,6 @@ from flask import Flask, Request, Response, request
 
 from deniable.origins import serialize_origin
 
-ROUTES = r"^/api/v1/(key|surveys/[^/]+|surveys/[^/]+/reports)$"
 ALLOWED_HEADERS = ("Content-Type", "X-Deniable-Enrolment")
 ALLOWED_METHODS = ("GET", "POST")
 MAX_AGE = 600
@@ -50,9 +49,9 @@ def parse_origins(value: object) -> tuple[str, ...]:
 
 
 class CrossOrigin:
-    """The after-request hook that writes the CORS headers of the three routes."""
+    """The after-request hook that writes the CORS headers of the routes ``routes`` matches."""
 
-    def __init__(self, origins: tuple[str, ...], routes: str = ROUTES) -> None:
+    def __init__(self, origins: tuple[str, ...], routes: str) -> None:
         self.origins = frozenset(origins)
         self.routes = re.compile(routes)
 
@@ -74,8 +73,15 @@ class CrossOrigin:
         return response
 
 
-def init_app(app: Flask, routes: str = ROUTES) -> None:
-    """Share ``routes`` (a path regex; the relay passes its own) with ``CORS_ORIGINS``."""
+def init_app(app: Flask, routes: str) -> None:
+    """Share ``routes`` (a regular expression of request paths) with ``CORS_ORIGINS``."""
     origins = tuple(app.config["CORS_ORIGINS"])
     if origins:
         app.after_request(CrossOrigin(origins, routes))
+
+
+__all__ = [
+    "CrossOrigin",
+    "init_app",
+    "parse_origins",
+]

@@ -373,3 +373,24 @@ def check_submission_address() -> None:
     limits = current_limits()
     forwarded = request.headers.get("X-Forwarded-For") if limits.trust_proxy else None
     limits.check_address(limits.client_address(request.remote_addr, forwarded))
+
+
+__all__ = [
+    "EXTENSION",
+    "FALLBACK_SECONDS",
+    "PERIODS",
+    "STORAGE_SCHEMES",
+    "Rate",
+    "RateLimits",
+    "check_submission_address",
+    "current_limits",
+    "init_app",
+    "normalize_address",
+    "open_limiter",
+    "parse_key_prefix",
+    "parse_networks",
+    "parse_proxies",
+    "parse_rate",
+    "parse_storage",
+    "shown_storage",
+]

@@ -29,7 +29,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from deniable.errors import StorageError
@@ -125,17 +125,20 @@ class InstrumentedStorage:
         return call
 
 
-def init_app(app: Any) -> None:
-    """With METRICS on: instrument requests and storage, and serve ``GET /metrics``."""
+def init_app(app: Any, *, storage: str, authorize: Callable[[], None]) -> None:
+    """With METRICS on: instrument requests and storage, and serve ``GET /metrics``.
+
+    ``storage``: the key of the app's storage in ``app.extensions`` (wrapped in an
+    :class:`InstrumentedStorage`); ``authorize``: called first by every scrape, it raises
+    the error that refuses one (the aggregator: an unscoped operator token).
+    """
     if not app.config.get("METRICS"):
         return
     from flask import Blueprint, Response, g, request
 
-    from .storage import EXTENSION as STORAGE
-
     metrics = Metrics()
     app.extensions[EXTENSION] = metrics
-    app.extensions[STORAGE] = InstrumentedStorage(app.extensions[STORAGE], metrics)
+    app.extensions[storage] = InstrumentedStorage(app.extensions[storage], metrics)
 
     @app.before_request
     def _start() -> None:
@@ -160,9 +163,7 @@ def init_app(app: Any) -> None:
 
     @blueprint.get("/metrics")
     def scrape() -> Response:
-        from .api.common import require_unscoped_operator
-
-        require_unscoped_operator()
+        authorize()
         body, content_type = metrics.exposition()
         return Response(body, content_type=content_type)
 
@@ -219,3 +220,16 @@ def multiprocess_directory(enabled: bool) -> Iterator[str | None]:
         if os.getpid() == owner:
             os.environ.pop(MULTIPROCESS_ENVIRONMENT, None)
             shutil.rmtree(directory, ignore_errors=True)
+
+
+__all__ = [
+    "EXTENSION",
+    "InstrumentedStorage",
+    "METHODS",
+    "MULTIPROCESS_ENVIRONMENT",
+    "Metrics",
+    "child_exit",
+    "init_app",
+    "multiprocess_directory",
+    "request_labels",
+]

@@ -45,3 +45,9 @@ def mask_credentials(text: str) -> str:
         lambda match: f"{match[1]}={MASK}" if _secret_name(match[1]) else match[0], head + tail
     )
     return f"{scheme}://{rest}"
+
+
+__all__ = [
+    "MASK",
+    "mask_credentials",
+]
