@@ -283,22 +283,19 @@ class SurveyClient(HttpTransport, KeyPinning):
         from deniable.keychain import decode_signature, verify_document
 
         # key_id, signature, definition, id: docs/protocol.md §2, §7 (reason codes on errors).
+        from deniable.wire import SurveyEnvelope
+
         survey = verify_document(document, survey_id, key)
         signature = decode_signature(document.get("signature"), f"survey {survey_id!r}")
-        status = document.get("status")
-        if status not in ("open", "closed"):
-            raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
-        require_enrolment = document.get("require_enrolment", False)
-        if not isinstance(require_enrolment, bool):
-            raise TransportError(f"survey {survey_id!r}: require_enrolment is not a boolean")
+        envelope = SurveyEnvelope.parse(document, survey_id)  # status, require_enrolment
         return VerifiedSurvey(
             survey=survey,
-            status=status,
+            status=envelope.status,
             origin=self.origin,
             key_id=key_id,
             signature=signature,
             public_key=key,
-            require_enrolment=require_enrolment,
+            require_enrolment=envelope.require_enrolment,
         )
 
     @staticmethod

@@ -20,14 +20,19 @@ from deniable.keychain import (
     decode_public_key,
     decode_signature,
     encode,
-    follow_chain,
     key_id,
     signature_valid,
-    verify_encryption_key,
 )
 from deniable.origins import same_url
 from deniable.survey import IDENTIFIER, Survey
-from deniable.wire import Acknowledgement, ProblemType, RelayBatch, strict_json
+from deniable.wire import (
+    Acknowledgement,
+    KeyDocument,
+    ProblemType,
+    RelayBatch,
+    SurveyEnvelope,
+    strict_json,
+)
 
 USER_AGENT = "deniable-relay"
 
@@ -85,12 +90,8 @@ def _strict_json(content: bytes, where: str) -> Any:
 
 def fetch_key(aggregator_url: str, *, timeout: float = 10.0) -> Pin:
     """The aggregator's current signing key, unverified (for a first pin the operator checks)."""
-    document = _get_json(f"{aggregator_url}/api/v1/key", timeout=timeout)
-    if not isinstance(document, dict):
-        raise SignatureError("the aggregator's key document is not an object")
-    public = decode_public_key(document.get("public_key"), "aggregator key")
-    sequence = document.get("sequence")
-    return Pin(public_key=public, sequence=sequence if isinstance(sequence, int) else None)
+    document = KeyDocument.parse(_get_json(f"{aggregator_url}/api/v1/key", timeout=timeout))
+    return Pin(public_key=document.public_key, sequence=document.sequence)
 
 
 def verify_survey(
@@ -105,7 +106,7 @@ def verify_survey(
     if document.get("key_id") not in (None, pin.key_id):
         # Signed by another key: follow the aggregator's signed rotation chain, or refuse.
         key_document = _get_json(f"{aggregator_url}/api/v1/key", timeout=timeout)
-        pin = follow_chain(pin, key_document)
+        pin = KeyDocument.parse(key_document).follow(pin)
     signature = decode_signature(document.get("signature"), f"survey {survey_id!r}")
     try:
         survey = Survey.from_dict(document.get("definition"), resolved=True)
@@ -130,15 +131,13 @@ def verify_survey(
             f"survey {survey_id!r} names the relay {relay.url}, not this one "
             f"({public_url}, setting PUBLIC_URL)"
         )
-    status = document.get("status")
-    if status not in ("open", "closed"):
-        raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
+    envelope = SurveyEnvelope.parse(document, survey_id)  # the unsigned state
     return Verified(
         survey=survey,
-        status=status,
+        status=envelope.status,
         document=document,
         pin=pin,
-        require_enrolment=document.get("require_enrolment") is True,
+        require_enrolment=envelope.require_enrolment,
     )
 
 
@@ -146,9 +145,8 @@ def encryption_key_id(aggregator_url: str, pin: Pin, *, timeout: float = 10.0) -
     """The id of the aggregator's current encryption key, verified as devices verify it:
     the key document's signing key followed from ``pin`` along its signed chain, and the
     encryption key signed by that key (:func:`deniable.keychain.verify_encryption_key`)."""
-    document = _get_json(f"{aggregator_url}/api/v1/key", timeout=timeout)
-    followed = follow_chain(pin, document)
-    return key_id(verify_encryption_key(document, followed.public_key))
+    document = KeyDocument.parse(_get_json(f"{aggregator_url}/api/v1/key", timeout=timeout))
+    return key_id(document.encryption_public(document.follow(pin).public_key))
 
 
 def pin_text(pin: Pin) -> str:

@@ -26,6 +26,7 @@ from deniable.survey import Survey
 from deniable.wire import (
     Acknowledgement,
     BulkBody,
+    KeyDocument,
     Problem,
     ProblemType,
     RelayBatch,
@@ -33,6 +34,7 @@ from deniable.wire import (
     SealedSubmission,
     SealedUnit,
     Submission,
+    SurveyEnvelope,
     strict_json,
 )
 from tests.shared.spellings import noncanonical_spellings
@@ -310,3 +312,76 @@ def test_a_problem_round_trips_and_unknown_kinds_are_kept_not_guessed():
     assert ProblemType.of({"type": "about:blank"}) is None and ProblemType.of([]) is None
     with pytest.raises(InvalidJson):
         Problem.parse({"type": "x", "title": "t", "status": "409", "detail": ""})
+
+
+# -- the survey envelope and the key document ---------------------------------------------------
+
+PROTOCOL = json.loads(
+    resources.files("deniable").joinpath("vectors/protocol-vectors.json").read_text("utf-8")
+)
+
+
+@pytest.mark.parametrize("vector", PROTOCOL["documents"], ids=lambda v: v["name"])
+def test_the_survey_envelope_verifies_the_vectors_documents_as_the_keychain_does(vector):
+    import base64
+
+    from deniable import keychain
+    from deniable.errors import SignatureError, TransportError
+
+    key = base64.b64decode(PROTOCOL["public_key"])
+    try:
+        document = canonical_loads(vector["text"])
+    except InvalidSurvey as error:  # refused by the reader, before any envelope
+        assert error.reason == vector["code"] == "duplicate-member"
+        return
+    try:
+        expected = keychain.verify_document(document, vector["survey_id"], key)
+    except (SignatureError, InvalidSurvey) as error:
+        expected = type(error)
+    try:
+        envelope = SurveyEnvelope.parse(document, vector["survey_id"])
+        got = envelope.verify(vector["survey_id"], key)
+    except (SignatureError, InvalidSurvey, TransportError) as error:
+        got = type(error)
+    if isinstance(expected, type):
+        assert got is expected or got is TransportError
+    else:
+        assert got.canonical_bytes() == expected.canonical_bytes()
+        assert SurveyEnvelope.parse(json.loads(envelope.encode()), vector["survey_id"]) == envelope
+
+
+@pytest.mark.parametrize(
+    "change", [{"status": "paused"}, {"status": None}, {"require_enrolment": "yes"}]
+)
+def test_the_survey_envelope_refuses_unknown_state(change):
+    from deniable.errors import TransportError
+
+    document = json.loads(PROTOCOL["documents"][0]["text"])
+    with pytest.raises(TransportError):
+        SurveyEnvelope.parse({**document, **change}, "demo-workplace")
+
+
+@pytest.mark.parametrize("case", PROTOCOL["key_rotation"]["cases"], ids=lambda c: c["name"])
+def test_the_key_document_follows_the_vectors_chains_as_the_keychain_does(case):
+    import base64
+
+    from deniable import keychain
+    from deniable.errors import SignatureError
+
+    pin = keychain.Pin(
+        public_key=base64.b64decode(case["pin"]["public_key"]),
+        sequence=case["pin"]["sequence"],
+        retired=tuple(case["pin"]["retired"]),
+    )
+    try:
+        expected = keychain.follow_chain(pin, case["document"])
+    except SignatureError:
+        expected = None
+    try:
+        got = KeyDocument.parse(case["document"]).follow(pin)
+    except SignatureError:
+        got = None
+    assert got == expected
+    if expected is not None:
+        document = KeyDocument.parse(case["document"])
+        assert KeyDocument.parse(json.loads(document.encode())) == document
