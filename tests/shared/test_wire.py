@@ -1,8 +1,7 @@
-"""deniable.wire: every wire document parses what it encodes, refuses the rest, and keeps its bytes.
-
-Per document: ``parse(encode(x)) == x``; strict refusals with the error type the services
-map to their status; and byte-exact encodings, pinned here as docs/protocol.md spells them
-(§6.1, §10.5, §11.3, §11.4) and against the sealing vectors' blobs.
+"""deniable.wire: the report envelope (strict parsing, batches, idempotency digests), and every
+wire document: ``parse(encode(x)) == x``, strict refusals with the error type the services
+map to their status, and byte-exact encodings, pinned as docs/protocol.md spells them (§6.1,
+§10.5, §11.3, §11.4) and against the vectors.
 """
 
 from __future__ import annotations
@@ -12,6 +11,8 @@ import uuid
 from importlib import resources
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deniable import sealing
 from deniable.canonical import loads as canonical_loads
@@ -22,7 +23,7 @@ from deniable.errors import (
     PayloadTooLarge,
     SealingError,
 )
-from deniable.survey import Survey
+from deniable.survey import FORMAT, Survey
 from deniable.wire import (
     Acknowledgement,
     BulkBody,
@@ -35,14 +36,184 @@ from deniable.wire import (
     SealedUnit,
     Submission,
     SurveyEnvelope,
+    parse_report,
+    parse_submission,
     strict_json,
 )
 from tests.shared.spellings import noncanonical_spellings
 
+SURVEY = Survey.from_dict(
+    {
+        "format": FORMAT,
+        "id": "wire",
+        "title": "Wire",
+        "questions": [
+            {"id": "yes", "type": "yes_no", "text": "Yes?", "epsilon": 1},
+            {
+                "id": "pick",
+                "type": "single_choice",
+                "text": "Pick",
+                "epsilon": 1,
+                "options": [str(i) for i in range(300)],
+                "mechanism": "grr",
+            },
+        ],
+    }
+)
+
+
+def report(**changes) -> dict:
+    body = {"id": str(uuid.uuid4()), "question": "yes", "payload": "01"}
+    body.update(changes)
+    return body
+
+
+def test_a_valid_report_parses() -> None:
+    body = report()
+    assert parse_report(body, SURVEY) == Report(**body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        "report",
+        None,
+        {"id": str(uuid.uuid4()), "question": "yes"},
+        report(extra=1),
+        report(id="not-a-uuid"),
+        report(id=str(uuid.uuid4()).upper()),
+        report(id=7),
+        report(question="nope"),
+        report(question=["yes"]),
+        report(payload="1"),
+        report(payload="02"),
+        report(payload="0A"),
+        report(payload=1),
+        report(payload=None),
+        report(payload=float("nan")),
+        report(question="pick", payload="012c"),  # 300 is outside [0, 300)
+        report(question="pick", payload="01"),  # too short for 300 values
+    ],
+)
+def test_malformed_reports_raise_invalid_report(body) -> None:
+    with pytest.raises(InvalidReport):
+        parse_report(body, SURVEY)
+
+
+def test_batches_are_all_or_nothing_and_limited() -> None:
+    good = [report() for _ in range(3)]
+    assert len(parse_submission({"reports": good}, SURVEY, max_batch=3)) == 3
+    with pytest.raises(InvalidReport, match=r"reports\[1\]"):
+        parse_submission({"reports": [good[0], report(payload="zz"), good[2]]}, SURVEY, max_batch=3)
+    with pytest.raises(PayloadTooLarge):
+        parse_submission({"reports": good + [report()]}, SURVEY, max_batch=3)
+    with pytest.raises(InvalidReport):
+        parse_submission({"reports": []}, SURVEY, max_batch=3)
+    with pytest.raises(InvalidReport):
+        parse_submission({"reports": good, "token": "x"}, SURVEY, max_batch=3)
+
+
+TWO_IDS = f"{uuid.uuid4()}\n{uuid.uuid4()}"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"id": "not-a-uuid"},
+        {"id": str(uuid.uuid4()).upper()},
+        {"id": 7},
+        {"id": None},
+        {"id": TWO_IDS},  # two ids in one: the joined ids would still look well formed
+        {"id": ""},
+        {"question": "nope"},
+        {"question": ["yes"]},
+        {"question": 1},
+        {"extra": 1},
+    ],
+)
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_a_bad_envelope_anywhere_in_a_batch_is_named(bad, position) -> None:
+    """The batch-at-a-time envelope check refuses what the per-report check refuses,
+    and the error names the report."""
+    items = [report() for _ in range(3)]
+    items[position] = {**items[position], **bad}
+    with pytest.raises(InvalidReport, match=rf"reports\[{position}\]"):
+        parse_submission({"reports": items}, SURVEY, max_batch=3)
+
+
+def test_an_id_split_across_reports_is_refused() -> None:
+    """Ids "A\nB" and "" join like "A", "B" would; the lengths tell them apart."""
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    items = [report(id=f"{first}\n{second}"), report(id=""), report()]
+    with pytest.raises(InvalidReport, match=r"reports\[0\]"):
+        parse_submission({"reports": items}, SURVEY, max_batch=3)
+
+
+def test_an_id_twice_in_one_batch_must_carry_one_body() -> None:
+    first = report()
+    assert len(parse_submission({"reports": [first, dict(first)]}, SURVEY, max_batch=5)) == 1
+    with pytest.raises(InvalidReport, match="twice"):
+        parse_submission({"reports": [first, {**first, "payload": "00"}]}, SURVEY, max_batch=5)
+
+
+def test_digest_tells_a_retry_from_a_reused_id() -> None:
+    body = report()
+    assert Report(**body).digest == Report(**dict(body)).digest
+    assert Report(**body).digest != Report(**{**body, "payload": "00"}).digest
+
+
+@given(st.dictionaries(st.text(max_size=10), st.none() | st.text() | st.integers(), max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_arbitrary_objects_parse_or_raise_invalid_report(body) -> None:
+    try:
+        parse_report(body, SURVEY)
+    except InvalidReport:
+        pass
+
+
+@given(
+    st.text(max_size=12),
+    st.text(max_size=12),
+    st.text(max_size=12),
+)
+@settings(max_examples=300, deadline=None)
+def test_digest_is_sha256_of_the_sorted_compact_json(report_id, question, payload) -> None:
+    import hashlib
+    import json
+
+    report = Report(id=report_id, question=question, payload=payload)
+    body = json.dumps(report.to_dict(), sort_keys=True, separators=(",", ":"))
+    assert report.digest == hashlib.sha256(body.encode()).hexdigest()
+
+
+def test_digest_fast_path_matches_json_for_a_valid_report() -> None:
+    import hashlib
+    import json
+
+    body = report()
+    expected = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    assert Report(**body).digest == hashlib.sha256(expected.encode()).hexdigest()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=12), st.text(max_size=12), st.text(max_size=40))
+def test_digest_is_the_sha256_of_the_canonical_json_body(report_id, question, payload):
+    """The directly formatted body (fast path) is byte for byte what json.dumps gives."""
+    import hashlib
+    import json
+
+    report = Report(id=report_id, question=question, payload=payload)
+    body = json.dumps(report.to_dict(), sort_keys=True, separators=(",", ":"))
+    assert report.digest == hashlib.sha256(body.encode()).hexdigest()
+
+
+# -- every wire document ----------------------------------------------------------------------
+
 SEALING = json.loads(
     resources.files("deniable").joinpath("vectors/sealing-vectors.json").read_text("utf-8")
 )["deniable"]
-SURVEY = Survey.from_dict(
+TWO_QUESTIONS = Survey.from_dict(
     {
         "format": "deniable.survey/2",
         "id": "s",
@@ -58,7 +229,7 @@ ID_B = "0b5f7bd2-ca4d-4171-83b1-8a798890fe93"
 RAW = b"\xfb\xff\xff" + bytes(range(124))
 
 
-def report(question: str = "a", payload: str = "01") -> Report:
+def new_report(question: str = "a", payload: str = "01") -> Report:
     return Report(id=str(uuid.uuid4()), question=question, payload=payload)
 
 
@@ -101,7 +272,7 @@ def test_canonical_loads_is_the_strict_reader_with_the_survey_reason_for_duplica
 def test_a_report_round_trips_and_keeps_its_bytes():
     one = Report(id=ID_A, question="a", payload="01")
     assert one.encode() == f'{{"id":"{ID_A}","question":"a","payload":"01"}}'.encode()
-    assert Report.parse(json.loads(one.encode()), SURVEY) == one
+    assert Report.parse(json.loads(one.encode()), TWO_QUESTIONS) == one
 
 
 def test_a_submission_is_the_compact_body_both_clients_write():
@@ -116,7 +287,7 @@ def test_a_submission_is_the_compact_body_both_clients_write():
         f'{{"id":"{ID_B}","question":"b","payload":"00"}}]}}'
     ).encode()
     assert submission.encode() == expected
-    assert Submission.parse(strict_json.loads(expected), SURVEY, max_batch=10) == submission
+    assert Submission.parse(strict_json.loads(expected), TWO_QUESTIONS, max_batch=10) == submission
 
 
 @pytest.mark.parametrize(
@@ -133,16 +304,18 @@ def test_a_submission_is_the_compact_body_both_clients_write():
 )
 def test_a_submission_refuses_what_is_not_one(document):
     with pytest.raises(InvalidReport):
-        Submission.parse(document, SURVEY, max_batch=10)
+        Submission.parse(document, TWO_QUESTIONS, max_batch=10)
 
 
 def test_a_bulk_body_round_trips_in_both_forms():
-    grouped = BulkBody(reports=(report("a"), report("b"), report("a")), respondents=(0, 0, 1))
-    assert BulkBody.parse(json.loads(grouped.encode()), SURVEY, max_batch=10) == grouped
+    grouped = BulkBody(
+        reports=(new_report("a"), new_report("b"), new_report("a")), respondents=(0, 0, 1)
+    )
+    assert BulkBody.parse(json.loads(grouped.encode()), TWO_QUESTIONS, max_batch=10) == grouped
     assert grouped.grouped and json.loads(grouped.encode())["respondents"][1]["reports"]
-    loose = BulkBody(reports=(report("a"), report("a")), respondents=(None, None))
+    loose = BulkBody(reports=(new_report("a"), new_report("a")), respondents=(None, None))
     assert not loose.grouped and set(json.loads(loose.encode())) == {"reports"}
-    assert BulkBody.parse(json.loads(loose.encode()), SURVEY, max_batch=10) == loose
+    assert BulkBody.parse(json.loads(loose.encode()), TWO_QUESTIONS, max_batch=10) == loose
 
 
 @pytest.mark.parametrize(
@@ -159,13 +332,13 @@ def test_a_bulk_body_round_trips_in_both_forms():
 )
 def test_a_bulk_body_refuses_what_is_not_one(document, error):
     with pytest.raises(error):
-        BulkBody.parse(document, SURVEY, max_batch=2)
+        BulkBody.parse(document, TWO_QUESTIONS, max_batch=2)
 
 
 def test_a_bulk_respondent_answers_each_question_once():
-    twice = BulkBody(reports=(report("a"), report("a")), respondents=(0, 0))
+    twice = BulkBody(reports=(new_report("a"), new_report("a")), respondents=(0, 0))
     with pytest.raises(InvalidReport, match="more than once"):
-        BulkBody.parse(json.loads(twice.encode()), SURVEY, max_batch=10)
+        BulkBody.parse(json.loads(twice.encode()), TWO_QUESTIONS, max_batch=10)
 
 
 # -- sealed submissions -------------------------------------------------------------------------
