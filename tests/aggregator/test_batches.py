@@ -254,6 +254,7 @@ def test_a_survey_closed_between_chunks_keeps_what_was_stored_and_says_so(
     response = put(client, relayed, "q", batch_id, blobs)
     if closed_after == 0:
         assert response.status_code == 409, response.json
+        assert response.json["type"] == "urn:deniable:problem:survey-closed"  # relay drops it
         assert relay_storage.find_batch(storage, "q", batch_id) is None
         assert stored(storage, "q") == []
         return
@@ -262,6 +263,8 @@ def test_a_survey_closed_between_chunks_keeps_what_was_stored_and_says_so(
     assert len(stored(storage, "q")) == CHUNK
     again = put(client, relayed, "q", batch_id, blobs)
     assert (again.status_code, again.json) == (200, response.json)
+    fresh = put(client, relayed, "q", secrets.token_hex(16), blobs[:3])
+    assert fresh.status_code == 409 and fresh.json["type"] == "urn:deniable:problem:survey-closed"
 
 
 class KillsAProcess:
