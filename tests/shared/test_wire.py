@@ -558,3 +558,39 @@ def test_the_key_document_follows_the_vectors_chains_as_the_keychain_does(case):
     if expected is not None:
         document = KeyDocument.parse(case["document"])
         assert KeyDocument.parse(json.loads(document.encode())) == document
+
+
+# -- properties ---------------------------------------------------------------------------------
+
+BLOBS = st.lists(st.binary(min_size=1, max_size=80), min_size=1, max_size=5)
+UNITS = st.text(max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(blob=st.binary(min_size=1, max_size=200), text=st.text(max_size=40))
+def test_a_blob_has_exactly_one_accepted_spelling(blob, text):
+    assert sealing.decode_blob(sealing.encode_blob(blob)) == blob
+    try:
+        decoded = sealing.decode_blob(text)
+    except SealingError:
+        return
+    assert sealing.encode_blob(decoded) == text  # whatever is accepted is the canonical text
+
+
+@settings(max_examples=200, deadline=None)
+@given(unit=UNITS, blobs=BLOBS)
+def test_a_relay_batch_parses_what_it_encodes(unit, blobs):
+    batch = RelayBatch(unit=unit, sealed=tuple(blobs))
+    assert RelayBatch.parse(strict_json.loads(batch.encode())) == batch
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key_id=st.from_regex(r"[A-Za-z0-9_-]{1,64}", fullmatch=True),
+    blobs=BLOBS,
+    token=st.none() | st.text(max_size=20),
+)
+def test_a_sealed_submission_parses_what_it_encodes(key_id, blobs, token):
+    units = tuple(SealedUnit(unit=f"q{i}", sealed=blob) for i, blob in enumerate(blobs))
+    submission = SealedSubmission(key_id=key_id, units=units, enrolment_token=token)
+    assert SealedSubmission.parse(strict_json.loads(submission.encode())) == submission
