@@ -175,3 +175,20 @@ def test_each_condition_a_client_acts_on_has_its_own_problem_type():
 def test_every_problem_kind_the_services_answer_with_is_in_the_enumeration():
     kinds = {kind for _, _, kind, _ in PROBLEMS} | {kind for kind, _ in HTTP_TYPES.values()}
     assert kinds <= set(ProblemType)
+
+
+def test_an_error_answer_is_the_bytes_of_the_cores_problem_document(
+    client, operator_headers, created_survey
+):
+    from deniable.wire import Problem
+
+    client.post("/api/v1/surveys/demo/close", headers=operator_headers)
+    response = client.post("/api/v1/surveys/demo/reports", json={"reports": []})
+    expected = Problem.of(
+        ProblemType.SURVEY_CLOSED,
+        title="Survey closed",
+        status=409,
+        detail="survey 'demo' is closed",
+    )
+    assert response.get_data() == expected.encode()
+    assert Problem.parse(response.json) == expected
