@@ -5,7 +5,8 @@ submission ("submission") is sealed with :func:`deniable.sealing.seal` to the
 aggregator's encryption key, which :meth:`KeyPinning.verified_encryption_key`
 checked against the pinned signing key, padded to the unit's fixed size, so the
 body has one length whatever the answers.  The body posted to
-``{relay}/api/v1/surveys/<survey id>/sealed`` is::
+``{relay}/api/v1/surveys/<survey id>/sealed`` is a
+:class:`deniable.wire.SealedSubmission` (``deniable.sealed/1``)::
 
     {"format": "deniable.sealed/1", "key_id": "<encryption key id>",
      "units": [{"unit": "<question id, or ''>", "sealed": "<unpadded base64url>"}, ...],
@@ -14,25 +15,35 @@ body has one length whatever the answers.  The body posted to
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from deniable.errors import SignatureError
 
 if TYPE_CHECKING:
     from deniable.survey import Survey
+    from deniable.wire import SealedUnit
 
     from .session import VerifiedSurvey
 
-FORMAT = "deniable.sealed/1"
+# deniable.wire (every mechanism) and cryptography are imported at the first seal.
+
+__all__ = ["relay_body", "resealed_body", "seal_units", "sealed_body", "with_token"]
 
 
-def relay_body(key_id: str, units: list[dict[str, str]], token: str | None) -> str:
+def relay_body(key_id: str, units: tuple[SealedUnit, ...], token: str | None) -> str:
     """The JSON text posted to the relay (members in this order, no spaces)."""
-    document: dict[str, Any] = {"format": FORMAT, "key_id": key_id, "units": units}
-    if token is not None:
-        document["enrolment_token"] = token
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=True)
+    from deniable.wire import SealedSubmission
+
+    submission = SealedSubmission(key_id=key_id, units=units, enrolment_token=token)
+    return submission.encode().decode("ascii")
+
+
+def with_token(body: str, token: str | None) -> str:
+    """``body`` (a queued relay body) with another enrolment token; the units are kept."""
+    from deniable.wire import SealedSubmission, strict_json
+
+    submission = SealedSubmission.parse(strict_json.loads(body, "queued body"))
+    return submission.with_token(token).encode().decode("ascii")
 
 
 def sealed_body(survey: VerifiedSurvey, reports: list[dict[str, str]], token: str | None) -> str:
@@ -56,10 +67,11 @@ def sealed_body(survey: VerifiedSurvey, reports: list[dict[str, str]], token: st
 
 def seal_units(
     survey: Survey, public: bytes, reports: list[dict[str, str]]
-) -> list[dict[str, str]]:
+) -> tuple[SealedUnit, ...]:
     """The ``units`` member: ``reports`` grouped by the survey's relay unit, each sealed to
     ``public`` (an encryption key already verified) and padded to the unit's fixed size."""
     from deniable import sealing
+    from deniable.wire import SealedUnit
 
     assert survey.relay is not None
     units = []
@@ -72,8 +84,8 @@ def seal_units(
             plaintext=sealing.unit_body(chosen, unit),
             size=sealing.unit_size(survey, unit),
         )
-        units.append({"unit": unit, "sealed": sealing.encode_blob(blob)})
-    return units
+        units.append(SealedUnit(unit=unit, sealed=blob))
+    return tuple(units)
 
 
 def resealed_body(
@@ -85,7 +97,8 @@ def resealed_body(
     Why the same reports: their noise was already charged to the ledger; fresh
     randomization would spend ε again and let two draws be compared."""
     from deniable import survey as definitions
+    from deniable.wire import SealedSubmission, strict_json
 
     survey = definitions.Survey.from_dict(reseal["survey"], resolved=True)
-    token = json.loads(body).get("enrolment_token")
+    token = SealedSubmission.parse(strict_json.loads(body, "queued body")).enrolment_token
     return relay_body(encryption["key_id"], seal_units(survey, public, reseal["reports"]), token)

@@ -49,7 +49,6 @@ on nothing but the respondent's enrolment, never on the answers.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -59,6 +58,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from deniable import errors
 from deniable.errors import (
     AlreadyAnswered,
     ClientError,
@@ -73,9 +73,9 @@ from .ledger import Ledger
 from .memo import family_tag, is_longitudinal, permanent_response
 from .pinning import KeyPinning, decode_public_key
 from .policy import Policy, question_cost
-from .sealed import relay_body, resealed_body, sealed_body
+from .sealed import resealed_body, sealed_body, with_token
 from .state import StateStore
-from .transport import HttpTransport, accepted, requests_module
+from .transport import FINAL_CONFLICTS, HttpTransport, accepted, problem_type, requests_module
 
 # Printable ASCII without spaces: nothing that could split or fold an HTTP header.
 ENROLMENT_TOKEN = re.compile(r"[!-~]{1,256}")
@@ -100,8 +100,9 @@ __all__ = [
 ]
 
 
-class SurveyClosed(ClientError):
-    """The survey no longer accepts answers."""
+class SurveyClosed(errors.SurveyClosed, ClientError):
+    """The survey no longer accepts answers (seen on the device: the signed document's
+    status, before anything is sent)."""
 
 
 class EnrolmentTokenRequired(ClientError):
@@ -282,22 +283,19 @@ class SurveyClient(HttpTransport, KeyPinning):
         from deniable.keychain import decode_signature, verify_document
 
         # key_id, signature, definition, id: docs/protocol.md §2, §7 (reason codes on errors).
+        from deniable.wire import SurveyEnvelope
+
         survey = verify_document(document, survey_id, key)
         signature = decode_signature(document.get("signature"), f"survey {survey_id!r}")
-        status = document.get("status")
-        if status not in ("open", "closed"):
-            raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
-        require_enrolment = document.get("require_enrolment", False)
-        if not isinstance(require_enrolment, bool):
-            raise TransportError(f"survey {survey_id!r}: require_enrolment is not a boolean")
+        envelope = SurveyEnvelope.parse(document, survey_id)  # status, require_enrolment
         return VerifiedSurvey(
             survey=survey,
-            status=status,
+            status=envelope.status,
             origin=self.origin,
             key_id=key_id,
             signature=signature,
             public_key=key,
-            require_enrolment=require_enrolment,
+            require_enrolment=envelope.require_enrolment,
         )
 
     @staticmethod
@@ -463,7 +461,10 @@ class SurveyClient(HttpTransport, KeyPinning):
             ]
             relay = survey.survey.relay
             if relay is None:
-                body = json.dumps({"reports": reports}, separators=(",", ":"), ensure_ascii=True)
+                from deniable.wire import Report, Submission
+
+                submission = Submission(reports=tuple(Report(**report) for report in reports))
+                body = submission.encode().decode("ascii")
             else:
                 body = sealed_body(survey, reports, enrolment_token)
             charged = ledger.charge(answered_key, randomized.charges)
@@ -548,7 +549,7 @@ class SurveyClient(HttpTransport, KeyPinning):
                     )
                     if (
                         response.status_code == 409
-                        and not accepted(response)
+                        and problem_type(response) not in FINAL_CONFLICTS
                         and self._reseal(entry)
                     ):
                         self.store.save_now()
@@ -621,8 +622,7 @@ class SurveyClient(HttpTransport, KeyPinning):
             )
         (entry,) = waiting
         if "url" in entry:  # a relayed batch: the token is a member of the body
-            document = json.loads(entry["body"])
-            entry["body"] = relay_body(document["key_id"], document["units"], token)
+            entry["body"] = with_token(entry["body"], token)
         else:
             entry["enrolment"] = token
         entry.pop("refused")

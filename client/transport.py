@@ -19,10 +19,14 @@ from deniable.errors import InvalidParameter, TransportError
 if TYPE_CHECKING:
     import requests
 
+    from deniable.wire import ProblemType
+
 USER_AGENT = f"deniable-client/{__version__}"
 ENROLMENT_HEADER = "X-Deniable-Enrolment"
-# A relay's answer to a resend whose enrolment token's submission it forwarded already.
-ALREADY_DELIVERED = "urn:deniable:problem:already-delivered"
+# A relay's 409s after which a device does NOT seal the same reports to the aggregator's
+# current encryption key and send once more: every other 409 may be about the key
+# (unknown-key; the generic conflict of a relay older than that type).
+FINAL_CONFLICTS = frozenset({"survey-closed", "already-delivered"})
 
 
 def requests_module() -> Any:
@@ -30,6 +34,19 @@ def requests_module() -> Any:
     import requests
 
     return requests
+
+
+def problem_type(response: requests.Response) -> ProblemType | None:
+    """The kind of a refusal's problem document (None: none, or one this version does not
+    know).  A client acts on this, never on the words of ``detail``."""
+    from deniable.wire import ProblemType, strict_json
+
+    if response.status_code < 400:
+        return None
+    try:
+        return ProblemType.of(strict_json.loads(response.content, "problem"))
+    except ValueError:
+        return None
 
 
 def accepted(response: requests.Response) -> bool:
@@ -40,11 +57,7 @@ def accepted(response: requests.Response) -> bool:
         return True
     if response.status_code != 409:
         return False
-    try:
-        problem = response.json()
-    except ValueError:
-        return False
-    return isinstance(problem, dict) and problem.get("type") == ALREADY_DELIVERED
+    return problem_type(response) == "already-delivered"
 
 
 def retryable_exceptions() -> tuple[type[BaseException], ...]:

@@ -10,10 +10,10 @@ submission (docs/protocol.md, "Relay flow")::
 
 and answers ``202 Accepted`` once every unit is held durably.  Order of
 refusals: rate limit by address (429), survey not relayed here (404), body
-(400/413/415), closed (409), malformed submission (422), a unit longer than
+(400/413/415), closed (409 ``survey-closed``), malformed submission (422), a unit longer than
 its fixed sealed length (413) or of another length (422), sealed to an
 encryption key the relay has not verified as the aggregator's current one or
-one it retired since (409), enrolment token missing (401), unknown or spent by
+one it retired since (409 ``unknown-key``), enrolment token missing (401), unknown or spent by
 another submission still held (403), rate limit by token (429), spent by a
 submission forwarded since (409 ``already-delivered``: clients count it delivered).
 
@@ -30,7 +30,6 @@ import hmac
 import json
 import logging
 import math
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -40,27 +39,23 @@ from flask import Blueprint, Flask, Response, current_app, request
 
 from deniable import __version__
 from deniable.errors import (
+    AlreadyDelivered,
     Conflict,
     DeniableError,
     Forbidden,
-    InvalidReport,
     NotFound,
-    PayloadTooLarge,
-    SealingError,
+    SurveyClosed,
+    UnknownKey,
 )
-from deniable.sealing import decode_blob, encode_blob
 from deniable.service.limits import current_limits
 from deniable.service.problems import EnrolmentRequired, read_json
 from deniable.survey import IDENTIFIER, Survey
+from deniable.wire import SealedSubmission
 
 from .storage import RelayedSurvey, RelayStorage, current_storage
 
 PREFIX = "/api/v1"
 PSEUDONYM_KEY = "deniable.relay.pseudonym_key"
-FORMAT = "deniable.sealed/1"
-FIELDS = frozenset({"format", "key_id", "units", "enrolment_token"})
-UNIT_FIELDS = frozenset({"unit", "sealed"})
-KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Why: a device may have fetched a key the aggregator rotated in since the relay's last
 # refresh; an unknown key id makes the relay ask the aggregator again, at most this often
 # per survey and process (so a flood of made-up ids costs the aggregator nothing much).
@@ -95,77 +90,6 @@ def definition(stored: RelayedSurvey) -> tuple[Survey, dict[str, int]]:
     return survey, lengths
 
 
-def _decode(text: object, where: str, length: int) -> bytes:
-    """A sealed unit's bytes: every unit of a survey's unit has one fixed length."""
-    if not isinstance(text, str) or not text:
-        raise InvalidReport(f"{where}: must be a non-empty base64url string")
-    if len(text) > 2 * length:  # checked before decoding: no work for an absurd string
-        raise PayloadTooLarge(f"{where}: larger than this unit's {length} bytes")
-    try:
-        raw = decode_blob(text)
-    except SealingError:
-        raise InvalidReport(f"{where}: not base64url") from None
-    if encode_blob(raw) != text.rstrip("="):
-        raise InvalidReport(f"{where}: not canonical base64url")
-    if len(raw) > length:
-        raise PayloadTooLarge(f"{where}: {len(raw)} bytes, larger than this unit's {length}")
-    if len(raw) != length:
-        raise InvalidReport(
-            f"{where}: {len(raw)} bytes; every sealed unit of this survey's "
-            f"unit is {length} bytes (docs/protocol.md §10.3)"
-        )
-    return raw
-
-
-def parse_sealed(
-    body: Any, survey: Survey, shuffle_unit: str, lengths: dict[str, int]
-) -> list[tuple[str, bytes]]:
-    """The submission's (unit, sealed bytes), checked against the survey's signed terms."""
-    if not isinstance(body, dict):
-        raise InvalidReport("body: must be an object")
-    extra = set(body) - FIELDS
-    if extra:
-        raise InvalidReport(f"body: unknown field(s) {', '.join(sorted(map(str, extra)))}")
-    if body.get("format") != FORMAT:
-        raise InvalidReport(f"body: format must be {FORMAT!r}")
-    key_id = body.get("key_id")
-    if not isinstance(key_id, str) or not KEY_ID.fullmatch(key_id):
-        raise InvalidReport("body: key_id must be the aggregator's encryption key id")
-    if not isinstance(body.get("enrolment_token"), str | None):  # null: as if absent
-        raise InvalidReport("body: enrolment_token must be the token's text")
-    units = body.get("units")
-    if not isinstance(units, list) or not units:
-        raise InvalidReport("body: units must be a non-empty list")
-    if shuffle_unit == "submission":
-        allowed, most = {""}, 1
-    else:
-        allowed, most = {q.id for q in survey.questions}, len(survey.questions)
-    if len(units) > most:
-        raise InvalidReport(f"body: one respondent sends at most {most} unit(s), got {len(units)}")
-    seen: set[str] = set()
-    result = []
-    for index, item in enumerate(units):
-        where = f"units[{index}]"
-        if not isinstance(item, dict) or set(item) != UNIT_FIELDS:
-            raise InvalidReport(f"{where}: must have exactly the fields sealed and unit")
-        unit = item["unit"]
-        if not isinstance(unit, str) or unit not in allowed:
-            expected = (
-                "'' (this survey shuffles whole submissions)"
-                if shuffle_unit == "submission"
-                else "a question id of the survey"
-            )
-            raise InvalidReport(f"{where}: unit must be {expected}")
-        if unit in seen:
-            raise InvalidReport(
-                f"{where}: unit {unit!r} appears twice; one respondent sends "
-                "one sealed unit per question"
-            )
-        seen.add(unit)
-        result.append((unit, _decode(item["sealed"], f"{where}.sealed", lengths[unit])))
-    return result
-
-
 def check_key(storage: RelayStorage, stored: RelayedSurvey, key_id: str) -> None:
     """Conflict unless ``key_id`` is an encryption key of the aggregator that the relay
     verified in its signed key document: the current one, or one retired since (the
@@ -196,7 +120,7 @@ def check_key(storage: RelayStorage, stored: RelayedSurvey, key_id: str) -> None
         else:
             if key_id in storage.get_survey(stored.survey_id).encryption_keys:
                 return
-    raise Conflict(
+    raise UnknownKey(
         f"the units are sealed to encryption key {key_id!r}, which is not the "
         f"aggregator's current encryption key (nor one it retired recently); fetch "
         f"{stored.aggregator_url}/api/v1/key again and seal to its encryption_key"
@@ -240,21 +164,31 @@ def submit(survey_id: str) -> Response:
     stored = storage.get_survey(survey_id)
     body = read_json()
     if not stored.is_open:
-        raise Conflict(f"survey {survey_id!r} is closed")
-    survey, lengths = definition(stored)
-    units = parse_sealed(body, survey, stored.shuffle_unit, lengths)
-    check_key(storage, stored, body["key_id"])
+        raise SurveyClosed(f"survey {survey_id!r} is closed")
+    _, lengths = definition(stored)
+    submission = SealedSubmission.parse(body, lengths)  # the signed terms: units, lengths
+    check_key(storage, stored, submission.key_id)
     token = None
     if stored.require_enrolment:
-        token = body.get("enrolment_token")
-        if not isinstance(token, str) or not token.strip():
+        token = submission.enrolment_token
+        if token is None or not token.strip():
             raise EnrolmentRequired(
                 f"survey {survey_id!r} requires an enrolment token (field enrolment_token)"
             )
         if len(token) > 200:
             raise Forbidden(f"the enrolment token is not valid for survey {survey_id!r}")
         current_limits().check_token(pseudonym(token))
-    storage.hold(survey_id, units, enrolment_token=token, key_id=body["key_id"])
+    units = [(unit.unit, unit.sealed) for unit in submission.units]
+    try:
+        storage.hold(survey_id, units, enrolment_token=token, key_id=submission.key_id)
+    except AlreadyDelivered:
+        raise
+    except Conflict:
+        # Why: the hold's transaction refuses a survey closed since the check above with a
+        # plain Conflict; the device must learn it by the problem type, not the words.
+        if not storage.get_survey(survey_id).is_open:
+            raise SurveyClosed(f"survey {survey_id!r} is closed") from None
+        raise
     return current_app.response_class(
         json.dumps({"survey": survey_id, "held": len(units)}),
         status=202,

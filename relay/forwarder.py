@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from deniable.errors import DeniableError
+from deniable.wire import ProblemType
 
 from . import upstream
 from .storage import Batch, RelayStorage
@@ -119,7 +120,12 @@ def send(storage: RelayStorage, config: Mapping[str, Any], batch: Batch) -> bool
             len(batch.sealed),
         )
         return True
-    if outcome.final:
+    if outcome.final or (
+        # An aggregator before the survey-closed type answered a closed survey with the
+        # generic conflict: final once the relay's verified copy of the signed survey
+        # document says closed (refreshed on schedule), never judged by the words.
+        outcome.problem is ProblemType.CONFLICT and stored.status == "closed"
+    ):
         storage.discard(batch)
         logger.warning(
             "batch %s of survey %s refused for good, deleted: %s",

@@ -11,7 +11,6 @@ from the signed bytes, never from an unsigned field.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,16 +20,20 @@ from deniable.keychain import (
     decode_public_key,
     decode_signature,
     encode,
-    follow_chain,
     key_id,
     signature_valid,
-    verify_encryption_key,
 )
 from deniable.origins import same_url
-from deniable.sealing import encode_blob
 from deniable.survey import IDENTIFIER, Survey
+from deniable.wire import (
+    Acknowledgement,
+    KeyDocument,
+    ProblemType,
+    RelayBatch,
+    SurveyEnvelope,
+    strict_json,
+)
 
-FORMAT = "deniable.batch/1"
 USER_AGENT = "deniable-relay"
 
 
@@ -73,28 +76,22 @@ def _get_json(url: str, *, timeout: float, headers: dict[str, str] | None = None
 
 
 def _strict_json(content: bytes, where: str) -> Any:
-    """An answer parsed as strictly as a request body (``parse_json``: UTF-8, no NaN, no
-    duplicate member, bounded depth); TransportError otherwise.
+    """An answer parsed as strictly as a request body (the one strict reader: UTF-8, no NaN,
+    no duplicate member, bounded depth); TransportError otherwise.
 
     Why: the aggregator (or whatever answers in its name) is not trusted by the relay; a
     RecursionError from a deeply nested answer once escaped as a 500 to a device whose
     unit named a new key, and stopped a refresh pass for every other survey."""
-    from deniable.service.problems import parse_json
-
     try:
-        return parse_json(content)
+        return strict_json.loads(content, "answer")
     except DeniableError as error:
         raise TransportError(f"{where}: the answer is not strict JSON ({error})") from None
 
 
 def fetch_key(aggregator_url: str, *, timeout: float = 10.0) -> Pin:
     """The aggregator's current signing key, unverified (for a first pin the operator checks)."""
-    document = _get_json(f"{aggregator_url}/api/v1/key", timeout=timeout)
-    if not isinstance(document, dict):
-        raise SignatureError("the aggregator's key document is not an object")
-    public = decode_public_key(document.get("public_key"), "aggregator key")
-    sequence = document.get("sequence")
-    return Pin(public_key=public, sequence=sequence if isinstance(sequence, int) else None)
+    document = KeyDocument.parse(_get_json(f"{aggregator_url}/api/v1/key", timeout=timeout))
+    return Pin(public_key=document.public_key, sequence=document.sequence)
 
 
 def verify_survey(
@@ -109,7 +106,7 @@ def verify_survey(
     if document.get("key_id") not in (None, pin.key_id):
         # Signed by another key: follow the aggregator's signed rotation chain, or refuse.
         key_document = _get_json(f"{aggregator_url}/api/v1/key", timeout=timeout)
-        pin = follow_chain(pin, key_document)
+        pin = KeyDocument.parse(key_document).follow(pin)
     signature = decode_signature(document.get("signature"), f"survey {survey_id!r}")
     try:
         survey = Survey.from_dict(document.get("definition"), resolved=True)
@@ -134,15 +131,13 @@ def verify_survey(
             f"survey {survey_id!r} names the relay {relay.url}, not this one "
             f"({public_url}, setting PUBLIC_URL)"
         )
-    status = document.get("status")
-    if status not in ("open", "closed"):
-        raise TransportError(f"survey {survey_id!r}: unknown status {status!r}")
+    envelope = SurveyEnvelope.parse(document, survey_id)  # the unsigned state
     return Verified(
         survey=survey,
-        status=status,
+        status=envelope.status,
         document=document,
         pin=pin,
-        require_enrolment=document.get("require_enrolment") is True,
+        require_enrolment=envelope.require_enrolment,
     )
 
 
@@ -150,9 +145,8 @@ def encryption_key_id(aggregator_url: str, pin: Pin, *, timeout: float = 10.0) -
     """The id of the aggregator's current encryption key, verified as devices verify it:
     the key document's signing key followed from ``pin`` along its signed chain, and the
     encryption key signed by that key (:func:`deniable.keychain.verify_encryption_key`)."""
-    document = _get_json(f"{aggregator_url}/api/v1/key", timeout=timeout)
-    followed = follow_chain(pin, document)
-    return key_id(verify_encryption_key(document, followed.public_key))
+    document = KeyDocument.parse(_get_json(f"{aggregator_url}/api/v1/key", timeout=timeout))
+    return key_id(document.encryption_public(document.follow(pin).public_key))
 
 
 def pin_text(pin: Pin) -> str:
@@ -182,18 +176,20 @@ def fetch_enrolment_digests(
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
-    """What the aggregator said to one batch: acknowledged, refused for good, or retry."""
+    """What the aggregator said to one batch: acknowledged, refused for good, or retry.
+
+    ``problem`` is the kind of a refusal's problem document (None if it had none, or one
+    this version does not know): the caller acts on it, never on ``detail``."""
 
     acknowledged: bool
-    final: bool  # refused for good (closed survey): drop the batch
+    final: bool  # refused for good (a closed survey): drop the batch
     detail: str
+    problem: ProblemType | None = None
 
 
 def batch_body(unit: str, sealed: list[bytes]) -> bytes:
     """The body of a batch's PUT (docs/protocol.md §11.3), blobs in the order given."""
-    texts = [encode_blob(s) for s in sealed]
-    body = {"format": FORMAT, "unit": unit, "sealed": texts}
-    return json.dumps(body, separators=(",", ":")).encode("ascii")
+    return RelayBatch(unit=unit, sealed=tuple(sealed)).encode()
 
 
 def put_batch(
@@ -222,12 +218,17 @@ def put_batch(
         return Outcome(acknowledged=False, final=False, detail=f"{type(error).__name__}: {error}")
     detail = f"HTTP {response.status_code} {response.text[:300]}"
     try:
-        problem = _strict_json(response.content, f"PUT {url}")
+        answer = _strict_json(response.content, f"PUT {url}")
     except TransportError:
-        problem = None
+        answer = None
     if response.status_code in (200, 201):
-        expected = {"survey": survey_id, "batch": batch_id, "unit": unit, "received": len(sealed)}
-        if isinstance(problem, dict) and all(problem.get(k) == v for k, v in expected.items()):
+        try:
+            acknowledged = Acknowledgement.parse(answer).acknowledges(
+                survey_id, batch_id, unit, len(sealed)
+            )
+        except DeniableError:
+            acknowledged = False
+        if acknowledged:
             return Outcome(acknowledged=True, final=False, detail="acknowledged")
         # Why: a proxy's error page or a stranger's answer is no acknowledgement; the batch
         # is deleted only when the aggregator says it stored this very batch.
@@ -236,14 +237,11 @@ def put_batch(
             final=False,
             detail=f"{detail} (not the aggregator's acknowledgement of this batch)",
         )
-    # Final only for the aggregator's "survey ... is closed" (any other 409, e.g. a batch id
-    # stored with other content, is an error for the operator to look at, not a drop).
-    closed = (
-        response.status_code == 409
-        and isinstance(problem, dict)
-        and str(problem.get("detail", "")) == f"survey {survey_id!r} is closed"
-    )
-    return Outcome(acknowledged=False, final=closed, detail=detail)
+    # Final only for a closed survey, told by the problem type (any other 409, e.g. a batch
+    # id stored with other content, is an error for the operator to look at, not a drop).
+    problem = ProblemType.of(answer) if response.status_code >= 400 else None
+    final = response.status_code == 409 and problem is ProblemType.SURVEY_CLOSED
+    return Outcome(acknowledged=False, final=final, detail=detail, problem=problem)
 
 
 def key_id_of(pin: Pin) -> str:

@@ -6,9 +6,10 @@ status and problem type (docs/api.md); HTTP errors raised by Flask/werkzeug
 catch-all turns any other exception into a 500 ``internal`` problem that is
 logged on the server but never shows a traceback to the caller.
 
-:func:`read_json` is the one strict JSON reader of request bodies: it rejects
-bodies that are not ``application/json``, not UTF-8, not JSON, or that use
-NaN/Infinity, duplicate keys, absurd nesting or numbers too large to represent.
+:func:`read_json` reads request bodies: it rejects bodies that are not
+``application/json``, then parses them with the one strict JSON reader
+(:func:`deniable.wire.strict_json.loads`: not UTF-8, not JSON, NaN/Infinity, duplicate
+keys, absurd nesting, numbers too large to represent, lone surrogates).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from deniable.errors import (
     Conflict,
     DeniableError,
     Forbidden,
+    InvalidJson,
     InvalidParameter,
     InvalidReport,
     InvalidSurvey,
@@ -37,7 +39,11 @@ from deniable.errors import (
     RateLimited,
     SealingError,
     StorageError,
+    SurveyClosed,
+    UnknownKey,
 )
+from deniable.wire import ProblemType
+from deniable.wire.strict_json import loads as parse_json
 
 from .settings import SettingsError
 
@@ -45,10 +51,6 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_PREFIX = "urn:deniable:problem:"
 
 logger = logging.getLogger(__name__)
-
-
-class InvalidJson(DeniableError, ValueError):
-    """A request body is not strict JSON (HTTP 400 ``invalid-json``)."""
 
 
 class UnsupportedMediaType(DeniableError):
@@ -67,6 +69,8 @@ PROBLEMS: tuple[tuple[type[BaseException], int, str, str], ...] = (
     (AuthenticationError, 401, "unauthorized", "Unauthorized"),
     (NotFound, 404, "not-found", "Not found"),
     (AlreadyDelivered, 409, "already-delivered", "Already delivered"),
+    (SurveyClosed, 409, ProblemType.SURVEY_CLOSED, "Survey closed"),
+    (UnknownKey, 409, ProblemType.UNKNOWN_KEY, "Unknown encryption key"),
     (Conflict, 409, "conflict", "Conflict"),
     (PayloadTooLarge, 413, "payload-too-large", "Payload too large"),
     (UnsupportedMediaType, 415, "unsupported-media-type", "Unsupported media type"),
@@ -96,8 +100,6 @@ HTTP_TYPES: dict[int, tuple[str, str]] = {
     503: ("storage-unavailable", "Service unavailable"),
 }
 
-# Deeper than this, a survey or report body is an attack, not data.
-MAX_JSON_DEPTH = 64
 # C0 and C1 control characters and DEL: never echoed raw into a problem body or a log line.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -194,95 +196,6 @@ def init_app(app: Flask) -> None:
 # -- strict request bodies ------------------------------------------------------------
 
 
-def _reject_constant(name: str) -> Any:
-    raise InvalidJson(f"body: {name} is not JSON")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise InvalidJson(f"body: number {text[:40]} is out of range")
-    return value
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)  # Why: built in C; a duplicate shows as a shorter dict
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise InvalidJson(f"body: duplicate key {key[:80]!r}")
-            seen.add(key)
-    return result
-
-
-_CONTAINERS = (dict, list)
-_CONTAINER_TYPES = frozenset(_CONTAINERS)
-
-
-def _too_deep(document: Any, limit: int) -> bool:
-    """True if containers nest deeper than ``limit`` (level by level, no recursion).
-
-    The walk visits containers only, so a batch of flat reports costs one step
-    per report; json.loads itself already refuses nesting beyond Python's
-    recursion limit (RecursionError), which bounds this walk too.
-    """
-    level = [document] if type(document) in _CONTAINERS else []
-    for _ in range(limit):
-        if not level:
-            return False
-        deeper = []
-        for value in level:
-            # json.loads makes exactly dict and list.
-            children = value.values() if type(value) is dict else value
-            # Why isdisjoint first: a flat object (a report) is ruled out in C.
-            if not _CONTAINER_TYPES.isdisjoint(map(type, children)):
-                deeper += [c for c in children if type(c) in _CONTAINERS]
-        level = deeper
-    return bool(level)
-
-
-def parse_json(data: bytes) -> Any:
-    """Strictly parse a JSON document from bytes; InvalidJson on anything doubtful."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InvalidJson(f"body: not UTF-8 ({error.reason} at byte {error.start})") from None
-    try:
-        document = json.loads(
-            text,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=_unique_keys,
-        )
-    except InvalidJson:
-        raise
-    except (ValueError, RecursionError) as error:
-        # ValueError covers JSONDecodeError and integers past the digit limit.
-        raise InvalidJson(f"body: not valid JSON ({str(error)[:200]})") from None
-    if _too_deep(document, MAX_JSON_DEPTH):
-        raise InvalidJson(f"body: nested deeper than {MAX_JSON_DEPTH} levels")
-    if "\\u" in text:
-        _check_unicode(document)
-    return document
-
-
-def _check_unicode(value: Any) -> None:
-    """Reject lone surrogates (``"\\ud800"``): legal JSON escapes, but not text (RFC 7493)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidJson("body: string with a lone surrogate escape") from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_unicode(key)
-            _check_unicode(item)
-    elif isinstance(value, list):
-        for item in value:
-            _check_unicode(item)
-
-
 def read_json() -> Any:
     """The current request's body as strict JSON (415 unless ``application/json``)."""
     if request.mimetype != "application/json":
@@ -298,7 +211,6 @@ def read_json() -> Any:
 
 
 __all__ = [
-    "MAX_JSON_DEPTH",
     "PROBLEMS",
     "PROBLEM_MEDIA_TYPE",
     "TYPE_PREFIX",

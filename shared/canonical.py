@@ -21,7 +21,7 @@ from typing import Any
 
 import rfc8785
 
-from .errors import InvalidSurvey
+from .errors import InvalidJson, InvalidSurvey
 
 __all__ = ["jcs", "legacy_bytes", "loads"]
 
@@ -54,26 +54,24 @@ def jcs(document: Any) -> bytes:
         raise InvalidSurvey(f"survey: cannot be canonicalized ({error})") from None
 
 
-def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    names = [name for name, _ in pairs]
-    if len(set(names)) != len(names):
-        duplicate = next(name for name in names if names.count(name) > 1)
-        raise InvalidSurvey(
-            f"survey document: member {duplicate!r} appears twice in one object",
-            reason="duplicate-member",
-        )
-    return dict(pairs)
-
-
 def loads(text: str | bytes) -> Any:
-    """A survey document parsed strictly: an object with a member name twice is refused.
+    """A survey or key document parsed by the one strict reader (:mod:`deniable.wire.strict_json`).
 
-    Why: parsers disagree on which duplicate wins (Python's json and JavaScript's JSON.parse
-    keep the last, others the first), so one signed text could mean two definitions; JCS
-    (RFC 8785 §3.1, I-JSON) has no duplicates (docs/protocol.md §2.2).  ValueError for text
-    that is not JSON at all, InvalidSurvey (reason ``duplicate-member``) for duplicates.
+    An object with a member name twice is refused with InvalidSurvey (reason
+    ``duplicate-member``).  Why: parsers disagree on which duplicate wins (Python's json and
+    JavaScript's JSON.parse keep the last, others the first), so one signed text could mean
+    two definitions; JCS (RFC 8785 §3.1, I-JSON) has no duplicates (docs/protocol.md §2.2).
+    Anything else the strict reader refuses (not JSON, not UTF-8, NaN, a lone surrogate,
+    absurd nesting) is an InvalidJson, a ValueError.
     """
-    return json.loads(text, object_pairs_hook=_unique_members)
+    from .wire.strict_json import loads as strict_loads
+
+    try:
+        return strict_loads(text, "survey document")
+    except InvalidJson as error:
+        if error.reason != "duplicate-member":
+            raise
+        raise InvalidSurvey(str(error), reason="duplicate-member") from None
 
 
 def legacy_bytes(document: Any) -> bytes:

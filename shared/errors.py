@@ -10,8 +10,11 @@ expects ``ValueError`` keeps working::
     ├── InvalidValue          (ValueError)  a respondent's true answer is not in the domain
     ├── InvalidReport         (ValueError)  a noisy report fails strict decoding
     ├── InvalidSurvey         (ValueError)  a survey definition fails validation
+    ├── InvalidJson           (ValueError)  a document is not strict JSON (deniable.wire)
     ├── NotFound                            a survey, question or report id is unknown
     ├── Conflict                            state forbids the request (closed survey, id reuse)
+    │   ├── SurveyClosed                    the survey no longer takes answers or batches
+    │   ├── UnknownKey                      units sealed to a key that is not taken (reseal)
     │   └── AlreadyDelivered                a spent enrolment token's submission was delivered
     ├── AuthenticationError                 operator or enrolment token missing
     │   └── Forbidden                       token forged, spent, or lacks the right
@@ -28,8 +31,9 @@ expects ``ValueError`` keeps working::
         ├── StateError                      device state file corrupt or undecryptable
         └── TransportError                  the aggregator could not be reached or refused
 
-The aggregator maps each class to one HTTP status in one place
-(``deniable.service.problems``); the library itself knows nothing of HTTP.
+Each class has one problem type (:class:`deniable.wire.ProblemType`), and the services map
+it to one HTTP status in one place (``deniable.service.problems``); the library itself knows
+nothing of HTTP.
 """
 
 from __future__ import annotations
@@ -63,12 +67,35 @@ class InvalidSurvey(DeniableError, ValueError):
         self.reason = reason
 
 
+class InvalidJson(DeniableError, ValueError):
+    """A document is not strict JSON (:func:`deniable.wire.strict_json.loads`).
+
+    ``reason`` names the rule it breaks: ``not-utf8``, ``not-json``, ``duplicate-member``,
+    ``too-deep`` or ``surrogate``.
+    """
+
+    def __init__(self, message: str, *, reason: str = "not-json") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class NotFound(DeniableError):
     """A survey, question or report does not exist."""
 
 
 class Conflict(DeniableError):
     """The current state forbids the request (closed survey, reused report id)."""
+
+
+class SurveyClosed(Conflict):
+    """The survey is closed: it takes no more reports, sealed units or batches.  Final: a
+    client drops what it holds for the survey, a relay drops the batch."""
+
+
+class UnknownKey(Conflict):
+    """Units sealed to an encryption key the relay does not take (not the aggregator's
+    current one, nor one it retired recently): the device verifies the current key and
+    seals the same reports to it (docs/protocol.md §11.2)."""
 
 
 class AlreadyDelivered(Conflict):

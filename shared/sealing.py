@@ -144,13 +144,25 @@ def encode_blob(sealed: bytes) -> str:
     return base64.urlsafe_b64encode(sealed).rstrip(b"=").decode("ascii")
 
 
-def decode_blob(text: str) -> bytes:
-    """The bytes of a blob as it travels (base64url, padding optional), or SealingError.
-    A reader that wants the one canonical spelling compares ``encode_blob`` of the result."""
+def decode_blob(text: object) -> bytes:
+    """The bytes of a blob as it travels, or SealingError unless ``text`` is their one
+    canonical spelling: base64url (RFC 4648 §5) without padding, no whitespace, no ``+`` or
+    ``/``, the spare bits of the last character zero, and not empty.
+
+    Why only one spelling: a lenient decoder reads ``"AAAA AAAA"`` or a padded text as the
+    same bytes as the canonical one, so two services (or two versions) could disagree on
+    what a unit was, and a replay could pass as new text.  Checked by spelling the decoded
+    bytes again: any other text than :func:`encode_blob` of them is refused.
+    """
+    if not isinstance(text, str) or not text:
+        raise SealingError("a sealed blob must be a non-empty base64url string")
     try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        sealed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
     except (binascii.Error, ValueError):
-        raise SealingError("not base64url") from None
+        sealed = None
+    if sealed is None or not sealed or encode_blob(sealed) != text:
+        raise SealingError("not canonical base64url (RFC 4648 §5, unpadded, no whitespace)")
+    return sealed
 
 
 def _public_key(key: object) -> X25519PublicKey:

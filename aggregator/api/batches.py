@@ -7,9 +7,10 @@
 
 Order of refusals: credential missing (401) or not a relay credential (403),
 survey (404), not relayed (409), credential of another relay than the one the
-survey's signed definition names (403), body (400/413/415/422), fewer blobs than
+survey's signed definition names (403), body (400/413/415/422; every blob in its
+one canonical spelling, :func:`deniable.sealing.decode_blob`), fewer blobs than
 the signed ``min_batch`` (422), batch id stored with other content (409),
-closed (409).  A batch id stored before with the same blobs (in any order) is
+closed (409 ``survey-closed``).  A batch id stored before with the same blobs (in any order) is
 acknowledged again with the first answer: a relay whose acknowledgement was
 lost resends, and nothing is stored twice.  Replaying a batch therefore
 stores nothing, and a batch is only taken from the configured relay's
@@ -65,13 +66,10 @@ from deniable.errors import (
     Conflict,
     Forbidden,
     InvalidReport,
-    PayloadTooLarge,
-    SealingError,
+    SurveyClosed,
 )
-from deniable.sealing import decode_blob
 from deniable.service.problems import read_json
-from deniable.survey_relay import MAX_BATCH_UNITS
-from deniable.wire import Report
+from deniable.wire import Acknowledgement, RelayBatch, Report
 
 from ..storage import SurveyRecord, current_storage
 from ..storage import relay as relay_storage
@@ -83,8 +81,6 @@ from .relayed import relay_terms
 blueprint = Blueprint("batches", __name__)
 logger = logging.getLogger(__name__)
 
-FORMAT = "deniable.batch/1"
-FIELDS = frozenset({"format", "unit", "sealed"})
 BATCH_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
 
@@ -104,15 +100,6 @@ def _authorized_relay(record: SurveyRecord) -> Any:
             f"survey {record.id!r} is relayed by {relay.url}; this credential is another relay's"
         )
     return relay
-
-
-def _blob(text: object, index: int) -> bytes:
-    if not isinstance(text, str):
-        raise InvalidReport(f"sealed[{index}]: must be a base64url string")
-    try:
-        return decode_blob(text)
-    except SealingError:
-        raise InvalidReport(f"sealed[{index}]: not base64url") from None
 
 
 def content_digest(blobs: list[bytes]) -> str:
@@ -154,7 +141,7 @@ def _store(
         return _add(survey_id, groups, whole, received_at), 0
     except Conflict:
         if not current_storage().get_survey(survey_id, count=False).is_open:
-            raise Conflict(f"survey {survey_id!r} is closed") from None
+            raise SurveyClosed(f"survey {survey_id!r} is closed") from None
         # else a report id stored before with another body: store the rest blob by blob
     stored = dropped = 0
     for group in groups:
@@ -202,24 +189,12 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
     # Why only now: an authenticated relay may send batches larger than a respondent's body.
     request.max_content_length = current_app.config["MAX_RELAY_BATCH_BYTES"]
     body = read_json()
-    if not isinstance(body, dict) or set(body) != FIELDS or body.get("format") != FORMAT:
-        raise InvalidReport(f"body: must be {{format: {FORMAT!r}, unit, sealed}}")
-    unit, texts = body["unit"], body["sealed"]
     if relay.shuffle_unit == "submission":
-        if unit != "":
-            raise InvalidReport("unit: this survey shuffles whole submissions; unit must be ''")
-    elif not isinstance(unit, str) or unit not in {q.id for q in record.survey.questions}:
-        raise InvalidReport("unit: must be a question id of the survey")
-    if not isinstance(texts, list):
-        raise InvalidReport("sealed: must be a list of base64url strings")
-    if len(texts) > MAX_BATCH_UNITS:
-        raise PayloadTooLarge(f"sealed: at most {MAX_BATCH_UNITS} blobs per batch")
-    if len(texts) < relay.min_batch:
-        raise InvalidReport(
-            f"sealed: {len(texts)} blobs, fewer than the survey's min_batch "
-            f"{relay.min_batch}; a relay never forwards a smaller batch"
-        )
-    blobs = [_blob(text, index) for index, text in enumerate(texts)]
+        units: set[str] = {""}
+    else:
+        units = {q.id for q in record.survey.questions}
+    batch = RelayBatch.parse(body, units, relay.min_batch)
+    unit, blobs = batch.unit, list(batch.sealed)
     digest = content_digest(blobs)
     found = relay_storage.find_batch(storage, survey_id, batch_id)
     if found is not None:
@@ -227,9 +202,9 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
             raise Conflict(
                 f"batch {batch_id} was stored with other content; a batch id is used once"
             )
-        return json_response(found.to_dict(survey_id), 200)
+        return json_response(_acknowledgement(found, survey_id).to_dict(), 200)
     if not record.is_open:
-        raise Conflict(f"survey {survey_id!r} is closed")
+        raise SurveyClosed(f"survey {survey_id!r} is closed")
     size = unit_size(record.survey, unit)
     received_at = utc_now()  # the batch's: every report stored with it, none with its own
     seen: dict[str, tuple[str, str, str]] = {}
@@ -285,7 +260,19 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
     )
     if standing.digest != digest:
         raise Conflict(f"batch {batch_id} was stored with other content; a batch id is used once")
-    return json_response(standing.to_dict(survey_id), 201)
+    return json_response(_acknowledgement(standing, survey_id).to_dict(), 201)
+
+
+def _acknowledgement(record: relay_storage.BatchRecord, survey_id: str) -> Acknowledgement:
+    """The answer to a batch stored now or before: the same for every resend."""
+    return Acknowledgement(
+        survey=survey_id,
+        batch=record.batch_id,
+        unit=record.unit,
+        received=record.size,
+        stored=record.stored,
+        dropped=record.dropped,
+    )
 
 
 @blueprint.get("/surveys/<survey_id>/enrolment-digests")

@@ -130,19 +130,21 @@ def survey_summary(record: SurveyRecord, *, operator: bool = False) -> dict[str,
 
 
 def survey_document(record: SurveyRecord) -> dict[str, Any]:
-    """The signed survey document of ``GET /surveys/{id}``."""
+    """The signed survey document of ``GET /surveys/{id}`` (a :class:`SurveyEnvelope`)."""
+    from deniable.wire import SurveyEnvelope
+
     key = current_key()
-    return {
-        "id": record.id,
-        "status": record.status,
-        "results_public": record.results_public,
-        "require_enrolment": record.require_enrolment,
-        "created_at": record.created_at,
-        "closed_at": record.closed_at,
-        "definition": record.survey.to_dict(),
-        "signature": key.sign(record.survey.canonical_bytes()),
-        "key_id": key.key_id,
-    }
+    return SurveyEnvelope(
+        id=record.id,
+        status=record.status,
+        results_public=record.results_public,
+        require_enrolment=record.require_enrolment,
+        created_at=record.created_at,
+        closed_at=record.closed_at,
+        definition=record.survey.to_dict(),
+        signature=key.sign(record.survey.canonical_bytes()),
+        key_id=key.key_id,
+    ).to_dict()
 
 
 SURVEYS_PER_PAGE = 50

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import threading
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from typing import Any
 
 from deniable.errors import DeniableError, StorageError
 from deniable.survey import Survey
-from deniable.wire import Report, parse_report, parse_submission
+from deniable.wire import Report, parse_report, parse_submission, strict_json
 
 # Batches of at least this many blobs are opened by several processes.
 PARALLEL_FROM = 2_000
@@ -71,7 +70,7 @@ def _all_at_once(survey: Survey, unit: str, bodies: list[bytes | None]) -> list[
         return None
     try:
         # One parse of all bodies: each is a JSON object (else parsing, or its check, fails).
-        documents = json.loads(b"[" + b",".join(opened) + b"]")
+        documents = strict_json.loads(b"[" + b",".join(opened) + b"]", "sealed bodies")
         if len(documents) != len(opened):
             return None
         reports = parse_submission({"reports": documents}, survey, max_batch=len(documents))
@@ -88,7 +87,7 @@ def _one(survey: Survey, unit: str, body: bytes | None) -> Opened:
     if body is None:
         return None
     try:
-        document = json.loads(body)
+        document = strict_json.loads(body, "sealed body")
         if unit:
             report = parse_report(document, survey)
             return _triples([report]) if report.question == unit else None

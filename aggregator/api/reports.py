@@ -16,11 +16,10 @@ from collections.abc import Iterator
 
 from flask import Blueprint, Response, current_app, request, stream_with_context
 
-from deniable.errors import Conflict, DeniableError, Forbidden, InvalidReport, PayloadTooLarge
+from deniable.errors import Conflict, DeniableError, Forbidden, SurveyClosed
 from deniable.service.limits import check_submission_address, current_limits
 from deniable.service.problems import EnrolmentRequired, read_json
-from deniable.survey import Survey
-from deniable.wire import Report, parse_submission
+from deniable.wire import BulkBody, parse_submission
 
 from ..storage import StoredReport, current_storage
 from ..storage.tokens import is_enrolment_token
@@ -85,9 +84,16 @@ def submit(survey_id: str) -> Response:
         )
     except DeniableError:
         if not record.is_open:
-            raise Conflict(f"survey {survey_id!r} is closed") from None
+            raise SurveyClosed(f"survey {survey_id!r} is closed") from None
         raise
-    ids = storage.add_reports(survey_id, reports, enrolment_token=token)
+    try:
+        ids = storage.add_reports(survey_id, reports, enrolment_token=token)
+    except Conflict:
+        # Why: the storing transaction refuses a survey closed meanwhile with a plain
+        # Conflict (checked there first); a device must learn it by the problem type.
+        if not storage.get_survey(survey_id, count=False).is_open:
+            raise SurveyClosed(f"survey {survey_id!r} is closed") from None
+        raise
     return json_response({"survey": survey_id, "received": len(ids), "reports": ids}, 201)
 
 
@@ -107,58 +113,15 @@ def submit_bulk(survey_id: str) -> Response:
         refuse_relayed(record)
         body = read_json()
         if not record.is_open:
-            raise Conflict(f"survey {survey_id!r} is closed")
-        limit = current_app.config["MAX_BATCH"]
-        if isinstance(body, dict) and "respondents" in body:
-            reports, owners = parse_respondents(body, record.survey, limit)
-        else:  # loose reports (before issue 20): stored without a submission key
-            reports = parse_submission(body, record.survey, max_batch=limit)
-            owners = [None] * len(reports)
-        ids = storage.add_reports(survey_id, reports, operator=True, respondents=owners)
+            raise SurveyClosed(f"survey {survey_id!r} is closed")
+        # Loose reports (the older form) are stored without a submission key.
+        bulk = BulkBody.parse(body, record.survey, max_batch=current_app.config["MAX_BATCH"])
+        owners = list(bulk.respondents)
+        ids = storage.add_reports(survey_id, list(bulk.reports), operator=True, respondents=owners)
     answer = {"survey": survey_id, "received": len(ids), "reports": ids}
-    if any(owner is not None for owner in owners):
+    if bulk.grouped:
         answer["respondents"] = len(set(owners))
     return json_response(answer, 201)
-
-
-def parse_respondents(
-    body: dict[str, object], survey: Survey, limit: int
-) -> tuple[list[Report], list[int | None]]:
-    """``{"respondents": [{"reports": [...]}, ...]}``: the reports and each one's respondent.
-
-    Each respondent holds at most one report per question, as on the public
-    route; reports are validated together (errors name ``reports[k]``, k
-    counting across respondents in order), all-or-nothing.
-    """
-    extra = set(body) - {"respondents"}
-    if extra:
-        raise InvalidReport(f"bulk: unknown field(s) {', '.join(sorted(map(str, extra)))}")
-    groups = body["respondents"]
-    if not isinstance(groups, list) or not groups:
-        raise InvalidReport("bulk: respondents must be a non-empty list")
-    flat: list[object] = []
-    owners: list[int | None] = []
-    for index, group in enumerate(groups):
-        items = group.get("reports") if isinstance(group, dict) else None
-        if not isinstance(items, list) or not items or set(group) != {"reports"}:
-            raise InvalidReport(
-                f"bulk: respondents[{index}] must be an object with a non-empty reports list"
-            )
-        flat += items
-        owners += [index] * len(items)
-        if len(flat) > limit:
-            raise PayloadTooLarge(f"batch: at most {limit} reports, got more")
-    reports = parse_submission({"reports": flat}, survey, max_batch=limit)
-    if len(reports) != len(flat):
-        raise InvalidReport("bulk: a report id appears more than once")
-    answered = set()
-    for report, owner in zip(reports, owners, strict=True):
-        if (owner, report.question) in answered:
-            raise InvalidReport(
-                f"bulk: respondents[{owner}] answers question {report.question!r} more than once"
-            )
-        answered.add((owner, report.question))
-    return reports, owners
 
 
 def _jsonl(reports: Iterator[StoredReport]) -> Iterator[str]:

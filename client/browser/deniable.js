@@ -25,16 +25,21 @@ export { loadMechanisms, parseDefinition } from "./survey.js";
 export const ENROLMENT_HEADER = "X-Deniable-Enrolment";
 // A relay's answer to a resend whose enrolment token's submission it forwarded already.
 const ALREADY_DELIVERED = "urn:deniable:problem:already-delivered";
+// 409s after which the same reports are not sealed again to a newer key (client/transport.py's FINAL_CONFLICTS).
+const FINAL_CONFLICTS = [ALREADY_DELIVERED, "urn:deniable:problem:survey-closed"];
 
-/** A relay's 409 already-delivered (docs/protocol.md §11.2): a delivery, not a refusal (client/transport.py's accepted). */
-const alreadyDelivered = async (response) =>
-  response?.status === 409 &&
+/** A refusal's problem type (docs/api.md "Errors"): what a client acts on, never its detail. */
+const problemType = async (response) =>
   (
     await response
       .clone()
       .json()
       .catch(() => null)
-  )?.type === ALREADY_DELIVERED;
+  )?.type;
+
+/** A relay's 409 already-delivered (docs/protocol.md §11.2): a delivery, not a refusal (client/transport.py's accepted). */
+const alreadyDelivered = async (response) =>
+  response?.status === 409 && (await problemType(response)) === ALREADY_DELIVERED;
 const STATE_KEY = "deniable.state/1";
 
 export const DEFAULT_POLICY = Object.freeze({
@@ -497,7 +502,7 @@ export class SurveyClient {
         entry.url &&
         entry.reseal &&
         !entry.resealed &&
-        !(await alreadyDelivered(response))
+        !FINAL_CONFLICTS.includes(await problemType(response))
       ) {
         // The relay no longer takes the body's encryption key: verify the aggregator's current one
         // (following the pin's chain), seal the same reports to it, and try once more.

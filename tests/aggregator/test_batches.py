@@ -25,6 +25,7 @@ from deniable.aggregator.api import batches, opening
 from deniable.aggregator.signing import current_key
 from deniable.aggregator.storage import relay as relay_storage
 from deniable.survey import Survey
+from tests.shared.spellings import noncanonical_spellings
 
 RELAY_URL = "http://127.0.0.1:9"
 CHUNK = 7
@@ -253,6 +254,7 @@ def test_a_survey_closed_between_chunks_keeps_what_was_stored_and_says_so(
     response = put(client, relayed, "q", batch_id, blobs)
     if closed_after == 0:
         assert response.status_code == 409, response.json
+        assert response.json["type"] == "urn:deniable:problem:survey-closed"  # relay drops it
         assert relay_storage.find_batch(storage, "q", batch_id) is None
         assert stored(storage, "q") == []
         return
@@ -261,6 +263,8 @@ def test_a_survey_closed_between_chunks_keeps_what_was_stored_and_says_so(
     assert len(stored(storage, "q")) == CHUNK
     again = put(client, relayed, "q", batch_id, blobs)
     assert (again.status_code, again.json) == (200, response.json)
+    fresh = put(client, relayed, "q", secrets.token_hex(16), blobs[:3])
+    assert fresh.status_code == 409 and fresh.json["type"] == "urn:deniable:problem:survey-closed"
 
 
 class KillsAProcess:
@@ -321,3 +325,29 @@ def test_a_decryption_process_killed_mid_batch_refuses_it_and_a_new_pool_takes_i
     fresh = opening._decryption_pool()
     assert fresh is not idle
     fresh.shutdown()
+
+
+# The length of a yes/no question's sealed unit; canonical text with "-", "_" and spare bits.
+RAW = b"\xfb\xff\xff" + bytes(range(124))
+
+
+@pytest.mark.parametrize("spelling", noncanonical_spellings(RAW))
+def test_a_blob_not_in_canonical_unpadded_base64url_is_refused_and_nothing_stored(
+    client, storage, relayed, spelling
+):
+    good = sealing.encode_blob(seal(relayed, "q", [report()]))
+    body = {
+        "format": "deniable.batch/1",
+        "unit": "a",
+        "sealed": [good, good, noncanonical_spellings(RAW)[spelling]],
+    }
+    response = client.put(
+        f"/api/v1/surveys/q/batches/{'b' * 32}",
+        json=body,
+        headers={"Authorization": f"Bearer {relayed['credential']}"},
+    )
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert response.json["type"] == "urn:deniable:problem:invalid-report"
+    assert "sealed[2]" in response.json["detail"]
+    assert stored(storage, "q") == []
+    assert relay_storage.find_batch(storage, "q", "b" * 32) is None

@@ -231,7 +231,7 @@ def test_retry_with_the_spent_token_gets_the_same_acknowledgement(client, storag
 def test_closed_survey_is_409_and_keeps_the_token(client, storage, gated, operator_headers):
     (token,) = storage.issue_enrolment_tokens(SURVEY_ID, 1)
     client.post(f"/api/v1/surveys/{SURVEY_ID}/close", headers=operator_headers)
-    assert_problem(post(client, batch(), token), 409, "conflict")
+    assert_problem(post(client, batch(), token), 409, "survey-closed")
     assert storage.enrolment_token_counts(SURVEY_ID) == (1, 0)
 
 
@@ -259,7 +259,7 @@ def test_a_stored_batch_is_acknowledged_after_the_survey_closes(
     again = post(client, body, token)
     assert again.status_code == 201 and again.get_json() == stored.get_json()
     assert_problem(client.post(REPORTS, json=body), 401)  # without its token: not told
-    assert_problem(post(client, batch(seed=3), token), 409, "conflict")
+    assert_problem(post(client, batch(seed=3), token), 409, "survey-closed")
     assert storage.count_reports() == 4
 
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from deniable.aggregator import create_app
-from deniable.service.problems import InvalidJson, parse_json
+from deniable.errors import AlreadyDelivered, Conflict, SurveyClosed, UnknownKey
+from deniable.service.problems import (
+    HTTP_TYPES,
+    PROBLEMS,
+    InvalidJson,
+    classify,
+    parse_json,
+)
+from deniable.wire import ProblemType
 
 from .conftest import assert_problem
 
@@ -160,3 +168,33 @@ def test_health_is_degraded_when_the_database_refuses_writes(postgres_database, 
         assert app.test_client().get("/api/v1/surveys").status_code == 200  # reads still work
     finally:
         app.extensions["deniable.storage"].close()
+
+
+def test_each_condition_a_client_acts_on_has_its_own_problem_type():
+    assert classify(SurveyClosed("x"))[:2] == (409, ProblemType.SURVEY_CLOSED)
+    assert classify(UnknownKey("x"))[:2] == (409, ProblemType.UNKNOWN_KEY)
+    assert classify(AlreadyDelivered("x"))[:2] == (409, ProblemType.ALREADY_DELIVERED)
+    assert classify(Conflict("x"))[:2] == (409, ProblemType.CONFLICT)
+    assert len({ProblemType.SURVEY_CLOSED, ProblemType.UNKNOWN_KEY, ProblemType.CONFLICT}) == 3
+
+
+def test_every_problem_kind_the_services_answer_with_is_in_the_enumeration():
+    kinds = {kind for _, _, kind, _ in PROBLEMS} | {kind for kind, _ in HTTP_TYPES.values()}
+    assert kinds <= set(ProblemType)
+
+
+def test_an_error_answer_is_the_bytes_of_the_cores_problem_document(
+    client, operator_headers, created_survey
+):
+    from deniable.wire import Problem
+
+    client.post("/api/v1/surveys/demo/close", headers=operator_headers)
+    response = client.post("/api/v1/surveys/demo/reports", json={"reports": []})
+    expected = Problem.of(
+        ProblemType.SURVEY_CLOSED,
+        title="Survey closed",
+        status=409,
+        detail="survey 'demo' is closed",
+    )
+    assert response.get_data() == expected.encode()
+    assert Problem.parse(response.json) == expected

@@ -152,7 +152,7 @@ def test_closed_and_unknown_surveys(
     assert_problem(client.post("/api/v1/surveys/nope/reports", json=reports[0]), 404)
     client.post(URL, json=reports[0])
     client.post("/api/v1/surveys/demo/close", headers=operator_headers)
-    assert_problem(client.post(URL, json=reports[1]), 409, "conflict")
+    assert_problem(client.post(URL, json=reports[1]), 409, "survey-closed")
     # A retry of a stored batch (its acknowledgement lost) is acknowledged again once closed,
     # storing nothing; the same id with another body, or a new report with it, is not.
     again = client.post(URL, json=reports[0])
@@ -238,5 +238,5 @@ def test_bulk_route_needs_an_operator(
     assert response.status_code == 201 and response.get_json()["received"] == 12
     client.post("/api/v1/surveys/demo/close", headers=operator_headers)
     more = {"reports": random_reports(demo_definition, 4, seed=8)}
-    assert_problem(client.post(BULK, json=more, headers=operator_headers), 409, "conflict")
+    assert_problem(client.post(BULK, json=more, headers=operator_headers), 409, "survey-closed")
     assert storage.count_reports() == 12

@@ -26,12 +26,14 @@ from .conftest import ANSWERS, definition
 
 
 class Receiver(ThreadingHTTPServer):
-    """Records every request; answers ``statuses`` in turn, then 202."""
+    """Records every request; answers ``statuses`` in turn, then 202 (with ``payloads`` in
+    turn as bodies, then ``{"held": 1}``)."""
 
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.seen: list[dict[str, Any]] = []
         self.statuses: list[int] = []
+        self.payloads: list[bytes] = []
 
     @property
     def url(self) -> str:
@@ -44,7 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
         server: Receiver = self.server  # type: ignore[assignment]
         server.seen.append({"path": self.path, "headers": dict(self.headers), "body": body})
         status = server.statuses.pop(0) if server.statuses else 202
-        payload = b'{"held": 1}'
+        payload = server.payloads.pop(0) if server.payloads else b'{"held": 1}'
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -254,6 +256,21 @@ def test_refused_again_after_resealing_the_batch_is_dropped_as_before(aggregator
         client.answer(client.fetch("r10"), ANSWERS)
     assert len(relay.seen) == 2 and client.pending() == 0  # one retry only
     assert len({len(s["body"]) for s in relay.seen}) == 1
+
+
+def test_a_closed_survey_at_the_relay_is_final_without_a_reseal(aggregator, client, relay):
+    """survey-closed (told by the problem type): refused for good, the key is not fetched
+    and nothing is sealed again."""
+    aggregator.create(relayed(relay, "r13"))
+    verified = client.fetch("r13")
+    relay.statuses = [409]
+    relay.payloads = [
+        b'{"type": "urn:deniable:problem:survey-closed", "title": "Survey closed", '
+        b'"status": 409, "detail": "survey \'r13\' is closed"}'
+    ]
+    with pytest.raises(TransportError, match="409"):
+        client.answer(verified, ANSWERS)
+    assert len(relay.seen) == 1 and client.pending() == 0
 
 
 def test_a_stale_key_refusal_while_the_key_cannot_be_fetched_keeps_the_batch(

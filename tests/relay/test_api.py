@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 
 from deniable.relay import create_app
 from deniable.relay.storage import SqliteRelayStorage, token_digest
+from deniable.survey import Survey
 from tests.relay.conftest import b64
-from tests.relay.test_relay_app import _body, stored_survey
+from tests.relay.test_relay_app import DEFINITION, _body, stored_survey
+from tests.shared.spellings import noncanonical_spellings
 
 SCALARS = (
     st.none()
@@ -192,3 +194,24 @@ def test_a_shared_rate_limit_store_holds_no_token_digest_the_aggregator_knows(tm
     keys = [key.decode() for key in redis.Redis.from_url(url).keys(f"*{prefix}*")]
     assert any("token" in key for key in keys)  # counted, but not under the known digest
     assert not any(token_digest("token-7") in key or "token-7" in key for key in keys)
+
+
+def _sealed_length() -> int:
+    from deniable import sealing
+
+    return sealing.sealed_length(sealing.unit_size(Survey.from_dict(DEFINITION), "a"))
+
+
+# A unit of the right length whose canonical text holds "-" and "_" and ends in spare bits.
+RAW = b"\xfb\xff\xff" + bytes(range(_sealed_length() - 3))
+
+
+@pytest.mark.parametrize("spelling", noncanonical_spellings(RAW))
+def test_a_unit_not_in_canonical_unpadded_base64url_is_refused(client, spelling):
+    text = noncanonical_spellings(RAW)[spelling]
+    body = dict(_body(), units=[{"unit": "a", "sealed": text}])
+    response = client.post("/api/v1/surveys/s/sealed", json=body)
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert response.json["type"] == "urn:deniable:problem:invalid-report"
+    canonical = dict(_body(), units=[{"unit": "a", "sealed": b64(RAW)}])
+    assert client.post("/api/v1/surveys/s/sealed", json=canonical).status_code == 202

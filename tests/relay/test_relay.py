@@ -459,6 +459,7 @@ def test_closed_surveys_are_refused_at_the_relay(deployment):
     body, _ = deployment.seal("w", ANSWERS[0])
     refused = deployment.submit("w", body)
     assert refused.status_code == 409 and "closed" in refused.json()["detail"]
+    assert refused.json()["type"] == "urn:deniable:problem:survey-closed"
 
 
 def test_the_relay_database_holds_no_time_or_address_columns(deployment):

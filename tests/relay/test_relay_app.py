@@ -358,6 +358,7 @@ def test_an_unknown_key_id_is_refused_even_when_the_aggregator_cannot_be_asked(t
     assert refused.status_code == 409, refused.json
     assert refused.headers["Content-Type"] == "application/problem+json"
     assert "0123456789abcdef" in refused.json["detail"]
+    assert refused.json["type"] == "urn:deniable:problem:unknown-key"  # a device reseals
     assert client.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
 
 

@@ -199,3 +199,39 @@ def test_a_forwarded_batch_carries_the_blobs_and_the_credential_and_nothing_else
     assert headers["Authorization"] == "Bearer dnr_x"
     document = json.loads(body)
     assert set(document) == {"format", "unit", "sealed"} and len(document["sealed"]) == 2
+
+
+def _problem(kind: str, detail: str) -> dict:
+    return {"type": f"urn:deniable:problem:{kind}", "title": "T", "status": 409, "detail": detail}
+
+
+def test_a_closed_survey_is_told_by_the_problem_type_never_by_the_words(aggregator):
+    """survey-closed is final whatever its detail says; a conflict that only says "closed"
+    in its detail is retried (a reused batch id is for the operator to look at)."""
+    aggregator.answer(_problem("survey-closed", "anything at all"), 409)
+    outcome = _put(aggregator, [b"x"])
+    assert outcome.final and not outcome.acknowledged
+    aggregator.answer(_problem("conflict", "survey 's' is closed"), 409)
+    outcome = _put(aggregator, [b"x"])
+    assert not outcome.final and outcome.problem == "conflict"
+
+
+@pytest.mark.parametrize(("status", "final"), [("closed", True), ("open", False)])
+def test_an_older_aggregators_conflict_drops_a_batch_once_the_signed_status_says_closed(
+    aggregator, tmp_path, status, final
+):
+    aggregator.answer(_problem("conflict", "whatever an older aggregator wrote"), 409)
+    store = SqliteRelayStorage(str(tmp_path / "relay.sqlite3"))
+    store.migrate()
+    store.add_survey(replace(stored_survey(), aggregator_url=aggregator.url), ["a", "b"])
+    for seed in range(3):
+        store.hold("s", [("a", bytes([seed]) * 80)], enrolment_token=None, key_id="abc")
+    assert store.form_batches("s", window=0)
+    store.update_survey(
+        "s", document=stored_survey().document, status=status, signing_key="", key_sequence=None
+    )
+    (batch,) = store.lease_batches(lease=60)
+    config = {"FORWARD_TIMEOUT": 5, "FORWARD_INTERVAL": 1, "RETRY_MAX_SECONDS": 60}
+    assert forwarder.send(store, config, batch) is False
+    assert (store.pending_batches("s") == []) is final
+    store.close()

@@ -390,6 +390,22 @@ test("a stale key refusal while the aggregator is unreachable keeps the batch fo
   assert.equal(w.client.load().outbox.length, 0);
 });
 
+test("a relay's 409 survey-closed is final: no key fetched, no reseal", async () => {
+  const w = await world();
+  const survey = await w.client.fetchSurvey("demo-workplace");
+  const gets = w.calls.filter((c) => c.method === "GET").length;
+  w.state.statuses = [
+    [409, { type: "urn:deniable:problem:survey-closed", title: "Survey closed", status: 409 }],
+  ];
+  await assert.rejects(
+    w.client.answer(survey, ANSWERS),
+    (e) => e instanceof TransportError && e.status === 409,
+  );
+  assert.equal(w.posts().length, 1);
+  assert.equal(w.calls.filter((c) => c.method === "GET").length, gets);
+  assert.equal(w.client.load().outbox.length, 0);
+});
+
 test("relay URLs: accepted and serialized as the Python side does (the relay_urls vectors)", () => {
   assert.ok(
     VECTORS.relay_urls.some((v) => v.origin?.includes("[")),

@@ -1,4 +1,4 @@
-"""The report envelope: how noisy reports travel from device to aggregator.
+"""Reports, submissions and bulk bodies: how noisy reports travel from device to aggregator.
 
 One report is a JSON object with exactly these fields::
 
@@ -12,6 +12,11 @@ A submission is either one report object or ``{"reports": [report, ...]}``
 strict: wrong types, unknown or missing fields, a malformed id, an unknown
 question or a payload that its mechanism does not accept raise
 :class:`~deniable.errors.InvalidReport`.  See docs/wire-format.md.
+
+Three documents carry reports: :class:`Report` (one report, also the body of a sealed
+question unit), :class:`Submission` (one respondent's ``{"reports": [...]}``, the public
+route's body and a sealed whole-submission unit's) and :class:`BulkBody` (the operator's
+``{"respondents": [{"reports": [...]}, ...]}`` or loose ``{"reports": [...]}``).
 """
 
 from __future__ import annotations
@@ -23,10 +28,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InvalidReport, PayloadTooLarge
-from .lazy import np
-from .mechanisms.base import FALSE_REJECTION
-from .survey import Survey
+from ..errors import InvalidReport, PayloadTooLarge
+from ..lazy import np
+from ..mechanisms.base import FALSE_REJECTION
+from ..survey import Survey
+
+__all__ = [
+    "BATCH_FIELDS",
+    "REPORT_FIELDS",
+    "WIRE_VERSION",
+    "BulkBody",
+    "Report",
+    "Submission",
+    "batch_body",
+    "parse_report",
+    "parse_submission",
+]
 
 WIRE_VERSION = 1
 REPORT_FIELDS = frozenset({"id", "question", "payload"})
@@ -46,8 +63,17 @@ class Report:
     question: str
     payload: str
 
+    @classmethod
+    def parse(cls, data: object, survey: Survey, where: str = "report") -> Report:
+        """One report object (parsed JSON) validated against ``survey``, strictly."""
+        return parse_report(data, survey, where)
+
     def to_dict(self) -> dict[str, str]:
         return {"id": self.id, "question": self.question, "payload": self.payload}
+
+    def encode(self) -> bytes:
+        """Compact JSON, members in the order id, question, payload (docs/protocol.md §6.1)."""
+        return _compact(self.to_dict())
 
     @property
     def digest(self) -> str:
@@ -211,4 +237,102 @@ def parse_submission(
 
 
 def batch_body(reports: list[Report]) -> dict[str, Any]:
+    """``{"reports": [...]}`` as plain data (:meth:`Submission.encode` gives its bytes)."""
     return {"reports": [r.to_dict() for r in reports]}
+
+
+def _compact(document: Any) -> bytes:
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Submission:
+    """One respondent's reports: ``{"reports": [report, ...]}`` (docs/protocol.md §6.1).
+
+    The body of ``POST /api/v1/surveys/{id}/reports`` and of a sealed whole-submission unit;
+    both clients write it compact, members of each report in the order id, question,
+    payload, one report per question in the survey's question order.
+    """
+
+    reports: tuple[Report, ...]
+
+    @classmethod
+    def parse(
+        cls, data: object, survey: Survey, *, max_batch: int, one_respondent: bool = True
+    ) -> Submission:
+        """A single report or a batch, validated whole (:func:`parse_submission`)."""
+        reports = parse_submission(data, survey, max_batch=max_batch, one_respondent=one_respondent)
+        return cls(reports=tuple(reports))
+
+    def encode(self) -> bytes:
+        return _compact(batch_body(list(self.reports)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BulkBody:
+    """The operator's bulk body: many respondents' reports, all or nothing.
+
+    ``{"respondents": [{"reports": [...]}, ...]}`` keeps each respondent's reports
+    together (``respondents[k]`` is the index of the respondent of ``reports[k]``); the
+    older loose form ``{"reports": [...]}`` has no respondents (every entry ``None``).
+    """
+
+    reports: tuple[Report, ...]
+    respondents: tuple[int | None, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.reports) != len(self.respondents):
+            raise InvalidReport("bulk: one respondent index per report")
+
+    @property
+    def grouped(self) -> bool:
+        """Whether the body names respondents (the ``respondents`` form)."""
+        return any(owner is not None for owner in self.respondents)
+
+    @classmethod
+    def parse(cls, data: object, survey: Survey, *, max_batch: int) -> BulkBody:
+        """Either form, validated whole: each respondent holds at most one report per
+        question, as on the public route; errors name ``reports[k]``, k counting across
+        respondents in order."""
+        if not (isinstance(data, Mapping) and "respondents" in data):
+            reports = parse_submission(data, survey, max_batch=max_batch)
+            return cls(reports=tuple(reports), respondents=(None,) * len(reports))
+        extra = set(data) - {"respondents"}
+        if extra:
+            raise InvalidReport(f"bulk: unknown field(s) {', '.join(sorted(map(str, extra)))}")
+        groups = data["respondents"]
+        if not isinstance(groups, list) or not groups:
+            raise InvalidReport("bulk: respondents must be a non-empty list")
+        flat: list[object] = []
+        owners: list[int | None] = []
+        for index, group in enumerate(groups):
+            items = group.get("reports") if isinstance(group, dict) else None
+            if not isinstance(items, list) or not items or set(group) != {"reports"}:
+                raise InvalidReport(
+                    f"bulk: respondents[{index}] must be an object with a non-empty reports list"
+                )
+            flat += items
+            owners += [index] * len(items)
+            if len(flat) > max_batch:
+                raise PayloadTooLarge(f"batch: at most {max_batch} reports, got more")
+        reports = parse_submission({"reports": flat}, survey, max_batch=max_batch)
+        if len(reports) != len(flat):
+            raise InvalidReport("bulk: a report id appears more than once")
+        answered = set()
+        for report, owner in zip(reports, owners, strict=True):
+            if (owner, report.question) in answered:
+                raise InvalidReport(
+                    f"bulk: respondents[{owner}] answers question {report.question!r} "
+                    "more than once"
+                )
+            answered.add((owner, report.question))
+        return cls(reports=tuple(reports), respondents=tuple(owners))
+
+    def encode(self) -> bytes:
+        """The respondents form if the body names respondents, else the loose form."""
+        if not self.grouped:
+            return _compact(batch_body(list(self.reports)))
+        groups: dict[int | None, list[dict[str, str]]] = {}
+        for report, owner in zip(self.reports, self.respondents, strict=True):
+            groups.setdefault(owner, []).append(report.to_dict())
+        return _compact({"respondents": [{"reports": group} for group in groups.values()]})
