@@ -1,92 +1,9 @@
-"""Multiple choice by one binary randomized response per option (``binary_rr``).
-
-Each option gets its own binary randomized response at ε / options, so the
-question costs ε by sequential composition (Dwork & Roth 2014, Thm 3.14).
-``deniable.survey`` builds it (and re-exports it).
-"""
+"""Multiple choice by one binary randomized response per option: moved to
+:mod:`deniable.mechanisms.optionwise` (its home beside the other mechanisms); this name stays
+for callers that import it from here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, ClassVar
+from .mechanisms.optionwise import OptionwiseRR
 
-from .errors import InvalidParameter, InvalidReport, InvalidValue
-from .lazy import np
-from .mechanisms.base import Mechanism
-from .mechanisms.binary_rr import BinaryRR
-from .parameters import check_epsilon
-from .randomness import RngLike
-
-
-@dataclass(frozen=True, kw_only=True)
-class OptionwiseRR(Mechanism):
-    """Multiple choice: one binary randomized response per option at ε / options.
-
-    The report is ``options`` bytes (00/01); statistics are the number of
-    reports saying "yes" to each option, and each option is estimated as a
-    yes/no frequency with the binary RR estimator.
-    """
-
-    epsilon: float
-    options: int
-
-    name: ClassVar[str] = "binary_rr"
-    kind: ClassVar[str] = "multiple"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-
-    @cached_property
-    def option_oracle(self) -> BinaryRR:
-        return BinaryRR(epsilon=self.epsilon / self.options)
-
-    @property
-    def report_bytes(self) -> int:
-        return self.options
-
-    @property
-    def epsilon_implemented(self) -> float:
-        return self.option_oracle.epsilon_implemented * self.options
-
-    def parameters(self) -> dict[str, Any]:
-        return {"epsilon": self.epsilon, "options": self.options}
-
-    def check_value(self, value: object) -> tuple[int, ...]:
-        if not isinstance(value, tuple) or len(value) != self.options:
-            raise InvalidValue(f"value must be a tuple of {self.options} bits")
-        return tuple(self.option_oracle.check_value(bit) for bit in value)
-
-    def randomize(self, value: Any, rng: RngLike = None) -> tuple[int, ...]:
-        bits = self.check_value(value)
-        return tuple(self.option_oracle.randomize(bit, rng) for bit in bits)
-
-    def randomize_many(self, values: Any, rng: np.random.Generator) -> np.ndarray:
-        array = np.asarray(values, dtype=np.int64)
-        flat = self.option_oracle.randomize_many(array.reshape(-1), rng)
-        return flat.reshape(array.shape)
-
-    def statistics(self, batch: np.ndarray) -> np.ndarray:
-        return np.asarray(batch, dtype=np.int64).sum(axis=0)
-
-    def report_distribution(self, value: Any) -> dict[str, float]:
-        raise InvalidParameter("multiple choice distributions are per option (binary_rr)")
-
-    def encode(self, report: Any) -> str:
-        if not isinstance(report, tuple | list) or len(report) != self.options:
-            raise InvalidReport(f"multiple choice report must be a tuple of {self.options} bits")
-        try:
-            data = bytes(report)
-        except (TypeError, ValueError):
-            data = b"\x02"
-        if data.translate(None, b"\x00\x01"):
-            raise InvalidReport("multiple choice report bits must be 0 or 1")
-        return data.hex()
-
-    def _pack_many(self, batch: np.ndarray) -> np.ndarray:
-        return np.asarray(batch, dtype=np.uint8).reshape(-1, self.options)
-
-    def _unpack_many(self, data: np.ndarray) -> np.ndarray:
-        if data.size and data.max() > 1:
-            raise InvalidReport("multiple choice report bytes must be 00 or 01")
-        return data.astype(np.int64)
+__all__ = ["OptionwiseRR"]
