@@ -33,6 +33,15 @@ export interface Mechanism {
   encode(report: unknown): string;
   /** The report in plain words (labels: the question's options, or ["no", "yes"]). */
   describe(report: unknown, labels: string[]): string;
+  /** The report in the respondent's words (respond.js): `t` a message catalogue, `number` a formatter. */
+  words(
+    report: unknown,
+    words: {
+      labels: string[];
+      t: (key: string, values?: Record<string, string>) => string;
+      number: (value: number) => string;
+    },
+  ): string;
 }
 
 export interface Question {

@@ -58,6 +58,13 @@ export class Mechanism {
   toFields(report) {
     return report;
   }
+  /**
+   * What a report says, in the respondent's words (respond.js): `labels` of the categories,
+   * `t` the message catalogue, `number` a number formatter; `describe` is the English twin.
+   */
+  words(report, { t }) {
+    return t("value_coded", { value: [report].flat().join("/") });
+  }
   encode(report) {
     const values = this.toFields(report);
     let hex = "";

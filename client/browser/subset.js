@@ -46,6 +46,9 @@ export class SubsetSelection extends Mechanism {
   describe(report, labels) {
     return `one of: ${report.map((v) => labels[v]).join(", ")}`;
   }
+  words(report, { labels, t }) {
+    return t("value_one_of", { options: report.map((v) => labels[v]).join(", ") });
+  }
 
   fromFields(values) {
     if (values.some((v, i) => v <= values[i - 1]))

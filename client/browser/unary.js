@@ -57,6 +57,10 @@ export class UnaryEncoding extends Mechanism {
   describe(report, labels) {
     return `marked: ${labels.filter((_, v) => report[v]).join(", ") || "none"}`;
   }
+  words(report, { labels, t }) {
+    const marked = labels.filter((_, v) => report[v]).join(", ");
+    return t("value_marked", { options: marked || t("value_none") });
+  }
 
   /** Bit v is bit v mod 8 of byte floor(v / 8); padding bits are zero. */
   encode(report) {
