@@ -55,8 +55,8 @@ export class Duchi extends Mechanism {
   describe(report) {
     return `${report > 0 ? "high" : "low"} end of the range`;
   }
-  words(report, { t }) {
-    return t(report > 0 ? "value_high" : "value_low");
+  words(report, say) {
+    return report > 0 ? say.high() : say.low();
   }
   encode(report) {
     return report > 0 ? "01" : "00";

@@ -37,8 +37,8 @@ export class GRR extends Mechanism {
   describe(report, labels) {
     return labels[report];
   }
-  words(report, { labels }) {
-    return labels[report];
+  words(report, say) {
+    return say.labels[report];
   }
   toFields(report) {
     return [report];

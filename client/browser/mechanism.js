@@ -59,11 +59,11 @@ export class Mechanism {
     return report;
   }
   /**
-   * What a report says, in the respondent's words (respond.js): `labels` of the categories,
-   * `t` the message catalogue, `number` a number formatter; `describe` is the English twin.
+   * What a report says, in the respondent's words: `say` holds the category `labels` and the
+   * form's phrases (respond.js); `describe` is the English twin.
    */
-  words(report, { t }) {
-    return t("value_coded", { value: [report].flat().join("/") });
+  words(report, say) {
+    return say.coded([report].flat().join("/"));
   }
   encode(report) {
     const values = this.toFields(report);

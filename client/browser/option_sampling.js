@@ -48,7 +48,7 @@ export class OptionSampling extends Mechanism {
   describe([option, bit], labels) {
     return `about “${labels[option]}” only: ${bit ? "yes" : "no"}`;
   }
-  words([option, bit], { labels, t }) {
-    return t("value_about", { option: labels[option], answer: t(bit ? "yes" : "no") });
+  words([option, bit], say) {
+    return say.about(say.labels[option], say.yesNo(bit));
   }
 }

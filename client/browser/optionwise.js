@@ -29,7 +29,7 @@ export class OptionwiseRR extends Mechanism {
   describe(report, labels) {
     return labels.map((label, i) => `${label}: ${report[i] ? "yes" : "no"}`).join("; ");
   }
-  words(report, { labels, t }) {
-    return labels.map((label, i) => `${label}: ${t(report[i] ? "yes" : "no")}`).join("; ");
+  words(report, say) {
+    return say.labels.map((label, i) => `${label}: ${say.yesNo(report[i])}`).join("; ");
   }
 }

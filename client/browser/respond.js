@@ -29,8 +29,18 @@ function el(tag, attributes, ...children) {
 
 /** What a noisy report says, in the respondent's words (the mechanism's own text is English and technical). */
 function describe(q, report, t, number) {
-  const labels = q.type === "yes_no" ? [t("no"), t("yes")] : q.options;
-  return q.oracle.words(report, { labels, t, number }); // each mechanism words its reports
+  // The form's phrases; each mechanism picks the one that fits its reports (Mechanism.words).
+  return q.oracle.words(report, {
+    labels: q.type === "yes_no" ? [t("no"), t("yes")] : q.options,
+    yesNo: (bit) => t(bit ? "yes" : "no"),
+    number,
+    coded: (value) => t("value_coded", { value }),
+    about: (option, answer) => t("value_about", { option, answer }),
+    oneOf: (options) => t("value_one_of", { options }),
+    marked: (options) => t("value_marked", { options: options || t("value_none") }),
+    high: () => t("value_high"),
+    low: () => t("value_low"),
+  });
 }
 
 /** The device's budget in words: what is left, the caps, and when this period's spending comes back. */

@@ -46,8 +46,8 @@ export class SubsetSelection extends Mechanism {
   describe(report, labels) {
     return `one of: ${report.map((v) => labels[v]).join(", ")}`;
   }
-  words(report, { labels, t }) {
-    return t("value_one_of", { options: report.map((v) => labels[v]).join(", ") });
+  words(report, say) {
+    return say.oneOf(report.map((v) => say.labels[v]).join(", "));
   }
 
   fromFields(values) {

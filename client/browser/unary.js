@@ -57,9 +57,8 @@ export class UnaryEncoding extends Mechanism {
   describe(report, labels) {
     return `marked: ${labels.filter((_, v) => report[v]).join(", ") || "none"}`;
   }
-  words(report, { labels, t }) {
-    const marked = labels.filter((_, v) => report[v]).join(", ");
-    return t("value_marked", { options: marked || t("value_none") });
+  words(report, say) {
+    return say.marked(say.labels.filter((_, v) => report[v]).join(", "));
   }
 
   /** Bit v is bit v mod 8 of byte floor(v / 8); padding bits are zero. */
