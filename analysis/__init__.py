@@ -37,6 +37,7 @@ import numpy as np
 from ..comparison import compare_question
 from ..crosstab import axis, join_submissions, question_crosstab
 from ..estimation import DEFAULT_BETA
+from ..results import question_results
 from ..survey import Survey
 
 __all__ = ["Aggregator", "Export", "compare_frame", "crosstab_frame", "results_frame"]
@@ -211,7 +212,7 @@ class Export:
         questions = []
         for question in self.survey.questions:
             _, statistics, n = self._statistics(question.id)
-            questions.append(question.results(statistics, n, beta=beta))
+            questions.append(question_results(question, statistics, n, beta=beta))
         return results_frame({"beta": beta, "questions": questions})
 
     def crosstab(self, rows: str, columns: str, *, beta: float = DEFAULT_BETA) -> pd.DataFrame:

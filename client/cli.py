@@ -243,7 +243,7 @@ def explain(question: Question) -> str:
             "distribution depends only slightly on it; only averages over many people are "
             "meaningful."
         )
-    elif isinstance(oracle, FrequencyOracle) and question.mechanism in ("binary_rr", "grr"):
+    elif isinstance(oracle, FrequencyOracle) and oracle.direct_encoding:
         lines.append(
             f"The server gets your true answer with probability {oracle.p_star:.0%}; "
             "otherwise one of the other answers picked at random."

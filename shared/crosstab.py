@@ -59,14 +59,7 @@ from .estimation import (
     score_model,
     tightest_family,
 )
-from .mechanisms.base import FrequencyOracle, NumericMechanism
-from .mechanisms.duchi import Duchi
-from .mechanisms.grr import GRR
-from .mechanisms.hadamard import HRR, _parity
-from .mechanisms.local_hashing import OLH, buckets
-from .mechanisms.option_sampling import OptionSampling
-from .mechanisms.subset import SubsetSelection
-from .mechanisms.unary import UnaryEncoding
+from .mechanisms.base import FrequencyOracle, Mechanism
 
 # Reports turned into score rows at a time (bounds the n x d scratch arrays).
 CHUNK = 1 << 16
@@ -78,33 +71,10 @@ CHUNK = 1 << 16
 def support_rows(oracle: FrequencyOracle, batch: np.ndarray) -> np.ndarray:
     """1[x ∈ S(y_i)] for every report i and value x: an (n, d) int8 array.
 
-    Summed over reports it is ``oracle.support_counts(batch)`` (a test checks it
-    for every oracle); an oracle not listed here falls back to that, one report
-    at a time (correct, slow).
+    Each oracle knows its support set (``FrequencyOracle.support_rows``); summed over
+    reports it is ``oracle.support_counts(batch)`` (a test checks it for every oracle).
     """
-    d = oracle.domain_size
-    n = len(batch)
-    if isinstance(oracle, GRR):  # binary RR and longitudinal GRR too: S(y) = {y}
-        rows = np.zeros((n, d), dtype=np.int8)
-        rows[np.arange(n), np.asarray(batch, dtype=np.int64)] = 1
-        return rows
-    if isinstance(oracle, UnaryEncoding):  # S(y) = the set bits
-        return np.asarray(batch, dtype=np.int8).reshape(n, d)
-    if isinstance(oracle, SubsetSelection):  # S(y) = the reported subset
-        rows = np.zeros((n, d), dtype=np.int8)
-        rows[np.arange(n)[:, None], np.asarray(batch, dtype=np.int64)] = 1
-        return rows
-    if isinstance(oracle, OLH):  # S(seed, y) = {v : H_seed(v) = y}
-        batch = np.asarray(batch, dtype=np.int64)
-        hashed = buckets(batch[:, :1].astype(np.uint32), np.arange(d), oracle.hash_range)
-        return (hashed == batch[:, 1:2].astype(np.uint32)).astype(np.int8)
-    if isinstance(oracle, HRR):  # S(j, b) = {v : H[v + 1][j] = b}, H[r][j] = (-1)^popcount(r & j)
-        batch = np.asarray(batch, dtype=np.int64)
-        signs = 1 - 2 * _parity(batch[:, :1], np.arange(1, d + 1, dtype=np.int64)[None, :])
-        return (signs == batch[:, 1:2]).astype(np.int8)
-    return np.vstack(
-        [oracle.support_counts(batch[i : i + 1]) for i in range(n)] or [np.zeros((0, d))]
-    ).astype(np.int8)
+    return oracle.support_rows(batch)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,18 +98,8 @@ class Axis:
     model: ScoreModel | None = None
 
     def scores(self, batch: np.ndarray) -> np.ndarray:
-        """(n, size) scores of a decoded batch."""
-        mechanism = self.mechanism
-        if self.numeric:
-            return np.asarray(batch, dtype=np.int64).reshape(-1, 1)
-        if isinstance(mechanism, OptionSampling):
-            batch = np.asarray(batch, dtype=np.int64)
-            rows = np.zeros((len(batch), self.size), dtype=np.int8)
-            rows[np.arange(len(batch)), batch[:, 0]] = 2 * batch[:, 1] - 1
-            return rows
-        if isinstance(mechanism, FrequencyOracle):
-            return support_rows(mechanism, batch)
-        return np.asarray(batch, dtype=np.int8).reshape(len(batch), self.size)  # bit per option
+        """(n, size) scores of a decoded batch (the mechanism's ``report_scores``)."""
+        return self.mechanism.report_scores(batch)
 
     @property
     def second_moments(self) -> tuple[float, float]:
@@ -155,13 +115,15 @@ class Axis:
         return (self.low - self.offset) / self.slope, (self.high - self.offset) / self.slope
 
 
-def axis(mechanism: Any) -> Axis:
+def axis(mechanism: Mechanism) -> Axis:
     """The :class:`Axis` of a question's mechanism (``Question.oracle``), or InvalidParameter."""
-    if isinstance(mechanism, NumericMechanism):
+    if not isinstance(mechanism, Mechanism):
+        raise InvalidParameter(f"no crosstab for {type(mechanism).__name__} reports")
+    if mechanism.kind == "numeric":
         origin = float(mechanism.estimate(np.array([0]), 1)[0])
         step = float(mechanism.estimate(np.array([1]), 1)[0]) - origin
         # value - lo = (origin - lo) + step z = (z - offset) / slope
-        bounded = isinstance(mechanism, Duchi)  # reports ±1; discrete Laplace is unbounded
+        bounded = mechanism.bounded_reports  # Duchi: ±1; additive noise is unbounded
         return Axis(
             mechanism=mechanism,
             size=1,
@@ -173,41 +135,16 @@ def axis(mechanism: Any) -> Axis:
             origin=mechanism.lo,
             span=mechanism.hi - mechanism.lo,
         )
-    if isinstance(mechanism, OptionSampling):
-        gap = (2 * mechanism.keep_probability - 1) / mechanism.options
-        return Axis(
-            mechanism=mechanism,
-            size=mechanism.options,
-            offset=-gap,
-            slope=2 * gap,
-            low=-1,
-            high=1,
-            model=score_model(mechanism),
-        )
-    if isinstance(mechanism, FrequencyOracle):
-        p, q = mechanism.p_star, mechanism.q_star
-        return Axis(
-            mechanism=mechanism,
-            size=mechanism.domain_size,
-            offset=q,
-            slope=p - q,
-            low=0,
-            high=1,
-            model=score_model(mechanism),
-        )
-    per_option = getattr(mechanism, "option_oracle", None)  # multiple choice, binary RR per option
-    if isinstance(per_option, FrequencyOracle):
-        p, q = per_option.p_star, per_option.q_star
-        return Axis(
-            mechanism=mechanism,
-            size=mechanism.options,
-            offset=q,
-            slope=p - q,
-            low=0,
-            high=1,
-            model=score_model(per_option),
-        )
-    raise InvalidParameter(f"no crosstab for {type(mechanism).__name__} reports")
+    offset, slope, low, high = mechanism.score_line  # InvalidParameter: no crosstab
+    return Axis(
+        mechanism=mechanism,
+        size=mechanism.categories,
+        offset=offset,
+        slope=slope,
+        low=low,
+        high=high,
+        model=score_model(mechanism.per_category),
+    )
 
 
 def numeric_extent(numeric: Axis) -> tuple[float, float | None, float | None]:
@@ -285,7 +222,7 @@ def crosstab_statistics(
     for start in range(0, n, CHUNK):
         a = rows.scores(row_batch[start : start + CHUNK])
         b = columns.scores(column_batch[start : start + CHUNK])
-        if isinstance(rows.mechanism, GRR) and isinstance(columns.mechanism, GRR):
+        if rows.mechanism.direct_encoding and columns.mechanism.direct_encoding:
             # one-hot rows: the co-support matrix is a 2-d histogram
             cells = np.asarray(row_batch[start : start + CHUNK], np.int64) * columns.size
             cells += np.asarray(column_batch[start : start + CHUNK], np.int64)

@@ -44,7 +44,6 @@ from .intervals import (  # noqa: F401  (re-exported: callers import these from 
     tightest_family,
 )
 from .mechanisms.base import NumericMechanism
-from .mechanisms.grr import GRR
 
 # Interval half-widths (in units of the estimand's range) at which results say so in words.
 UNINFORMATIVE_HALF_WIDTH = 0.5
@@ -347,8 +346,9 @@ def estimate_frequencies(
         if normalize
         else {"clipped": np.clip(estimates, 0.0, 1.0)}
     )
-    if normalize and isinstance(oracle, GRR):
-        # The maximum-likelihood estimate, where the likelihood depends on the counts only.
+    if normalize and oracle.direct_encoding:
+        # The maximum-likelihood estimate, where the likelihood depends on the counts only
+        # (a report is one value: the counts are multinomial).
         processed["ibu"] = postprocess.iterative_bayesian_update(
             counts, oracle.p_star, oracle.q_star
         )

@@ -49,8 +49,7 @@ from .estimation import (
     score_model,
     smallest_passing,
 )
-from .mechanisms import CATEGORICAL, NUMERIC, SET_VALUED, recommend
-from .mechanisms.binary_rr import BinaryRR
+from .mechanisms import CATEGORICAL, DEFAULTS, NUMERIC, mechanism_class, recommend
 from .parameters import check_domain_size, check_epsilon, check_int, check_range, check_real
 
 QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
@@ -132,8 +131,9 @@ def targets(
     if question_type not in QUESTION_TYPES:
         raise InvalidParameter(f"question type must be one of {', '.join(QUESTION_TYPES)}")
     if question_type == "yes_no":
-        oracle = BinaryRR(epsilon=epsilon)
-        return [_target("binary_rr", oracle, 2, 0.5, oracle.report_bytes, None)]
+        name = DEFAULTS[question_type]
+        oracle = CATEGORICAL[name](epsilon=epsilon)
+        return [_target(name, oracle, 2, 0.5, oracle.report_bytes, None)]
     if question_type == "numeric":
         lo, hi = check_range(lo, hi)
         if max(abs(lo), abs(hi)) > MAX_MAGNITUDE:
@@ -157,10 +157,9 @@ def targets(
     result = []
     if multiple:
         for name, candidate in figures.items():
-            if name in SET_VALUED:
-                oracle = SET_VALUED[name](epsilon=epsilon, options=options)
-            else:
-                oracle = BinaryRR(epsilon=epsilon / options)
+            # Each option's estimator: option sampling's own, or one binary RR at ε / options.
+            mechanism = mechanism_class(question_type, name)(epsilon=epsilon, options=options)
+            oracle = mechanism.per_category
             result.append(_target(name, oracle, options, 0.5, candidate.report_bytes, candidate))
         return result
     for name, candidate in figures.items():

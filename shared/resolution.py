@@ -11,7 +11,9 @@ signed integers alone; it never evaluates ``exp`` and needs no defaults.  It
 recomputes the ε those thresholds imply and refuses a survey that implies
 more than it declares (docs/protocol.md §4).
 
-``resolved_parameters`` is the one table; the names are the protocol's:
+Each mechanism class says its own (``Mechanism.resolved_parameters``,
+``adopt_probabilities``, ``constructor_keywords``); this module checks them,
+one rule for every mechanism.  The names are the protocol's:
 
 | mechanism | parameters |
 |---|---|
@@ -32,14 +34,14 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import InvalidParameter
+from .mechanisms import MECHANISMS
+from .mechanisms.base import Mechanism, threshold_of
 from .randomness import RESOLUTION
 
-# Keywords a /2 definition may pass to a mechanism's constructor; every other
-# resolved parameter is derived and must equal what the mechanism derives.
+# Keywords a /2 definition may pass to a mechanism's constructor; every other resolved
+# parameter is derived and must equal what the mechanism derives.  From the classes.
 CONSTRUCTOR_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "olh": ("hash_range",),
-    "subset": ("subset_size",),
-    "discrete_laplace": ("grid_size",),
+    name: cls.constructor_keywords for name, cls in MECHANISMS.items() if cls.constructor_keywords
 }
 
 # Resolved parameters that set probabilities: the signed value is used as signed, whatever
@@ -77,55 +79,19 @@ __all__ = [
 ]
 
 
-def threshold_of(probability: float) -> int:
-    """The integer threshold behind a realised probability ``threshold / 2**53`` (exact)."""
-    value = probability * RESOLUTION
-    if value != int(value):  # pragma: no cover - a mechanism not built on thresholds
-        raise InvalidParameter(f"probability {probability!r} is not a multiple of 2**-53")
-    return int(value)
-
-
-def resolved_parameters(oracle: Any) -> dict[str, Any]:
+def resolved_parameters(oracle: Mechanism) -> dict[str, Any]:
     """The signed parameters of a question's mechanism (see the module table)."""
-    name = oracle.name
-    if hasattr(oracle, "option_oracle"):  # multiple choice: binary RR per option
-        option = oracle.option_oracle
-        return {"option_epsilon": option.epsilon, "keep": threshold_of(option.p_star)}
-    if hasattr(oracle, "instantaneous_epsilon"):  # longitudinal GRR: two layers
-        return {
-            "keep": oracle._keep,
-            "instantaneous_keep": threshold_of(oracle._instantaneous.p_star),
-        }
-    if name == "option_sampling":  # multiple choice at the full ε, one option per report
-        return {"keep": threshold_of(oracle.keep_probability)}
-    if name in ("binary_rr", "grr"):
-        return {"keep": threshold_of(oracle.p_star)}
-    if name in ("sue", "oue"):
-        return {
-            "one_if_true": threshold_of(oracle.p_star),
-            "one_if_other": threshold_of(oracle.q_star),
-        }
-    if name == "olh":
-        return {"hash_range": oracle.hash_range, "keep": threshold_of(oracle.p_star)}
-    if name == "hrr":
-        return {"order": oracle.order, "keep": threshold_of(oracle.p_star)}
-    if name == "subset":
-        return {"subset_size": oracle.subset_size, "keep": threshold_of(oracle.p_star)}
-    if name == "duchi":
-        return {"low": oracle._low, "high": oracle._high, "slope": oracle._slope}
-    if name == "discrete_laplace":
-        return {"grid_size": oracle.grid_size}
-    raise InvalidParameter(f"no resolved parameters defined for mechanism {name!r}")
+    return oracle.resolved_parameters()
 
 
-def check_resolved(oracle: Any, given: dict[str, Any]) -> None:
+def check_resolved(oracle: Mechanism, given: dict[str, Any]) -> None:
     """InvalidParameter unless every given parameter equals the resolved one.
 
     Missing derived parameters are allowed here (an operator may omit them when
     creating a survey; the aggregator fills them in).  Clients verify the signed
     definition, which always carries them all.
     """
-    resolved = resolved_parameters(oracle)
+    resolved = oracle.resolved_parameters()
     for key, value in given.items():
         if key not in resolved:
             raise InvalidParameter(f"unknown parameter {key!r} for {oracle.name}")
@@ -142,65 +108,26 @@ def _threshold(key: str, value: object) -> int:
     return value
 
 
-def adopt_probabilities(oracle: Any, signed: dict[str, Any]) -> None:
+def adopt_probabilities(oracle: Mechanism, signed: dict[str, Any]) -> None:
     """Set the signed thresholds (and Duchi's slope) on a freshly built mechanism.
 
     The mechanism was built from ε; the signed values replace what it derived, so the device
     randomizes and the aggregator estimates with exactly the signed probabilities (p*, q*,
-    ``epsilon_implemented`` all read them).  Only keys of :data:`PROBABILITY_KEYS`.
+    ``epsilon_implemented`` all read them).  Only keys of :data:`PROBABILITY_KEYS`, each among
+    the mechanism's resolved parameters; every threshold an integer in [1, 2**53 - 1].
     """
     given = {key: value for key, value in signed.items() if key in PROBABILITY_KEYS}
     if not given:
         return
-    allowed = resolved_parameters(oracle).keys()
+    allowed = oracle.resolved_parameters().keys()
     for key in given:
         if key not in allowed:
             raise InvalidParameter(f"unknown parameter {key!r} for {oracle.name}")
-    values = {k: v if k == "slope" else _threshold(k, v) for k, v in given.items()}
-    target = oracle.option_oracle if hasattr(oracle, "option_oracle") else oracle
-    if "instantaneous_keep" in values:
-        oracle._instantaneous._set("_keep", values["instantaneous_keep"])
-    if oracle.name == "duchi":
-        low = values.get("low", oracle._low)
-        high = values.get("high", oracle._high)
-        slope = values.get("slope", oracle._slope)
-        if high != RESOLUTION - low or not low < high:
-            raise InvalidParameter("duchi thresholds must satisfy high = 2**53 - low > low")
-        if isinstance(slope, bool) or type(slope) not in (int, float) or not 0 < slope <= 0.5:
-            raise InvalidParameter(f"duchi slope must be a number in (0, 0.5], got {slope!r}")
-        if slope != oracle._slope:
-            # E[sign] = 2 t slope, so the unbiased report magnitude is 1/(2 slope).
-            oracle._set("_bound", 1 / (2 * slope))
-        oracle._set("_low", low)
-        oracle._set("_high", high)
-        oracle._set("_slope", float(slope))
-    elif "one_if_true" in values or "one_if_other" in values:
-        from .mechanisms.unary import _top_byte_table
-
-        for key in ("one_if_true", "one_if_other"):
-            if key in values:
-                oracle._set(f"_{key}", values[key])
-                oracle._set(
-                    "_true_table" if key == "one_if_true" else "_other_table",
-                    _top_byte_table(values[key]),
-                )
-    elif "keep" in values:
-        target._set("_keep", values["keep"])
+    oracle.adopt_probabilities(
+        {k: v if k == "slope" else _threshold(k, v) for k, v in given.items()}
+    )
 
 
-def implied_epsilons(oracle: Any) -> list[tuple[str, float, float]]:
+def implied_epsilons(oracle: Mechanism) -> list[tuple[str, float, float]]:
     """(name, implied ε, declared ε) for every layer of a mechanism's signed probabilities."""
-    if hasattr(oracle, "option_oracle"):
-        option = oracle.option_oracle
-        return [("epsilon", option.epsilon_implemented * oracle.options, oracle.epsilon)]
-    layers = [("epsilon", oracle.epsilon_implemented, oracle.epsilon)]
-    if hasattr(oracle, "instantaneous_epsilon"):
-        instantaneous = oracle._instantaneous
-        layers.append(
-            (
-                "instantaneous_epsilon",
-                instantaneous.epsilon_implemented,
-                oracle.instantaneous_epsilon,
-            )
-        )
-    return layers
+    return oracle.implied_epsilons()

@@ -43,16 +43,12 @@ from typing import Any, ClassVar
 from .canonical import jcs, legacy_bytes
 from .errors import InvalidParameter, InvalidSurvey, InvalidValue
 from .lazy import np, numpy_type
-from .mechanisms import CATEGORICAL, NUMERIC, recommend
-from .mechanisms.base import Mechanism, NumericMechanism
-from .mechanisms.binary_rr import BinaryRR
-from .mechanisms.longitudinal import LongitudinalGRR
-from .mechanisms.option_sampling import OptionSampling
-from .optionwise import OptionwiseRR
+from .mechanisms import DEFAULTS, LONGITUDINAL, QUESTION_MECHANISMS, mechanism_class, recommend
+from .mechanisms.base import Mechanism
+from .mechanisms.optionwise import OptionwiseRR  # noqa: F401  (re-exported)
 from .parameters import check_epsilon
 from .randomness import RngLike
 from .resolution import (
-    CONSTRUCTOR_KEYWORDS,
     INTEGER_KEYS,
     PROBABILITY_KEYS,
     adopt_probabilities,
@@ -86,16 +82,8 @@ MAX_MULTIPLE_OPTIONS = 64
 # Tolerance of the implied-ε check (docs/protocol.md §2.3).
 TOLERANCE = 1e-9
 
-QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
-LONGITUDINAL_MECHANISMS = ("binary_rr", "grr")
-
-
-_MECHANISMS = {
-    "yes_no": tuple(CATEGORICAL),
-    "single_choice": tuple(CATEGORICAL),
-    "multiple_choice": (BinaryRR.name, OptionSampling.name),
-    "numeric": tuple(NUMERIC),
-}
+QUESTION_TYPES = tuple(QUESTION_MECHANISMS)
+LONGITUDINAL_MECHANISMS = tuple(LONGITUDINAL)
 
 
 def _integral(key: str, value: object) -> object:
@@ -186,8 +174,9 @@ class Question:
         mechanism = data.get("mechanism") or cls._default_mechanism(kind, options, epsilon)
         if not isinstance(mechanism, str):
             raise fail(f"{where}.mechanism", "must be a string", "wrong-type")
-        if mechanism not in _MECHANISMS[kind] or (
-            mechanism == BinaryRR.name and kind == "single_choice" and len(options) != 2
+        named = mechanism_class(kind, mechanism)
+        if named is None or (
+            getattr(named, "binary", False) and kind == "single_choice" and len(options) != 2
         ):
             raise fail(
                 f"{where}.mechanism", f"{mechanism!r} does not fit a {kind} question", "mechanism"
@@ -199,7 +188,7 @@ class Question:
             # /2: the constructor's keywords build the mechanism, the signed probabilities are
             # then used as signed (their implied ε is checked below), and the other resolved
             # parameters (structural) must equal what the mechanism derives.
-            keywords = CONSTRUCTOR_KEYWORDS.get(mechanism, ()) if kind != "multiple_choice" else ()
+            keywords = named.constructor_keywords
             signed = {k: _integral(k, v) for k, v in extra.items()}
             extra = {k: v for k, v in signed.items() if k in keywords}
             probabilities = {k: v for k, v in signed.items() if k in PROBABILITY_KEYS}
@@ -261,19 +250,16 @@ class Question:
 
     @staticmethod
     def _default_mechanism(kind: str, options: tuple[str, ...], epsilon: float) -> str:
-        if kind == "yes_no":
-            return BinaryRR.name
-        if kind == "multiple_choice":
-            return recommend(domain_size=len(options), epsilon=epsilon, multiple=True).mechanism
-        if kind == "numeric":
-            return "duchi"
-        return recommend(domain_size=len(options), epsilon=epsilon).mechanism
+        if kind in DEFAULTS:
+            return DEFAULTS[kind]
+        multiple = kind == "multiple_choice"
+        return recommend(domain_size=len(options), epsilon=epsilon, multiple=multiple).mechanism
 
     @staticmethod
     def _longitudinal(where: str, data: object, kind: str, mechanism: str) -> Longitudinal | None:
         if data is None:
             return None
-        if kind not in ("yes_no", "single_choice") or mechanism not in LONGITUDINAL_MECHANISMS:
+        if mechanism_class(kind, mechanism, longitudinal=True) is None:
             raise fail(
                 f"{where}.longitudinal",
                 "only yes_no and single_choice questions with grr or binary_rr can be longitudinal",
@@ -317,36 +303,28 @@ class Question:
     # -- the mechanism ----------------------------------------------------------
     def _derived_oracle(self) -> Mechanism:
         """The mechanism as this code derives it from ε (before the signed probabilities)."""
-        if self.type == "multiple_choice":
-            if self.mechanism == OptionSampling.name:
-                return OptionSampling(epsilon=self.epsilon, options=len(self.options))
-            if self.mechanism != BinaryRR.name:
-                raise InvalidParameter(
-                    "multiple_choice questions use option_sampling or binary_rr per option"
-                )
-            return OptionwiseRR(epsilon=self.epsilon, options=len(self.options))
-        if self.type == "numeric":
-            if self.mechanism not in NUMERIC:
-                raise InvalidParameter(
-                    f"mechanism must be one of {', '.join(NUMERIC)} for numeric questions"
-                )
-            return NUMERIC[self.mechanism](
-                epsilon=self.epsilon, lo=self.lo, hi=self.hi, **self.parameters
+        fitting = QUESTION_MECHANISMS.get(self.type, {})
+        cls = mechanism_class(self.type, self.mechanism)
+        if cls is None:
+            raise InvalidParameter(
+                f"mechanism must be one of {', '.join(fitting)} for {self.type} questions"
             )
-        if self.mechanism not in CATEGORICAL:
-            raise InvalidParameter(f"mechanism must be one of {', '.join(CATEGORICAL)}")
+        if self.type == "multiple_choice":
+            return cls(epsilon=self.epsilon, options=len(self.options))
+        if self.type == "numeric":
+            return cls(epsilon=self.epsilon, lo=self.lo, hi=self.hi, **self.parameters)
         if self.longitudinal is not None:
-            return LongitudinalGRR(
+            return LONGITUDINAL[self.mechanism](
                 epsilon=self.epsilon,
                 instantaneous_epsilon=self.longitudinal.instantaneous_epsilon,
                 domain_size=self.domain_size,
             )
         keywords = dict(self.parameters)
-        if self.mechanism != BinaryRR.name:
+        if not cls.binary:
             keywords["domain_size"] = self.domain_size
         elif self.domain_size != 2:
-            raise InvalidParameter("binary_rr needs exactly two categories")
-        return CATEGORICAL[self.mechanism](epsilon=self.epsilon, **keywords)
+            raise InvalidParameter(f"{self.mechanism} needs exactly two categories")
+        return cls(epsilon=self.epsilon, **keywords)
 
     @cached_property
     def oracle(self) -> Mechanism:
@@ -370,11 +348,8 @@ class Question:
 
     @property
     def statistics_size(self) -> int:
-        if self.type == "numeric":
-            return 1
-        if self.mechanism == OptionSampling.name:
-            return 2 * len(self.options)  # reports (v, 1), then reports (v, 0)
-        return len(self.labels)
+        """Length of the additive statistics (``Question.statistics``)."""
+        return self.oracle.statistics_size
 
     # -- respondent side --------------------------------------------------------
     def check_answer(self, answer: object) -> Any:
@@ -416,37 +391,11 @@ class Question:
     def results(
         self, statistics: np.ndarray, n: int, *, beta: float | None = None
     ) -> dict[str, Any]:
-        """The published result for this question: estimates and every interval family."""
+        """:func:`deniable.results.question_results` for this question (kept for callers)."""
         # Imported here: the device never estimates, and estimation needs numpy.
-        from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+        from .results import question_results
 
-        if beta is None:
-            beta = DEFAULT_BETA
-        summary: dict[str, Any] = {
-            "question": self.id,
-            "type": self.type,
-            "mechanism": self.mechanism,
-            "epsilon": self.epsilon,
-            "n": n,
-        }
-        if n == 0:
-            return {**summary, "beta": beta, "estimate": None}
-        oracle = self.oracle
-        if isinstance(oracle, NumericMechanism):
-            return {**summary, **estimate_mean(oracle, statistics, n, beta=beta).to_dict()}
-        if isinstance(oracle, OptionwiseRR | OptionSampling):
-            per_option = oracle.option_oracle if isinstance(oracle, OptionwiseRR) else oracle
-            result = estimate_frequencies(
-                per_option,
-                statistics,
-                n,
-                beta=beta,
-                categories=len(self.options),
-                normalize=False,
-            )
-        else:
-            result = estimate_frequencies(oracle, statistics, n, beta=beta)
-        return {**summary, **result.to_dict(self.labels)}
+        return question_results(self, statistics, n, beta=beta)
 
 
 @dataclass(frozen=True, kw_only=True)

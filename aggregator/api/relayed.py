@@ -79,7 +79,7 @@ def central(
     else:
         longitudinal = getattr(question, "longitudinal", None) is not None
         mechanism = None if longitudinal else question.mechanism
-        domain_size = question.domain_size if mechanism == "grr" else None
+        domain_size = question.domain_size if question.oracle.direct_encoding else None
         result = amplification(
             question.epsilon,
             unit["smallest_batch"],

@@ -24,6 +24,7 @@ from flask import Blueprint, Response, current_app, request
 
 from deniable.errors import InvalidParameter
 from deniable.estimation import DEFAULT_BETA
+from deniable.results import question_results
 from deniable.survey import Question, Survey
 
 from ..storage import SurveyRecord, current_storage
@@ -199,7 +200,7 @@ def _question_results(
     """Each question with its results, one at a time (never a whole document in memory)."""
     for question in record.survey.questions:
         folded = statistics[question.id]
-        result = question.results(folded.statistics, folded.n, beta=beta)
+        result = question_results(question, folded.statistics, folded.n, beta=beta)
         if batches is not None:
             result["central"] = relayed.central(record, question, batches)
         yield question, result

@@ -7,20 +7,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from . import svg
+from deniable.mechanisms import SET_VALUED, display_name
 
-MECHANISM_NAMES = {
-    "binary_rr": "binary randomized response",
-    "grr": "generalized randomized response",
-    "duchi": "Duchi et al. one-bit mechanism",
-    "discrete_laplace": "discrete Laplace noise",
-    "sue": "symmetric unary encoding",
-    "oue": "optimized unary encoding",
-    "olh": "optimized local hashing",
-    "hrr": "Hadamard randomized response",
-    "subset": "subset selection",
-    "option_sampling": "option sampling",
-}
+from . import svg
 
 COVERS = (
     "The intervals are about the people who answered (their own true answers); a wider "
@@ -122,7 +111,9 @@ def question_view(question: Mapping[str, Any], result: Mapping[str, Any]) -> dic
         "text": question["text"],
         "options": len(question.get("options", ())),
         "result": result,
-        "mechanism_name": MECHANISM_NAMES.get(result["mechanism"], result["mechanism"]),
+        "mechanism_name": display_name(result["mechanism"]),
+        # Multiple choice: one option sampled per report at the full ε, or every option at ε/m.
+        "one_option_per_report": result["mechanism"] in SET_VALUED,
         "chart": Markup(svg.chart_for(result, question)),  # noqa: S704 - escaped by svg
         "confidence": confidence_text(result["beta"]),
         "sentence": "",

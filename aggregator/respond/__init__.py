@@ -44,6 +44,7 @@ from importlib import resources
 from flask import Blueprint, Flask, Response, abort, render_template, request, url_for
 
 from deniable.errors import Conflict, NotFound
+from deniable.mechanisms import CLASSES, mechanism_class
 from deniable.survey import FORMAT, Question, Survey
 
 from ..public_url import public_base_url
@@ -60,25 +61,9 @@ FORM = ("messages.js", "respond.js")
 # Key rotation, imported by deniable.js only when a survey names another key (or on trust on
 # first use; it imports deniable.js).
 ROTATION = ("keychain.js",)
-# The mechanism modules survey.js imports for each oracle (its ORACLES table), each with what
-# it imports: mechanism.js (the shared base) always.
-ORACLE_MODULES = {
-    kind: ("mechanism.js", *files)
-    for kind, files in {
-        "binary_rr": ("grr.js",),
-        "optionwise": ("grr.js", "optionwise.js"),
-        "grr": ("grr.js",),
-        "sue": ("unary.js",),
-        "oue": ("unary.js",),
-        "olh": ("local_hashing.js",),
-        "hrr": ("hadamard.js",),
-        "subset": ("subset.js",),
-        "option_sampling": ("option_sampling.js",),
-        "duchi": ("duchi.js",),
-        "discrete_laplace": ("discrete_laplace.js",),
-        "longitudinal": ("grr.js", "longitudinal.js"),
-    }.items()
-}
+# The mechanism modules survey.js may import (its ORACLES table), each class's own with what it
+# imports (mechanism.js, the shared base, always): from the mechanism registry.
+MECHANISM_MODULES = tuple(dict.fromkeys(name for cls in CLASSES for name in cls.browser_files()))
 # A relayed survey's path (sealed.js: its relay member, encryption key and sealed body) and the
 # sealing it imports (HPKE to the aggregator's encryption key): imported only for a relayed survey.
 SEALING = ("sealed.js", "sealing.js")
@@ -87,17 +72,7 @@ MODULES = (
     *CORE,
     *ROTATION,
     *SEALING,
-    "mechanism.js",
-    "grr.js",
-    "optionwise.js",
-    "unary.js",
-    "local_hashing.js",
-    "hadamard.js",
-    "subset.js",
-    "option_sampling.js",
-    "duchi.js",
-    "discrete_laplace.js",
-    "longitudinal.js",
+    *MECHANISM_MODULES,
     "wire.js",
     *FORM,
 )
@@ -129,12 +104,11 @@ def static_file(name: str) -> bytes:
     return resources.files("deniable.client").joinpath("browser", name).read_bytes()
 
 
-def _oracle(question: Question) -> str:
-    if question.longitudinal is not None:
-        return "longitudinal"
-    if question.type == "multiple_choice" and question.mechanism == "binary_rr":
-        return "optionwise"
-    return question.mechanism
+def _mechanism_files(question: Question) -> tuple[str, ...]:
+    """The browser modules the question's mechanism class runs on (its twin and imports)."""
+    longitudinal = question.longitudinal is not None
+    cls = mechanism_class(question.type, question.mechanism, longitudinal=longitudinal)
+    return cls.browser_files() if cls is not None else ()
 
 
 def survey_modules(survey: Survey, *, rotation: bool = False) -> tuple[str, ...]:
@@ -143,7 +117,7 @@ def survey_modules(survey: Survey, *, rotation: bool = False) -> tuple[str, ...]
     ``rotation``: also keychain.js, for a page whose pinned key may have been rotated since
     (the embed snippet keeps the key it was pasted with).
     """
-    needed = {name for q in survey.questions for name in ORACLE_MODULES.get(_oracle(q), ())}
+    needed = {name for q in survey.questions for name in _mechanism_files(q)}
     needed |= {*CORE, *FORM, *(ROTATION if rotation else ())}
     if survey.relay is not None:  # reports are sealed in the page (docs/protocol.md §10)
         needed |= set(SEALING)

@@ -33,6 +33,21 @@ export interface Mechanism {
   encode(report: unknown): string;
   /** The report in plain words (labels: the question's options, or ["no", "yes"]). */
   describe(report: unknown, labels: string[]): string;
+  /** The report in the respondent's words: the category labels and the form's phrases (respond.js). */
+  words(report: unknown, say: ReportPhrases): string;
+}
+
+/** The phrases a mechanism words a report with (respond.js fills them from its catalogue). */
+export interface ReportPhrases {
+  labels: string[];
+  yesNo(bit: number): string;
+  number(value: number): string;
+  coded(value: string): string;
+  about(option: string, answer: string): string;
+  oneOf(options: string): string;
+  marked(options: string): string;
+  high(): string;
+  low(): string;
 }
 
 export interface Question {

@@ -105,6 +105,9 @@ export class DiscreteLaplace extends Mechanism {
   describe(z) {
     return `${+(this.lo + (z * (this.hi - this.lo)) / this.gridSize).toPrecision(6)}`;
   }
+  words(z, say) {
+    return say.number(Number(this.describe(z)));
+  }
 
   /** z as 8 bytes big-endian two's complement. */
   encode(report) {

@@ -55,6 +55,9 @@ export class Duchi extends Mechanism {
   describe(report) {
     return `${report > 0 ? "high" : "low"} end of the range`;
   }
+  words(report, say) {
+    return report > 0 ? say.high() : say.low();
+  }
   encode(report) {
     return report > 0 ? "01" : "00";
   }

@@ -37,6 +37,9 @@ export class GRR extends Mechanism {
   describe(report, labels) {
     return labels[report];
   }
+  words(report, say) {
+    return say.labels[report];
+  }
   toFields(report) {
     return [report];
   }

@@ -58,6 +58,13 @@ export class Mechanism {
   toFields(report) {
     return report;
   }
+  /**
+   * What a report says, in the respondent's words: `say` holds the category `labels` and the
+   * form's phrases (respond.js); `describe` is the English twin.
+   */
+  words(report, say) {
+    return say.coded([report].flat().join("/"));
+  }
   encode(report) {
     const values = this.toFields(report);
     let hex = "";

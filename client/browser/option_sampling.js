@@ -48,4 +48,7 @@ export class OptionSampling extends Mechanism {
   describe([option, bit], labels) {
     return `about “${labels[option]}” only: ${bit ? "yes" : "no"}`;
   }
+  words([option, bit], say) {
+    return say.about(say.labels[option], say.yesNo(bit));
+  }
 }

@@ -29,4 +29,7 @@ export class OptionwiseRR extends Mechanism {
   describe(report, labels) {
     return labels.map((label, i) => `${label}: ${report[i] ? "yes" : "no"}`).join("; ");
   }
+  words(report, say) {
+    return say.labels.map((label, i) => `${label}: ${say.yesNo(report[i])}`).join("; ");
+  }
 }

@@ -29,29 +29,18 @@ function el(tag, attributes, ...children) {
 
 /** What a noisy report says, in the respondent's words (the mechanism's own text is English and technical). */
 function describe(q, report, t, number) {
-  const labels = q.type === "yes_no" ? [t("no"), t("yes")] : q.options,
-    yesNo = (bit) => t(bit ? "yes" : "no");
-  switch (q.longitudinal ? "grr" : q.mechanism) {
-    case "binary_rr":
-      if (q.type === "multiple_choice")
-        return labels.map((label, i) => `${label}: ${yesNo(report[i])}`).join("; "); // fall through
-    case "grr":
-      return labels[report];
-    case "option_sampling":
-      return t("value_about", { option: labels[report[0]], answer: yesNo(report[1]) });
-    case "subset":
-      return t("value_one_of", { options: report.map((v) => labels[v]).join(", ") });
-    case "sue":
-    case "oue":
-      return t("value_marked", {
-        options: labels.filter((_, v) => report[v]).join(", ") || t("value_none"),
-      });
-    case "duchi":
-      return t(report > 0 ? "value_high" : "value_low");
-    case "discrete_laplace":
-      return number(Number(q.oracle.describe(report)));
-  }
-  return t("value_coded", { value: [report].flat().join("/") });
+  // The form's phrases; each mechanism picks the one that fits its reports (Mechanism.words).
+  return q.oracle.words(report, {
+    labels: q.type === "yes_no" ? [t("no"), t("yes")] : q.options,
+    yesNo: (bit) => t(bit ? "yes" : "no"),
+    number,
+    coded: (value) => t("value_coded", { value }),
+    about: (option, answer) => t("value_about", { option, answer }),
+    oneOf: (options) => t("value_one_of", { options }),
+    marked: (options) => t("value_marked", { options: options || t("value_none") }),
+    high: () => t("value_high"),
+    low: () => t("value_low"),
+  });
 }
 
 /** The device's budget in words: what is left, the caps, and when this period's spending comes back. */

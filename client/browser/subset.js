@@ -46,6 +46,9 @@ export class SubsetSelection extends Mechanism {
   describe(report, labels) {
     return `one of: ${report.map((v) => labels[v]).join(", ")}`;
   }
+  words(report, say) {
+    return say.oneOf(report.map((v) => say.labels[v]).join(", "));
+  }
 
   fromFields(values) {
     if (values.some((v, i) => v <= values[i - 1]))

@@ -4,46 +4,48 @@ import { InvalidSurvey, InvalidValue, PolicyViolation } from "./randomness.js";
 
 export const FORMAT = "deniable.survey/2",
   TOLERANCE = 1e-9;
-const CHOICE = ["binary_rr", "grr", "sue", "oue", "olh", "hrr", "subset"];
-const ALLOWED = {
-  yes_no: CHOICE,
-  single_choice: CHOICE,
-  multiple_choice: ["binary_rr", "option_sampling"],
-  numeric: ["duchi", "discrete_laplace"],
-};
-const TYPES = Object.keys(ALLOWED);
-export const MECHANISMS = [...new Set(Object.values(ALLOWED).flat())];
-// Per oracle: module, class, resolved parameters (exactly). Only the modules a survey names load.
-const ORACLES = Object.fromEntries(
-  `binary_rr grr BinaryRR keep
-grr grr GRR keep
-sue unary SUE one_if_true,one_if_other
-oue unary OUE one_if_true,one_if_other
-olh local_hashing OLH hash_range,keep
-hrr hadamard HRR keep,order
-subset subset SubsetSelection keep,subset_size
-option_sampling option_sampling OptionSampling keep
-optionwise optionwise OptionwiseRR keep,option_epsilon
-duchi duchi Duchi high,low,slope
-discrete_laplace discrete_laplace DiscreteLaplace grid_size
-longitudinal longitudinal LongitudinalGRR instantaneous_keep,keep`
+const TYPES = ["yes_no", "single_choice", "multiple_choice", "numeric"];
+// The mechanism registry (shared/mechanisms/__init__.py), mirrored: per oracle class, the wire
+// names that build it, the question types it serves, its module, its class, its resolved
+// parameters (exactly), and "-" or: "longitudinal" (a memoized question builds it), "binary"
+// (single choice: two options only), "+grr" (its module imports grr.js, and so on). Only the modules a
+// survey names load.
+const ORACLES =
+  `binary_rr        yes_no,single_choice  grr              BinaryRR        keep                     binary
+grr              yes_no,single_choice  grr              GRR             keep                     -
+sue              yes_no,single_choice  unary            SUE             one_if_true,one_if_other -
+oue              yes_no,single_choice  unary            OUE             one_if_true,one_if_other -
+olh              yes_no,single_choice  local_hashing    OLH             hash_range,keep          -
+hrr              yes_no,single_choice  hadamard         HRR             keep,order               -
+subset           yes_no,single_choice  subset           SubsetSelection keep,subset_size         -
+binary_rr        multiple_choice       optionwise       OptionwiseRR    keep,option_epsilon      +grr
+option_sampling  multiple_choice       option_sampling  OptionSampling  keep                     -
+duchi            numeric               duchi            Duchi           high,low,slope           -
+discrete_laplace numeric               discrete_laplace DiscreteLaplace grid_size                -
+binary_rr,grr    yes_no,single_choice  longitudinal     LongitudinalGRR instantaneous_keep,keep  longitudinal,+grr`
     .split("\n")
     .map((row) => {
-      const [kind, file, name, names] = row.split(" ");
-      return [kind, [file, name, names.split(",")]];
-    }),
-);
+      const [mechanisms, types, file, name, names, flags] = row
+        .split(/ +/)
+        .map((c) => c.split(","));
+      return { mechanisms, types, file: file[0], name: name[0], names, flags };
+    });
+export const MECHANISMS = [...new Set(ORACLES.flatMap((o) => o.mechanisms))];
 const loaded = {};
 
-/** The ORACLES key for a question whose type and mechanism fit. */
-function oracleKind({ type, mechanism, longitudinal }) {
-  if (!TYPES.includes(type) || !ALLOWED[type].includes(mechanism)) return undefined;
-  if (longitudinal !== undefined)
-    return ["grr", "binary_rr"].includes(mechanism) && type !== "multiple_choice"
-      ? "longitudinal"
-      : undefined;
-  return type === "multiple_choice" && mechanism === "binary_rr" ? "optionwise" : mechanism;
+/** The ORACLES row for a question whose type and mechanism fit. */
+function oracleOf({ type, mechanism, longitudinal }) {
+  return ORACLES.find(
+    (o) =>
+      o.types.includes(type) &&
+      o.mechanisms.includes(mechanism) &&
+      o.flags.includes("longitudinal") === (longitudinal !== undefined),
+  );
 }
+
+/** Whether a mechanism serves two categories only (a single-choice question needs two options). */
+const binary = (mechanism) =>
+  ORACLES.some((o) => o.flags.includes("binary") && o.mechanisms.includes(mechanism));
 
 /**
  * Imports the modules a definition's questions name, and sealed.js for its relay member if any
@@ -53,13 +55,10 @@ function oracleKind({ type, mechanism, longitudinal }) {
  */
 export async function loadMechanisms(definition, modules) {
   for (const q of Array.isArray(definition?.questions) ? definition.questions : []) {
-    const [file, name] = ORACLES[oracleKind(Object(q))] ?? [];
-    // The module and its static imports (mechanism.js; grr.js for the two built on GRR).
-    const needed = file && [
-      "mechanism",
-      ...(["longitudinal", "optionwise"].includes(file) ? ["grr"] : []),
-      file,
-    ];
+    const { file, name, flags } = oracleOf(Object(q)) ?? {};
+    // The module and its static imports (mechanism.js; those its row names, e.g. grr.js).
+    const imports = flags?.filter((f) => f.startsWith("+")).map((f) => f.slice(1));
+    const needed = file && ["mechanism", ...imports, file];
     const unpinned = modules && needed && needed.find((f) => !modules.includes(`${f}.js`));
     if (unpinned) throw new PolicyViolation(`${unpinned}.js is not pinned by this page`);
     if (file) loaded[name] ??= (await import(`./${file}.js`))[name];
@@ -186,8 +185,8 @@ export class Question {
         "range",
       );
     }
-    const [file, name, names] = ORACLES[oracleKind(data)] ?? [];
-    if (!name || (mechanism === "binary_rr" && type === "single_choice" && this.domainSize !== 2))
+    const { file, name, names } = oracleOf(data) ?? {};
+    if (!name || (binary(mechanism) && type === "single_choice" && this.domainSize !== 2))
       throw fail(
         where,
         `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`,

@@ -57,6 +57,9 @@ export class UnaryEncoding extends Mechanism {
   describe(report, labels) {
     return `marked: ${labels.filter((_, v) => report[v]).join(", ") || "none"}`;
   }
+  words(report, say) {
+    return say.marked(say.labels.filter((_, v) => report[v]).join(", "));
+  }
 
   /** Bit v is bit v mod 8 of byte floor(v / 8); padding bits are zero. */
   encode(report) {

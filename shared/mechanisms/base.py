@@ -136,11 +136,72 @@ class Mechanism(ABC):
     """
 
     name: ClassVar[str]
+    kind: ClassVar[str]  # "categorical", "numeric" or "multiple" (a set of options)
     epsilon: float
+
+    # -- what the mechanism is, beyond its wire name ----------------------------
+    # Plain words for people (the dashboard shows them beside the wire name).
+    display_name: ClassVar[str]
+    # Its twin in the browser client (client/browser/), and the other mechanism modules that
+    # twin imports; mechanism.js, the shared base, is always loaded (:meth:`browser_files`).
+    browser_module: ClassVar[str]
+    browser_imports: ClassVar[tuple[str, ...]] = ()
+    # Resolved parameters a signed definition passes to the constructor; every other resolved
+    # parameter is derived, or is a signed probability (deniable.resolution).
+    constructor_keywords: ClassVar[tuple[str, ...]] = ()
+    # Direct encoding (Wang et al. 2017, "DE"): a report is one value, S(y) = {y}, so the true
+    # answer is reported with probability p* and otherwise one other answer at random.
+    direct_encoding: ClassVar[bool] = False
 
     def _set(self, name: str, value: Any) -> None:
         # Frozen dataclasses cache derived parameters through object.__setattr__.
         object.__setattr__(self, name, value)
+
+    @classmethod
+    def browser_files(cls) -> tuple[str, ...]:
+        """The browser modules a page loads for this mechanism, its imports first."""
+        return ("mechanism.js", *cls.browser_imports, cls.browser_module)
+
+    # -- signed parameters (deniable.resolution) ---------------------------------
+    def resolved_parameters(self) -> dict[str, Any]:
+        """The parameters a ``deniable.survey/2`` definition signs for this mechanism: its
+        structural integers and every probability as an integer threshold out of 2**53."""
+        raise InvalidParameter(f"no resolved parameters defined for mechanism {self.name!r}")
+
+    def adopt_probabilities(self, values: dict[str, Any]) -> None:
+        """Use the signed probabilities ``values`` (checked by deniable.resolution, keys among
+        :meth:`resolved_parameters`) instead of the ones derived from ε."""
+        if "keep" in values:
+            self._set("_keep", values["keep"])
+
+    def implied_epsilons(self) -> list[tuple[str, float, float]]:
+        """(name, implied ε, declared ε) for every layer of the signed probabilities."""
+        return [("epsilon", self.epsilon_implemented, self.epsilon)]
+
+    @property
+    def statistics_size(self) -> int:
+        """Length of :meth:`statistics` (one total for a numeric mechanism)."""
+        return 1
+
+    # -- crosstabs (deniable.crosstab) ---------------------------------------------
+    @property
+    def per_category(self) -> Mechanism:
+        """The mechanism whose estimator each category (option) uses: itself by default."""
+        return self
+
+    @property
+    def score_line(self) -> tuple[float, float, float, float]:
+        """(offset, slope, low, high) of :meth:`report_scores` for a categorical or multiple
+        choice mechanism: E[score] = offset + slope x for x = 1[the respondent holds the
+        category], and every score lies in [low, high].  InvalidParameter if the mechanism
+        has no crosstab."""
+        raise InvalidParameter(f"no crosstab for {type(self).__name__} reports")
+
+    def report_scores(self, batch: np.ndarray) -> np.ndarray:
+        """(n, categories) integer scores of a decoded batch, one row per report, whose affine
+        image (score - offset) / slope is an unbiased per-report estimate of each category;
+        a numeric mechanism has one column, its integer report."""
+        return np.asarray(batch, dtype=np.int64).reshape(-1, 1)
 
     # -- per mechanism --------------------------------------------------------
     @property
@@ -319,6 +380,14 @@ def probability_of(threshold_value: int) -> float:
     return threshold_value / RESOLUTION
 
 
+def threshold_of(probability: float) -> int:
+    """The integer threshold behind a realised probability ``threshold / 2**53`` (exact)."""
+    value = probability * RESOLUTION
+    if value != int(value):  # pragma: no cover - a mechanism not built on thresholds
+        raise InvalidParameter(f"probability {probability!r} is not a multiple of 2**-53")
+    return int(value)
+
+
 @dataclass(frozen=True, kw_only=True)
 class FrequencyOracle(Mechanism):
     """A pure frequency oracle over values ``0 .. domain_size - 1``."""
@@ -327,6 +396,9 @@ class FrequencyOracle(Mechanism):
     domain_size: int
 
     kind: ClassVar[str] = "categorical"
+    # Only for two categories (yes/no): a single-choice question needs exactly two options, and
+    # the recommendation skips it (it is the d = 2 case of another oracle).
+    binary: ClassVar[bool] = False
 
     @property
     @abstractmethod
@@ -347,6 +419,38 @@ class FrequencyOracle(Mechanism):
 
     def parameters(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "domain_size": self.domain_size}
+
+    def resolved_parameters(self) -> dict[str, Any]:
+        return {"keep": threshold_of(self.p_star)}
+
+    # -- per report (crosstabs) ---------------------------------------------------
+    def support_rows(self, batch: np.ndarray) -> np.ndarray:
+        """1[x ∈ S(y_i)] for every report i and value x: an (n, d) int8 array.
+
+        Summed over reports it is :meth:`support_counts` (a test checks it for every
+        oracle).  This fallback counts one report at a time (correct, slow); oracles
+        override it with their support set vectorized.
+        """
+        d = self.domain_size
+        rows = [self.support_counts(batch[i : i + 1]) for i in range(len(batch))]
+        return np.vstack(rows or [np.zeros((0, d))]).astype(np.int8)
+
+    @property
+    def categories(self) -> int:
+        return self.domain_size
+
+    @property
+    def statistics_size(self) -> int:
+        return self.domain_size
+
+    @property
+    def score_line(self) -> tuple[float, float, float, float]:
+        p, q = self.p_star, self.q_star
+        return q, p - q, 0, 1
+
+    def report_scores(self, batch: np.ndarray) -> np.ndarray:
+        """The support indicators: E = q* + (p* - q*) 1[x = v]."""
+        return self.support_rows(batch)
 
     # -- the estimator, written once -------------------------------------------
     def estimate(self, counts: np.ndarray, n: int) -> np.ndarray:
@@ -436,6 +540,9 @@ class NumericMechanism(Mechanism):
     hi: float
 
     kind: ClassVar[str] = "numeric"
+    # Reports within [-1, 1] in their integer units (a Bernstein interval applies to a crosstab
+    # cell); unbounded reports (additive noise) have none.
+    bounded_reports: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))

@@ -25,7 +25,9 @@ class BinaryRR(GRR):
     """Randomized response on one yes/no bit (``domain_size`` is always 2)."""
 
     name: ClassVar[str] = "binary_rr"
+    display_name: ClassVar[str] = "binary randomized response"
     max_domain_size: ClassVar[int] = 2
+    binary: ClassVar[bool] = True
 
     domain_size: int = 2
 

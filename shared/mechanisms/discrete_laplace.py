@@ -99,6 +99,9 @@ class DiscreteLaplace(NumericMechanism):
     """Randomized rounding to a grid of ``grid_size`` steps plus exact discrete Laplace noise."""
 
     name: ClassVar[str] = "discrete_laplace"
+    display_name: ClassVar[str] = "discrete Laplace noise"
+    browser_module: ClassVar[str] = "discrete_laplace.js"
+    constructor_keywords: ClassVar[tuple[str, ...]] = ("grid_size",)
 
     grid_size: int = DEFAULT_GRID_SIZE
 
@@ -116,6 +119,9 @@ class DiscreteLaplace(NumericMechanism):
         self._set("_t", ratio.denominator)
         self._set("_decay", math.exp(-self.epsilon / g))
         self._set("_tail", math.ceil(65 * math.log(2) * g / self.epsilon) + 1)
+
+    def resolved_parameters(self) -> dict[str, Any]:
+        return {"grid_size": self.grid_size}
 
     # -- properties -------------------------------------------------------------
     @property

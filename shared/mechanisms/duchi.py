@@ -43,6 +43,9 @@ class Duchi(NumericMechanism):
     """Duchi et al.'s unbiased one-bit mechanism on ``[lo, hi]``."""
 
     name: ClassVar[str] = "duchi"
+    display_name: ClassVar[str] = "Duchi et al. one-bit mechanism"
+    browser_module: ClassVar[str] = "duchi.js"
+    bounded_reports: ClassVar[bool] = True
 
     _bound: float = field(init=False, repr=False, compare=False, default=0.0)
     _slope: float = field(init=False, repr=False, compare=False, default=0.0)
@@ -65,6 +68,24 @@ class Duchi(NumericMechanism):
     @property
     def report_bytes(self) -> int:
         return 1
+
+    def resolved_parameters(self) -> dict[str, object]:
+        return {"low": self._low, "high": self._high, "slope": self._slope}
+
+    def adopt_probabilities(self, values: dict[str, object]) -> None:
+        low = values.get("low", self._low)
+        high = values.get("high", self._high)
+        slope = values.get("slope", self._slope)
+        if high != RESOLUTION - low or not low < high:
+            raise InvalidParameter("duchi thresholds must satisfy high = 2**53 - low > low")
+        if isinstance(slope, bool) or type(slope) not in (int, float) or not 0 < slope <= 0.5:
+            raise InvalidParameter(f"duchi slope must be a number in (0, 0.5], got {slope!r}")
+        if slope != self._slope:
+            # E[sign] = 2 t slope, so the unbiased report magnitude is 1/(2 slope).
+            self._set("_bound", 1 / (2 * slope))
+        self._set("_low", low)
+        self._set("_high", high)
+        self._set("_slope", float(slope))
 
     @property
     def epsilon_implemented(self) -> float:

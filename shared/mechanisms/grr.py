@@ -34,6 +34,9 @@ class GRR(FrequencyOracle):
     """Generalized randomized response over ``domain_size`` values."""
 
     name: ClassVar[str] = "grr"
+    display_name: ClassVar[str] = "generalized randomized response"
+    browser_module: ClassVar[str] = "grr.js"
+    direct_encoding: ClassVar[bool] = True
 
     _keep: int = field(init=False, repr=False, compare=False, default=0)
     _width: int = field(init=False, repr=False, compare=False, default=0)
@@ -82,6 +85,12 @@ class GRR(FrequencyOracle):
 
     def support_counts(self, batch: np.ndarray) -> np.ndarray:
         return np.bincount(batch, minlength=self.domain_size).astype(np.int64)
+
+    def support_rows(self, batch: np.ndarray) -> np.ndarray:
+        # S(y) = {y}: one-hot rows.
+        rows = np.zeros((len(batch), self.domain_size), dtype=np.int8)
+        rows[np.arange(len(batch)), np.asarray(batch, dtype=np.int64)] = 1
+        return rows
 
     def report_distribution(self, value: object) -> dict[str, float]:
         true = self.check_value(value)

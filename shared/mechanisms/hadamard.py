@@ -77,6 +77,8 @@ class HRR(FrequencyOracle):
     """Hadamard randomized response: (column index, one randomized sign)."""
 
     name: ClassVar[str] = "hrr"
+    display_name: ClassVar[str] = "Hadamard randomized response"
+    browser_module: ClassVar[str] = "hadamard.js"
 
     _keep: int = field(init=False, repr=False, compare=False, default=0)
     _order: int = field(init=False, repr=False, compare=False, default=0)
@@ -142,6 +144,16 @@ class HRR(FrequencyOracle):
         if np.any(doubled & 1):
             raise AssertionError("hrr support counts are not integers; the batch is corrupt")
         return doubled // 2
+
+    def support_rows(self, batch: np.ndarray) -> np.ndarray:
+        # S(j, b) = {v : H[v + 1][j] = b}, H[r][j] = (-1)^popcount(r & j)
+        batch = np.asarray(batch, dtype=np.int64)
+        rows = np.arange(1, self.domain_size + 1, dtype=np.int64)[None, :]
+        signs = 1 - 2 * _parity(batch[:, :1], rows)
+        return (signs == batch[:, 1:2]).astype(np.int8)
+
+    def resolved_parameters(self) -> dict[str, object]:
+        return {"order": self.order, **super().resolved_parameters()}
 
     def report_distribution(self, value: object) -> dict[str, float]:
         true = self.check_value(value)

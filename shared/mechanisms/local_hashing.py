@@ -200,6 +200,9 @@ class OLH(FrequencyOracle):
     """Optimized local hashing; ``hash_range`` (g >= 2) overrides g, 2 gives BLH."""
 
     name: ClassVar[str] = "olh"
+    display_name: ClassVar[str] = "optimized local hashing"
+    browser_module: ClassVar[str] = "local_hashing.js"
+    constructor_keywords: ClassVar[tuple[str, ...]] = ("hash_range",)
 
     hash_range: int | None = None
 
@@ -241,6 +244,17 @@ class OLH(FrequencyOracle):
 
     def parameters(self) -> dict[str, Any]:
         return {**super().parameters(), "hash_range": self.hash_range}
+
+    def resolved_parameters(self) -> dict[str, Any]:
+        return {"hash_range": self.hash_range, **super().resolved_parameters()}
+
+    def support_rows(self, batch: np.ndarray) -> np.ndarray:
+        # S(seed, y) = {v : H_seed(v) = y}
+        batch = np.asarray(batch, dtype=np.int64)
+        hashed = buckets(
+            batch[:, :1].astype(np.uint32), np.arange(self.domain_size), self.hash_range
+        )
+        return (hashed == batch[:, 1:2].astype(np.uint32)).astype(np.int8)
 
     def randomize(self, value: object, rng: RngLike = None) -> tuple[int, int]:
         true = self.check_value(value)

@@ -34,6 +34,7 @@ from typing import ClassVar
 from ..lazy import np
 from ..parameters import check_epsilon
 from ..randomness import RngLike
+from .base import threshold_of
 from .grr import GRR
 
 
@@ -42,6 +43,8 @@ class LongitudinalGRR(GRR):
     """Permanent GRR at ``epsilon`` followed by instantaneous GRR at ``instantaneous_epsilon``."""
 
     name: ClassVar[str] = "grr"
+    browser_module: ClassVar[str] = "longitudinal.js"
+    browser_imports: ClassVar[tuple[str, ...]] = ("grr.js",)
 
     instantaneous_epsilon: float
     _instantaneous: GRR = field(init=False, repr=False, compare=False, default=None)
@@ -69,6 +72,28 @@ class LongitudinalGRR(GRR):
     def epsilon_implemented(self) -> float:
         """ε of the permanent layer: the bound per value over all reports."""
         return super().epsilon_implemented
+
+    def implied_epsilons(self) -> list[tuple[str, float, float]]:
+        instantaneous = self._instantaneous
+        return [
+            *super().implied_epsilons(),
+            (
+                "instantaneous_epsilon",
+                instantaneous.epsilon_implemented,
+                self.instantaneous_epsilon,
+            ),
+        ]
+
+    def resolved_parameters(self) -> dict[str, object]:
+        return {
+            "keep": self._keep,
+            "instantaneous_keep": threshold_of(self._instantaneous.p_star),
+        }
+
+    def adopt_probabilities(self, values: dict[str, object]) -> None:
+        if "instantaneous_keep" in values:
+            self._instantaneous._set("_keep", values["instantaneous_keep"])
+        super().adopt_probabilities(values)
 
     @property
     def report_epsilon(self) -> float:

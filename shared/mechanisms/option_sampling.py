@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..errors import InvalidParameter, InvalidReport, InvalidValue
 from ..parameters import MAX_DOMAIN_SIZE, check_epsilon, check_int
 from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
-from .base import Mechanism, log_ratio, probability_of, width_bytes
+from .base import Mechanism, log_ratio, probability_of, threshold_of, width_bytes
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,6 +58,8 @@ class OptionSampling(Mechanism):
     options: int
 
     name: ClassVar[str] = "option_sampling"
+    display_name: ClassVar[str] = "option sampling"
+    browser_module: ClassVar[str] = "option_sampling.js"
     kind: ClassVar[str] = "multiple"
 
     _keep: int = field(init=False, repr=False, compare=False, default=0)
@@ -98,6 +100,32 @@ class OptionSampling(Mechanism):
 
     def parameters(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "options": self.options}
+
+    def resolved_parameters(self) -> dict[str, Any]:
+        return {"keep": threshold_of(self.keep_probability)}
+
+    # -- crosstabs ------------------------------------------------------------------
+    @property
+    def categories(self) -> int:
+        return self.options
+
+    @property
+    def statistics_size(self) -> int:
+        return 2 * self.options  # reports (v, 1), then reports (v, 0)
+
+    @property
+    def score_line(self) -> tuple[float, float, float, float]:
+        # s = +1 for (v, 1), -1 for (v, 0), else 0: E s = -gap + 2 gap x.
+        gap = (2 * self.keep_probability - 1) / self.options
+        return -gap, 2 * gap, -1, 1
+
+    def report_scores(self, batch: np.ndarray) -> np.ndarray:
+        import numpy as np
+
+        batch = np.asarray(batch, dtype=np.int64)
+        rows = np.zeros((len(batch), self.options), dtype=np.int8)
+        rows[np.arange(len(batch)), batch[:, 0]] = 2 * batch[:, 1] - 1
+        return rows
 
     # -- the respondent ---------------------------------------------------------
     def check_value(self, value: object) -> tuple[int, ...]:

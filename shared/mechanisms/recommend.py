@@ -10,9 +10,9 @@ by their variance; Wang, Li, Jha, S&P 2018, for set-valued answers):
 2. **``criterion="worst_case"``:** the sum over categories of the variance bound
    that holds for every distribution (the one the worst-case Chebyshev
    intervals use).
-3. Ties (within a relative 1e-12) go to the smaller report, then to table
-   order (grr first, so a subset selection with k = 1, which is grr, never
-   displaces it).
+3. Ties (within a relative 1e-12) go to the smaller report, then to the
+   registry's order (grr first among the oracles for any d, so a subset
+   selection with k = 1, which is grr, never displaces it).
 
 Both figures are computed for every candidate and shown by the planner
 (``deniable-aggregator plan``).  The two rank differently: OUE's worst case
@@ -61,11 +61,9 @@ def _single_choice(domain_size: int, epsilon: float) -> list[Candidate]:
     from . import CATEGORICAL
 
     candidates = []
-    names = ["grr", *(name for name in CATEGORICAL if name != "grr")]
-    for name in names:
-        cls = CATEGORICAL[name]
-        if name == "binary_rr" or domain_size > cls.max_domain_size:
-            continue  # binary_rr is grr at d = 2
+    for name, cls in CATEGORICAL.items():
+        if cls.binary or domain_size > cls.max_domain_size:
+            continue  # a two-category oracle is the d = 2 case of another one
         try:
             oracle = cls(epsilon=epsilon, domain_size=domain_size)
         except InvalidParameter:

@@ -56,6 +56,9 @@ class SubsetSelection(FrequencyOracle):
     """k-subset selection; ``subset_size`` overrides the default k."""
 
     name: ClassVar[str] = "subset"
+    display_name: ClassVar[str] = "subset selection"
+    browser_module: ClassVar[str] = "subset.js"
+    constructor_keywords: ClassVar[tuple[str, ...]] = ("subset_size",)
     max_domain_size: ClassVar[int] = 4096
 
     subset_size: int | None = None
@@ -97,6 +100,9 @@ class SubsetSelection(FrequencyOracle):
 
     def parameters(self) -> dict[str, Any]:
         return {**super().parameters(), "subset_size": self.subset_size}
+
+    def resolved_parameters(self) -> dict[str, Any]:
+        return {"subset_size": self.subset_size, **super().resolved_parameters()}
 
     def randomize(self, value: object, rng: RngLike = None) -> tuple[int, ...]:
         true = self.check_value(value)
@@ -156,6 +162,12 @@ class SubsetSelection(FrequencyOracle):
     def support_counts(self, batch: np.ndarray) -> np.ndarray:
         batch = self._check_batch(batch)
         return np.bincount(batch.ravel(), minlength=self.domain_size).astype(np.int64)
+
+    def support_rows(self, batch: np.ndarray) -> np.ndarray:
+        # S(y) = the reported subset
+        rows = np.zeros((len(batch), self.domain_size), dtype=np.int8)
+        rows[np.arange(len(batch))[:, None], np.asarray(batch, dtype=np.int64)] = 1
+        return rows
 
     def report_distribution(self, value: object) -> dict[str, float]:
         true = self.check_value(value)

@@ -112,6 +112,7 @@ class UnaryEncoding(FrequencyOracle):
     """d independently randomized bits; subclasses choose the two thresholds."""
 
     max_domain_size: ClassVar[int] = 4096
+    browser_module: ClassVar[str] = "unary.js"
 
     _one_if_true: int = field(init=False, repr=False, compare=False, default=0)
     _one_if_other: int = field(init=False, repr=False, compare=False, default=0)
@@ -143,6 +144,15 @@ class UnaryEncoding(FrequencyOracle):
                 for mask in (b"\x03\x00", b"\x0f\x00\x00\x00", b"\xff" + bytes(7))
             ),
         )
+
+    def resolved_parameters(self) -> dict[str, int]:
+        return {"one_if_true": self._one_if_true, "one_if_other": self._one_if_other}
+
+    def adopt_probabilities(self, values: dict[str, int]) -> None:
+        for key, table in (("one_if_true", "_true_table"), ("one_if_other", "_other_table")):
+            if key in values:
+                self._set(f"_{key}", values[key])
+                self._set(table, _top_byte_table(values[key]))
 
     @property
     def p_star(self) -> float:
@@ -268,6 +278,10 @@ class UnaryEncoding(FrequencyOracle):
         batch = self._check_batch(batch)
         return batch.sum(axis=0, dtype=np.int64)
 
+    def support_rows(self, batch: np.ndarray) -> np.ndarray:
+        # S(y) = the set bits
+        return np.asarray(batch, dtype=np.int8).reshape(len(batch), self.domain_size)
+
     def report_distribution(self, value: object) -> dict[str, float]:
         true = self.check_value(value)
         d = self.domain_size
@@ -339,6 +353,7 @@ class SUE(UnaryEncoding):
     """Symmetric unary encoding (basic one-time RAPPOR): each bit kept w.p. e^{ε/2}/(e^{ε/2}+1)."""
 
     name: ClassVar[str] = "sue"
+    display_name: ClassVar[str] = "symmetric unary encoding"
 
     def _thresholds(self) -> tuple[int, int]:
         half = exact_exp(self.epsilon / 2)
@@ -352,6 +367,7 @@ class OUE(UnaryEncoding):
     """Optimized unary encoding: true bit 1 w.p. 1/2, other bits 1 w.p. 1/(e^ε+1)."""
 
     name: ClassVar[str] = "oue"
+    display_name: ClassVar[str] = "optimized unary encoding"
 
     def _thresholds(self) -> tuple[int, int]:
         return RESOLUTION // 2, threshold(1 / (exact_exp(self.epsilon) + 1), round_up=True)

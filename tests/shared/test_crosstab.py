@@ -38,10 +38,10 @@ from deniable.mechanisms import (
     DiscreteLaplace,
     Duchi,
     OptionSampling,
+    OptionwiseRR,
     SubsetSelection,
 )
 from deniable.mechanisms.longitudinal import LongitudinalGRR
-from deniable.survey import OptionwiseRR
 
 FALSE_ALARM = 1e-6
 FAMILIES = ("chebyshev", "chebyshev_exact", "bernstein")

@@ -23,10 +23,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from deniable.mechanisms import CATEGORICAL, NUMERIC, SET_VALUED
+from deniable.mechanisms import CATEGORICAL, NUMERIC, SET_VALUED, OptionwiseRR
 from deniable.mechanisms.local_hashing import OLH, buckets
 from deniable.mechanisms.longitudinal import LongitudinalGRR
-from deniable.survey import OptionwiseRR
 
 from .conftest import make_numeric
 

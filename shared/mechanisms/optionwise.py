@@ -2,7 +2,7 @@
 
 Each option gets its own binary randomized response at ε / options, so the
 question costs ε by sequential composition (Dwork & Roth 2014, Thm 3.14).
-``deniable.survey`` builds it (and re-exports it).
+The registry (``deniable.mechanisms``) maps a multiple-choice ``binary_rr`` to it.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
-from .errors import InvalidParameter, InvalidReport, InvalidValue
-from .lazy import np
-from .mechanisms.base import Mechanism
-from .mechanisms.binary_rr import BinaryRR
-from .parameters import check_epsilon
-from .randomness import RngLike
+from ..errors import InvalidParameter, InvalidReport, InvalidValue
+from ..lazy import np
+from ..parameters import check_epsilon
+from ..randomness import RngLike
+from .base import Mechanism, threshold_of
+from .binary_rr import BinaryRR
+
+__all__ = ["OptionwiseRR"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,7 +33,10 @@ class OptionwiseRR(Mechanism):
     epsilon: float
     options: int
 
-    name: ClassVar[str] = "binary_rr"
+    name: ClassVar[str] = BinaryRR.name
+    display_name: ClassVar[str] = BinaryRR.display_name
+    browser_module: ClassVar[str] = "optionwise.js"
+    browser_imports: ClassVar[tuple[str, ...]] = ("grr.js",)
     kind: ClassVar[str] = "multiple"
 
     def __post_init__(self) -> None:
@@ -51,6 +56,37 @@ class OptionwiseRR(Mechanism):
 
     def parameters(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "options": self.options}
+
+    # -- signed parameters --------------------------------------------------------
+    def resolved_parameters(self) -> dict[str, Any]:
+        option = self.option_oracle
+        return {"option_epsilon": option.epsilon, "keep": threshold_of(option.p_star)}
+
+    def adopt_probabilities(self, values: dict[str, Any]) -> None:
+        self.option_oracle.adopt_probabilities(values)
+
+    def implied_epsilons(self) -> list[tuple[str, float, float]]:
+        return [("epsilon", self.option_oracle.epsilon_implemented * self.options, self.epsilon)]
+
+    # -- crosstabs: one yes/no bit per option -------------------------------------
+    @property
+    def per_category(self) -> BinaryRR:
+        return self.option_oracle
+
+    @property
+    def categories(self) -> int:
+        return self.options
+
+    @property
+    def statistics_size(self) -> int:
+        return self.options
+
+    @property
+    def score_line(self) -> tuple[float, float, float, float]:
+        return self.option_oracle.score_line
+
+    def report_scores(self, batch: np.ndarray) -> np.ndarray:
+        return np.asarray(batch, dtype=np.int8).reshape(len(batch), self.options)
 
     def check_value(self, value: object) -> tuple[int, ...]:
         if not isinstance(value, tuple) or len(value) != self.options:
