@@ -59,9 +59,15 @@ LINK_FIELDS = frozenset(
     }
 )
 MAX_CHAIN = 10_000
+# How many encryption keys an aggregator keeps, newest first, after rotating them away;
+# a relay pins as many of a survey's past keys.  Why a few: a relay may hold reports
+# sealed to a retired key for one batch window; more retired keys only widen what a
+# stolen file opens.
+RETIRED_ENCRYPTION_KEYS = 4
 
 __all__ = [
     "ALGORITHM",
+    "RETIRED_ENCRYPTION_KEYS",
     "Pin",
     "decode_public_key",
     "decode_signature",

@@ -69,13 +69,13 @@ from deniable.errors import (
     SealingError,
 )
 from deniable.sealing import decode_blob
+from deniable.service.storage import utc_now
 from deniable.survey_relay import MAX_BATCH_UNITS
 from deniable.wire import Report
 
 from ..problems import read_json
 from ..storage import SurveyRecord, current_storage
 from ..storage import relay as relay_storage
-from ..storage.timestamps import utc_now
 from .common import bearer_token, json_response
 from .opening import Opened, decryption_keys, opened_chunks
 from .relayed import relay_terms
