@@ -180,6 +180,16 @@ class TokenStore:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
 
+    def _check_survey(self, connection: Any, survey_id: str) -> None:
+        """NotFound unless the survey exists."""
+        if (
+            self.dialect.run(
+                connection, "SELECT 1 FROM surveys WHERE id = ?", (survey_id,)
+            ).fetchone()
+            is None
+        ):
+            raise NotFound(f"no survey {survey_id!r}")
+
     def spend(
         self, connection: Any, survey_id: str, token: str | None, digest: str, *, new: bool
     ) -> None:
@@ -279,13 +289,7 @@ class TokenStore:
     def list_enrolment_tokens(self, survey_id: str) -> list[EnrolmentToken]:
         """Every enrolment token of a survey, oldest first (NotFound for an unknown survey)."""
         with self.dialect.read() as connection:
-            if (
-                connection.execute(
-                    self.dialect.sql("SELECT 1 FROM surveys WHERE id = ?"), (survey_id,)
-                ).fetchone()
-                is None
-            ):
-                raise NotFound(f"no survey {survey_id!r}")
+            self._check_survey(connection, survey_id)
             rows = connection.execute(
                 self.dialect.sql(
                     "SELECT token_hash, created_at, spent_at, revoked_at"
@@ -327,13 +331,7 @@ class TokenStore:
         hashes = [hash_token(t.strip()) for t in tokens if t.strip()]
         now = self.dialect.now()
         with self.dialect.write() as connection:
-            if (
-                connection.execute(
-                    self.dialect.sql("SELECT 1 FROM surveys WHERE id = ?"), (survey_id,)
-                ).fetchone()
-                is None
-            ):
-                raise NotFound(f"no survey {survey_id!r}")
+            self._check_survey(connection, survey_id)
             for prefix in prefixes:
                 matches = connection.execute(
                     self.dialect.sql(

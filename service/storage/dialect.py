@@ -15,8 +15,7 @@ text aggregate         ``group_concat``                ``string_agg``
 no LIMIT               ``-1``                          NULL
 timestamps             ISO text (:func:`iso`)          ``timestamptz`` (a datetime)
 integer arrays         JSON text                       ``bigint[]``
-many rows              ``executemany``                 a cursor's ``executemany``
-                                                       (pipelined)
+many rows              ``executemany``                 pipelined; new rows by COPY
 transactions           one connection per thread,      a pool (opened lazily, per
                        BEGIN DEFERRED / IMMEDIATE      process), READ COMMITTED; a
                                                        lone statement in autocommit
@@ -50,7 +49,7 @@ from typing import Any
 from deniable.aggregator.datadir import check_private_file, private_directory
 from deniable.errors import DeniableError, InvalidParameter, StorageError
 
-from .migrations import migrations
+from .migrations import migrate
 from .timestamps import iso, utc_now
 
 __all__ = [
@@ -84,6 +83,7 @@ class Dialect(ABC):
     for_no_key_update: str
     concatenate: str  # the aggregate that concatenates text
     no_limit: Any  # a LIMIT parameter meaning "all rows"
+    _version_types: tuple[str, str]  # a version table's text and time column types
 
     def sql(self, text: str) -> str:
         """``text`` with this backend's placeholders for ``?``."""
@@ -143,64 +143,44 @@ class Dialect(ABC):
     def close(self) -> None:
         """Release this process's connections (each reopens on its next use)."""
 
-    # -- migrations -------------------------------------------------------------------------
+    # -- migrations (the runner: migrations.migrate) ---------------------------------------
     def migrate(self, root: Path, *, table: str = "schema_version", stamped: bool = True) -> int:
-        """Apply the migrations under ``root`` not yet in ``table``; return the version.
-
-        ``stamped``: the version table records when each was applied.  Concurrent
-        migrators (several processes starting) apply each migration once.
-        """
-        self._create_version_table(table, stamped)
-        with self.write() as connection:
-            self._lock_migrations(connection, table, stamped)
-            (current,) = connection.execute(
-                f"SELECT COALESCE(MAX(version), 0) FROM {table}"
-            ).fetchone()
-            for migration in migrations(self.backend, root):
-                if migration.version <= current:
-                    continue
-                self._run_script(connection, migration.sql)
-                values = (migration.version, migration.name, *self._stamp(stamped))
-                columns = "version, name" + (", applied_at" if len(values) == 3 else "")
-                self.run(
-                    connection,
-                    f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(values))})",
-                    values,
-                )
-                current = migration.version
-        return current
+        """Apply the migrations under ``root`` not yet in ``table``; return the version
+        (:func:`~deniable.service.storage.migrations.migrate`)."""
+        return migrate(self, root, table=table, stamped=stamped)
 
     def schema_version(self, table: str = "schema_version") -> int:
         """The highest applied migration (0 for an empty database)."""
         with self.read() as connection:
-            if not self._has_table(connection, table):
+            if not self.has_table(connection, table):
                 return 0
-            return connection.execute(f"SELECT COALESCE(MAX(version), 0) FROM {table}").fetchone()[
-                0
-            ]
+            row = connection.execute(f"SELECT COALESCE(MAX(version), 0) FROM {table}").fetchone()
+            return row[0]
 
-    def _version_columns(self, stamped: bool) -> str:
+    def version_columns(self, stamped: bool) -> str:
+        """The columns of a version table (``stamped``: with the time each was applied)."""
         text, stamp = self._version_types
         return f"version integer PRIMARY KEY, name {text} NOT NULL" + (
             f", applied_at {stamp} NOT NULL" if stamped else ""
         )
 
-    _version_types: tuple[str, str]
+    @abstractmethod
+    def create_version_table(self, table: str, stamped: bool) -> None:
+        """Before migrating, outside any transaction."""
 
     @abstractmethod
-    def _create_version_table(self, table: str, stamped: bool) -> None: ...
+    def lock_migrations(self, connection: Any, table: str, stamped: bool) -> None:
+        """First in the migrating transaction: one migrator at a time."""
 
     @abstractmethod
-    def _lock_migrations(self, connection: Any, table: str, stamped: bool) -> None: ...
+    def run_script(self, connection: Any, script: str) -> None: ...
 
     @abstractmethod
-    def _run_script(self, connection: Any, script: str) -> None: ...
+    def stamp(self, stamped: bool) -> tuple[Any, ...]:
+        """The applied_at value a version row is inserted with, if any."""
 
     @abstractmethod
-    def _stamp(self, stamped: bool) -> tuple[Any, ...]: ...
-
-    @abstractmethod
-    def _has_table(self, connection: Any, table: str) -> bool: ...
+    def has_table(self, connection: Any, table: str) -> bool: ...
 
 
 # -- SQLite -------------------------------------------------------------------------------------
@@ -382,30 +362,30 @@ class SqliteDialect(Dialect):
         if self.write_turn is not None:
             self.write_turn.close()
 
-    def _create_version_table(self, table: str, stamped: bool) -> None:
+    def create_version_table(self, table: str, stamped: bool) -> None:
         connection = self.connect()
         try:
             # Why: WAL is a property of the file; set once, outside any transaction.
             connection.execute("PRAGMA journal_mode = WAL")
             connection.execute(
-                f"CREATE TABLE IF NOT EXISTS {table} ({self._version_columns(stamped)})"
+                f"CREATE TABLE IF NOT EXISTS {table} ({self.version_columns(stamped)})"
             )
         except sqlite3.Error as error:
             raise StorageError(f"sqlite {self.path}: {error}") from None
         finally:
             connection.close()
 
-    def _lock_migrations(self, connection: Any, table: str, stamped: bool) -> None:
+    def lock_migrations(self, connection: Any, table: str, stamped: bool) -> None:
         """Nothing more: BEGIN IMMEDIATE holds the database lock."""
 
-    def _run_script(self, connection: Any, script: str) -> None:
+    def run_script(self, connection: Any, script: str) -> None:
         for statement in split_statements(script):
             connection.execute(statement)
 
-    def _stamp(self, stamped: bool) -> tuple[Any, ...]:
+    def stamp(self, stamped: bool) -> tuple[Any, ...]:
         return (self.now(),) if stamped else ()
 
-    def _has_table(self, connection: Any, table: str) -> bool:
+    def has_table(self, connection: Any, table: str) -> bool:
         return (
             connection.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
@@ -569,23 +549,23 @@ class PostgresDialect(Dialect):
                 self._pool.close()
             self._pool = None
 
-    def _create_version_table(self, table: str, stamped: bool) -> None:
+    def create_version_table(self, table: str, stamped: bool) -> None:
         """In the migrating transaction, under its lock (:meth:`_lock_migrations`)."""
 
-    def _lock_migrations(self, connection: Any, table: str, stamped: bool) -> None:
+    def lock_migrations(self, connection: Any, table: str, stamped: bool) -> None:
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (self.migration_lock,))
-        columns = self._version_columns(stamped)
+        columns = self.version_columns(stamped)
         if stamped:
             columns += " DEFAULT now()"
         connection.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
 
-    def _run_script(self, connection: Any, script: str) -> None:
+    def run_script(self, connection: Any, script: str) -> None:
         connection.execute(script.encode("utf-8"))
 
-    def _stamp(self, stamped: bool) -> tuple[Any, ...]:
+    def stamp(self, stamped: bool) -> tuple[Any, ...]:
         return ()  # applied_at defaults to now()
 
-    def _has_table(self, connection: Any, table: str) -> bool:
+    def has_table(self, connection: Any, table: str) -> bool:
         return connection.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None
 
 

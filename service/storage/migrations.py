@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from deniable.errors import StorageError
 
-__all__ = ["Migration", "migrations"]
+if TYPE_CHECKING:
+    from .dialect import Dialect
+
+__all__ = ["Migration", "migrate", "migrations"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,3 +38,29 @@ def migrations(backend: str, root: Path) -> list[Migration]:
     if versions != list(range(1, len(found) + 1)):
         raise StorageError(f"migrations for {backend} are not numbered 1..n: {versions}")
     return found
+
+
+def migrate(dialect: Dialect, root: Path, *, table: str, stamped: bool) -> int:
+    """Apply the migrations under ``root`` not yet in the version table ``table``, each
+    with its version row in one transaction; return the version.
+
+    ``stamped``: the version table records when each was applied.  Concurrent
+    migrators (several processes starting) apply each migration once.
+    """
+    dialect.create_version_table(table, stamped)
+    with dialect.write() as connection:
+        dialect.lock_migrations(connection, table, stamped)
+        (current,) = connection.execute(f"SELECT COALESCE(MAX(version), 0) FROM {table}").fetchone()
+        for migration in migrations(dialect.backend, root):
+            if migration.version <= current:
+                continue
+            dialect.run_script(connection, migration.sql)
+            values = (migration.version, migration.name, *dialect.stamp(stamped))
+            columns = "version, name" + (", applied_at" if len(values) == 3 else "")
+            dialect.run(
+                connection,
+                f"INSERT INTO {table} ({columns}) VALUES ({', '.join('?' * len(values))})",
+                values,
+            )
+            current = migration.version
+    return current
