@@ -26,7 +26,6 @@ from .dialect import (
     PostgresDialect,
     SqliteDialect,
     is_postgres,
-    open_dialect,
     split_statements,
 )
 from .migrations import Migration, migrations
@@ -43,7 +42,6 @@ __all__ = [
     "is_postgres",
     "iso",
     "migrations",
-    "open_dialect",
     "split_statements",
     "utc_now",
 ]

@@ -42,7 +42,7 @@ import shutil
 import sqlite3
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,6 @@ __all__ = [
     "PostgresDialect",
     "SqliteDialect",
     "is_postgres",
-    "open_dialect",
     "split_statements",
 ]
 
@@ -567,33 +566,3 @@ class PostgresDialect(Dialect):
 
     def has_table(self, connection: Any, table: str) -> bool:
         return connection.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None
-
-
-def open_dialect(
-    settings: Mapping[str, Any],
-    *,
-    name: str,
-    migration_lock: int,
-    pragmas: Sequence[str] = (),
-    write_turn: Callable[[Path], Any] | None = None,
-) -> Dialect:
-    """The dialect for ``settings["DATABASE"]`` (an SQLite path or a PostgreSQL DSN), with
-    the settings POOL_SIZE, POOL_TIMEOUT (PostgreSQL) and BUSY_TIMEOUT_MS (SQLite).
-
-    ``name`` names the PostgreSQL pool; ``migration_lock`` is the service's advisory lock;
-    ``pragmas`` and ``write_turn`` (given the database path) are SQLite's."""
-    database = str(settings["DATABASE"])
-    if is_postgres(database):
-        return PostgresDialect(
-            database,
-            pool_size=settings.get("POOL_SIZE", 10),
-            pool_timeout=settings.get("POOL_TIMEOUT", 10),
-            name=name,
-            migration_lock=migration_lock,
-        )
-    dialect = SqliteDialect(
-        database, busy_timeout_ms=settings.get("BUSY_TIMEOUT_MS", 30_000), pragmas=pragmas
-    )
-    if write_turn is not None:
-        dialect.write_turn = write_turn(dialect.path)
-    return dialect
