@@ -64,11 +64,19 @@ class SqliteStorage(Storage):
         dialect.write_turn = FileLock(_beside(dialect.path, ".write-lock"))
         super().__init__(dialect)
         self.path = dialect.path
-        self.busy_timeout_ms = busy_timeout_ms
         self._ids = IdIndex()
         self._ingest_lock = threading.Lock()
         self._bulk_turn = threading.Lock()
         self._fold_turn = FileLock(_beside(self.path, ".fold-lock"))
+
+    @property
+    def busy_timeout_ms(self) -> int:
+        """How long a writer waits for the database lock (the dialect's)."""
+        return self.dialect.busy_timeout_ms
+
+    @busy_timeout_ms.setter
+    def busy_timeout_ms(self, milliseconds: int) -> None:
+        self.dialect.busy_timeout_ms = milliseconds
 
     def _thread_connection(self) -> sqlite3.Connection:
         """This thread's connection in this process, opened on first use."""

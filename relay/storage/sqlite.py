@@ -41,7 +41,6 @@ class SqliteRelayStorage(RelayStorage):
     def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
         super().__init__(SqliteDialect(path, busy_timeout_ms=busy_timeout_ms))
         self.path = self.dialect.path
-        self.busy_timeout_ms = busy_timeout_ms
         self._group_lock = threading.Lock()
         self._group_wake = threading.Condition(self._group_lock)
         self._group_pid: int | None = None
