@@ -17,7 +17,8 @@ from flask import Flask, current_app
 from deniable.service import storage as service_storage
 from deniable.service.storage import is_postgres
 
-from .base import QuestionStatistics, Storage, StoredReport, SurveyRecord
+from .base import Storage
+from .records import QuestionStatistics, StoredReport, SurveyRecord
 from .tokens import OperatorToken, hash_token
 
 EXTENSION = "deniable.storage"

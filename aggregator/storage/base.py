@@ -65,33 +65,20 @@ from .records import (
     StoredReport,
     SurveyRecord,
     definition_text,
-    fold_into,
     initial_statistics,
-    respondents,
-    submission_owners,
 )
 from .relay import RelayStore
 from .submissions import SubmissionStore
 from .tokens import TokenStore, check_issuable, check_issue_count, hash_token, new_enrolment_token
 
 __all__ = [
-    "CLOSED",
     "FOLD_BACKLOG",
     "FOLD_CHUNK",
     "MIGRATIONS",
-    "OPEN",
-    "QuestionStatistics",
+    "SURVEY_COLUMNS_UNCOUNTED",
     "Storage",
-    "StoredIds",
-    "StoredReport",
-    "SurveyRecord",
-    "definition_text",
-    "fold_into",
-    "initial_statistics",
     "migrations",
     "over_backlog",
-    "respondents",
-    "submission_owners",
 ]
 
 MIGRATIONS = Path(__file__).with_name("migrations")

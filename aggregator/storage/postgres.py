@@ -28,14 +28,12 @@ from deniable.errors import Conflict, NotFound, StorageError
 from deniable.service.storage import PostgresDialect
 from deniable.wire import Report
 
-from .base import (
-    FOLD_CHUNK,
+from .base import FOLD_CHUNK, Storage, over_backlog
+from .records import (
     OPEN,
     QuestionStatistics,
-    Storage,
     StoredIds,
     fold_into,
-    over_backlog,
     submission_owners,
 )
 from .tokens import batch_digest

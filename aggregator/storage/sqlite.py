@@ -22,15 +22,13 @@ from deniable.errors import Conflict, NotFound, StorageError
 from deniable.service.storage import SqliteDialect, iso, utc_now
 from deniable.wire import Report
 
-from .base import (
-    FOLD_CHUNK,
+from .base import FOLD_CHUNK, Storage, over_backlog
+from .records import (
     OPEN,
     QuestionStatistics,
-    Storage,
     StoredIds,
     SurveyRecord,
     fold_into,
-    over_backlog,
     submission_owners,
 )
 from .sqlite_ids import FileLock, IdIndex, Staged, reports_by_seq
