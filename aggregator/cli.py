@@ -236,7 +236,7 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
 
 def survey_row(record: Any, statistics: dict[str, Any]) -> dict[str, Any]:
     """One survey of ``surveys``: status, respondents, created."""
-    from .storage.base import respondents
+    from .storage.records import respondents
 
     questions = len(record.survey.questions)
     return {

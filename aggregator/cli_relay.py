@@ -23,26 +23,23 @@ from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, _fail, format_table
 def cmd_credential(args: argparse.Namespace) -> int:
     from deniable.service.settings import parse_url
 
-    from .storage import relay
-
     try:
         url = parse_url(args.relay_url)
     except ValueError as error:
         raise _fail(f"--relay-url {error}", EXIT_USAGE) from None
     config = load_settings(args)
     with opened_storage(config) as storage:
-        credential = relay.create_credential(storage, url)
+        credential = storage.relay.create_credential(url)
     print(credential)
     print(f"relay credential for {url} (shown once; only its SHA-256 is stored)", file=sys.stderr)
     return 0
 
 
 def cmd_credentials(args: argparse.Namespace) -> int:
-    from .storage import relay
 
     config = load_settings(args)
     with opened_storage(config) as storage:
-        rows = relay.list_credentials(storage)
+        rows = storage.relay.list_credentials()
     if args.json:
         print_json(rows)
     else:
@@ -59,14 +56,13 @@ def cmd_credentials(args: argparse.Namespace) -> int:
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
-    from .storage import relay
 
     prefix = args.digest.lower()
     if len(prefix) < 8 or any(c not in "0123456789abcdef" for c in prefix):
         raise _fail("give at least 8 hex digits of the credential's digest", EXIT_USAGE)
     config = load_settings(args)
     with opened_storage(config) as storage:
-        count = relay.revoke_credential(storage, prefix)
+        count = storage.relay.revoke_credential(prefix)
     if not count:
         raise _fail(f"no unrevoked relay credential with digest {prefix}...", EXIT_NOT_FOUND)
     print(f"revoked {count} relay credential(s)")
@@ -74,12 +70,11 @@ def cmd_revoke(args: argparse.Namespace) -> int:
 
 
 def cmd_batches(args: argparse.Namespace) -> int:
-    from .storage import relay
 
     config = load_settings(args)
     with opened_storage(config) as storage:
         storage.get_survey(args.survey, count=False)
-        summary = relay.batch_summary(storage, args.survey)
+        summary = storage.relay.batch_summary(args.survey)
     if args.json:
         print_json({"survey": args.survey, "units": summary})
     else:

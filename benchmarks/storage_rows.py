@@ -41,6 +41,8 @@ from ingest import (
     prepare_database,
 )
 
+from deniable.results import question_results
+
 BATCH = 1000
 TARGET_BATCH = 50_000
 TARGET_FIRST_RESULTS_S = 1.0
@@ -64,7 +66,7 @@ def results_document(storage: Any, survey_id: str) -> bytes:
     record = storage.get_survey(survey_id, count=False)
     folded = storage.fold(survey_id)
     questions = [
-        question.results(folded[question.id].statistics, folded[question.id].n)
+        question_results(question, folded[question.id].statistics, folded[question.id].n)
         for question in record.survey.questions
     ]
     document = {

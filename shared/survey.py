@@ -388,15 +388,6 @@ class Question:
             return np.zeros(self.statistics_size, dtype=np.int64)
         return np.asarray(self.oracle.wire_statistics(payloads), np.int64)
 
-    def results(
-        self, statistics: np.ndarray, n: int, *, beta: float | None = None
-    ) -> dict[str, Any]:
-        """:func:`deniable.results.question_results` for this question (kept for callers)."""
-        # Imported here: the device never estimates, and estimation needs numpy.
-        from .results import question_results
-
-        return question_results(self, statistics, n, beta=beta)
-
 
 @dataclass(frozen=True, kw_only=True)
 class Survey:

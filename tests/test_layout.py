@@ -18,8 +18,6 @@ import functools
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 # Source folder -> the top-level package it holds (pyproject.toml's package-dir).
 PACKAGES = {
@@ -88,26 +86,9 @@ def edges() -> tuple[tuple[str, str, str]]:
     return tuple(found)
 
 
-# Imports the storage layer still makes of the aggregator's storage from the relay's (the
-# storage dialect layer moves into the kit, deniable.service.storage, separately).  Listed
-# by file, so that no new one can hide among them.
-STORAGE_EDGES = frozenset(
-    {
-        "relay/storage/__init__.py",
-        "relay/storage/batches.py",
-        "relay/storage/postgres.py",
-        "relay/storage/records.py",
-        "relay/storage/sqlite.py",
-        "relay/storage/surveys.py",
-    }
-)
-
-
 def _forbidden(importer: str, imported: set[str]) -> list[str]:
     return sorted(
-        where
-        for source, target, where in edges()
-        if source == importer and target in imported and where.split(":", 1)[0] not in STORAGE_EDGES
+        where for source, target, where in edges() if source == importer and target in imported
     )
 
 
@@ -129,21 +110,6 @@ def test_the_aggregator_imports_neither_the_relay_nor_the_client() -> None:
 
 def test_the_relay_imports_neither_the_aggregator_nor_the_client() -> None:
     assert _forbidden("relay", {"aggregator", "client"}) == []
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the relay's storage still imports the aggregator's storage (is_postgres, "
-    "timestamps, base.migrations, sqlite); remove this marker, and STORAGE_EDGES, once the "
-    "storage dialect layer lives in deniable.service.storage",
-)
-def test_the_relay_storage_imports_nothing_of_the_aggregator() -> None:
-    remaining = sorted(
-        where
-        for source, target, where in edges()
-        if source == "relay" and target == "aggregator" and where.split(":", 1)[0] in STORAGE_EDGES
-    )
-    assert remaining == []
 
 
 def test_no_cycle_joins_the_top_level_packages() -> None:

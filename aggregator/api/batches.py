@@ -69,11 +69,11 @@ from deniable.errors import (
     SurveyClosed,
 )
 from deniable.service.problems import read_json
+from deniable.service.storage import utc_now
 from deniable.wire import Acknowledgement, RelayBatch, Report
 
 from ..storage import SurveyRecord, current_storage
 from ..storage import relay as relay_storage
-from ..storage.timestamps import utc_now
 from .common import bearer_token, json_response
 from .opening import Opened, decryption_keys, opened_chunks
 from .relayed import relay_terms
@@ -89,7 +89,7 @@ def _authorized_relay(record: SurveyRecord) -> Any:
     credential = bearer_token()
     if credential is None:
         raise AuthenticationError("a batch needs the relay credential (Authorization: Bearer)")
-    url = relay_storage.credential_url(current_storage(), credential)
+    url = current_storage().relay.credential_url(credential)
     if url is None:
         raise Forbidden("the bearer token is not a valid relay credential")
     relay = relay_terms(record)
@@ -196,7 +196,7 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
     batch = RelayBatch.parse(body, units, relay.min_batch)
     unit, blobs = batch.unit, list(batch.sealed)
     digest = content_digest(blobs)
-    found = relay_storage.find_batch(storage, survey_id, batch_id)
+    found = storage.relay.find_batch(survey_id, batch_id)
     if found is not None:
         if found.digest != digest or found.unit != unit:
             raise Conflict(
@@ -246,8 +246,7 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
             accepted,
             len(blobs),
         )
-    standing = relay_storage.record_batch(
-        storage,
+    standing = storage.relay.record_batch(
         survey_id,
         relay_storage.BatchRecord(
             batch_id=batch_id,
@@ -281,5 +280,5 @@ def enrolment_digests(survey_id: str) -> Response:
     storage = current_storage()
     record = storage.get_survey(survey_id, count=False)
     _authorized_relay(record)
-    digests = relay_storage.unspent_enrolment_digests(storage, survey_id)
+    digests = storage.relay.unspent_enrolment_digests(survey_id)
     return json_response({"survey": survey_id, "digests": digests})

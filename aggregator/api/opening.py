@@ -176,10 +176,9 @@ def warm_when_relayed(app: Any) -> None:
 
     def run() -> None:
         from ..storage import current_storage
-        from ..storage import relay as relay_storage
 
         with contextlib.suppress(Exception), app.app_context():
-            credentials = relay_storage.list_credentials(current_storage())
+            credentials = current_storage().relay.list_credentials()
             if any(c["revoked_at"] is None for c in credentials):
                 warm_pool()
 

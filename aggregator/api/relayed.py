@@ -19,7 +19,6 @@ from typing import Any
 from deniable.survey import Question
 
 from ..storage import SurveyRecord, current_storage
-from ..storage import relay as relay_storage
 
 DELTA = 1e-6
 SUMMARY = "The relay hid who sent each report and forwarded batches in a random order."
@@ -34,7 +33,7 @@ def batch_summary(record: SurveyRecord) -> dict[str, dict[str, int]] | None:
     """Per unit batch figures of a relayed survey (None for a survey that is not relayed)."""
     if relay_terms(record) is None:
         return None
-    return relay_storage.batch_summary(current_storage(), record.id)
+    return current_storage().relay.batch_summary(record.id)
 
 
 def header(record: SurveyRecord, summary: dict[str, dict[str, int]] | None) -> dict[str, Any]:

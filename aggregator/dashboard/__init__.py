@@ -21,7 +21,7 @@ from deniable.errors import InvalidParameter, NotFound
 from ..api.common import check_survey_id, page_parameters, survey_summary
 from ..api.results import results_by_question, results_cache, statistics_key, unpacked
 from ..storage import SurveyRecord, current_storage
-from ..storage.base import respondents
+from ..storage.records import respondents
 from .present import question_view
 
 blueprint = Blueprint("dashboard", __name__, template_folder="templates")

@@ -1,5 +1,6 @@
-"""Storage backends: SQLite (default) and PostgreSQL (a ``postgresql://`` DSN).
+"""The aggregator's storage: SQLite (default) or PostgreSQL (a ``postgresql://`` DSN).
 
+One :class:`Storage` over a dialect (:mod:`deniable.service.storage`).
 :func:`open_storage` picks the backend from the DATABASE setting;
 :func:`init_app` attaches one :class:`Storage` to the Flask app (migrating the
 schema unless ``MIGRATE`` is off) and :func:`current_storage` returns it in a
@@ -8,19 +9,22 @@ request.  The CLI uses :func:`open_storage` directly with the same settings.
 
 from __future__ import annotations
 
-import atexit
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, current_app
 
-from .base import QuestionStatistics, Storage, StoredReport, SurveyRecord
+from deniable.service import storage as service_storage
+from deniable.service.storage import is_postgres
+
+from .base import Storage
+from .records import QuestionStatistics, StoredReport, SurveyRecord
 from .tokens import OperatorToken, hash_token
 
 EXTENSION = "deniable.storage"
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 __all__ = [
+    "EXTENSION",
     "OperatorToken",
     "QuestionStatistics",
     "Storage",
@@ -32,10 +36,6 @@ __all__ = [
     "is_postgres",
     "open_storage",
 ]
-
-
-def is_postgres(database: str) -> bool:
-    return database.startswith(POSTGRES_SCHEMES)
 
 
 def open_storage(settings: Mapping[str, Any]) -> Storage:
@@ -55,24 +55,9 @@ def open_storage(settings: Mapping[str, Any]) -> Storage:
     return SqliteStorage(database, busy_timeout_ms=settings.get("BUSY_TIMEOUT_MS", 30_000))
 
 
-def init_app(
-    app: Flask,
-    *,
-    opener: Callable[[Mapping[str, Any]], Any] = open_storage,
-    extension: str = EXTENSION,
-) -> None:
-    """Open (and migrate) the app's storage; close it at interpreter exit.
-
-    ``opener`` and ``extension`` let another service (the relay) attach its own
-    storage the same way."""
-    storage = opener(app.config)
-    if app.config.get("MIGRATE", True):
-        storage.migrate()
-        # Why: a server that forks after create_app (gunicorn --preload) must not share
-        # the parent's pooled connections; each process reopens its own on first use.
-        storage.close()
-    app.extensions[extension] = storage
-    atexit.register(storage.close)
+def init_app(app: Flask) -> None:
+    """Open (and migrate) the app's storage; close it at interpreter exit."""
+    service_storage.init_app(app, opener=open_storage, extension=EXTENSION)
 
 
 def current_storage() -> Storage:

@@ -1,4 +1,4 @@
-"""What every storage backend offers, and the logic they share.
+"""The aggregator's storage: one :class:`Storage` over a dialect, its queries written once.
 
 Tables (see ``migrations/<backend>/``):
 
@@ -23,45 +23,69 @@ Tables (see ``migrations/<backend>/``):
   readers of results lock these rows: :meth:`Storage.fold` adds unfolded
   reports to them in a transaction, so results cost O(domain size + unfolded
   reports) and never rescan ``reports``.
-* ``operator_tokens``: SHA-256 hashes of operator bearer tokens; since migration
-  0004 each may be limited to a list of surveys (``surveys``, JSON; NULL: all).
-* ``enrolment_tokens``: SHA-256 hashes of one-time enrolment tokens, per survey
-  (migration 0002); an unspent one can be revoked (``revoked_at``, 0004).  A
-  token is spent, with the digest of the batch it admitted, in the same
-  transaction that stores that batch; ``surveys.require_enrolment``
-  says whether a survey needs one per submission.
+* ``operator_tokens``, ``enrolment_tokens``: :mod:`.tokens`.
+* ``crosstab_statistics`` and submission keys: :mod:`.submissions`.
+* ``relay_credentials``, ``relay_batches``: :mod:`.relay`.
 * ``schema_version``: applied migrations.
+
+Everything but ingest and folding is the same SQL on both backends, here and in
+the stores (:class:`.tokens.TokenStore`, :class:`.submissions.SubmissionStore`,
+:class:`.relay.RelayStore`), each over the same :class:`~deniable.service.storage.Dialect`.
+Ingest and folding are different algorithms on the two backends (an id index in
+memory and one writer, against one statement and row locks): ``sqlite.py`` and
+``postgres.py`` hold them, side by side, as :meth:`Storage.add_reports` and
+:meth:`Storage.fold`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from deniable.errors import StorageError
+from deniable.errors import Conflict, NotFound, StorageError
+from deniable.service import storage as service_storage
+from deniable.service.storage import Dialect, Migration, forwarded, iso
 from deniable.survey import Survey
 from deniable.wire import Report
 
+from .records import (
+    CLOSED,
+    OPEN,
+    QuestionStatistics,
+    StoredIds,
+    StoredReport,
+    SurveyRecord,
+    definition_text,
+    initial_statistics,
+)
+from .relay import RelayStore
 from .submissions import SubmissionStore
-from .timestamps import iso, utc_now
-from .tokens import TokenStore
+from .tokens import TokenStore, check_issuable, check_issue_count, hash_token, new_enrolment_token
+
+__all__ = [
+    "FOLD_BACKLOG",
+    "FOLD_CHUNK",
+    "MIGRATIONS",
+    "SURVEY_COLUMNS_UNCOUNTED",
+    "Storage",
+    "migrations",
+    "over_backlog",
+]
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 # Ingest folds a survey's pending reports once there are more than this many, so a
 # results call never has more than about this many (plus one batch) left to fold.
 FOLD_BACKLOG = 5_000
 FOLD_CHUNK = 10_000
-OPEN, CLOSED = "open", "closed"
 # Parsed definitions are immutable once stored, so each process keeps a few.
 SURVEY_CACHE_SIZE = 256
 
@@ -79,158 +103,12 @@ def over_backlog(last_seq: int | None, first_pending: int | None) -> bool:
     return last_seq - first_pending + 1 > FOLD_BACKLOG
 
 
-@dataclass(frozen=True, kw_only=True)
-class Migration:
-    """One versioned schema change: ``NNNN_name.sql``."""
-
-    version: int
-    name: str
-    sql: str
-
-
 def migrations(backend: str, root: Path = MIGRATIONS) -> list[Migration]:
-    """The migrations of one backend, in version order (``root``: another service's folder)."""
-    found = []
-    for path in sorted((root / backend).glob("*.sql")):
-        number, _, name = path.stem.partition("_")
-        found.append(Migration(version=int(number), name=name, sql=path.read_text("utf-8")))
-    versions = [m.version for m in found]
-    if versions != list(range(1, len(found) + 1)):
-        raise StorageError(f"migrations for {backend} are not numbered 1..n: {versions}")
-    return found
+    """The aggregator's migrations of one backend, in version order."""
+    return service_storage.migrations(backend, root)
 
 
-@dataclass(frozen=True, kw_only=True)
-class SurveyRecord:
-    """A stored survey: its validated definition and its state."""
-
-    survey: Survey
-    status: str
-    results_public: bool
-    created_at: str
-    closed_at: str | None
-    n_reports: int | None  # None when fetched with count=False (the hot paths)
-    require_enrolment: bool = False
-
-    @property
-    def id(self) -> str:
-        return self.survey.id
-
-    @property
-    def is_open(self) -> bool:
-        return self.status == OPEN
-
-
-@dataclass(frozen=True, kw_only=True)
-class StoredReport:
-    """One row of the append-only report log, as exported."""
-
-    seq: int
-    id: str
-    question: str
-    payload: str
-    received_at: str
-    submission: int | None = None  # shared by one submission's reports (migration 0009)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "id": self.id,
-            "question": self.question,
-            "payload": self.payload,
-            "received_at": self.received_at,
-            "submission": self.submission,
-        }
-
-
-class StoredIds(list[str]):
-    """What :meth:`Storage.add_reports` returns: the ids of the reports given, in their
-    order (equal to that plain list), and ``new``: the ids this call stored.  The others
-    were stored before with the same body and were acknowledged again (a retry or a
-    replay): they add nobody."""
-
-    new: frozenset[str]
-
-    def __init__(self, ids: Iterable[str], *, new: Iterable[str]) -> None:
-        super().__init__(ids)
-        self.new = frozenset(new)
-
-
-@dataclass(frozen=True, kw_only=True)
-class QuestionStatistics:
-    """Folded sufficient statistics of one question."""
-
-    question: str
-    n: int
-    statistics: np.ndarray
-
-
-def submission_owners(
-    reports: list[Report], respondents: list[int | None] | None
-) -> dict[str, int | None]:
-    """Report id -> its respondent's index in the batch (None: a loose, unjoinable report).
-
-    ``respondents`` is None for one respondent's submission (every report joins).
-    """
-    if respondents is None:
-        return {report.id: 0 for report in reports}
-    if len(respondents) != len(reports):
-        raise StorageError("one respondent index per report is needed")
-    return {report.id: owner for report, owner in zip(reports, respondents, strict=True)}
-
-
-def respondents(statistics: dict[str, QuestionStatistics]) -> int:
-    """Respondents of a survey: the most reports any one question has.
-
-    A public submission holds at most one report per question (one respondent),
-    so summing over questions would count each respondent once per question.
-    """
-    return max((s.n for s in statistics.values()), default=0)
-
-
-def fold_into(
-    survey: Survey, current: dict[str, QuestionStatistics], rows: Iterable[tuple[str, str]]
-) -> dict[str, QuestionStatistics]:
-    """Statistics after adding pending ``(question_id, payload)`` rows to ``current``.
-
-    Statistics are additive, so folding in chunks gives exactly the vector that
-    ``Question.statistics`` computes over all payloads at once.
-    """
-    grouped: dict[str, list[str]] = {}
-    for question_id, payload in rows:
-        grouped.setdefault(question_id, []).append(payload)
-    updated = dict(current)
-    for question_id, payloads in grouped.items():
-        if question_id not in current:
-            raise StorageError(f"survey {survey.id!r}: stored report for unknown {question_id!r}")
-        try:
-            added = survey.question(question_id).statistics(payloads)
-        except ValueError as error:
-            raise StorageError(
-                f"survey {survey.id!r}: unreadable stored report ({error})"
-            ) from None
-        before = current[question_id]
-        updated[question_id] = QuestionStatistics(
-            question=question_id,
-            n=before.n + len(payloads),
-            statistics=np.asarray(before.statistics, dtype=np.int64) + added,
-        )
-    return updated
-
-
-def initial_statistics(survey: Survey) -> list[tuple[str, int, list[int]]]:
-    """``(question_id, position, zero vector)`` for every question of a new survey."""
-    return [
-        (question.id, position, question.statistics([]).tolist())
-        for position, question in enumerate(survey.questions)
-    ]
-
-
-def statistics_from_json(text: str) -> np.ndarray:
-    return np.asarray(json.loads(text), dtype=np.int64)
-
-
-def survey_columns(pending_count: str) -> str:
+def _surveys_columns(pending_count: str) -> str:
     """The survey columns, counting reports as folded ``n`` plus ``pending_count`` (SQL)."""
     return f"""
     s.id, s.definition, s.status, s.results_public, s.created_at, s.closed_at,
@@ -247,78 +125,138 @@ SURVEY_COLUMNS_UNCOUNTED = """
 """
 
 
-class Storage(TokenStore, SubmissionStore, ABC):
+class Storage(ABC):
     """The storage protocol: every method is one or a few short transactions.
 
     An acknowledgement (a method returning normally after a write) means the
     write is committed.  Database failures raise :class:`StorageError`.
+
+    ``tokens``, ``submissions`` and ``relay`` are the stores of the other tables,
+    over the same dialect; the token and submission methods are offered here too.
     """
 
-    backend: str
+    # SQL counting a survey's unfolded reports (``s``: its surveys row), per backend.
+    pending_count: str
+    # Columns a new survey row sets beyond the shared ones, and their SQL values.
+    new_survey_columns: tuple[tuple[str, str], ...] = ()
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.backend = dialect.backend
+        self.tokens = TokenStore(dialect)
+        self.submissions = SubmissionStore(dialect)
+        self.relay = RelayStore(dialect)
         self._surveys: OrderedDict[tuple[str, str], Survey] = OrderedDict()
         self._surveys_lock = threading.Lock()
+        self._survey_columns = _surveys_columns(self.pending_count)
 
     # -- lifecycle ------------------------------------------------------------
-    @abstractmethod
     def migrate(self) -> int:
         """Apply pending migrations; return the schema version."""
+        return self.dialect.migrate(MIGRATIONS)
 
-    @abstractmethod
     def schema_version(self) -> int:
         """The highest applied migration (0 for an empty database)."""
+        return self.dialect.schema_version()
 
-    @abstractmethod
     def ping(self) -> None:
         """Raise StorageError unless the database answers and would accept writes."""
+        self.dialect.ping()
 
-    def close(self) -> None:  # noqa: B027 - optional hook: only pooled backends need it
-        """Release connections (pools)."""
+    def close(self) -> None:
+        """Release this process's connections (each reopens on its next use)."""
+        self.dialect.close()
 
     def bulk_turn(self) -> contextlib.AbstractContextManager[object]:
         """Held by a bulk request while it parses and stores its reports (no wait here)."""
         return contextlib.nullcontext()
 
-    # -- dialect hooks (each backend says how it runs one transaction) ----------------
-    placeholder = "?"
+    def _transaction(self) -> contextlib.AbstractContextManager[Any]:
+        """A write transaction on the backend's own connection (tests and benchmarks run
+        raw SQL in it)."""
+        return self.dialect.write()
 
-    @abstractmethod
     def _read(self) -> contextlib.AbstractContextManager[Any]:
-        """A read transaction; yields a connection with ``execute(sql, params)``."""
-
-    @abstractmethod
-    def _write(self) -> contextlib.AbstractContextManager[Any]:
-        """A write transaction; yields a connection with ``execute(sql, params)``."""
-
-    def _sql(self, text: str) -> str:
-        return text if self.placeholder == "?" else text.replace("?", self.placeholder)
-
-    def _timestamp(self) -> Any:
-        """The current time as this backend stores it (ISO text, or a datetime)."""
-        return iso(utc_now())
+        return self.dialect.read()
 
     # -- surveys ------------------------------------------------------------------
-    @abstractmethod
+    def _fetch(self, connection: Any, survey_id: str, *, count: bool = True) -> SurveyRecord:
+        columns = self._survey_columns if count else SURVEY_COLUMNS_UNCOUNTED
+        row = self.dialect.run(
+            connection, f"SELECT {columns} FROM surveys s WHERE s.id = ?", (survey_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no survey {survey_id!r}")
+        return self._record(row)
+
     def create_survey(
         self, survey: Survey, *, results_public: bool, require_enrolment: bool = False
     ) -> SurveyRecord:
         """Store a new survey (Conflict if the id exists)."""
+        dialect = self.dialect
+        names = ", ".join(name for name, _ in self.new_survey_columns)
+        values = ", ".join(value for _, value in self.new_survey_columns)
+        with dialect.write() as connection:
+            inserted = dialect.run(
+                connection,
+                "INSERT INTO surveys (id, definition, results_public, status, created_at,"
+                f" require_enrolment{', ' * bool(names)}{names})"
+                f" VALUES (?, ?, ?, ?, ?, ?{', ' * bool(values)}{values})"
+                " ON CONFLICT (id) DO NOTHING RETURNING id",
+                (
+                    survey.id,
+                    definition_text(survey),
+                    bool(results_public),
+                    OPEN,
+                    dialect.now(),
+                    bool(require_enrolment),
+                ),
+            ).fetchall()
+            if not inserted:
+                raise Conflict(f"survey id {survey.id!r} is taken")
+            dialect.insert_rows(
+                connection,
+                "question_statistics",
+                ("survey_id", "question_id", "position", "statistics"),
+                [
+                    (survey.id, qid, pos, dialect.int_array(zeros))
+                    for qid, pos, zeros in initial_statistics(survey)
+                ],
+            )
+            # A new survey has no reports: nothing to count.
+            return replace(self._fetch(connection, survey.id, count=False), n_reports=0)
 
-    @abstractmethod
     def get_survey(self, survey_id: str, *, count: bool = True) -> SurveyRecord:
         """The survey (NotFound if unknown); ``count=False`` skips counting its reports."""
+        with self.dialect.lone_read() as connection:
+            return self._fetch(connection, survey_id, count=count)
 
-    @abstractmethod
     def list_surveys(self, *, offset: int = 0, limit: int | None = None) -> list[SurveyRecord]:
         """Surveys oldest first: ``limit`` of them (None: all) after skipping ``offset``."""
+        with self.dialect.read() as connection:
+            rows = self.dialect.run(
+                connection,
+                f"SELECT {self._survey_columns} FROM surveys s ORDER BY s.created_at, s.id"
+                " LIMIT ? OFFSET ?",
+                (self.dialect.no_limit if limit is None else limit, offset),
+            ).fetchall()
+        return [self._record(row) for row in rows]
 
-    @abstractmethod
     def close_survey(self, survey_id: str) -> SurveyRecord:
-        """Close a survey (idempotent); closed surveys reject reports."""
+        """Close a survey (idempotent); closed surveys reject reports.
+
+        PostgreSQL: the UPDATE waits for in-flight ingests (each holds the survey row
+        FOR SHARE), so nothing is acknowledged for a closed survey."""
+        dialect = self.dialect
+        with dialect.write() as connection:
+            dialect.run(
+                connection,
+                "UPDATE surveys SET status = ?, closed_at = ? WHERE id = ? AND status = ?",
+                (CLOSED, dialect.now(), survey_id, OPEN),
+            )
+            return self._fetch(connection, survey_id)
 
     # -- enrolment tokens -------------------------------------------------------------
-    @abstractmethod
     def issue_enrolment_tokens(self, survey_id: str, count: int) -> list[str]:
         """Create ``count`` one-time tokens for a survey that requires enrolment.
 
@@ -326,10 +264,35 @@ class Storage(TokenStore, SubmissionStore, ABC):
         NotFound for an unknown survey; Conflict if it is closed or does not
         require enrolment.
         """
+        check_issue_count(count)
+        tokens = [new_enrolment_token() for _ in range(count)]
+        dialect = self.dialect
+        created_at = dialect.now()
+        with dialect.write() as connection:
+            # Why the share lock: a concurrent close waits, so no token is issued for a
+            # closed survey.
+            dialect.run(
+                connection, "SELECT 1 FROM surveys WHERE id = ?" + dialect.for_share, (survey_id,)
+            ).fetchall()
+            check_issuable(self._fetch(connection, survey_id))
+            dialect.insert_rows(
+                connection,
+                "enrolment_tokens",
+                ("token_hash", "survey_id", "created_at"),
+                [(hash_token(token), survey_id, created_at) for token in tokens],
+            )
+        return tokens
 
-    @abstractmethod
     def enrolment_token_counts(self, survey_id: str) -> tuple[int, int]:
         """(issued, spent) enrolment tokens of a survey."""
+        with self.dialect.read() as connection:
+            self._fetch(connection, survey_id)
+            issued, spent = self.dialect.run(
+                connection,
+                "SELECT COUNT(*), COUNT(spent_at) FROM enrolment_tokens WHERE survey_id = ?",
+                (survey_id,),
+            ).fetchone()
+        return int(issued), int(spent)
 
     # -- reports ------------------------------------------------------------------
     @abstractmethod
@@ -369,13 +332,35 @@ class Storage(TokenStore, SubmissionStore, ABC):
         calls gives each the batch's.
         """
 
-    @abstractmethod
     def export_reports(self, survey_id: str) -> Iterator[StoredReport]:
         """Every stored report of a survey in append-only (seq) order, from one snapshot."""
+        self.get_survey(survey_id, count=False)  # Why: NotFound before the first byte is streamed.
+        return self._export(survey_id)
 
-    @abstractmethod
+    def _export(self, survey_id: str) -> Iterator[StoredReport]:
+        rows = self.dialect.stream(
+            "SELECT seq, CAST(report_id AS TEXT), question_id, payload, received_at,"
+            " submission FROM reports WHERE survey_id = ? ORDER BY seq",
+            (survey_id,),
+        )
+        for seq, report_id, question_id, payload, received_at, submission in rows:
+            yield StoredReport(
+                seq=seq,
+                id=report_id,
+                question=question_id,
+                payload=payload,
+                received_at=iso(received_at),
+                submission=submission,
+            )
+
     def count_reports(self, survey_id: str | None = None) -> int:
         """Stored report rows (of one survey, or all)."""
+        with self.dialect.read() as connection:
+            if survey_id is None:
+                return connection.execute("SELECT COUNT(*) FROM reports").fetchone()[0]
+            return self.dialect.run(
+                connection, "SELECT COUNT(*) FROM reports WHERE survey_id = ?", (survey_id,)
+            ).fetchone()[0]
 
     # -- results --------------------------------------------------------------------
     @abstractmethod
@@ -384,6 +369,44 @@ class Storage(TokenStore, SubmissionStore, ABC):
 
         Every report acknowledged before the call is counted in the result.
         """
+
+    def _statistics(
+        self, connection: Any, survey_id: str, lock: str = ""
+    ) -> dict[str, QuestionStatistics]:
+        """The survey's folded statistics, by question id in survey order (``lock``: a row
+        lock clause)."""
+        return {
+            qid: QuestionStatistics(
+                question=qid,
+                n=n,
+                statistics=np.asarray(self.dialect.read_int_array(s), dtype=np.int64),
+            )
+            for qid, n, s in self.dialect.run(
+                connection,
+                "SELECT question_id, n, statistics FROM question_statistics"
+                " WHERE survey_id = ? ORDER BY position" + lock,
+                (survey_id,),
+            ).fetchall()
+        }
+
+    def _write_statistics(
+        self,
+        connection: Any,
+        survey_id: str,
+        current: dict[str, QuestionStatistics],
+        updated: dict[str, QuestionStatistics],
+    ) -> None:
+        """Store the statistics of ``updated`` that differ from ``current``."""
+        self.dialect.execute_many(
+            connection,
+            "UPDATE question_statistics SET n = ?, statistics = ?"
+            " WHERE survey_id = ? AND question_id = ?",
+            [
+                (s.n, self.dialect.int_array(s.statistics.tolist()), survey_id, qid)
+                for qid, s in updated.items()
+                if s is not current[qid]
+            ],
+        )
 
     # -- shared helpers ---------------------------------------------------------------
     def _record(self, row: tuple) -> SurveyRecord:
@@ -417,11 +440,16 @@ class Storage(TokenStore, SubmissionStore, ABC):
                 self._surveys.popitem(last=False)
         return survey
 
-
-def definition_text(survey: Survey) -> str:
-    """The resolved definition as stored: canonical JSON text, in the current format.
-
-    New surveys are always stored as ``deniable.survey/2``; rows stored as /1 are
-    parsed as /1 and keep their canonical bytes (and so their signatures).
-    """
-    return survey.upgraded().canonical_bytes().decode("utf-8")
+    # -- the stores' methods, as callers have always called them ------------------------
+    create_operator_token = forwarded("tokens", TokenStore.create_operator_token)
+    find_operator_token = forwarded("tokens", TokenStore.find_operator_token)
+    verify_operator_token = forwarded("tokens", TokenStore.verify_operator_token)
+    list_operator_tokens = forwarded("tokens", TokenStore.list_operator_tokens)
+    revoke_operator_token = forwarded("tokens", TokenStore.revoke_operator_token)
+    list_enrolment_tokens = forwarded("tokens", TokenStore.list_enrolment_tokens)
+    revoke_enrolment_tokens = forwarded("tokens", TokenStore.revoke_enrolment_tokens)
+    unjoinable_reports = forwarded("submissions", SubmissionStore.unjoinable_reports)
+    joined_reports = forwarded("submissions", SubmissionStore.joined_reports)
+    cached_crosstab = forwarded("submissions", SubmissionStore.cached_crosstab)
+    store_crosstab = forwarded("submissions", SubmissionStore.store_crosstab)
+    later_public_surveys = forwarded("submissions", SubmissionStore.later_public_surveys)

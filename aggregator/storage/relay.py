@@ -1,12 +1,9 @@
-"""Relayed surveys' bookkeeping, for both backends (migration 0010).
+"""Relayed surveys' bookkeeping, over a dialect (migration 0010).
 
 * ``relay_credentials``: SHA-256 of each relay credential and the relay URL it
   may forward for (a survey's signed ``relay.url``); revocable.
 * ``relay_batches``: each batch stored, once per (survey, batch id): its
   content digest (order-free), size, reports stored and blobs dropped.
-
-Functions take a :class:`~deniable.aggregator.storage.base.Storage` and run
-their SQL through its dialect hooks (``_read``, ``_write``, ``_sql``).
 """
 
 from __future__ import annotations
@@ -14,13 +11,22 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deniable.errors import InvalidParameter
 from deniable.origins import canonical_url
+from deniable.service.storage import Dialect, iso
 
-from .base import Storage
-from .timestamps import iso
+if TYPE_CHECKING:
+    pass
+
+__all__ = [
+    "CREDENTIAL_PREFIX",
+    "BatchRecord",
+    "RelayStore",
+    "credential_digest",
+    "normalized_url",
+]
 
 CREDENTIAL_PREFIX = "dnr_"  # a relay credential, told apart from operator and enrolment tokens
 
@@ -37,55 +43,6 @@ def normalized_url(url: str) -> str:
         return canonical_url(text)
     except InvalidParameter:  # stored before URLs were checked: as written, matching no survey
         return text
-
-
-def create_credential(storage: Storage, relay_url: str) -> str:
-    """A new relay credential for ``relay_url``; returns the plaintext (stored hashed)."""
-    credential = CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
-    with storage._write() as connection:
-        connection.execute(
-            storage._sql(
-                "INSERT INTO relay_credentials (digest, relay_url, created_at) VALUES (?, ?, ?)"
-            ),
-            (credential_digest(credential), normalized_url(relay_url), storage._timestamp()),
-        )
-    return credential
-
-
-def credential_url(storage: Storage, credential: str) -> str | None:
-    """The relay URL of an unrevoked credential, or None."""
-    with storage._read() as connection:
-        row = connection.execute(
-            storage._sql(
-                "SELECT relay_url FROM relay_credentials WHERE digest = ? AND revoked_at IS NULL"
-            ),
-            (credential_digest(credential),),
-        ).fetchone()
-    return None if row is None else normalized_url(row[0])
-
-
-def list_credentials(storage: Storage) -> list[dict[str, Any]]:
-    with storage._read() as connection:
-        rows = connection.execute(
-            "SELECT digest, relay_url, created_at, revoked_at FROM "
-            "relay_credentials ORDER BY created_at"
-        ).fetchall()
-    return [
-        {"digest": d[:16], "relay_url": u, "created_at": iso(c), "revoked_at": iso(r)}
-        for d, u, c, r in rows
-    ]
-
-
-def revoke_credential(storage: Storage, digest_prefix: str) -> int:
-    """Revoke the credentials whose digest starts with ``digest_prefix`` (at least 8 hex)."""
-    with storage._write() as connection:
-        return connection.execute(
-            storage._sql(
-                "UPDATE relay_credentials SET revoked_at = ? WHERE "
-                "digest LIKE ? AND revoked_at IS NULL"
-            ),
-            (storage._timestamp(), digest_prefix + "%"),
-        ).rowcount
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,76 +71,120 @@ class BatchRecord:
         }
 
 
-def find_batch(storage: Storage, survey_id: str, batch_id: str) -> BatchRecord | None:
-    with storage._read() as connection:
-        row = connection.execute(
-            storage._sql(
-                "SELECT batch_id, unit, digest, size, stored, "
-                "dropped FROM relay_batches WHERE survey_id = ? "
-                "AND batch_id = ?"
-            ),
-            (survey_id, batch_id),
-        ).fetchone()
-    if row is None:
-        return None
-    return BatchRecord(
-        batch_id=row[0],
-        unit=row[1],
-        digest=row[2],
-        size=int(row[3]),
-        stored=int(row[4]),
-        dropped=int(row[5]),
-    )
+class RelayStore:
+    """Relay credentials and the batches relays delivered (``Storage.relay``)."""
 
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
 
-def record_batch(storage: Storage, survey_id: str, record: BatchRecord) -> BatchRecord:
-    """Record a stored batch once; return the record that stands (an earlier one wins)."""
-    with storage._write() as connection:
-        connection.execute(
-            storage._sql(
-                "INSERT INTO relay_batches (survey_id, batch_id, unit, digest, size, stored, "
-                "dropped, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-            ),
-            (
-                survey_id,
-                record.batch_id,
-                record.unit,
-                record.digest,
-                record.size,
-                record.stored,
-                record.dropped,
-                storage._timestamp(),
-            ),
+    def create_credential(self, relay_url: str) -> str:
+        """A new relay credential for ``relay_url``; returns the plaintext (stored hashed)."""
+        credential = CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
+        dialect = self.dialect
+        with dialect.write() as connection:
+            dialect.run(
+                connection,
+                "INSERT INTO relay_credentials (digest, relay_url, created_at) VALUES (?, ?, ?)",
+                (credential_digest(credential), normalized_url(relay_url), dialect.now()),
+            )
+        return credential
+
+    def credential_url(self, credential: str) -> str | None:
+        """The relay URL of an unrevoked credential, or None."""
+        with self.dialect.read() as connection:
+            row = self.dialect.run(
+                connection,
+                "SELECT relay_url FROM relay_credentials WHERE digest = ? AND revoked_at IS NULL",
+                (credential_digest(credential),),
+            ).fetchone()
+        return None if row is None else normalized_url(row[0])
+
+    def list_credentials(self) -> list[dict[str, Any]]:
+        with self.dialect.read() as connection:
+            rows = connection.execute(
+                "SELECT digest, relay_url, created_at, revoked_at FROM "
+                "relay_credentials ORDER BY created_at"
+            ).fetchall()
+        return [
+            {"digest": d[:16], "relay_url": u, "created_at": iso(c), "revoked_at": iso(r)}
+            for d, u, c, r in rows
+        ]
+
+    def revoke_credential(self, digest_prefix: str) -> int:
+        """Revoke the credentials whose digest starts with ``digest_prefix`` (at least 8 hex)."""
+        dialect = self.dialect
+        with dialect.write() as connection:
+            return dialect.run(
+                connection,
+                "UPDATE relay_credentials SET revoked_at = ? WHERE "
+                "digest LIKE ? AND revoked_at IS NULL",
+                (dialect.now(), digest_prefix + "%"),
+            ).rowcount
+
+    def find_batch(self, survey_id: str, batch_id: str) -> BatchRecord | None:
+        with self.dialect.read() as connection:
+            row = self.dialect.run(
+                connection,
+                "SELECT batch_id, unit, digest, size, stored, dropped FROM relay_batches"
+                " WHERE survey_id = ? AND batch_id = ?",
+                (survey_id, batch_id),
+            ).fetchone()
+        if row is None:
+            return None
+        batch, unit, digest, size, stored, dropped = row
+        return BatchRecord(
+            batch_id=batch,
+            unit=unit,
+            digest=digest,
+            size=int(size),
+            stored=int(stored),
+            dropped=int(dropped),
         )
-    return find_batch(storage, survey_id, record.batch_id) or record
 
+    def record_batch(self, survey_id: str, record: BatchRecord) -> BatchRecord:
+        """Record a stored batch once; return the record that stands (an earlier one wins)."""
+        dialect = self.dialect
+        with dialect.write() as connection:
+            dialect.run(
+                connection,
+                "INSERT INTO relay_batches (survey_id, batch_id, unit, digest, size, stored,"
+                " dropped, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                (
+                    survey_id,
+                    record.batch_id,
+                    record.unit,
+                    record.digest,
+                    record.size,
+                    record.stored,
+                    record.dropped,
+                    dialect.now(),
+                ),
+            )
+        return self.find_batch(survey_id, record.batch_id) or record
 
-def batch_summary(storage: Storage, survey_id: str) -> dict[str, dict[str, int]]:
-    """Per unit: batches, smallest batch and stored (respondents: blobs that opened to new
-    valid reports; a replayed blob is in neither), dropped (blobs that did not open or were
-    invalid)."""
-    with storage._read() as connection:
-        rows = connection.execute(
-            storage._sql(
-                "SELECT unit, COUNT(*), MIN(stored), SUM(stored), SUM(dropped) FROM "
-                "relay_batches WHERE survey_id = ? GROUP BY unit"
-            ),
-            (survey_id,),
-        ).fetchall()
-    return {
-        unit: {"batches": int(b), "smallest_batch": int(m), "stored": int(s), "dropped": int(d)}
-        for unit, b, m, s, d in rows
-    }
+    def batch_summary(self, survey_id: str) -> dict[str, dict[str, int]]:
+        """Per unit: batches, smallest batch and stored (respondents: blobs that opened to new
+        valid reports; a replayed blob is in neither), dropped (blobs that did not open or
+        were invalid)."""
+        with self.dialect.read() as connection:
+            rows = self.dialect.run(
+                connection,
+                "SELECT unit, COUNT(*), MIN(stored), SUM(stored), SUM(dropped) FROM"
+                " relay_batches WHERE survey_id = ? GROUP BY unit",
+                (survey_id,),
+            ).fetchall()
+        return {
+            unit: {"batches": int(b), "smallest_batch": int(m), "stored": int(s), "dropped": int(d)}
+            for unit, b, m, s, d in rows
+        }
 
-
-def unspent_enrolment_digests(storage: Storage, survey_id: str) -> list[str]:
-    """SHA-256 digests of the survey's enrolment tokens neither spent nor revoked."""
-    with storage._read() as connection:
-        rows = connection.execute(
-            storage._sql(
-                "SELECT token_hash FROM enrolment_tokens WHERE survey_id = ? AND spent_at IS NULL "
-                "AND revoked_at IS NULL ORDER BY token_hash"
-            ),
-            (survey_id,),
-        ).fetchall()
-    return [row[0] for row in rows]
+    def unspent_enrolment_digests(self, survey_id: str) -> list[str]:
+        """SHA-256 digests of the survey's enrolment tokens neither spent nor revoked."""
+        with self.dialect.read() as connection:
+            rows = self.dialect.run(
+                connection,
+                "SELECT token_hash FROM enrolment_tokens WHERE survey_id = ? AND spent_at IS NULL"
+                " AND revoked_at IS NULL ORDER BY token_hash",
+                (survey_id,),
+            ).fetchall()
+        return [row[0] for row in rows]

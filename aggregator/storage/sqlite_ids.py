@@ -45,8 +45,7 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from deniable.errors import StorageError
-
-from ..datadir import open_lock_file
+from deniable.service.datadir import open_lock_file
 
 # Ids stored after the last merge before a batch merges them into report_ids: a
 # merge rewrites report_ids about once, under the write lock, so it stays rare

@@ -1,4 +1,4 @@
-"""Joined reports for crosstabs: a mixin of :class:`~deniable.aggregator.storage.base.Storage`.
+"""Joined reports for crosstabs, and the crosstab cache, over a dialect.
 
 Since migration 0009 every report carries the server-assigned key of its
 submission (one respondent's answers).  A crosstab of questions A and B
@@ -11,18 +11,20 @@ transaction, so a watermark W never splits one, provided every report with
 seq <= W is committed when W is read.  SQLite has one writer, whose seqs are
 all above every committed one.  PostgreSQL's identity values commit out of
 order, but every ingest holds its survey's row FOR SHARE until it commits, so
-W is read (:meth:`_crosstab_watermark`) while holding that row FOR NO KEY
+W is read (:meth:`SubmissionStore.watermark`) while holding that row FOR NO KEY
 UPDATE: no ingest of the survey is in flight, and later ones take larger seqs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from deniable.service.storage import Dialect
+
+__all__ = ["SubmissionStore"]
 
 _READERS: list[ThreadPoolExecutor] = []
 _READERS_LOCK = threading.Lock()
@@ -37,32 +39,35 @@ def _readers() -> ThreadPoolExecutor:
 
 
 class SubmissionStore:
-    """Queries on submission keys and the crosstab cache."""
+    """Queries on submission keys (``reports.submission``) and the crosstab cache."""
 
-    _read: Callable[[], contextlib.AbstractContextManager[Any]]
-    _write: Callable[[], contextlib.AbstractContextManager[Any]]
-    _sql: Callable[[str], str]
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
 
     def unjoinable_reports(self, survey_id: str) -> int:
         """Reports of the survey without a submission key (stored before 0009, or loose)."""
-        with self._read() as connection:
+        with self.dialect.read() as connection:
             return int(
                 connection.execute(
-                    self._sql(
+                    self.dialect.sql(
                         "SELECT COUNT(*) FROM reports WHERE survey_id = ? AND submission IS NULL"
                     ),
                     (survey_id,),
                 ).fetchone()[0]
             )
 
-    def _crosstab_watermark(self, survey_id: str) -> int:
+    def watermark(self, survey_id: str) -> int:
         """A seq W such that every report of the survey with seq <= W is committed."""
-        with self._read() as connection:
+        dialect = self.dialect
+        # Why the row lock (PostgreSQL): ingest holds it FOR SHARE until it commits.
+        with dialect.read() as connection:
+            dialect.run(
+                connection,
+                "SELECT 1 FROM surveys WHERE id = ?" + dialect.for_no_key_update,
+                (survey_id,),
+            ).fetchone()
             last = connection.execute("SELECT COALESCE(MAX(seq), 0) FROM reports").fetchone()
             return int(last[0])
-
-    # The SQL aggregate that concatenates text (PostgreSQL: string_agg).
-    _concatenate = "group_concat"
 
     def joined_reports(
         self, survey_id: str, questions: tuple[str, str], after: int
@@ -73,13 +78,13 @@ class SubmissionStore:
         (each is a fixed-width hex text), in one and the same row order: two
         aggregates over one scan, so no per-row work in Python.
         """
-        through = self._crosstab_watermark(survey_id)
+        through = self.watermark(survey_id)
         found: dict[str, tuple[str, str]] = {}
         if through <= after:
             return after, {question: ("", "") for question in questions}
-        sql = self._sql(
-            f"SELECT {self._concatenate}(CAST(submission AS TEXT), ','),"
-            f" {self._concatenate}(payload, '') FROM reports"
+        sql = self.dialect.sql(
+            f"SELECT {self.dialect.concatenate}(CAST(submission AS TEXT), ','),"
+            f" {self.dialect.concatenate}(payload, '') FROM reports"
             " WHERE survey_id = ? AND question_id = ? AND seq > ? AND seq <= ?"
             " AND submission IS NOT NULL"
         )
@@ -87,7 +92,7 @@ class SubmissionStore:
         def read(question: str) -> tuple[str, str]:
             # Every row up to the watermark is committed, so two connections (two
             # snapshots) read the same rows.
-            with self._read() as connection:
+            with self.dialect.read() as connection:
                 keys, payloads = connection.execute(
                     sql, (survey_id, question, after, through)
                 ).fetchone()
@@ -103,9 +108,9 @@ class SubmissionStore:
         self, survey_id: str, questions: tuple[str, str]
     ) -> tuple[int, dict[str, Any]] | None:
         """(through_seq, statistics as stored) of a folded pair, or None."""
-        with self._read() as connection:
+        with self.dialect.read() as connection:
             row = connection.execute(
-                self._sql(
+                self.dialect.sql(
                     "SELECT through_seq, statistics FROM crosstab_statistics"
                     " WHERE survey_id = ? AND rows_question = ? AND columns_question = ?"
                 ),
@@ -121,9 +126,9 @@ class SubmissionStore:
         Each stored row is whole (statistics and watermark together), so racing
         folds leave one consistent row, the furthest.
         """
-        with self._write() as connection:
+        with self.dialect.write() as connection:
             connection.execute(
-                self._sql(
+                self.dialect.sql(
                     "INSERT INTO crosstab_statistics (survey_id, rows_question,"
                     " columns_question, through_seq, statistics) VALUES (?, ?, ?, ?, ?)"
                     " ON CONFLICT (survey_id, rows_question, columns_question) DO UPDATE"
@@ -136,9 +141,9 @@ class SubmissionStore:
 
     def later_public_surveys(self, survey_id: str, limit: int) -> list[str]:
         """Ids of public surveys created at or after this one (later waves), oldest first."""
-        with self._read() as connection:
+        with self.dialect.read() as connection:
             rows = connection.execute(
-                self._sql(
+                self.dialect.sql(
                     "SELECT id FROM surveys WHERE results_public AND id <> ? AND"
                     " created_at >= (SELECT created_at FROM surveys WHERE id = ?)"
                     " ORDER BY created_at, id LIMIT ?"

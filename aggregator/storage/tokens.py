@@ -9,24 +9,37 @@ same batch is told from a second submission (``check_spent``).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deniable.errors import AuthenticationError, Conflict, Forbidden, InvalidParameter, NotFound
+from deniable.service.storage import Dialect, iso
 from deniable.survey import IDENTIFIER
-
-from .timestamps import iso
 
 if TYPE_CHECKING:
     from deniable.wire import Report
 
-    from .base import SurveyRecord
+    from .records import SurveyRecord
+
+__all__ = [
+    "ENROLMENT_PREFIX",
+    "TOKEN_PREFIX",
+    "EnrolmentToken",
+    "OperatorToken",
+    "TokenStore",
+    "batch_digest",
+    "check_issuable",
+    "check_issue_count",
+    "hash_token",
+    "is_enrolment_token",
+    "new_enrolment_token",
+    "new_token",
+]
 
 TOKEN_PREFIX = "dnb_"
 ENROLMENT_PREFIX = "dne_"
@@ -162,14 +175,22 @@ def check_retry(survey_id: str, row: tuple | None, digest: str) -> None:
 
 
 class TokenStore:
-    """The token tables: a mixin of :class:`~deniable.aggregator.storage.base.Storage`."""
+    """The token tables (``operator_tokens``, ``enrolment_tokens``), over a dialect."""
 
-    _read: Callable[[], contextlib.AbstractContextManager[Any]]
-    _write: Callable[[], contextlib.AbstractContextManager[Any]]
-    _sql: Callable[[str], str]
-    _timestamp: Callable[[], Any]
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
 
-    def _spend(
+    def _check_survey(self, connection: Any, survey_id: str) -> None:
+        """NotFound unless the survey exists."""
+        if (
+            self.dialect.run(
+                connection, "SELECT 1 FROM surveys WHERE id = ?", (survey_id,)
+            ).fetchone()
+            is None
+        ):
+            raise NotFound(f"no survey {survey_id!r}")
+
+    def spend(
         self, connection: Any, survey_id: str, token: str | None, digest: str, *, new: bool
     ) -> None:
         """Spend ``token`` on the batch ``digest`` in the caller's transaction, or refuse.
@@ -187,18 +208,18 @@ class TokenStore:
         if (
             new
             and connection.execute(
-                self._sql(
+                self.dialect.sql(
                     "UPDATE enrolment_tokens SET spent_at = ?, batch_digest = ?"
                     " WHERE token_hash = ? AND survey_id = ? AND spent_at IS NULL"
                     " AND revoked_at IS NULL"
                 ),
-                (self._timestamp(), digest, token_hash, survey_id),
+                (self.dialect.now(), digest, token_hash, survey_id),
             ).rowcount
             == 1
         ):
             return
         row = connection.execute(
-            self._sql(
+            self.dialect.sql(
                 "SELECT batch_digest, revoked_at FROM enrolment_tokens"
                 " WHERE token_hash = ? AND survey_id = ?"
             ),
@@ -214,16 +235,16 @@ class TokenStore:
         """
         scope = check_scope(surveys)
         token = new_token()
-        with self._write() as connection:
+        with self.dialect.write() as connection:
             connection.execute(
-                self._sql(
+                self.dialect.sql(
                     "INSERT INTO operator_tokens (token_hash, label, created_at, surveys)"
                     " VALUES (?, ?, ?, ?)"
                 ),
                 (
                     hash_token(token),
                     label,
-                    self._timestamp(),
+                    self.dialect.now(),
                     None if scope is None else json.dumps(list(scope)),
                 ),
             )
@@ -231,9 +252,9 @@ class TokenStore:
 
     def find_operator_token(self, token: str) -> OperatorToken | None:
         """The stored, unrevoked operator token ``token`` (None if there is none)."""
-        with self._read() as connection:
+        with self.dialect.read() as connection:
             row = connection.execute(
-                self._sql(
+                self.dialect.sql(
                     "SELECT id, label, created_at, revoked_at, surveys FROM operator_tokens"
                     " WHERE token_hash = ? AND revoked_at IS NULL"
                 ),
@@ -247,7 +268,7 @@ class TokenStore:
 
     def list_operator_tokens(self) -> list[OperatorToken]:
         """Every operator token's metadata."""
-        with self._read() as connection:
+        with self.dialect.read() as connection:
             rows = connection.execute(
                 "SELECT id, label, created_at, revoked_at, surveys FROM operator_tokens ORDER BY id"
             ).fetchall()
@@ -255,28 +276,22 @@ class TokenStore:
 
     def revoke_operator_token(self, token_id: int) -> bool:
         """Revoke a token by id; False if no such unrevoked token."""
-        with self._write() as connection:
+        with self.dialect.write() as connection:
             cursor = connection.execute(
-                self._sql(
+                self.dialect.sql(
                     "UPDATE operator_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"
                 ),
-                (self._timestamp(), token_id),
+                (self.dialect.now(), token_id),
             )
             return cursor.rowcount == 1
 
     # -- enrolment tokens, listed and revoked -------------------------------------------
     def list_enrolment_tokens(self, survey_id: str) -> list[EnrolmentToken]:
         """Every enrolment token of a survey, oldest first (NotFound for an unknown survey)."""
-        with self._read() as connection:
-            if (
-                connection.execute(
-                    self._sql("SELECT 1 FROM surveys WHERE id = ?"), (survey_id,)
-                ).fetchone()
-                is None
-            ):
-                raise NotFound(f"no survey {survey_id!r}")
+        with self.dialect.read() as connection:
+            self._check_survey(connection, survey_id)
             rows = connection.execute(
-                self._sql(
+                self.dialect.sql(
                     "SELECT token_hash, created_at, spent_at, revoked_at"
                     " FROM enrolment_tokens WHERE survey_id = ? ORDER BY created_at,"
                     " token_hash"
@@ -314,18 +329,12 @@ class TokenStore:
             if not ENROLMENT_ID.fullmatch(prefix):
                 raise InvalidParameter(f"not an enrolment token id: {prefix[:40]!r}")
         hashes = [hash_token(t.strip()) for t in tokens if t.strip()]
-        now = self._timestamp()
-        with self._write() as connection:
-            if (
-                connection.execute(
-                    self._sql("SELECT 1 FROM surveys WHERE id = ?"), (survey_id,)
-                ).fetchone()
-                is None
-            ):
-                raise NotFound(f"no survey {survey_id!r}")
+        now = self.dialect.now()
+        with self.dialect.write() as connection:
+            self._check_survey(connection, survey_id)
             for prefix in prefixes:
                 matches = connection.execute(
-                    self._sql(
+                    self.dialect.sql(
                         "SELECT token_hash FROM enrolment_tokens"
                         " WHERE survey_id = ? AND token_hash LIKE ? LIMIT 2"
                     ),
@@ -338,7 +347,7 @@ class TokenStore:
                         f"enrolment token id {prefix!r} is ambiguous; give more digits"
                     )
                 hashes.append(matches[0][0])
-            revoke = self._sql(
+            revoke = self.dialect.sql(
                 "UPDATE enrolment_tokens SET revoked_at = ? WHERE survey_id = ?"
                 " AND spent_at IS NULL AND revoked_at IS NULL"
             )
@@ -347,6 +356,6 @@ class TokenStore:
             count = 0
             for token_hash in dict.fromkeys(hashes):
                 count += connection.execute(
-                    revoke + self._sql(" AND token_hash = ?"), (now, survey_id, token_hash)
+                    revoke + self.dialect.sql(" AND token_hash = ?"), (now, survey_id, token_hash)
                 ).rowcount
             return count

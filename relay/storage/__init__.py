@@ -1,8 +1,9 @@
 """The relay's storage: held sealed units, formed batches, relayed surveys.
 
-SQLite by default, PostgreSQL with a ``postgresql://`` DSN, with the
-aggregator's conventions: numbered migrations per backend
-(``migrations/<backend>/NNNN_name.sql``, applied by :meth:`RelayStorage.migrate`),
+SQLite by default, PostgreSQL with a ``postgresql://`` DSN, over the service kit's
+dialects (:mod:`deniable.service.storage`), as the aggregator's storage: numbered
+migrations per backend (``migrations/<backend>/NNNN_name.sql``, applied by
+:meth:`RelayStorage.migrate`),
 short transactions, an acknowledgement only after COMMIT (SQLite: WAL,
 ``synchronous=FULL``).  Tables (``migrations/*/0001_initial.sql``):
 
@@ -32,7 +33,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deniable.aggregator.storage import is_postgres
+from deniable.service import storage as service_storage
+from deniable.service.storage import is_postgres
 
 from .base import RelayStorage
 from .postgres import PostgresRelayStorage
@@ -71,9 +73,7 @@ def open_storage(settings: Mapping[str, Any]) -> RelayStorage:
 
 def init_app(app: Any) -> None:
     """Open (and migrate) the relay's storage, as the aggregator's storage is attached."""
-    from deniable.aggregator import storage
-
-    storage.init_app(app, opener=open_storage, extension=EXTENSION)
+    service_storage.init_app(app, opener=open_storage, extension=EXTENSION)
 
 
 def current_storage() -> RelayStorage:

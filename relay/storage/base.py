@@ -1,5 +1,9 @@
-"""The relay's storage protocol: the statements of surveys.py, held.py and batches.py,
-and what each backend (sqlite.py, postgres.py) says about running them."""
+"""The relay's storage: one :class:`RelayStorage` over a dialect, its stores written once.
+
+The statements are those of :mod:`.surveys`, :mod:`.held` and :mod:`.batches`, each a
+store over the same :class:`~deniable.service.storage.Dialect`; the backends differ
+only in that dialect, and SQLite's group commit of held units (:mod:`.sqlite`).
+"""
 
 from __future__ import annotations
 
@@ -7,40 +11,64 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from deniable.service.storage import Dialect, forwarded
+
 from .batches import BatchStore
 from .held import HeldStore
 from .surveys import SurveyStore
 
+__all__ = ["MIGRATIONS", "RelayStorage"]
+
 MIGRATIONS = Path(__file__).with_name("migrations")
+VERSION_TABLE = "relay_schema_version"
 
 
-class RelayStorage(SurveyStore, HeldStore, BatchStore):
-    """The relay's storage protocol; subclasses say how one transaction runs."""
+class RelayStorage:
+    """The relay's storage protocol: ``surveys``, ``held`` and ``batches`` are its stores,
+    and their methods are offered here too."""
 
-    backend: str
-    placeholder = "?"
-    for_update = ""
-
-    # -- dialect ---------------------------------------------------------------------------
-    def _transaction(self) -> contextlib.AbstractContextManager[Any]:
-        raise NotImplementedError
-
-    def _read(self) -> contextlib.AbstractContextManager[Any]:
-        """A transaction that only reads (SQLite: takes no write lock)."""
-        return self._transaction()
-
-    def _sql(self, text: str) -> str:
-        return text if self.placeholder == "?" else text.replace("?", self.placeholder)
-
-    def _run(self, connection: Any, sql: str, params: tuple = ()) -> Any:
-        return connection.execute(self._sql(sql), params)
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Release connections."""
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+        self.backend = dialect.backend
+        self.surveys = SurveyStore(dialect)
+        self.held = HeldStore(dialect)
+        self.batches = BatchStore(dialect, self.held)
 
     def migrate(self) -> int:
-        raise NotImplementedError
+        """Apply pending migrations; return the schema version."""
+        return self.dialect.migrate(MIGRATIONS, table=VERSION_TABLE, stamped=False)
 
     def ping(self) -> None:
-        with self._transaction() as connection:
-            self._run(connection, "SELECT 1").fetchone()
+        """Raise StorageError unless the database answers and would accept writes."""
+        self.dialect.ping()
+
+    def close(self) -> None:
+        """Release this process's connections."""
+        self.dialect.close()
+
+    def _transaction(self) -> contextlib.AbstractContextManager[Any]:
+        """A write transaction on the backend's own connection (tests run raw SQL in it)."""
+        return self.dialect.write()
+
+    add_survey = forwarded("surveys", SurveyStore.add_survey)
+    update_survey = forwarded("surveys", SurveyStore.update_survey)
+    set_credential = forwarded("surveys", SurveyStore.set_credential)
+    accept_encryption_key = forwarded("surveys", SurveyStore.accept_encryption_key)
+    get_survey = forwarded("surveys", SurveyStore.get_survey)
+    list_surveys = forwarded("surveys", SurveyStore.list_surveys)
+    remove_survey = forwarded("surveys", SurveyStore.remove_survey)
+    secret = forwarded("surveys", SurveyStore.secret)
+    add_enrolment_digests = forwarded("surveys", SurveyStore.add_enrolment_digests)
+    sync_enrolment_digests = forwarded("surveys", SurveyStore.sync_enrolment_digests)
+    enrolment_counts = forwarded("surveys", SurveyStore.enrolment_counts)
+    hold = forwarded("held", HeldStore.hold)
+    held_counts = forwarded("held", HeldStore.held_counts)
+    held_rows = forwarded("held", HeldStore.held_rows)
+    form_batches = forwarded("batches", BatchStore.form_batches)
+    lease_batches = forwarded("batches", BatchStore.lease_batches)
+    release_leases = forwarded("batches", BatchStore.release_leases)
+    acknowledged = forwarded("batches", BatchStore.acknowledged)
+    discard = forwarded("batches", BatchStore.discard)
+    failed = forwarded("batches", BatchStore.failed)
+    pending_batches = forwarded("batches", BatchStore.pending_batches)
+    discard_closed = forwarded("batches", BatchStore.discard_closed)

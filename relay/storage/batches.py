@@ -7,23 +7,24 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-from deniable.aggregator.storage.timestamps import iso, utc_now
+from deniable.service.storage import Dialect, iso, utc_now
 from deniable.survey_relay import MAX_BATCH_UNITS
 
+from .held import HeldStore
 from .records import DELIVERED, DISCARDED, Batch
+
+__all__ = ["BODY_OVERHEAD", "BatchStore"]
 
 # A batch's body beside its blobs: format, unit (a question id) and JSON punctuation.
 BODY_OVERHEAD = 200
 
 
 class BatchStore:
-    """Batches; mixed into :class:`~.base.RelayStorage` (its ``_transaction`` and ``_run``)."""
+    """Batches, over a dialect; their units are the held store's (``held``)."""
 
-    for_update = ""
-    _transaction: Any
-    _read: Any
-    _run: Any
-    _delete_held: Any  # HeldStore's
+    def __init__(self, dialect: Dialect, held: HeldStore) -> None:
+        self.dialect = dialect
+        self.held = held
 
     def form_batches(
         self, survey_id: str, *, window: float, max_bytes: int | None = None
@@ -46,17 +47,17 @@ class BatchStore:
         now = utc_now()
         opened_before = iso(now - timedelta(seconds=window))
         formed = []
-        with self._transaction() as connection:
-            row = self._run(
+        with self.dialect.write() as connection:
+            row = self.dialect.run(
                 connection,
                 "SELECT min_batch, status FROM relayed_surveys WHERE "
-                "survey_id = ?" + self.for_update,
+                "survey_id = ?" + self.dialect.for_update,
                 (survey_id,),
             ).fetchone()
             if row is None or row[1] != "open":
                 return []
             min_batch = int(row[0])
-            ready = self._run(
+            ready = self.dialect.run(
                 connection,
                 "SELECT w.unit, h.key_id, COUNT(*) FROM windows w "
                 "JOIN held h ON h.survey_id = w.survey_id AND h.unit = w.unit AND "
@@ -74,19 +75,19 @@ class BatchStore:
                     batch_id = secrets.token_hex(16)
                     waiting_in = "survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS NULL"
                     if index == len(sizes) - 1 and sum(sizes) == waiting:  # the rest too
-                        self._run(
+                        self.dialect.run(
                             connection,
                             f"UPDATE held SET batch_id = ? WHERE {waiting_in}",
                             (batch_id, *group),
                         )
                     else:
-                        self._run(
+                        self.dialect.run(
                             connection,
                             "UPDATE held SET batch_id = ? WHERE id IN (SELECT "
                             f"id FROM held WHERE {waiting_in} ORDER BY id LIMIT ?)",
                             (batch_id, *group, size),
                         )
-                    self._run(
+                    self.dialect.run(
                         connection,
                         "INSERT INTO batches (batch_id, survey_id, unit, size) VALUES (?, ?, ?, ?)",
                         (batch_id, survey_id, unit, size),
@@ -94,7 +95,7 @@ class BatchStore:
                     formed.append(batch_id)
                 reopened.add(unit)
             for unit in sorted(reopened):
-                self._run(
+                self.dialect.run(
                     connection,
                     "UPDATE windows SET opened_at = ? WHERE survey_id = ? AND unit = ?",
                     (iso(now), survey_id, unit),
@@ -114,7 +115,7 @@ class BatchStore:
         split fits both, full batches, and the rest waits for the next window."""
         most = MAX_BATCH_UNITS  # the aggregator takes no more in one batch (protocol §11.3)
         if max_bytes is not None:
-            (length,) = self._run(
+            (length,) = self.dialect.run(
                 connection,
                 "SELECT MAX(LENGTH(sealed)) FROM held WHERE "
                 "survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS NULL",
@@ -132,22 +133,22 @@ class BatchStore:
         """Batches to forward now, each leased for ``lease`` seconds (one forwarder at a time)."""
         now = utc_now()
         batches = []
-        with self._transaction() as connection:
-            rows = self._run(
+        with self.dialect.write() as connection:
+            rows = self.dialect.run(
                 connection,
                 "SELECT batch_id, survey_id, unit FROM batches WHERE "
                 "leased_until IS NULL OR leased_until < ? ORDER BY batch_id LIMIT ?"
-                + self.for_update,
+                + self.dialect.for_update,
                 (iso(now), limit),
             ).fetchall()
             for batch_id, survey_id, unit in rows:
-                self._run(
+                self.dialect.run(
                     connection,
                     "UPDATE batches SET leased_until = ?, attempts = attempts "
                     "+ 1 WHERE batch_id = ?",
                     (iso(now + timedelta(seconds=lease)), batch_id),
                 )
-                sealed = self._run(
+                sealed = self.dialect.run(
                     connection, "SELECT sealed FROM held WHERE batch_id = ?", (batch_id,)
                 ).fetchall()
                 batches.append(
@@ -162,8 +163,8 @@ class BatchStore:
 
     def release_leases(self) -> None:
         """Make every formed batch due now (a forwarder starting after a crash)."""
-        with self._transaction() as connection:
-            self._run(connection, "UPDATE batches SET leased_until = NULL")
+        with self.dialect.write() as connection:
+            self.dialect.run(connection, "UPDATE batches SET leased_until = NULL")
 
     def acknowledged(self, batch: Batch) -> None:
         """The aggregator stored the batch: delete its units, count it."""
@@ -185,17 +186,17 @@ class BatchStore:
 
     def _finish(self, batch: Batch, counters: str, values: tuple, outcome: str) -> None:
         """Delete the batch and its units (and the links of the enrolment tokens that
-        admitted them: ``outcome``, HeldStore._delete_held), and update the survey's
+        admitted them: ``outcome``, HeldStore.delete), and update the survey's
         ``counters`` once (a batch finished twice, by two senders, counts once)."""
-        with self._transaction() as connection:
-            gone = self._run(
+        with self.dialect.write() as connection:
+            gone = self.dialect.run(
                 connection, "DELETE FROM batches WHERE batch_id = ?", (batch.batch_id,)
             ).rowcount
-            self._delete_held(
+            self.held.delete(
                 connection, batch.survey_id, "batch_id = ?", (batch.batch_id,), outcome
             )
             if gone:
-                self._run(
+                self.dialect.run(
                     connection,
                     f"UPDATE relayed_surveys SET {counters} WHERE survey_id = ?",
                     (*values, batch.survey_id),
@@ -203,8 +204,8 @@ class BatchStore:
 
     def failed(self, batch: Batch, error: str, *, retry_in: float) -> None:
         """A forward failed: try again after ``retry_in`` seconds."""
-        with self._transaction() as connection:
-            self._run(
+        with self.dialect.write() as connection:
+            self.dialect.run(
                 connection,
                 "UPDATE batches SET last_error = ?, leased_until = ? WHERE batch_id = ?",
                 (error[:500], iso(utc_now() + timedelta(seconds=retry_in)), batch.batch_id),
@@ -212,8 +213,8 @@ class BatchStore:
 
     def pending_batches(self, survey_id: str) -> list[tuple[str, str, int, int, str | None]]:
         """(batch id, unit, size, attempts, last error) of batches not yet acknowledged."""
-        with self._read() as connection:
-            rows = self._run(
+        with self.dialect.read() as connection:
+            rows = self.dialect.run(
                 connection,
                 "SELECT batch_id, unit, size, attempts, last_error FROM "
                 "batches WHERE survey_id = ? ORDER BY batch_id",
@@ -223,10 +224,10 @@ class BatchStore:
 
     def discard_closed(self, survey_id: str) -> int:
         """Delete units of a closed survey that wait for no batch (they can never form one)."""
-        with self._transaction() as connection:
-            count = self._delete_held(connection, survey_id, "batch_id IS NULL", (), DISCARDED)
+        with self.dialect.write() as connection:
+            count = self.held.delete(connection, survey_id, "batch_id IS NULL", (), DISCARDED)
             if count:
-                self._run(
+                self.dialect.run(
                     connection,
                     "UPDATE relayed_surveys SET discarded_reports = "
                     "discarded_reports + ? WHERE survey_id = ?",

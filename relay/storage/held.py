@@ -5,17 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.errors import AlreadyDelivered, Conflict, Forbidden, NotFound
+from deniable.service.storage import Dialect
 
 from .records import DELIVERED, DISCARDED, held_id, submission_digest, token_digest
 
+__all__ = ["HeldStore"]
+
 
 class HeldStore:
-    """Intake; mixed into :class:`~.base.RelayStorage` (its ``_transaction`` and ``_run``)."""
+    """Held units: intake, and deletion once forwarded or discarded, over a dialect."""
 
-    for_update = ""
-    _transaction: Any
-    _read: Any
-    _run: Any
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
 
     def hold(
         self,
@@ -34,13 +35,13 @@ class HeldStore:
         known and unspent, or spent by this very submission (a resend): Forbidden
         otherwise.  The token is spent in the same transaction.  Once every unit it
         admitted is forwarded and acknowledged the relay forgets which units they were
-        (:meth:`_delete_held`): a resend with the token is then AlreadyDelivered, whatever
+        (:meth:`delete`): a resend with the token is then AlreadyDelivered, whatever
         its units (docs/relay.md, "What the relay keeps").
         """
-        with self._transaction() as connection:
-            return self._hold_in(connection, survey_id, units, enrolment_token, key_id)
+        with self.dialect.write() as connection:
+            return self.hold_in(connection, survey_id, units, enrolment_token, key_id)
 
-    def _hold_in(
+    def hold_in(
         self,
         connection: Any,
         survey_id: str,
@@ -49,10 +50,9 @@ class HeldStore:
         key_id: str,
     ) -> int:
         """:meth:`hold` inside the caller's transaction."""
-        row = self._run(
+        row = self.dialect.run(
             connection,
-            "SELECT status FROM relayed_surveys WHERE survey_id = ?"
-            + self.for_update.replace("UPDATE", "SHARE"),
+            "SELECT status FROM relayed_surveys WHERE survey_id = ?" + self.dialect.for_share,
             (survey_id,),
         ).fetchone()
         if row is None:
@@ -60,10 +60,10 @@ class HeldStore:
         if enrolment_token is not None:
             submission = submission_digest(survey_id, units)
             digest = token_digest(enrolment_token)
-            found = self._run(
+            found = self.dialect.run(
                 connection,
                 "SELECT spent_by FROM enrolment_digests WHERE "
-                "survey_id = ? AND digest = ?" + self.for_update,
+                "survey_id = ? AND digest = ?" + self.dialect.for_update,
                 (survey_id, digest),
             ).fetchone()
             if found is not None and found[0] == DELIVERED:
@@ -87,7 +87,7 @@ class HeldStore:
             raise Conflict(f"survey {survey_id!r} is closed")
         added = 0
         for unit, sealed in units:
-            added += self._run(
+            added += self.dialect.run(
                 connection,
                 "INSERT INTO held (id, survey_id, unit, sealed, "
                 "key_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -95,13 +95,13 @@ class HeldStore:
             ).rowcount
         if enrolment_token is not None:
             digest = token_digest(enrolment_token)
-            self._run(
+            self.dialect.run(
                 connection,
                 "UPDATE enrolment_digests SET spent_by = ? WHERE survey_id = ? AND digest = ?",
                 (submission, survey_id, digest),
             )
             for unit, sealed in units:  # the link, until these units are forwarded
-                self._run(
+                self.dialect.run(
                     connection,
                     "INSERT INTO admitted (survey_id, held_id, digest) VALUES "
                     "(?, ?, ?) ON CONFLICT DO NOTHING",
@@ -109,7 +109,7 @@ class HeldStore:
                 )
         return added
 
-    def _delete_held(
+    def delete(
         self, connection: Any, survey_id: str, condition: str, values: tuple, outcome: str
     ) -> int:
         """Delete the held units of ``survey_id`` that match ``condition``, and forget which
@@ -121,7 +121,7 @@ class HeldStore:
         aggregator stores would together say who sent what (issue 18).  Orphaned links (a
         unit deleted while a concurrent resend linked it) are forgotten here too.
         """
-        count = self._run(
+        count = self.dialect.run(
             connection,
             f"DELETE FROM held WHERE survey_id = ? AND {condition}",
             (survey_id, *values),
@@ -129,13 +129,13 @@ class HeldStore:
         orphaned = "survey_id = ? AND NOT EXISTS (SELECT 1 FROM held h WHERE h.id = held_id)"
         tokens = [
             d
-            for (d,) in self._run(
+            for (d,) in self.dialect.run(
                 connection, f"SELECT DISTINCT digest FROM admitted WHERE {orphaned}", (survey_id,)
             ).fetchall()
         ]
-        self._run(connection, f"DELETE FROM admitted WHERE {orphaned}", (survey_id,))
+        self.dialect.run(connection, f"DELETE FROM admitted WHERE {orphaned}", (survey_id,))
         for digest in tokens:
-            self._run(
+            self.dialect.run(
                 connection,
                 "UPDATE enrolment_digests SET spent_by = ? WHERE survey_id = ? "
                 "AND digest = ? AND NOT EXISTS (SELECT 1 FROM admitted a WHERE "
@@ -146,8 +146,8 @@ class HeldStore:
 
     def held_counts(self, survey_id: str) -> dict[str, tuple[int, int]]:
         """Per unit: (units waiting for a batch, units in batches not yet acknowledged)."""
-        with self._read() as connection:
-            rows = self._run(
+        with self.dialect.read() as connection:
+            rows = self.dialect.run(
                 connection,
                 "SELECT unit, COUNT(*) - COUNT(batch_id), "
                 "COUNT(batch_id) FROM held WHERE survey_id = ? GROUP BY unit",
@@ -157,8 +157,8 @@ class HeldStore:
 
     def held_rows(self, survey_id: str) -> list[tuple[str, bytes]]:
         """Every held (unit, sealed bytes) of a survey (for audits and tests)."""
-        with self._read() as connection:
-            rows = self._run(
+        with self.dialect.read() as connection:
+            rows = self.dialect.run(
                 connection,
                 "SELECT unit, sealed FROM held WHERE survey_id = ? ORDER BY id",
                 (survey_id,),

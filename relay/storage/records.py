@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from deniable.aggregator.storage.timestamps import iso
+from deniable.service.storage import iso
 
 # What ``enrolment_digests.spent_by`` holds once the units a token admitted are gone from
 # ``held`` (the submission's digest until then): never a digest, so no link to any unit.

@@ -1,25 +1,16 @@
-"""The relay's storage in one SQLite file (WAL, ``synchronous=FULL``), opened as the
-aggregator opens its own (:func:`deniable.aggregator.storage.sqlite.connect`)."""
+"""The relay's storage in one SQLite file (WAL, ``synchronous=FULL``), with group commit."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
-from deniable.aggregator.storage.base import migrations
-from deniable.aggregator.storage.sqlite import (
-    connect,
-    drop_thread_connection,
-    split_statements,
-    thread_connection,
-)
 from deniable.errors import DeniableError, StorageError
+from deniable.service.storage import SqliteDialect
 
-from .base import MIGRATIONS, RelayStorage
+from .base import RelayStorage
+
+__all__ = ["SqliteRelayStorage"]
 
 # Most submissions one group commit takes (the rest wait for the next).
 GROUP_MOST = 256
@@ -47,43 +38,13 @@ class _Pending:
 class SqliteRelayStorage(RelayStorage):
     """The relay's storage in one SQLite file (WAL, ``synchronous=FULL``)."""
 
-    backend = "sqlite"
-
     def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
-        self.path = Path(path)
-        self.busy_timeout_ms = busy_timeout_ms
-        self._local = threading.local()
+        super().__init__(SqliteDialect(path, busy_timeout_ms=busy_timeout_ms))
+        self.path = self.dialect.path
         self._group_lock = threading.Lock()
         self._group_wake = threading.Condition(self._group_lock)
         self._group_pid: int | None = None
         self._queue: list[_Pending] = []
-
-    def _connect(self) -> sqlite3.Connection:
-        return connect(self.path, self.busy_timeout_ms)
-
-    def _connection(self) -> sqlite3.Connection:
-        return thread_connection(self._local, self._connect)
-
-    @contextlib.contextmanager
-    def _transaction(self, mode: str = "IMMEDIATE") -> Iterator[sqlite3.Connection]:
-        connection = self._connection()
-        try:
-            connection.execute(f"BEGIN {mode}")
-        except sqlite3.Error as error:
-            drop_thread_connection(self._local)  # a broken connection: the next use opens anew
-            raise StorageError(f"sqlite {self.path}: {error}") from None
-        try:
-            yield connection
-            connection.execute("COMMIT")
-        except BaseException as error:
-            with contextlib.suppress(sqlite3.Error):
-                connection.execute("ROLLBACK")
-            if isinstance(error, sqlite3.Error):
-                raise StorageError(f"sqlite {self.path}: {error}") from None
-            raise
-
-    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        return self._transaction("DEFERRED")
 
     def hold(
         self,
@@ -122,11 +83,11 @@ class SqliteRelayStorage(RelayStorage):
                     self._group_wake.wait()
                 group, self._queue = self._queue[:GROUP_MOST], self._queue[GROUP_MOST:]
             try:
-                with self._transaction() as connection:
+                with self.dialect.write() as connection:
                     for item in group:
                         connection.execute("SAVEPOINT submission")
                         try:
-                            item.added = self._hold_in(
+                            item.added = self.held.hold_in(
                                 connection,
                                 item.survey_id,
                                 item.units,
@@ -141,38 +102,9 @@ class SqliteRelayStorage(RelayStorage):
                 failure = (
                     error
                     if isinstance(error, DeniableError)
-                    else StorageError(f"sqlite {self.path}: {error}")
+                    else StorageError(f"sqlite {self.dialect.path}: {error}")
                 )
                 for item in group:
                     item.error = failure
             for item in group:
                 item.done.set()
-
-    def migrate(self) -> int:
-        connection = self._connect()
-        try:
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute(
-                "CREATE TABLE IF NOT EXISTS relay_schema_version ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL)"
-            )
-        finally:
-            connection.close()
-        with self._transaction() as connection:
-            current = connection.execute(
-                "SELECT COALESCE(MAX(version), 0) FROM relay_schema_version"
-            ).fetchone()[0]
-            for migration in migrations(self.backend, MIGRATIONS):
-                if migration.version <= current:
-                    continue
-                for statement in split_statements(migration.sql):
-                    connection.execute(statement)
-                connection.execute(
-                    "INSERT INTO relay_schema_version (version, name) VALUES (?, ?)",
-                    (migration.version, migration.name),
-                )
-                current = migration.version
-        return current
-
-    def close(self) -> None:
-        drop_thread_connection(self._local)

@@ -3,33 +3,32 @@
 from __future__ import annotations
 
 import secrets
-from typing import Any
 
-from deniable.aggregator.storage.timestamps import iso, utc_now
 from deniable.errors import Conflict, NotFound
+from deniable.keychain import RETIRED_ENCRYPTION_KEYS
+from deniable.service.storage import Dialect, iso, utc_now
 
 from .records import SURVEY_COLUMNS, RelayedSurvey
 
+__all__ = ["SurveyStore"]
+
 
 class SurveyStore:
-    """Surveys and enrolment digests; mixed into :class:`~.base.RelayStorage`, whose
-    ``_transaction``, ``_read`` and ``_run`` run the statements."""
+    """Relayed surveys, secrets and enrolment digests, over a dialect."""
 
-    for_update = ""
-    _transaction: Any
-    _read: Any
-    _run: Any
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
 
     def add_survey(self, survey: RelayedSurvey, units: list[str]) -> None:
         """Store a survey to relay and open a window for each of its units (Conflict if known)."""
         now = iso(utc_now())
-        with self._transaction() as connection:
-            found = self._run(
+        with self.dialect.write() as connection:
+            found = self.dialect.run(
                 connection, "SELECT 1 FROM relayed_surveys WHERE survey_id = ?", (survey.survey_id,)
             ).fetchone()
             if found:
                 raise Conflict(f"survey {survey.survey_id!r} is relayed already")
-            self._run(
+            self.dialect.run(
                 connection,
                 f"INSERT INTO relayed_surveys ({SURVEY_COLUMNS}) VALUES ({', '.join('?' * 16)})",
                 (
@@ -52,7 +51,7 @@ class SurveyStore:
                 ),
             )
             for unit in units:
-                self._run(
+                self.dialect.run(
                     connection,
                     "INSERT INTO windows (survey_id, unit, opened_at) VALUES (?, ?, ?)",
                     (survey.survey_id, unit, now),
@@ -68,8 +67,8 @@ class SurveyStore:
         key_sequence: int | None,
     ) -> None:
         """Record a fresh, verified survey document (state and pinned key)."""
-        with self._transaction() as connection:
-            self._run(
+        with self.dialect.write() as connection:
+            self.dialect.run(
                 connection,
                 "UPDATE relayed_surveys SET document = ?, status = ?, "
                 "signing_key = ?, key_sequence = ?, refreshed_at = ? WHERE survey_id = ?",
@@ -78,8 +77,8 @@ class SurveyStore:
 
     def set_credential(self, survey_id: str, credential: str) -> None:
         """Replace the relay credential the survey's batches are sent with (held units stay)."""
-        with self._transaction() as connection:
-            changed = self._run(
+        with self.dialect.write() as connection:
+            changed = self.dialect.run(
                 connection,
                 "UPDATE relayed_surveys SET credential = ? WHERE survey_id = ?",
                 (credential, survey_id),
@@ -91,12 +90,11 @@ class SurveyStore:
         """Record a verified encryption key id as the aggregator's current one; keep the
         previous ones it may still open (newest first, at most ``1 + RETIRED_ENCRYPTION_KEYS``,
         as many as the aggregator keeps).  Returns the ids kept."""
-        from deniable.aggregator.signing import RETIRED_ENCRYPTION_KEYS
-
-        with self._transaction() as connection:
-            row = self._run(
+        with self.dialect.write() as connection:
+            row = self.dialect.run(
                 connection,
-                "SELECT encryption_keys FROM relayed_surveys WHERE survey_id = ?" + self.for_update,
+                "SELECT encryption_keys FROM relayed_surveys WHERE survey_id = ?"
+                + self.dialect.for_update,
                 (survey_id,),
             ).fetchone()
             if row is None:
@@ -104,7 +102,7 @@ class SurveyStore:
             known = tuple(row[0].split())
             kept = (key_id, *(k for k in known if k != key_id))[: 1 + RETIRED_ENCRYPTION_KEYS]
             if kept != known:
-                self._run(
+                self.dialect.run(
                     connection,
                     "UPDATE relayed_surveys SET encryption_keys = ? WHERE survey_id = ?",
                     (" ".join(kept), survey_id),
@@ -112,8 +110,8 @@ class SurveyStore:
         return kept
 
     def get_survey(self, survey_id: str) -> RelayedSurvey:
-        with self._read() as connection:
-            row = self._run(
+        with self.dialect.read() as connection:
+            row = self.dialect.run(
                 connection,
                 f"SELECT {SURVEY_COLUMNS} FROM relayed_surveys WHERE survey_id = ?",
                 (survey_id,),
@@ -123,21 +121,23 @@ class SurveyStore:
         return RelayedSurvey.from_row(row)
 
     def list_surveys(self) -> list[RelayedSurvey]:
-        with self._read() as connection:
-            rows = self._run(
+        with self.dialect.read() as connection:
+            rows = self.dialect.run(
                 connection, f"SELECT {SURVEY_COLUMNS} FROM relayed_surveys ORDER BY survey_id"
             ).fetchall()
         return [RelayedSurvey.from_row(row) for row in rows]
 
     def remove_survey(self, survey_id: str) -> int:
         """Forget a survey and delete everything held for it; return the units deleted."""
-        with self._transaction() as connection:
-            count = self._run(
+        with self.dialect.write() as connection:
+            count = self.dialect.run(
                 connection, "SELECT COUNT(*) FROM held WHERE survey_id = ?", (survey_id,)
             ).fetchone()[0]
             for table in ("held", "batches", "windows", "enrolment_digests", "admitted"):
-                self._run(connection, f"DELETE FROM {table} WHERE survey_id = ?", (survey_id,))
-            deleted = self._run(
+                self.dialect.run(
+                    connection, f"DELETE FROM {table} WHERE survey_id = ?", (survey_id,)
+                )
+            deleted = self.dialect.run(
                 connection, "DELETE FROM relayed_surveys WHERE survey_id = ?", (survey_id,)
             ).rowcount
         if not deleted:
@@ -146,13 +146,13 @@ class SurveyStore:
 
     def secret(self, name: str) -> bytes:
         """A random 32-byte secret shared by every process on this database (made once)."""
-        with self._transaction() as connection:
-            self._run(
+        with self.dialect.write() as connection:
+            self.dialect.run(
                 connection,
                 "INSERT INTO relay_secrets (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING",
                 (name, secrets.token_bytes(32)),
             )
-            (value,) = self._run(
+            (value,) = self.dialect.run(
                 connection, "SELECT value FROM relay_secrets WHERE name = ?", (name,)
             ).fetchone()
         return bytes(value)
@@ -161,9 +161,9 @@ class SurveyStore:
     def add_enrolment_digests(self, survey_id: str, digests: list[str]) -> int:
         """Add digests not known yet; return how many were new."""
         added = 0
-        with self._transaction() as connection:
+        with self.dialect.write() as connection:
             for digest in digests:
-                added += self._run(
+                added += self.dialect.run(
                     connection,
                     "INSERT INTO enrolment_digests (survey_id, digest)"
                     " VALUES (?, ?) ON CONFLICT DO NOTHING",
@@ -175,17 +175,17 @@ class SurveyStore:
         """Make the unspent digests the aggregator's: add new ones, forget unspent ones it no
         longer lists (revoked there); spent ones stay.  Returns (added, forgotten)."""
         listed = set(digests)
-        with self._transaction() as connection:
+        with self.dialect.write() as connection:
             unspent = {
                 d
-                for (d,) in self._run(
+                for (d,) in self.dialect.run(
                     connection,
                     "SELECT digest FROM enrolment_digests WHERE survey_id = ? AND spent_by IS NULL",
                     (survey_id,),
                 ).fetchall()
             }
             for digest in unspent - listed:
-                self._run(
+                self.dialect.run(
                     connection,
                     "DELETE FROM enrolment_digests WHERE survey_id = ? AND "
                     "digest = ? AND spent_by IS NULL",
@@ -196,8 +196,8 @@ class SurveyStore:
 
     def enrolment_counts(self, survey_id: str) -> tuple[int, int]:
         """(known, spent) enrolment digests of a survey."""
-        with self._read() as connection:
-            known, spent = self._run(
+        with self.dialect.read() as connection:
+            known, spent = self.dialect.run(
                 connection,
                 "SELECT COUNT(*), COUNT(spent_by) FROM enrolment_digests WHERE survey_id = ?",
                 (survey_id,),

@@ -30,6 +30,7 @@ from flask.testing import FlaskClient
 from deniable.aggregator import create_app
 from deniable.aggregator.storage import EXTENSION as STORAGE_EXTENSION
 from deniable.aggregator.storage import Storage
+from deniable.results import question_results
 from deniable.survey import Survey
 
 POSTGRES_DSN = os.environ.get("DENIABLE_TEST_POSTGRES_DSN", "")
@@ -239,7 +240,9 @@ def expected_results(
     questions = []
     for question in survey.questions:
         payloads = [r["payload"] for r in reports if r["question"] == question.id]
-        questions.append(question.results(question.statistics(payloads), len(payloads), beta=beta))
+        questions.append(
+            question_results(question, question.statistics(payloads), len(payloads), beta=beta)
+        )
     # Why a JSON round trip: the API serves JSON, and repr-based floats round-trip exactly.
     return json.loads(json.dumps(questions))
 

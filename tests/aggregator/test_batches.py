@@ -23,7 +23,6 @@ import pytest
 from deniable import sealing
 from deniable.aggregator.api import batches, opening
 from deniable.aggregator.signing import current_key
-from deniable.aggregator.storage import relay as relay_storage
 from deniable.survey import Survey
 from tests.shared.spellings import noncanonical_spellings
 
@@ -61,7 +60,7 @@ def relayed(app, storage, monkeypatch) -> dict[str, Any]:
     return {
         "surveys": surveys,
         "public": public,
-        "credential": relay_storage.create_credential(storage, RELAY_URL),
+        "credential": storage.relay.create_credential(RELAY_URL),
     }
 
 
@@ -185,7 +184,7 @@ def test_a_batch_cut_short_is_not_recorded_and_stores_each_report_once_when_sent
     monkeypatch.setattr(batches, "_store", dies_at_the_third_chunk)
     batch_id = secrets.token_hex(16)
     assert put(client, relayed, "q", batch_id, blobs).status_code == 500
-    assert relay_storage.find_batch(storage, "q", batch_id) is None
+    assert storage.relay.find_batch("q", batch_id) is None
     assert len(stored(storage, "q")) == 2 * CHUNK
     monkeypatch.setattr(batches, "_store", store)
     again = put(client, relayed, "q", batch_id, blobs)
@@ -224,7 +223,7 @@ def test_blobs_replayed_under_a_new_batch_id_count_in_no_batch_size(
     )
     replay = put(client, relayed, survey_id, secrets.token_hex(16), blobs[:3], unit=unit)
     assert (replay.status_code, replay.json["stored"], replay.json["dropped"]) == (201, 0, 0)
-    summary = relay_storage.batch_summary(storage, survey_id)[unit]
+    summary = storage.relay.batch_summary(survey_id)[unit]
     assert (summary["batches"], summary["smallest_batch"], summary["stored"]) == (3, 0, 4)
     assert len(stored(storage, survey_id)) == 4 * len(units[0])
     if survey_id == "w":  # one report new, one stored before: the blob adds its respondent
@@ -255,7 +254,7 @@ def test_a_survey_closed_between_chunks_keeps_what_was_stored_and_says_so(
     if closed_after == 0:
         assert response.status_code == 409, response.json
         assert response.json["type"] == "urn:deniable:problem:survey-closed"  # relay drops it
-        assert relay_storage.find_batch(storage, "q", batch_id) is None
+        assert storage.relay.find_batch("q", batch_id) is None
         assert stored(storage, "q") == []
         return
     assert response.status_code == 201, response.json
@@ -305,7 +304,7 @@ def test_a_decryption_process_killed_mid_batch_refuses_it_and_a_new_pool_takes_i
     batch_id = secrets.token_hex(16)
     refused = put(client, relayed, "q", batch_id, blobs[10:])
     assert refused.status_code == 503, refused.json
-    assert relay_storage.find_batch(storage, "q", batch_id) is None
+    assert storage.relay.find_batch("q", batch_id) is None
     assert len(stored(storage, "q")) == 10
     again = put(client, relayed, "q", batch_id, blobs[10:])
     assert (again.status_code, again.json["stored"]) == (201, 20), again.json
@@ -350,4 +349,4 @@ def test_a_blob_not_in_canonical_unpadded_base64url_is_refused_and_nothing_store
     assert response.json["type"] == "urn:deniable:problem:invalid-report"
     assert "sealed[2]" in response.json["detail"]
     assert stored(storage, "q") == []
-    assert relay_storage.find_batch(storage, "q", "b" * 32) is None
+    assert storage.relay.find_batch("q", "b" * 32) is None

@@ -20,6 +20,7 @@ import requests
 
 from deniable.aggregator import cli, demo
 from deniable.aggregator.dashboard import svg
+from deniable.results import question_results
 from deniable.survey import Survey
 
 from .conftest import post_bulk
@@ -62,7 +63,7 @@ def _survey(label: str = "Red") -> Survey:
 def _result(question, values, seed: int = 7) -> dict:
     rng = np.random.default_rng(seed)
     batch = question.oracle.randomize_many(np.asarray(values), rng)
-    return question.results(question.oracle.statistics(batch), len(values))
+    return question_results(question, question.oracle.statistics(batch), len(values))
 
 
 def shown_bounds(result: dict, item: dict) -> tuple[float, float]:
@@ -192,7 +193,7 @@ def test_mean_chart_places_the_mean_and_its_interval_on_the_answer_range() -> No
 
 def test_chart_for_dispatches_and_draws_nothing_without_reports() -> None:
     survey = _survey()
-    empty = survey.question("ok").results(np.zeros(2, dtype=np.int64), 0)
+    empty = question_results(survey.question("ok"), np.zeros(2, dtype=np.int64), 0)
     assert svg.chart_for(empty, survey.question("ok").to_dict()) == ""
     yes_no = _result(survey.question("ok"), [1] * 80 + [0] * 20)
     assert 'class="chart bars"' in svg.chart_for(yes_no, survey.question("ok").to_dict())

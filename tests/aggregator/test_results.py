@@ -7,6 +7,8 @@ import io
 
 import pytest
 
+from deniable.results import question_results
+
 from .conftest import assert_problem, demo_survey_dict, post_bulk, random_reports
 from .conftest import expected_results as expected
 
@@ -170,10 +172,10 @@ def test_option_sampling_end_to_end_through_the_aggregator(client, operator_head
     assert client.post("/api/v1/surveys/tools/reports", json={"reports": [bad]}).status_code == 422
     (result,) = client.get("/api/v1/surveys/tools/results").get_json()["questions"]
     assert result["mechanism"] == "option_sampling" and result["n"] == n
-    assert result == question.results(question.statistics(payloads), n)
+    assert result == question_results(question, question.statistics(payloads), n)
     # The noise is the CSPRNG's: at β = 1e-6 (false alarm 1e-6) the simultaneous
     # Bernstein intervals of the served statistics must cover every option.
-    strict = question.results(question.statistics(payloads), n, beta=1e-6)
+    strict = question_results(question, question.statistics(payloads), n, beta=1e-6)
     for category, share in zip(strict["categories"], shares, strict=True):
         assert category["bernstein_simultaneous_lower"] <= share
         assert share <= category["bernstein_simultaneous_upper"]

@@ -295,7 +295,7 @@ def test_migration_0004_keeps_unfolded_reports(backend, database):
                 )
             for migration in migrations(backend)[:3]:
                 if backend == "sqlite":
-                    from deniable.aggregator.storage.sqlite import split_statements
+                    from deniable.service.storage import split_statements
 
                     for statement in split_statements(migration.sql):
                         connection.execute(statement)

@@ -25,7 +25,6 @@ def aggregator(tmp_path_factory):
     from deniable.aggregator import create_app
     from deniable.aggregator.signing import current_key
     from deniable.aggregator.storage import current_storage
-    from deniable.aggregator.storage import relay as relay_storage
 
     app = create_app(
         {"HOME": str(tmp_path_factory.mktemp("batches")), "TESTING": True, "MAX_BODY_BYTES": 4096}
@@ -33,7 +32,7 @@ def aggregator(tmp_path_factory):
     survey = Survey.from_dict(DEFINITION).upgraded()
     with app.app_context():
         current_storage().create_survey(survey, results_public=True)
-        credential = relay_storage.create_credential(current_storage(), RELAY_URL)
+        credential = current_storage().relay.create_credential(RELAY_URL)
         public = current_key().encryption.public_bytes
     question, size = survey.question("a"), sealing.unit_size(survey, "a")
     blobs = [
@@ -116,7 +115,6 @@ def test_a_credential_names_its_relay_by_origin_not_by_spelling(tmp_path, spelli
     path, deniable.origins): case and a default port aside, the same relay is the same."""
     from deniable.aggregator import create_app
     from deniable.aggregator.storage import current_storage
-    from deniable.aggregator.storage import relay as relay_storage
 
     app = create_app({"HOME": str(tmp_path), "TESTING": True})
     survey = Survey.from_dict(
@@ -124,10 +122,8 @@ def test_a_credential_names_its_relay_by_origin_not_by_spelling(tmp_path, spelli
     )
     with app.app_context():
         current_storage().create_survey(survey.upgraded(), results_public=True)
-        credential = relay_storage.create_credential(current_storage(), spelling)
-        assert (
-            relay_storage.credential_url(current_storage(), credential) == "https://relay.example"
-        )
+        credential = current_storage().relay.create_credential(spelling)
+        assert current_storage().relay.credential_url(credential) == "https://relay.example"
     response = app.test_client().put(
         "/api/v1/surveys/s/batches/" + "b" * 32,
         json={"format": "deniable.batch/1", "unit": "a", "sealed": []},

@@ -23,6 +23,7 @@ import requests
 
 from deniable import sealing
 from deniable.errors import SealingError
+from deniable.results import question_results
 
 from .conftest import MARKER, WINDOW_SECONDS, b64
 
@@ -52,7 +53,7 @@ def estimates(deployment, survey_id: str, reports: list[dict]) -> dict:
     expected = {}
     for question in survey.questions:
         payloads = [r["payload"] for r in reports if r["question"] == question.id]
-        result = question.results(question.statistics(payloads), len(payloads), beta=0.05)
+        result = question_results(question, question.statistics(payloads), len(payloads), beta=0.05)
         expected[question.id] = [c["estimate"] for c in result["categories"]]
     return expected
 

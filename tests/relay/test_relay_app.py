@@ -254,7 +254,6 @@ def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_
     from deniable.aggregator.api import opening
     from deniable.aggregator.signing import current_key
     from deniable.aggregator.storage import current_storage
-    from deniable.aggregator.storage import relay as relay_storage
 
     monkeypatch.setattr(opening, "PARALLEL_FROM", 10)
     monkeypatch.setattr(opening, "DECRYPT_PROCESSES", 2)
@@ -264,7 +263,7 @@ def test_a_large_batch_is_opened_by_several_processes_with_the_same_outcome(tmp_
     survey = Survey.from_dict(DEFINITION).upgraded()
     with app.app_context():
         current_storage().create_survey(survey, results_public=True)
-        credential = relay_storage.create_credential(current_storage(), RELAY_URL)
+        credential = current_storage().relay.create_credential(RELAY_URL)
         public = current_key().encryption.public_bytes
     question = survey.question("a")
     size = sealing.unit_size(survey, "a")

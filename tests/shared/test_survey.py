@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from deniable.errors import InvalidSurvey, InvalidValue
 from deniable.mechanisms import recommend
 from deniable.randomness import GeneratorSource
+from deniable.results import question_results
 from deniable.survey import FORMAT, Survey
 from deniable.survey_checks import BLANK
 
@@ -254,11 +255,11 @@ def test_statistics_and_results_for_every_question_type() -> None:
     rng = np.random.default_rng(1)
     question = survey.question("symptoms")
     payloads = [question.randomize(["cough"], rng) for _ in range(4000)]
-    result = question.results(question.statistics(payloads), len(payloads))
+    result = question_results(question, question.statistics(payloads), len(payloads))
     by_label = {c["label"]: c for c in result["categories"]}
     assert by_label["cough"]["lower"] <= 1.0 <= by_label["cough"]["upper"]
     assert by_label["fever"]["lower"] <= 0.0 <= by_label["fever"]["upper"]
-    assert question.results(question.statistics([]), 0)["estimate"] is None
+    assert question_results(question, question.statistics([]), 0)["estimate"] is None
 
 
 def test_multiple_choice_option_sampling_round_trip() -> None:
@@ -271,6 +272,6 @@ def test_multiple_choice_option_sampling_round_trip() -> None:
     assert {len(p) for p in payloads} == {4}
     statistics = question.statistics(payloads)
     assert statistics.sum() == 50 and statistics.shape == (6,)
-    result = question.results(statistics, 50)
+    result = question_results(question, statistics, 50)
     assert [c["label"] for c in result["categories"]] == ["cough", "fever", "fatigue"]
     assert "bernstein_lower" in result["categories"][0]

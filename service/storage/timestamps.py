@@ -1,8 +1,10 @@
-"""Timestamps as both backends write and report them."""
+"""Timestamps as both backends write and report them: ISO 8601 UTC with a ``Z``."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+
+__all__ = ["iso", "utc_now"]
 
 
 def utc_now() -> datetime:
