@@ -384,12 +384,13 @@ def test_the_search_finds_the_brute_force_maximum(oracle, n: int, alpha: float) 
     assert exact_tail.pure_widest_half_width(n, p, q, alpha) == expected
 
 
-@pytest.mark.parametrize(
-    ("oracle", "n"), [(BinaryRR(epsilon=1.0), 6_000), (GRR(epsilon=2.0, domain_size=4), 8_000)]
-)
-def test_past_the_exact_search_the_width_is_a_close_upper_bound(oracle, n: int) -> None:
-    """Where the search stops early it publishes its bound: never below the true maximum."""
-    p, q = oracle.p_star, oracle.q_star
-    expected = _widest_by_brute_force(n, p, q, 0.05)
-    published = exact_tail.pure_widest_half_width(n, p, q, 0.05)
-    assert expected <= published <= expected * (1 + exact_tail.WIDEST_TOLERANCE) + 1 / (2 * n)
+def test_past_the_exact_search_the_width_is_a_close_upper_bound() -> None:
+    """Where the search stops early it publishes its bound: never below the true maximum.
+
+    Binary RR at ε = 1 and n = 3,000: every count is nearly widest (the count's
+    variance does not depend on the truth), so the search stops at its tolerance.
+    """
+    p, q = BinaryRR(epsilon=1.0).p_star, BinaryRR(epsilon=1.0).q_star
+    expected = _widest_by_brute_force(3_000, p, q, 0.05)
+    published = exact_tail.pure_widest_half_width(3_000, p, q, 0.05)
+    assert expected < published <= expected * (1 + exact_tail.WIDEST_TOLERANCE)
