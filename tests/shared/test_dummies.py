@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -359,3 +360,29 @@ def test_the_total_law_of_many_values_sums_to_one() -> None:
     total = dummies.dummy_total_law(law, 1024)
     assert total.sum() == pytest.approx(1.0, abs=1e-9)
     assert np.arange(total.size) @ total == pytest.approx(1024 * law.mean, rel=1e-9)
+
+
+# -- the documentation's figures -----------------------------------------------------------------
+
+
+def test_the_docs_calibration_table_and_thresholds() -> None:
+    """docs/relay-epsilon.md, "Calibrated laws at δ = 10⁻⁶" and "Plausibility"."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "relay-epsilon.md").read_text("utf-8")
+    lines = text[text.index("| central ε | geometric:") :].splitlines()[2:5]
+    for line in lines:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        epsilon = float(cells[0])
+        geometric = calibrate(epsilon, 1e-6, "geometric").law
+        binomial = calibrate(epsilon, 1e-6, "binomial").law
+        assert cells[1].startswith(
+            f"{geometric.shift} ({geometric.top}), {geometric.lower_ratio} ≈ "
+            f"{float(geometric.lower_ratio):.4f}"
+        )
+        assert float(cells[2]) == geometric.mean
+        assert float(cells[3]) == float(f"{geometric.variance:.3g}")
+        assert int(cells[4]) == binomial.trials
+        assert float(cells[5]) == binomial.mean and float(cells[6]) == binomial.variance
+    law = calibrate(1.0, 1e-6).law
+    thresholds = [plausibility_threshold(law, m)[0] for m in (2, 5, 1024)]
+    assert thresholds == [24, 96, 27_221]
+    assert "24 dummies for\nm = 2" in text and "96 for m = 5" in text and "27,221" in text
