@@ -345,9 +345,22 @@ def pure_widest_half_width(n: int, p: float, q: float, alpha: float) -> float:
         left = np.nonzero(open_)[0]
         middles = (counts[left] + counts[left + 1]) // 2
         size, added = counts.size, middles.size
-        # Fact 1: k_hi(middle) lies in [k_hi(a), k_hi(b)], and j = n - k_lo in [j(b), j(a)].
-        known_true = np.concatenate([last[left], last[size + left + 1]])
-        known_false = np.concatenate([last[left + 1], last[size + left]]) + 1
+        # Fact 1: k_hi(middle) lies in [k_hi(a), k_hi(b)], and j = n - k_lo in [j(b), j(a)];
+        # fact 2, where its chain holds, narrows each by the steps from a and to b.
+        top_a, top_b = last[left], last[left + 1]
+        j_a, j_b = last[size + left], last[size + left + 1]
+        after, before = middles - counts[left], counts[left + 1] - middles
+        top_chain = (top_a >= 0) & (top_b < n)
+        lo_chain = (n - j_a >= 1) & (n - j_b <= n)
+        known_true = np.concatenate(
+            [top_a + np.where(top_chain, after, 0), j_b + np.where(lo_chain, before, 0)]
+        )
+        known_false = (
+            np.concatenate(
+                [top_b - np.where(top_chain, before, 0), j_a - np.where(lo_chain, after, 0)]
+            )
+            + 1
+        )
         found = _searches(middles, n, p, q, alpha, (known_true, known_false))
         order = np.argsort(np.concatenate([counts, middles]), kind="stable")
         counts = np.concatenate([counts, middles])[order]
