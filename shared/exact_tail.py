@@ -325,23 +325,23 @@ def pure_widest_half_width(n: int, p: float, q: float, alpha: float) -> float:
     no bracket can beat the widest found, that is the maximum over every count.
     Where the widths are nearly flat (binary randomized response: the count's
     variance n p*(1 - p*) does not depend on k) or n is large, the search
-    stops once ``_WIDEST_EXACT_COUNTS`` counts are searched and every bracket's
-    bound is within ``WIDEST_TOLERANCE`` of the widest, or at
-    ``_WIDEST_MAX_COUNTS`` counts, and publishes the largest bound instead: an
-    upper bound on every count's width, a few percent above the maximum at
-    most (2% at ε = 1, n = 20,000; 5% for binary RR at ε = 4, n = 20,000).
+    splits, once ``_WIDEST_EXACT_COUNTS`` counts are searched, only the brackets
+    whose bound exceeds the widest by more than ``WIDEST_TOLERANCE``, and stops
+    when none is left or at ``_WIDEST_MAX_COUNTS`` counts; it then publishes the
+    largest bound instead, an upper bound on every count's width (against the
+    maximum over every count: +1.9% for binary RR at ε = 1 and +1.3% at ε = 4,
+    n = 20,000; exact for GRR at ε = 1 and 5 options, n = 20,000).  The first
+    call costs about 1 s at n = 20,000 and 2 to 6 s at n = 100,000; it is cached.
     """
     check_n(n)
     counts = np.unique(np.linspace(0, n, _GRID).round().astype(np.int64))
     last = _searches(counts, n, p, q, alpha)
     while True:
         widest, bound = _brackets(counts, last, n)
-        open_ = bound > widest
-        if not open_.any():
-            return widest / (2 * n)
-        close = bound.max() <= widest * (1 + WIDEST_TOLERANCE)
-        if (counts.size >= _WIDEST_EXACT_COUNTS and close) or counts.size >= _WIDEST_MAX_COUNTS:
-            return int(bound.max()) / (2 * n)
+        exact = counts.size < _WIDEST_EXACT_COUNTS
+        open_ = bound > (widest if exact else widest * (1 + WIDEST_TOLERANCE))
+        if not open_.any() or counts.size >= _WIDEST_MAX_COUNTS:
+            return max(widest, int(bound.max())) / (2 * n)
         left = np.nonzero(open_)[0]
         middles = (counts[left] + counts[left + 1]) // 2
         size, added = counts.size, middles.size
