@@ -92,6 +92,7 @@ __all__ = [
     "observed_count_law",
     "plausibility_threshold",
     "plausible",
+    "privacy_loss_distribution",
 ]
 
 MAX_TRIALS = 1 << 14  # binomial dummies per value, at most
@@ -286,16 +287,21 @@ def _geometric_weights(shift: int, top: int, lower: Fraction, upper: Fraction) -
 DISTRIBUTIONS = {law.name: law for law in (BinomialDummies, GeometricDummies)}
 
 
+_FIELDS = {
+    BinomialDummies.name: ("trials",),
+    GeometricDummies.name: ("shift", "top", "lower_ratio", "upper_ratio"),
+}
+
+
 def law_from_dict(document: dict[str, Any]) -> DummyLaw:
     """The law a survey definition signs (``to_dict``'s form); strict."""
     if not isinstance(document, dict) or document.get("distribution") not in DISTRIBUTIONS:
         raise InvalidParameter(f"distribution must be one of {sorted(DISTRIBUTIONS)}")
-    kind = DISTRIBUTIONS[document["distribution"]]
-    fields = {"trials"} if kind is BinomialDummies else {"shift", "top"}
-    fields |= set() if kind is BinomialDummies else {"lower_ratio", "upper_ratio"}
-    if set(document) != fields | {"distribution"}:
-        raise InvalidParameter(f"a {kind.name} law has exactly the fields {sorted(fields)}")
-    return kind(**{name: document[name] for name in fields})
+    name = document["distribution"]
+    fields = _FIELDS[name]
+    if set(document) != {"distribution", *fields}:
+        raise InvalidParameter(f"a {name} law has exactly the fields {sorted(fields)}")
+    return DISTRIBUTIONS[name](**{field_name: document[field_name] for field_name in fields})
 
 
 # -- exact privacy accounting (substitution neighbours) -------------------------------------
@@ -325,6 +331,28 @@ def _hockey_stick(logs: np.ndarray, epsilon: float, step: int) -> float:
         loss = np.maximum(-np.expm1(exponent), 0.0)
         total += float(np.einsum("i,ij,j->", mass[block], loss, mass))
     return total
+
+
+def privacy_loss_distribution(law: DummyLaw, step: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(losses, probabilities): the law of log P/P' under P, for one report moved out
+    of cell a (``step`` = 1; -1 for the reverse direction), sorted by loss.
+
+    The convolution of the two cells' loss laws: log f(t)/f(t + step) with
+    probability f(t) and log f(s)/f(s - step) with probability f(s).  A loss of
+    +inf is an output the other side cannot produce.
+    """
+    if step not in (1, -1):
+        raise InvalidParameter(f"step must be 1 or -1, got {step!r}")
+    logs = _log_pmf(law)
+    index = np.nonzero(np.isfinite(logs))[0]
+    padded = np.concatenate([[-np.inf], logs, [-np.inf]])
+    first = logs[index] - padded[index + 1 + step]
+    second = logs[index] - padded[index + 1 - step]
+    mass = np.exp(logs[index])
+    losses = (first[:, None] + second[None, :]).ravel()
+    probabilities = (mass[:, None] * mass[None, :]).ravel()
+    order = np.argsort(losses, kind="stable")
+    return losses[order], probabilities[order]
 
 
 def delta_for(law: DummyLaw, epsilon: float) -> float:

@@ -386,3 +386,34 @@ def test_the_docs_calibration_table_and_thresholds() -> None:
     thresholds = [plausibility_threshold(law, m)[0] for m in (2, 5, 1024)]
     assert thresholds == [24, 96, 27_221]
     assert "24 dummies for\nm = 2" in text and "96 for m = 5" in text and "27,221" in text
+
+
+@pytest.mark.parametrize("law", LAWS[2:], ids=repr)
+def test_the_privacy_loss_distribution_gives_the_same_delta(law) -> None:
+    for step in (1, -1):
+        losses, probabilities = dummies.privacy_loss_distribution(law, step)
+        assert probabilities.sum() == pytest.approx(1.0, abs=1e-12)
+        assert np.all(np.diff(losses[np.isfinite(losses)]) >= 0)
+        for epsilon in (0.5, 1.0, 2.0):
+            with np.errstate(over="ignore"):
+                hockey = probabilities * np.maximum(-np.expm1(epsilon - losses), 0.0)
+            assert float(hockey.sum()) == pytest.approx(
+                delta_for(law, epsilon), rel=1e-9, abs=1e-15
+            )
+
+
+def test_the_relay_samples_without_numpy() -> None:
+    """Building a signed law and drawing from it is pure Python on the CSPRNG."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from deniable.dummies import law_from_dict\n"
+        "law = law_from_dict({'distribution': 'geometric', 'shift': 27, 'top': 54,\n"
+        "    'lower_ratio': '317997/524288', 'upper_ratio': '317997/524288'})\n"
+        "draws = law.sample_values(5) + [law_from_dict({'distribution': 'binomial',\n"
+        "    'trials': 148}).sample()]\n"
+        "assert 'numpy' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
