@@ -96,8 +96,8 @@ __all__ = [
 ]
 
 MAX_TRIALS = 1 << 14  # binomial dummies per value, at most
-MAX_TOP = 1 << 12  # geometric dummies per value, at most
-MAX_RATIO_DENOMINATOR = 1 << 32
+MAX_TOP = 1 << 11  # geometric dummies per value, at most
+MAX_RATIO_DENOMINATOR = 1 << 20
 MAX_OUTPUT_VALUES = 1 << 12  # option sampling: 2 x 1,024 (index, bit) pairs
 WEIGHT_BITS = 64  # the geometric law's probabilities are multiples of 2^-64
 _ROWS = 1 << 20  # cells of one vectorized step of the δ sum
@@ -112,7 +112,8 @@ class DummyLaw:
 
     @property
     def weights(self) -> tuple[int, ...]:
-        """Integer weight of each count 0..high; they sum to 2**bits."""
+        """Integer weight of each count from 0 (zeros possible at either end); they sum
+        to 2**bits."""
         return self._weights
 
     @property
@@ -223,7 +224,7 @@ def _ratio(name: str, value: object) -> Fraction:
         ratio = None
     if ratio is None or not 0 < ratio < 1 or ratio.denominator > MAX_RATIO_DENOMINATOR:
         raise InvalidParameter(
-            f"{name} must be a fraction in (0, 1) with a denominator of at most 2^32, "
+            f"{name} must be a fraction in (0, 1) with a denominator of at most 2^20, "
             f"such as '3/5', got {value!r}"
         )
     return ratio
@@ -276,12 +277,23 @@ def _geometric_weights(shift: int, top: int, lower: Fraction, upper: Fraction) -
     # below, a1^(shift - z) b1^z b2^(top - shift); above, a2^(z - shift) b2^(top - z) b1^shift.
     a1, b1 = lower.numerator, lower.denominator
     a2, b2 = upper.numerator, upper.denominator
-    shape = [a1 ** (shift - z) * b1**z * b2 ** (top - shift) for z in range(shift + 1)]
-    shape += [a2 ** (z - shift) * b2 ** (top - z) * b1**shift for z in range(shift + 1, top + 1)]
+    below, above = shift, top - shift
+    pa1, pb1 = _powers(a1, below), _powers(b1, below)
+    pa2, pb2 = _powers(a2, above), _powers(b2, above)
+    shape = [pa1[shift - z] * pb1[z] * pb2[above] for z in range(shift + 1)]
+    shape += [pa2[z - shift] * pb2[top - z] * pb1[below] for z in range(shift + 1, top + 1)]
     total = sum(shape)
     weights = [(value << WEIGHT_BITS) // total for value in shape]
     weights[shift] += (1 << WEIGHT_BITS) - sum(weights)
     return tuple(weights)
+
+
+def _powers(base: int, largest: int) -> list[int]:
+    """base^0 .. base^largest, each from the last (one small multiplication apiece)."""
+    powers = [1]
+    for _ in range(largest):
+        powers.append(powers[-1] * base)
+    return powers
 
 
 DISTRIBUTIONS = {law.name: law for law in (BinomialDummies, GeometricDummies)}
