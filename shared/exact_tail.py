@@ -61,7 +61,14 @@ SLACK = 1e-9
 MAX_N = 100_000
 # Cells of one vectorized step (rows x window); rows are processed in chunks of this size.
 _CELLS = 1 << 20
-_GRID = 17  # counts at which the data-free (nominal) width is evaluated
+_GRID = 17  # counts the search for the widest interval starts from
+# The published widest half-width is the maximum over every count, or a bound at most this much
+# (relative) above it where the exact search would cost too much (``pure_widest_half_width``).
+WIDEST_TOLERANCE = 0.02
+# Counts searched before the search may stop at a bound within WIDEST_TOLERANCE of the maximum.
+_WIDEST_EXACT_COUNTS = 512
+# Counts searched at most: past them the largest bracket bound is published (still a bound).
+_WIDEST_MAX_COUNTS = 1_024
 
 
 def _half_window(trials: np.ndarray, rate: np.ndarray) -> np.ndarray:
@@ -120,10 +127,16 @@ def lower_tail(k, c, n: int, first, second) -> np.ndarray:
     return result
 
 
-def _last_true(predicate, rows: int, top: int) -> np.ndarray:
-    """Per row, the largest k in [0, top] with the predicate true (it falls with k), else -1."""
-    low = np.full(rows, -1, dtype=np.int64)  # predicate true (or k = -1)
-    high = np.full(rows, top + 1, dtype=np.int64)  # predicate false (or k = top + 1)
+def _last_true(predicate, rows: int, top: int, low=None, high=None) -> np.ndarray:
+    """Per row, the largest k in [0, top] with the predicate true (it falls with k), else -1.
+
+    ``low`` (a k known true, or -1) and ``high`` (a k known false, or top + 1) narrow the
+    search per row where a bracket is known; by default the whole range.
+    """
+    low = np.full(rows, -1, dtype=np.int64) if low is None else np.array(low, dtype=np.int64)
+    high = (
+        np.full(rows, top + 1, dtype=np.int64) if high is None else np.array(high, dtype=np.int64)
+    )
     while True:
         active = np.nonzero(high - low > 1)[0]
         if active.size == 0:
@@ -144,6 +157,15 @@ def count_bounds(
     n - C ~ Bin(j, 1 - q) + Bin(n - j, 1 - p) and P_k(C >= c) = P(n - C <= n - c)
     falls with j.  ``alpha`` may differ per count; all searches run together.
     """
+    last = _searches(counts, n, p, q, alpha)
+    return _published(last, n)
+
+
+def _searches(counts, n: int, p: float, q: float, alpha, bracket=None) -> np.ndarray:
+    """The raw searches of :func:`count_bounds`: max k (first half), max j = n - k (second).
+
+    ``bracket`` = (known true, known false) per row narrows each search.
+    """
     counts = np.asarray(counts, dtype=np.int64).ravel()
     size = counts.size
     threshold = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (size,)) / 2 - SLACK
@@ -155,7 +177,12 @@ def count_bounds(
     def holds(rows, k):
         return lower_tail(k, targets[rows], n, first[rows], second[rows]) > thresholds[rows]
 
-    last = _last_true(holds, 2 * size, n)
+    low, high = (None, None) if bracket is None else bracket
+    return _last_true(holds, 2 * size, n, low, high)
+
+
+def _published(last: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    size = last.size // 2
     low = np.clip(n - last[size:], 0, n)
     high = np.maximum(np.clip(last[:size], 0, n), low)
     return low, high
@@ -273,17 +300,88 @@ def sampling_interval(
 
 @lru_cache(maxsize=512)
 def pure_widest_half_width(n: int, p: float, q: float, alpha: float) -> float:
-    """The widest half-width (k_hi - k_lo)/(2n) over 17 counts spread evenly over [n q*, n p*].
+    """The widest half-width (k_hi - k_lo)/(2n) over every count 0..n, or an upper bound on it.
 
-    Data-free.  Every mean count n (q* + (p* - q*) f) lies in that range; the
-    width varies slowly with the count (with the square root of its variance),
-    so the grid's widest is within the lattice's ripple (about 1/n) of the
-    widest over all counts.
+    Data-free: the worst case over the true shares, published as the family's
+    nominal width.
+
+    A branch-and-bound search over the counts, which needs two facts about the
+    exact interval ends (``count_bounds``'s searches):
+
+    1. *Monotone in c.*  P_k(C <= c) rises and P_k(C >= c) falls with c, so
+       k_hi(c) and k_lo(c) never decrease.  Hence for a < c < b,
+       k_hi(c) - k_lo(c) <= k_hi(b) - k_lo(a).
+    2. *At least one k per count.*  Under the coupling C_{k+1} <= C_k + 1,
+       P_{k+1}(C <= c + 1) >= P_k(C <= c), so k_hi(c + 1) >= k_hi(c) + 1 while
+       k_hi(c) lies in [0, n); mirrored, k_lo(c + 1) >= k_lo(c) + 1 while k_lo
+       lies in [1, n).  Where both ends of a bracket are such intervals (and
+       k_lo <= k_hi there), the bound tightens to k_hi(b) - k_lo(a) - (b - a).
+
+    Both hold for the computed tails to rounding (far below ``SLACK``); the
+    tests compare the search with every count.  The counts start on a grid of
+    17 over 0..n, and a bracket (a, b) is split while its bound exceeds the
+    widest interval found; each new count's searches start from the bracket
+    fact 1 gives, so they cost a few tail evaluations instead of log2(n).  When
+    no bracket can beat the widest found, that is the maximum over every count.
+    Where the widths are nearly flat (binary randomized response: the count's
+    variance n p*(1 - p*) does not depend on k) or n is large, the search
+    splits, once ``_WIDEST_EXACT_COUNTS`` counts are searched, only the brackets
+    whose bound exceeds the widest by more than ``WIDEST_TOLERANCE``, and stops
+    when none is left or at ``_WIDEST_MAX_COUNTS`` counts; it then publishes the
+    largest bound instead, an upper bound on every count's width (against the
+    maximum over every count: +1.9% for binary RR at ε = 1 and +1.3% at ε = 4,
+    n = 20,000; exact for GRR at ε = 1 and 5 options, n = 20,000).  The first
+    call costs about 1 s at n = 20,000 and 2 to 6 s at n = 100,000; it is cached.
     """
     check_n(n)
-    grid = np.unique(np.linspace(math.floor(n * q), math.ceil(n * p), _GRID).round())
-    k_lo, k_hi = count_bounds(grid.astype(np.int64), n, p, q, alpha)
-    return float((k_hi - k_lo).max()) / (2 * n)
+    counts = np.unique(np.linspace(0, n, _GRID).round().astype(np.int64))
+    last = _searches(counts, n, p, q, alpha)
+    while True:
+        widest, bound = _brackets(counts, last, n)
+        exact = counts.size < _WIDEST_EXACT_COUNTS
+        open_ = bound > (widest if exact else widest * (1 + WIDEST_TOLERANCE))
+        if not open_.any() or counts.size >= _WIDEST_MAX_COUNTS:
+            return max(widest, int(bound.max())) / (2 * n)
+        left = np.nonzero(open_)[0]
+        middles = (counts[left] + counts[left + 1]) // 2
+        size, added = counts.size, middles.size
+        # Fact 1: k_hi(middle) lies in [k_hi(a), k_hi(b)], and j = n - k_lo in [j(b), j(a)];
+        # fact 2, where its chain holds, narrows each by the steps from a and to b.
+        top_a, top_b = last[left], last[left + 1]
+        j_a, j_b = last[size + left], last[size + left + 1]
+        after, before = middles - counts[left], counts[left + 1] - middles
+        top_chain = (top_a >= 0) & (top_b < n)
+        lo_chain = (n - j_a >= 1) & (n - j_b <= n)
+        known_true = np.concatenate(
+            [top_a + np.where(top_chain, after, 0), j_b + np.where(lo_chain, before, 0)]
+        )
+        known_false = (
+            np.concatenate(
+                [top_b - np.where(top_chain, before, 0), j_a - np.where(lo_chain, after, 0)]
+            )
+            + 1
+        )
+        found = _searches(middles, n, p, q, alpha, (known_true, known_false))
+        order = np.argsort(np.concatenate([counts, middles]), kind="stable")
+        counts = np.concatenate([counts, middles])[order]
+        last = np.concatenate(
+            [
+                np.concatenate([last[:size], found[:added]])[order],
+                np.concatenate([last[size:], found[added:]])[order],
+            ]
+        )
+
+
+def _brackets(counts: np.ndarray, last: np.ndarray, n: int) -> tuple[int, np.ndarray]:
+    """(widest k_hi - k_lo at the counts searched, the bound per bracket still to split)."""
+    low, high = _published(last, n)
+    size = counts.size
+    top, bottom = last[:size], n - last[size:]  # k_hi and k_lo before clipping
+    # Fact 2 holds along (a, b) when both ends are intervals strictly inside [0, n].
+    inside = (top >= 0) & (top < n) & (bottom >= 1) & (bottom <= top)
+    gap = np.diff(counts)
+    bound = (high[1:] - low[:-1]).astype(np.int64) - np.where(inside[:-1] & inside[1:], gap, 0)
+    return int((high - low).max()), np.where(gap > 1, bound, -1)
 
 
 @lru_cache(maxsize=512)

@@ -343,3 +343,54 @@ def test_counts_outside_0_to_n_are_refused() -> None:
         exact_tail.pure_interval(np.array([0, 11]), 10, 0.7, 0.3, (0.05,))
     with pytest.raises(InvalidParameter, match="option sampling"):
         exact_tail.sampling_interval(np.array([6, 0, 5, 0]), 10, 2, 0.7, (0.05,))
+
+
+# -- the published worst-case width: the maximum over every count ------------------------------
+
+
+def _widest_by_brute_force(n: int, p: float, q: float, alpha: float) -> float:
+    low, high = exact_tail.count_bounds(np.arange(n + 1), n, p, q, alpha)
+    return float((high - low).max()) / (2 * n)
+
+
+def test_the_published_width_is_the_widest_over_every_count() -> None:
+    """GRR, 5 options, ε = 1, n = 100: count 30 gives ±0.355; a grid of counts said ±0.350."""
+    oracle = GRR(epsilon=1.0, domain_size=5)
+    p, q = oracle.p_star, oracle.q_star
+    low, high = exact_tail.count_bounds(np.array([30]), 100, p, q, 0.05)
+    assert (high[0] - low[0]) / 200 == pytest.approx(0.355)
+    assert exact_tail.pure_widest_half_width(100, p, q, 0.05) == pytest.approx(0.355)
+    assert nominal_half_width(EXACT_TAIL, 100, score_model(oracle), 0.05) == pytest.approx(0.355)
+
+
+@pytest.mark.parametrize(
+    ("oracle", "n"),
+    [
+        (GRR(epsilon=1.0, domain_size=5), 100),
+        (GRR(epsilon=1.0, domain_size=5), 1_000),
+        (GRR(epsilon=0.5, domain_size=10), 700),
+        (GRR(epsilon=3.0, domain_size=30), 400),
+        (BinaryRR(epsilon=1.0), 60),
+        (BinaryRR(epsilon=1.0), 1_500),
+        (BinaryRR(epsilon=4.0), 900),
+        (BinaryRR(epsilon=0.1), 2_000),
+    ],
+)
+@pytest.mark.parametrize("alpha", [0.05, 0.01 / 5])
+def test_the_search_finds_the_brute_force_maximum(oracle, n: int, alpha: float) -> None:
+    """Up to n = 2,000 the branch-and-bound search is exact: it equals the maximum over 0..n."""
+    p, q = oracle.p_star, oracle.q_star
+    expected = _widest_by_brute_force(n, p, q, alpha)
+    assert exact_tail.pure_widest_half_width(n, p, q, alpha) == expected
+
+
+def test_past_the_exact_search_the_width_is_a_close_upper_bound() -> None:
+    """Where the search stops early it publishes its bound: never below the true maximum.
+
+    Binary RR at ε = 1 and n = 3,000: every count is nearly widest (the count's
+    variance does not depend on the truth), so the search stops at its tolerance.
+    """
+    p, q = BinaryRR(epsilon=1.0).p_star, BinaryRR(epsilon=1.0).q_star
+    expected = _widest_by_brute_force(3_000, p, q, 0.05)
+    published = exact_tail.pure_widest_half_width(3_000, p, q, 0.05)
+    assert expected < published <= expected * (1 + exact_tail.WIDEST_TOLERANCE)
