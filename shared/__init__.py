@@ -50,6 +50,7 @@ _PRELUDE: dict[str, str] = {
     "estimate_mean": "deniable.estimation",
     "FrequencyEstimate": "deniable.estimation",
     "MeanEstimate": "deniable.estimation",
+    "question_results": "deniable.results",
     # planning and accounting
     "plan": "deniable.planner",
     "relay_plan": "deniable.planner",
@@ -78,6 +79,7 @@ __all__ = [
     "estimate_mean",
     "FrequencyEstimate",
     "MeanEstimate",
+    "question_results",
     "plan",
     "relay_plan",
     "central_epsilon",
@@ -102,6 +104,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
         recommend,
     )
     from .planner import plan, relay_plan
+    from .results import question_results
     from .shuffle import central_epsilon
     from .survey import Question, Survey
 
