@@ -280,6 +280,11 @@ class KillsAProcess:
             killed, *others = self.pool._processes.values()
             os.kill(killed.pid, signal.SIGKILL)
             killed.join()
+            # Why wait: the pool must see the death before the others run, or under load
+            # they may open every chunk first and the batch is (rightly) stored whole.
+            deadline = time.monotonic() + 30
+            while not self.pool._broken and time.monotonic() < deadline:
+                time.sleep(0.01)
             for process in others:
                 os.kill(process.pid, signal.SIGCONT)
         return future
