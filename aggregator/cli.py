@@ -78,6 +78,8 @@ from .terminal import (
     results_table,
 )
 
+__all__ = ["build_parser", "main"]
+
 DEMO_RESPONDENTS = 2000
 DEMO_PORT = 8000
 _shown_database = shown_database  # the name earlier versions exported

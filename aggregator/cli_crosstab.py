@@ -18,6 +18,8 @@ from typing import Any
 from .cli_common import add_beta, add_json, load_settings, opened_storage, print_json
 from .terminal import format_table
 
+__all__ = ["register"]
+
 
 def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"

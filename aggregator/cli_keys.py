@@ -18,6 +18,8 @@ from typing import Any
 from .cli_common import add_json, load_settings, print_json
 from .terminal import EXIT_NOT_FOUND, _fail
 
+__all__ = ["register"]
+
 
 def _key_path(args: argparse.Namespace) -> Path:
     config = load_settings(args)

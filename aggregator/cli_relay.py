@@ -19,6 +19,8 @@ from typing import Any
 from .cli_common import add_json, load_settings, opened_storage, print_json
 from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, _fail, format_table
 
+__all__ = ["register"]
+
 
 def cmd_credential(args: argparse.Namespace) -> int:
     from deniable.service.settings import parse_url

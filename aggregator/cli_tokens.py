@@ -19,6 +19,8 @@ from typing import Any
 from .cli_common import add_json, load_settings, opened_storage, positive, print_json
 from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, _fail, format_table
 
+__all__ = ["register"]
+
 
 def cmd_token_create(args: argparse.Namespace) -> int:
     config = load_settings(args)

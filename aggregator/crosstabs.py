@@ -33,6 +33,8 @@ from deniable.survey import Question, Survey
 
 from .storage import Storage, SurveyRecord
 
+__all__ = ["compare_document", "crosstab_document", "folded_statistics", "unavailable_reason"]
+
 
 def unavailable_reason(storage: Storage, record: SurveyRecord) -> str | None:
     """Why this survey's answers cannot be joined, in words, or None when they can."""

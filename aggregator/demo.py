@@ -28,6 +28,19 @@ from deniable.survey import Question, Survey
 
 from .terminal import Progress, _fail
 
+__all__ = [
+    "demo_survey",
+    "free_port",
+    "port_is_free",
+    "respondent_reports",
+    "simulate_answers",
+    "start_server",
+    "stop_server",
+    "submit_all",
+    "true_summary",
+    "verify_signature",
+]
+
 # -- simulated respondents ------------------------------------------------------------
 
 

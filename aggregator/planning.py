@@ -41,6 +41,8 @@ from deniable.policy import Policy
 
 from .terminal import EXIT_USAGE, CommandError, format_table
 
+__all__ = ["add_parser"]
+
 # Why these bounds: past them the planner's arithmetic leaves floating point (a range
 # squared overflows past 1e154, an interval's 1/sqrt(beta) past beta = 1e-300), and Python
 # raised OverflowError, exit status 1 (issue 21).  Each is far beyond any real survey.

@@ -16,6 +16,8 @@ from werkzeug.exceptions import BadRequest
 
 from deniable.origins import serialize_origin
 
+__all__ = ["parse_public_url", "public_base_url"]
+
 SCHEMES = ("http", "https")
 
 

@@ -50,6 +50,19 @@ from deniable.keychain import RETIRED_ENCRYPTION_KEYS
 from deniable.service.datadir import private_directory
 from deniable.service.settings import SettingsError
 
+__all__ = [
+    "EncryptionKeys",
+    "chain_path",
+    "create_key",
+    "current_key",
+    "encryption_key_path",
+    "init_app",
+    "load_key",
+    "open_sealed",
+    "retired_encryption_path",
+    "rotate_key",
+]
+
 ALGORITHM = "Ed25519"
 EXTENSION = "deniable.signing"
 

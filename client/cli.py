@@ -35,6 +35,8 @@ from .simulate import DISTRIBUTIONS, simulate
 from .state import StateStore
 from .terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet_pipe
 
+__all__ = ["explain", "main", "prompt_answer", "terminal_text"]
+
 
 class Aborted(Exception):
     """The respondent declined or closed the input."""

@@ -26,6 +26,8 @@ from deniable.errors import BudgetExceeded
 from .policy import TOLERANCE, Policy
 from .state import DeviceState
 
+__all__ = ["Ledger"]
+
 
 class Ledger:
     """A view of the ledger entries in a :class:`DeviceState`, with the policy's caps."""

@@ -16,6 +16,8 @@ from deniable.errors import SignatureError
 if TYPE_CHECKING:
     from deniable.keychain import Pin
 
+__all__ = ["KeyPinning", "decode_public_key"]
+
 
 def _keychain() -> Any:
     """deniable.keychain, imported by the first pin (it imports cryptography), not by

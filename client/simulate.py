@@ -40,6 +40,8 @@ from .session import SurveyClient
 from .state import StateStore
 from .terminal import Progress
 
+__all__ = ["DISTRIBUTIONS", "simulate"]
+
 DISTRIBUTIONS = ("uniform", "skewed")
 OPERATOR_TOKEN = re.compile(r"[!-~]{1,256}")
 SIMULATION_POLICY = Policy(

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
     from deniable.wire import ProblemType
 
+__all__ = ["FINAL_CONFLICTS", "HttpTransport", "accepted", "problem_type", "requests_module"]
+
 USER_AGENT = f"deniable-client/{__version__}"
 ENROLMENT_HEADER = "X-Deniable-Enrolment"
 # A relay's 409s after which a device does NOT seal the same reports to the aggregator's

@@ -54,6 +54,8 @@ from deniable.wire import SealedSubmission
 
 from .storage import RelayedSurvey, RelayStorage, current_storage
 
+__all__ = ["blueprint", "init_app"]
+
 PREFIX = "/api/v1"
 PSEUDONYM_KEY = "deniable.relay.pseudonym_key"
 # Why: a device may have fetched a key the aggregator rotated in since the relay's last

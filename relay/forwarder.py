@@ -43,6 +43,8 @@ from deniable.wire import ProblemType
 from . import upstream
 from .storage import Batch, RelayStorage
 
+__all__ = ["Forwarder", "forward_once", "permuted", "refresh", "refresh_all", "send"]
+
 logger = logging.getLogger("deniable.relay.forwarder")
 
 _random = secrets.SystemRandom()

@@ -34,6 +34,19 @@ from deniable.wire import (
     strict_json,
 )
 
+__all__ = [
+    "Outcome",
+    "USER_AGENT",
+    "batch_body",
+    "encryption_key_id",
+    "fetch_enrolment_digests",
+    "fetch_key",
+    "pin_from",
+    "pin_text",
+    "put_batch",
+    "verify_survey",
+]
+
 USER_AGENT = "deniable-relay"
 
 

@@ -32,6 +32,8 @@ from typing import Any
 from .errors import InvalidParameter
 from .estimation import DEFAULT_BETA, check_beta
 
+__all__ = ["Figure", "cell_figure", "compare_question", "difference", "frequency_figures"]
+
 DEPENDENCE = ("independent", "nonnegative", "any")
 
 

@@ -61,6 +61,24 @@ from .estimation import (
 )
 from .mechanisms.base import FrequencyOracle, Mechanism
 
+__all__ = [
+    "Axis",
+    "CrosstabStatistics",
+    "axis",
+    "category_means",
+    "cell_model",
+    "cell_variances",
+    "check_pair",
+    "crosstab_statistics",
+    "decode_stored",
+    "estimate_crosstab",
+    "exact_variance",
+    "join_submissions",
+    "joint_estimates",
+    "question_crosstab",
+    "support_rows",
+]
+
 # Reports turned into score rows at a time (bounds the n x d scratch arrays).
 CHUNK = 1 << 16
 

@@ -30,6 +30,8 @@ from .mechanisms import recommend
 from .parameters import check_real
 from .planner import targets
 
+__all__ = ["CrosstabPlan", "cell_variance", "plan_crosstab"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class CellRow:

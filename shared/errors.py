@@ -38,6 +38,34 @@ nothing of HTTP.
 
 from __future__ import annotations
 
+__all__ = [
+    "AlreadyAnswered",
+    "AlreadyDelivered",
+    "AuthenticationError",
+    "BudgetExceeded",
+    "ClientError",
+    "Conflict",
+    "DeniableError",
+    "Forbidden",
+    "InvalidJson",
+    "InvalidParameter",
+    "InvalidReport",
+    "InvalidSurvey",
+    "InvalidValue",
+    "MissingDependency",
+    "NotFound",
+    "PayloadTooLarge",
+    "PolicyViolation",
+    "RateLimited",
+    "SealingError",
+    "SignatureError",
+    "StateError",
+    "StorageError",
+    "SurveyClosed",
+    "TransportError",
+    "UnknownKey",
+]
+
 
 class DeniableError(Exception):
     """Root of every error Deniable raises on purpose."""

@@ -45,6 +45,17 @@ from .intervals import (  # noqa: F401  (re-exported: callers import these from 
 )
 from .mechanisms.base import NumericMechanism
 
+__all__ = [
+    "EXACT_FIGURE_MAX_N",
+    "FrequencyEstimate",
+    "Interval",
+    "MeanEstimate",
+    "estimate_frequencies",
+    "estimate_mean",
+    "interval_families",
+    "interval_summary",
+]
+
 # Interval half-widths (in units of the estimand's range) at which results say so in words.
 UNINFORMATIVE_HALF_WIDTH = 0.5
 PRECISE_HALF_WIDTH = 0.1

@@ -55,6 +55,20 @@ import numpy as np
 
 from .errors import InvalidParameter
 
+__all__ = [
+    "MAX_N",
+    "WIDEST_TOLERANCE",
+    "available",
+    "count_bounds",
+    "interval",
+    "lower_tail",
+    "nominal_half_width",
+    "pure_interval",
+    "pure_widest_half_width",
+    "sampled_bounds",
+    "sampling_interval",
+]
+
 # A k is rejected only if its computed tail is <= α/2 - SLACK (computation errors are << SLACK).
 SLACK = 1e-9
 # Largest n the family is computed for (windows of a few thousand points; see ``available``).

@@ -47,6 +47,25 @@ from .mechanisms.duchi import Duchi
 from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_real
 
+__all__ = [
+    "DEFAULT_BETA",
+    "EXACT_TAIL",
+    "FAMILIES",
+    "METHODS",
+    "ScoreModel",
+    "available_families",
+    "bernstein_interval",
+    "bernstein_terms",
+    "chebyshev_exact_interval",
+    "chebyshev_half_width",
+    "check_beta",
+    "family_interval",
+    "nominal_half_width",
+    "score_model",
+    "smallest_passing",
+    "tightest_family",
+]
+
 DEFAULT_BETA = 0.05
 FAMILIES = ("chebyshev", "chebyshev_exact", "bernstein")
 EXACT_TAIL = "exact_tail"  # published beside FAMILIES where exact_tail.available(...)

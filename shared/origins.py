@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 from .errors import InvalidParameter
 
+__all__ = ["Origin", "canonical_url", "parse_origin", "parse_url", "same_url", "serialize_origin"]
+
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # One DNS label, lower case ASCII (an internationalized name in its xn-- form).
 LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")

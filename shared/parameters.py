@@ -18,6 +18,16 @@ import numbers
 
 from .errors import InvalidParameter
 
+__all__ = [
+    "MAX_DOMAIN_SIZE",
+    "MAX_EPSILON",
+    "check_domain_size",
+    "check_epsilon",
+    "check_int",
+    "check_range",
+    "check_real",
+]
+
 MIN_EPSILON = 0.001
 MAX_EPSILON = 20.0
 MIN_DOMAIN_SIZE = 2

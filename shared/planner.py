@@ -52,6 +52,23 @@ from .estimation import (
 from .mechanisms import CATEGORICAL, DEFAULTS, NUMERIC, mechanism_class, recommend
 from .parameters import check_domain_size, check_epsilon, check_int, check_range, check_real
 
+__all__ = [
+    "DEFAULT_RELAY_DELTA",
+    "DEFAULT_RELAY_HALF_WIDTH",
+    "MAX_RESPONDENTS",
+    "Plan",
+    "QUESTION_TYPES",
+    "RelayPlan",
+    "best_respondents",
+    "expected_half_width",
+    "format_number",
+    "plan",
+    "relay_plan",
+    "respondents_for",
+    "smallest_relayed_batch",
+    "targets",
+]
+
 QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
 MAX_RESPONDENTS = 10**12
 # The exact tail's n is searched up to this many respondents (its widths are computed).

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["clip_and_renormalize", "iterative_bayesian_update", "norm_sub", "project_to_simplex"]
+
 
 def _uniform(size: int) -> np.ndarray:
     return np.full(size, 1.0 / size)

@@ -73,6 +73,18 @@ from .survey_checks import (  # noqa: F401  (re-exported: callers import these f
 )
 from .survey_relay import MAX_MIN_BATCH, SHUFFLE_UNITS, Relay  # noqa: F401  (re-exported)
 
+__all__ = [
+    "FORMAT",
+    "FORMATS",
+    "FORMAT_V1",
+    "MAX_MULTIPLE_OPTIONS",
+    "MAX_OPTIONS",
+    "MAX_QUESTIONS",
+    "QUESTION_TYPES",
+    "Question",
+    "Survey",
+]
+
 FORMAT = "deniable.survey/2"
 FORMAT_V1 = "deniable.survey/1"
 FORMATS = (FORMAT_V1, FORMAT)

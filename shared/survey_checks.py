@@ -14,6 +14,22 @@ from typing import Any
 
 from .errors import InvalidParameter, InvalidSurvey
 
+__all__ = [
+    "BLANK",
+    "CONTROL",
+    "IDENTIFIER",
+    "MAX_LABEL",
+    "MAX_TEXT",
+    "NEWLINE_CONTROL",
+    "SURROGATE",
+    "check_identifier",
+    "check_lo_hi",
+    "check_text",
+    "fail",
+    "require_keys",
+    "wrap_parameter",
+]
+
 IDENTIFIER = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 MAX_TEXT = 2000
 MAX_LABEL = 200

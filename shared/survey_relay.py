@@ -13,6 +13,8 @@ from .survey_checks import CONTROL, MAX_LABEL, fail, require_keys
 if TYPE_CHECKING:
     from .survey import Survey
 
+__all__ = ["MAX_BATCH_UNITS", "MAX_MIN_BATCH", "Relay", "SHUFFLE_UNITS"]
+
 SHUFFLE_UNITS = ("question", "submission")
 # The most sealed units one forwarded batch holds (protocol §11.3): the aggregator refuses a
 # larger batch, so a relay splits a bigger backlog, and no survey may ask for a min_batch

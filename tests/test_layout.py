@@ -132,3 +132,50 @@ def test_the_graph_is_read_at_all() -> None:
     found = {(source, target) for source, target, _ in edges()}
     assert {("aggregator", "service"), ("relay", "service"), ("service", "shared")} <= found
     assert ("client", "shared") in found
+
+
+def _declared_all(tree: ast.Module) -> list[str] | None:
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if any(isinstance(target, ast.Name) and target.id == "__all__" for target in targets):
+            return [element.value for element in node.value.elts]  # a literal list
+    return None
+
+
+def _public_modules() -> Iterator[tuple[str, Path, ast.Module]]:
+    for folder in PACKAGES:
+        for module, path, _ in _modules(folder):
+            if not any(part.startswith("_") for part in module.split(".")):
+                yield module, path, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_every_public_module_says_what_is_public() -> None:
+    missing = [module for module, _, tree in _public_modules() if _declared_all(tree) is None]
+    assert missing == []
+
+
+def test_every_name_in_all_is_defined_or_imported_there() -> None:
+    undefined = []
+    for module, _, tree in _public_modules():
+        bound = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        for name in _declared_all(tree) or []:
+            if name not in bound and not (module == "deniable" and name in _prelude()):
+                undefined.append(f"{module}.{name}")
+    assert undefined == []
+
+
+def _prelude() -> set[str]:
+    tree = ast.parse((ROOT / "shared" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_PRELUDE":
+            return {key.value for key in node.value.keys}
+    return set()

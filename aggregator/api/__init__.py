@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from flask import Flask
 
+__all__ = ["init_app"]
+
 PREFIX = "/api/v1"
 
 

@@ -78,6 +78,8 @@ from .common import bearer_token, json_response
 from .opening import Opened, decryption_keys, opened_chunks
 from .relayed import relay_terms
 
+__all__ = ["blueprint"]
+
 blueprint = Blueprint("batches", __name__)
 logger = logging.getLogger(__name__)
 

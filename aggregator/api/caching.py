@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from flask import Flask, Response, request
 
+__all__ = ["init_app"]
+
 BLUEPRINTS = frozenset({"health", "surveys", "results", "reports", "openapi"})  # the API's
 AUTHENTICATED = "private, no-store"
 BY_ENDPOINT = {

@@ -16,6 +16,23 @@ from deniable.survey import IDENTIFIER
 from ..signing import current_key
 from ..storage import SurveyRecord, current_storage
 
+__all__ = [
+    "MAX_SURVEYS_PER_PAGE",
+    "SURVEYS_PER_PAGE",
+    "VERSION",
+    "bearer_token",
+    "check_survey_id",
+    "choice_parameter",
+    "is_operator",
+    "json_response",
+    "json_text",
+    "page_parameters",
+    "require_operator",
+    "require_unscoped_operator",
+    "survey_document",
+    "survey_summary",
+]
+
 VERSION = __version__
 
 

@@ -23,6 +23,8 @@ from ..storage import SurveyRecord, current_storage
 from .common import bearer_token, is_operator, json_response, require_operator
 from .results import _cell, parse_beta, wants_csv
 
+__all__ = ["blueprint"]
+
 blueprint = Blueprint("crosstab", __name__)
 
 JOINT_COLUMNS = (

@@ -8,6 +8,8 @@ from ..signing import current_key
 from ..storage import current_storage
 from .common import VERSION, json_response
 
+__all__ = ["blueprint"]
+
 blueprint = Blueprint("health", __name__)
 
 

@@ -18,6 +18,8 @@ from deniable.survey import FORMATS, IDENTIFIER, QUESTION_TYPES
 from .common import MAX_SURVEYS_PER_PAGE, SURVEYS_PER_PAGE, VERSION, json_response
 from .results import BETAS
 
+__all__ = ["blueprint"]
+
 blueprint = Blueprint("openapi", __name__)
 
 UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"

@@ -31,6 +31,8 @@ from deniable.errors import DeniableError, StorageError
 from deniable.survey import Survey
 from deniable.wire import Report, parse_report, parse_submission, strict_json
 
+__all__ = ["DECRYPT_PROCESSES", "Opened", "decryption_keys", "opened_chunks", "warm_when_relayed"]
+
 # Batches of at least this many blobs are opened by several processes.
 PARALLEL_FROM = 2_000
 # Blobs per chunk: small enough that storing starts early and the last chunk's store is

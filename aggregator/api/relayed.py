@@ -20,6 +20,8 @@ from deniable.survey import Question
 
 from ..storage import SurveyRecord, current_storage
 
+__all__ = ["batch_summary", "central", "header", "relay_terms"]
+
 DELTA = 1e-6
 SUMMARY = "The relay hid who sent each report and forwarded batches in a random order."
 

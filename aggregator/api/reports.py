@@ -25,6 +25,8 @@ from ..storage import StoredReport, current_storage
 from ..storage.tokens import is_enrolment_token
 from .common import choice_parameter, json_response, require_operator
 
+__all__ = ["blueprint"]
+
 blueprint = Blueprint("reports", __name__)
 
 EXPORT_COLUMNS = ("seq", "id", "question", "payload", "received_at", "submission")

@@ -31,6 +31,19 @@ from ..storage import SurveyRecord, current_storage
 from . import relayed
 from .common import choice_parameter, is_operator, json_text, require_operator
 
+__all__ = [
+    "BETAS",
+    "blueprint",
+    "compute_results",
+    "parse_beta",
+    "results_by_question",
+    "results_cache",
+    "statistics_key",
+    "to_csv",
+    "unpacked",
+    "wants_csv",
+]
+
 blueprint = Blueprint("results", __name__)
 
 CSV_COLUMNS = (

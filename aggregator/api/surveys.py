@@ -20,6 +20,8 @@ from .common import (
     survey_summary,
 )
 
+__all__ = ["blueprint"]
+
 blueprint = Blueprint("surveys", __name__)
 
 CREATE_FIELDS = frozenset({"definition", "results_public", "require_enrolment"})

@@ -24,6 +24,8 @@ from ..storage import SurveyRecord, current_storage
 from ..storage.records import respondents
 from .present import question_view
 
+__all__ = ["blueprint", "init_app"]
+
 blueprint = Blueprint("dashboard", __name__, template_folder="templates")
 # A question with more categories shows this many bars (the largest estimates).
 TOP_CATEGORIES = 12

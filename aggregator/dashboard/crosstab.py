@@ -25,6 +25,8 @@ from ..storage import current_storage
 from . import blueprint, svg
 from .present import COVERS, confidence_text
 
+__all__ = ["comparable_surveys"]
+
 # Cell shading: lightness from LIGHTEST (share 0) to DARKEST (share 1) at this hue; dark text
 # stays above 4.5:1 contrast on the darkest shade (WCAG 2.2 AA).
 HUE, SATURATION, LIGHTEST, DARKEST = 212, 62, 98, 70

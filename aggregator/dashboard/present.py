@@ -11,6 +11,14 @@ from deniable.mechanisms import SET_VALUED, display_name
 
 from . import svg
 
+__all__ = [
+    "COVERS",
+    "confidence_text",
+    "likelihood_sentence",
+    "precision_sentence",
+    "question_view",
+]
+
 COVERS = (
     "The intervals are about the people who answered (their own true answers); a wider "
     "population they were drawn from at random would need wider intervals."

@@ -52,6 +52,21 @@ from ..signing import current_key
 from ..storage import current_storage
 from .words import chosen_language, translator
 
+__all__ = [
+    "CORE",
+    "FORM",
+    "MODULES",
+    "PAGE_FILES",
+    "ROTATION",
+    "SEALING",
+    "STYLE",
+    "blueprint",
+    "init_app",
+    "integrity",
+    "static_file",
+    "survey_modules",
+]
+
 blueprint = Blueprint("respond", __name__, template_folder="templates")
 
 # The client library every page loads: respond.js imports deniable.js, which imports these.

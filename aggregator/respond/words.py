@@ -14,6 +14,8 @@ from importlib import resources
 
 from flask import request
 
+__all__ = ["catalogue", "chosen_language", "translator"]
+
 _OBJECT = re.compile(r"export const MESSAGES = (\{.*?\n\});", re.DOTALL)
 _FIELD = re.compile(r"\{(\w+)\}")
 

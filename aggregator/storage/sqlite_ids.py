@@ -47,6 +47,8 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from deniable.errors import StorageError
 from deniable.service.datadir import open_lock_file
 
+__all__ = ["FileLock", "IdIndex", "IdKeys", "Staged", "reports_by_seq"]
+
 # Ids stored after the last merge before a batch merges them into report_ids: a
 # merge rewrites report_ids about once, under the write lock, so it stays rare
 # and bounded (each process keeps 16 bytes per id in memory meanwhile).

@@ -8,6 +8,17 @@ from dataclasses import dataclass
 
 from deniable.service.storage import iso
 
+__all__ = [
+    "Batch",
+    "DELIVERED",
+    "DISCARDED",
+    "RelayedSurvey",
+    "SURVEY_COLUMNS",
+    "held_id",
+    "submission_digest",
+    "token_digest",
+]
+
 # What ``enrolment_digests.spent_by`` holds once the units a token admitted are gone from
 # ``held`` (the submission's digest until then): never a digest, so no link to any unit.
 DELIVERED = "delivered"

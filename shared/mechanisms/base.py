@@ -41,6 +41,23 @@ from ..lazy import np, numpy_type
 from ..parameters import MAX_DOMAIN_SIZE, check_domain_size, check_epsilon, check_range
 from ..randomness import RESOLUTION, RngLike
 
+__all__ = [
+    "FALSE_REJECTION",
+    "FrequencyOracle",
+    "Mechanism",
+    "NumericMechanism",
+    "check_categories",
+    "check_numbers",
+    "integer_rows",
+    "log_ratio",
+    "pack_uints",
+    "probability_of",
+    "report_int",
+    "threshold_of",
+    "unpack_uints",
+    "width_bytes",
+]
+
 # Wire statistics decode about this many characters of hex text at a time.
 _CHUNK_TEXT = 1 << 20
 

@@ -19,6 +19,8 @@ from ..errors import InvalidValue
 from ..lazy import np, numpy_type
 from .grr import GRR
 
+__all__ = ["BinaryRR"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class BinaryRR(GRR):

@@ -57,6 +57,8 @@ from ..parameters import check_int
 from ..randomness import RESOLUTION, RandomSource, RngLike, as_source
 from .base import NumericMechanism, check_numbers, probability_of
 
+__all__ = ["DiscreteLaplace", "bernoulli_exp", "sample_discrete_laplace"]
+
 MIN_GRID_SIZE = 1
 MAX_GRID_SIZE = 10**6
 DEFAULT_GRID_SIZE = 1000

@@ -37,6 +37,8 @@ from ..lazy import np
 from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import NumericMechanism, check_numbers, log_ratio, probability_of
 
+__all__ = ["Duchi"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Duchi(NumericMechanism):

@@ -28,6 +28,8 @@ from .base import (
     width_bytes,
 )
 
+__all__ = ["GRR"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class GRR(FrequencyOracle):

@@ -42,6 +42,8 @@ from .base import (
     width_bytes,
 )
 
+__all__ = ["HRR", "fwht"]
+
 
 def fwht(values: np.ndarray) -> np.ndarray:
     """Fast Walsh-Hadamard transform (Sylvester order, unnormalised) of a length-2^m vector.

@@ -63,6 +63,8 @@ from .base import (
     width_bytes,
 )
 
+__all__ = ["OLH", "bucket", "buckets", "fmix32"]
+
 MULTIPLIER = 0x9E3779B1
 FMIX_1 = 0x85EBCA6B
 FMIX_2 = 0xC2B2AE35

@@ -37,6 +37,8 @@ from ..randomness import RngLike
 from .base import threshold_of
 from .grr import GRR
 
+__all__ = ["LongitudinalGRR"]
+
 
 @dataclass(frozen=True, kw_only=True)
 class LongitudinalGRR(GRR):

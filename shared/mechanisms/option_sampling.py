@@ -47,6 +47,8 @@ from .base import Mechanism, log_ratio, probability_of, threshold_of, width_byte
 if TYPE_CHECKING:
     import numpy as np
 
+__all__ = ["OptionSampling"]
+
 MIN_OPTIONS = 2
 
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from ..errors import InvalidParameter
 from ..parameters import check_domain_size, check_epsilon
 
+__all__ = ["Recommendation", "recommend"]
+
 _TIE = 1e-12
 CRITERIA = ("uniform", "worst_case")
 

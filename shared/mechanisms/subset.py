@@ -48,6 +48,8 @@ from .base import (
     width_bytes,
 )
 
+__all__ = ["SubsetSelection"]
+
 _CHUNK_ROWS = 4096
 
 

@@ -54,6 +54,8 @@ from ..randomness import (
 )
 from .base import FALSE_REJECTION, FrequencyOracle, check_categories, log_ratio, probability_of
 
+__all__ = ["OUE", "SUE", "UnaryEncoding"]
+
 
 def gammaln(x: np.ndarray | int) -> np.ndarray:
     """log Γ(x) elementwise (math.lgamma; scipy is not a runtime dependency)."""
