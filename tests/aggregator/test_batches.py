@@ -224,13 +224,49 @@ def test_blobs_replayed_under_a_new_batch_id_count_in_no_batch_size(
     replay = put(client, relayed, survey_id, secrets.token_hex(16), blobs[:3], unit=unit)
     assert (replay.status_code, replay.json["stored"], replay.json["dropped"]) == (201, 0, 0)
     summary = storage.relay.batch_summary(survey_id)[unit]
-    assert (summary["batches"], summary["smallest_batch"], summary["stored"]) == (3, 0, 4)
+    # the replay stored nobody: not a batch that hides anyone (counted apart)
+    assert (summary["batches"], summary["smallest_batch"], summary["stored"]) == (2, 1, 4)
+    assert summary["empty_batches"] == 1
     assert len(stored(storage, survey_id)) == 4 * len(units[0])
     if survey_id == "w":  # one report new, one stored before: the blob adds its respondent
         half = [units[0][0], report("b")]
         blobs = [seal(relayed, "w", reports, unit="") for reports in (half, units[1], units[2])]
         response = put(client, relayed, "w", secrets.token_hex(16), blobs, unit="")
         assert (response.status_code, response.json["stored"]) == (201, 1), response.json
+
+
+@pytest.mark.parametrize("survey_id", ["q", "w"])
+@pytest.mark.parametrize("empty", ["replay", "garbage"])
+def test_a_batch_that_stored_nobody_leaves_the_published_central_epsilon_standing(
+    client, storage, relayed, survey_id, empty
+):
+    """A batch that stored no one (a replay under a new batch id, a batch of blobs that do
+    not open) hides no one and is not the smallest batch: the central epsilon stays the one
+    of the smallest batch that stored someone, and the empty batch is counted apart."""
+    unit = "a" if survey_id == "q" else ""
+    make = (lambda: [report()]) if survey_id == "q" else (lambda: [report("a"), report("b")])
+    units = [make() for _ in range(4)]
+    blobs = [seal(relayed, survey_id, reports, unit=unit) for reports in units]
+    first = put(client, relayed, survey_id, secrets.token_hex(16), blobs, unit=unit)
+    assert (first.status_code, first.json["stored"]) == (201, 4), first.json
+    if empty == "replay":
+        nobody = [seal(relayed, survey_id, reports, unit=unit) for reports in units[:3]]
+    else:
+        nobody = [tampered(blob) for blob in blobs[:3]]
+    response = put(client, relayed, survey_id, secrets.token_hex(16), nobody, unit=unit)
+    assert (response.status_code, response.json["stored"]) == (201, 0), response.json
+    summary = storage.relay.batch_summary(survey_id)[unit]
+    assert (summary["batches"], summary["smallest_batch"], summary["stored"]) == (1, 4, 4)
+    assert summary["empty_batches"] == 1
+    results = client.get(f"/api/v1/surveys/{survey_id}/results")
+    assert results.status_code == 200, results.json
+    assert results.json["relay"]["smallest_batch"] == 4
+    assert results.json["relay"]["batches"] == 1
+    assert results.json["relay"]["empty_batches"] == 1
+    for question in results.json["questions"]:
+        central = question["central"]
+        assert central["central_epsilon"] is not None, central
+        assert central["batch"] == 4
 
 
 @pytest.mark.parametrize("closed_after", [0, 1])

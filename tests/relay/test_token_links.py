@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from deniable.errors import TransportError
@@ -133,3 +134,42 @@ def test_a_token_is_linked_to_its_units_only_until_they_are_forwarded(deployment
     assert (result.delivered, result.pending) == (1, 0)
     assert all("refused" not in mark for mark in device.store.load().answered.values())
     assert deployment.results("e")["n_reports"] == before + 4  # nothing taken twice
+
+
+def test_a_raw_copy_of_the_relay_files_holds_no_link_after_the_forward(deployment):
+    """What a copy of the relay's SQLite files says, byte for byte (the main file, its
+    write-ahead log and its index): after enrolled submissions are forwarded and
+    acknowledged, none of their units' digests, nor the units themselves, is left beside a
+    token's digest, neither in a page the database no longer uses nor in an old frame of
+    the log."""
+    if deployment.backend != "sqlite":
+        return  # PostgreSQL's files are the server's (its WAL and vacuum are its operator's)
+    tokens = deployment.aggregator_cli("token", "issue", "e", "--count", "6").stdout.split()
+
+    # the relay learns the new tokens' digests on its next refresh
+    def learned() -> bool:
+        counts = deployment.relay_status()["e"]["enrolment_tokens"]
+        return counts["known"] - counts["spent"] >= len(tokens)
+
+    deployment.wait_for(learned)
+    before = deployment.results("e")["n_reports"]
+    needles: set[bytes] = set()
+    for index, token in enumerate(tokens):
+        body, _ = deployment.seal("e", ANSWERS[index % 2])
+        answer = deployment.submit("e", {**body, "enrolment_token": token})
+        assert answer.status_code == 202, answer.text
+        for unit in body["units"]:
+            sealed = base64.urlsafe_b64decode(unit["sealed"] + "=" * (-len(unit["sealed"]) % 4))
+            needles.add(sealed[-64:])  # the tail of the sealed bytes (ciphertext and tag)
+        needles |= {d if isinstance(d, bytes) else d.encode() for d in digests_of("e", body)}
+    deployment.wait_for(lambda: deployment.results("e")["n_reports"] == before + 2 * len(tokens))
+    deployment.wait_for(lambda: idle(deployment))
+    deployment.wait_for(lambda: not relay_rows(deployment)["admitted"])
+    database = Path(deployment.relay_env["DENIABLE_RELAY_DATABASE"])
+    files = [database, *(database.with_name(database.name + s) for s in ("-wal", "-shm"))]
+    left = {
+        path.name: [needle.hex()[:16] for needle in needles if needle in path.read_bytes()]
+        for path in files
+        if path.exists()
+    }
+    assert left == {path.name: [] for path in files if path.exists()}, left
