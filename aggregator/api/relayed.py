@@ -5,7 +5,10 @@ their batch, not the total n: the results publish, per question, the central
 ε (:func:`deniable.shuffle.amplification`) for the *smallest* batch forwarded
 of that question's shuffle unit, at δ = :data:`DELTA`, beside the local ε.
 A batch's size here is what the aggregator can vouch for: the blobs that
-opened to new valid reports (dropped and duplicate blobs do not count).
+opened to new valid reports (dropped and duplicate blobs do not count).  A batch
+that stored nobody hides no one and is not a batch here (``empty_batches``
+counts it), so a replay, a batch of garbage or a resend after a crash never
+erases the figure the other batches earned.
 Per question shuffling: ε0 is the question's ε; whole submissions: ε0 is the
 survey's total ε.  The figure holds under :data:`deniable.shuffle.CONDITIONS`
 (the relay did not collude; n counts genuine respondents, n − k with k
@@ -44,13 +47,14 @@ def header(record: SurveyRecord, summary: dict[str, dict[str, int]] | None) -> d
 
     relay = relay_terms(record)
     summary = summary or {}
-    smallest = [unit["smallest_batch"] for unit in summary.values()]
+    smallest = [unit["smallest_batch"] for unit in summary.values() if unit["batches"]]
     return {
         "url": relay.url,
         "min_batch": relay.min_batch,
         "shuffle_unit": relay.shuffle_unit,
         "batches": sum(unit["batches"] for unit in summary.values()),
         "smallest_batch": min(smallest) if smallest else None,
+        "empty_batches": sum(unit["empty_batches"] for unit in summary.values()),
         "dropped": sum(unit["dropped"] for unit in summary.values()),
         "delta": DELTA,
         "summary": SUMMARY,
@@ -73,7 +77,11 @@ def central(
             "delta": DELTA,
             "batch": None,
             "local_epsilon": record.survey.total_epsilon if whole else question.epsilon,
-            "note": "no batch forwarded yet",
+            # Why two notes: batches that stored nobody (replays, garbage) are no batch
+            # of respondents, and the reader should not think none arrived.
+            "note": "no batch forwarded yet"
+            if not unit
+            else "no forwarded batch has stored a respondent yet",
         }
     if whole:
         result = amplification(record.survey.total_epsilon, unit["smallest_batch"], DELTA)

@@ -163,19 +163,33 @@ class RelayStore:
         return self.find_batch(survey_id, record.batch_id) or record
 
     def batch_summary(self, survey_id: str) -> dict[str, dict[str, int]]:
-        """Per unit: batches, smallest batch and stored (respondents: blobs that opened to new
-        valid reports; a replayed blob is in neither), dropped (blobs that did not open or
-        were invalid)."""
+        """Per unit: ``batches`` that stored someone, the smallest of them
+        (``smallest_batch``), ``stored`` (respondents: blobs that opened to new valid
+        reports; a replayed blob is in neither), ``dropped`` (blobs that did not open or
+        were invalid) and ``empty_batches`` (batches that stored nobody).
+
+        Why a batch that stored nobody is left out of the smallest: it hides no one (a
+        replay under a new batch id, blobs that do not open, a resend after a crash
+        whose reports were stored the first time).  Counted in, its size 0 would erase
+        the central epsilon of every respondent the other batches hold."""
         with self.dialect.read() as connection:
             rows = self.dialect.run(
                 connection,
-                "SELECT unit, COUNT(*), MIN(stored), SUM(stored), SUM(dropped) FROM"
-                " relay_batches WHERE survey_id = ? GROUP BY unit",
+                "SELECT unit, SUM(CASE WHEN stored > 0 THEN 1 ELSE 0 END),"
+                " MIN(CASE WHEN stored > 0 THEN stored END), SUM(stored), SUM(dropped),"
+                " SUM(CASE WHEN stored > 0 THEN 0 ELSE 1 END)"
+                " FROM relay_batches WHERE survey_id = ? GROUP BY unit",
                 (survey_id,),
             ).fetchall()
         return {
-            unit: {"batches": int(b), "smallest_batch": int(m), "stored": int(s), "dropped": int(d)}
-            for unit, b, m, s, d in rows
+            unit: {
+                "batches": int(b),
+                "smallest_batch": int(m or 0),
+                "stored": int(s),
+                "dropped": int(d),
+                "empty_batches": int(e),
+            }
+            for unit, b, m, s, d, e in rows
         }
 
     def unspent_enrolment_digests(self, survey_id: str) -> list[str]:

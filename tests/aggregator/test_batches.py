@@ -264,6 +264,8 @@ def test_a_batch_that_stored_nobody_leaves_the_published_central_epsilon_standin
     assert results.json["relay"]["batches"] == 1
     assert results.json["relay"]["empty_batches"] == 1
     for question in results.json["questions"]:
+        if survey_id == "q" and question["question"] != "a":
+            continue  # question b's unit had no batch
         central = question["central"]
         assert central["central_epsilon"] is not None, central
         assert central["batch"] == 4
