@@ -1,14 +1,27 @@
-"""The relay's storage in one SQLite file (WAL, ``synchronous=FULL``), with group commit."""
+"""The relay's storage in one SQLite file (WAL, ``synchronous=FULL``), with group commit.
+
+A raw copy of the files (the database, its ``-wal`` and ``-shm``) must not say which
+enrolment token admitted which forwarded unit (docs/threat-model.md §5).  SQLite keeps
+deleted content in two places unless told otherwise: the free space of the database's
+pages, and the old frames of the write-ahead log, which still hold every page as it
+was when the link was written.  So the relay's connections run with ``secure_delete``
+(deleted cells and freed pages are overwritten with zeros), and once units are
+forwarded and their links deleted (:meth:`SqliteRelayStorage.acknowledged`,
+``discard``, ``discard_closed``) a ``wal_checkpoint(TRUNCATE)`` copies the zeroed pages
+into the database and empties the log.
+"""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 
 from deniable.errors import DeniableError, StorageError
 from deniable.service.storage import SqliteDialect
 
 from .base import RelayStorage
+from .records import Batch
 
 __all__ = ["SqliteRelayStorage"]
 
@@ -39,7 +52,10 @@ class SqliteRelayStorage(RelayStorage):
     """The relay's storage in one SQLite file (WAL, ``synchronous=FULL``)."""
 
     def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
-        super().__init__(SqliteDialect(path, busy_timeout_ms=busy_timeout_ms))
+        # Why secure_delete: see the module docstring (a copy of the file holds no link).
+        super().__init__(
+            SqliteDialect(path, busy_timeout_ms=busy_timeout_ms, pragmas=("secure_delete = ON",))
+        )
         self.path = self.dialect.path
         self._group_lock = threading.Lock()
         self._group_wake = threading.Condition(self._group_lock)
@@ -75,6 +91,42 @@ class SqliteRelayStorage(RelayStorage):
         if item.error is not None:
             raise item.error
         return item.added
+
+    def acknowledged(self, batch: Batch) -> None:
+        super().acknowledged(batch)
+        self.forget_deleted()
+
+    def discard(self, batch: Batch) -> None:
+        super().discard(batch)
+        self.forget_deleted()
+
+    def discard_closed(self, survey_id: str) -> int:
+        count = super().discard_closed(survey_id)
+        if count:
+            self.forget_deleted()
+        return count
+
+    def forget_deleted(self) -> bool:
+        """Empty the write-ahead log, so its old frames (pages as they were before a delete)
+        leave the files; True if it was emptied.
+
+        Why a TRUNCATE checkpoint rather than the automatic one: the automatic checkpoint
+        copies frames into the database but leaves the log file as it was, and its old
+        frames, still on disk, hold the token-to-unit links and the sealed units deleted
+        since.  TRUNCATE waits (up to the busy timeout) for readers of older snapshots,
+        holds new writers back while it copies (milliseconds, once per forwarded batch),
+        and truncates the log to zero bytes.  If a reader keeps it from finishing, the log
+        is emptied by the next forward's checkpoint instead.
+        """
+        try:
+            busy, _, _ = (
+                self.dialect.thread_connection()
+                .execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                .fetchone()
+            )
+        except sqlite3.Error as error:
+            raise StorageError(f"sqlite {self.dialect.path}: {error}") from None
+        return not busy
 
     def _commit_groups(self) -> None:
         while True:
