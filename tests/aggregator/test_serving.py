@@ -273,3 +273,104 @@ def test_an_aggregator_with_a_relay_starts_its_decryption_processes_before_any_b
         assert time.monotonic() < deadline, _spawned_under(relayed.process.pid)
         time.sleep(0.2)
     assert _spawned_under(direct.process.pid) == []  # no relay: no processes held for it
+
+
+MAX_BODY = 1 << 20  # the default MAX_BODY_BYTES
+
+
+def _answer_while_sending(port: int, head: bytes, body_bytes: int, chunked: bool) -> tuple:
+    """Send ``head`` then up to ``body_bytes`` of body in 64 KiB pieces, reading any answer as
+    it comes: (the answer's first line, the body bytes sent before it came or the
+    connection closed)."""
+    import select
+    import socket
+
+    piece = b"x" * 65536
+    sent, answer = 0, b""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        connection.sendall(head)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            readable, writable, _ = select.select(
+                [connection], [connection] if sent < body_bytes else [], [], 5
+            )
+            if readable:
+                data = connection.recv(65536)
+                answer += data
+                if not data or b"\r\n" in answer:
+                    break
+            elif writable:
+                data = (b"%x\r\n" % len(piece) + piece + b"\r\n") if chunked else piece
+                try:
+                    connection.sendall(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+                sent += len(piece)
+            else:
+                break  # nothing to send, nothing answered within 5 s
+    return answer.split(b"\r\n", 1)[0].decode("latin-1"), sent
+
+
+def _head(path: str, length: int | None, authorization: str | None = None) -> bytes:
+    lines = [f"PUT {path} HTTP/1.1" if "batches" in path else f"POST {path} HTTP/1.1"]
+    lines += ["Host: 127.0.0.1", "Content-Type: application/json"]
+    lines.append(
+        f"Content-Length: {length}" if length is not None else "Transfer-Encoding: chunked"
+    )
+    if authorization:
+        lines.append(f"Authorization: Bearer {authorization}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def test_only_a_relay_with_its_credential_may_send_a_body_over_twice_max_body_bytes(
+    tmp_path, servers
+):
+    """The server reads a body over twice MAX_BODY_BYTES only on the batch route, with a valid
+    relay credential; anywhere else (or with no or another credential) it answers 413 as
+    soon as the headers say so, or as soon as a chunked body passes the limit, without
+    reading the rest."""
+
+    def aggregator(*args: str) -> str:
+        command = [sys.executable, "-m", "deniable.aggregator.cli", "--data-dir"]
+        return subprocess.run(
+            [*command, str(tmp_path / "data"), *args],
+            env=host_environment(tmp_path),
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,
+        ).stdout.strip()
+
+    aggregator("init")
+    credential = aggregator("relay", "credential", "--relay-url", "http://127.0.0.1:9")
+    served = start(tmp_path, "data", workers=1)
+    servers.append(served)
+    huge = 100 * 1000 * 1000
+    reports = "/api/v1/surveys/demo/reports"
+    batch = "/api/v1/surveys/demo/batches/" + "b" * 32
+    for path, authorization in (
+        (reports, None),
+        (reports, credential),  # a relay credential is for batches only
+        (batch, None),
+        (batch, "dnr_" + "x" * 43),  # not a credential of this aggregator
+    ):
+        line, sent = _answer_while_sending(
+            served.port, _head(path, huge, authorization), huge, False
+        )
+        assert line.startswith("HTTP/1.1 413"), (path, line, sent)
+        assert sent < 16 * MAX_BODY, (path, sent)  # answered long before 100 MB went
+        line, sent = _answer_while_sending(
+            served.port, _head(path, None, authorization), 64 * MAX_BODY, True
+        )
+        assert line.startswith("HTTP/1.1 413"), (path, line, sent)
+        assert sent < 32 * MAX_BODY, (path, sent)
+    # The relay's credential on its route: the body is read, and the app answers.
+    body = b'{"format": "deniable.batch/1", "unit": "a", "sealed": ["' + b"A" * (3 * MAX_BODY)
+    response = requests.put(
+        f"{served.base}{batch}",
+        data=body + b'"]}',
+        headers={"Authorization": f"Bearer {credential}", "Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert response.status_code == 404, response.text[:300]  # no survey demo: the app said so
+    assert response.headers["Content-Type"].startswith("application/problem+json")
