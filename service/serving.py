@@ -22,10 +22,21 @@ Each service serves its own app factory this way (``deniable-aggregator serve``,
 Errors that waitress writes itself, before the app runs (a body over the
 limit, headers over 256 KiB, a malformed request line), are plain text, not
 problem+json: docs/api.md says which.
+
+The body limit is decided per request, once its headers are in and before any
+of its body is read: twice ``MAX_BODY_BYTES`` (so a body a little over the
+app's limit still reaches the app, which answers problem+json 413), unless the
+app registered a :data:`BODY_LIMIT` callable (:func:`set_body_limit`) that
+allows more for this request (the aggregator: its batch route, with a valid
+relay credential).  A larger ``Content-Length`` is answered 413 at once and the
+connection closed; a chunked body is cut off as it passes the limit.  Why not
+one limit for every route: waitress buffers a body whole before the app runs,
+so the largest limit any route needs would let anyone make it spool that much.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -39,12 +50,56 @@ THREADS = 8
 CONNECTION_LIMIT = 1000
 CHANNEL_TIMEOUT = 30
 
+# The app's extension key for a callable ``(method, path, headers) -> int | None``: the
+# largest body this request may send, or None for the default (twice MAX_BODY_BYTES).
+# ``headers`` are waitress's (upper case, dashes as underscores).  It runs on the event
+# loop, before the body is read: it must answer quickly.
+BODY_LIMIT = "deniable.body_limit"
+
+BodyLimit = Callable[[str, str, Mapping[str, str]], "int | None"]
+
+
+def set_body_limit(app: Any, limit: BodyLimit) -> None:
+    """Let ``limit`` raise the body limit of the requests it names (see :data:`BODY_LIMIT`)."""
+    app.extensions[BODY_LIMIT] = limit
+
+
+def _limited_parser(default: int, limit: BodyLimit | None) -> type:
+    """waitress's request parser, with the body limit decided per request once its
+    headers are read (the module docstring says why)."""
+    from waitress.parser import HTTPRequestParser
+    from waitress.utilities import RequestEntityTooLarge
+
+    class LimitedParser(HTTPRequestParser):
+        def received(self, data: bytes) -> int:
+            before = self.headers_finished
+            consumed = super().received(data)
+            if before or not self.headers_finished or self.completed:
+                return consumed
+            allowed = default
+            if limit is not None:
+                try:
+                    allowed = max(default, limit(self.command, self.path, self.headers) or 0)
+                except Exception:  # noqa: BLE001 - in doubt, the default limit
+                    allowed = default
+            # Why a copy: the adjustments are the server's; this request's limit is its own
+            # (waitress checks a chunked body against adj.max_request_body_size as it reads).
+            self.adj = copy.copy(self.adj)
+            self.adj.max_request_body_size = allowed
+            if self.content_length >= allowed:
+                self.error = RequestEntityTooLarge(f"exceeds max_body of {allowed}")
+                self.completed = True
+            return consumed
+
+    return LimitedParser
+
 
 class WaitressWorker(Worker):
     """A gunicorn worker that serves its inherited listening sockets with waitress."""
 
     def run(self) -> None:
-        from waitress.server import create_server
+        from waitress.channel import HTTPChannel
+        from waitress.server import BaseWSGIServer, create_server
 
         max_body = int(self.app.app_config.get("MAX_BODY_BYTES", 1_048_576))
         channels: dict = {}  # waitress's asyncore map: the listeners and every connection
@@ -57,14 +112,20 @@ class WaitressWorker(Worker):
             channel_timeout=CHANNEL_TIMEOUT,
             cleanup_interval=5,
             asyncore_use_poll=True,
-            # Why twice the app's limit: a body a little over it still reaches the app,
-            # which answers problem+json 413; far larger ones are cut off by waitress.
+            # The most any request may send; each request's own limit is set by
+            # _limited_parser once its headers are read (the module docstring).
             max_request_body_size=max(
                 2 * max_body, int(self.app.app_config.get("MAX_RELAY_BATCH_BYTES", 0))
             ),
             ident="deniable",
             clear_untrusted_proxy_headers=False,  # the app applies TRUST_PROXY itself
         )
+        limit = getattr(self.wsgi, "extensions", {}).get(BODY_LIMIT)
+        parser = _limited_parser(2 * max_body, limit)
+        channel = type("LimitedChannel", (HTTPChannel,), {"parser_class": parser})
+        for listener in list(channels.values()):
+            if isinstance(listener, BaseWSGIServer):
+                listener.channel_class = channel
         last_beat = 0.0
         try:
             while self.alive:
@@ -154,10 +215,13 @@ def serve(
 
 
 __all__ = [
+    "BODY_LIMIT",
     "CHANNEL_TIMEOUT",
+    "BodyLimit",
     "CONNECTION_LIMIT",
     "THREADS",
     "ServiceApplication",
     "WaitressWorker",
     "serve",
+    "set_body_limit",
 ]

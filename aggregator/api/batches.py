@@ -55,7 +55,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
+import time
 from datetime import datetime
 from typing import Any
 
@@ -84,6 +86,51 @@ blueprint = Blueprint("batches", __name__)
 logger = logging.getLogger(__name__)
 
 BATCH_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
+# The batch route as the server sees it before the app runs (any mount prefix).
+BATCH_PATH = re.compile(r".*/api/v1/surveys/[^/]+/batches/[^/]+")
+# How long the server trusts its list of relay credentials before reading it again.
+CREDENTIALS_SECONDS = 1.0
+
+
+class _CredentialGate:
+    """The body limit of a request before its body is read (``deniable.service.serving``):
+    ``MAX_RELAY_BATCH_BYTES`` for a PUT to the batch route whose bearer token is an
+    unrevoked relay credential, the default for every other request.
+
+    Why here and so: the server buffers a body whole before the app runs, so an anonymous
+    request must not be allowed the batch route's size.  The check runs on the server's
+    event loop, so it reads the credentials' digests at most once per
+    :data:`CREDENTIALS_SECONDS` (one query, however many requests guess), and compares
+    in memory.  The app still checks the credential and the survey's relay itself."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.digests: frozenset[str] = frozenset()
+        self.read_at = -math.inf
+
+    def __call__(self, method: str, path: str, headers: Any) -> int | None:
+        if method != "PUT" or not BATCH_PATH.fullmatch(path):
+            return None
+        scheme, _, credential = headers.get("AUTHORIZATION", "").partition(" ")
+        credential = credential.strip()
+        if scheme.lower() != "bearer" or not credential.startswith(relay_storage.CREDENTIAL_PREFIX):
+            return None
+        now = time.monotonic()
+        if now - self.read_at >= CREDENTIALS_SECONDS:
+            from ..storage import EXTENSION
+
+            self.read_at = now
+            self.digests = frozenset(self.app.extensions[EXTENSION].relay.credential_digests())
+        if relay_storage.credential_digest(credential) not in self.digests:
+            return None
+        return int(self.app.config["MAX_RELAY_BATCH_BYTES"])
+
+
+@blueprint.record_once
+def _large_bodies_for_relays(state: Any) -> None:
+    from deniable.service.serving import set_body_limit
+
+    set_body_limit(state.app, _CredentialGate(state.app))
 
 
 def _authorized_relay(record: SurveyRecord) -> Any:

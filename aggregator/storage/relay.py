@@ -99,6 +99,14 @@ class RelayStore:
             ).fetchone()
         return None if row is None else normalized_url(row[0])
 
+    def credential_digests(self) -> list[str]:
+        """The SHA-256 digests of every unrevoked relay credential."""
+        with self.dialect.read() as connection:
+            rows = connection.execute(
+                "SELECT digest FROM relay_credentials WHERE revoked_at IS NULL"
+            ).fetchall()
+        return [row[0] for row in rows]
+
     def list_credentials(self) -> list[dict[str, Any]]:
         with self.dialect.read() as connection:
             rows = connection.execute(

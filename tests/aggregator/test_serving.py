@@ -280,8 +280,8 @@ MAX_BODY = 1 << 20  # the default MAX_BODY_BYTES
 
 def _answer_while_sending(port: int, head: bytes, body_bytes: int, chunked: bool) -> tuple:
     """Send ``head`` then up to ``body_bytes`` of body in 64 KiB pieces, reading any answer as
-    it comes: (the answer's first line, the body bytes sent before it came or the
-    connection closed)."""
+    it comes: (the answer's first line, or "closed" if the server closed the connection
+    first (a reset may swallow its answer), and the body bytes sent until then)."""
     import select
     import socket
 
@@ -294,20 +294,22 @@ def _answer_while_sending(port: int, head: bytes, body_bytes: int, chunked: bool
             readable, writable, _ = select.select(
                 [connection], [connection] if sent < body_bytes else [], [], 5
             )
-            if readable:
-                data = connection.recv(65536)
-                answer += data
-                if not data or b"\r\n" in answer:
-                    break
-            elif writable:
-                data = (b"%x\r\n" % len(piece) + piece + b"\r\n") if chunked else piece
-                try:
+            try:
+                if readable:
+                    data = connection.recv(65536)
+                    answer += data
+                    if not data and not answer:
+                        return "closed", sent
+                    if not data or b"\r\n" in answer:
+                        break
+                elif writable:
+                    data = (b"%x\r\n" % len(piece) + piece + b"\r\n") if chunked else piece
                     connection.sendall(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    break
-                sent += len(piece)
-            else:
-                break  # nothing to send, nothing answered within 5 s
+                    sent += len(piece)
+                else:
+                    break  # nothing to send, nothing answered within 5 s
+            except (BrokenPipeError, ConnectionResetError):
+                return answer.split(b"\r\n", 1)[0].decode("latin-1") or "closed", sent
     return answer.split(b"\r\n", 1)[0].decode("latin-1"), sent
 
 
@@ -327,8 +329,8 @@ def test_only_a_relay_with_its_credential_may_send_a_body_over_twice_max_body_by
 ):
     """The server reads a body over twice MAX_BODY_BYTES only on the batch route, with a valid
     relay credential; anywhere else (or with no or another credential) it answers 413 as
-    soon as the headers say so, or as soon as a chunked body passes the limit, without
-    reading the rest."""
+    soon as the headers say so, or as soon as a chunked body passes the limit, and closes
+    the connection without reading the rest (the client may see the reset first)."""
 
     def aggregator(*args: str) -> str:
         command = [sys.executable, "-m", "deniable.aggregator.cli", "--data-dir"]
@@ -357,12 +359,12 @@ def test_only_a_relay_with_its_credential_may_send_a_body_over_twice_max_body_by
         line, sent = _answer_while_sending(
             served.port, _head(path, huge, authorization), huge, False
         )
-        assert line.startswith("HTTP/1.1 413"), (path, line, sent)
+        assert line.startswith("HTTP/1.1 413") or line == "closed", (path, line, sent)
         assert sent < 16 * MAX_BODY, (path, sent)  # answered long before 100 MB went
         line, sent = _answer_while_sending(
             served.port, _head(path, None, authorization), 64 * MAX_BODY, True
         )
-        assert line.startswith("HTTP/1.1 413"), (path, line, sent)
+        assert line.startswith("HTTP/1.1 413") or line == "closed", (path, line, sent)
         assert sent < 32 * MAX_BODY, (path, sent)
     # The relay's credential on its route: the body is read, and the app answers.
     body = b'{"format": "deniable.batch/1", "unit": "a", "sealed": ["' + b"A" * (3 * MAX_BODY)
