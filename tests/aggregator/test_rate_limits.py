@@ -397,6 +397,25 @@ SPELLINGS = {
         "[::ffff:192.0.2.1]:80",
         "::ffff:c000:201",
         "[::FFFF:C000:0201]",
+        # every other spelling a proxy can write, or inet_aton reads, of the same address
+        "0300.0000.0002.0001",  # octal
+        "0300.0.2.1",
+        "0xc0.0x0.0x2.0x1",  # hexadecimal
+        "0XC0000201",
+        "3221225985",  # one integer
+        "192.0.513",  # fewer parts
+        "192.513",
+        "192.0.2.1%eth0",  # a zone index
+        "::ffff:192.0.2.1%eth0",
+        "[::ffff:192.0.2.1%25eth0]:80",
+        "::ffff:0300.0.2.1",
+        "::ffff:192.0.2.1:5555",  # a port without brackets
+        "0:0:0:0:0:ffff:192.0.2.1",
+        "::192.0.2.1",  # IPv4-compatible (deprecated)
+        "::c000:201",
+        "::ffff:0:192.0.2.1",  # IPv4-translated
+        '"192.0.2.1"',  # quoted, as in RFC 7239's Forwarded
+        '"[::ffff:192.0.2.1]:80"',
     ],
     "2001:db8:1:2::/64": [
         "2001:db8:1:2::1",
@@ -432,3 +451,28 @@ def test_every_spelling_of_an_address_is_one_rate_limit_key(key):
     )
     for _ in range(3):
         exempt.check_address(exempt.client_address("[::ffff:192.0.2.9]:1234", None))
+
+
+def test_behind_a_proxy_no_spelling_of_one_ipv4_address_gets_another_bucket(
+    app_config, operator_token
+):
+    """Five submissions a day from 192.0.2.1 however the trusted proxy spells it: the sixth
+    is refused, whichever spellings the six used."""
+    spellings = SPELLINGS["192.0.2.1"]
+    for start in range(0, len(spellings), 6):
+        # a fresh app for each six: its counts start at zero (memory storage)
+        settings = {"TRUST_PROXY": 1, "RATE_LIMIT_PER_ADDRESS": "5/day"}
+        app = create_app(limited(app_config, **settings))
+        client = app.test_client()
+        client.post(
+            "/api/v1/surveys",
+            json={"definition": demo_survey_dict()},
+            headers={"Authorization": f"Bearer {operator_token}"},
+        )
+        chosen = (spellings[start:] + spellings)[:6]
+        answers = [
+            submit(client, start + i, "10.0.0.1", {"X-Forwarded-For": f"6.6.6.6, {spelling}"})
+            for i, spelling in enumerate(chosen)
+        ]
+        assert [a.status_code for a in answers] == [201] * 5 + [429], chosen
+        app.extensions["deniable.storage"].close()
