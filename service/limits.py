@@ -27,9 +27,10 @@ tokens costs memory in proportion to the requests of the last period.
 The client address is the socket peer (``REMOTE_ADDR``) unless ``TRUST_PROXY``
 is a number of proxies N > 0: then it is the N-th entry from the right of
 ``X-Forwarded-For`` (each trusted proxy appends the address it saw).  Either is
-normalized first (:func:`normalize_address`: no port, one spelling of IPv6, IPv4-mapped
-as IPv4), and an IPv6 client is counted by its /64, so one client cannot multiply
-its limit by spelling its address another way.
+normalized first (:func:`normalize_address`: no quotes, port or zone, one spelling of
+IPv6, every inet_aton form of IPv4 as dotted decimal, IPv4 carried in IPv6 as IPv4),
+and an IPv6 client is counted by its /64, so one client cannot multiply its limit by
+spelling its address another way.
 Addresses in ``RATE_LIMIT_EXEMPT`` (default: loopback) are never limited by
 address.  Enrolment tokens are counted under their SHA-256, so the store
 never holds a usable token.
@@ -41,6 +42,7 @@ import hashlib
 import ipaddress
 import logging
 import math
+import re
 import threading
 import time
 from collections.abc import Iterable
@@ -163,25 +165,87 @@ def parse_proxies(value: object) -> int:
 def normalize_address(text: str) -> str:
     """One spelling per client address, so no client multiplies its limit by respelling.
 
-    A port is stripped (``192.0.2.1:5555``, ``[2001:db8::1]:443``), as are brackets and
-    an IPv6 zone index; IPv6 is written in its compressed lower-case form (RFC 5952),
-    and an IPv4-mapped IPv6 address (``::ffff:192.0.2.1``) as the IPv4 address.
-    Anything else (an obfuscated identifier a proxy wrote) is kept, trimmed to 100
-    characters.
+    Double quotes (RFC 7239), brackets, a port (``192.0.2.1:5555``, ``[2001:db8::1]:443``,
+    ``::ffff:192.0.2.1:5555``) and an IPv6 zone index are stripped; an IPv4 address in any
+    form ``inet_aton`` reads (octal ``0300.0.2.1``, hexadecimal, one integer, fewer parts)
+    is written dotted-decimal; IPv6 is written in its compressed lower-case form
+    (RFC 5952), and an IPv6 address that only carries an IPv4 one (mapped
+    ``::ffff:192.0.2.1``, translated ``::ffff:0:192.0.2.1``, compatible ``::192.0.2.1``)
+    as the IPv4 address.  Anything else (an obfuscated identifier a proxy wrote) is
+    kept, trimmed to 100 characters.
     """
-    value = text.strip()
+    value = text.strip().strip('"').strip()
     if value.startswith("[") and "]" in value:
         value = value[1 : value.index("]")]
     elif value.count(":") == 1:  # IPv4 with a port
         value = value.partition(":")[0]
-    value = value.partition("%")[0]
-    try:
-        ip = ipaddress.ip_address(value)
-    except ValueError:
+    elif _PORT_AFTER_IPV4.fullmatch(value):  # an IPv6 form ending in IPv4, with a port
+        value = value.rpartition(":")[0]
+    ip = _parsed_address(value.partition("%")[0])
+    if ip is None:
         return text.strip()[:100]
-    if ip.version == 6 and ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
-    return str(ip)
+    return str(_embedded_ipv4(ip) or ip)
+
+
+# An address ending in a dotted IPv4 address, then ":port" (unbracketed).
+_PORT_AFTER_IPV4 = re.compile(r".*:[0-9a-fA-FxX.]*\.[0-9a-fA-FxX]+:[0-9]{1,5}")
+# What inet_aton reads as IPv4: one to four parts, each decimal, octal or hexadecimal.
+_LEGACY_IPV4 = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)(?:\.(?:0[xX][0-9a-fA-F]*|[0-9]+)){0,3}")
+
+
+def _legacy_ipv4(value: str) -> ipaddress.IPv4Address | None:
+    """``value`` as inet_aton reads it (the forms a C resolver, and so some proxies, accept)."""
+    if not _LEGACY_IPV4.fullmatch(value):
+        return None
+    try:
+        parts = [_inet_aton_number(part) for part in value.split(".")]
+    except ValueError:  # a bad octal digit ("08"): inet_aton refuses it too
+        return None
+    *high, last = parts
+    if any(part > 255 for part in high) or last >= 256 ** (4 - len(high)):
+        return None
+    number = 0
+    for part in high:
+        number = number * 256 + part
+    return ipaddress.IPv4Address(number * 256 ** (4 - len(high)) + last)
+
+
+def _inet_aton_number(part: str) -> int:
+    """One part as inet_aton reads it: ``0x`` hexadecimal, leading ``0`` octal, else decimal."""
+    if part[:2].lower() == "0x":
+        return int(part[2:], 16)
+    return int(part, 8) if len(part) > 1 and part[0] == "0" else int(part)
+
+
+def _parsed_address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(value)
+    except ValueError:
+        pass
+    if ":" not in value:
+        return _legacy_ipv4(value)
+    head, _, tail = value.rpartition(":")
+    embedded = _legacy_ipv4(tail) if "." in tail else None
+    if embedded is None:
+        return None
+    try:
+        return ipaddress.ip_address(f"{head}:{embedded}")
+    except ValueError:
+        return None
+
+
+def _embedded_ipv4(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address only carries: mapped (::ffff:0:0/96), translated
+    (::ffff:0:0:0/96, RFC 2765) or compatible (::/96 but :: and ::1, RFC 4291)."""
+    if ip.version == 4:
+        return None
+    number = int(ip)
+    high = number >> 32
+    if high in (0xFFFF, 0xFFFF_0000) or (high == 0 and number > 1):
+        return ipaddress.IPv4Address(number & 0xFFFF_FFFF)
+    return None
 
 
 def shown_storage(uri: str) -> str:
