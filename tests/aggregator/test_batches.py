@@ -393,3 +393,62 @@ def test_a_blob_not_in_canonical_unpadded_base64url_is_refused_and_nothing_store
     assert "sealed[2]" in response.json["detail"]
     assert stored(storage, "q") == []
     assert storage.relay.find_batch("q", "b" * 32) is None
+
+
+def _spelled(reports: list[dict], unit: str, order: tuple[str, ...]) -> bytes:
+    """A body with each report's members in ``order`` (compact JSON, ASCII)."""
+    import json
+
+    def one(report: dict) -> dict:
+        return {key: report[key] for key in order}
+
+    document = one(reports[0]) if unit else {"reports": [one(r) for r in reports]}
+    return json.dumps(document, separators=(",", ":")).encode("ascii")
+
+
+@pytest.mark.parametrize("survey_id", ["q", "w"])
+@pytest.mark.parametrize(
+    "order", [("id", "question", "payload"), ("question", "payload", "id")], ids=["6.1", "other"]
+)
+def test_a_sealed_body_with_its_members_in_another_order_is_stored(
+    client, storage, relayed, survey_id, order
+):
+    """docs/protocol.md §10.3: senders write a body's members in lexicographic order, and a
+    recipient reads the body as JSON: the order of its members is not checked (it is
+    inside the AEAD and padded to a fixed size, so it tells no one anything)."""
+    unit = "a" if survey_id == "q" else ""
+    make = (lambda: [report()]) if survey_id == "q" else (lambda: [report("a"), report("b")])
+    sets = [make() for _ in range(3)]
+    survey = relayed["surveys"][survey_id]
+    blobs = [
+        sealing.seal(
+            relayed["public"],
+            survey_id=survey_id,
+            unit=unit,
+            plaintext=_spelled(reports, unit, order),
+            size=sealing.unit_size(survey, unit),
+        )
+        for reports in sets
+    ]
+    response = put(client, relayed, survey_id, secrets.token_hex(16), blobs, unit=unit)
+    assert (response.status_code, response.json["stored"], response.json["dropped"]) == (
+        201,
+        3,
+        0,
+    ), response.json
+    assert len(stored(storage, survey_id)) == 3 * len(sets[0])
+
+
+def test_identical_blobs_count_toward_min_batch_but_store_one_respondent(client, storage, relayed):
+    """docs/protocol.md §11.4: ``min_batch`` counts the blobs received, copies included (an
+    honest relay holds identical bytes once, so it never sends two); the batch's size,
+    and so the central epsilon, counts the respondents stored: the copy adds nobody."""
+    first, second = (seal(relayed, "q", [report()]) for _ in range(2))
+    response = put(client, relayed, "q", secrets.token_hex(16), [first, first, second])
+    assert response.status_code == 201, response.json
+    assert (response.json["received"], response.json["stored"], response.json["dropped"]) == (
+        3,
+        2,
+        0,
+    )
+    assert storage.relay.batch_summary("q")["a"]["smallest_batch"] == 2

@@ -153,10 +153,12 @@ def test_units_sealed_to_two_verified_keys_never_share_a_batch(tmp_path):
     bodies[3]["key_id"] = "def"
     for body in bodies:
         assert client.post("/api/v1/surveys/s/sealed", json=body).status_code == 202
-    assert len(store.form_batches("s", window=0)) == 1
-    (batch,) = store.lease_batches(lease=60)
-    assert {b64(blob) for blob in batch.sealed} == {b["units"][0]["sealed"] for b in bodies[:3]}
-    assert store.held_counts("s") == {"a": (1, 3)}
+    assert len(store.form_batches("s", window=0)) == 2  # one per question, each of one key
+    for batch in store.lease_batches(lease=60):
+        index = ["a", "b"].index(batch.unit)
+        sealed = {b["units"][index]["sealed"] for b in bodies[:3]}
+        assert {b64(blob) for blob in batch.sealed} == sealed
+    assert store.held_counts("s") == {"a": (1, 3), "b": (1, 3)}
     store.close()
 
 
@@ -209,9 +211,51 @@ RAW = b"\xfb\xff\xff" + bytes(range(_sealed_length() - 3))
 @pytest.mark.parametrize("spelling", noncanonical_spellings(RAW))
 def test_a_unit_not_in_canonical_unpadded_base64url_is_refused(client, spelling):
     text = noncanonical_spellings(RAW)[spelling]
-    body = dict(_body(), units=[{"unit": "a", "sealed": text}])
+    other = _body()["units"][1]  # unit b, canonical
+    body = dict(_body(), units=[{"unit": "a", "sealed": text}, other])
     response = client.post("/api/v1/surveys/s/sealed", json=body)
     assert response.status_code == 422, response.get_data(as_text=True)
     assert response.json["type"] == "urn:deniable:problem:invalid-report"
-    canonical = dict(_body(), units=[{"unit": "a", "sealed": b64(RAW)}])
+    canonical = dict(_body(), units=[{"unit": "a", "sealed": b64(RAW)}, other])
     assert client.post("/api/v1/surveys/s/sealed", json=canonical).status_code == 202
+
+
+def _unit(unit: str) -> dict:
+    return {"unit": unit, "sealed": b64(bytes(_sealed_length()))}
+
+
+@pytest.mark.parametrize("units", [["a"], ["b"], ["b", "a"]], ids=["only-a", "only-b", "b-a"])
+def test_a_submission_carries_one_unit_per_question_in_the_survey_order(client, units):
+    """docs/protocol.md §10.5: one unit per question, in the survey's question order.  Fewer
+    (a respondent who skipped a question would stand out by the count of its units) or
+    another order is a malformed submission, and nothing is held."""
+    body = dict(_body(), units=[_unit(unit) for unit in units])
+    response = client.post("/api/v1/surveys/s/sealed", json=body)
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert response.json["type"] == "urn:deniable:problem:invalid-report"
+    whole = dict(_body(), units=[_unit("a"), _unit("b")])
+    assert client.post("/api/v1/surveys/s/sealed", json=whole).status_code == 202
+
+
+def test_an_enrolment_token_on_a_survey_without_enrolment_is_ignored_and_never_stored(tmp_path):
+    """docs/protocol.md §11.2: on a survey that does not require enrolment the token is
+    neither checked, nor spent, nor kept (a client may hold one from another survey)."""
+    import sqlite3
+
+    database = tmp_path / "relay.sqlite3"
+    store = SqliteRelayStorage(str(database))
+    store.migrate()
+    store.add_survey(stored_survey(), ["a", "b"])
+    store.close()
+    config = {"DATABASE": str(database), "TESTING": True, "RATE_LIMIT_PER_ADDRESS": "0"}
+    client = create_app(config).test_client()
+    token = "dne_" + "t" * 43
+    for _ in range(2):  # not spent: the same token again is no refusal
+        body = dict(_body(), enrolment_token=token)
+        response = client.post("/api/v1/surveys/s/sealed", json=body)
+        assert response.status_code == 202, response.get_data(as_text=True)
+    with sqlite3.connect(database) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for path in tmp_path.iterdir():
+        data = path.read_bytes()
+        assert token.encode() not in data and token_digest(token).encode() not in data, path

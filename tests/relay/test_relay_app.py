@@ -192,9 +192,12 @@ def _app(tmp_path, storage_url: str, prefix: str):
 def _body() -> dict:
     from deniable import sealing
 
-    length = sealing.sealed_length(sealing.unit_size(Survey.from_dict(DEFINITION), "a"))
-    sealed = base64.urlsafe_b64encode(os.urandom(length)).decode().rstrip("=")
-    units = [{"unit": "a", "sealed": sealed}]
+    survey = Survey.from_dict(DEFINITION)
+    units = []
+    for unit in ("a", "b"):  # one unit per question, in the survey's order
+        length = sealing.sealed_length(sealing.unit_size(survey, unit))
+        sealed = base64.urlsafe_b64encode(os.urandom(length)).decode().rstrip("=")
+        units.append({"unit": unit, "sealed": sealed})
     return {"format": "deniable.sealed/1", "key_id": "abc", "units": units}
 
 
