@@ -132,3 +132,15 @@ def test_an_unpaired_surrogate_is_refused_as_javascript_refuses_it() -> None:
     with pytest.raises(InvalidSurvey) as refused:
         Survey.from_dict(definition, resolved=True)
     assert refused.value.reason == "wrong-type"
+
+
+def test_the_top_level_table_of_a_definition_lists_every_field_the_code_takes() -> None:
+    """docs/protocol.md §2.2: the table of top-level fields is the list a definition may
+    carry (unknown fields are errors), ``relay`` included."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "protocol.md").read_text()
+    section = text[text.index("### 2.2") : text.index("Question:", text.index("### 2.2"))]
+    listed = set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE))
+    assert listed == Survey.FIELDS
