@@ -10,14 +10,17 @@ submission (docs/protocol.md, "Relay flow")::
 
 and answers ``202 Accepted`` once every unit is held durably.  Order of
 refusals: rate limit by address (429), survey not relayed here (404), body
-(400/413/415), closed (409 ``survey-closed``), malformed submission (422), a unit longer than
+(400/413/415), closed (409 ``survey-closed``), malformed submission (422; units not exactly
+one per question in the survey's order among them), a unit longer than
 its fixed sealed length (413) or of another length (422), sealed to an
 encryption key the relay has not verified as the aggregator's current one or
 one it retired since (409 ``unknown-key``), enrolment token missing (401), unknown or spent by
 another submission still held (403), rate limit by token (429), spent by a
 submission forwarded since (409 ``already-delivered``: clients count it delivered).
 
-The request's address and enrolment token are used for the rate limits only,
+An ``enrolment_token`` on a survey that does not require enrolment is ignored: neither
+checked, spent, counted nor kept.  The request's address and enrolment token are used
+for the rate limits only,
 counted under an HMAC pseudonym (:func:`pseudonym`) in memory or Redis for the
 limiter's moving window, and are never stored or logged in the clear; nothing
 else of the request (headers, time) reaches storage.
@@ -43,6 +46,7 @@ from deniable.errors import (
     Conflict,
     DeniableError,
     Forbidden,
+    InvalidReport,
     NotFound,
     SurveyClosed,
     UnknownKey,
@@ -169,6 +173,13 @@ def submit(survey_id: str) -> Response:
         raise SurveyClosed(f"survey {survey_id!r} is closed")
     _, lengths = definition(stored)
     submission = SealedSubmission.parse(body, lengths)  # the signed terms: units, lengths
+    if [unit.unit for unit in submission.units] != list(lengths):
+        # Why: a submission missing a unit would stand out in its batches by what it lacks,
+        # and one spelling per submission keeps every client's requests alike (§10.5).
+        raise InvalidReport(
+            "body: units must be one per question, in the survey's question order: "
+            + ", ".join(map(repr, lengths))
+        )
     check_key(storage, stored, submission.key_id)
     token = None
     if stored.require_enrolment:
