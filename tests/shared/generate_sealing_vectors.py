@@ -9,7 +9,9 @@ Two parts (docs/protocol.md, "Sealing"):
   AES-128-GCM, base mode, copied from the RFC (kept as it is on regeneration).
 * ``deniable``: this protocol's own vectors: a fixed recipient key, a survey with
   every mechanism, each unit's padded size, ``info`` bytes, padded plaintexts,
-  sealed blobs that must open to the given body, and blobs that must be refused.
+  sealed blobs that must open to the given body, blobs whose body has its members in
+  another order (they must open, and a recipient reads the same reports: it does not
+  check the order, docs/protocol.md §10.3), and blobs that must be refused.
   HPKE draws a fresh ephemeral key per seal and ``cryptography`` cannot be given
   one, so the sealed blobs are kept once written; ``--check`` verifies that they
   still open and that everything derived (sizes, info, padding) is unchanged.
@@ -76,7 +78,8 @@ def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
     sizes = {unit: sealing.unit_size(survey, unit) for unit in units}
     kept = {
         (v["unit"], v["body"]): v["sealed"]
-        for v in (previous or {}).get("deniable", {}).get("sealed", [])
+        for part in ("sealed", "other_orders")
+        for v in (previous or {}).get("deniable", {}).get(part, [])
     }
 
     def sealed_vector(unit: str, body: bytes) -> dict[str, Any]:
@@ -91,6 +94,24 @@ def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
     sealed = [sealed_vector(r["question"], sealing.unit_body([r], r["question"])) for r in reports]
     sealed.append(sealed_vector("", sealing.unit_body(reports, "")))
     sealed.append(sealed_vector("", sealing.unit_body(reports[:1], "")))  # one answer, same size
+
+    # The order of §6.1's direct body (id, question, payload), which a sender never
+    # writes here, and the reports reversed in a submission: each opens to the same reports.
+    def reordered(items: list[dict[str, str]], unit: str, why: str) -> dict[str, Any]:
+        members = [
+            {"id": r["id"], "question": r["question"], "payload": r["payload"]} for r in items
+        ]
+        document = members[0] if unit else {"reports": members}
+        body = json.dumps(document, separators=(",", ":")).encode("ascii")
+        return {"why": why, **sealed_vector(unit, body), "reports": items}
+
+    other_orders = [
+        reordered(
+            reports[:1], reports[0]["question"], "members in the order id, question, payload"
+        ),
+        reordered(reports, "", "members in the order id, question, payload"),
+        reordered(reports[::-1], "", "reports in reverse question order"),
+    ]
     first = sealed[0]
     blob = bytes.fromhex(first["sealed"])
     flipped = bytearray(blob)
@@ -139,6 +160,7 @@ def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
             ],
             "padding": padding,
             "sealed": sealed,
+            "other_orders": other_orders,
             "invalid": invalid,
         },
     }

@@ -94,6 +94,26 @@ def test_sealed_vectors_open(vector):
         assert parse_submission(document, SURVEY, max_batch=100, one_respondent=True)
 
 
+@pytest.mark.parametrize("vector", OWN["other_orders"], ids=lambda v: v["unit"] + v["why"])
+def test_a_body_in_another_order_opens_to_the_same_reports(vector):
+    """docs/protocol.md §10.3: a sender writes the members in lexicographic order, and a
+    recipient reads the body as JSON without checking the order."""
+    blob = bytes.fromhex(vector["sealed"])
+    body = sealing.open_sealed(
+        PRIVATE, survey_id=OWN["survey_id"], unit=vector["unit"], sealed=blob, size=vector["size"]
+    )
+    assert body.decode() == vector["body"]
+    assert body != sealing.unit_body(vector["reports"], vector["unit"])  # not what a sender writes
+    document = json.loads(body)
+    if vector["unit"]:
+        reports = [parse_report(document, SURVEY)]
+    else:
+        reports = parse_submission(document, SURVEY, max_batch=100, one_respondent=True)
+    assert [(r.id, r.question, r.payload) for r in reports] == [
+        (r["id"], r["question"], r["payload"]) for r in vector["reports"]
+    ]
+
+
 @pytest.mark.parametrize("vector", OWN["invalid"], ids=lambda v: v["why"])
 def test_invalid_vectors_refused(vector):
     with pytest.raises(SealingError):
