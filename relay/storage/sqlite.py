@@ -27,6 +27,8 @@ __all__ = ["SqliteRelayStorage"]
 
 # Most submissions one group commit takes (the rest wait for the next).
 GROUP_MOST = 256
+# Longest a checkpoint after a forward waits for readers (and holds writers back), in ms.
+CHECKPOINT_WAIT_MS = 1000
 
 
 class _Pending:
@@ -61,6 +63,7 @@ class SqliteRelayStorage(RelayStorage):
         self._group_wake = threading.Condition(self._group_lock)
         self._group_pid: int | None = None
         self._queue: list[_Pending] = []
+        self._forget_pending = False  # a checkpoint after a delete has yet to finish
 
     def hold(
         self,
@@ -92,6 +95,13 @@ class SqliteRelayStorage(RelayStorage):
             raise item.error
         return item.added
 
+    def lease_batches(self, *, lease: float, limit: int = 16) -> list[Batch]:
+        # Why here: the forwarder leases on every pass, so a checkpoint a reader held off
+        # is tried again within a pass, not only at the next forward.
+        if self._forget_pending:
+            self.forget_deleted()
+        return super().lease_batches(lease=lease, limit=limit)
+
     def acknowledged(self, batch: Batch) -> None:
         super().acknowledged(batch)
         self.forget_deleted()
@@ -113,19 +123,23 @@ class SqliteRelayStorage(RelayStorage):
         Why a TRUNCATE checkpoint rather than the automatic one: the automatic checkpoint
         copies frames into the database but leaves the log file as it was, and its old
         frames, still on disk, hold the token-to-unit links and the sealed units deleted
-        since.  TRUNCATE waits (up to the busy timeout) for readers of older snapshots,
-        holds new writers back while it copies (milliseconds, once per forwarded batch),
-        and truncates the log to zero bytes.  If a reader keeps it from finishing, the log
-        is emptied by the next forward's checkpoint instead.
+        since.  TRUNCATE waits for readers of older snapshots and holds new writers back
+        while it waits and copies, so it waits at most :data:`CHECKPOINT_WAIT_MS` (not the
+        30 s busy timeout: submissions must not queue behind it); the copy itself takes
+        milliseconds, once per forwarded batch.  If a reader keeps it from finishing, it is
+        tried again on the forwarder's next pass (:meth:`lease_batches`).
         """
+        connection = self.dialect.thread_connection()
         try:
-            busy, _, _ = (
-                self.dialect.thread_connection()
-                .execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                .fetchone()
-            )
+            connection.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+            try:
+                busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            finally:
+                connection.execute(f"PRAGMA busy_timeout = {int(self.dialect.busy_timeout_ms)}")
         except sqlite3.Error as error:
+            self._forget_pending = True
             raise StorageError(f"sqlite {self.dialect.path}: {error}") from None
+        self._forget_pending = bool(busy)
         return not busy
 
     def _commit_groups(self) -> None:
