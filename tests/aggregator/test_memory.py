@@ -9,7 +9,8 @@ connection's next transaction, and glibc kept the freed pages in the arena of
 the thread that merged.  A worker runs 8 threads (and up to 16 arenas), so each
 merge on a thread not seen before added tens of MiB to the resident set.
 
-Here a fresh interpreter ingests like the bulk route (8 threads, batches of
+Here a fresh interpreter set up like a served worker (one malloc arena:
+``limit_malloc_arenas``) ingests like the bulk route (8 threads, batches of
 1,000, one at a time per process: ``Storage.bulk_turn``) with merges every
 25,000 ids rather than 200,000, so 200,000 reports make eight merges, spread
 over the threads.  After a warm-up of 50,000 reports (every thread has
@@ -56,9 +57,11 @@ def _resident_anonymous() -> int:
 def _workload(directory: str) -> dict[str, int]:
     """Ingest WARM_UP then REPORTS reports like the bulk route; memory before and after."""
     from deniable.aggregator.storage import open_storage, sqlite_ids
+    from deniable.service.serving import limit_malloc_arenas
     from deniable.survey import Survey
     from deniable.wire import Report
 
+    limit_malloc_arenas()  # as each served worker does before its threads start
     sqlite_ids.RECENT_IDS_LIMIT = MERGE_EVERY
     storage = open_storage({"DATABASE": str(Path(directory) / "memory.sqlite3")})
     storage.migrate()
