@@ -37,6 +37,7 @@ so the largest limit any route needs would let anyone make it spool that much.
 from __future__ import annotations
 
 import copy
+import ctypes
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -49,6 +50,27 @@ from gunicorn.workers.base import Worker
 THREADS = 8
 CONNECTION_LIMIT = 1000
 CHANNEL_TIMEOUT = 30
+_M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+
+
+def limit_malloc_arenas() -> bool:
+    """One glibc malloc arena for this process (True if set; False off glibc).
+
+    glibc gives threads arenas of their own, up to 8 per core, and keeps what is
+    freed in each.  A worker's 8 threads take turns at large, short-lived
+    allocations (SQLite's page cache and sorter while ids merge, request
+    bodies), so each arena ended up holding its own high-water mark: a worker's
+    resident memory grew by about 150 bytes per report stored.  With
+    one arena the next such allocation reuses what the last one freed.  The
+    threads serialize on the GIL anyway; in-process bulk ingest ran as fast.
+    Called in each worker before its threads start.
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return False
+    return mallopt(_M_ARENA_MAX, 1) == 1
+
 
 # The app's extension key for a callable ``(method, path, headers) -> int | None``: the
 # largest body this request may send, or None for the default (twice MAX_BODY_BYTES).
@@ -182,6 +204,7 @@ class ServiceApplication(BaseApplication):
             self.cfg.set("child_exit", self.child_exit)
 
     def load(self):
+        limit_malloc_arenas()
         # Why: built in each worker after fork, so no connection crosses a fork.
         app = self.factory(self.app_config)
         if self.after_load is not None:
@@ -222,6 +245,7 @@ __all__ = [
     "THREADS",
     "ServiceApplication",
     "WaitressWorker",
+    "limit_malloc_arenas",
     "serve",
     "set_body_limit",
 ]

@@ -31,7 +31,7 @@ from .records import (
     fold_into,
     submission_owners,
 )
-from .sqlite_ids import FileLock, IdIndex, Staged, reports_by_seq
+from .sqlite_ids import FileLock, IdIndex, Staged, release_memory, reports_by_seq
 from .tokens import batch_digest
 
 __all__ = ["SqliteStorage"]
@@ -139,6 +139,9 @@ class SqliteStorage(Storage):
                     )
                 backlog = self._backlog(row[2], staged)
             self._ids.committed(staged)
+            if self._ids.heavy:  # a merge or a first load: give its memory back now
+                self._ids.heavy = False
+                release_memory(connection)
         if backlog:
             # After the commit: the batch is acknowledged whatever happens to the fold.
             with contextlib.suppress(StorageError):

@@ -30,6 +30,7 @@ that was rolled back.  :class:`FileLock` queues the writers.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import os
@@ -47,7 +48,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from deniable.errors import StorageError
 from deniable.service.datadir import open_lock_file
 
-__all__ = ["FileLock", "IdIndex", "IdKeys", "Staged", "reports_by_seq"]
+__all__ = ["FileLock", "IdIndex", "IdKeys", "Staged", "release_memory", "reports_by_seq"]
 
 # Ids stored after the last merge before a batch merges them into report_ids: a
 # merge rewrites report_ids about once, under the write lock, so it stays rare
@@ -58,6 +59,41 @@ ID_LOOKUP = 500  # ids per statement (SQLite caps bound parameters)
 # through about a millisecond of each handover, and bulk ingest over HTTP ran about
 # 12% slower (benchmarks/ingest.py); a try costs a few microseconds.
 _POLL_S = 0.0002
+# Settled ids read per fetch when an index is first built (a list of every row at once
+# cost about 150 bytes per id, all at the same time, at startup).
+_LOAD_ROWS = 50_000
+
+
+def _find_malloc_trim():
+    """glibc's ``malloc_trim`` (None elsewhere: musl, macOS)."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return None
+
+
+_MALLOC_TRIM = _find_malloc_trim()
+
+
+def release_memory(connection: sqlite3.Connection) -> None:
+    """Give back the memory of a statement that touched report_ids as a whole.
+
+    A merge (``INSERT ... SELECT ... ORDER BY``) fills its connection's page
+    cache and sorter up to ``cache_size`` (64 MiB) while it runs, and SQLite
+    frees them only at that connection's next transaction.  glibc then keeps the
+    freed pages in the arena of the thread that merged, and a worker's threads
+    use up to 8 per core: merges on new threads kept adding tens of MiB (with
+    two workers, about 300 bytes per report stored, without end).  So, after
+    the commit: ``PRAGMA shrink_memory`` frees the connection's cache now, and
+    ``malloc_trim(0)`` returns every arena's free pages to the system (a few
+    milliseconds, once per RECENT_IDS_LIMIT ids).  The cache is worth nothing
+    after a commit anyway: in WAL mode a connection drops it at its next
+    transaction whenever another connection has written meanwhile.
+    """
+    with contextlib.suppress(sqlite3.Error):
+        connection.execute("PRAGMA shrink_memory")
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 class IdKeys:
@@ -190,6 +226,9 @@ class IdIndex:
         self.last_seen = 0
         self._recent: list[tuple[np.ndarray, np.ndarray]] = []
         self._settled: list[np.ndarray] = []  # sorted runs of keys, largest first
+        # Whether the last sync or stage read or wrote report_ids as a whole: its
+        # memory is then worth giving back after the commit (:func:`release_memory`).
+        self.heavy = False
 
     @property
     def recent_count(self) -> int:
@@ -198,12 +237,16 @@ class IdIndex:
     def sync(self, connection: sqlite3.Connection) -> None:
         """Catch up with what any process committed (the caller holds the write lock)."""
         (merged,) = connection.execute("SELECT merged_through FROM report_id_merge").fetchone()
+        self.heavy = False
         if self.merged_through is None or merged < self.merged_through:
-            # First use (or a restored, older file): read every settled id once.
-            rows = connection.execute("SELECT survey_id, report_id FROM report_ids").fetchall()
+            # First use (or a restored, older file): read every settled id once, a
+            # part at a time, so only one part's row objects are alive at once.
             self._settled, self._recent = [], []
-            self._settle_keys(self.id_keys.keys_of_rows(rows))
+            cursor = connection.execute("SELECT survey_id, report_id FROM report_ids")
+            while rows := cursor.fetchmany(_LOAD_ROWS):
+                self._settle_keys(self.id_keys.keys_of_rows(rows))
             self.merged_through, self.last_seen = merged, merged
+            self.heavy = True
         elif merged != self.merged_through:  # another process merged
             # Its merge holds the ids known here up to it, and those stored since last_seen.
             moved, kept = [], []
@@ -300,6 +343,7 @@ class IdIndex:
             )
             connection.execute("UPDATE report_id_merge SET merged_through = ?", (last,))
             staged.merged_through = last
+            self.heavy = True
         return staged
 
     def committed(self, staged: Staged) -> None:
