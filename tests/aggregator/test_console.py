@@ -1,0 +1,118 @@
+"""The operator's console: what the CLI and the dashboard tell the operator.
+
+The link to send to respondents (``/surveys/<id>/respond``) and the embed snippet's
+address are shown, absolute under ``DENIABLE_PUBLIC_URL``, wherever a survey is
+created or listed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from deniable.aggregator import cli
+
+from .conftest import demo_survey_dict
+
+PUBLIC = "https://surveys.example.org"
+
+
+def _call(capsys, argv: list[str]) -> tuple[int, str, str]:
+    try:
+        status = cli.main(argv)
+    except SystemExit as exit_:
+        status = exit_.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def database(tmp_path: Path, capsys, monkeypatch) -> list[str]:
+    """The global options of an initialised aggregator, its public URL set."""
+    monkeypatch.setenv("DENIABLE_PUBLIC_URL", PUBLIC)
+    options = [
+        "--database",
+        str(tmp_path / "db.sqlite3"),
+        "--signing-key",
+        str(tmp_path / "key.pem"),
+    ]
+    status, _, err = _call(capsys, [*options, "init"])
+    assert status == 0, err
+    return options
+
+
+def _create(capsys, options: list[str], tmp_path: Path, survey_id: str = "demo") -> str:
+    definition = tmp_path / f"{survey_id}.json"
+    definition.write_text(json.dumps(demo_survey_dict(survey_id)), "utf-8")
+    status, out, err = _call(capsys, [*options, "create-survey", str(definition)])
+    assert status == 0, err
+    return out
+
+
+def test_create_survey_prints_the_respondents_link(database, tmp_path, capsys) -> None:
+    out = _create(capsys, database, tmp_path)
+    assert f"link for respondents: {PUBLIC}/surveys/demo/respond" in out
+    assert f"embed snippet: {PUBLIC}/surveys/demo/embed" in out
+
+
+def test_create_survey_without_a_public_url_says_how_to_get_one(
+    database, tmp_path, capsys, monkeypatch
+) -> None:
+    monkeypatch.delenv("DENIABLE_PUBLIC_URL")
+    out = _create(capsys, database, tmp_path)
+    assert "link for respondents: <public URL>/surveys/demo/respond" in out
+    assert "DENIABLE_PUBLIC_URL" in out
+
+
+def test_surveys_lists_the_respondents_link(database, tmp_path, capsys) -> None:
+    _create(capsys, database, tmp_path)
+    _create(capsys, database, tmp_path, "later")
+    status, out, err = _call(capsys, [*database, "close-survey", "later"])
+    assert status == 0, err
+    status, out, err = _call(capsys, [*database, "surveys"])
+    assert status == 0, err
+    assert f"{PUBLIC}/surveys/demo/respond" in out
+    assert "link for respondents" in out
+    assert f"{PUBLIC}/surveys/later/respond" not in out  # closed: no longer answered
+    status, out, _ = _call(capsys, [*database, "surveys", "--json"])
+    rows = {row["id"]: row for row in json.loads(out)}
+    assert rows["demo"]["respond_url"] == f"{PUBLIC}/surveys/demo/respond"
+    assert rows["demo"]["embed_url"] == f"{PUBLIC}/surveys/demo/embed"
+    assert rows["later"]["respond_url"] is None
+
+
+@pytest.fixture
+def public_app_config(app_config) -> dict:
+    app_config["PUBLIC_URL"] = PUBLIC
+    return app_config
+
+
+def _links(html: str) -> set[str]:
+    return set(re.findall(r'href="([^"]+)"', html))
+
+
+def test_dashboard_shows_the_respondents_link(public_app_config, client, created_survey) -> None:
+    index = client.get("/").get_data(as_text=True)
+    assert f"{PUBLIC}/surveys/demo/respond" in _links(index)
+    page = client.get("/surveys/demo").get_data(as_text=True)
+    assert f"{PUBLIC}/surveys/demo/respond" in _links(page)
+    assert f"{PUBLIC}/surveys/demo/embed" in _links(page)
+    assert "Link for respondents" in page
+
+
+def test_dashboard_link_without_public_url_uses_the_request(client, created_survey) -> None:
+    page = client.get("/surveys/demo", base_url="http://aggregator.test").get_data(as_text=True)
+    assert "http://aggregator.test/surveys/demo/respond" in _links(page)
+
+
+def test_dashboard_shows_no_link_for_a_closed_survey(
+    public_app_config, client, created_survey, storage
+) -> None:
+    storage.close_survey("demo")
+    page = client.get("/surveys/demo").get_data(as_text=True)
+    assert f"{PUBLIC}/surveys/demo/respond" not in _links(page)
+    index = client.get("/").get_data(as_text=True)
+    assert f"{PUBLIC}/surveys/demo/respond" not in _links(index)
