@@ -65,6 +65,7 @@ from .demo import (
     true_summary,
     verify_signature,
 )
+from .public_url import respond_links
 from .terminal import (
     EXIT_FAILURE,
     EXIT_UNAVAILABLE,
@@ -225,6 +226,15 @@ def cmd_create_survey(args: argparse.Namespace) -> int:
         f"created survey {record.id!r}: {len(survey.questions)} questions, "
         f"total epsilon {survey.total_epsilon:g}, {visibility} results{enrolment}"
     )
+    links = respond_links(record, config.get("PUBLIC_URL"))
+    if links is not None:
+        print(f"link for respondents: {links.respond}")
+        print(f"embed snippet: {links.embed} (HTML to paste into another site)")
+        if not links.absolute:
+            print(
+                "set DENIABLE_PUBLIC_URL to the address browsers reach this aggregator at "
+                "(https://host[:port]) to print the full links"
+            )
     return 0
 
 
@@ -236,10 +246,11 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
     return 0
 
 
-def survey_row(record: Any, statistics: dict[str, Any]) -> dict[str, Any]:
-    """One survey of ``surveys``: status, respondents, created."""
+def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None) -> dict[str, Any]:
+    """One survey of ``surveys``: status, respondents, created, and where to answer it."""
     from .storage.records import respondents
 
+    links = respond_links(record, base)
     questions = len(record.survey.questions)
     return {
         "id": record.id,
@@ -252,13 +263,18 @@ def survey_row(record: Any, statistics: dict[str, Any]) -> dict[str, Any]:
         "require_enrolment": record.require_enrolment,
         "created_at": record.created_at,
         "closed_at": record.closed_at,
+        "respond_url": links.respond if links else None,
+        "embed_url": links.embed if links else None,
     }
 
 
 def cmd_surveys(args: argparse.Namespace) -> int:
     config = load_settings(args)
     with opened_storage(config) as storage:
-        rows = [survey_row(record, storage.fold(record.id)) for record in storage.list_surveys()]
+        rows = [
+            survey_row(record, storage.fold(record.id), config.get("PUBLIC_URL"))
+            for record in storage.list_surveys()
+        ]
     if args.json:
         print_json(rows)
         return 0
@@ -274,6 +290,15 @@ def cmd_surveys(args: argparse.Namespace) -> int:
         for r in rows
     ]
     print(format_table(["id", "status", "respondents", "reports", "results", "created"], table))
+    answerable = [r for r in rows if r["respond_url"]]
+    if answerable:
+        print("\nlink for respondents (open surveys):")
+        print(format_table(["id", "link"], [[r["id"], r["respond_url"]] for r in answerable]))
+        if not config.get("PUBLIC_URL"):
+            print(
+                "set DENIABLE_PUBLIC_URL to the address browsers reach this aggregator at "
+                "to print the full links"
+            )
     return 0
 
 
