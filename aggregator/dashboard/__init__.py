@@ -24,6 +24,7 @@ from ..public_url import public_base_url, respond_links
 from ..storage import SurveyRecord, current_storage
 from ..storage.records import respondents
 from .present import question_view
+from .times import time_element
 
 __all__ = ["blueprint", "init_app"]
 
@@ -160,6 +161,11 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
 
 
 from . import crosstab as _crosstab  # noqa: E402,F401 - its pages register on the blueprint
+
+
+@blueprint.app_template_filter("when")
+def _when(value: str | None) -> Any:
+    return time_element(value)
 
 
 def init_app(app: Flask) -> None:
