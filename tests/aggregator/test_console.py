@@ -7,6 +7,7 @@ created or listed.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -123,3 +124,62 @@ def test_dashboard_shows_no_link_for_a_closed_survey(
     assert f"{PUBLIC}/surveys/demo/respond" not in _links(page)
     index = client.get("/").get_data(as_text=True)
     assert f"{PUBLIC}/surveys/demo/respond" not in _links(index)
+
+
+# -- closing a relayed survey ----------------------------------------------------------------
+
+RELAY_URL = "https://relay.example.org"
+
+
+def _create_relayed(capsys, options: list[str], tmp_path: Path) -> None:
+    definition = {
+        **demo_survey_dict("relayed"),
+        "format": "deniable.survey/2",
+        "relay": {"url": RELAY_URL, "min_batch": 25, "shuffle_unit": "question"},
+    }
+    path = tmp_path / "relayed.json"
+    path.write_text(json.dumps(definition), "utf-8")
+    status, _, err = _call(capsys, [*options, "create-survey", str(path)])
+    assert status == 0, err
+
+
+def _status(options: list[str], survey_id: str) -> str:
+    from deniable.aggregator.storage import open_storage
+
+    storage = open_storage({"DATABASE": options[1]})
+    try:
+        return storage.get_survey(survey_id, count=False).status
+    finally:
+        storage.close()
+
+
+def test_closing_a_relayed_survey_warns_and_asks(options, tmp_path, capsys, monkeypatch) -> None:
+    _create_relayed(capsys, options, tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True, raising=False)
+    status, out, err = _call(capsys, [*options, "close-survey", "relayed"])
+    warning = out + err
+    assert RELAY_URL in warning and "25" in warning  # where answers wait, and for how many
+    assert "discard" in warning and "--yes" in warning
+    assert status == 4 and _status(options, "relayed") == "open"  # answered no: kept open
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("yes\n"))
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True, raising=False)
+    status, out, err = _call(capsys, [*options, "close-survey", "relayed"])
+    assert status == 0 and "is closed" in out and _status(options, "relayed") == "closed"
+
+
+def test_closing_a_relayed_survey_from_a_script_needs_yes(options, tmp_path, capsys, monkeypatch):
+    _create_relayed(capsys, options, tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # not a terminal: nobody to ask
+    status, out, err = _call(capsys, [*options, "close-survey", "relayed"])
+    assert status == 4 and "--yes" in err and _status(options, "relayed") == "open"
+    status, out, err = _call(capsys, [*options, "close-survey", "relayed", "--yes"])
+    assert status == 0 and _status(options, "relayed") == "closed"
+    assert "discard" in out + err  # what it did is still said
+
+
+def test_closing_a_survey_without_a_relay_asks_nothing(options, tmp_path, capsys) -> None:
+    _create(capsys, options, tmp_path)
+    status, out, _ = _call(capsys, [*options, "close-survey", "demo"])
+    assert status == 0 and "is closed" in out and "relay" not in out
