@@ -68,6 +68,7 @@ from .demo import (
 from .public_url import respond_links
 from .terminal import (
     EXIT_FAILURE,
+    EXIT_REFUSED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     CommandError,
@@ -238,11 +239,45 @@ def cmd_create_survey(args: argparse.Namespace) -> int:
     return 0
 
 
+def relay_warning(record: Any) -> str | None:
+    """What closing a relayed survey does to the answers its relay holds (None: no relay)."""
+    relay = record.survey.relay
+    if relay is None:
+        return None
+    return (
+        f"survey {record.id!r} is relayed through {relay.url}. The relay holds respondents' "
+        f"answers until it has a batch of at least {relay.min_batch:,}; once the survey is "
+        "closed, this aggregator refuses its batches and the relay discards every answer it "
+        "still holds, although those respondents were told their answers were sent. Before "
+        "closing, check with the relay's operator ('deniable-relay status') that nothing is "
+        "waiting, or that what waits may be lost."
+    )
+
+
+def _confirmed(question: str) -> bool:
+    """The operator's yes at a terminal (False when stdin is not one: nobody to ask)."""
+    if not sys.stdin.isatty():
+        return False
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
 def cmd_close_survey(args: argparse.Namespace) -> int:
     config = load_settings(args)
     with opened_storage(config) as storage:
+        warning = relay_warning(storage.get_survey(args.survey, count=False))
+        if warning is not None:
+            print(f"warning: {warning}", file=sys.stderr)
+            if not args.yes and not _confirmed("Close it and discard what the relay holds?"):
+                raise _fail(
+                    f"survey {args.survey!r} is still open; to close it all the same, "
+                    "confirm at a terminal or add --yes",
+                    EXIT_REFUSED,
+                )
         record = storage.close_survey(args.survey)
     print(f"survey {record.id!r} is closed ({record.n_reports:,} reports)")
+    if warning is not None:
+        print("the relay discards the answers it still holds for it")
     return 0
 
 
@@ -545,9 +580,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "close-survey",
         "close a survey: no more reports",
-        "Close a survey: it refuses reports from now on; results stay readable.",
+        "Close a survey: it refuses reports from now on; results stay readable. A relayed "
+        "survey's relay then discards the answers it still holds, so the command warns and "
+        "asks first (or takes --yes).",
     )
     sub.add_argument("survey", metavar="ID", help="id of the survey to close")
+    sub.add_argument(
+        "--yes",
+        action="store_true",
+        help="a relayed survey: close without asking, although the relay then discards "
+        "the answers it still holds (see docs/operations.md)",
+    )
     sub.set_defaults(func=cmd_close_survey)
 
     sub = command("surveys", "list surveys: status, respondents, created")
