@@ -183,3 +183,17 @@ def test_closing_a_survey_without_a_relay_asks_nothing(options, tmp_path, capsys
     _create(capsys, options, tmp_path)
     status, out, _ = _call(capsys, [*options, "close-survey", "demo"])
     assert status == 0 and "is closed" in out and "relay" not in out
+
+
+# -- the survey page says how to read the charts once --------------------------------------
+
+
+def test_the_explanation_of_the_whiskers_appears_once(client, created_survey, demo_definition):
+    from .conftest import post_bulk, random_reports
+
+    response = post_bulk(client, "demo", random_reports(demo_definition, 200, seed=3))
+    assert response.status_code in (200, 201), response.data
+    page = client.get("/surveys/demo").get_data(as_text=True)
+    assert page.count("whatever the true answers are") == 1
+    assert page.count("The intervals are about the people who answered") == 1
+    assert page.count('class="chart') == len(demo_definition["questions"])
