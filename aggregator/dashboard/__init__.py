@@ -23,7 +23,7 @@ from ..api.results import results_by_question, results_cache, statistics_key, un
 from ..public_url import public_base_url, respond_links
 from ..storage import SurveyRecord, current_storage
 from ..storage.records import respondents
-from .present import question_view
+from .present import explanation, question_view
 from .times import time_element
 
 __all__ = ["blueprint", "init_app"]
@@ -157,6 +157,7 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         survey_url=url_for("surveys.get_survey", survey_id=record.id),
         comparable=_crosstab.comparable_surveys(record),
         links=respond_links(record, public_base_url()),
+        explanation=explanation(beta),
     )
 
 
