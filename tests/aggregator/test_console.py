@@ -197,3 +197,24 @@ def test_the_explanation_of_the_whiskers_appears_once(client, created_survey, de
     assert page.count("whatever the true answers are") == 1
     assert page.count("The intervals are about the people who answered") == 1
     assert page.count('class="chart') == len(demo_definition["questions"])
+
+
+# -- a relayed survey offers only what it supports ---------------------------------------------
+
+
+def test_a_relayed_survey_offers_no_crosstab_it_cannot_give(client, storage) -> None:
+    from deniable.survey import Survey
+
+    definition = {
+        **demo_survey_dict("relayed"),
+        "format": "deniable.survey/2",
+        "relay": {"url": RELAY_URL, "min_batch": 25, "shuffle_unit": "question"},
+    }
+    storage.create_survey(Survey.from_dict(definition).upgraded(), results_public=True)
+    page = client.get("/surveys/relayed").get_data(as_text=True)
+    assert 'id="crosstab-link"' not in page
+    assert "crosstabs are unavailable" in page.lower()
+    crosstab = client.get("/surveys/relayed/crosstab").get_data(as_text=True)
+    assert 'id="unavailable"' in crosstab
+    assert 'class="pick"' not in crosstab  # no pickers for tables that cannot be drawn
+    assert 'href="/surveys/relayed"' in crosstab  # the way back stays
