@@ -20,6 +20,7 @@ from deniable.errors import InvalidParameter, NotFound
 
 from ..api.common import check_survey_id, page_parameters, survey_summary
 from ..api.results import results_by_question, results_cache, statistics_key, unpacked
+from ..crosstabs import unavailable_reason
 from ..public_url import public_base_url, respond_links
 from ..storage import SurveyRecord, current_storage
 from ..storage.records import respondents
@@ -158,6 +159,9 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         comparable=_crosstab.comparable_surveys(record),
         links=respond_links(record, public_base_url()),
         explanation=explanation(beta),
+        crosstabs_unavailable=(
+            unavailable_reason(current_storage(), record) if record.results_public else None
+        ),
     )
 
 
