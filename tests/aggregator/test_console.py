@@ -218,3 +218,22 @@ def test_a_relayed_survey_offers_no_crosstab_it_cannot_give(client, storage) -> 
     assert 'id="unavailable"' in crosstab
     assert 'class="pick"' not in crosstab  # no pickers for tables that cannot be drawn
     assert 'href="/surveys/relayed"' in crosstab  # the way back stays
+
+
+# -- the ε page links back -----------------------------------------------------------------
+
+
+def test_the_epsilon_page_links_back_to_its_survey(client) -> None:
+    page = client.get("/about/epsilon?lang=de&survey=demo").get_data(as_text=True)
+    assert '<a href="/surveys/demo/respond?lang=de">Zurück zur Umfrage</a>' in page
+    page = client.get("/about/epsilon?survey=demo").get_data(as_text=True)
+    assert '<a href="/surveys/demo/respond?lang=en">Back to the survey</a>' in page
+    hostile = client.get('/about/epsilon?survey="><script>').get_data(as_text=True)
+    assert "<script>" not in hostile and "Back to the survey" not in hostile
+
+
+def test_the_form_links_to_the_epsilon_page_with_its_survey() -> None:
+    from deniable.aggregator.respond import static_file
+
+    script = static_file("respond.js").decode("utf-8")
+    assert "/about/epsilon?lang=${lang}&survey=${encodeURIComponent(data.deniableSurvey)}" in script
