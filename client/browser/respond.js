@@ -300,7 +300,10 @@ export async function mount(root) {
       "p",
       { class: "deniable-note" },
       `${t("cost_total", { epsilon: number(survey.totalEpsilon) })} `,
-      link(`${base}/about/epsilon?lang=${lang}`, t("epsilon_link")),
+      link(
+        `${base}/about/epsilon?lang=${lang}&survey=${encodeURIComponent(data.deniableSurvey)}`,
+        t("epsilon_link"),
+      ),
     ),
     el("p", { class: "deniable-note", text: budgetText(client, t, number, lang) }),
     ...survey.questions.map(field),
