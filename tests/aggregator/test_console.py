@@ -237,3 +237,56 @@ def test_the_form_links_to_the_epsilon_page_with_its_survey() -> None:
 
     script = static_file("respond.js").decode("utf-8")
     assert "/about/epsilon?lang=${lang}&survey=${encodeURIComponent(data.deniableSurvey)}" in script
+
+
+# -- the crosstab command line -------------------------------------------------------------
+
+
+def _crosstab_document(half: float) -> dict:
+    cells = []
+    for row, estimate in (("yes", -0.05), ("no", 1.05)):
+        lower, upper = max(estimate - half, 0.0), min(estimate + half, 1.0)
+        cells.append(
+            {
+                "row": row,
+                "column": "car",
+                "estimate": estimate,
+                "clipped": min(max(estimate, 0.0), 1.0),
+                "lower": lower,
+                "upper": upper,
+                "bernstein_lower": lower,
+                "bernstein_upper": upper,
+            }
+        )
+    return {
+        "survey": "demo",
+        "kind": "joint",
+        "n": 12,
+        "beta": 0.05,
+        "tightest": "bernstein",
+        "intervals": [
+            {"family": "chebyshev", "nominal_half_width": 2 * half},
+            {"family": "bernstein", "nominal_half_width": half},
+        ],
+        "rows": {"question": "smoker", "labels": ["yes", "no"]},
+        "columns": {"question": "transport", "labels": ["car"]},
+        "cells": cells,
+    }
+
+
+def test_crosstab_table_prints_clipped_estimates_beside_clipped_intervals() -> None:
+    from deniable.aggregator.cli_crosstab import crosstab_table
+
+    text = crosstab_table(_crosstab_document(0.3))
+    assert "0.0 [0.0, 25.0]" in text and "100.0 [75.0, 100.0]" in text
+    assert "-5.0" not in text and "105.0" not in text
+    raw = crosstab_table(_crosstab_document(0.3), raw=True)
+    assert "-5.0 [0.0, 25.0]" in raw and "105.0" in raw
+
+
+def test_crosstab_table_warns_about_few_respondents() -> None:
+    from deniable.aggregator.cli_crosstab import crosstab_table
+
+    assert "too few respondents" in crosstab_table(_crosstab_document(0.6)).lower()
+    assert "few respondents" in crosstab_table(_crosstab_document(0.2)).lower()
+    assert "few respondents" not in crosstab_table(_crosstab_document(0.04)).lower()
