@@ -290,3 +290,17 @@ def test_crosstab_table_warns_about_few_respondents() -> None:
     assert "too few respondents" in crosstab_table(_crosstab_document(0.6)).lower()
     assert "few respondents" in crosstab_table(_crosstab_document(0.2)).lower()
     assert "few respondents" not in crosstab_table(_crosstab_document(0.04)).lower()
+
+
+# -- the demo and the examples use the current survey format ---------------------------------
+
+
+def test_the_demo_and_examples_use_the_current_survey_format() -> None:
+    from deniable.aggregator.demo import demo_survey
+    from deniable.survey import FORMAT
+
+    assert demo_survey().format == FORMAT  # a relayed copy of it must be /2 too
+    root = Path(cli.__file__).resolve().parents[1]
+    for path in (root / "examples").rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".py", ".md", ".html", ".js"):
+            assert "deniable.survey/1" not in path.read_text("utf-8"), path
