@@ -65,7 +65,6 @@ from .demo import (
     true_summary,
     verify_signature,
 )
-from .public_url import respond_links
 from .terminal import (
     EXIT_FAILURE,
     EXIT_REFUSED,
@@ -227,6 +226,8 @@ def cmd_create_survey(args: argparse.Namespace) -> int:
         f"created survey {record.id!r}: {len(survey.questions)} questions, "
         f"total epsilon {survey.total_epsilon:g}, {visibility} results{enrolment}"
     )
+    from .public_url import respond_links  # flask: the server extra (see main)
+
     links = respond_links(record, config.get("PUBLIC_URL"))
     if links is not None:
         print(f"link for respondents: {links.respond}")
@@ -283,6 +284,7 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
 
 def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None) -> dict[str, Any]:
     """One survey of ``surveys``: status, respondents, created, and where to answer it."""
+    from .public_url import respond_links
     from .storage.records import respondents
 
     links = respond_links(record, base)
