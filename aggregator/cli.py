@@ -67,6 +67,7 @@ from .demo import (
 )
 from .terminal import (
     EXIT_FAILURE,
+    EXIT_REFUSED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     CommandError,
@@ -225,21 +226,68 @@ def cmd_create_survey(args: argparse.Namespace) -> int:
         f"created survey {record.id!r}: {len(survey.questions)} questions, "
         f"total epsilon {survey.total_epsilon:g}, {visibility} results{enrolment}"
     )
+    from .public_url import respond_links  # flask: the server extra (see main)
+
+    links = respond_links(record, config.get("PUBLIC_URL"))
+    if links is not None:
+        print(f"link for respondents: {links.respond}")
+        print(f"embed snippet: {links.embed} (HTML to paste into another site)")
+        if not links.absolute:
+            print(
+                "set DENIABLE_PUBLIC_URL to the address browsers reach this aggregator at "
+                "(https://host[:port]) to print the full links"
+            )
     return 0
+
+
+def relay_warning(record: Any) -> str | None:
+    """What closing a relayed survey does to the answers its relay holds (None: no relay)."""
+    relay = record.survey.relay
+    if relay is None:
+        return None
+    return (
+        f"survey {record.id!r} is relayed through {relay.url}. The relay holds respondents' "
+        f"answers until it has a batch of at least {relay.min_batch:,}; once the survey is "
+        "closed, this aggregator refuses its batches and the relay discards every answer it "
+        "still holds, although those respondents were told their answers were sent. Before "
+        "closing, check with the relay's operator ('deniable-relay status') that nothing is "
+        "waiting, or that what waits may be lost."
+    )
+
+
+def _confirmed(question: str) -> bool:
+    """The operator's yes at a terminal (False when stdin is not one: nobody to ask)."""
+    if not sys.stdin.isatty():
+        return False
+    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def cmd_close_survey(args: argparse.Namespace) -> int:
     config = load_settings(args)
     with opened_storage(config) as storage:
+        warning = relay_warning(storage.get_survey(args.survey, count=False))
+        if warning is not None:
+            print(f"warning: {warning}", file=sys.stderr)
+            if not args.yes and not _confirmed("Close it and discard what the relay holds?"):
+                raise _fail(
+                    f"survey {args.survey!r} is still open; to close it all the same, "
+                    "confirm at a terminal or add --yes",
+                    EXIT_REFUSED,
+                )
         record = storage.close_survey(args.survey)
     print(f"survey {record.id!r} is closed ({record.n_reports:,} reports)")
+    if warning is not None:
+        print("the relay discards the answers it still holds for it")
     return 0
 
 
-def survey_row(record: Any, statistics: dict[str, Any]) -> dict[str, Any]:
-    """One survey of ``surveys``: status, respondents, created."""
+def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None) -> dict[str, Any]:
+    """One survey of ``surveys``: status, respondents, created, and where to answer it."""
+    from .public_url import respond_links
     from .storage.records import respondents
 
+    links = respond_links(record, base)
     questions = len(record.survey.questions)
     return {
         "id": record.id,
@@ -252,13 +300,18 @@ def survey_row(record: Any, statistics: dict[str, Any]) -> dict[str, Any]:
         "require_enrolment": record.require_enrolment,
         "created_at": record.created_at,
         "closed_at": record.closed_at,
+        "respond_url": links.respond if links else None,
+        "embed_url": links.embed if links else None,
     }
 
 
 def cmd_surveys(args: argparse.Namespace) -> int:
     config = load_settings(args)
     with opened_storage(config) as storage:
-        rows = [survey_row(record, storage.fold(record.id)) for record in storage.list_surveys()]
+        rows = [
+            survey_row(record, storage.fold(record.id), config.get("PUBLIC_URL"))
+            for record in storage.list_surveys()
+        ]
     if args.json:
         print_json(rows)
         return 0
@@ -274,6 +327,15 @@ def cmd_surveys(args: argparse.Namespace) -> int:
         for r in rows
     ]
     print(format_table(["id", "status", "respondents", "reports", "results", "created"], table))
+    answerable = [r for r in rows if r["respond_url"]]
+    if answerable:
+        print("\nlink for respondents (open surveys):")
+        print(format_table(["id", "link"], [[r["id"], r["respond_url"]] for r in answerable]))
+        if not config.get("PUBLIC_URL"):
+            print(
+                "set DENIABLE_PUBLIC_URL to the address browsers reach this aggregator at "
+                "to print the full links"
+            )
     return 0
 
 
@@ -520,9 +582,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = command(
         "close-survey",
         "close a survey: no more reports",
-        "Close a survey: it refuses reports from now on; results stay readable.",
+        "Close a survey: it refuses reports from now on; results stay readable. A relayed "
+        "survey's relay then discards the answers it still holds, so the command warns and "
+        "asks first (or takes --yes).",
     )
     sub.add_argument("survey", metavar="ID", help="id of the survey to close")
+    sub.add_argument(
+        "--yes",
+        action="store_true",
+        help="a relayed survey: close without asking, although the relay then discards "
+        "the answers it still holds (see docs/operations.md)",
+    )
     sub.set_defaults(func=cmd_close_survey)
 
     sub = command("surveys", "list surveys: status, respondents, created")

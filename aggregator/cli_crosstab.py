@@ -1,7 +1,8 @@
 """``deniable-aggregator crosstab`` and ``compare``: the API's documents, as tables.
 
 ``crosstab SURVEY ROWS COLUMNS``: joint shares of two questions (each cell
-"estimate [lower, upper]" in percent, from the tightest interval family), or
+"estimate [lower, upper]" in percent, the estimate and the tightest interval family's
+bounds both clipped to 0-100, with a warning when there are few respondents), or
 a numeric question's mean by category.  ``compare SURVEY OTHER QUESTION``:
 each estimate's change from SURVEY to OTHER ("changed by +6 points (±4)").
 Exit status 3 for an unknown survey, 4 when crosstabs are unavailable
@@ -16,7 +17,7 @@ import sys
 from typing import Any
 
 from .cli_common import add_beta, add_json, load_settings, opened_storage, print_json
-from .terminal import format_table
+from .terminal import PRECISION_WORDS, format_table
 
 __all__ = ["register"]
 
@@ -25,8 +26,26 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
-def crosstab_table(document: dict[str, Any]) -> str:
-    """The crosstab document as text: one line per row category."""
+def _precision_warning(document: dict[str, Any]) -> str:
+    """Words for few respondents, as the results say them ('' when the cells are precise)."""
+    described = {i["family"]: i for i in document.get("intervals", [])}
+    family = described.get(document.get("tightest", "chebyshev"))
+    if family is None:
+        return ""
+    half = float(family["nominal_half_width"])
+    if half >= 0.5:
+        return PRECISION_WORDS["uninformative"] + "; read these cells as noise"
+    if half > 0.10:
+        return PRECISION_WORDS["imprecise"] + f" (each cell ±{100 * half:.1f} points)"
+    return ""
+
+
+def crosstab_table(document: dict[str, Any], *, raw: bool = False) -> str:
+    """The crosstab document as text: one line per row category.
+
+    Each cell is its estimate clipped to [0, 100]% beside its interval (which is clipped
+    too); ``raw`` shows the unbiased estimate instead, which may fall outside.
+    """
     rows, columns = document["rows"], document["columns"]
     title = f"{document['survey']}: {rows['question']} by {columns['question']}"
     if document.get("estimate", 0) is None:
@@ -47,6 +66,7 @@ def crosstab_table(document: dict[str, Any]) -> str:
         )
         return f"{title} (n = {document['n']:,})\n{body}\n{document['guarantee']}"
     prefix = "" if document["tightest"] == "chebyshev" else document["tightest"] + "_"
+    shown = "estimate" if raw else "clipped"
     cells = {(c["row"], c["column"]): c for c in document["cells"]}
     table = format_table(
         [rows["question"], *columns["labels"]],
@@ -54,7 +74,7 @@ def crosstab_table(document: dict[str, Any]) -> str:
             [
                 row,
                 *(
-                    f"{_percent(cells[row, col]['estimate'])} "
+                    f"{_percent(cells[row, col].get(shown, cells[row, col]['estimate']))} "
                     f"[{_percent(cells[row, col][prefix + 'lower'])}, "
                     f"{_percent(cells[row, col][prefix + 'upper'])}]"
                     for col in columns["labels"]
@@ -67,8 +87,12 @@ def crosstab_table(document: dict[str, Any]) -> str:
     note = (
         f"percent of respondents who answered both (n = {document['n']:,}); "
         f"{level} {document['tightest']} intervals per cell"
+        + ("; raw unbiased estimates (may fall outside 0-100)" if raw else "")
     )
     text = f"{title}\n{table}\n{note}"
+    warning = _precision_warning(document)
+    if warning:
+        text += f"\n{warning}"
     if "comparison" in document:
         comparison = document["comparison"]
         text += (
@@ -103,7 +127,7 @@ def cmd_crosstab(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
     else:
-        print(crosstab_table(document))
+        print(crosstab_table(document, raw=args.raw))
     return 0
 
 
@@ -151,6 +175,11 @@ def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None
         help="also the difference of two cells (labels)",
     )
     sub.add_argument("--csv", action="store_true", help="print the cells as CSV")
+    sub.add_argument(
+        "--raw",
+        action="store_true",
+        help="the raw unbiased estimates in the table (may fall below 0 or above 100)",
+    )
     add_json(sub, "the API's crosstab document")
     sub.set_defaults(func=cmd_crosstab)
 

@@ -7,16 +7,23 @@ request's own: its ``Host`` (checked to be a host and port, nothing more) and it
 scheme, which is the connection's (``http`` under ``serve``) unless ``TRUST_PROXY``
 is on, when the trusted proxy's ``X-Forwarded-Proto`` says it (a TLS proxy in
 front: ``https``).  Without ``TRUST_PROXY`` that header is ignored: anyone can send it.
+
+:func:`survey_links` is what an operator sends out: the respondents' page and the
+embed snippet of a survey, under that base (the command line, which has no request,
+uses ``PUBLIC_URL`` alone).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 from flask import current_app, request
 from werkzeug.exceptions import BadRequest
 
 from deniable.origins import serialize_origin
 
-__all__ = ["parse_public_url", "public_base_url"]
+__all__ = ["RespondLinks", "parse_public_url", "public_base_url", "respond_links", "survey_links"]
 
 SCHEMES = ("http", "https")
 
@@ -54,3 +61,40 @@ def public_base_url() -> str:
             "the Host header is not a host name and port; set "
             "DENIABLE_PUBLIC_URL to the aggregator's public URL"
         ) from None
+
+
+# Why a placeholder rather than a guess: the command line cannot know where browsers
+# reach the server; a link that looks complete but is wrong would be sent out.
+UNKNOWN_BASE = "<public URL>"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RespondLinks:
+    """Where respondents answer a survey (``respond``) and its embed snippet (``embed``)."""
+
+    respond: str
+    embed: str
+    absolute: bool
+
+
+def survey_links(base: str | None, survey_id: str) -> RespondLinks:
+    """The links of ``survey_id`` under ``base`` (PUBLIC_URL; None: a placeholder)."""
+    root = base.removesuffix("/") if base else UNKNOWN_BASE
+    return RespondLinks(
+        respond=f"{root}/surveys/{survey_id}/respond",
+        embed=f"{root}/surveys/{survey_id}/embed",
+        absolute=bool(base),
+    )
+
+
+def respond_links(record: Any, base: str | None) -> RespondLinks | None:
+    """The links of a stored survey, or None when browsers cannot answer it.
+
+    Closed surveys take no answers; a survey of an older format than the browser
+    answers (its mechanism parameters are not signed) is answered with the client only.
+    """
+    from deniable.survey import FORMAT
+
+    if not record.is_open or record.survey.format != FORMAT:
+        return None
+    return survey_links(base, record.id)

@@ -12,8 +12,9 @@ nowhere else.  Two sources, one set of methods:
   ``deniable.comparison``, ``Question.results``).
 
 Every frame has the estimate and its intervals as columns (``lower``,
-``upper``, ``simultaneous_lower``, ``simultaneous_upper`` and the other
-families' ``<family>_lower`` ...), one row per category, cell or change.
+``upper``, ``simultaneous_lower``, ``simultaneous_upper``: in a results frame the
+tightest published family's, named in ``tightest``, as everywhere else; then every
+family's ``<family>_lower`` ...), one row per category, cell or change.
 """
 
 from __future__ import annotations
@@ -46,8 +47,32 @@ __all__ = ["Aggregator", "Export", "compare_frame", "crosstab_frame", "results_f
 # -- documents (as the API serves them) to frames ---------------------------------------------
 
 
+# The published interval and the family it is, first (deniable.results); the rest follow.
+_LEADING = (
+    "question",
+    "type",
+    "n",
+    "beta",
+    "label",
+    "estimate",
+    "lower",
+    "upper",
+    "tightest",
+    "simultaneous_lower",
+    "simultaneous_upper",
+    "simultaneous_tightest",
+)
+
+
 def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
-    """A results document: one row per question category (numeric questions: one row)."""
+    """A results document: one row per question category (numeric questions: one row).
+
+    ``lower``/``upper`` are the published interval, the family named in ``tightest``
+    beside them (the same numbers as the JSON, the CSV, the command line and the
+    dashboard); every family's own bounds follow as ``<family>_lower`` ...
+    ``frame.attrs`` keeps the survey, β, n_reports, and per question id its ``n``,
+    ``tightest`` and ``simultaneous_tightest`` family.
+    """
     rows = []
     for question in document["questions"]:
         beta = question.get("beta", document.get("beta"))
@@ -56,6 +81,8 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
             "type": question["type"],
             "n": question["n"],
             "beta": beta,
+            "tightest": question.get("tightest"),
+            "simultaneous_tightest": question.get("simultaneous_tightest"),
         }
         if question.get("categories"):
             for category in question["categories"]:
@@ -64,7 +91,7 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
             extra = {
                 k: v
                 for k, v in question.items()
-                if k.startswith(("chebyshev_exact_", "bernstein_"))
+                if k.startswith(("chebyshev_", "bernstein_", "exact_tail_"))
             }
             rows.append(
                 {
@@ -78,7 +105,24 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
             )
         else:
             rows.append({**common, "label": None, "estimate": None})
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        leading = [c for c in _LEADING if c in frame.columns]
+        frame = frame[leading + [c for c in frame.columns if c not in leading]]
+    questions = document["questions"]
+    frame.attrs.update(
+        {
+            "survey": document.get("survey"),
+            "beta": document.get("beta"),
+            "n_reports": document.get("n_reports"),
+            "n": {q["question"]: q["n"] for q in questions},
+            "tightest": {q["question"]: q.get("tightest") for q in questions},
+            "simultaneous_tightest": {
+                q["question"]: q.get("simultaneous_tightest") for q in questions
+            },
+        }
+    )
+    return frame
 
 
 def crosstab_frame(document: Mapping[str, Any]) -> pd.DataFrame:
@@ -213,7 +257,14 @@ class Export:
         for question in self.survey.questions:
             _, statistics, n = self._statistics(question.id)
             questions.append(question_results(question, statistics, n, beta=beta))
-        return results_frame({"beta": beta, "questions": questions})
+        return results_frame(
+            {
+                "survey": self.survey.id,
+                "beta": beta,
+                "n_reports": sum(len(self._question(q.id)[1]) for q in self.survey.questions),
+                "questions": questions,
+            }
+        )
 
     def crosstab(self, rows: str, columns: str, *, beta: float = DEFAULT_BETA) -> pd.DataFrame:
         sides = []

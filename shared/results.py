@@ -5,6 +5,12 @@ The aggregator's side of a question.  The device builds the same
 needs numpy, so it lives here, beside :mod:`deniable.estimation`, and takes the
 question and its additive sufficient statistics (``Question.statistics``,
 summed over batches).
+
+One interval is published as *the* interval: ``lower``/``upper`` (and
+``simultaneous_lower``/``simultaneous_upper``) are the tightest published family's,
+named by ``tightest`` (``simultaneous_tightest``), so the JSON, the CSV, the command
+line, the dashboard and pandas show the same numbers.  Every family keeps its own
+columns beside them: ``chebyshev_lower`` ... ``exact_tail_simultaneous_upper``.
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ def question_results(
         return {**summary, "beta": beta, "estimate": None}
     oracle = question.oracle
     if oracle.kind == "numeric":
-        return {**summary, **estimate_mean(oracle, statistics, n, beta=beta).to_dict()}
+        mean = estimate_mean(oracle, statistics, n, beta=beta).to_dict()
+        return {**summary, **_primary(mean, mean["tightest"], None)}
     if oracle.kind == "multiple":
         result = estimate_frequencies(
             oracle.per_category,
@@ -56,4 +63,29 @@ def question_results(
         )
     else:
         result = estimate_frequencies(oracle, statistics, n, beta=beta)
-    return {**summary, **result.to_dict(question.labels)}
+    published = result.to_dict(question.labels)
+    family, simultaneous = published["tightest"], published["simultaneous_tightest"]
+    published["categories"] = [
+        _primary(category, family, simultaneous) for category in published["categories"]
+    ]
+    return {**summary, **published}
+
+
+def _primary(item: dict[str, Any], family: str, simultaneous: str | None) -> dict[str, Any]:
+    """``item`` (a category, or a mean) with ``lower``/``upper`` the ``family``'s bounds.
+
+    The estimators' own ``lower``/``upper`` are Chebyshev's; they move to ``chebyshev_*``.
+    """
+    ends = ("lower", "upper") + (
+        ("simultaneous_lower", "simultaneous_upper") if simultaneous is not None else ()
+    )
+    chebyshev = {f"chebyshev_{end}": item[end] for end in ends}
+    published: dict[str, Any] = {}
+    for key, value in item.items():
+        published[key] = value
+        if key == ends[-1]:
+            published.update(chebyshev)  # the families' columns follow the primary ones
+    for end in ends:
+        chosen = family if not end.startswith("simultaneous_") else str(simultaneous)
+        published[end] = published.get(f"{chosen}_{end}", item[end])
+    return published

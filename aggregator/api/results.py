@@ -55,17 +55,23 @@ CSV_COLUMNS = (
     "beta",
     "label",
     "estimate",
+    # The published interval (deniable.results): the tightest family's, named beside it.
     "lower",
     "upper",
+    "tightest",
     "simultaneous_lower",
     "simultaneous_upper",
+    "simultaneous_tightest",
+    "precision",
     "clipped",
     "norm_sub",
     "projected",
-    "variance_bound",
-    "half_width",
-    "simultaneous_half_width",
-    # Tighter interval families beside today's Chebyshev (deniable.estimation).
+    "ibu",
+    # Every family's own interval (deniable.estimation, deniable.exact_tail).
+    "chebyshev_lower",
+    "chebyshev_upper",
+    "chebyshev_simultaneous_lower",
+    "chebyshev_simultaneous_upper",
     "chebyshev_exact_lower",
     "chebyshev_exact_upper",
     "chebyshev_exact_simultaneous_lower",
@@ -74,19 +80,17 @@ CSV_COLUMNS = (
     "bernstein_upper",
     "bernstein_simultaneous_lower",
     "bernstein_simultaneous_upper",
-    "tightest",
-    "simultaneous_tightest",
-    "precision",
-    # Relayed surveys (api/relayed.py): the central ε of the smallest batch, at central_delta.
-    "central_epsilon",
-    "central_delta",
-    "smallest_batch",
-    # The exact-tail family and the maximum-likelihood estimate (issue 20; where published).
     "exact_tail_lower",
     "exact_tail_upper",
     "exact_tail_simultaneous_lower",
     "exact_tail_simultaneous_upper",
-    "ibu",
+    "variance_bound",
+    "half_width",
+    "simultaneous_half_width",
+    # Relayed surveys (api/relayed.py): the central ε of the smallest batch, at central_delta.
+    "central_epsilon",
+    "central_delta",
+    "smallest_batch",
 )
 # Why: a spreadsheet runs a cell starting with one of these as a formula (or, after
 # stripping leading whitespace or NUL, one that follows them).
@@ -343,7 +347,7 @@ def question_rows(question: Question, result: dict[str, Any], beta: float) -> li
                 **{
                     key: value
                     for key, value in result.items()
-                    if key.startswith(("chebyshev_exact_", "bernstein_"))
+                    if key.startswith(("chebyshev_", "bernstein_", "exact_tail_"))
                 },
             }
         ]

@@ -20,9 +20,12 @@ from deniable.errors import InvalidParameter, NotFound
 
 from ..api.common import check_survey_id, page_parameters, survey_summary
 from ..api.results import results_by_question, results_cache, statistics_key, unpacked
+from ..crosstabs import unavailable_reason
+from ..public_url import public_base_url, respond_links
 from ..storage import SurveyRecord, current_storage
 from ..storage.records import respondents
-from .present import question_view
+from .present import explanation, question_view
+from .times import time_element
 
 __all__ = ["blueprint", "init_app"]
 
@@ -69,6 +72,7 @@ def index() -> str | tuple[str, int]:
         summary["respondents"] = (
             respondents(storage.fold(record.id)) if record.results_public else None
         )
+        summary["links"] = respond_links(record, public_base_url())
         surveys.append(summary)
     shown = request.args.get("limit")  # kept in the links when given (url_for drops None)
     return render_template(
@@ -114,7 +118,9 @@ def survey(survey_id: str) -> str | tuple[str, int]:
     if record.results_public:
         # Why the comparable surveys in the key: a later wave adds a link to the page.
         later = ",".join(other.id for other in _crosstab.comparable_surveys(record))
-        key = statistics_key(record, beta, f"page:{'beta' in request.args}:{later}")[0]
+        # Why the base URL: the page shows the respondents' link of an open survey.
+        shown = f"page:{'beta' in request.args}:{later}:{public_base_url()}"
+        key = statistics_key(record, beta, shown)[0]
         cached = results_cache().get(key)
         if cached is not None:
             return b"".join(unpacked(cached)).decode("utf-8")
@@ -151,10 +157,20 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         csv_url=url_for("results.results", survey_id=record.id, format="csv", **extra),
         survey_url=url_for("surveys.get_survey", survey_id=record.id),
         comparable=_crosstab.comparable_surveys(record),
+        links=respond_links(record, public_base_url()),
+        explanation=explanation(beta),
+        crosstabs_unavailable=(
+            unavailable_reason(current_storage(), record) if record.results_public else None
+        ),
     )
 
 
 from . import crosstab as _crosstab  # noqa: E402,F401 - its pages register on the blueprint
+
+
+@blueprint.app_template_filter("when")
+def _when(value: str | None) -> Any:
+    return time_element(value)
 
 
 def init_app(app: Flask) -> None:

@@ -20,7 +20,7 @@ from deniable.crosstab import axis, cell_model
 from deniable.errors import Conflict, InvalidParameter, NotFound
 
 from ..api.common import check_survey_id
-from ..crosstabs import compare_document, crosstab_document
+from ..crosstabs import compare_document, crosstab_document, unavailable_reason
 from ..storage import current_storage
 from . import blueprint, svg
 from .present import COVERS, confidence_text
@@ -144,8 +144,9 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
     columns_id = request.args.get("columns") or next(
         (q.id for q in questions if q.id != rows_id), rows_id
     )
-    document, error = None, None
+    document, error, unavailable = None, None, None
     if record.results_public:
+        unavailable = unavailable_reason(current_storage(), record)
         try:
             document = crosstab_document(current_storage(), record, rows_id, columns_id, beta=beta)
         except (InvalidParameter, Conflict) as problem:
@@ -175,6 +176,7 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
         document=document,
         view=view,
         error=error,
+        unavailable=unavailable,
         level=confidence_text(beta),
         covers=COVERS,
         api_url=url_for(

@@ -14,6 +14,7 @@ from . import svg
 __all__ = [
     "COVERS",
     "confidence_text",
+    "explanation",
     "likelihood_sentence",
     "precision_sentence",
     "question_view",
@@ -34,22 +35,15 @@ def _family(result: Mapping[str, Any], key: str = "tightest") -> str:
     return svg.FAMILY_NAMES.get(str(result.get(key, "chebyshev")), "Chebyshev")
 
 
-def interval_sentence(result: Mapping[str, Any]) -> str:
-    """Plain-language sentences on what the whisker means, which interval it is, and whom
-    it covers."""
-    level = confidence_text(result["beta"])
-    family = _family(result)
-    others = "the tightest of the intervals published for this question; all are in the JSON"
-    if "mean" in result:
-        return (
-            f"With probability at least {level} the true mean of all respondents' answers lies "
-            "inside the whisker, whatever the true answers are; this holds for any number of "
-            f"respondents ({family} bound, {others}). {COVERS}"
-        )
+def explanation(beta: float) -> str:
+    """How to read every chart of a page, said once above them: what a whisker guarantees,
+    which interval it is, and whom it covers."""
     return (
-        f"With probability at least {level} the true share lies inside each bar's whisker, "
-        "whatever the true answers are; this holds for any number of respondents "
-        f"({family} bound, {others}). {COVERS}"
+        f"How to read the charts. With probability at least {confidence_text(beta)} the true "
+        "share lies inside each bar's whisker, and the true mean of all respondents' answers "
+        "inside the whisker of a mean, whatever the true answers are; this holds for any "
+        "number of respondents. Each chart names its interval, the tightest of those published "
+        f"for its question (all are in the JSON and the CSV). {COVERS}"
     )
 
 
@@ -124,14 +118,12 @@ def question_view(question: Mapping[str, Any], result: Mapping[str, Any]) -> dic
         "one_option_per_report": result["mechanism"] in SET_VALUED,
         "chart": Markup(svg.chart_for(result, question)),  # noqa: S704 - escaped by svg
         "confidence": confidence_text(result["beta"]),
-        "sentence": "",
         "simultaneous": "",
         "precision": "",
         "likelihood": "",
     }
     if not view["chart"]:
         return view
-    view["sentence"] = interval_sentence(result)
     view["simultaneous"] = simultaneous_sentence(result)
     view["precision"] = precision_sentence(result)
     view["likelihood"] = likelihood_sentence(result)

@@ -26,14 +26,20 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-WIDTH = 720
-LABEL_WIDTH = 200
-VALUE_WIDTH = 170
-ROW_HEIGHT = 26
-BAR_HEIGHT = 16
-TOP = 28
-BOTTOM = 30
-MAX_LABEL_CHARS = 30
+# One column that fits a phone drawn 1:1 (the page draws it at 100% of its card, at most
+# MAX_DRAWN px): each category is its label, then its value, then its bar, so nothing
+# shrinks on a narrow screen and the smallest text (11 units) is drawn at 12 px or more
+# wherever the card is at least WIDTH * 12 / 11 px wide (a 390 px phone's is 344 px).
+WIDTH = 300
+MAX_DRAWN = 400
+LEFT = 12
+RIGHT = 16
+ROW_HEIGHT = 58
+MEAN_ROW_HEIGHT = 44
+BAR_HEIGHT = 14
+LEGEND_LINE = 14
+BOTTOM = 26
+MAX_LABEL_CHARS = 40
 
 BAR_FILL = "#4c78a8"
 NEGATIVE_FILL = "#b279a2"
@@ -126,6 +132,20 @@ def _svg_open(height: int, title: str, description: str, kind: str) -> str:
     )
 
 
+def _legend(lines: Sequence[str]) -> str:
+    """The legend: one ``<text>`` (its first line the text's own), one line per entry."""
+    first, *rest = lines
+    return (
+        f'<text x="0" y="{LEGEND_LINE - 2}" fill="{TEXT}" font-size="11">{escape(first)}'
+        + "".join(f'<tspan x="0" dy="{LEGEND_LINE}">{escape(line)}</tspan>' for line in rest)
+        + "</text>"
+    )
+
+
+def _top(lines: Sequence[str]) -> int:
+    return LEGEND_LINE * len(lines) + 8
+
+
 def _axis(
     scale, ticks: Sequence[float], top: int, bottom: int, formatter, zero: float | None
 ) -> list[str]:
@@ -174,33 +194,33 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
     family = intervals[0][2]
     shown = [min(max(e, 0.0), 1.0) for e in estimates]
     lo, hi, ticks = _ticks(0.0, max(*shown, *uppers, 0.1))
-    plot_left, plot_right = LABEL_WIDTH + 10, WIDTH - VALUE_WIDTH
+    plot_left, plot_right = LEFT, WIDTH - RIGHT
     span = hi - lo
 
     def scale(value: float) -> float:
         return plot_left + (value - lo) / span * (plot_right - plot_left)
 
-    height = TOP + ROW_HEIGHT * len(categories) + BOTTOM
-    chart_bottom = TOP + ROW_HEIGHT * len(categories)
+    confidence = 1.0 - float(result.get("beta", 0.05))
+    legend = [
+        f"Estimated share (bar) with its {format_share(confidence).replace('.0%', '%')}",
+        f"{FAMILY_NAMES[family]} interval (whisker)",
+    ]
+    top = _top(legend)
+    chart_bottom = top + ROW_HEIGHT * len(categories)
+    height = chart_bottom + BOTTOM
     description = "; ".join(
         f"{c['label']}: {format_share(e)} (interval {format_share(lw)} to {format_share(up)})"
         for c, e, lw, up in zip(categories, estimates, lowers, uppers, strict=True)
     )
-    parts = [_svg_open(height, title or "Estimated shares", description, "bars")]
-    confidence = 1.0 - float(result.get("beta", 0.05))
-    parts.append(
-        f'<text x="{plot_left}" y="16" fill="{TEXT}" font-size="11">Estimated share '
-        f"(bar) with {escape(format_share(confidence).replace('.0%', '%'))} "
-        f"{FAMILY_NAMES[family]} interval (whisker)</text>"
-    )
-    parts.extend(_axis(scale, ticks, TOP - 4, chart_bottom, format_share_tick, 0.0))
+    parts = [_svg_open(height, title or "Estimated shares", description, "bars"), _legend(legend)]
+    parts.extend(_axis(scale, ticks, top, chart_bottom, format_share_tick, 0.0))
     zero_x = scale(0.0)
     for row, (category, estimate, lower, upper) in enumerate(
         zip(categories, estimates, lowers, uppers, strict=True)
     ):
         label = str(category["label"])
-        y = TOP + row * ROW_HEIGHT
-        mid = y + ROW_HEIGHT / 2
+        y = top + row * ROW_HEIGHT
+        mid = y + ROW_HEIGHT - 4 - BAR_HEIGHT / 2
         value = min(max(estimate, 0.0), 1.0)
         outside = value != estimate
         x_est = scale(value)
@@ -213,12 +233,11 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
             f'data-upper="{number(upper)}" data-interval="{family}">'
             f"<title>{escape(label)}: {format_share(value)}{raw}, interval "
             f"{format_share(lower)} to {format_share(upper)}</title>"
-            f'<text x="{LABEL_WIDTH}" y="{mid + 4:.1f}" text-anchor="end" fill="{TEXT}">'
-            f"{escape(_shorten(label))}</text>"
+            f'<text x="0" y="{y + 15:.1f}" fill="{TEXT}">{escape(_shorten(label))}</text>'
             f'<rect x="{left:.1f}" y="{mid - BAR_HEIGHT / 2:.1f}" width="{max(width, 0.5):.1f}" '
             f'height="{BAR_HEIGHT}" fill="{fill}" rx="2"/>'
             + _whisker(scale(lower), scale(upper), mid)
-            + f'<text x="{plot_right + 8}" y="{mid + 4:.1f}" fill="{TEXT}">'
+            + f'<text x="0" y="{y + 31:.1f}" fill="{TEXT}" font-size="12">'
             f'<tspan font-weight="600">{format_share(value)}</tspan>'
             + (f'<tspan class="raw" fill="{NEGATIVE_FILL}">{escape(raw)}</tspan>' if raw else "")
             + f'<tspan fill="#555"> [{format_share(lower)}, {format_share(upper)}]</tspan>'
@@ -246,15 +265,22 @@ def mean_chart(result: Mapping[str, Any], lo: float, hi: float, title: str = "")
     outside = value != mean
     raw = f" (raw {format_number(mean)})" if outside else ""
     axis_lo, axis_hi, ticks = _ticks(lo, hi)
-    plot_left, plot_right = LABEL_WIDTH + 10, WIDTH - VALUE_WIDTH
+    plot_left, plot_right = LEFT, WIDTH - RIGHT
     span = axis_hi - axis_lo
 
     def scale(value: float) -> float:
         return plot_left + (value - axis_lo) / span * (plot_right - plot_left)
 
-    height = TOP + ROW_HEIGHT + BOTTOM
-    mid = TOP + ROW_HEIGHT / 2
     confidence = 1.0 - float(result.get("beta", 0.05))
+    legend = [
+        "Estimated mean (dot) on the answer range",
+        f"[{format_number(lo)}, {format_number(hi)}] with its "
+        f"{format_share(confidence).replace('.0%', '%')}",
+        f"{FAMILY_NAMES[family]} interval (whisker)",
+    ]
+    top = _top(legend)
+    height = top + MEAN_ROW_HEIGHT + BOTTOM
+    mid = top + MEAN_ROW_HEIGHT - 12
     description = (
         f"mean {format_number(value)}{raw}, interval {format_number(lower)} to "
         f"{format_number(upper)}"
@@ -270,27 +296,23 @@ def mean_chart(result: Mapping[str, Any], lo: float, hi: float, title: str = "")
         )
     parts = [
         _svg_open(height, title or "Estimated mean", description, "mean-chart"),
-        f'<text x="{plot_left}" y="16" fill="{TEXT}" font-size="11">Estimated mean (dot) '
-        f"with {escape(format_share(confidence).replace('.0%', '%'))} "
-        f"{FAMILY_NAMES[family]} interval (whisker) on the answer range "
-        f"[{escape(format_number(lo))}, "
-        f"{escape(format_number(hi))}]</text>",
-        *_axis(scale, ticks, TOP - 4, TOP + ROW_HEIGHT, format_number, None),
+        _legend(legend),
+        *_axis(scale, ticks, top, top + MEAN_ROW_HEIGHT, format_number, None),
         f'<rect x="{scale(lo):.1f}" y="{mid - 3:.1f}" width="{scale(hi) - scale(lo):.1f}" '
         f'height="6" fill="#e8eef5"/>',
         f'<g class="mean" data-mean="{number(mean)}" data-shown="{number(value)}" '
         f'data-lower="{number(lower)}" data-upper="{number(upper)}" data-interval="{family}">'
         f"<title>mean {format_number(value)}{escape(raw)}, interval {format_number(lower)} to "
         f"{format_number(upper)}</title>"
-        f'<text x="{LABEL_WIDTH}" y="{mid + 4:.1f}" text-anchor="end" fill="{TEXT}">mean</text>'
         + _whisker(scale(lower), scale(upper), mid)
         + f'<circle cx="{x_mean:.1f}" cy="{mid:.1f}" r="6" '
         f'fill="{NEGATIVE_FILL if outside else BAR_FILL}"/>'
         + marker
-        + f'<text x="{plot_right + 8}" y="{mid + 4:.1f}" fill="{TEXT}">'
+        + f'<text x="0" y="{top + 15}" fill="{TEXT}">mean '
         f'<tspan font-weight="600">{format_number(value)}</tspan>'
         + (f'<tspan class="raw" fill="{NEGATIVE_FILL}">{escape(raw)}</tspan>' if raw else "")
-        + f'<tspan fill="#555"> [{format_number(lower)}, {format_number(upper)}]</tspan>'
+        + f'<tspan fill="#555" font-size="12"> [{format_number(lower)}, '
+        f"{format_number(upper)}]</tspan>"
         "</text></g>",
         "</svg>",
     ]

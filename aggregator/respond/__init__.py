@@ -45,7 +45,7 @@ from flask import Blueprint, Flask, Response, abort, render_template, request, u
 
 from deniable.errors import Conflict, NotFound
 from deniable.mechanisms import CLASSES, mechanism_class
-from deniable.survey import FORMAT, Question, Survey
+from deniable.survey import FORMAT, IDENTIFIER, Question, Survey
 
 from ..public_url import public_base_url
 from ..signing import current_key
@@ -273,7 +273,14 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
 def about_epsilon() -> tuple[str, int, dict[str, str]]:
     """A short page on what ε means, in the respondent's language (linked from the form)."""
     lang = chosen_language()
-    page = render_template("epsilon.html", t=translator(lang), lang=lang, style=STYLE)
+    # ?survey= (the form that linked here): a way back to it; an id no survey can have, none.
+    asked = request.args.get("survey", "")
+    back = (
+        url_for("respond.respond", survey_id=asked, lang=lang)
+        if IDENTIFIER.fullmatch(asked)
+        else None
+    )
+    page = render_template("epsilon.html", t=translator(lang), lang=lang, style=STYLE, back=back)
     response_headers = _headers()
     response_headers["Cache-Control"] = "public, max-age=3600"
     return page, 200, response_headers

@@ -300,7 +300,10 @@ export async function mount(root) {
       "p",
       { class: "deniable-note" },
       `${t("cost_total", { epsilon: number(survey.totalEpsilon) })} `,
-      link(`${base}/about/epsilon?lang=${lang}`, t("epsilon_link")),
+      link(
+        `${base}/about/epsilon?lang=${lang}&survey=${encodeURIComponent(data.deniableSurvey)}`,
+        t("epsilon_link"),
+      ),
     ),
     el("p", { class: "deniable-note", text: budgetText(client, t, number, lang) }),
     ...survey.questions.map(field),
@@ -343,6 +346,30 @@ export async function mount(root) {
       text ? input.setAttribute("aria-invalid", "true") : input.removeAttribute("aria-invalid");
     form.querySelector(`#${name}-set`)?.classList.toggle("deniable-invalid", Boolean(text));
   };
+  /** [answer, problem] of one question as the form holds it (problem undefined when fine). */
+  const read = (q, values) => {
+    const given = values.getAll(`q-${q.id}`),
+      [value = ""] = given;
+    // Options by index: a label's exact text never round-trips a form.
+    const answer =
+      q.type === "multiple_choice"
+        ? given.map((i) => q.options[i])
+        : value === ""
+          ? undefined
+          : q.type === "numeric"
+            ? Number(value)
+            : q.type === "yes_no"
+              ? value === "true"
+              : q.options[value];
+    if (answer === undefined) return [answer, t("required")];
+    try {
+      q.checkAnswer(answer);
+    } catch {
+      return [answer, t("out_of_range", { lo: number(q.lo), hi: number(q.hi) })];
+    }
+    return [answer, undefined];
+  };
+  const tokenMissing = () => form.querySelector("#deniable-token").value.trim() === "";
   /** The answers, or undefined after marking every problem next to its question. */
   const check = () => {
     const values = new FormData(form),
@@ -350,32 +377,13 @@ export async function mount(root) {
       problems = [];
     for (const q of survey.questions) {
       const name = `q-${q.id}`,
-        given = values.getAll(name),
-        [value = ""] = given;
-      // Options by index: a label's exact text never round-trips a form.
-      const answer =
-        q.type === "multiple_choice"
-          ? given.map((i) => q.options[i])
-          : value === ""
-            ? undefined
-            : q.type === "numeric"
-              ? Number(value)
-              : q.type === "yes_no"
-                ? value === "true"
-                : q.options[value];
-      let problem = answer === undefined ? t("required") : undefined;
-      if (!problem)
-        try {
-          q.checkAnswer(answer);
-        } catch {
-          problem = t("out_of_range", { lo: number(q.lo), hi: number(q.hi) });
-        }
+        [answer, problem] = read(q, values);
       mark(name, problem);
       if (problem) problems.push(form.querySelector(`[name="${name}"]`));
       else answers[q.id] = answer;
     }
     if (askToken) {
-      const missing = form.querySelector("#deniable-token").value.trim() === "";
+      const missing = tokenMissing();
       mark("deniable-token", missing ? t("required_token") : undefined);
       if (missing) problems.push(form.querySelector("#deniable-token"));
     }
@@ -388,6 +396,22 @@ export async function mount(root) {
       .querySelector(`#${problems[0].getAttribute("aria-describedby")}`)
       ?.scrollIntoView({ block: "nearest" });
   };
+
+  // An error goes as soon as its answer is fixed (and changes words if it is wrong another
+  // way); a field not yet marked stays unmarked while the respondent is still answering.
+  const recheck = (event) => {
+    const name = event.target.name || event.target.id,
+      question = survey.questions.find((q) => `q-${q.id}` === name);
+    if (!form.querySelector(`#${name}-error`)?.textContent) return;
+    if (question) mark(name, read(question, new FormData(form))[1]);
+    else if (name === "deniable-token" && !tokenMissing()) mark(name, undefined);
+    if (!form.querySelector("[aria-invalid]") && data.state === "errors") {
+      say("");
+      data.state = "ready";
+    }
+  };
+  form.addEventListener("input", recheck);
+  form.addEventListener("change", recheck);
 
   // The noisy reports; true on "Send", false on "Change my answers".
   const confirm = (reports) =>

@@ -1,0 +1,128 @@
+"""One interval everywhere: the JSON, the CSV, the CLI, the dashboard and pandas publish the
+same ``lower``/``upper`` (the tightest published family, named beside it), with every
+family in its own named columns."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from deniable.aggregator import cli
+from deniable.analysis import Export, results_frame
+
+from .conftest import post_bulk, random_reports
+
+FAMILIES = ("chebyshev", "chebyshev_exact", "bernstein", "exact_tail")
+
+
+@pytest.fixture
+def answered(app, client, created_survey, demo_definition):
+    reports = random_reports(demo_definition, 1200, seed=5)
+    for start in range(0, len(reports), 400):
+        response = post_bulk(client, "demo", reports[start : start + 400])
+        assert response.status_code in (200, 201, 202), response.data
+    return reports
+
+
+def _bounds(item: dict, family: str, simultaneous: bool = False) -> tuple[float, float]:
+    middle = "simultaneous_" if simultaneous else ""
+    return item[f"{family}_{middle}lower"], item[f"{family}_{middle}upper"]
+
+
+def test_json_lower_upper_are_the_tightest_family_named_beside_them(client, answered) -> None:
+    document = client.get("/api/v1/surveys/demo/results").get_json()
+    seen = set()
+    for question in document["questions"]:
+        family = question["tightest"]
+        items = question.get("categories") or [question]
+        for item in items:
+            assert (item["lower"], item["upper"]) == _bounds(item, family)
+            assert "chebyshev_lower" in item and "chebyshev_upper" in item
+            if "categories" in question:
+                simultaneous = question["simultaneous_tightest"]
+                assert (item["simultaneous_lower"], item["simultaneous_upper"]) == _bounds(
+                    item, simultaneous, True
+                )
+        seen.add(family)
+    assert seen - {"chebyshev"}, "the survey should exercise a family tighter than Chebyshev"
+
+
+def test_csv_names_the_family_next_to_lower_and_upper(client, answered) -> None:
+    text = client.get("/api/v1/surveys/demo/results?format=csv").get_data(as_text=True)
+    header = next(csv.reader(io.StringIO(text)))
+    at = header.index("lower")
+    assert header[at - 1 : at + 3] == ["estimate", "lower", "upper", "tightest"]
+    at = header.index("simultaneous_lower")
+    assert header[at : at + 3] == [
+        "simultaneous_lower",
+        "simultaneous_upper",
+        "simultaneous_tightest",
+    ]
+    for family in FAMILIES:
+        assert f"{family}_lower" in header and f"{family}_upper" in header
+
+
+def _csv_bounds(text: str) -> dict[tuple[str, str], tuple[float, float, str]]:
+    return {
+        (row["question"], row["label"]): (float(row["lower"]), float(row["upper"]), row["tightest"])
+        for row in csv.DictReader(io.StringIO(text))
+        if row["lower"]
+    }
+
+
+def _json_bounds(document: dict) -> dict[tuple[str, str], tuple[float, float, str]]:
+    bounds = {}
+    for question in document["questions"]:
+        for item in question.get("categories") or [{**question, "label": "mean"}]:
+            key = (question["question"], item["label"])
+            bounds[key] = (item["lower"], item["upper"], question["tightest"])
+    return bounds
+
+
+def _frame_bounds(frame) -> dict[tuple[str, str], tuple[float, float, str]]:
+    return {
+        (row.question, row.label): (row.lower, row.upper, row.tightest)
+        for row in frame.itertuples()
+    }
+
+
+def test_json_csv_cli_and_pandas_publish_identical_bounds(
+    app, client, answered, storage, capsys
+) -> None:
+    document = client.get("/api/v1/surveys/demo/results").get_json()
+    expected = _json_bounds(document)
+    assert _csv_bounds(client.get("/api/v1/surveys/demo/results?format=csv").get_data(True)) == (
+        expected
+    )
+    frame = results_frame(document)
+    assert _frame_bounds(frame) == expected
+    assert frame.attrs["survey"] == "demo" and frame.attrs["beta"] == document["beta"]
+    assert frame.attrs["tightest"] == {q["question"]: q["tightest"] for q in document["questions"]}
+    assert frame.attrs["n"] == {q["question"]: q["n"] for q in document["questions"]}
+    columns = list(frame.columns)
+    assert columns[columns.index("lower") : columns.index("lower") + 3] == [
+        "lower",
+        "upper",
+        "tightest",
+    ]
+    definition = client.get("/api/v1/surveys/demo").get_json()
+    rows = [r.to_dict() for r in storage.export_reports("demo")]
+    assert _frame_bounds(Export(rows, definition).results()) == expected
+    options = [
+        "--database",
+        app.config["DATABASE"],
+        "--signing-key",
+        app.config["SIGNING_KEY_PATH"],
+    ]
+    assert cli.main([*options, "results", "demo", "--json"]) == 0
+    assert _json_bounds(json.loads(capsys.readouterr().out)) == expected
+    assert cli.main([*options, "results", "demo"]) == 0
+    table = capsys.readouterr().out
+    for (_, label), (lower, upper, _) in expected.items():
+        if label == "mean":
+            assert f"{lower:.4g}" in table and f"{upper:.4g}" in table
+        else:
+            assert f"{100 * lower:.1f}%" in table and f"{100 * upper:.1f}%" in table
