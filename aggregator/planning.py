@@ -45,7 +45,7 @@ __all__ = ["add_parser"]
 
 # Why these bounds: past them the planner's arithmetic leaves floating point (a range
 # squared overflows past 1e154, an interval's 1/sqrt(beta) past beta = 1e-300), and Python
-# raised OverflowError, exit status 1 (issue 21).  Each is far beyond any real survey.
+# raised OverflowError, exit status 1.  Each is far beyond any real survey.
 MAX_RESPONDENTS = MAX_PLANNED_RESPONDENTS  # --n, and the most --half-width may need
 MAX_OPTIONS = 65_536  # what a question allows (deniable.parameters)
 MAX_MAGNITUDE = 1e150  # --lo, --hi, --half-width

@@ -23,7 +23,7 @@ selection at d = 1024 (hundreds of values per report) use the per-category
 binomial model C_v = Bin(n_v, p*) + Bin(n - n_v, q*), exact per category, with
 categories drawn independently (marked ``*``).  No assertions: figures only.
 
-``--small`` prints instead the small-n table of issue 20 (n in {20, 100, 500,
+``--small`` prints instead the small-n table (n in {20, 100, 500,
 2000}, β = 0.05, ε = 1; binary RR at d = 2, every other mechanism at d = 5,
 option sampling with 5 options): each family's data-free worst-case
 half-width (what ``tightest`` compares), the exact tail's gain over
@@ -244,7 +244,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--collections", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20261126)
-    parser.add_argument("--small", action="store_true", help="the small-n table (issue 20)")
+    parser.add_argument("--small", action="store_true", help="the small-n table")
     args = parser.parse_args()
     if args.small:
         small_table(args.seed)

@@ -438,7 +438,7 @@ class SurveyClient(HttpTransport, KeyPinning):
             raise SignatureError(f"survey {survey.id!r} was altered after fetch()")
         if survey.require_enrolment and enrolment_token is None:
             # Why before anything: answering without a token would charge the ledger and
-            # mark the survey answered for a batch the aggregator must refuse (issue 8.7).
+            # mark the survey answered for a batch the aggregator must refuse.
             raise EnrolmentTokenRequired(
                 f"survey {survey.id!r} admits only enrolled respondents: give the one-time "
                 "enrolment token from its operator (enrolment_token=...)"

@@ -16,7 +16,7 @@ one parser of origins and relay URLs), and a request's
 An entry that is not an origin (a path, a query, ``$``, ``*``, a user name, a zone
 index ...) stops the server at start-up.  Why not flask-cors: it takes an entry
 holding regular-expression characters for a pattern, so a listed IPv6 origin
-allowed ``http://d:8443`` and refused itself (issue 21).
+allowed ``http://d:8443`` and refused itself.
 
 Responses of the named routes carry ``Vary: Origin`` (their CORS headers depend
 on it), and ``Access-Control-Allow-Origin`` only when the request's Origin is listed.

@@ -3,7 +3,7 @@
 Why not gunicorn's sync workers: a sync worker reads a request on the one
 thread that also runs the app, so W connections that trickle their headers or
 body (slowloris) hold all W workers until the worker timeout, and ``/health``
-waited 60 s behind two of them (issue 8).  Here each gunicorn worker runs
+waited 60 s behind two of them.  Here each gunicorn worker runs
 waitress instead: its asyncore loop reads every connection without blocking
 and buffers a request *whole* (headers, then the body up to
 ``MAX_BODY_BYTES``, spooled to a temporary file past 512 KiB) before a thread
@@ -198,7 +198,7 @@ class ServiceApplication(BaseApplication):
             # Why: gunicorn's control socket sits at one per-user path
             # ($XDG_RUNTIME_DIR/gunicorn.ctl) for every instance, so a second aggregator
             # (or a relay) on the host took it over and stopping either deleted it under
-            # the other (issue 19).  Nothing here uses it: signals manage the server.
+            # the other.  Nothing here uses it: signals manage the server.
             self.cfg.set("control_socket_disable", True)
         if self.child_exit is not None:
             self.cfg.set("child_exit", self.child_exit)

@@ -1,7 +1,7 @@
 """Planning a crosstab: respondents for a ±h cell, or a cell's half-width at n.
 
 The per-respondent cell estimate is the product Z = X·Y of the two questions'
-per-report unbiased indicator estimates (issue 20; ``deniable.crosstab``),
+per-report unbiased indicator estimates (``deniable.crosstab``),
 independent given the answers.
 For one respondent E[X] = θ = 1[a = x] in {0, 1} and Var X = v(θ)/slope²
 (the per-category score model), so E[X²] = m(θ) = v(θ)/slope² + θ²; since

@@ -355,7 +355,7 @@ def format_number(value: float | None) -> str:
     return f"{value:.4g}"
 
 
-# -- planning a relayed survey (issue 18: the shuffle model) ------------------------------
+# -- planning a relayed survey (the shuffle model) ------------------------------
 
 DEFAULT_RELAY_DELTA = shuffle.DEFAULT_DELTA
 DEFAULT_RELAY_HALF_WIDTH = 0.05

@@ -72,7 +72,7 @@ def check_text(
     """Survey text: no C0/C1 control characters (``newlines``: ``\\n`` allowed).
 
     Why: labels and titles reach CSV files, terminals and logs; a ``\\r`` split a
-    CSV row and planted a formula cell (issue 8.4), an ESC would drive a terminal.
+    CSV row and planted a formula cell, an ESC would drive a terminal.
     """
     if not isinstance(value, str) or SURROGATE.search(value):
         raise fail(

@@ -1,4 +1,4 @@
-"""Explicit ``Cache-Control`` on the API's documents (issue 21, hardening).
+"""Explicit ``Cache-Control`` on the API's documents (hardening).
 
 Left to heuristics, a browser or a shared cache may keep a response without
 ``Cache-Control`` for a while.  Here each is said outright:

@@ -130,7 +130,7 @@ def survey_summary(record: SurveyRecord, *, operator: bool = False) -> dict[str,
     """One entry of ``GET /surveys``.
 
     The report count of a survey with private results is shown to operators
-    only (null otherwise): polling it would time each submission (issue 8.6).
+    only (null otherwise): polling it would time each submission.
     """
     shown = record.results_public or operator
     return {

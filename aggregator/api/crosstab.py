@@ -1,4 +1,4 @@
-"""Crosstabs and comparisons (issue 20): JSON or CSV, as private as the surveys' results.
+"""Crosstabs and comparisons: JSON or CSV, as private as the surveys' results.
 
 ``GET /surveys/<id>/crosstab?rows=<q1>&columns=<q2>``: joint shares of two
 questions (or a numeric question's mean by category), with an optional

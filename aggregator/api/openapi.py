@@ -140,7 +140,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
             },
         },
         "Submission": {"oneOf": [_ref("Report"), _ref("Batch")]},
-        # The bulk route: respondents (issue 20), or loose reports (stored without a submission).
+        # The bulk route: respondents, or loose reports (stored without a submission).
         "Respondents": {
             "type": "object",
             "additionalProperties": False,

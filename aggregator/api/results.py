@@ -115,7 +115,7 @@ class ResultsCache:
     entry is only reused while no report arrived since.  Why compressed bytes and
     not documents: the results of the largest allowed survey (100 questions x
     1,024 options) are ~46 MB of JSON (far more as Python objects) but ~1 MB
-    compressed, and an entry count is no bound at all (issue 8.3).  Why one
+    compressed, and an entry count is no bound at all.  Why one
     computation at a time per process, on one thread: each allocates a
     question's worth of objects at a time; concurrent requests for the same key
     wait and then hit the cache instead of computing it again.
@@ -166,7 +166,7 @@ def parse_beta() -> float:
 
     Why a fixed set: every distinct β costs a full computation (seconds of CPU
     on the largest allowed survey) and would need a cache entry of its own; a
-    handful of conventional levels covers every use (issue 8.3).
+    handful of conventional levels covers every use.
     """
     text = request.args.get("beta")
     if text is None:
@@ -230,7 +230,7 @@ def _json_body(
 
     Why pieces: no whole document (~50 MB of objects on the largest survey) and no
     single ~20 MB buffer is ever allocated, so a worker's memory returns to its
-    level after each computation instead of fragmenting (issue 8.3).
+    level after each computation instead of fragmenting.
     """
     head = json_text(_header(record, statistics, beta, batches))
     pieces = [_pack(head[:-1].encode("utf-8") + QUESTIONS_KEY)]

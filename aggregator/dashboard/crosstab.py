@@ -1,4 +1,4 @@
-"""Dashboard pages for crosstabs and comparisons (issue 20), on the dashboard's blueprint.
+"""Dashboard pages for crosstabs and comparisons, on the dashboard's blueprint.
 
 ``/surveys/<id>/crosstab?rows=<q1>&columns=<q2>``: the joint shares as a table
 shaded like a heat map (darker: larger share), each cell with its interval,

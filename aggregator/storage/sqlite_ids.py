@@ -18,7 +18,7 @@ The keys are :class:`IdKeys`: AES under a key drawn at random by each process,
 so no client can choose ids whose keys collide.  Keying on the ids' own first
 64 bits (as before) let a client that sends ids sharing them make every later
 such id confirm all the earlier ones in the database, under the write lock:
-20 such ids after 50,000 stored took 0.75 s and stalled every writer (issue 21).
+20 such ids after 50,000 stored took 0.75 s and stalled every writer.
 Now the work per incoming id is one probe whatever the ids.
 
 The database is the source of truth: under the write lock the index first

@@ -23,7 +23,7 @@ short transactions, an acknowledgement only after COMMIT (SQLite: WAL,
   ``delivered`` (or ``discarded``) once none of its units is held any more.
 * ``admitted`` (0004): per held unit, the digest of the token that admitted it; deleted
   with the unit (forwarded and acknowledged, or discarded), so no row links a token to
-  a unit that left the relay (issue 18; docs/relay.md).
+  a unit that left the relay (docs/relay.md).
 * ``relay_secrets`` (0002): the key that turns a client address into the pseudonym
   the rate limiter counts (relay/api.py).
 """

@@ -118,7 +118,7 @@ class HeldStore:
 
         Why: the link from a token's digest to its units' digests is what idempotent retry
         needs while they are held; kept longer, a leaked relay database and the blobs the
-        aggregator stores would together say who sent what (issue 18).  Orphaned links (a
+        aggregator stores would together say who sent what.  Orphaned links (a
         unit deleted while a concurrent resend linked it) are forgotten here too.
         """
         count = self.dialect.run(

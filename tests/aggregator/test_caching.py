@@ -1,5 +1,5 @@
 """Explicit Cache-Control on the key document, survey documents and results
-(aggregator/api/caching.py; issue 21, hardening)."""
+(aggregator/api/caching.py; hardening)."""
 
 from __future__ import annotations
 

@@ -579,7 +579,7 @@ def test_demo_keeps_serving_until_terminated_and_then_stops_its_server(tmp_path:
 
 
 def test_database_and_export_files_are_0600_whatever_the_umask(tmp_path, capsys) -> None:
-    """Hardening (issue 8): the SQLite file, its WAL/SHM files and `export -o` output."""
+    """Hardening: the SQLite file, its WAL/SHM files and `export -o` output."""
     import stat
 
     paths = {

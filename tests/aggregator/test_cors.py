@@ -29,7 +29,7 @@ def allowed(client, origin: str, path: str = "/api/v1/key") -> str | None:
 
 @SQLITE
 def test_an_ipv6_origin_is_matched_exactly_not_as_a_pattern(cors_client):
-    """flask-cors took ``http://[2001:db8::1]:8443`` for a regular expression (issue 21, 3)."""
+    """flask-cors took ``http://[2001:db8::1]:8443`` for a regular expression (3)."""
     assert allowed(cors_client, IPV6) == IPV6
     for origin in (
         "http://d:8443",

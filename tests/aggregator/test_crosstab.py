@@ -1,4 +1,4 @@
-"""Crosstabs and comparisons through the API, on both backends (issue 20).
+"""Crosstabs and comparisons through the API, on both backends.
 
 The recount: the crosstab of the exported raw reports, recomputed by a plain
 loop over submissions (support sets from each oracle's own ``support_counts``

@@ -1,4 +1,4 @@
-"""The browser client's submission joins (issue 20): the respond page in real Chromium.
+"""The browser client's submission joins: the respond page in real Chromium.
 
 Two people answer on the respond page of a real gunicorn aggregator; each
 page posts one submission, so the crosstab counts both and its recount from

@@ -1,4 +1,4 @@
-"""Crosstabs end to end: a real gunicorn server on SQLite and PostgreSQL (issue 20).
+"""Crosstabs end to end: a real gunicorn server on SQLite and PostgreSQL.
 
 Devices answer through the Python client (one submission each, the public
 route); an importer sends respondents to the bulk route; the analyst reads the

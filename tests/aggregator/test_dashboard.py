@@ -386,7 +386,7 @@ def test_private_results_show_a_notice_and_no_numbers(dash) -> None:
     assert 'id="private-notice"' in text and "Results are private" in text
     assert "data-estimate" not in text and "data-mean" not in text and "<svg" not in text
     assert client.get("/api/v1/surveys/private/results").status_code == 401
-    # Regression (issue 8.6): the live count of a private survey timed each submission.
+    # Regression: the live count of a private survey timed each submission.
     # Timestamps are dropped first: their digits may spell "100" or "400" by chance.
     head = TIMESTAMP.sub("", text.split('id="survey"')[1][:400])
     assert 'data-n-reports=""' in head and "100" not in head

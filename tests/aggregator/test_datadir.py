@@ -1,6 +1,6 @@
 """The data directory (service/datadir.py): created 0700 whatever the umask; a directory
 others may write in, a database others may read, a planted lock-file symlink and a key
-owned by another user are all refused with one clear line (issue 21, hardening)."""
+owned by another user are all refused with one clear line (hardening)."""
 
 from __future__ import annotations
 

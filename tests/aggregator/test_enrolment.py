@@ -409,7 +409,7 @@ def test_migration_0002_upgrades_a_version_1_sqlite_database(tmp_path):
 
 
 def test_one_token_admits_one_respondent_not_a_thousand(client, gated, storage, operator_headers):
-    """Regression (issue 8.1): one token stored 1,000 'yes' reports for one question."""
+    """Regression: one token stored 1,000 'yes' reports for one question."""
     (token,) = storage.issue_enrolment_tokens(SURVEY_ID, 1)
     sybil = [dict(r, question="smoker", payload="01") for r in batch(1000)["reports"]]
     assert_problem(post(client, {"reports": sybil}, token), 422, "invalid-report")

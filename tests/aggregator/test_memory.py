@@ -1,6 +1,6 @@
 """A worker's memory stays flat under sustained ingest on SQLite.
 
-Regression (issue 29): 2,000,000 reports through the bulk route took the
+Regression: 2,000,000 reports through the bulk route took the
 aggregator's process tree from 160 to 755 MiB, about 300 bytes per report
 without end, while the id index needs 16 bytes per id per process.  The cause
 was the merges of recent ids into ``report_ids``: each one let its connection's

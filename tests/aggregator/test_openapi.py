@@ -123,7 +123,7 @@ def check_case(case, storage, state: dict[str, Any]) -> None:
 def test_generated_requests(app, storage, fuzz_state, mode):
     schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 14  # crosstab and compare (issue 20), relay batches (18)
+    assert len(operations) == 14  # crosstab and compare, relay batches (18)
     fuzz_state["statuses"] = {}
     for operation in operations:
 

@@ -1,7 +1,7 @@
 """``deniable-aggregator plan``: with ``--relay``, the ε0 to set for a central target through a
 shuffling relay, and the respondents it needs, through the installed console script; and for
 any argument, a table or one clear line with exit status 2, never a crash (exit 1) or a NaN
-(issue 21, failure 5)."""
+(failure 5)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_issue_command_prints_epsilon0_and_respondents() -> None:
     result = script(*argv)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    # issue 18's table: ε0 = 4 at n = 10,000 gives 0.411, so 0.5 allows a little more
+    # docs/relay-epsilon.md: ε0 = 4 at n = 10,000 gives 0.411, so 0.5 allows a little more
     assert "Set epsilon 4.336 on each question" in out
     assert "Respondents needed for ±0.05 (95%, binary_rr): 10,000 (one batch" in out
     assert "Without the relay, epsilon 0.5 on the device needs 6,116." in out
@@ -194,7 +194,7 @@ def test_crosstab_cell_plan(capsys) -> None:
     assert document["crosstab"]["rows"][1]["n_for_half_width"] == bernstein.n_for_half_width
 
 
-# -- out-of-range numbers (issue 21, failure 5) ----------------------------------------
+# -- out-of-range numbers (failure 5) ----------------------------------------
 
 HUGE_INTEGER = "9" * 310
 NUMBERS = [

@@ -98,7 +98,7 @@ SURVEY_ROUTES = [
 
 @pytest.mark.parametrize("method,route", SURVEY_ROUTES)
 def test_impossible_survey_ids_are_404_before_storage(client, operator_headers, method, route):
-    """Regression (issue 8.5): a NUL byte in a survey id gave 503 on PostgreSQL."""
+    """Regression: a NUL byte in a survey id gave 503 on PostgreSQL."""
     for survey_id in ("a%00b", "%0Aforged", "UPPER", "x" * 65):
         response = client.open(
             route.format(survey_id), method=method, headers=operator_headers, json={"id": "x"}

@@ -386,7 +386,7 @@ def test_two_server_processes_share_one_limit_through_redis(tmp_path, redis_pref
             stop_server(server)
 
 
-# -- one client, one key, however its address is spelled (issue 21, hardening) ------------------
+# -- one client, one key, however its address is spelled (hardening) ------------------
 
 SPELLINGS = {
     "192.0.2.1": [

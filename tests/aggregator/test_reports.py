@@ -187,7 +187,7 @@ def test_export_in_append_order(client, created_survey, demo_definition, operato
 
 
 def test_one_submission_is_one_respondent(client, created_survey, demo_definition, storage):
-    """Regression (issue 8.1): 1,000 reports for one question in one public batch were stored."""
+    """Regression: 1,000 reports for one question in one public batch were stored."""
     many = random_reports(demo_definition, 1000)
     sybil = [dict(r, question="smoker", payload="01") for r in many]
     assert_problem(client.post(URL, json={"reports": sybil}), 422, "invalid-report")

@@ -1,4 +1,4 @@
-"""The respond page's defects of issue 19, each driven in real Chromium against a served aggregator.
+"""The respond page's known defects, each driven in real Chromium against a served aggregator.
 
 1. A module whose first fetch fails is fetched again: the second fetch must be pinned too.
 2. A double click (or tap, or key repeat) on "Randomize" must not send from the review.

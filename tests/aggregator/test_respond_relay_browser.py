@@ -57,7 +57,7 @@ class _Relay6(ThreadingHTTPServer):
     address_family = socket.AF_INET6
 
 
-# The relay on IPv4, and on IPv6 named in full (issue 18): no CSP host source can name an
+# The relay on IPv4, and on IPv6 named in full: no CSP host source can name an
 # IPv6 literal (Chromium drops one as invalid), so the page's connect-src allows its scheme.
 @pytest.mark.parametrize(
     ("server", "host", "named", "source"),

@@ -186,7 +186,7 @@ def test_option_sampling_end_to_end_through_the_aggregator(client, operator_head
 @pytest.mark.parametrize("where", ["label", "text", "title", "description"])
 @pytest.mark.parametrize("character", ["\r", "\n", "\x00", "\x1b", "\x85", "\x7f"])
 def test_control_characters_in_survey_text_are_refused(client, operator_headers, where, character):
-    """Regression (issue 8.4): a label holding ``\\r=1+1`` split a CSV row into a formula."""
+    """Regression: a label holding ``\\r=1+1`` split a CSV row into a formula."""
     definition = demo_survey_dict("hostile")
     hostile = f"Blue{character}=1+1"
     if where == "label":

@@ -90,7 +90,7 @@ def test_create_submit_and_read_results_over_http(server, demo_definition, backe
     reports = random_reports(demo_definition, 300, seed=21)
     with requests.Session() as session:
         for start in range(0, 300, 60):
-            # Many respondents per request: the operator's bulk route (issue 8).
+            # Many respondents per request: the operator's bulk route.
             batch = {"reports": reports[start : start + 60]}
             response = session.post(
                 f"{base}/surveys/demo/reports/bulk", json=batch, headers=operator, timeout=10

@@ -104,7 +104,7 @@ def servers() -> Iterator[list[Served]]:
 
 
 def test_serve_removes_its_metrics_directory_when_it_stops(tmp_path, servers):
-    """The multiprocess directory goes with the server (issue 21, failure 2)."""
+    """The multiprocess directory goes with the server (failure 2)."""
     served = start(tmp_path, "data", {"DENIABLE_METRICS": "true"})
     servers.append(served)
     assert requests.get(f"{served.base}/api/v1/health", timeout=5).status_code == 200
@@ -115,7 +115,7 @@ def test_serve_removes_its_metrics_directory_when_it_stops(tmp_path, servers):
 
 
 def test_two_aggregators_on_one_host_do_not_share_a_control_socket(tmp_path, servers):
-    """Stopping one instance leaves the other whole (issue 19, "Two aggregators on one host").
+    """Stopping one instance leaves the other whole ("Two aggregators on one host").
 
     gunicorn keeps a control socket at a per-user path by default
     ($XDG_RUNTIME_DIR/gunicorn.ctl), shared by every instance; the aggregator runs
@@ -139,7 +139,7 @@ SECRET = "hunter2Zq"
 
 
 def test_serve_never_prints_a_password_given_in_a_query_string(tmp_path, servers):
-    """The start-up line and the rate limiter's warnings mask ``?password=`` (issue 21, 4)."""
+    """The start-up line and the rate limiter's warnings mask ``?password=`` (4)."""
     from .conftest import postgres_admin_dsn
 
     dsn = postgres_admin_dsn()  # skips without PostgreSQL

@@ -73,7 +73,7 @@ def test_the_private_key_is_never_served(client, app, created_survey):
 
 
 def test_a_chain_that_loops_back_to_a_retired_key_is_never_published(tmp_path):
-    """A link back to a retired key is refused (issue 21, hardening): A -> B -> A."""
+    """A link back to a retired key is refused (hardening): A -> B -> A."""
     import json
 
     from cryptography.hazmat.primitives import serialization

@@ -82,7 +82,7 @@ def test_file_lock_excludes_other_descriptors_and_closes_its_own(tmp_path):
         assert again
 
 
-# -- ids chosen by an attacker (issue 21) ----------------------------------------------------
+# -- ids chosen by an attacker ----------------------------------------------------
 
 
 def _colliding(count: int, start: int = 0) -> list[str]:
@@ -112,7 +112,7 @@ def _vm_steps(storage, action) -> int:
 
 @pytest.mark.parametrize("recent_limit", [200_000, 1500], ids=["recent", "merged"])
 def test_ids_sharing_a_prefix_cost_no_more_than_random_ones(tmp_path, monkeypatch, recent_limit):
-    """Ingest work per report is bounded whatever ids clients choose (issue 21, failure 1).
+    """Ingest work per report is bounded whatever ids clients choose (failure 1).
 
     An id index keyed on the ids' first 64 bits confirmed, for each incoming id, every
     stored id with that prefix: 20 colliding ids after 3,000 stored ones read 60,000 rows.

@@ -59,7 +59,7 @@ def test_list_summarises_every_survey(client, operator_headers, created_survey):
     assert first["total_epsilon"] == 6.5 and first["n_reports"] == 0
     assert first["require_enrolment"] is False
     assert surveys[1]["results_public"] is False
-    # Regression (issue 8.6): a private survey's count is for operators only.
+    # Regression: a private survey's count is for operators only.
     client.post("/api/v1/surveys/second/reports", json=random_reports(demo_survey_dict(), 1)[0])
     assert surveys[1]["n_reports"] is None
     listed = client.get("/api/v1/surveys", headers=operator_headers).get_json()["surveys"]

@@ -49,7 +49,7 @@ def test_answer_sends_the_token_with_the_batch(aggregator, adapter, client) -> N
 
 
 def test_without_a_token_the_client_refuses_before_anything(aggregator, adapter, client) -> None:
-    """Regression (issue 8.7): it asked, charged, got 401, dropped the batch, then said
+    """Regression: it asked, charged, got 401, dropped the batch, then said
     AlreadyAnswered for ever; the respondent could never take part."""
     create_gated(aggregator, definition())
     verified = client.fetch("s1")
@@ -181,7 +181,7 @@ def test_requests_with_tokens_do_not_depend_on_the_true_answer(
 def test_already_answered_follows_the_key_not_the_url_spelling(
     aggregator, adapter, http, store
 ) -> None:
-    """Hardening (issue 8): two spellings of one aggregator (one key) are one aggregator."""
+    """Hardening: two spellings of one aggregator (one key) are one aggregator."""
     aggregator.create(definition())
     other = "http://AGGREGATOR.test:80"
     http.mount(other, adapter)

@@ -13,7 +13,7 @@ import sys
 
 import deniable.client
 
-# The public API as of issue 11: a name may be added, never silently dropped.
+# The public API: a name may be added, never silently dropped.
 PUBLIC = {
     "AlreadyAnswered",
     "BudgetExceeded",

@@ -172,7 +172,7 @@ def test_a_pinned_device_follows_rotations_and_refuses_forgery_truncation_and_ro
 
     # Out of order: link 2 before link 1 (then link 2 again, so the chain still ends at key 2).
     # That chain loops back to a retired key, so the server refuses to publish it and keeps
-    # what it served (issue 21); devices' own refusal of it is in tests/shared/test_keychain.py.
+    # what it served; devices' own refusal of it is in tests/shared/test_keychain.py.
     link1, link2 = good_chain["chain"]
     served_before = served_key(server)["chain"]
     reload_files(server, None)  # no wait: it is never served

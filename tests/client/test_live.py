@@ -120,7 +120,7 @@ def test_cli_simulate_posts_every_respondent(shared_live_server: LiveServer) -> 
     assert len(server.export("sim")) == 600 * 4
     results = server.operator("GET", "/api/v1/surveys/sim/results")
     assert results["n_reports"] == 600 * 4
-    # Bulk batches carry respondents (issue 20): every simulated respondent's answers join.
+    # Bulk batches carry respondents: every simulated respondent's answers join.
     crosstab = server.operator("GET", "/api/v1/surveys/sim/crosstab?rows=commute&columns=smoker")
     assert crosstab["n"] == 600
 
@@ -223,7 +223,7 @@ def test_answering_every_question_type_never_imports_numpy(
 def test_cli_enrolment_refuses_before_asking_and_flush_takes_a_token(
     shared_live_server: LiveServer, tmp_path
 ) -> None:
-    """Regression (issue 8.7): without a token `deniable answer` asked every question, was
+    """Regression: without a token `deniable answer` asked every question, was
     refused, dropped the batch and then refused the respondent for ever."""
     from deniable.aggregator.storage import open_storage
 

@@ -237,7 +237,7 @@ def test_device_state_json_is_plain_data() -> None:
 
 
 def test_missing_state_beside_its_key_file_is_an_error(tmp_path: Path) -> None:
-    """Hardening (issue 8): a deleted state file must not silently reset the ledger."""
+    """Hardening: a deleted state file must not silently reset the ledger."""
     path = tmp_path / "state.bin"
     store = StateStore(path)  # key file beside it, created on the first write
     with store.transaction() as state:

@@ -1,6 +1,6 @@
 """``?beta=`` cannot blow up a worker; the largest survey's dashboard page stays small.
 
-Regression (issue 8.3): the results cache was bounded by entries (256), not
+Regression: the results cache was bounded by entries (256), not
 bytes, and keyed by any float β.  On the largest allowed survey (100 questions
 x 1,024 options) ten requests with distinct β took a worker from 138 to
 656 MiB, each costing seconds of CPU while ``/health`` waited 4-4.7 s.

@@ -1,6 +1,6 @@
 """Slow clients (slowloris) against the real server: they hold sockets, never the app.
 
-Regression (issue 8.2): ``serve`` ran gunicorn's sync workers, so W connections
+Regression: ``serve`` ran gunicorn's sync workers, so W connections
 that trickled their headers or body held all W workers until the 60 s worker
 timeout and ``/health`` took 60.7 s.  Here 100 such connections stay open (half
 stop inside the headers, half announce a body and trickle it a byte every 5 s)

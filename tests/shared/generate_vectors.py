@@ -334,7 +334,7 @@ TRICKY_SURVEY = {
     "format": FORMAT,
     "id": "tricky-ünïcode"[:6] + "-1",
     "title": 'Überstunden — 残業 🕐 "quoted" \\ back\u2028slash',
-    # Control characters other than a line feed are refused in survey text (issue 8).
+    # Control characters other than a line feed are refused in survey text.
     "description": 'Line\nfeed, quote " and backslash \\, e\u0301 (combining), 𝄞, \u00e9, <script>',
     "questions": [
         q("tiny", "numeric", 0.001, lo=-1e-6, hi=1e21),

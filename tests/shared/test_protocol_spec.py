@@ -1,4 +1,4 @@
-"""Points of docs/protocol.md an implementer had to guess (issue 19), pinned in Python.
+"""Points of docs/protocol.md an implementer had to guess, pinned in Python.
 
 The cross-language vectors carry the same cases for the JavaScript client.
 """
