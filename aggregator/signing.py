@@ -49,6 +49,7 @@ from deniable.errors import SealingError
 from deniable.keychain import RETIRED_ENCRYPTION_KEYS
 from deniable.service.datadir import private_directory
 from deniable.service.settings import SettingsError
+from deniable.wire import KeyDocument
 
 __all__ = [
     "EncryptionKeys",
@@ -165,16 +166,12 @@ class SigningKey:
 
     def public_document(self) -> dict[str, Any]:
         """``GET /api/v1/key``: the key, its sequence, the chain up to it, the encryption key."""
-        document = {
-            "algorithm": ALGORITHM,
-            "public_key": self.public_key,
-            "key_id": self.key_id,
-            "sequence": len(self.chain),
-            "chain": list(self.chain),
-        }
-        if self.encryption_document is not None:
-            document["encryption_key"] = dict(self.encryption_document)
-        return document
+        return KeyDocument(
+            public_key=self.public_bytes,
+            sequence=len(self.chain),
+            chain=tuple(self.chain),
+            encryption_key=self.encryption_document,
+        ).to_dict()
 
 
 def chain_path(key_path: str | os.PathLike[str]) -> Path:

@@ -451,7 +451,7 @@ def test_closed_surveys_are_refused_at_the_relay(deployment):
     for answers in ANSWERS[:3]:  # fewer than min_batch 10: they can never be forwarded
         body, _ = deployment.seal("w", answers)
         assert deployment.submit("w", body).status_code == 202
-    deployment.aggregator_cli("close-survey", "w")
+    deployment.aggregator_cli("close-survey", "w", "--yes")  # relayed: confirmed
     deployment.wait_for(lambda: deployment.relay_status()["w"]["status"] == "closed")
     status = deployment.wait_for(
         lambda: (s := deployment.relay_status()["w"])["discarded_reports"] == 3 and s
