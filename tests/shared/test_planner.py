@@ -44,6 +44,13 @@ def test_any_numeric_range_is_planned_or_refused_with_a_typed_error(ends, n, hal
             assert value is None or math.isfinite(value)
 
 
+def test_a_wide_range_at_the_smallest_beta_plans_finite_widths():
+    """Regression: Chebyshev's V / β overflowed to inf for discrete Laplace (found by the
+    property test above)."""
+    result = plan("numeric", epsilon=1.0, lo=0.0, hi=2.998076933601297e146, beta=1e-15, n=1)
+    assert all(math.isfinite(row.half_width) for row in result.rows)
+
+
 def test_a_range_wider_than_floating_point_can_square_is_refused():
     with pytest.raises(InvalidParameter, match=r"lo and hi must be between -1e\+150 and 1e\+150"):
         plan("numeric", epsilon=1.0, lo=-1e160, hi=1e160, n=100)
