@@ -41,10 +41,6 @@ import numpy as np
 
 from . import exact_tail
 from .errors import InvalidParameter
-from .mechanisms.base import FrequencyOracle, NumericMechanism
-from .mechanisms.discrete_laplace import DiscreteLaplace
-from .mechanisms.duchi import Duchi
-from .mechanisms.option_sampling import OptionSampling
 from .parameters import check_real
 
 __all__ = [
@@ -128,62 +124,12 @@ class ScoreModel:
 
 
 def score_model(mechanism: Any) -> ScoreModel:
-    """The :class:`ScoreModel` of a mechanism's per-category estimator."""
-    if isinstance(mechanism, OptionSampling):
-        gap = (2 * mechanism.keep_probability - 1) / mechanism.options
-        # s = +1 for (v, 1), -1 for (v, 0), else 0: E s = -gap + 2 gap x, E s² = 1/m.
-        return ScoreModel(
-            slope=2 * gap,
-            c0=1 / mechanism.options - gap * gap,
-            deviation=1 + gap,
-            tail=("sampling", mechanism.keep_probability, mechanism.options),
-        )
-    if isinstance(mechanism, FrequencyOracle):
-        p, q = mechanism.p_star, mechanism.q_star
-        # The support indicator is Bernoulli(p*) for holders of v, Bernoulli(q*) otherwise.
-        return ScoreModel(
-            slope=p - q,
-            c0=q * (1 - q),
-            c1=p * (1 - p) - q * (1 - q),
-            deviation=max(p, 1 - p, q, 1 - q),
-            tail=("pure", p, q),
-        )
-    if isinstance(mechanism, Duchi):
-        bound = mechanism.bound
-        # Reports ±B with mean t_i: Σ Var = Σ (B² - t_i²) <= n (B² - t̄²).
-        return ScoreModel(
-            slope=1.0,
-            c0=bound * bound,
-            c2=-1.0,
-            deviation=bound + 1.0,
-            low=-1.0,
-            high=1.0,
-            origin=(mechanism.lo + mechanism.hi) / 2,
-            scale=(mechanism.hi - mechanism.lo) / 2,
-        )
-    if isinstance(mechanism, DiscreteLaplace):
-        g = mechanism.grid_size
-        # Finite population: each k_i is a randomized rounding of a fixed value
-        # (variance <= 1/4) plus independent noise; reports are unbounded.
-        return ScoreModel(
-            slope=1.0,
-            c0=0.25 + mechanism.noise_variance,
-            deviation=None,
-            low=0.0,
-            high=g,
-            origin=mechanism.lo,
-            scale=(mechanism.hi - mechanism.lo) / g,
-        )
-    if isinstance(mechanism, NumericMechanism):
-        spread = mechanism.hi - mechanism.lo
-        return ScoreModel(
-            slope=1.0,
-            c0=mechanism.variance_bound(1) / spread**2,
-            deviation=None,
-            origin=mechanism.lo,
-            scale=spread,
-        )
-    raise InvalidParameter(f"no interval model for {type(mechanism).__name__}")
+    """The :class:`ScoreModel` of a mechanism's per-category estimator (the mechanism's own
+    :meth:`~deniable.mechanisms.Mechanism.score_model`)."""
+    model = getattr(mechanism, "score_model", None)
+    if model is None:
+        raise InvalidParameter(f"no interval model for {type(mechanism).__name__}")
+    return model()
 
 
 # -- the three families ------------------------------------------------------------------------
@@ -195,7 +141,9 @@ def chebyshev_half_width(variance_bound: float, beta: float) -> float:
     Chebyshev's inequality P(|X - E X| >= t) <= Var X / t² (formula sheet,
     "Chebyshev intervals"); V a bound valid for every truth.
     """
-    return math.sqrt(variance_bound / check_beta(beta))
+    # Why two roots: V / β overflows to inf for a wide numeric range at a small β (a range
+    # of 3e146 at β = 1e-15) where sqrt(V) / sqrt(β) is a finite number.
+    return math.sqrt(variance_bound) / math.sqrt(check_beta(beta))
 
 
 def _invert(

@@ -34,12 +34,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import InvalidParameter, InvalidReport, InvalidValue
 from ..lazy import np, numpy_type
 from ..parameters import MAX_DOMAIN_SIZE, check_domain_size, check_epsilon, check_range
 from ..randomness import RESOLUTION, RngLike
+
+if TYPE_CHECKING:  # the intervals need numpy; a device never builds a score model
+    from ..intervals import ScoreModel
 
 __all__ = [
     "FALSE_REJECTION",
@@ -213,6 +216,12 @@ class Mechanism(ABC):
         category], and every score lies in [low, high].  InvalidParameter if the mechanism
         has no crosstab."""
         raise InvalidParameter(f"no crosstab for {type(self).__name__} reports")
+
+    def score_model(self) -> ScoreModel:
+        """The :class:`~deniable.intervals.ScoreModel` of this mechanism's per-category
+        estimator: the per-report score's mean line, variance and range, from which every
+        interval family is built (docs/formulas.md)."""
+        raise InvalidParameter(f"no interval model for {type(self).__name__}")
 
     def report_scores(self, batch: np.ndarray) -> np.ndarray:
         """(n, categories) integer scores of a decoded batch, one row per report, whose affine
@@ -417,6 +426,20 @@ class FrequencyOracle(Mechanism):
     # the recommendation skips it (it is the d = 2 case of another oracle).
     binary: ClassVar[bool] = False
 
+    def score_model(self) -> ScoreModel:
+        from ..intervals import ScoreModel
+
+        p, q = self.p_star, self.q_star
+        # The support indicator is Bernoulli(p*) for holders of v, Bernoulli(q*) otherwise
+        # (Wang, Blocki, Li, Jha 2017).
+        return ScoreModel(
+            slope=p - q,
+            c0=q * (1 - q),
+            c1=p * (1 - p) - q * (1 - q),
+            deviation=max(p, 1 - p, q, 1 - q),
+            tail=("pure", p, q),
+        )
+
     @property
     @abstractmethod
     def p_star(self) -> float:
@@ -551,6 +574,18 @@ class NumericMechanism(Mechanism):
     ``lo``/``hi`` and ``variance_bound(n)`` bounds the variance of that mean for
     every population of values in ``[lo, hi]``.
     """
+
+    def score_model(self) -> ScoreModel:
+        from ..intervals import ScoreModel
+
+        spread = self.hi - self.lo
+        return ScoreModel(
+            slope=1.0,
+            c0=self.variance_bound(1) / spread**2,
+            deviation=None,
+            origin=self.lo,
+            scale=spread,
+        )
 
     epsilon: float
     lo: float

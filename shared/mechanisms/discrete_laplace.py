@@ -49,13 +49,16 @@ import math
 import operator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import InvalidParameter, InvalidReport
 from ..lazy import np
 from ..parameters import check_int
 from ..randomness import RESOLUTION, RandomSource, RngLike, as_source
 from .base import NumericMechanism, check_numbers, probability_of
+
+if TYPE_CHECKING:
+    from ..intervals import ScoreModel
 
 __all__ = ["DiscreteLaplace", "bernoulli_exp", "sample_discrete_laplace"]
 
@@ -189,6 +192,22 @@ class DiscreteLaplace(NumericMechanism):
             raise InvalidParameter(f"n must be positive to estimate, got {n}")
         total = int(np.asarray(statistics, dtype=np.int64)[0])
         return np.array([self.lo + (self.hi - self.lo) * (total / n) / self.grid_size])
+
+    def score_model(self) -> ScoreModel:
+        from ..intervals import ScoreModel
+
+        g = self.grid_size
+        # Finite population: each k_i is a randomized rounding of a fixed value
+        # (variance <= 1/4) plus independent noise; reports are unbounded.
+        return ScoreModel(
+            slope=1.0,
+            c0=0.25 + self.noise_variance,
+            deviation=None,
+            low=0.0,
+            high=g,
+            origin=self.lo,
+            scale=(self.hi - self.lo) / g,
+        )
 
     def variance_bound(self, n: int) -> float:
         """Var of the mean estimate for every set of n answers: (step)² (1/4 + Var Z)/n.

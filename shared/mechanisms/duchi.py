@@ -30,12 +30,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..errors import InvalidParameter, InvalidReport
 from ..lazy import np
 from ..randomness import RESOLUTION, RngLike, as_source, exact_exp, threshold
 from .base import NumericMechanism, check_numbers, log_ratio, probability_of
+
+if TYPE_CHECKING:
+    from ..intervals import ScoreModel
 
 __all__ = ["Duchi"]
 
@@ -134,6 +137,22 @@ class Duchi(NumericMechanism):
         # on ranges near the largest double although the mean itself is finite.
         middle, half = self.lo / 2 + self.hi / 2, self.hi / 2 - self.lo / 2
         return np.array([middle + t_hat * half])
+
+    def score_model(self) -> ScoreModel:
+        from ..intervals import ScoreModel
+
+        bound = self.bound
+        # Reports ±B with mean t_i: Σ Var = Σ (B² - t_i²) <= n (B² - t̄²).
+        return ScoreModel(
+            slope=1.0,
+            c0=bound * bound,
+            c2=-1.0,
+            deviation=bound + 1.0,
+            low=-1.0,
+            high=1.0,
+            origin=(self.lo + self.hi) / 2,
+            scale=(self.hi - self.lo) / 2,
+        )
 
     def variance_bound(self, n: int) -> float:
         return self._bound**2 * ((self.hi - self.lo) / 2) ** 2 / n

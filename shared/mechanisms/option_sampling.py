@@ -47,6 +47,8 @@ from .base import Mechanism, log_ratio, probability_of, threshold_of, width_byte
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..intervals import ScoreModel
+
 __all__ = ["OptionSampling"]
 
 MIN_OPTIONS = 2
@@ -128,6 +130,18 @@ class OptionSampling(Mechanism):
         rows = np.zeros((len(batch), self.options), dtype=np.int8)
         rows[np.arange(len(batch)), batch[:, 0]] = 2 * batch[:, 1] - 1
         return rows
+
+    def score_model(self) -> ScoreModel:
+        from ..intervals import ScoreModel
+
+        gap = (2 * self.keep_probability - 1) / self.options
+        # s = +1 for (v, 1), -1 for (v, 0), else 0: E s = -gap + 2 gap x, E s² = 1/m.
+        return ScoreModel(
+            slope=2 * gap,
+            c0=1 / self.options - gap * gap,
+            deviation=1 + gap,
+            tail=("sampling", self.keep_probability, self.options),
+        )
 
     # -- the respondent ---------------------------------------------------------
     def check_value(self, value: object) -> tuple[int, ...]:
