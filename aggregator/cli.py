@@ -36,6 +36,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from deniable.errors import DeniableError
+from deniable.service.cli import add_serve_arguments
 from deniable.survey import Survey
 
 from . import cli_crosstab, cli_keys, cli_relay, cli_tokens, planning
@@ -44,7 +45,6 @@ from .cli_common import (
     Parser,
     add_beta,
     add_json,
-    bind_address,
     load_settings,
     opened_storage,
     port,
@@ -546,20 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Migrate, create the key if missing, log one startup line (backend, "
         "database, key id, bind address, workers), then serve.",
     )
-    sub.add_argument(
-        "--bind",
-        type=bind_address,
-        default=("127.0.0.1", 8000),
-        metavar="HOST:PORT",
-        help="address to listen on (default 127.0.0.1:8000)",
-    )
-    sub.add_argument("--workers", type=positive, default=2, help="gunicorn workers (default 2)")
-    sub.add_argument(
-        "--timeout",
-        type=positive,
-        default=60,
-        help="seconds before gunicorn restarts a silent worker (default 60)",
-    )
+    add_serve_arguments(sub, port=8000, workers=2)
     sub.add_argument(
         "--dev",
         action="store_true",

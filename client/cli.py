@@ -6,7 +6,7 @@
     deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed] [--seed S]
 
 Exit status (the same table as ``deniable-aggregator``, see
-:mod:`deniable.client.terminal`): 0 success; 2 usage (a bad option or URL);
+:mod:`deniable.terminal`): 0 success; 2 usage (a bad option or URL);
 3 not found (no such survey); 4 refused (signature, policy, budget, already
 answered, closed survey, or the respondent said no); 5 unavailable (the
 aggregator cannot be reached or has not accepted queued reports yet, or the
@@ -28,12 +28,12 @@ from deniable.mechanisms.base import FrequencyOracle
 from deniable.mechanisms.longitudinal import LongitudinalGRR
 from deniable.mechanisms.option_sampling import OptionSampling
 from deniable.survey import Question
+from deniable.terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet_pipe
 
 from .policy import Policy, question_cost
 from .session import EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
 from .simulate import DISTRIBUTIONS, simulate
 from .state import StateStore
-from .terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet_pipe
 
 __all__ = ["explain", "main", "prompt_answer", "terminal_text"]
 

@@ -34,11 +34,11 @@ from typing import Any, TextIO
 from deniable.errors import InvalidParameter
 from deniable.lazy import np
 from deniable.survey import Question, Survey
+from deniable.terminal import Progress
 
 from .policy import Policy
 from .session import SurveyClient
 from .state import StateStore
-from .terminal import Progress
 
 __all__ = ["DISTRIBUTIONS", "simulate"]
 

@@ -31,9 +31,8 @@ from deniable.service import cli as kit
 from deniable.service.cli import (
     Parser,
     add_json,
-    bind_address,
+    add_serve_arguments,
     overrides,
-    positive,
     print_json,
     print_settings,
 )
@@ -313,20 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("init", "create or migrate the relay's database").set_defaults(func=cmd_init)
     sub = command("serve", "serve the relay (gunicorn + waitress; the forwarder runs inside)")
-    sub.add_argument(
-        "--bind",
-        type=bind_address,
-        default=("127.0.0.1", 8100),
-        metavar="HOST:PORT",
-        help="address to listen on (default 127.0.0.1:8100)",
-    )
-    sub.add_argument("--workers", type=positive, default=1, help="gunicorn workers (default 1)")
-    sub.add_argument(
-        "--timeout",
-        type=positive,
-        default=60,
-        help="seconds before gunicorn restarts a silent worker (default 60)",
-    )
+    add_serve_arguments(sub, port=8100, workers=1)
     sub.set_defaults(func=cmd_serve)
     sub = command(
         "add-survey", "relay a survey of an aggregator (its signed definition must name this relay)"

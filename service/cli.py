@@ -90,6 +90,26 @@ def port(value: str) -> int:
 # -- output --------------------------------------------------------------------------------
 
 
+def add_serve_arguments(parser: argparse.ArgumentParser, *, port: int, workers: int) -> None:
+    """``--bind``, ``--workers`` and ``--timeout``: how every service's ``serve`` listens."""
+    parser.add_argument(
+        "--bind",
+        type=bind_address,
+        default=("127.0.0.1", port),
+        metavar="HOST:PORT",
+        help=f"address to listen on (default 127.0.0.1:{port})",
+    )
+    parser.add_argument(
+        "--workers", type=positive, default=workers, help=f"gunicorn workers (default {workers})"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive,
+        default=60,
+        help="seconds before gunicorn restarts a silent worker (default 60)",
+    )
+
+
 def add_json(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--json", action="store_true", help=f"print {what} as JSON (for scripts) instead of a table"
@@ -137,6 +157,7 @@ def print_settings(resolved: Sequence[Any], *, as_json: bool, verbose: bool = Fa
 
 
 __all__ = [
+    "add_serve_arguments",
     "OVERRIDES",
     "Parser",
     "add_json",
