@@ -13,19 +13,16 @@ from flask import Blueprint, Response, current_app
 
 from deniable.estimation import DEFAULT_BETA
 from deniable.service.problems import PROBLEM_MEDIA_TYPE
-from deniable.survey import FORMATS, IDENTIFIER, QUESTION_TYPES
 
 from .common import MAX_SURVEYS_PER_PAGE, SURVEYS_PER_PAGE, VERSION, json_response
+from .openapi_schemas import ID_PATTERN, schemas
+from .openapi_schemas import ref as _ref
 from .results import BETAS
 
 __all__ = ["blueprint"]
 
 blueprint = Blueprint("openapi", __name__)
 
-UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-ID_PATTERN = f"^{IDENTIFIER.pattern}$"
-# Why: payloads are whole bytes in lowercase hex (docs/wire-format.md).
-PAYLOAD_PATTERN = "^(?:[0-9a-f]{2})+$"
 
 ERRORS: dict[int, str] = {
     400: "Body is not strict JSON, or a query parameter is invalid.",
@@ -47,10 +44,6 @@ RETRY_AFTER = {
     "required": True,
     "schema": {"type": "string", "pattern": "^[1-9][0-9]*$"},
 }
-
-
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -100,226 +93,6 @@ SURVEY_ID = {
     "required": True,
     "schema": {"type": "string", "pattern": ID_PATTERN},
 }
-
-
-def schemas(max_batch: int) -> dict[str, Any]:
-    """Component schemas; ``max_batch`` is the configured batch limit."""
-    nullable_time = {"type": ["string", "null"], "format": "date-time"}
-    return {
-        "Problem": {
-            "type": "object",
-            "required": ["type", "title", "status", "detail"],
-            "properties": {
-                "type": {"type": "string", "pattern": "^urn:deniable:problem:[a-z-]+$"},
-                "title": {"type": "string"},
-                "status": {"type": "integer", "minimum": 400, "maximum": 599},
-                "detail": {"type": "string"},
-            },
-        },
-        "Report": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["id", "question", "payload"],
-            "properties": {
-                "id": {"type": "string", "pattern": UUID_PATTERN},
-                "question": {"type": "string", "pattern": ID_PATTERN},
-                "payload": {"type": "string", "pattern": PAYLOAD_PATTERN, "maxLength": 4096},
-            },
-        },
-        "Batch": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["reports"],
-            "properties": {
-                "reports": {
-                    "type": "array",
-                    "minItems": 1,
-                    "maxItems": max_batch,
-                    "items": _ref("Report"),
-                }
-            },
-        },
-        "Submission": {"oneOf": [_ref("Report"), _ref("Batch")]},
-        # The bulk route: respondents, or loose reports (stored without a submission).
-        "Respondents": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["respondents"],
-            "properties": {
-                "respondents": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["reports"],
-                        "properties": {
-                            "reports": {"type": "array", "minItems": 1, "items": _ref("Report")}
-                        },
-                    },
-                }
-            },
-        },
-        "BulkSubmission": {"oneOf": [_ref("Respondents"), _ref("Batch"), _ref("Report")]},
-        "Crosstab": {
-            "type": "object",
-            "required": ["survey", "rows", "columns", "epsilon", "beta", "kind", "n"],
-            "properties": {
-                "survey": {"type": "string"},
-                "kind": {"enum": ["joint", "means", "empty"]},
-                "n": {"type": "integer", "minimum": 0},
-                "epsilon": {"type": "number"},
-                "beta": {"type": "number"},
-                "cells": {"type": "array", "items": {"type": "object"}},
-                "categories": {"type": "array", "items": {"type": "object"}},
-            },
-        },
-        "Comparison": {
-            "type": "object",
-            "required": ["first", "second", "beta", "comparisons"],
-            "properties": {
-                "beta": {"type": "number"},
-                "dependence": {"enum": ["independent", "nonnegative", "any"]},
-                "comparisons": {"type": ["array", "null"], "items": {"type": "object"}},
-            },
-        },
-        "Acknowledgement": {
-            "type": "object",
-            "required": ["survey", "received", "reports"],
-            "properties": {
-                "survey": {"type": "string"},
-                "received": {"type": "integer", "minimum": 1},
-                "respondents": {"type": "integer", "minimum": 1},
-                "reports": {"type": "array", "items": {"type": "string", "pattern": UUID_PATTERN}},
-            },
-        },
-        "Question": {
-            "type": "object",
-            "required": ["id", "type", "text", "epsilon"],
-            "properties": {
-                "id": {"type": "string", "pattern": ID_PATTERN},
-                "type": {"enum": list(QUESTION_TYPES)},
-                "text": {"type": "string", "minLength": 1},
-                "epsilon": {"type": "number", "exclusiveMinimum": 0},
-                "mechanism": {"type": "string"},
-                "options": {"type": "array", "items": {"type": "string"}},
-                "lo": {"type": "number"},
-                "hi": {"type": "number"},
-                "parameters": {"type": "object"},
-                "longitudinal": {"type": "object"},
-            },
-        },
-        "SurveyDefinition": {
-            "type": "object",
-            "required": ["format", "id", "title", "questions"],
-            "properties": {
-                "format": {"enum": list(FORMATS)},
-                "id": {"type": "string", "pattern": ID_PATTERN},
-                "title": {"type": "string", "minLength": 1},
-                "description": {"type": "string"},
-                "questions": {"type": "array", "minItems": 1, "items": _ref("Question")},
-            },
-        },
-        "CreateSurvey": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["definition"],
-            "properties": {
-                "definition": _ref("SurveyDefinition"),
-                "results_public": {"type": "boolean", "default": True},
-                "require_enrolment": {"type": "boolean", "default": False},
-            },
-        },
-        "SurveyDocument": {
-            "type": "object",
-            "required": [
-                "id",
-                "status",
-                "results_public",
-                "require_enrolment",
-                "created_at",
-                "closed_at",
-                "definition",
-                "signature",
-                "key_id",
-            ],
-            "properties": {
-                "id": {"type": "string"},
-                "status": {"enum": ["open", "closed"]},
-                "results_public": {"type": "boolean"},
-                "require_enrolment": {"type": "boolean"},
-                "created_at": {"type": "string", "format": "date-time"},
-                "closed_at": nullable_time,
-                "definition": _ref("SurveyDefinition"),
-                "signature": {"type": "string"},
-                "key_id": {"type": "string", "pattern": "^[0-9a-f]{16}$"},
-            },
-        },
-        "SurveySummary": {
-            "type": "object",
-            "required": [
-                "id",
-                "title",
-                "status",
-                "results_public",
-                "require_enrolment",
-                "total_epsilon",
-                "n_reports",
-                "created_at",
-                "closed_at",
-            ],
-            "properties": {
-                "id": {"type": "string"},
-                "title": {"type": "string"},
-                "status": {"enum": ["open", "closed"]},
-                "results_public": {"type": "boolean"},
-                "require_enrolment": {"type": "boolean"},
-                "total_epsilon": {"type": "number"},
-                "n_reports": {
-                    "type": ["integer", "null"],
-                    "minimum": 0,
-                    "description": "null for a survey with private results, unless the request "
-                    "carries an operator token",
-                },
-                "created_at": {"type": "string", "format": "date-time"},
-                "closed_at": nullable_time,
-            },
-        },
-        "Results": {
-            "type": "object",
-            "required": ["survey", "title", "status", "beta", "n_reports", "questions"],
-            "properties": {
-                "survey": {"type": "string"},
-                "title": {"type": "string"},
-                "status": {"enum": ["open", "closed"]},
-                "beta": {"type": "number"},
-                "n_reports": {"type": "integer", "minimum": 0},
-                "questions": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["question", "type", "mechanism", "epsilon", "n"],
-                        "properties": {
-                            "intervals": {
-                                "type": "array",
-                                "description": "Every interval family: family, method, "
-                                "guarantee, nominal_half_width (docs/api.md).",
-                            },
-                            "tightest": {
-                                "enum": ["chebyshev", "chebyshev_exact", "bernstein", "exact_tail"]
-                            },
-                            "simultaneous_tightest": {
-                                "enum": ["chebyshev", "chebyshev_exact", "bernstein", "exact_tail"]
-                            },
-                            "covers": {"enum": ["respondents"]},
-                            "precision": {"enum": ["ok", "imprecise", "uninformative"]},
-                            "uninformative": {"type": "boolean"},
-                        },
-                    },
-                },
-            },
-        },
-    }
 
 
 def document(max_batch: int) -> dict[str, Any]:
