@@ -9,7 +9,7 @@ nowhere else.  Two sources, one set of methods:
 * :class:`Export`: an operator's raw export (``deniable-aggregator export``,
   JSON lines with submission keys) and the survey definition, estimated here
   with the same code the aggregator runs (``deniable.crosstab``,
-  ``deniable.comparison``, ``Question.results``).
+  ``deniable.comparison``, ``deniable.results.question_results``).
 
 Every frame has the estimate and its intervals as columns (``lower``,
 ``upper``, ``simultaneous_lower``, ``simultaneous_upper``: in a results frame the

@@ -1,4 +1,4 @@
-"""The adversarial-ids phase of benchmarks/ingest.py (failure 1).
+"""The adversarial-ids phase of benchmarks/ingest.py.
 
 Report ids are any lowercase UUID text, so a client chooses all 128 bits.  An id
 index keyed on the ids' first 64 bits made every id sharing them confirm every

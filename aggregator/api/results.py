@@ -1,7 +1,7 @@
 """Results: estimates and every interval family from the folded statistics (JSON or CSV).
 
 Every call first folds pending reports (read-your-writes), then hands each
-question's stored statistics to ``Question.results``: the aggregator never
+question's stored statistics to ``deniable.results.question_results``: the aggregator never
 restates a mechanism's parameters.
 """
 

@@ -1,6 +1,6 @@
 """Server-rendered inline SVG charts of published results: pure functions, no I/O.
 
-Every function takes a results dict exactly as ``deniable.survey.Question.results``
+Every function takes a results dict exactly as ``deniable.results.question_results``
 returns it (and ``GET /api/v1/surveys/{id}/results`` serves it) and returns an SVG
 string.  All text that reaches the markup (labels, titles) goes through
 :func:`html.escape`, and every number the chart shows is also written, at full

@@ -1,4 +1,4 @@
-// Decoding reports, the aggregator's side of the wire (shared/wire.py, docs/protocol.md §4): the
+// Decoding reports, the aggregator's side of the wire (shared/wire/, docs/protocol.md §4): the
 // browser client only encodes, so no page loads this; the cross-language vectors check it.
 
 import { ReportError } from "./randomness.js";

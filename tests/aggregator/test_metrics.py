@@ -100,7 +100,7 @@ def test_database_errors_are_counted(tmp_path, operator_token, app_config):
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_label_values_come_from_fixed_sets(client, operator_headers, created_survey):
-    """Made-up methods and paths fold into one label value each (failure 2)."""
+    """Made-up methods and paths fold into one label value each."""
 
     def series() -> set[tuple]:
         text = client.get("/metrics", headers=operator_headers).get_data(as_text=True)

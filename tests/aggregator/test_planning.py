@@ -1,7 +1,6 @@
 """``deniable-aggregator plan``: with ``--relay``, the ε0 to set for a central target through a
 shuffling relay, and the respondents it needs, through the installed console script; and for
-any argument, a table or one clear line with exit status 2, never a crash (exit 1) or a NaN
-(failure 5)."""
+any argument, a table or one clear line with exit status 2, never a crash (exit 1) or a NaN."""
 
 from __future__ import annotations
 
@@ -194,7 +193,7 @@ def test_crosstab_cell_plan(capsys) -> None:
     assert document["crosstab"]["rows"][1]["n_for_half_width"] == bernstein.n_for_half_width
 
 
-# -- out-of-range numbers (failure 5) ----------------------------------------
+# -- out-of-range numbers ----------------------------------------
 
 HUGE_INTEGER = "9" * 310
 NUMBERS = [

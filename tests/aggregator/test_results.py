@@ -1,4 +1,5 @@
-"""Results: exactly ``Question.results`` of the stored payloads, read-your-writes, no rescan."""
+"""Results: exactly ``deniable.results.question_results`` of the stored payloads,
+read-your-writes, no rescan."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ def servers() -> Iterator[list[Served]]:
 
 
 def test_serve_removes_its_metrics_directory_when_it_stops(tmp_path, servers):
-    """The multiprocess directory goes with the server (failure 2)."""
+    """The multiprocess directory goes with the server."""
     served = start(tmp_path, "data", {"DENIABLE_METRICS": "true"})
     servers.append(served)
     assert requests.get(f"{served.base}/api/v1/health", timeout=5).status_code == 200

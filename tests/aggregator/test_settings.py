@@ -120,7 +120,7 @@ def test_every_setting_is_described():
         assert setting.environment_variable in text and setting.help
 
 
-# -- credentials never shown (failure 4) -------------------------------------------
+# -- credentials never shown -------------------------------------------
 
 SECRET = "hunter2Zq"
 CREDENTIAL_FORMS = [

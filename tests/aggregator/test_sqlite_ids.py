@@ -112,7 +112,7 @@ def _vm_steps(storage, action) -> int:
 
 @pytest.mark.parametrize("recent_limit", [200_000, 1500], ids=["recent", "merged"])
 def test_ids_sharing_a_prefix_cost_no_more_than_random_ones(tmp_path, monkeypatch, recent_limit):
-    """Ingest work per report is bounded whatever ids clients choose (failure 1).
+    """Ingest work per report is bounded whatever ids clients choose.
 
     An id index keyed on the ids' first 64 bits confirmed, for each incoming id, every
     stored id with that prefix: 20 colliding ids after 3,000 stored ones read 60,000 rows.

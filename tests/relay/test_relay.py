@@ -48,7 +48,7 @@ def stored_batches(deployment, survey_id: str) -> dict:
 
 
 def estimates(deployment, survey_id: str, reports: list[dict]) -> dict:
-    """The unsealed path's estimator over the same reports (Question.results)."""
+    """The unsealed path's estimator over the same reports (deniable.results.question_results)."""
     survey = deployment.surveys[survey_id]
     expected = {}
     for question in survey.questions:
