@@ -31,6 +31,12 @@ GROUP_MOST = 256
 CHECKPOINT_WAIT_MS = 1000
 
 
+def _write_turn(path):
+    from deniable.aggregator.storage.sqlite_ids import FileLock
+
+    return FileLock(path.with_name(path.name + ".write-lock"))
+
+
 class _Pending:
     """One submission waiting for a group commit, and its outcome."""
 
@@ -59,6 +65,8 @@ class SqliteRelayStorage(RelayStorage):
             SqliteDialect(path, busy_timeout_ms=busy_timeout_ms, pragmas=("secure_delete = ON",))
         )
         self.path = self.dialect.path
+        # Why the turn: see _write_turn.
+        self.dialect.write_turn = _write_turn(self.path)
         self._group_lock = threading.Lock()
         self._group_wake = threading.Condition(self._group_lock)
         self._group_pid: int | None = None
@@ -151,7 +159,12 @@ class SqliteRelayStorage(RelayStorage):
             try:
                 with self.dialect.write() as connection:
                     for item in group:
-                        connection.execute("SAVEPOINT submission")
+                        # Why no savepoint without a token: such a hold refuses (survey
+                        # unknown or closed) before it writes anything, so there is
+                        # nothing to roll back; a savepoint would cost two statements.
+                        savepoint = item.enrolment_token is not None
+                        if savepoint:
+                            connection.execute("SAVEPOINT submission")
                         try:
                             item.added = self.held.hold_in(
                                 connection,
@@ -161,9 +174,11 @@ class SqliteRelayStorage(RelayStorage):
                                 item.key_id,
                             )
                         except DeniableError as error:
-                            connection.execute("ROLLBACK TO submission")
+                            if savepoint:
+                                connection.execute("ROLLBACK TO submission")
                             item.error = error
-                        connection.execute("RELEASE submission")
+                        if savepoint:
+                            connection.execute("RELEASE submission")
             except BaseException as error:  # noqa: BLE001 - every waiting caller hears of it
                 failure = (
                     error
