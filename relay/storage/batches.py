@@ -46,29 +46,20 @@ class BatchStore:
         """
         now = utc_now()
         opened_before = iso(now - timedelta(seconds=window))
+        # Why a read first: counting the waiting units reads every one of them, and the
+        # forwarder asks every FORWARD_INTERVAL; inside the write transaction that count
+        # held the database's one write lock (SQLite) against every submission's commit,
+        # for longer the more units wait.  A read takes no lock, and usually finds
+        # nothing due; only then is the count taken again, under the lock, to form.
+        with self.dialect.read() as connection:
+            if not self._ready(connection, survey_id, opened_before, lock=False):
+                return []
         formed = []
         with self.dialect.write() as connection:
-            row = self.dialect.run(
-                connection,
-                "SELECT min_batch, status FROM relayed_surveys WHERE "
-                "survey_id = ?" + self.dialect.for_update,
-                (survey_id,),
-            ).fetchone()
-            if row is None or row[1] != "open":
-                return []
-            min_batch = int(row[0])
-            ready = self.dialect.run(
-                connection,
-                "SELECT w.unit, h.key_id, COUNT(*) FROM windows w "
-                "JOIN held h ON h.survey_id = w.survey_id AND h.unit = w.unit AND "
-                "h.batch_id IS NULL WHERE w.survey_id = ? AND w.opened_at <= ? "
-                "GROUP BY w.unit, h.key_id ORDER BY w.unit, h.key_id",
-                (survey_id, opened_before),
-            ).fetchall()
             reopened = set()
-            for unit, key_id, waiting in ready:
-                if waiting < min_batch:
-                    continue
+            for unit, key_id, waiting, min_batch in self._ready(
+                connection, survey_id, opened_before, lock=True
+            ):
                 group = (survey_id, unit, key_id)
                 sizes = self._split(connection, group, int(waiting), min_batch, max_bytes)
                 for index, size in enumerate(sizes):
@@ -102,6 +93,47 @@ class BatchStore:
                 )
         return formed
 
+    def _ready(
+        self, connection: Any, survey_id: str, opened_before: str, *, lock: bool
+    ) -> list[tuple[str, str, int, int]]:
+        """(unit, key id, units waiting, min_batch) of each group of an open survey that
+        could form a batch now: its unit's window opened before ``opened_before`` and at
+        least ``min_batch`` of its units wait.  ``lock``: the survey's row for update.
+
+        Why the windows first: units are counted only for units whose window elapsed, so a
+        pass inside a window reads a few rows, not every held unit."""
+        row = self.dialect.run(
+            connection,
+            "SELECT min_batch, status FROM relayed_surveys WHERE survey_id = ?"
+            + (self.dialect.for_update if lock else ""),
+            (survey_id,),
+        ).fetchone()
+        if row is None or row[1] != "open":
+            return []
+        min_batch = int(row[0])
+        due = [
+            unit
+            for (unit,) in self.dialect.run(
+                connection,
+                "SELECT unit FROM windows WHERE survey_id = ? AND opened_at <= ? ORDER BY unit",
+                (survey_id, opened_before),
+            ).fetchall()
+        ]
+        ready = []
+        for unit in due:
+            counts = self.dialect.run(
+                connection,
+                "SELECT key_id, COUNT(*) FROM held WHERE survey_id = ? AND unit = ? AND "
+                "batch_id IS NULL GROUP BY key_id ORDER BY key_id",
+                (survey_id, unit),
+            ).fetchall()
+            ready.extend(
+                (unit, key_id, int(waiting), min_batch)
+                for key_id, waiting in counts
+                if int(waiting) >= min_batch
+            )
+        return ready
+
     def _split(
         self,
         connection: Any,
@@ -132,6 +164,18 @@ class BatchStore:
     def lease_batches(self, *, lease: float, limit: int = 16) -> list[Batch]:
         """Batches to forward now, each leased for ``lease`` seconds (one forwarder at a time)."""
         now = utc_now()
+        due = "leased_until IS NULL OR leased_until < ?"
+        # Why a read first: the forwarder asks every FORWARD_INTERVAL and there is
+        # usually nothing due; a write transaction for that would queue for the write
+        # lock among the submissions' commits (SQLite), and hold them up in turn.
+        with self.dialect.read() as connection:
+            if (
+                self.dialect.run(
+                    connection, f"SELECT 1 FROM batches WHERE {due} LIMIT 1", (iso(now),)
+                ).fetchone()
+                is None
+            ):
+                return []
         batches = []
         with self.dialect.write() as connection:
             rows = self.dialect.run(

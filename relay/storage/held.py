@@ -11,6 +11,9 @@ from .records import DELIVERED, DISCARDED, held_id, submission_digest, token_dig
 
 __all__ = ["HeldStore"]
 
+# Most units one INSERT takes (5 parameters each, well under SQLite's 32,766).
+_ROWS_PER_INSERT = 500
+
 
 class HeldStore:
     """Held units: intake, and deletion once forwarded or discarded, over a dialect."""
@@ -86,12 +89,22 @@ class HeldStore:
         if row[0] != "open":
             raise Conflict(f"survey {survey_id!r} is closed")
         added = 0
-        for unit, sealed in units:
+        # Why one statement for many units: each statement releases and takes back the
+        # GIL, and taking it back waits for the request threads' turns (the switch
+        # interval); one per unit, inside the write transaction, made the write lock wait
+        # on the GIL once per unit.
+        for start in range(0, len(units), _ROWS_PER_INSERT):
+            rows = units[start : start + _ROWS_PER_INSERT]
             added += self.dialect.run(
                 connection,
-                "INSERT INTO held (id, survey_id, unit, sealed, "
-                "key_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                (held_id(survey_id, unit, sealed), survey_id, unit, sealed, key_id),
+                "INSERT INTO held (id, survey_id, unit, sealed, key_id) VALUES "
+                + ", ".join(["(?, ?, ?, ?, ?)"] * len(rows))
+                + " ON CONFLICT DO NOTHING",
+                [
+                    value
+                    for unit, sealed in rows
+                    for value in (held_id(survey_id, unit, sealed), survey_id, unit, sealed, key_id)
+                ],
             ).rowcount
         if enrolment_token is not None:
             digest = token_digest(enrolment_token)

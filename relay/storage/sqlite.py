@@ -19,6 +19,7 @@ import threading
 
 from deniable.errors import DeniableError, StorageError
 from deniable.service.storage import SqliteDialect
+from deniable.service.storage.file_lock import FileLock
 
 from .base import RelayStorage
 from .records import Batch
@@ -59,6 +60,11 @@ class SqliteRelayStorage(RelayStorage):
             SqliteDialect(path, busy_timeout_ms=busy_timeout_ms, pragmas=("secure_delete = ON",))
         )
         self.path = self.dialect.path
+        # Why the turn: the forwarder and each worker's group commit write in turn; on
+        # SQLite's busy handler a waiting writer sleeps up to 100 ms between tries and the
+        # lock stood idle meanwhile (the intake's p99), on a file lock it is handed over
+        # within 0.2 ms.
+        self.dialect.write_turn = FileLock(self.path.with_name(self.path.name + ".write-lock"))
         self._group_lock = threading.Lock()
         self._group_wake = threading.Condition(self._group_lock)
         self._group_pid: int | None = None
@@ -130,15 +136,21 @@ class SqliteRelayStorage(RelayStorage):
         tried again on the forwarder's next pass (:meth:`lease_batches`).
         """
         connection = self.dialect.thread_connection()
-        try:
-            connection.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+        # Why the write turn: the checkpoint holds writers back as a write transaction does,
+        # so it queues among them rather than on SQLite's busy handler.
+        with self.dialect.write_turn.held(wait=CHECKPOINT_WAIT_MS / 1000) as ours:
+            if not ours:
+                self._forget_pending = True
+                return False
             try:
-                busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            finally:
-                connection.execute(f"PRAGMA busy_timeout = {int(self.dialect.busy_timeout_ms)}")
-        except sqlite3.Error as error:
-            self._forget_pending = True
-            raise StorageError(f"sqlite {self.dialect.path}: {error}") from None
+                connection.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+                try:
+                    busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                finally:
+                    connection.execute(f"PRAGMA busy_timeout = {int(self.dialect.busy_timeout_ms)}")
+            except sqlite3.Error as error:
+                self._forget_pending = True
+                raise StorageError(f"sqlite {self.dialect.path}: {error}") from None
         self._forget_pending = bool(busy)
         return not busy
 
@@ -151,7 +163,12 @@ class SqliteRelayStorage(RelayStorage):
             try:
                 with self.dialect.write() as connection:
                     for item in group:
-                        connection.execute("SAVEPOINT submission")
+                        # Why no savepoint without a token: such a hold refuses (survey
+                        # unknown or closed) before it writes anything, so there is
+                        # nothing to roll back; a savepoint would cost two statements.
+                        savepoint = item.enrolment_token is not None
+                        if savepoint:
+                            connection.execute("SAVEPOINT submission")
                         try:
                             item.added = self.held.hold_in(
                                 connection,
@@ -161,9 +178,11 @@ class SqliteRelayStorage(RelayStorage):
                                 item.key_id,
                             )
                         except DeniableError as error:
-                            connection.execute("ROLLBACK TO submission")
+                            if savepoint:
+                                connection.execute("ROLLBACK TO submission")
                             item.error = error
-                        connection.execute("RELEASE submission")
+                        if savepoint:
+                            connection.execute("RELEASE submission")
             except BaseException as error:  # noqa: BLE001 - every waiting caller hears of it
                 failure = (
                     error
