@@ -38,7 +38,7 @@ import numpy as np
 from ..comparison import compare_question
 from ..crosstab import axis, join_submissions, question_crosstab
 from ..estimation import DEFAULT_BETA
-from ..results import question_results
+from ..results import PUBLISHED_COLUMNS, mean_row, question_results
 from ..survey import Survey
 
 __all__ = ["Aggregator", "Export", "compare_frame", "crosstab_frame", "results_frame"]
@@ -53,14 +53,7 @@ _LEADING = (
     "type",
     "n",
     "beta",
-    "label",
-    "estimate",
-    "lower",
-    "upper",
-    "tightest",
-    "simultaneous_lower",
-    "simultaneous_upper",
-    "simultaneous_tightest",
+    *PUBLISHED_COLUMNS,
 )
 
 
@@ -88,21 +81,7 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
             for category in question["categories"]:
                 rows.append({**common, **category})
         elif "mean" in question:
-            extra = {
-                k: v
-                for k, v in question.items()
-                if k.startswith(("chebyshev_", "bernstein_", "exact_tail_"))
-            }
-            rows.append(
-                {
-                    **common,
-                    "label": "mean",
-                    "estimate": question["mean"],
-                    "lower": question["lower"],
-                    "upper": question["upper"],
-                    **extra,
-                }
-            )
+            rows.append({**common, **mean_row(question)})
         else:
             rows.append({**common, "label": None, "estimate": None})
     frame = pd.DataFrame(rows)

@@ -24,7 +24,23 @@ if TYPE_CHECKING:
 
     from .survey import Question
 
-__all__ = ["question_results"]
+__all__ = ["PUBLISHED_COLUMNS", "mean_row", "question_results"]
+
+# The published interval's columns, in the order every tabular view shows them (the CSV,
+# pandas): the estimate, the interval, and the family it is.
+PUBLISHED_COLUMNS = (
+    "label",
+    "estimate",
+    "lower",
+    "upper",
+    "tightest",
+    "simultaneous_lower",
+    "simultaneous_upper",
+    "simultaneous_tightest",
+)
+# Every interval family's own columns start with its name (``chebyshev_exact_`` with
+# ``chebyshev_``); see :func:`_primary`.
+_FAMILY_PREFIXES = ("chebyshev_", "bernstein_", "exact_tail_")
 
 
 def question_results(
@@ -69,6 +85,18 @@ def question_results(
         _primary(category, family, simultaneous) for category in published["categories"]
     ]
     return {**summary, **published}
+
+
+def mean_row(result: dict[str, Any]) -> dict[str, Any]:
+    """A numeric question's result as one table row: ``label`` "mean", its estimate, the
+    published interval and every family's own bounds."""
+    return {
+        "label": "mean",
+        "estimate": result["mean"],
+        "lower": result["lower"],
+        "upper": result["upper"],
+        **{key: value for key, value in result.items() if key.startswith(_FAMILY_PREFIXES)},
+    }
 
 
 def _primary(item: dict[str, Any], family: str, simultaneous: str | None) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from flask import Blueprint, Response, current_app, request
 
 from deniable.errors import InvalidParameter
 from deniable.estimation import DEFAULT_BETA
-from deniable.results import question_results
+from deniable.results import PUBLISHED_COLUMNS, mean_row, question_results
 from deniable.survey import Question, Survey
 
 from ..storage import SurveyRecord, current_storage
@@ -53,15 +53,8 @@ CSV_COLUMNS = (
     "epsilon",
     "n",
     "beta",
-    "label",
-    "estimate",
     # The published interval (deniable.results): the tightest family's, named beside it.
-    "lower",
-    "upper",
-    "tightest",
-    "simultaneous_lower",
-    "simultaneous_upper",
-    "simultaneous_tightest",
+    *PUBLISHED_COLUMNS,
     "precision",
     "clipped",
     "norm_sub",
@@ -336,21 +329,7 @@ def question_rows(question: Question, result: dict[str, Any], beta: float) -> li
     if "categories" in result:
         return [{**common, **category} for category in result["categories"]]
     if "mean" in result:
-        return [
-            {
-                **common,
-                "label": "mean",
-                "estimate": result["mean"],
-                "lower": result["lower"],
-                "upper": result["upper"],
-                "clipped": result["clipped"],
-                **{
-                    key: value
-                    for key, value in result.items()
-                    if key.startswith(("chebyshev_", "bernstein_", "exact_tail_"))
-                },
-            }
-        ]
+        return [{**common, **mean_row(result), "clipped": result["clipped"]}]
     return [{**common, "label": label, "estimate": None} for label in question.labels]
 
 
