@@ -20,6 +20,7 @@ import numpy as np
 
 from deniable.errors import Conflict, NotFound, StorageError
 from deniable.service.storage import SqliteDialect, iso, utc_now
+from deniable.service.storage.file_lock import FileLock
 from deniable.wire import Report
 
 from .base import FOLD_CHUNK, Storage, over_backlog
@@ -31,7 +32,7 @@ from .records import (
     fold_into,
     submission_owners,
 )
-from .sqlite_ids import FileLock, IdIndex, Staged, release_memory, reports_by_seq
+from .sqlite_ids import IdIndex, Staged, release_memory, reports_by_seq
 from .tokens import batch_digest
 
 __all__ = ["SqliteStorage"]

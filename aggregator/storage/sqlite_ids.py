@@ -24,7 +24,8 @@ Now the work per incoming id is one probe whatever the ids.
 The database is the source of truth: under the write lock the index first
 catches up with what other processes committed, and this process's own
 inserts and merges reach it only after their COMMIT, so it never holds an id
-that was rolled back.  :class:`FileLock` queues the writers.
+that was rolled back.  The kit's
+:class:`~deniable.service.storage.file_lock.FileLock` queues the writers.
 """
 
 from __future__ import annotations
@@ -40,9 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from deniable.service.storage.file_lock import FileLock
-
-__all__ = ["FileLock", "IdIndex", "IdKeys", "Staged", "release_memory", "reports_by_seq"]
+__all__ = ["IdIndex", "IdKeys", "Staged", "release_memory", "reports_by_seq"]
 
 # Ids stored after the last merge before a batch merges them into report_ids: a
 # merge rewrites report_ids about once, under the write lock, so it stays rare

@@ -51,7 +51,7 @@ def test_file_lock_excludes_other_descriptors_and_closes_its_own(tmp_path):
     import os
     import threading
 
-    from deniable.aggregator.storage.sqlite_ids import FileLock
+    from deniable.service.storage.file_lock import FileLock
 
     lock = FileLock(tmp_path / "db.write-lock")
     other = FileLock(tmp_path / "db.write-lock")  # another process would look the same
