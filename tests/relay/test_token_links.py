@@ -12,6 +12,7 @@ import base64
 import contextlib
 import json
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -155,9 +156,18 @@ def test_a_raw_copy_of_the_relay_files_holds_no_link_after_the_forward(deploymen
     deployment.wait_for(learned)
     before = deployment.results("e")["n_reports"]
     needles: set[bytes] = set()
-    for index, token in enumerate(tokens):
-        body, _ = deployment.seal("e", ANSWERS[index % 2])
-        answer = deployment.submit("e", {**body, "enrolment_token": token})
+    bodies = [deployment.seal("e", ANSWERS[index % 2])[0] for index in range(len(tokens))]
+    # Why sealed first and sent at once: with min_batch 2, a window that closes between two
+    # of these submissions (a slow machine) forms a batch of an odd number of them and leaves
+    # one unit waiting for a partner that never comes.
+    with ThreadPoolExecutor(max_workers=len(tokens)) as pool:
+        answers = list(
+            pool.map(
+                lambda pair: deployment.submit("e", {**pair[0], "enrolment_token": pair[1]}),
+                zip(bodies, tokens, strict=True),
+            )
+        )
+    for body, answer in zip(bodies, answers, strict=True):
         assert answer.status_code == 202, answer.text
         for unit in body["units"]:
             sealed = base64.urlsafe_b64decode(unit["sealed"] + "=" * (-len(unit["sealed"]) % 4))
