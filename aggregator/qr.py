@@ -41,7 +41,13 @@ def qr_svg(url: str) -> str:
 def qr_inline(url: str, label: str) -> str:
     """The same code as an ``<svg>`` element for a page: an image named ``label``."""
     svg = _code(url).svg_inline(  # type: ignore[attr-defined]
-        scale=SCALE, border=BORDER, dark="#000", light="#fff", title=label, svgclass="qr"
+        scale=SCALE,
+        border=BORDER,
+        dark="#000",
+        light="#fff",
+        title=label,
+        svgclass="qr",
+        omitsize=True,
     )
     return svg.replace("<svg ", '<svg role="img" aria-label="' + _attribute(label) + '" ', 1)
 
