@@ -267,6 +267,14 @@ class _Mapper:
         if not constraint:
             self.refuse(name, "a number needs a range constraint, e.g. '. >= 0 and . <= 120'")
             return False
+        others = set(re.findall(r"\$\{([^}\s]+)\}", str(constraint))) - {name, "self"}
+        if others:
+            self.refuse(
+                name,
+                f"constraint {constraint!r}: cross-question constraints are not supported "
+                f"(it refers to {', '.join(sorted(others))})",
+            )
+            return False
         try:
             tree = parse(str(constraint))
         except Unsupported as error:
