@@ -20,7 +20,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from deniable.errors import DeniableError, InvalidValue
@@ -31,11 +31,11 @@ from deniable.survey import Question
 from deniable.terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet_pipe
 
 from .policy import Policy, question_cost
-from .session import EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
+from .session import AnswerDeclined, EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
 from .simulate import DISTRIBUTIONS, simulate
 from .state import StateStore
 
-__all__ = ["explain", "main", "prompt_answer", "terminal_text"]
+__all__ = ["explain", "main", "prompt_answer", "shown_report", "terminal_text"]
 
 
 class Aborted(Exception):
@@ -309,6 +309,23 @@ def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -
         return value
 
 
+def shown_report(question: Question, payload: str) -> str:
+    """A randomized report in words: what the server will read from it."""
+    report = question.oracle.decode(payload)
+    labels = question.labels
+    if question.mechanism in ("binary_rr", "grr") and isinstance(report, int):
+        label = labels[report] if 0 <= report < len(labels) else str(report)
+        return {"yes": "Yes", "no": "No"}.get(label, label)
+    if question.mechanism == "option_sampling" and isinstance(report, tuple):
+        index, bit = report
+        option = labels[index] if 0 <= index < len(labels) else str(index)
+        return f"{option!r} {'chosen' if bit else 'not chosen'}"
+    if question.type == "numeric" and question.mechanism == "duchi":
+        end = question.hi if int(report) > 0 else question.lo
+        return f"the {'high' if int(report) > 0 else 'low'} end of the range ({end:g})"
+    return f"the encoded report {payload}"
+
+
 def _pick(options: Sequence[str], text: str) -> Any:
     try:
         number = int(text.strip())
@@ -360,11 +377,29 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
             f"Spent on this device so far: {budget['spent_total']:.2f} "
             f"(remaining this period: {budget['remaining_period']:.2f}).\n"
         )
-        if not args.yes:
-            confirm = _read("Send the randomized answers? [y/N]: ", read).lower()
-            if confirm not in ("y", "yes"):
-                raise Aborted("nothing was sent")
-        receipt = client.answer(verified, answers, enrolment_token=args.enrolment_token)
+
+        def confirm(payloads: Mapping[str, str]) -> bool:
+            out.write(
+                "\nWhat will be sent (randomized on this device; some may differ from your "
+                "answers on purpose: that is what protects you):\n"
+            )
+            for number, question in enumerate(survey.questions, 1):
+                shown = shown_report(question, payloads[question.id])
+                out.write(f"  {number}. {terminal_text(question.text)}: {shown}\n")
+            if args.yes:
+                return True
+            out.write(
+                "If you say no, nothing is sent and this device will not answer this survey "
+                "again (drawing again until the reports match your answers would reveal them).\n"
+            )
+            return _read("Send these randomized answers? [y/N]: ", read).lower() in ("y", "yes")
+
+        try:
+            receipt = client.answer(
+                verified, answers, enrolment_token=args.enrolment_token, confirm=confirm
+            )
+        except AnswerDeclined as error:
+            raise Aborted(str(error)) from None
         where = "relay" if survey.relay is not None else "aggregator"
         if receipt.delivered:
             sealed = " sealed" if survey.relay is not None else ""
