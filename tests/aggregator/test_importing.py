@@ -301,3 +301,18 @@ def test_dry_run_prints_the_advice_and_creates_nothing(paths, capsys) -> None:
     assert document["advice"][0]["respondents"] == {"5": 1440, "10": 367}
     assert Survey.from_dict(document["definition"]).id == "pulse"
     assert not paths["database"].exists()
+
+
+def test_the_fully_supported_form_is_created_and_planned(initialised, capsys) -> None:
+    """With the survey parser taking the contract's fields (optional, help, show_if), the
+    form maps to a survey it accepts, the dry run plans it, and create-survey stores it."""
+    path = workbook(initialised["dir"] / "clinic.xlsx", SUPPORTED, SUPPORTED_CHOICES)
+    survey = Survey.from_dict(read_xlsform(path).definition)
+    assert [q.id for q in survey.questions] == ["smoker", "cigarettes", "drinks", "sleep", "care"]
+    status, out, err = call(capsys, run(initialised, "create-survey", str(path), "--dry-run"))
+    assert status == 0, err
+    rows = [line.split()[0] for line in out.splitlines()[3:8]]
+    assert rows == ["smoker", "cigarettes", "drinks", "sleep", "care"]
+    status, out, err = call(capsys, run(initialised, "create-survey", str(path)))
+    assert status == 0, err
+    assert "created survey 'clinic': 5 questions, total epsilon 5" in out
