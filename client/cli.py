@@ -309,20 +309,55 @@ def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -
         return value
 
 
-def shown_report(question: Question, payload: str) -> str:
-    """A randomized report in words: what the server will read from it."""
-    report = question.oracle.decode(payload)
+# The non-response values as respondents read them (docs/protocol.md §5.5).
+EXTRA_WORDS = {"declined": "Prefer not to say", "not_applicable": "Not asked (did not apply)"}
+
+
+def _label(question: Question, index: int) -> str:
     labels = question.labels
-    if question.mechanism in ("binary_rr", "grr") and isinstance(report, int):
-        label = labels[report] if 0 <= report < len(labels) else str(report)
-        return {"yes": "Yes", "no": "No"}.get(label, label)
-    if question.mechanism == "option_sampling" and isinstance(report, tuple):
+    label = labels[index] if 0 <= index < len(labels) else str(index)
+    if question.type == "yes_no" and label in ("yes", "no"):
+        return label.capitalize()
+    return EXTRA_WORDS.get(label, label) if index >= len(question.options or ()) else label
+
+
+def _end(question: Question, sign: int) -> str:
+    end = question.hi if sign > 0 else question.lo
+    return f"the {'high' if sign > 0 else 'low'} end of the range ({end:g})"
+
+
+def shown_report(question: Question, payload: str) -> str:
+    """A randomized report in words: what the server will read from it.
+
+    Why words and not the payload: the respondent is to see that the reports may differ
+    from the answers (that is what protects them) before agreeing to send them.
+    """
+    report = question.oracle.decode(payload)
+    mechanism = question.mechanism
+    if question.type == "numeric":
+        if isinstance(report, tuple | list) and len(report) == 2:  # status, then sign
+            status, sign = report
+            if status == 0:
+                return f"answered; {_end(question, int(sign))}"
+            return EXTRA_WORDS.get(question.extras[status - 1], str(status))
+        if mechanism == "duchi":
+            return _end(question, int(report))
+        if mechanism == "discrete_laplace":
+            assert question.lo is not None and question.hi is not None
+            grid = question.oracle.grid_size
+            value = question.lo + (question.hi - question.lo) * int(report) / grid
+            return f"{value:.3g} (your answer with noise added; it may fall outside the range)"
+    elif mechanism in ("binary_rr", "grr") and isinstance(report, int):
+        return _label(question, report)
+    elif mechanism == "option_sampling" and isinstance(report, tuple | list):
         index, bit = report
-        option = labels[index] if 0 <= index < len(labels) else str(index)
-        return f"{option!r} {'chosen' if bit else 'not chosen'}"
-    if question.type == "numeric" and question.mechanism == "duchi":
-        end = question.hi if int(report) > 0 else question.lo
-        return f"the {'high' if int(report) > 0 else 'low'} end of the range ({end:g})"
+        return f"{_label(question, int(index))!r} {'chosen' if bit else 'not chosen'}"
+    elif mechanism == "subset" and isinstance(report, tuple | list | set | frozenset):
+        return "one of: " + ", ".join(_label(question, int(i)) for i in sorted(report))
+    elif mechanism in ("oue", "sue") and isinstance(report, tuple | list):
+        marked = [_label(question, index) for index, bit in enumerate(report) if bit]
+        return "marked: " + (", ".join(marked) if marked else "none")
+    # Hashing and Hadamard reports name no answer: a hash seed or a coefficient's sign.
     return f"the encoded report {payload}"
 
 
