@@ -26,7 +26,7 @@ from typing import Any
 
 from deniable.survey import Survey
 
-from .cli_common import PROG, add_json, load_settings, opened_storage, print_json
+from .cli_common import PROG, add_json, load_settings, opened_storage, print_json, when
 from .terminal import (
     EXIT_REFUSED,
     EXIT_UNAVAILABLE,
@@ -193,8 +193,6 @@ def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None)
 
 
 def cmd_surveys(args: argparse.Namespace) -> int:
-    from .dashboard.times import ago
-
     config = load_settings(args)
     with opened_storage(config) as storage:
         rows = [
@@ -211,7 +209,7 @@ def cmd_surveys(args: argparse.Namespace) -> int:
             f"{r['respondents']:,}",
             f"{r['reports']:,}",
             "public" if r["results_public"] else "private",
-            ago(r["created_at"]),
+            when(r["created_at"]),
         ]
         for r in rows
     ]

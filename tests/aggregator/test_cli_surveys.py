@@ -1,0 +1,78 @@
+"""create-survey's links and QR code, surveys' links and human times, close-survey's flags.
+
+(The XLSForm, YAML and --dry-run paths are test_importing.py's; --flush-relay against a
+real relay is tests/relay/test_flushing.py's.)
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from deniable.aggregator.qr import qr_inline, qr_svg
+
+from .test_cli import DEMO, call, run
+from .test_cli import initialised as initialised  # noqa: F401 - a fixture
+from .test_cli import paths as paths  # noqa: F401 - a fixture
+
+PUBLIC = "https://surveys.example.org"
+
+
+def test_create_survey_writes_the_links_qr_code(initialised, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("DENIABLE_PUBLIC_URL", PUBLIC)
+    definition = initialised["dir"] / "survey.json"
+    definition.write_text(json.dumps(DEMO), "utf-8")
+    qr = initialised["dir"] / "notice-qr.svg"
+    status, out, err = call(
+        capsys, run(initialised, "create-survey", str(definition), "--qr", str(qr))
+    )
+    assert status == 0, err
+    link = f"{PUBLIC}/surveys/{DEMO['id']}/respond"
+    assert out.splitlines()[1:] == [
+        f"link for respondents: {link}",
+        f"embed snippet: {PUBLIC}/surveys/{DEMO['id']}/embed (HTML to paste into another site)",
+        f"QR code of the link: {qr} (SVG, for printed notices)",
+    ]
+    # segno cannot decode; the file is exactly segno's rendering of the link, and valid SVG
+    assert qr.read_text("utf-8") == qr_svg(link)
+    assert qr_svg(link).startswith('<?xml version="1.0" encoding="utf-8"?>\n<svg xmlns=')
+    assert f"<title>QR code of {link}</title>" in qr_svg(link)
+
+    status, out, _ = call(capsys, run(initialised, "surveys"))
+    assert status == 0
+    assert f"  link:  {link}" in out
+    assert f"  QR:    {PUBLIC}/surveys/{DEMO['id']}/qr.svg" in out
+    row = next(line for line in out.splitlines() if line.startswith(DEMO["id"]))
+    assert row.rstrip().endswith("just now")  # the table says times in words
+    status, out, _ = call(capsys, run(initialised, "surveys", "--json"))
+    (listed,) = json.loads(out)
+    datetime.fromisoformat(listed["created_at"].replace("Z", "+00:00"))  # exact, for scripts
+    assert listed["qr_url"] == f"{PUBLIC}/surveys/{DEMO['id']}/qr.svg"
+
+
+def test_without_a_public_url_no_qr_code_is_written(initialised, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("DENIABLE_PUBLIC_URL", raising=False)
+    definition = initialised["dir"] / "survey.json"
+    definition.write_text(json.dumps(DEMO), "utf-8")
+    qr = initialised["dir"] / "qr.svg"
+    status, out, _ = call(
+        capsys, run(initialised, "create-survey", str(definition), "--qr", str(qr))
+    )
+    assert status == 0
+    assert "no QR code written: it needs the full link (DENIABLE_PUBLIC_URL)" in out
+    assert not qr.exists()
+
+
+def test_the_inline_qr_code_is_an_image_with_a_name() -> None:
+    svg = qr_inline("https://x.example/surveys/s/respond", 'Scan "this" <now>')
+    assert svg.startswith('<svg role="img" aria-label="Scan &quot;this&quot; &lt;now&gt;" ')
+    assert 'viewBox="0 0 ' in svg  # scales with its CSS box
+
+
+def test_flush_relay_on_a_survey_that_is_not_relayed_is_a_usage_error(initialised, capsys) -> None:
+    definition = initialised["dir"] / "survey.json"
+    definition.write_text(json.dumps(DEMO), "utf-8")
+    assert call(capsys, run(initialised, "create-survey", str(definition)))[0] == 0
+    status, out, err = call(capsys, run(initialised, "close-survey", DEMO["id"], "--flush-relay"))
+    assert status == 2 and out == ""
+    assert "is not relayed: nothing to flush" in err
