@@ -147,6 +147,10 @@ def test_flush_forwards_every_full_group_then_closes(stack) -> None:
 
 def test_a_group_below_min_batch_stays_and_closing_asks_first(stack) -> None:
     _submit(stack, "short", 2)
+    # The survey page says what the aggregator knows, and that the relay may hold more.
+    page = requests.get(f"{stack['aggregator'].url}/surveys/short", timeout=10).text
+    assert 'id="response-count" data-respondents="0"' in page
+    assert "from the relay's batches (0 reports stored). The relay may hold" in page
     argv = ["-m", "deniable.aggregator.cli", "close-survey", "short", "--flush-relay"]
     refused = run(argv, stack["aggregator_env"], check=False)
     assert refused.returncode == 4  # stdin is no terminal: nobody said yes
