@@ -11,6 +11,7 @@ XLSForm                    survey definition (docs/operations.md, "Importing")
 ``select_multiple LIST``   ``multiple_choice``
 ``integer``, ``decimal``   ``numeric``; ``lo``/``hi`` from a range ``constraint``
                            (``. >= 0 and . <= 120``), which is required
+``range`` 1-5, 1-7, 0-10   ``scale`` of 5, 7 or 11 points (steps of 1)
 ``relevant``               ``show_if`` (``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``,
                            ``selected()``, ``and``, ``or``, parentheses)
 ``required``               a question not required gets ``"optional": true``
@@ -67,13 +68,15 @@ REFUSED = {
     "barcode": "free text cannot be randomized with a guarantee",
     "acknowledge": "an acknowledgement is not a question",
     "trigger": "an acknowledgement is not a question",
-    "range": "a range widget is not supported; use integer with a range constraint",
     "rank": "ranking is not a question type",
     "hidden": "hidden fields are not supported",
     "xml-external": "external data is not supported",
     "csv-external": "external data is not supported",
 }
 TRUE = {"yes", "true", "true()", "1"}
+# An XLSForm range (ODK's defaults: start 1, end 10, step 1) that is a survey scale.
+SCALE_DEFAULTS = (("start", 1), ("end", 10), ("step", 1))
+SCALES = {(1.0, 5.0, 1.0): 5, (1.0, 7.0, 1.0): 7, (0.0, 10.0, 1.0): 11}
 DEFAULT = "default"  # pyxform's key for a label column without a language
 
 
@@ -188,6 +191,8 @@ class _Mapper:
             mapped = "single_choice" if kind == "select one" else "multiple_choice"
         elif kind in ("integer", "decimal"):
             mapped = "numeric"
+        elif kind == "range":
+            mapped = "scale"
         else:
             reason = REFUSED.get(kind)
             if reason is None and kind.startswith("select"):
@@ -215,8 +220,16 @@ class _Mapper:
         if not question["text"].strip():
             self.refuse(name, "the question has no label")
             return
-        record = _Question(qid, mapped, integer=kind == "integer")
-        if mapped == "numeric":
+        record = _Question(qid, mapped, integer=kind in ("integer", "range"))
+        if mapped == "scale":
+            if bind.get("constraint"):
+                self.refuse(name, "constraints on a scale are not supported")
+                return
+            points = self.scale(name, child.get("parameters") or {}, record)
+            if points is None:
+                return
+            question["points"] = points
+        elif mapped == "numeric":
             if not self.range(name, bind.get("constraint"), record):
                 return
             question["lo"], question["hi"] = _number(record.lo), _number(record.hi)
@@ -261,6 +274,19 @@ class _Mapper:
             self.refuse(name, "a choice question needs at least two choices")
             return False
         return True
+
+    def scale(self, name: str, parameters: Mapping[str, Any], record: _Question) -> int | None:
+        """The points of a ``range`` row that is a scale (1-5, 1-7 or 0-10 by 1), else None."""
+        try:
+            start, end, step = (float(parameters.get(k, d)) for k, d in SCALE_DEFAULTS)
+        except (TypeError, ValueError):
+            start = end = step = math.nan
+        points = SCALES.get((start, end, step))
+        if points is None:
+            self.refuse(name, "a range must be 1 to 5, 1 to 7 or 0 to 10 in steps of 1 (a scale)")
+            return None
+        record.lo, record.hi = start, end
+        return points
 
     def range(self, name: str, constraint: Any, record: _Question) -> bool:
         """lo and hi from ``. >= lo and . <= hi``; anything else refused."""
@@ -340,6 +366,13 @@ class _Mapper:
             return {"question": record.id, "equals": label}
         if record.type == "multiple_choice":
             raise Unsupported(f"use selected(${{{tree.question}}}, ...) for a multiple choice")
+        if record.type == "scale" and tree.operator in ("=", "!="):
+            point = self.point(record, tree.value)
+            if tree.operator == "=":
+                return {"question": record.id, "equals": point}
+            assert record.lo is not None and record.hi is not None
+            others = [p for p in range(int(record.lo), int(record.hi) + 1) if p != point]
+            return {"question": record.id, "in": others}
         if record.type == "single_choice":
             label = self.choice(record, str(tree.value).removesuffix(".0"))
             if tree.operator == "=":
@@ -351,6 +384,17 @@ class _Mapper:
                 return {"question": record.id, "in": others}
             raise Unsupported(f"{tree.operator} on a choice")
         return self.between(record, tree)
+
+    @staticmethod
+    def point(record: _Question, value: str | float) -> int:
+        try:
+            number = float(value)
+        except ValueError:
+            raise Unsupported(f"{value!r} is not a point of ${{{record.id}}}") from None
+        assert record.lo is not None and record.hi is not None
+        if not number.is_integer() or not record.lo <= number <= record.hi:
+            raise Unsupported(f"{value!r} is not a point of ${{{record.id}}}")
+        return int(number)
 
     @staticmethod
     def choice(record: _Question, value: str) -> str:

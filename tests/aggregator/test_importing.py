@@ -316,3 +316,43 @@ def test_the_fully_supported_form_is_created_and_planned(initialised, capsys) ->
     status, out, err = call(capsys, run(initialised, "create-survey", str(path)))
     assert status == 0, err
     assert "created survey 'clinic': 5 questions, total epsilon 5" in out
+
+
+def test_a_range_of_1_5_1_7_or_0_10_is_a_scale(tmp_path) -> None:
+    path = workbook(
+        tmp_path / "nps.xlsx",
+        [
+            ["type", "name", "label", "parameters", "required", "relevant"],
+            ["range", "satisfied", "How satisfied are you?", "start=1 end=5 step=1", "yes", ""],
+            [
+                "range",
+                "recommend",
+                "Would you recommend us?",
+                "start=0 end=10",
+                "yes",
+                "${satisfied} >= 4",
+            ],
+            ["range", "why", "How likely to return?", "start=1 end=7", "", "${recommend} != 10"],
+            ["range", "odd", "Odd range", "start=0 end=100 step=5", "yes", ""],
+        ],  # fmt: skip
+        [["list_name", "name", "label"]],
+    )
+    with pytest.raises(ImportRefused) as refused:
+        read_xlsform(path)
+    assert refused.value.lines == (
+        "row 5 (odd): a range must be 1 to 5, 1 to 7 or 0 to 10 in steps of 1 (a scale)",
+    )
+    book = openpyxl.load_workbook(path)
+    book["survey"].delete_rows(5)
+    book.save(path)
+    questions = read_xlsform(path).definition["questions"]
+    assert [(q["type"], q["points"]) for q in questions] == [
+        ("scale", 5),
+        ("scale", 11),
+        ("scale", 7),
+    ]
+    assert questions[1]["show_if"] == {"question": "satisfied", "between": [4, 5]}
+    assert questions[2]["show_if"] == {"question": "recommend", "in": list(range(10))}
+    assert questions[2]["optional"] is True
+    survey = Survey.from_dict(read_xlsform(path).definition)  # the parser takes it
+    assert [q.type for q in survey.questions] == ["scale", "scale", "scale"]
