@@ -143,7 +143,7 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     verified = upstream.verify_survey(aggregator, args.survey, pin, public_url=config["PUBLIC_URL"])
-    encryption = upstream.encryption_key_id(aggregator, verified.pin)
+    encryption, public = upstream.encryption_key(aggregator, verified.pin)
     relay = verified.relay
     questions = verified.survey.questions
     units = [""] if relay.shuffle_unit == "submission" else [q.id for q in questions]
@@ -165,12 +165,20 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
             ),
             units,
         )
+        storage.accept_encryption_key(args.survey, encryption, public)
         if verified.require_enrolment:
             digests = upstream.fetch_enrolment_digests(aggregator, args.survey, credential)
             storage.add_enrolment_digests(args.survey, digests)
+    noise = ""
+    if relay.noise is not None:
+        law = relay.noise.law
+        noise = (
+            f", relay noise {law.name} dummies ({law.mean:g} per output value on average) for "
+            f"central epsilon {relay.noise.epsilon:g} at delta {relay.noise.delta:g}"
+        )
     print(
         f"relaying survey {args.survey} of {aggregator}: min_batch {relay.min_batch}, shuffle "
-        f"unit {relay.shuffle_unit}, status {verified.status}, key {verified.pin.key_id}"
+        f"unit {relay.shuffle_unit}, status {verified.status}, key {verified.pin.key_id}{noise}"
     )
     return 0
 
