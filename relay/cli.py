@@ -5,8 +5,9 @@ waitress, as the aggregator; the forwarder runs in each process),
 ``add-survey`` (relay a survey of an aggregator: verify its signed definition
 names this relay, pin the aggregator's key, keep its relay credential),
 ``set-credential`` (a new relay credential, held units kept),
-``remove-survey``, ``status`` (per survey: state, units held per unit, batches
-waiting for an acknowledgement, forwarded, smallest batch, discarded),
+``remove-survey``, ``status`` (per survey: state, the relay noise it signs, units held
+per unit, batches waiting for an acknowledgement, forwarded, smallest batch, discarded;
+respondents' units only, never dummies),
 ``forward`` (one forwarder pass now) and ``settings``.
 
 Every command reads the relay's settings (``DENIABLE_RELAY_*``; ``--data-dir``
@@ -207,8 +208,11 @@ def cmd_remove_survey(args: argparse.Namespace) -> int:
 
 
 def status_rows(storage: Any) -> list[dict[str, Any]]:
+    from .forwarder import signed_survey
+
     rows = []
     for stored in storage.list_surveys():
+        noise = signed_survey(stored).relay.noise
         held = storage.held_counts(stored.survey_id)
         known, spent = storage.enrolment_counts(stored.survey_id)
         rows.append(
@@ -218,6 +222,7 @@ def status_rows(storage: Any) -> list[dict[str, Any]]:
                 "status": stored.status,
                 "min_batch": stored.min_batch,
                 "shuffle_unit": stored.shuffle_unit,
+                "noise": None if noise is None else noise.to_dict(),
                 "waiting": {unit: counts[0] for unit, counts in sorted(held.items())},
                 "in_batches": sum(counts[1] for counts in held.values()),
                 "unacknowledged_batches": [
@@ -249,6 +254,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 "status",
                 "min_batch",
                 "unit",
+                "noise",
                 "waiting",
                 "in batches",
                 "forwarded",
@@ -261,6 +267,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     r["status"],
                     r["min_batch"],
                     r["shuffle_unit"],
+                    f"epsilon {r['noise']['epsilon']:g}" if r["noise"] else "-",
                     sum(r["waiting"].values()),
                     r["in_batches"],
                     f"{r['forwarded_reports']} in {r['forwarded_batches']}",

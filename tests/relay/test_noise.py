@@ -235,6 +235,7 @@ def test_a_noised_batch_holds_its_dummies_once_and_a_resend_after_sigkill_is_the
         lambda: deployment.relay_status()["n"]["forwarded_batches"] == 2, seconds=30
     )
     status = deployment.relay_status()["n"]
+    assert status["noise"] == {**SIGNED_NOISE, "epsilon": 3.0}
     assert status["forwarded_reports"] == 2 * MIN_BATCH  # real units only
     assert status["in_batches"] == 0
     assert relay_query(deployment, "SELECT COUNT(*) FROM dummies") == [(0,)]
