@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from deniable import sealing
-from deniable.dummies import BinomialDummies, calibrate
+from deniable.dummies import BinomialDummies, GeometricDummies, calibrate
 from deniable.errors import InvalidSurvey
 from deniable.relay import noise
 from deniable.survey import Survey
@@ -258,36 +258,47 @@ def test_a_noised_batch_holds_its_dummies_once_and_a_resend_after_sigkill_is_the
 
 DRAWS = 20_000
 LAW = BinomialDummies(trials=2)  # P(D = 0, 1, 2) = 1/4, 1/2, 1/4
+# A geometric law on [0, 4] centred at 2 (drawn through the cumulative weights, not bit counts).
+GEOMETRIC = GeometricDummies(shift=2, top=4, lower_ratio="1/2", upper_ratio="1/3")
 
 
-def test_the_dummies_per_value_follow_the_signed_law_independently(monkeypatch):
-    """Over DRAWS batches of a binary question, the joint counts (D_0, D_1) of the dummies
-    per output value match LAW x LAW: each of the 9 cells within a Hoeffding bound (union
-    bound over the cells: false-alarm rate 1e-6).  Sealing is replaced by the plaintext
-    here (the test above opens real dummies); the draws are the OS CSPRNG's, not the
-    random module's."""
+@pytest.mark.parametrize(("law", "unit"), [(LAW, "smoker"), (GEOMETRIC, "team")])
+def test_the_dummies_per_value_follow_the_signed_law_independently(monkeypatch, law, unit):
+    """Over DRAWS batches, the dummies per output value match the law, and the first two
+    values' counts (D_0, D_1) match law x law: every cell (each value's count; each pair)
+    within a Hoeffding bound, a union bound over all the cells making the false-alarm
+    rate 1e-6.  Sealing is replaced by the plaintext here (the test above opens real
+    dummies); the draws are the OS CSPRNG's, not the random module's."""
     survey = Survey.from_dict(noised_definition("n", "https://relay.example", SIGNED_NOISE))
-    dummies = noise.Dummies(survey=survey, law=LAW)
+    dummies = noise.Dummies(survey=survey, law=law)
     monkeypatch.setattr(sealing, "seal", lambda public, *, plaintext, **_: plaintext)
-    outputs = survey.question("smoker").oracle.output_reports()
-    cells: Counter = Counter()
+    outputs = survey.question(unit).oracle.output_reports()
+    support = range(law.high + 1)
+    single: Counter = Counter()
+    pairs: Counter = Counter()
     for _ in range(DRAWS):
-        payloads = Counter(json.loads(body)["payload"] for body in dummies.draw("smoker", b""))
-        cells[payloads[outputs[0]], payloads[outputs[1]]] += 1
-    pmf = LAW.pmf()
-    bound = math.sqrt(DRAWS * math.log(2 * 9 / 1e-6) / 2)
-    for t, s in product(range(3), repeat=2):
-        assert abs(cells[t, s] - DRAWS * pmf[t] * pmf[s]) < bound, cells
+        payloads = Counter(json.loads(body)["payload"] for body in dummies.draw(unit, b""))
+        assert set(payloads) <= set(outputs)
+        for y, payload in enumerate(outputs):
+            single[y, payloads[payload]] += 1
+        pairs[payloads[outputs[0]], payloads[outputs[1]]] += 1
+    pmf = law.pmf()
+    cells = len(outputs) * len(support) + len(support) ** 2
+    bound = math.sqrt(DRAWS * math.log(2 * cells / 1e-6) / 2)
+    for y, t in product(range(len(outputs)), support):
+        assert abs(single[y, t] - DRAWS * pmf[t]) < bound, single
+    for t, s in product(support, repeat=2):
+        assert abs(pairs[t, s] - DRAWS * pmf[t] * pmf[s]) < bound, pairs
     random.seed(7)
-    first = [len(dummies.draw("team", b"")) for _ in range(32)]
+    first = [len(dummies.draw(unit, b"")) for _ in range(32)]
     random.seed(7)
-    assert [len(dummies.draw("team", b"")) for _ in range(32)] != first
+    assert [len(dummies.draw(unit, b"")) for _ in range(32)] != first
 
 
 def test_the_bound_has_power_against_one_draw_reused_for_every_value():
     """A relay drawing one D and adding it to every value (not independent) puts mass 1/4 on
     the cells (0, 0) and (2, 2) and none off the diagonal: far beyond the bound."""
-    bound = math.sqrt(DRAWS * math.log(2 * 9 / 1e-6) / 2)
+    bound = math.sqrt(DRAWS * math.log(2 * (2 * 3 + 9) / 1e-6) / 2)
     pmf = LAW.pmf()
     reused, independent = pmf[0], pmf[0] * pmf[0]  # P(cell (0, 0)) either way
     spread = math.sqrt(DRAWS * reused * (1 - reused))
