@@ -254,6 +254,30 @@ def test_a_noised_batch_holds_its_dummies_once_and_a_resend_after_sigkill_is_the
     assert {row["id"] for row in rows} == {r["id"] for r in reports} | dummy_ids
 
 
+def test_the_python_client_answers_a_noised_survey_and_the_relay_adds_dummies(deployment):
+    """Devices (deniable.client) take the signed relay.noise as part of the definition and
+    send as for any relayed survey; each forwarded batch then holds its MIN_BATCH real
+    reports and its dummies, which the aggregator stores as reports of output values."""
+    before = {row["id"] for row in deployment.export("n")}
+    forwarded = deployment.relay_status()["n"]["forwarded_batches"]
+    receipts = []
+    for index in range(MIN_BATCH):
+        receipt = deployment.client(f"device-{index}").answer("n", ANSWERS[index])
+        assert receipt.delivered
+        receipts.append(receipt)
+    deployment.wait_for(
+        lambda: deployment.relay_status()["n"]["forwarded_batches"] == forwarded + 2, seconds=30
+    )
+    rows = [row for row in deployment.export("n") if row["id"] not in before]
+    real = {report_id for receipt in receipts for report_id in receipt.report_ids}
+    assert real <= {row["id"] for row in rows}
+    survey = deployment.surveys["n"]
+    for question in survey.questions:
+        added = [r for r in rows if r["question"] == question.id and r["id"] not in real]
+        assert 0 < len(added) <= len(question.oracle.output_reports()) * NOISE.law.high
+        assert {r["payload"] for r in added} <= set(question.oracle.output_reports())
+
+
 # -- the per-value counts follow the law ---------------------------------------------------------
 
 DRAWS = 20_000
