@@ -3,7 +3,8 @@
 Commands: ``init`` (create or migrate the database), ``serve`` (gunicorn +
 waitress, as the aggregator; the forwarder runs in each process),
 ``add-survey`` (relay a survey of an aggregator: verify its signed definition
-names this relay, pin the aggregator's key, keep its relay credential),
+names this relay and that its relay noise, if any, is noise the relay can add, pin the
+aggregator's key, keep its relay credential),
 ``set-credential`` (a new relay credential, held units kept),
 ``remove-survey``, ``status`` (per survey: state, the relay noise it signs, units held
 per unit, batches waiting for an acknowledgement, forwarded, smallest batch, discarded;
