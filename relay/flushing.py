@@ -3,7 +3,8 @@
 :func:`flush` checks the request (:mod:`deniable.relay_flush`) against the signing key
 the relay pins for the survey (refreshed once from the aggregator if the key rotated
 since), forms a batch of every group of units that has at least ``min_batch`` waiting,
-without waiting for the window, and sends every formed batch at once.  Groups below
+without waiting for the window (with the dummies a noised survey signs, as the forwarder
+draws them), and sends every formed batch at once.  Groups below
 ``min_batch`` stay held: forwarding them would break the survey's signed promise.
 """
 
@@ -18,8 +19,8 @@ from deniable.keychain import decode_signature, key_id, signature_valid
 from deniable.origins import same_url
 from deniable.relay_flush import FLUSH_MAX_AGE, flush_message, parse_flush
 
-from . import upstream
-from .forwarder import refresh, send
+from . import noise, upstream
+from .forwarder import refresh, send, signed_survey
 from .storage import RelayedSurvey, RelayStorage
 
 __all__ = ["flush"]
@@ -65,7 +66,13 @@ def flush(
             )
     if not stored.is_open:
         raise SurveyClosed(f"survey {survey_id!r} is closed")
-    formed = storage.form_batches(survey_id, window=0.0, max_bytes=config["MAX_BATCH_BYTES"])
+    formed = storage.form_batches(
+        survey_id,
+        window=0.0,
+        max_bytes=config["MAX_BATCH_BYTES"],
+        # Why the same dummies as the forwarder's: a flushed batch keeps the signed noise.
+        dummies=noise.dummies_of(signed_survey(stored)),
+    )
     forwarded = failed = 0
     lease = config["FORWARD_TIMEOUT"] + 30
     # Why every due batch, not only this survey's: leasing takes any due batch, and one

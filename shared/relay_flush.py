@@ -1,4 +1,4 @@
-"""The aggregator's signed request that a relay forward now what it can (docs/protocol.md §11.7).
+"""The aggregator's signed request that a relay forward now what it can (docs/protocol.md §11.8).
 
 Before closing a relayed survey, its operator may ask the relay to form a batch of every
 group of held units that has at least ``min_batch`` of them, without waiting for the

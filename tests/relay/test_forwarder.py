@@ -45,3 +45,33 @@ def test_the_bound_catches_the_classic_fisher_yates_slip():
     share = max(counts.values()) / 4**4
     spread = math.sqrt(SAMPLES * share * (1 - share))
     assert SAMPLES * (share - 1 / CELLS) - BOUND > 6 * spread
+
+
+def test_a_noised_batch_is_sent_whole_in_one_random_order_with_its_real_count(monkeypatch):
+    """send() hands the aggregator every blob of the batch, real and dummy, permuted
+    together by ``permuted`` (not real units first), and the batch's real_units."""
+    from types import SimpleNamespace
+
+    from deniable.relay.storage import Batch
+
+    real = [bytes([1, n]) for n in range(5)]
+    dummies = [bytes([2, n]) for n in range(60)]
+    batch = Batch(batch_id="b" * 32, survey_id="s", unit="a", sealed=real + dummies, real_units=5)
+    sent = []
+
+    def put_batch(url, survey_id, batch_id, unit, sealed, credential, *, timeout, real_units):
+        sent.append((list(sealed), real_units))
+        return SimpleNamespace(acknowledged=True)
+
+    acknowledged = []
+    storage = SimpleNamespace(
+        get_survey=lambda _: SimpleNamespace(aggregator_url="http://x", credential="c"),
+        acknowledged=acknowledged.append,
+    )
+    monkeypatch.setattr(forwarder.upstream, "put_batch", put_batch)
+    assert forwarder.send(storage, {"FORWARD_TIMEOUT": 1}, batch)
+    ((order, real_units),) = sent
+    assert real_units == 5 and sorted(order) == sorted(batch.sealed)
+    # The 5 real units all first has probability 5! 60! / 65! < 1.3e-7.
+    assert [blob[0] for blob in order[:5]] != [1] * 5
+    assert acknowledged == [batch]
