@@ -80,7 +80,7 @@ def flush(
     for batch in storage.lease_batches(lease=lease, limit=1_000):
         sent = send(storage, config, batch)
         if batch.survey_id == survey_id:
-            forwarded += len(batch.sealed) if sent else 0
+            forwarded += batch.real_count if sent else 0
             failed += 0 if sent else 1
     # The forwarder's own pass may have leased some of them: wait for it, a little.
     deadline = time.monotonic() + min(30.0, float(config["FORWARD_TIMEOUT"]))

@@ -160,7 +160,6 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         comparable=_crosstab.comparable_surveys(record),
         links=respond_links(record, public_base_url()),
         share=share_view(record),
-        relay_stored=_relay_stored(record) if summary.get("relay") else None,
         explanation=explanation(beta),
         crosstabs_unavailable=(
             unavailable_reason(current_storage(), record) if record.results_public else None
@@ -186,12 +185,6 @@ def qr_code(survey_id: str) -> Response | tuple[str, int]:
     response = Response(qr_svg(links.respond), mimetype="image/svg+xml")
     response.headers["Content-Disposition"] = f'inline; filename="{record.id}-qr.svg"'
     return response
-
-
-def _relay_stored(record: SurveyRecord) -> int:
-    """Reports the relay's batches stored here (what the aggregator knows of the relay)."""
-    summary = current_storage().relay.batch_summary(record.id) or {}
-    return sum(int(unit.get("stored", 0)) for unit in summary.values())
 
 
 def share_view(record: SurveyRecord) -> dict[str, Any] | None:

@@ -23,6 +23,8 @@ from deniable.relay_flush import flush_message, flush_request
 from deniable.survey import Survey
 
 from .conftest import HOST, Process, run, sealed_submission, survey_definition
+from .test_noise import MIN_BATCH as NOISED_MIN_BATCH
+from .test_noise import SIGNED_NOISE, noised_definition
 
 pytestmark = pytest.mark.slow
 MIN_BATCH = 3
@@ -61,9 +63,14 @@ def stack(tmp_path_factory) -> Iterator[dict[str, Any]]:
     )
     try:
         run(["-m", "deniable.aggregator.cli", "init"], aggregator_env)
-        for survey_id in ("full", "short"):
+        definitions = {
+            "full": survey_definition("full", relay_url, MIN_BATCH),
+            "short": survey_definition("short", relay_url, MIN_BATCH),
+            "noised": noised_definition("noised", relay_url, SIGNED_NOISE),
+        }
+        for survey_id, definition in definitions.items():
             path = directory / f"{survey_id}.json"
-            path.write_text(json.dumps(survey_definition(survey_id, relay_url, MIN_BATCH)))
+            path.write_text(json.dumps(definition))
             run(["-m", "deniable.aggregator.cli", "create-survey", str(path)], aggregator_env)
         credential = run(
             ["-m", "deniable.aggregator.cli", "relay", "credential", "--relay-url", relay_url],
@@ -74,7 +81,7 @@ def stack(tmp_path_factory) -> Iterator[dict[str, Any]]:
         run(["-m", "deniable.relay.cli", "init"], relay_env)
         (directory / "credential").write_text(credential)
         surveys = {}
-        for survey_id in ("full", "short"):
+        for survey_id in definitions:
             run(
                 ["-m", "deniable.relay.cli", "add-survey", aggregator.url, survey_id,
                  "--credential-file", str(directory / "credential"),
@@ -150,7 +157,7 @@ def test_a_group_below_min_batch_stays_and_closing_asks_first(stack) -> None:
     # The survey page says what the aggregator knows, and that the relay may hold more.
     page = requests.get(f"{stack['aggregator'].url}/surveys/short", timeout=10).text
     assert 'id="response-count" data-respondents="0"' in page
-    assert "from the relay's batches (0 reports stored). The relay may hold" in page
+    assert "counted from the batches the relay forwarded. The relay may hold" in page
     argv = ["-m", "deniable.aggregator.cli", "close-survey", "short", "--flush-relay"]
     refused = run(argv, stack["aggregator_env"], check=False)
     assert refused.returncode == 4  # stdin is no terminal: nobody said yes
@@ -160,6 +167,26 @@ def test_a_group_below_min_batch_stays_and_closing_asks_first(stack) -> None:
     assert _waiting(stack, "short") == {"smoker": 2, "team": 2}
     closed = run([*argv, "--yes"], stack["aggregator_env"])
     assert "survey 'short' is closed (0 reports)" in closed.stdout
+
+
+def test_a_flushed_batch_of_a_noised_survey_carries_the_relays_dummies(stack) -> None:
+    """The flush forms batches as the forwarder does: with the dummies the survey signs."""
+    _submit(stack, "noised", NOISED_MIN_BATCH)
+    done = run(
+        ["-m", "deniable.aggregator.cli", "close-survey", "noised", "--flush-relay"],
+        stack["aggregator_env"],
+    )
+    real = 2 * NOISED_MIN_BATCH
+    assert done.stdout.splitlines()[0].startswith(f"the relay forwarded {real} reports in 2 ")
+    summary = json.loads(
+        run(
+            ["-m", "deniable.aggregator.cli", "relay", "batches", "noised", "--json"],
+            stack["aggregator_env"],
+        ).stdout
+    )
+    stored = [unit["stored"] for unit in summary["units"].values()]
+    assert len(stored) == 2 and all(count >= NOISED_MIN_BATCH for count in stored)
+    assert sum(stored) > real  # dummies: none at all has probability below 1e-9 (test_noise)
 
 
 def test_a_flush_not_signed_by_the_aggregator_is_refused(stack) -> None:
