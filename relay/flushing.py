@@ -10,6 +10,7 @@ draws them), and sends every formed batch at once.  Groups below
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -24,6 +25,8 @@ from .forwarder import refresh, send, signed_survey
 from .storage import RelayedSurvey, RelayStorage
 
 __all__ = ["flush"]
+
+logger = logging.getLogger("deniable.relay.flushing")
 
 
 def _verified(stored: RelayedSurvey, request: Mapping[str, Any]) -> bool:
@@ -88,12 +91,22 @@ def flush(
     while not failed and any(c[1] for c in held.values()) and time.monotonic() < deadline:
         time.sleep(0.2)
         held = storage.held_counts(survey_id)
+    waiting = {unit: counts[0] for unit, counts in sorted(held.items())}
+    # Why logged: the relay's operator sees each flush the aggregator asks for (how often).
+    logger.warning(
+        "survey %s: flush asked by the aggregator: %d batches formed, %d reports forwarded, "
+        "%d units wait",
+        survey_id,
+        len(formed),
+        forwarded,
+        sum(waiting.values()),
+    )
     return {
         "survey": survey_id,
         "batches_formed": len(formed),
         "forwarded_reports": forwarded,
         "failed_batches": failed,
         "min_batch": stored.min_batch,
-        "waiting": {unit: counts[0] for unit, counts in sorted(held.items())},
+        "waiting": waiting,
         "in_batches": sum(counts[1] for counts in held.values()),
     }

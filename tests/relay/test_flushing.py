@@ -150,6 +150,7 @@ def test_flush_forwards_every_full_group_then_closes(stack) -> None:
     assert _waiting(stack, "full") == {}
     results = _survey(stack, "full")
     assert results["n_reports"] == 8
+    assert "survey full: flush asked by the aggregator: 2 batches formed" in stack["relay"].log()
 
 
 def test_a_group_below_min_batch_stays_and_closing_asks_first(stack) -> None:
