@@ -65,6 +65,8 @@ def read_survey(args: argparse.Namespace) -> tuple[Survey, tuple[str, ...]]:
         ) from None
     except ValueError as error:
         raise _fail(str(error), EXIT_USAGE) from None
+    except ImportError as error:
+        raise _fail(missing(error), EXIT_UNAVAILABLE) from None
     try:
         survey = Survey.from_dict(imported.definition)
     except InvalidSurvey as error:
@@ -112,11 +114,23 @@ def dry_run(survey: Survey, notes: tuple[str, ...], as_json: bool) -> int:
     return 0
 
 
+def missing(error: ImportError) -> str:
+    """One line for a module of the server extra that is not installed."""
+    name = error.name or "a module"
+    return (
+        f"{name} is not installed; it comes with the server extra: pip install 'deniable[server]'"
+    )
+
+
 def write_qr(path: str, url: str) -> None:
     from .qr import qr_svg
 
     try:
-        Path(path).write_text(qr_svg(url), encoding="utf-8")
+        svg = qr_svg(url)
+    except ImportError as error:
+        raise _fail(missing(error), EXIT_UNAVAILABLE) from None
+    try:
+        Path(path).write_text(svg, encoding="utf-8")
     except OSError as error:
         raise _fail(f"cannot write {path}: {error.strerror}", EXIT_USAGE) from None
 

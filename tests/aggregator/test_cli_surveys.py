@@ -76,3 +76,24 @@ def test_flush_relay_on_a_survey_that_is_not_relayed_is_a_usage_error(initialise
     status, out, err = call(capsys, run(initialised, "close-survey", DEMO["id"], "--flush-relay"))
     assert status == 2 and out == ""
     assert "is not relayed: nothing to flush" in err
+
+
+def test_a_missing_importer_is_one_line_with_status_5(initialised, capsys, monkeypatch) -> None:
+    import builtins
+
+    real = builtins.__import__
+
+    def without_yaml(name, *args, **kwargs):
+        if name == "yaml":
+            raise ImportError("No module named 'yaml'", name="yaml")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", without_yaml)
+    path = initialised["dir"] / "s.yaml"
+    path.write_text("title: T\nquestions: []\n", encoding="utf-8")
+    status, _, err = call(capsys, run(initialised, "create-survey", str(path)))
+    assert status == 5
+    assert err.strip() == (
+        "deniable-aggregator: error: yaml is not installed; it comes with the server extra: "
+        "pip install 'deniable[server]'"
+    )
