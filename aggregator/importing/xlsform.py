@@ -114,9 +114,10 @@ def identifier(name: str) -> str:
 
 def _row_numbers(path: Path) -> dict[str, int]:
     """Each named row's number in the ``survey`` sheet (1 is the header)."""
-    from pyxform.xls2json_backends import xlsx_to_dict
+    from pyxform.xls2json_backends import xls_to_dict, xlsx_to_dict
 
-    rows = xlsx_to_dict(path).get("survey", [])
+    reader = xls_to_dict if path.suffix.lower() == ".xls" else xlsx_to_dict
+    rows = reader(path).get("survey", [])
     return {str(r["name"]): index + 2 for index, r in enumerate(rows) if r.get("name")}
 
 
