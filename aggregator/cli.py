@@ -352,7 +352,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # -- argument parsing -----------------------------------------------------------------------
 
 EXIT_CODES = """exit status: 0 success; 1 unexpected failure; 2 usage (bad option, setting, database
-URL or input file); 3 not found (survey, token, key, database); 4 refused or conflict;
+URL or input file); 3 not found (survey, token, key, database); 4 refused or conflict
+(including an XLSForm with rows create-survey cannot import, one line each);
 5 unavailable (database unreachable, storage error, server extra not installed); 130
 interrupted. Settings come from DENIABLE_* environment variables; see '%(prog)s settings'."""
 
