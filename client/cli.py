@@ -323,14 +323,16 @@ def _label(question: Question, index: int) -> str:
 
 def _end(question: Question, sign: int) -> str:
     end = question.hi if sign > 0 else question.lo
-    return f"the {'high' if sign > 0 else 'low'} end of the range ({end:g})"
+    return f"{'high' if sign > 0 else 'low'} end of the range ({end:g})"
 
 
 def shown_report(question: Question, payload: str) -> str:
     """A randomized report in words: what the server will read from it.
 
-    Why words and not the payload: the respondent is to see that the reports may differ
-    from the answers (that is what protects them) before agreeing to send them.
+    The words of the browser client's ``describe`` (client/browser, each mechanism's
+    module), with the range's end and the non-response values named.  Why words and not
+    the payload: the respondent is to see that the reports may differ from the answers
+    (that is what protects them) before agreeing to send them.
     """
     report = question.oracle.decode(payload)
     mechanism = question.mechanism
@@ -346,18 +348,28 @@ def shown_report(question: Question, payload: str) -> str:
             assert question.lo is not None and question.hi is not None
             grid = question.oracle.grid_size
             value = question.lo + (question.hi - question.lo) * int(report) / grid
-            return f"{value:.3g} (your answer with noise added; it may fall outside the range)"
-    elif mechanism in ("binary_rr", "grr") and isinstance(report, int):
+            return f"{value:.6g} (your answer with noise added; it may fall outside the range)"
+    elif isinstance(report, int):  # binary_rr, grr: one value
         return _label(question, report)
-    elif mechanism == "option_sampling" and isinstance(report, tuple | list):
+    elif mechanism == "option_sampling":
         index, bit = report
-        return f"{_label(question, int(index))!r} {'chosen' if bit else 'not chosen'}"
-    elif mechanism == "subset" and isinstance(report, tuple | list | set | frozenset):
+        return f"about “{_label(question, int(index))}” only: {'yes' if bit else 'no'}"
+    elif mechanism == "binary_rr":  # a multiple choice: one bit per option
+        return "; ".join(
+            f"{_label(question, index)}: {'yes' if bit else 'no'}"
+            for index, bit in enumerate(report)
+        )
+    elif mechanism == "subset":
         return "one of: " + ", ".join(_label(question, int(i)) for i in sorted(report))
-    elif mechanism in ("oue", "sue") and isinstance(report, tuple | list):
+    elif mechanism in ("oue", "sue"):
         marked = [_label(question, index) for index, bit in enumerate(report) if bit]
-        return "marked: " + (", ".join(marked) if marked else "none")
-    # Hashing and Hadamard reports name no answer: a hash seed or a coefficient's sign.
+        return "marked: " + (", ".join(marked) or "none")
+    elif mechanism == "hrr":
+        column, sign = report
+        return f"Hadamard column {column}, sign {'+' if sign > 0 else '−'}"
+    elif mechanism == "olh":
+        seed, bucket = report
+        return f"hash seed {seed}, bucket {bucket} of {question.oracle.hash_range}"
     return f"the encoded report {payload}"
 
 
