@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import shutil
 import sys
 import tempfile
 import threading
@@ -367,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             stop(process)
         for cleanup in cleanups:
             cleanup()
+        shutil.rmtree(work, ignore_errors=True)  # a SQLite run leaves gigabytes
 
 
 if __name__ == "__main__":
