@@ -52,6 +52,7 @@ __all__ = [
     "noised_half_widths",
     "noised_score_model",
     "output_statistics",
+    "respondents_needed",
 ]
 
 
@@ -176,22 +177,31 @@ def noised_half_widths(
     (the mechanism's count by default, as ``deniable.estimation``); its width is the
     true maximum over every observed count (``exact_tail``'s branch and bound).
     """
-    from . import exact_tail
-    from .intervals import EXACT_TAIL, available_families, check_beta, nominal_half_width
+    from .intervals import check_beta
 
     beta = check_beta(beta)
     n = check_int("n", n, 1, 1 << 62)
     noise = None if law is None else DummyNoise(law=law, batches=batches)
-    model = noised_score_model(mechanism, n, noise)
     if categories is None:
         categories = int(getattr(mechanism, "categories", 1))
+    return dict(_widths(mechanism, n, noise, beta, categories))
+
+
+@functools.lru_cache(maxsize=1024)
+def _widths(
+    mechanism: Any, n: int, noise: DummyNoise | None, beta: float, categories: int
+) -> tuple[tuple[str, float], ...]:
+    from . import exact_tail
+    from .intervals import EXACT_TAIL, available_families, nominal_half_width
+
+    model = noised_score_model(mechanism, n, noise)
     widths = {
         family: model.scale * nominal_half_width(family, n, model, beta)
         for family in available_families(model)
     }
     if model.tail is not None and exact_tail.available(model.tail, n, categories):
         widths[EXACT_TAIL] = model.scale * nominal_half_width(EXACT_TAIL, n, model, beta)
-    return widths
+    return tuple(widths.items())
 
 
 def noised_half_width(
@@ -209,3 +219,27 @@ def noised_half_width(
     if not math.isfinite(widths[family]):
         raise InvalidParameter("no finite half-width")
     return widths[family], family
+
+
+@functools.lru_cache(maxsize=256)
+def respondents_needed(
+    mechanism: Any, noise: DummyNoise, beta: float, categories: int, target: float = 0.1
+) -> int:
+    """The fewest real respondents whose narrowest published half-width, in units of the
+    answer's range, is at most ``target``, with ``noise`` in their batches (the exact tail
+    counted where it is published for ``categories`` estimates; 0 leaves it out)."""
+    model = noised_score_model(mechanism, 1, None)
+    span = model.scale * (model.high - model.low)
+
+    def reaches(n: int) -> bool:
+        return min(dict(_widths(mechanism, n, noise, beta, categories)).values()) / span <= target
+
+    low, high = 1, 2
+    while not reaches(high):
+        low, high = high, high * 2
+        if high > 1 << 40:
+            return high
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle + 1, high)
+    return low
