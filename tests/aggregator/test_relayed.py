@@ -248,3 +248,15 @@ def test_a_survey_whose_noise_misses_its_signed_epsilon_is_refused(client, opera
         "/api/v1/surveys", json={"definition": definition("good", NOISE)}, headers=operator_headers
     )
     assert good.status_code == 201, good.json
+
+
+def test_a_comparison_takes_each_sides_dummies_out(client, relayed):
+    real = ["01"] * 8 + ["00"] * 4
+    blobs = blobs_for(relayed, "n", "a", noised_batch(real, [25, 29], YES_NO))
+    assert put(client, relayed, "n", "a", blobs, real_units=12).status_code == 201
+    document = client.get("/api/v1/surveys/n/compare?question=a&with=n").json
+    assert document["first"]["n"] == document["second"]["n"] == 12
+    results = client.get("/api/v1/surveys/n/results").json["questions"][0]
+    row = document["comparisons"][0]
+    assert row["first"] == pytest.approx(results["categories"][0]["estimate"], abs=1e-12)
+    assert row["difference"] == 0.0

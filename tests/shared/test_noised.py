@@ -385,3 +385,34 @@ def test_mechanisms_without_output_reports_are_refused() -> None:
 
     with pytest.raises(InvalidParameter, match="output reports"):
         noised.output_statistics(OUE(epsilon=1.0, domain_size=4))
+
+
+def test_comparisons_between_waves_take_each_sides_dummies_out() -> None:
+    from deniable.comparison import compare_question
+    from deniable.survey import Survey
+
+    survey = Survey.from_dict(
+        {
+            "format": "deniable.survey/1",
+            "id": "w",
+            "title": "W",
+            "questions": [{"id": "a", "type": "yes_no", "text": "A?", "epsilon": 8.0}],
+        }
+    )
+    question = survey.questions[0]
+    oracle = question.oracle
+    first = noised.DummyNoise(law=TARGET_LAW, batches=1)
+    second = noised.DummyNoise(law=TARGET_LAW, batches=3)
+    before, after = np.array([60 + 27, 40 + 27]), np.array([150 + 81, 150 + 81])
+    body = compare_question(question, before, 100, question, after, 300, noises=(first, second))
+    rows = body["comparisons"]
+    expected = oracle.estimate(after - 81, 300) - oracle.estimate(before - 27, 100)
+    assert np.allclose([row["difference"] for row in rows], expected, atol=1e-12)
+    bound = (
+        oracle.variance_bound(100)
+        + noised.added_variance(oracle, 100, first).max()
+        + oracle.variance_bound(300)
+        + noised.added_variance(oracle, 300, second).max()
+    )
+    assert rows[0]["variance_bound"] == pytest.approx(bound, rel=1e-12)
+    assert rows[0]["half_widths"]["chebyshev"] == pytest.approx(math.sqrt(bound / 0.05))
