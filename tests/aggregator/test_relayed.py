@@ -260,3 +260,38 @@ def test_a_comparison_takes_each_sides_dummies_out(client, relayed):
     row = document["comparisons"][0]
     assert row["first"] == pytest.approx(results["categories"][0]["estimate"], abs=1e-12)
     assert row["difference"] == 0.0
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_dashboard_shows_the_three_figures_in_words_without_wcag_violations(client, relayed):
+    """The survey page's privacy figures (and the note on a shuffle-only batch) in Chromium,
+    at desktop and phone sizes: axe-core finds no WCAG 2.2 AA violation."""
+    from playwright.sync_api import sync_playwright
+
+    from .respond_stack import require_browser
+    from .test_respond_axe import AXE, SHOTS, _check_both
+
+    require_browser()
+    if not AXE.exists():
+        pytest.skip(f"axe-core is not installed at {AXE}")
+    real = ["01"] * 30 + ["00"] * 20
+    blobs = blobs_for(relayed, "n", "a", noised_batch(real, [26, 28], YES_NO))
+    assert put(client, relayed, "n", "a", blobs, real_units=50).status_code == 201
+    assert (
+        put(client, relayed, "n", "a", blobs_for(relayed, "n", "a", ["01"] * 7)).status_code == 201
+    )
+    html = client.get("/surveys/n").get_data(as_text=True)
+    assert "even if the relay colludes" in html and "shuffle bound only" in html
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        try:
+            page = browser.new_page()
+            page.set_content(html)
+            page.add_script_tag(path=str(AXE))
+            found = _check_both(page, "dashboard-relay-noise")
+        finally:
+            browser.close()
+    assert found == [], "\n".join(found)
