@@ -196,6 +196,14 @@ def test_results_take_the_dummies_out_and_match_a_recount(client, storage, relay
     csv = client.get("/api/v1/surveys/n/results?format=csv").get_data(as_text=True)
     header = csv.splitlines()[0].split(",")
     assert {"local_epsilon", "shuffle_epsilon", "noised_epsilon"} <= set(header)
+    from deniable.analysis import results_frame
+
+    frame = results_frame(document)
+    assert (
+        frame.attrs["privacy"]["a"]["noised_epsilon"]
+        == document["questions"][0]["central"]["noised_epsilon"]
+    )
+    assert list(frame["n"].unique()) == [80, 60]
 
 
 def test_a_batch_without_real_units_or_with_implausible_dummies_gets_the_shuffle_bound(
