@@ -37,6 +37,10 @@ __all__ = ["batch_summary", "central", "header", "noise_of", "relay_terms"]
 
 DELTA = 1e-6
 SUMMARY = "The relay hid who sent each report and forwarded batches in a random order."
+NOISE_SUMMARY = (
+    "The relay also added dummy reports to each batch, drawn from the signed law; the "
+    "estimates subtract their expected number and every interval includes their spread."
+)
 
 
 def relay_terms(record: SurveyRecord) -> Any:
@@ -58,6 +62,16 @@ def header(record: SurveyRecord, summary: dict[str, dict[str, int]] | None) -> d
     relay = relay_terms(record)
     summary = summary or {}
     smallest = [unit["smallest_batch"] for unit in summary.values() if unit["batches"]]
+    noise = {}
+    if relay.noise is not None:
+        noise = {
+            "noise": {
+                **relay.noise.to_dict(),
+                "noised_batches": sum(u.get("noised_batches", 0) for u in summary.values()),
+                "plausible_batches": sum(u.get("plausible_batches", 0) for u in summary.values()),
+                "summary": NOISE_SUMMARY,
+            }
+        }
     return {
         "url": relay.url,
         "min_batch": relay.min_batch,
@@ -69,6 +83,7 @@ def header(record: SurveyRecord, summary: dict[str, dict[str, int]] | None) -> d
         "delta": DELTA,
         "summary": SUMMARY,
         "conditions": list(CONDITIONS),
+        **noise,
     }
 
 

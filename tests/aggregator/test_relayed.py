@@ -193,6 +193,9 @@ def test_results_take_the_dummies_out_and_match_a_recount(client, storage, relay
         assert "even if the relay colludes" in central["figures"][0]["words"]
         assert "noise_note" not in central
         assert result["tightest"] == "exact_tail"
+    noise = document["relay"]["noise"]
+    assert (noise["noised_batches"], noise["plausible_batches"], noise["epsilon"]) == (4, 4, 1.0)
+    assert document["n_reports"] == 140 and document["relay"]["respondents"] == 80
     csv = client.get("/api/v1/surveys/n/results?format=csv").get_data(as_text=True)
     header = csv.splitlines()[0].split(",")
     assert {"local_epsilon", "shuffle_epsilon", "noised_epsilon"} <= set(header)
@@ -292,6 +295,7 @@ def test_the_dashboard_shows_the_three_figures_in_words_without_wcag_violations(
     )
     html = client.get("/surveys/n").get_data(as_text=True)
     assert "even if the relay colludes" in html and "shuffle bound only" in html
+    assert "also added dummy reports" in html
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
