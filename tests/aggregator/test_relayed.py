@@ -307,3 +307,17 @@ def test_the_dashboard_shows_the_three_figures_in_words_without_wcag_violations(
         finally:
             browser.close()
     assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_command_line_lists_batches_with_dummies(client, relayed, app_config, capsys):
+    from deniable.aggregator import cli
+
+    real = ["01"] * 5
+    blobs = blobs_for(relayed, "n", "a", noised_batch(real, [27, 27], YES_NO))
+    assert put(client, relayed, "n", "a", blobs, real_units=5).status_code == 201
+    status = cli.main(["--database", app_config["DATABASE"], "relay", "batches", "n"])
+    out = capsys.readouterr().out
+    assert status == 0 and "with dummies" in out and "plausible" in out
+    row = next(line for line in out.splitlines() if line.strip().startswith("a "))
+    assert row.split()[1:] == ["1", "5", "59", "0", "1", "1"]
