@@ -69,6 +69,9 @@ def read_survey(args: argparse.Namespace) -> tuple[Survey, tuple[str, ...]]:
         raise _fail(missing(error), EXIT_UNAVAILABLE) from None
     try:
         survey = Survey.from_dict(imported.definition)
+        relay = getattr(survey, "relay", None)
+        if relay is not None and relay.noise is not None:
+            relay.noise.verify()  # the exact δ of the signed law, as the API checks it
     except InvalidSurvey as error:
         raise _fail(f"{args.file}: {error}", EXIT_USAGE) from None
     return survey, imported.notes
