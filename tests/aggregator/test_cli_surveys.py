@@ -97,3 +97,23 @@ def test_a_missing_importer_is_one_line_with_status_5(initialised, capsys, monke
         "deniable-aggregator: error: yaml is not installed; it comes with the server extra: "
         "pip install 'deniable[server]'"
     )
+
+
+def test_a_relay_noise_law_that_misses_its_delta_is_refused(initialised, capsys) -> None:
+    """As the API: create-survey verifies the signed noise law's exact delta (status 2)."""
+    weak = {"epsilon": 1.0, "delta": 1e-6, "law": {"distribution": "binomial", "trials": 2}}
+    # (as tests/relay/test_noise.py: two fair coins per value are far from delta 1e-6)
+    path = initialised["dir"] / "weak.json"
+    path.write_text(
+        json.dumps(
+            {
+                "title": "Weak",
+                "questions": [{"type": "yes_no", "text": "Smoke?"}],
+                "relay": {"url": "http://127.0.0.1:9", "min_batch": 5, "noise": weak},
+            }
+        ),
+        encoding="utf-8",
+    )
+    status, out, err = call(capsys, run(initialised, "create-survey", str(path)))
+    assert status == 2 and out == ""
+    assert "more than the signed" in err and len(err.splitlines()) == 1
