@@ -4,9 +4,9 @@ and net promoter score (deniable.nonresponse): unbiased parts, intervals that co
 * Exact, by enumerating the law of the statistics at small n (a product of the reports'
   exact laws, folded respondent by respondent): the numerators and denominators are
   unbiased, and every published interval covers its truth with probability >= 1 - β.
-* By simulation at n = 2,000 with the vectorized mechanisms: every row misses no more often
-  than Binomial(trials, β) allows with false-alarm probability 1e-6, and the point estimates
-  lie near the truth.
+* By simulation at n = 1,000 (100 trials) with the vectorized mechanisms: every row misses
+  no more often than Binomial(trials, β) allows with false-alarm probability 1e-6, and the
+  point estimates lie near the truth.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ CASES = {
     ),
     "nps": (
         {"type": "scale", "points": 11, "epsilon": 6.0, "mechanism": "grr"},
-        [10, 0, 9, NOT_APPLICABLE],
+        [10, 6, NOT_APPLICABLE],
     ),
     "multiple choice sampled": (
         {
@@ -256,7 +256,7 @@ SIMULATED = {
 def test_coverage_by_simulation(case: str) -> None:
     rng = np.random.default_rng(20261128)
     question = question_of(SIMULATED[case])
-    n, trials, beta = 2000, 200, 0.05
+    n, trials, beta = 1000, 100, 0.05
     answers = population(question, n, rng)
     expected = truth(question, answers)
     values = [question.check_answer(a) for a in answers]
