@@ -56,6 +56,8 @@ FAMILY_NAMES = {
 }
 # Rows of an optional, conditional or scale question that are points, not shares.
 POINT_ROWS = ("mean", "nps")
+# The non-response rows in plain words for people (the data-label keeps the result's label).
+PLAIN_LABELS = {"declined": "Prefer not to say", "not_applicable": "Not asked (did not apply)"}
 
 
 def shown_interval(result: Mapping[str, Any], item: Mapping[str, Any]) -> tuple[float, float, str]:
@@ -70,6 +72,7 @@ def shown_interval(result: Mapping[str, Any], item: Mapping[str, Any]) -> tuple[
 
 __all__ = [
     "FAMILY_NAMES",
+    "PLAIN_LABELS",
     "POINT_ROWS",
     "bar_chart",
     "charted",
@@ -216,7 +219,8 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
     chart_bottom = top + ROW_HEIGHT * len(categories)
     height = chart_bottom + BOTTOM
     description = "; ".join(
-        f"{c['label']}: {format_share(e)} (interval {format_share(lw)} to {format_share(up)})"
+        f"{PLAIN_LABELS.get(c['label'], c['label']) if 'share_of' in c else c['label']}: "
+        f"{format_share(e)} (interval {format_share(lw)} to {format_share(up)})"
         for c, e, lw, up in zip(categories, estimates, lowers, uppers, strict=True)
     )
     parts = [_svg_open(height, title or "Estimated shares", description, "bars"), _legend(legend)]
@@ -226,6 +230,7 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
         zip(categories, estimates, lowers, uppers, strict=True)
     ):
         label = str(category["label"])
+        words = PLAIN_LABELS.get(label, label) if "share_of" in category else label
         y = top + row * ROW_HEIGHT
         mid = y + ROW_HEIGHT - 4 - BAR_HEIGHT / 2
         value = min(max(estimate, 0.0), 1.0)
@@ -238,9 +243,9 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
             f'<g class="bar" data-label="{_attr(label)}" data-estimate="{number(estimate)}" '
             f'data-shown="{number(value)}" data-lower="{number(lower)}" '
             f'data-upper="{number(upper)}" data-interval="{family}">'
-            f"<title>{escape(label)}: {format_share(value)}{raw}, interval "
+            f"<title>{escape(words)}: {format_share(value)}{raw}, interval "
             f"{format_share(lower)} to {format_share(upper)}</title>"
-            f'<text x="0" y="{y + 15:.1f}" fill="{TEXT}">{escape(_shorten(label))}</text>'
+            f'<text x="0" y="{y + 15:.1f}" fill="{TEXT}">{escape(_shorten(words))}</text>'
             f'<rect x="{left:.1f}" y="{mid - BAR_HEIGHT / 2:.1f}" width="{max(width, 0.5):.1f}" '
             f'height="{BAR_HEIGHT}" fill="{fill}" rx="2"/>'
             + _whisker(scale(lower), scale(upper), mid)
