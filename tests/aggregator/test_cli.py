@@ -482,8 +482,18 @@ def test_demo_survey_has_every_question_type() -> None:
         "numeric",
         "single_choice",
         "yes_no",
+        "scale",
     }
-    assert survey.total_epsilon <= 10.0  # the device's default policy admits it
+    # An optional sensitive question, a conditional one, help text and a 0-10 scale; the
+    # device's default policy still admits it.
+    assert any(q.optional and q.show_if is None for q in survey.questions)
+    assert any(q.show_if is not None for q in survey.questions)
+    assert any(q.help for q in survey.questions)
+    assert any(q.type == "scale" and q.points == 11 for q in survey.questions)
+    assert survey.total_epsilon <= 10.0
+    answers = demo.simulate_answers(survey, 300, np.random.default_rng(1))
+    assert any("burnout_cause" not in a for a in answers)  # not shown to some
+    assert any(a.get("harassment", False) is None for a in answers)  # declined by some
 
 
 def test_simulated_respondents_take_every_path() -> None:
