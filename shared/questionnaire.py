@@ -108,6 +108,8 @@ def _value_index(where: str, question: Any, value: object) -> Any:
         return int(value)
     if kind == "single_choice" and isinstance(value, str) and value in question.options:
         return question.options.index(value)
+    if kind == "scale" and type(value) is float and value.is_integer():
+        value = int(value)  # a JSON number is its value: 7.0 is the point 7 (§2.2)
     if kind == "scale" and type(value) is int and value in SCALE_POINTS[question.points]:
         return SCALE_POINTS[question.points].index(value)
     raise fail(where, f"{value!r} is not a value of question {question.id!r}", "condition")

@@ -394,3 +394,16 @@ def test_path_vectors(vector) -> None:
     for qid, expected in vector["values"].items():
         value = values[qid]
         assert (list(value) if isinstance(value, tuple) else value) == expected["value"], qid
+
+
+def test_a_condition_reads_a_number_by_its_value() -> None:
+    """7.0 and 7 are one JSON number (docs/protocol.md §2.2): a JavaScript client cannot tell
+    them apart, so a condition on a scale point accepts both, and they are one value in `in`."""
+    spelled = copy.deepcopy(BASE)
+    spelled["questions"][3]["show_if"] = {"question": "nps", "in": [0.0, 6]}
+    survey = Survey.from_dict(spelled)
+    assert survey.path_answers({"smoke": False, "nps": 0, "why": []})["why"] == (0, 0, 0, 0)
+    spelled["questions"][3]["show_if"] = {"question": "nps", "in": [6.0, 6]}
+    with pytest.raises(InvalidSurvey) as caught:
+        Survey.from_dict(spelled)
+    assert caught.value.reason == "condition"
