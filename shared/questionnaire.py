@@ -2,10 +2,11 @@
 
 Non-response is a value of a question's domain, randomized by the question's own
 mechanism at its own ε (docs/protocol.md §5.5), so a report never says whether the
-respondent answered, declined or was not asked beyond what the mechanism allows.  This
-is randomized response's forced answer turned around (Warner 1965; John, Loewenstein,
-Acquisti, Vosgerau 2018 on "prefer not to say" being itself revealing): the mechanism
-does not care which of its values is the true one.
+respondent answered, declined or was not asked beyond what the mechanism allows: the
+mechanism does not care which of its values is the true one.  (Randomized response,
+Warner 1965, and its forced-response design, Boruch 1971; John, Loewenstein, Acquisti,
+Vosgerau 2018 found respondents avoid answers that look self-incriminating, so a
+non-answer sent as a visible skip would itself be telling.)
 
 The *extras* of a question, in this order and only when they can occur: ``declined``
 (``optional``), then ``not_applicable`` (``show_if``).  :data:`DECLINED` and
