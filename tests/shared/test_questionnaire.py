@@ -407,3 +407,13 @@ def test_a_condition_reads_a_number_by_its_value() -> None:
     with pytest.raises(InvalidSurvey) as caught:
         Survey.from_dict(spelled)
     assert caught.value.reason == "condition"
+
+
+def test_crosstabs_take_non_response_as_categories_and_refuse_an_optional_number() -> None:
+    from deniable.crosstab import axis
+    from deniable.errors import InvalidParameter
+
+    survey = Survey.from_dict(BASE)
+    assert axis(survey.question("smoke").oracle).size == 3  # no, yes, declined
+    with pytest.raises(InvalidParameter, match="no crosstab yet"):
+        axis(survey.question("much").oracle)
