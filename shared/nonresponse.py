@@ -21,7 +21,9 @@ category (``deniable.crosstab``):
   interval at β/2 and the denominator's at β/2 (split evenly among the extras it
   subtracts); both cover with probability >= 1 - β (union bound), and then the ratio's
   interval covers;
-* the simultaneous intervals, and the scale's mean and NPS: the frequencies' simultaneous
+* a scale's mean and NPS: the narrower (by its data-free half-width) of the simultaneous
+  construction below and Hoeffding's interval on the weighted sum at β/2 with A at β/2;
+* the simultaneous intervals (and the scale's rows otherwise): the frequencies' simultaneous
   intervals at β cover every category at once with probability >= 1 - β; on that event
   every linear numerator Σ w_v f_v (w >= 0) lies in [Σ w_v L_v, Σ w_v U_v], every
   denominator likewise, so every ratio interval of the question covers at once;
@@ -32,6 +34,7 @@ category (``deniable.crosstab``):
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -164,7 +167,10 @@ def nonresponse_results(
             both = (s_low[i], s_high[i])
         rows.append(_row(label, SHARE_OF[label], share, bounds, both))
     if question.type == "scale":
-        rows += _scale_rows(question, full, a_hat, (sa_low, sa_high))
+        answered = (a_low, a_high) if e else (1.0, 1.0)
+        rows += _scale_rows(
+            question, full, frequencies, n, beta, a_hat, answered, (sa_low, sa_high)
+        )
     return {
         **_families(question, frequencies, statistics, n, beta),
         "beta": beta,
@@ -202,28 +208,71 @@ def _families(question: Question, frequencies, statistics, n: int, beta: float) 
     return {key: described[key] for key in _FAMILY_KEYS if key in described}
 
 
-def _scale_rows(question: Question, full, a_hat, answered_bounds) -> list[dict[str, Any]]:
-    """The mean point and (11 points) the NPS among those who answered, on the simultaneous
-    event of the frequencies (see the module docstring)."""
+def _scale_rows(
+    question: Question, full, frequencies, n: int, beta: float, a_hat, answered, simultaneous
+) -> list[dict[str, Any]]:
+    """The mean point and (11 points) the NPS among those who answered (module docstring).
+
+    The simultaneous columns come from the frequencies' simultaneous event.  The published
+    interval is the narrower, by its data-free half-width, of that one and Hoeffding's on the
+    weighted sum (:func:`_weighted_half_width`) at β/2 with the answered share at β/2.
+    """
     points = np.array([int(label) for label in question.base_labels], float)
     base = len(points)
     low, high = full["simultaneous_lower"][:base], full["simultaneous_upper"][:base]
     estimates = full["estimate"][:base]
-    rows = []
+    chosen = frequencies.intervals[frequencies.simultaneous_tightest]
+    nominal = float(chosen.simultaneous_nominal_half_width)
+
+    def weighted(weights: np.ndarray, span: float):
+        total = float(weights @ estimates)
+        both = ratio_interval(weights @ low, weights @ high, *simultaneous, span)
+        single = both
+        half = _weighted_half_width(question.oracle, weights, n, beta / 2)
+        if half is not None and half < nominal * float(weights.sum()):
+            single = ratio_interval(total - half, total + half, *answered, span)
+        return _ratio(np.asarray(total), np.asarray(a_hat), span), single, both
+
     weights = points - points[0]  # >= 0
-    span = float(weights[-1])
-    mean_bounds = ratio_interval(weights @ low, weights @ high, *answered_bounds, span)
-    mean = _ratio(weights @ estimates, a_hat, span)
-    bounds = (points[0] + mean_bounds[0], points[0] + mean_bounds[1])
-    rows.append(_row("mean", "answered", points[0] + mean, bounds, bounds))
+    value, single, both = weighted(weights, float(weights[-1]))
+    rows = [
+        _row(
+            "mean",
+            "answered",
+            points[0] + value,
+            (points[0] + single[0], points[0] + single[1]),
+            (points[0] + both[0], points[0] + both[1]),
+        )
+    ]
     if base == 11:
         # NPS + 1 = (2 f_9 + 2 f_10 + f_7 + f_8) / A, in [0, 2].
-        weights = np.array([0] * 7 + [1, 1, 2, 2], float)
-        shifted = ratio_interval(weights @ low, weights @ high, *answered_bounds, 2.0)
-        nps = 100 * (_ratio(weights @ estimates, a_hat, 2.0) - 1)
-        bounds = (100 * (shifted[0] - 1), 100 * (shifted[1] - 1))
-        rows.append(_row("nps", "answered", nps, bounds, bounds))
+        value, single, both = weighted(np.array([0] * 7 + [1, 1, 2, 2], float), 2.0)
+        rows.append(
+            _row(
+                "nps",
+                "answered",
+                100 * (value - 1),
+                (100 * (single[0] - 1), 100 * (single[1] - 1)),
+                (100 * (both[0] - 1), 100 * (both[1] - 1)),
+            )
+        )
     return rows
+
+
+def _weighted_half_width(oracle: Any, weights: np.ndarray, n: int, level: float) -> float | None:
+    """Hoeffding's half-width for Σ_v w_v f_v (w >= 0 over the answer values) at ``level``.
+
+    For a pure frequency oracle the report's score s = Σ_v w_v 1[v ∈ S(y)] has mean
+    q* W + (p* - q*) w_x (W = Σ w) and lies in [0, R], R = max w for a one-value support
+    (direct encoding) and Σ w otherwise; the n scores are independent, so (Hoeffding 1963)
+    |Σ w f̂ - Σ w f| <= R/(p* - q*) sqrt(ln(2/level)/(2n)) with probability >= 1 - level.
+    None for an oracle without p*, q*.
+    """
+    p, q = getattr(oracle, "p_star", None), getattr(oracle, "q_star", None)
+    if p is None or q is None or p == q:
+        return None
+    reach = float(weights.max() if oracle.direct_encoding else weights.sum())
+    return reach / abs(p - q) * math.sqrt(math.log(2 / level) / (2 * n))
 
 
 def _number_row(question: Question, statistics, n, beta, a_hat, answered_bounds):
