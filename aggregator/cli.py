@@ -37,6 +37,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from deniable.errors import DeniableError
+from deniable.questionnaire import NOT_APPLICABLE
 from deniable.service.cli import add_serve_arguments
 
 from . import cli_crosstab, cli_keys, cli_relay, cli_surveys, cli_tokens, planning
@@ -317,7 +318,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         progress = Progress(len(bodies), f"submitting {args.respondents:,} respondents")
         received = submit_all(base, served.id, bodies, progress=progress)
         results = session.get(f"{base}/api/v1/surveys/{served.id}/results", timeout=30).json()
-        truth = {q.id: true_summary(q, [a[q.id] for a in answers]) for q in served.questions}
+        truth = {
+            q.id: true_summary(q, [a.get(q.id, NOT_APPLICABLE) for a in answers])
+            for q in served.questions
+        }
         print(f"{received:,} reports from {args.respondents:,} simulated respondents\n")
         print(results_table(results, document, truth))
         if args.no_serve:

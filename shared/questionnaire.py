@@ -2,10 +2,11 @@
 
 Non-response is a value of a question's domain, randomized by the question's own
 mechanism at its own ε (docs/protocol.md §5.5), so a report never says whether the
-respondent answered, declined or was not asked beyond what the mechanism allows.  This
-is randomized response's forced answer turned around (Warner 1965; John, Loewenstein,
-Acquisti, Vosgerau 2018 on "prefer not to say" being itself revealing): the mechanism
-does not care which of its values is the true one.
+respondent answered, declined or was not asked beyond what the mechanism allows: the
+mechanism does not care which of its values is the true one.  (Randomized response,
+Warner 1965, and its forced-response design, Boruch 1971; John, Loewenstein, Acquisti,
+Vosgerau 2018 found respondents avoid answers that look self-incriminating, so a
+non-answer sent as a visible skip would itself be telling.)
 
 The *extras* of a question, in this order and only when they can occur: ``declined``
 (``optional``), then ``not_applicable`` (``show_if``).  :data:`DECLINED` and
@@ -108,6 +109,8 @@ def _value_index(where: str, question: Any, value: object) -> Any:
         return int(value)
     if kind == "single_choice" and isinstance(value, str) and value in question.options:
         return question.options.index(value)
+    if kind == "scale" and type(value) is float and value.is_integer():
+        value = int(value)  # a JSON number is its value: 7.0 is the point 7 (§2.2)
     if kind == "scale" and type(value) is int and value in SCALE_POINTS[question.points]:
         return SCALE_POINTS[question.points].index(value)
     raise fail(where, f"{value!r} is not a value of question {question.id!r}", "condition")
@@ -350,7 +353,10 @@ def path_answers(survey: Any, answers: object) -> dict[str, Any]:
             base: Any = NOT_APPLICABLE
         elif given is None:
             if not question.optional:
-                raise InvalidValue(f"question {question.id!r} needs an answer (it is not optional)")
+                raise InvalidValue(
+                    f"every question shown must be answered; missing {question.id!r} "
+                    "(it is not optional)"
+                )
             base = DECLINED
         else:
             base = question.check_base(given)

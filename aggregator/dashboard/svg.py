@@ -52,12 +52,19 @@ FAMILY_NAMES = {
     "chebyshev_exact": "exact-variance Chebyshev",
     "bernstein": "Bernstein",
     "exact_tail": "exact-tail",
+    "ratio": "ratio (union bound)",
 }
+# Rows of an optional, conditional or scale question that are points, not shares.
+POINT_ROWS = ("mean", "nps")
+# The non-response rows in plain words for people (the data-label keeps the result's label).
+PLAIN_LABELS = {"declined": "Prefer not to say", "not_applicable": "Not asked (did not apply)"}
 
 
 def shown_interval(result: Mapping[str, Any], item: Mapping[str, Any]) -> tuple[float, float, str]:
     """(lower, upper, family) of the tightest published interval of one category or mean."""
     family = str(result.get("tightest", "chebyshev"))
+    if family == "ratio":  # deniable.nonresponse: lower/upper are the ratio's interval
+        return float(item["lower"]), float(item["upper"]), family
     if family != "chebyshev" and f"{family}_lower" in item:
         return float(item[f"{family}_lower"]), float(item[f"{family}_upper"]), family
     return float(item["lower"]), float(item["upper"]), "chebyshev"
@@ -65,7 +72,10 @@ def shown_interval(result: Mapping[str, Any], item: Mapping[str, Any]) -> tuple[
 
 __all__ = [
     "FAMILY_NAMES",
+    "PLAIN_LABELS",
+    "POINT_ROWS",
     "bar_chart",
+    "charted",
     "chart_for",
     "format_number",
     "format_share",
@@ -209,7 +219,8 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
     chart_bottom = top + ROW_HEIGHT * len(categories)
     height = chart_bottom + BOTTOM
     description = "; ".join(
-        f"{c['label']}: {format_share(e)} (interval {format_share(lw)} to {format_share(up)})"
+        f"{PLAIN_LABELS.get(c['label'], c['label']) if 'share_of' in c else c['label']}: "
+        f"{format_share(e)} (interval {format_share(lw)} to {format_share(up)})"
         for c, e, lw, up in zip(categories, estimates, lowers, uppers, strict=True)
     )
     parts = [_svg_open(height, title or "Estimated shares", description, "bars"), _legend(legend)]
@@ -219,6 +230,7 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
         zip(categories, estimates, lowers, uppers, strict=True)
     ):
         label = str(category["label"])
+        words = PLAIN_LABELS.get(label, label) if "share_of" in category else label
         y = top + row * ROW_HEIGHT
         mid = y + ROW_HEIGHT - 4 - BAR_HEIGHT / 2
         value = min(max(estimate, 0.0), 1.0)
@@ -231,9 +243,9 @@ def bar_chart(result: Mapping[str, Any], title: str = "") -> str:
             f'<g class="bar" data-label="{_attr(label)}" data-estimate="{number(estimate)}" '
             f'data-shown="{number(value)}" data-lower="{number(lower)}" '
             f'data-upper="{number(upper)}" data-interval="{family}">'
-            f"<title>{escape(label)}: {format_share(value)}{raw}, interval "
+            f"<title>{escape(words)}: {format_share(value)}{raw}, interval "
             f"{format_share(lower)} to {format_share(upper)}</title>"
-            f'<text x="0" y="{y + 15:.1f}" fill="{TEXT}">{escape(_shorten(label))}</text>'
+            f'<text x="0" y="{y + 15:.1f}" fill="{TEXT}">{escape(_shorten(words))}</text>'
             f'<rect x="{left:.1f}" y="{mid - BAR_HEIGHT / 2:.1f}" width="{max(width, 0.5):.1f}" '
             f'height="{BAR_HEIGHT}" fill="{fill}" rx="2"/>'
             + _whisker(scale(lower), scale(upper), mid)
@@ -319,6 +331,24 @@ def mean_chart(result: Mapping[str, Any], lo: float, hi: float, title: str = "")
     return "".join(parts)
 
 
+def charted(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the charts draw of a result: for an optional, conditional or scale question
+    (rows with ``share_of``, deniable.nonresponse) the share rows as bars, or a number's mean
+    row as its mean; the scale's mean and NPS rows are not charted yet.  Other results as they
+    are."""
+    rows = result.get("categories") or []
+    if not rows or "share_of" not in rows[0]:
+        return result
+    if result.get("type") == "numeric":
+        mean = next(row for row in rows if row["label"] == "mean")
+        if mean["estimate"] is None:
+            return {**result, "estimate": None}
+        flat = {key: value for key, value in result.items() if key != "categories"}
+        return {**flat, "mean": mean["estimate"], "lower": mean["lower"], "upper": mean["upper"]}
+    shares = [row for row in rows if row["label"] not in POINT_ROWS and row["estimate"] is not None]
+    return {**result, "categories": shares}
+
+
 def chart_for(result: Mapping[str, Any], question: Mapping[str, Any] | None = None) -> str:
     """The chart for one question's result; ``""`` when there is nothing to draw yet.
 
@@ -326,6 +356,7 @@ def chart_for(result: Mapping[str, Any], question: Mapping[str, Any] | None = No
     questions, the ``lo``/``hi`` range).
     """
     question = question or {}
+    result = charted(result)
     title = str(question.get("text", result.get("question", "")))
     if result.get("estimate", 0) is None or not result.get("n"):
         return ""

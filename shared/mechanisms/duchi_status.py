@@ -134,6 +134,17 @@ class DuchiStatus(Mechanism):
         status = self.status_oracle.epsilon_implemented
         return max(answers, status + against_coin)
 
+    # -- crosstabs: not yet ------------------------------------------------------------
+    @property
+    def score_line(self) -> tuple[float, float, float, float]:
+        raise InvalidParameter(
+            "an optional or conditional numeric question has no crosstab yet (its mean is a "
+            "ratio among those who answered)"
+        )
+
+    def score_model(self) -> Any:
+        return self.score_line  # raises the same plain reason
+
     # -- the device path ------------------------------------------------------------
     def check_value(self, value: object) -> tuple[int, float | None]:
         if isinstance(value, tuple) and len(value) == 2:

@@ -210,6 +210,8 @@ def random_answer(question: Any, rng: np.random.Generator) -> Any:
         return question.options[int(rng.integers(len(question.options)))]
     if question.type == "multiple_choice":
         return [o for o in question.options if rng.integers(2)]
+    if question.type == "scale":
+        return int(question.base_labels[int(rng.integers(question.base_size))])
     return float(rng.uniform(question.lo, question.hi))
 
 

@@ -179,7 +179,7 @@ def test_create_survey_twice_is_a_conflict(with_survey, capsys) -> None:
 def test_close_survey(with_survey, capsys) -> None:
     add_reports(with_survey, 10)
     status, out, _ = call(capsys, run(with_survey, "close-survey", DEMO["id"]))
-    assert status == 0 and "is closed (40 reports)" in out
+    assert status == 0 and f"is closed ({10 * len(DEMO['questions'])} reports)" in out
     storage = open_storage({"DATABASE": str(with_survey["database"])})
     assert storage.get_survey(DEMO["id"]).status == "closed"
     storage.close()
@@ -218,7 +218,7 @@ def test_results_table_and_json_match_the_estimator(with_survey, capsys) -> None
     status, out, _ = call(capsys, run(with_survey, "results", DEMO["id"], "--json"))
     assert status == 0
     document = json.loads(out)
-    assert document["n_reports"] == 1600 and document["beta"] == 0.05
+    assert document["n_reports"] == 400 * len(DEMO["questions"]) and document["beta"] == 0.05
     commute = next(q for q in document["questions"] if q["question"] == "commute")
     assert (
         commute["n"] == 400
@@ -289,7 +289,7 @@ def test_export_writes_every_report_in_order(with_survey, capsys, fmt) -> None:
     status, out, err = call(
         capsys, run(with_survey, "export", DEMO["id"], "--format", fmt, "-o", str(output))
     )
-    assert status == 0 and out == "" and "exported 100 reports" in err
+    assert status == 0 and out == "" and f"exported {25 * len(DEMO['questions'])} reports" in err
     text = output.read_text("utf-8")
     if fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(text)))
@@ -304,7 +304,7 @@ def test_export_writes_every_report_in_order(with_survey, capsys, fmt) -> None:
 def test_export_to_stdout_and_errors(with_survey, capsys) -> None:
     add_reports(with_survey, 2)
     status, out, _ = call(capsys, run(with_survey, "export", DEMO["id"]))
-    assert status == 0 and len(out.splitlines()) == 8
+    assert status == 0 and len(out.splitlines()) == 2 * len(DEMO["questions"])
     status, _, err = call(capsys, run(with_survey, "export", DEMO["id"], "--format", "xml"))
     assert status == 2 and "invalid choice" in single_error_line(err)
     status, _, err = call(capsys, run(with_survey, "export", "nope"))
@@ -431,7 +431,8 @@ def test_demo_no_serve_submits_over_http_and_prints_results(tmp_path: Path) -> N
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    assert "1,200 reports from 300 simulated respondents" in result.stdout
+    reports = 300 * len(DEMO["questions"])  # one report per question on every path
+    assert f"{reports:,} reports from 300 simulated respondents" in result.stdout
     # The server is gone: no URLs; the kept directory and its token are still true.
     assert "http://" not in result.stdout and "dashboard" not in result.stdout
     assert f"demo data kept in {directory}" in result.stdout
@@ -439,7 +440,7 @@ def test_demo_no_serve_submits_over_http_and_prints_results(tmp_path: Path) -> N
     assert "300/300" in result.stderr  # the progress bar reached the end
     storage = open_storage({"DATABASE": str(directory / "deniable.sqlite3")})
     try:
-        assert storage.count_reports("demo-workplace") == 1200
+        assert storage.count_reports("demo-workplace") == reports
         statistics = storage.fold("demo-workplace")
         assert {s.n for s in statistics.values()} == {300}
     finally:
@@ -476,12 +477,38 @@ def test_demo_refuses_a_busy_port(tmp_path: Path, capsys) -> None:
 
 def test_demo_survey_has_every_question_type() -> None:
     survey = demo.demo_survey()
-    assert sorted(q.type for q in survey.questions) == [
+    assert {q.type for q in survey.questions} == {
         "multiple_choice",
         "numeric",
         "single_choice",
         "yes_no",
-    ]
+        "scale",
+    }
+    # An optional sensitive question, a conditional one, help text and a 0-10 scale; the
+    # device's default policy still admits it.
+    assert any(q.optional and q.show_if is None for q in survey.questions)
+    assert any(q.show_if is not None for q in survey.questions)
+    assert any(q.help for q in survey.questions)
+    assert any(q.type == "scale" and q.points == 11 for q in survey.questions)
+    assert survey.total_epsilon <= 10.0
+    answers = demo.simulate_answers(survey, 300, np.random.default_rng(1))
+    assert any("burnout_cause" not in a for a in answers)  # not shown to some
+    assert any(a.get("harassment", False) is None for a in answers)  # declined by some
+
+
+def test_simulated_respondents_take_every_path() -> None:
+    from ..shared.questionnaire_vectors import QUESTIONNAIRE_SURVEY
+
+    survey = Survey.from_dict(QUESTIONNAIRE_SURVEY)
+    answers = demo.simulate_answers(survey, 300, np.random.default_rng(1))
+    conditional = [q for q in survey.questions if q.show_if is not None]
+    optional = [q for q in survey.questions if q.optional]
+    assert any(q.id not in a for a in answers for q in conditional)  # not shown
+    assert any(q.id in a and a[q.id] is not None for a in answers for q in conditional)
+    assert any(a.get(q.id, 0) is None for a in answers for q in optional)  # declined
+    for answer in answers[:20]:
+        body = demo.respondent_reports(survey, answer)
+        assert [r["question"] for r in body["reports"]] == survey.question_ids
 
 
 def test_simulated_answers_are_valid_and_reports_decode() -> None:
@@ -521,12 +548,12 @@ def test_the_admin_commands_on_postgresql(postgres_database, tmp_path, capsys) -
     assert status == 0 and out.startswith("dnb_")
     reports = add_reports(paths, 30)
     status, out, _ = call(capsys, run(paths, "results", DEMO["id"], "--json"))
-    assert status == 0 and json.loads(out)["n_reports"] == 120
+    assert status == 0 and json.loads(out)["n_reports"] == 30 * len(DEMO["questions"])
     status, out, _ = call(capsys, run(paths, "export", DEMO["id"], "--format", "csv"))
     assert status == 0
     assert [row["id"] for row in csv.DictReader(io.StringIO(out))] == [r.id for r in reports]
     status, out, _ = call(capsys, run(paths, "close-survey", DEMO["id"]))
-    assert status == 0 and "closed (120 reports)" in out
+    assert status == 0 and f"closed ({30 * len(DEMO['questions'])} reports)" in out
 
 
 def test_messages_never_show_a_database_password() -> None:
