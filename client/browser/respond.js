@@ -11,6 +11,7 @@ import {
   SignatureError,
   SurveyClient,
   TransportError,
+  statuses,
 } from "./deniable.js";
 import { language, translator } from "./messages.js";
 
@@ -30,8 +31,10 @@ function el(tag, attributes, ...children) {
 /** What a noisy report says, in the respondent's words (the mechanism's own text is English and technical). */
 function describe(q, report, t, number) {
   // The form's phrases; each mechanism picks the one that fits its reports (Mechanism.words).
+  const base = q.type === "yes_no" ? [t("no"), t("yes")] : q.labels,
+    extras = { declined: t("prefer_not"), not_applicable: t("not_asked") };
   return q.oracle.words(report, {
-    labels: q.type === "yes_no" ? [t("no"), t("yes")] : q.options,
+    labels: [...base, ...q.extras.map((e) => extras[e])],
     yesNo: (bit) => t(bit ? "yes" : "no"),
     number,
     coded: (value) => t("value_coded", { value }),
@@ -244,52 +247,103 @@ export async function mount(root) {
   const base = client.baseUrl,
     link = (href, text) => el("a", { href, target: "_blank", rel: "noopener noreferrer", text });
   const errorFor = (id) => el("p", { id: `${id}-error`, class: "deniable-field-error" });
+  // Radios carry the answer's index ("true"/"false" for yes/no), or DECLINED; multiple choice
+  // and numbers have a "Prefer not to say" checkbox beside them, exclusive of an answer.
+  const DECLINED = "declined";
   const field = (q) => {
     const name = `q-${q.id}`,
-      type = q.type === "multiple_choice" ? "checkbox" : "radio",
-      described = `${name}-error`;
-    const inputs =
-      q.type === "numeric"
-        ? [
-            el("label", {
-              for: name,
-              class: "deniable-number",
-              text: t("number_label", { lo: number(q.lo), hi: number(q.hi) }),
-            }),
-            el("input", {
-              type: "number",
-              id: name,
-              name,
-              min: q.lo,
-              max: q.hi,
-              step: "any",
-              inputmode: "decimal",
-              "aria-describedby": described,
-            }),
-          ]
-        : (q.options ?? [t("yes"), t("no")]).map((label, i) =>
+      radio = q.type !== "multiple_choice" && q.type !== "numeric",
+      help = q.help ? [el("p", { id: `${name}-help`, class: "deniable-help", text: q.help })] : [],
+      anchors = scaleAnchors(q, name),
+      // The help, the scale's anchors, then the error: read with every control of the question.
+      described = [...help, ...anchors].map((p) => p.id).join(" ") + ` ${name}-error`;
+    const choice = (id, value, label, type = radio ? "radio" : "checkbox", inputName = name) =>
+      el(
+        "div",
+        { class: "deniable-choice" },
+        el("input", { type, id, name: inputName, value, "aria-describedby": described }),
+        el("label", { for: id, text: label }),
+      );
+    let inputs;
+    if (q.type === "numeric")
+      inputs = [
+        el("label", {
+          for: name,
+          class: "deniable-number",
+          text: t("number_label", { lo: number(q.lo), hi: number(q.hi) }),
+        }),
+        el("input", {
+          type: "number",
+          id: name,
+          name,
+          min: q.lo,
+          max: q.hi,
+          step: "any",
+          inputmode: "decimal",
+          "aria-describedby": described,
+        }),
+      ];
+    else if (q.type === "scale")
+      inputs = [
+        el(
+          "div",
+          { class: "deniable-scale" },
+          ...q.values.map((value, i) =>
             el(
               "div",
-              { class: "deniable-choice" },
+              { class: "deniable-point" },
               el("input", {
-                type,
+                type: "radio",
                 id: `${name}-${i}`,
                 name,
-                value: q.options ? i : String(i === 0),
+                value: i,
                 "aria-describedby": described,
               }),
-              el("label", { for: `${name}-${i}`, text: label }),
+              el("label", { for: `${name}-${i}`, text: String(value) }),
             ),
-          );
+          ),
+        ),
+        ...anchors,
+      ];
+    else
+      inputs = (q.options ?? [t("yes"), t("no")]).map((label, i) =>
+        choice(`${name}-${i}`, q.options ? i : String(i === 0), label),
+      );
+    if (q.optional) {
+      const decline = radio
+        ? choice(`${name}-declined`, DECLINED, t("prefer_not"))
+        : choice(`${name}-declined`, DECLINED, t("prefer_not"), "checkbox", `${name}-declined`);
+      decline.classList.add("deniable-decline");
+      inputs.push(decline);
+    }
     return el(
       "fieldset",
-      { id: `${name}-set` },
+      { id: `${name}-set`, "data-question": q.id },
       el("legend", { text: q.text }),
+      ...help,
       ...inputs,
       errorFor(name),
       el("p", { class: "deniable-cost", text: t("question_cost", { epsilon: number(q.cost) }) }),
     );
   };
+  /** A scale's ends in words (its anchors, or the net promoter score's), or nothing. */
+  function scaleAnchors(q, name) {
+    if (q.type !== "scale" || !(q.anchors || q.points === 11)) return [];
+    const [low, high] = [q.values[0], q.values.at(-1)];
+    const words = q.anchors
+      ? [
+          t("scale_anchor", { value: low, label: q.anchors.low }),
+          t("scale_anchor", { value: high, label: q.anchors.high }),
+        ]
+      : t("scale_nps").split(/, /);
+    return [
+      el(
+        "p",
+        { id: `${name}-anchors`, class: "deniable-anchors" },
+        ...words.map((text) => el("span", { text })),
+      ),
+    ];
+  }
   const heading = data.deniableHeading === "none" ? [] : [el("h2", { text: survey.title })];
   const form = el(
     "form",
@@ -335,6 +389,10 @@ export async function mount(root) {
     hidden: "",
     "aria-labelledby": "deniable-thanks",
   });
+  // Questions shown or hidden as answers change are announced here, politely, apart from the
+  // status (errors, sending): "Another question now applies…", "… no longer applies…".
+  const changes = el("p", { class: "deniable-announce", "aria-live": "polite" });
+  form.prepend(changes);
   root.append(form, review, thanks);
   say("");
   data.state = "ready";
@@ -346,10 +404,16 @@ export async function mount(root) {
       text ? input.setAttribute("aria-invalid", "true") : input.removeAttribute("aria-invalid");
     form.querySelector(`#${name}-set`)?.classList.toggle("deniable-invalid", Boolean(text));
   };
-  /** [answer, problem] of one question as the form holds it (problem undefined when fine). */
+  /**
+   * {answer, declined, problem} of one question as the form holds it (problem undefined when
+   * fine; declined: "Prefer not to say" chosen).
+   */
   const read = (q, values) => {
-    const given = values.getAll(`q-${q.id}`),
+    const name = `q-${q.id}`,
+      given = values.getAll(name),
       [value = ""] = given;
+    if (value === DECLINED || values.get(`${name}-declined`) === DECLINED)
+      return { answer: undefined, declined: true };
     // Options by index: a label's exact text never round-trips a form.
     const answer =
       q.type === "multiple_choice"
@@ -360,27 +424,62 @@ export async function mount(root) {
             ? Number(value)
             : q.type === "yes_no"
               ? value === "true"
-              : q.options[value];
-    if (answer === undefined) return [answer, t("required")];
+              : q.type === "scale"
+                ? q.values[value]
+                : q.options[value];
+    if (answer === undefined)
+      return { answer, problem: t(q.optional ? "required_or_decline" : "required") };
     try {
       q.checkAnswer(answer);
     } catch {
-      return [answer, t("out_of_range", { lo: number(q.lo), hi: number(q.hi) })];
+      return { answer, problem: t("out_of_range", { lo: number(q.lo), hi: number(q.hi) }) };
     }
-    return [answer, undefined];
+    return { answer };
+  };
+  /** The true answers the form holds now (declined: null; unanswered or invalid: left out). */
+  const current = (values = new FormData(form)) => {
+    const answers = {};
+    for (const q of survey.questions) {
+      const { answer, declined, problem } = read(q, values);
+      if (declined) answers[q.id] = null;
+      else if (!problem) answers[q.id] = answer;
+    }
+    return answers;
+  };
+  const fieldset = (q) => form.querySelector(`#q-${q.id}-set`);
+  /**
+   * Shows the questions whose show_if holds on the answers given, hides the others (their answers
+   * stay in the form but are never sent), and announces the change. A show_if names only earlier
+   * questions, so what changes is always below the control just used: nothing moves under it.
+   */
+  const applyConditions = () => {
+    const now = statuses(survey.questions, current()),
+      said = [];
+    survey.questions.forEach((q, i) => {
+      const set = fieldset(q),
+        hide = now[i] === "hidden";
+      if (set.hidden === hide) return;
+      set.hidden = hide;
+      if (hide) mark(`q-${q.id}`, undefined);
+      said.push(t(hide ? "question_hidden" : "question_shown", { question: q.text }));
+    });
+    if (said.length) changes.textContent = said.join(" ");
+    return now;
   };
   const tokenMissing = () => form.querySelector("#deniable-token").value.trim() === "";
   /** The answers, or undefined after marking every problem next to its question. */
   const check = () => {
     const values = new FormData(form),
       answers = {},
-      problems = [];
-    for (const q of survey.questions) {
+      problems = [],
+      shown = applyConditions();
+    for (const [i, q] of survey.questions.entries()) {
+      if (shown[i] === "hidden") continue; // not asked: no answer goes to the client
       const name = `q-${q.id}`,
-        [answer, problem] = read(q, values);
+        { answer, declined, problem } = read(q, values);
       mark(name, problem);
       if (problem) problems.push(form.querySelector(`[name="${name}"]`));
-      else answers[q.id] = answer;
+      else answers[q.id] = declined ? null : answer;
     }
     if (askToken) {
       const missing = tokenMissing();
@@ -400,19 +499,40 @@ export async function mount(root) {
   // An error goes as soon as its answer is fixed (and changes words if it is wrong another
   // way); a field not yet marked stays unmarked while the respondent is still answering.
   const recheck = (event) => {
-    const name = event.target.name || event.target.id,
+    const name = (event.target.name || event.target.id).replace(/-declined$/, ""),
       question = survey.questions.find((q) => `q-${q.id}` === name);
     if (!form.querySelector(`#${name}-error`)?.textContent) return;
-    if (question) mark(name, read(question, new FormData(form))[1]);
+    if (question) mark(name, read(question, new FormData(form)).problem);
     else if (name === "deniable-token" && !tokenMissing()) mark(name, undefined);
     if (!form.querySelector("[aria-invalid]") && data.state === "errors") {
       say("");
       data.state = "ready";
     }
   };
+  // "Prefer not to say" beside checkboxes or a number excludes an answer, and an answer excludes it.
+  const exclusive = (event) => {
+    const input = event.target,
+      name = input.name.replace(/-declined$/, ""),
+      declining = input.name.endsWith("-declined");
+    if (!name.startsWith("q-") || input.type === "radio") return;
+    if (declining && input.checked)
+      for (const other of form.querySelectorAll(`[name="${name}"]`))
+        other.type === "checkbox" ? (other.checked = false) : (other.value = "");
+    else if (!declining && (input.checked || input.value !== "")) {
+      const decline = form.querySelector(`[name="${name}-declined"]`);
+      if (decline) decline.checked = false;
+    }
+  };
+  form.addEventListener("input", exclusive);
   form.addEventListener("input", recheck);
   form.addEventListener("change", recheck);
+  form.addEventListener("input", applyConditions);
+  form.addEventListener("change", applyConditions);
+  applyConditions();
+  changes.textContent = ""; // the first state is the page as shown, not a change
 
+  // Each question's status ("answered", "declined", "hidden") for the answers under review.
+  let shown = [];
   // The noisy reports; true on "Send", false on "Change my answers".
   const confirm = (reports) =>
     new Promise((resolve) => {
@@ -446,11 +566,13 @@ export async function mount(root) {
         el("h2", { id: "deniable-review", tabindex: "-1", text: t("review_heading") }),
         el("p", { text: t("review_explain") }),
         el("p", { text: t("review_why") }),
+        ...(shown.some((x) => x !== "answered") ? [el("p", { text: t("review_extras") })] : []),
         el(
           "dl",
           {},
-          ...reports.flatMap((r) => {
+          ...reports.flatMap((r, i) => {
             const q = survey.questions.find((x) => x.id === r.question),
+              status = shown[i],
               how = {
                 duchi: "how_numeric",
                 discrete_laplace: "how_noise",
@@ -459,6 +581,14 @@ export async function mount(root) {
             return [
               el("dt", { text: q.text }),
               el("dd", { class: "deniable-value", text: r.description }),
+              ...(status === "answered"
+                ? []
+                : [
+                    el("dd", {
+                      class: "deniable-note",
+                      text: t(status === "declined" ? "review_declined" : "review_not_asked"),
+                    }),
+                  ]),
               ...(how ? [el("dd", { class: "deniable-note", text: t(how) })] : []),
             ];
           }),
@@ -480,6 +610,7 @@ export async function mount(root) {
     say("");
     const answers = check();
     if (!answers) return;
+    shown = statuses(survey.questions, answers);
     const enrolmentToken = survey.requireEnrolment
       ? token || form.querySelector("#deniable-token").value.trim()
       : undefined;
