@@ -226,7 +226,7 @@ export class Question {
         `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`,
         "mechanism",
       );
-    if (binary(mechanism) && this.extras.length)
+    if (flags?.includes("binary") && this.extras.length)
       throw fail(
         where,
         `mechanism ${mechanism} has two values only and cannot also send "prefer not to say" or "not asked": use grr`,
