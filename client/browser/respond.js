@@ -14,37 +14,11 @@ import {
   statuses,
 } from "./deniable.js";
 import { language, translator } from "./messages.js";
+import { describe, el, exclusive, questionField, readAnswer } from "./respond_fields.js";
 
 // Why: a send needs an action taken after the review is visible; a double click, a double tap
 // or a repeated key on "Randomize my answers" must not land on "Send" (which may sit under it).
 export const SEND_HOLD_MS = 1000;
-
-/** An element; attribute "text" sets its text, undefined attributes are left out. */
-function el(tag, attributes, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attributes))
-    if (v !== undefined) k === "text" ? (node.textContent = v) : node.setAttribute(k, v);
-  node.append(...children);
-  return node;
-}
-
-/** What a noisy report says, in the respondent's words (the mechanism's own text is English and technical). */
-function describe(q, report, t, number) {
-  // The form's phrases; each mechanism picks the one that fits its reports (Mechanism.words).
-  const base = q.type === "yes_no" ? [t("no"), t("yes")] : q.labels,
-    extras = { declined: t("prefer_not"), not_applicable: t("not_asked") };
-  return q.oracle.words(report, {
-    labels: [...base, ...q.extras.map((e) => extras[e])],
-    yesNo: (bit) => t(bit ? "yes" : "no"),
-    number,
-    coded: (value) => t("value_coded", { value }),
-    about: (option, answer) => t("value_about", { option, answer }),
-    oneOf: (options) => t("value_one_of", { options }),
-    marked: (options) => t("value_marked", { options: options || t("value_none") }),
-    high: () => t("value_high"),
-    low: () => t("value_low"),
-  });
-}
 
 /** The device's budget in words: what is left, the caps, and when this period's spending comes back. */
 function budgetText(client, t, number, lang) {
@@ -247,103 +221,6 @@ export async function mount(root) {
   const base = client.baseUrl,
     link = (href, text) => el("a", { href, target: "_blank", rel: "noopener noreferrer", text });
   const errorFor = (id) => el("p", { id: `${id}-error`, class: "deniable-field-error" });
-  // Radios carry the answer's index ("true"/"false" for yes/no), or DECLINED; multiple choice
-  // and numbers have a "Prefer not to say" checkbox beside them, exclusive of an answer.
-  const DECLINED = "declined";
-  const field = (q) => {
-    const name = `q-${q.id}`,
-      radio = q.type !== "multiple_choice" && q.type !== "numeric",
-      help = q.help ? [el("p", { id: `${name}-help`, class: "deniable-help", text: q.help })] : [],
-      anchors = scaleAnchors(q, name),
-      // The help, the scale's anchors, then the error: read with every control of the question.
-      described = [...help, ...anchors].map((p) => p.id).join(" ") + ` ${name}-error`;
-    const choice = (id, value, label, type = radio ? "radio" : "checkbox", inputName = name) =>
-      el(
-        "div",
-        { class: "deniable-choice" },
-        el("input", { type, id, name: inputName, value, "aria-describedby": described }),
-        el("label", { for: id, text: label }),
-      );
-    let inputs;
-    if (q.type === "numeric")
-      inputs = [
-        el("label", {
-          for: name,
-          class: "deniable-number",
-          text: t("number_label", { lo: number(q.lo), hi: number(q.hi) }),
-        }),
-        el("input", {
-          type: "number",
-          id: name,
-          name,
-          min: q.lo,
-          max: q.hi,
-          step: "any",
-          inputmode: "decimal",
-          "aria-describedby": described,
-        }),
-      ];
-    else if (q.type === "scale")
-      inputs = [
-        el(
-          "div",
-          { class: "deniable-scale" },
-          ...q.values.map((value, i) =>
-            el(
-              "div",
-              { class: "deniable-point" },
-              el("input", {
-                type: "radio",
-                id: `${name}-${i}`,
-                name,
-                value: i,
-                "aria-describedby": described,
-              }),
-              el("label", { for: `${name}-${i}`, text: String(value) }),
-            ),
-          ),
-        ),
-        ...anchors,
-      ];
-    else
-      inputs = (q.options ?? [t("yes"), t("no")]).map((label, i) =>
-        choice(`${name}-${i}`, q.options ? i : String(i === 0), label),
-      );
-    if (q.optional) {
-      const decline = radio
-        ? choice(`${name}-declined`, DECLINED, t("prefer_not"))
-        : choice(`${name}-declined`, DECLINED, t("prefer_not"), "checkbox", `${name}-declined`);
-      decline.classList.add("deniable-decline");
-      inputs.push(decline);
-    }
-    return el(
-      "fieldset",
-      { id: `${name}-set`, "data-question": q.id },
-      el("legend", { text: q.text }),
-      ...help,
-      ...inputs,
-      errorFor(name),
-      el("p", { class: "deniable-cost", text: t("question_cost", { epsilon: number(q.cost) }) }),
-    );
-  };
-  /** A scale's ends in words (its anchors, or the net promoter score's), or nothing. */
-  function scaleAnchors(q, name) {
-    if (q.type !== "scale" || !(q.anchors || q.points === 11)) return [];
-    const [low, high] = [q.values[0], q.values.at(-1)];
-    const words = q.anchors
-      ? [
-          t("scale_anchor", { value: low, label: q.anchors.low }),
-          t("scale_anchor", { value: high, label: q.anchors.high }),
-        ]
-      : t("scale_nps").split(/, /);
-    return [
-      el(
-        "p",
-        { id: `${name}-anchors`, class: "deniable-anchors" },
-        ...words.map((text) => el("span", { text })),
-      ),
-    ];
-  }
   const heading = data.deniableHeading === "none" ? [] : [el("h2", { text: survey.title })];
   const form = el(
     "form",
@@ -360,7 +237,7 @@ export async function mount(root) {
       ),
     ),
     el("p", { class: "deniable-note", text: budgetText(client, t, number, lang) }),
-    ...survey.questions.map(field),
+    ...survey.questions.map((q) => questionField(q, t, number)),
     ...(askToken
       ? [
           el("label", { for: "deniable-token", text: t("token_label") }),
@@ -400,42 +277,11 @@ export async function mount(root) {
   /** Marks (or clears, text undefined) the error of one field: next to it, announced, linked. */
   const mark = (name, text) => {
     form.querySelector(`#${name}-error`).textContent = text ?? "";
-    for (const input of form.querySelectorAll(`[aria-describedby="${name}-error"]`))
+    for (const input of form.querySelectorAll(`[aria-describedby~="${name}-error"]`))
       text ? input.setAttribute("aria-invalid", "true") : input.removeAttribute("aria-invalid");
     form.querySelector(`#${name}-set`)?.classList.toggle("deniable-invalid", Boolean(text));
   };
-  /**
-   * {answer, declined, problem} of one question as the form holds it (problem undefined when
-   * fine; declined: "Prefer not to say" chosen).
-   */
-  const read = (q, values) => {
-    const name = `q-${q.id}`,
-      given = values.getAll(name),
-      [value = ""] = given;
-    if (value === DECLINED || values.get(`${name}-declined`) === DECLINED)
-      return { answer: undefined, declined: true };
-    // Options by index: a label's exact text never round-trips a form.
-    const answer =
-      q.type === "multiple_choice"
-        ? given.map((i) => q.options[i])
-        : value === ""
-          ? undefined
-          : q.type === "numeric"
-            ? Number(value)
-            : q.type === "yes_no"
-              ? value === "true"
-              : q.type === "scale"
-                ? q.values[value]
-                : q.options[value];
-    if (answer === undefined)
-      return { answer, problem: t(q.optional ? "required_or_decline" : "required") };
-    try {
-      q.checkAnswer(answer);
-    } catch {
-      return { answer, problem: t("out_of_range", { lo: number(q.lo), hi: number(q.hi) }) };
-    }
-    return { answer };
-  };
+  const read = (q, values) => readAnswer(q, values, t, number);
   /** The true answers the form holds now (declined: null; unanswered or invalid: left out). */
   const current = (values = new FormData(form)) => {
     const answers = {};
@@ -492,7 +338,7 @@ export async function mount(root) {
     problems[0].focus();
     // On a phone the message sits below the options: bring it into view with its question.
     form
-      .querySelector(`#${problems[0].getAttribute("aria-describedby")}`)
+      .querySelector(`#${problems[0].name.replace(/-declined$/, "")}-error`)
       ?.scrollIntoView({ block: "nearest" });
   };
 
@@ -507,20 +353,6 @@ export async function mount(root) {
     if (!form.querySelector("[aria-invalid]") && data.state === "errors") {
       say("");
       data.state = "ready";
-    }
-  };
-  // "Prefer not to say" beside checkboxes or a number excludes an answer, and an answer excludes it.
-  const exclusive = (event) => {
-    const input = event.target,
-      name = input.name.replace(/-declined$/, ""),
-      declining = input.name.endsWith("-declined");
-    if (!name.startsWith("q-") || input.type === "radio") return;
-    if (declining && input.checked)
-      for (const other of form.querySelectorAll(`[name="${name}"]`))
-        other.type === "checkbox" ? (other.checked = false) : (other.value = "");
-    else if (!declining && (input.checked || input.value !== "")) {
-      const decline = form.querySelector(`[name="${name}-declined"]`);
-      if (decline) decline.checked = false;
     }
   };
   form.addEventListener("input", exclusive);
