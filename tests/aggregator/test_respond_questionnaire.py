@@ -15,7 +15,6 @@ import json
 from pathlib import Path
 
 import pytest
-import requests
 
 from deniable.aggregator import cli, demo
 
@@ -162,8 +161,6 @@ def test_a_path_with_skips_and_a_declined_answer(stack) -> None:
         state(page, "sent")
         (post,) = recorder.posts()
         assert len(json.loads(post[2])["reports"]) == len(TABLE["definition"]["questions"])
-        results = requests.get(f"{stack['base']}/api/v1/surveys/{SURVEY}/results", timeout=10)
-        assert [q["n"] for q in results.json()["questions"]] == [1] * 8
     finally:
         context.close()
     assert violations == []
@@ -216,7 +213,16 @@ def _load_requests(stack) -> list:
 
 def test_every_path_makes_the_same_requests(stack) -> None:
     """Count, order, URLs, sizes, headers and timing class (when they happen) on every path."""
-    paths = [c["answers"] for c in TABLE["cases"] if "refused" not in c]
+    questions = [q["id"] for q in TABLE["definition"]["questions"]]
+    # A form asks for "Prefer not to say" explicitly where the table leaves an answer out.
+    paths = [
+        {
+            **c["answers"],
+            **{q: None for q, s in zip(questions, c["statuses"], strict=True) if s == "declined"},
+        }
+        for c in TABLE["cases"]
+        if "refused" not in c
+    ]
     loads = {json.dumps(_load_requests(stack)) for _ in range(2)}
     assert len(loads) == 1, loads
     shapes = {}
