@@ -256,12 +256,10 @@ def explain(question: Question) -> str:
             f"The server gets a randomized report ({question.mechanism}) that fits your true "
             "answer only slightly better than any other answer."
         )
-    if question.extras:
+    if question.optional:
         lines.append(
-            "If you prefer not to say"
-            + (", or this question does not apply to you," if question.show_if else "")
-            + " a randomized report is sent all the same, like any other, so the server "
-            "cannot tell."
+            "If you prefer not to say, a randomized report is sent all the same, like any "
+            "other, so the server cannot tell."
         )
     lines.append(
         f"Privacy cost ε = {cost:.2f}: whatever the server sees, it is at most {ratio:.1f}× "
