@@ -350,7 +350,10 @@ def path_answers(survey: Any, answers: object) -> dict[str, Any]:
             base: Any = NOT_APPLICABLE
         elif given is None:
             if not question.optional:
-                raise InvalidValue(f"question {question.id!r} needs an answer (it is not optional)")
+                raise InvalidValue(
+                    f"every question shown must be answered; missing {question.id!r} "
+                    "(it is not optional)"
+                )
             base = DECLINED
         else:
             base = question.check_base(given)

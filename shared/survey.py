@@ -371,7 +371,11 @@ class Question:
                 f"mechanism must be one of {', '.join(fitting)} for {self.type} questions"
             )
         if self.type == "multiple_choice":
-            return cls(epsilon=self.epsilon, options=len(self.options) + len(self.extras))
+            bits = len(self.options) + len(self.extras)
+            if self.extras and getattr(cls, "splits_epsilon", False):
+                # All options against a non-response: m + 1 bits at most (§5.5).
+                return cls(epsilon=self.epsilon, options=bits, distance=len(self.options) + 1)
+            return cls(epsilon=self.epsilon, options=bits)
         if self.type == "numeric" and self.extras:
             status = NUMERIC_WITH_EXTRAS[self.mechanism]
             return status(epsilon=self.epsilon, lo=self.lo, hi=self.hi, extras=len(self.extras))
