@@ -121,7 +121,7 @@ export const MESSAGES = {
     "prefer_not": "Keine Angabe",
     "not_asked": "Nicht gefragt (traf nicht zu)",
     "required_or_decline": "Bitte beantworten Sie diese Frage oder wählen Sie „Keine Angabe“.",
-    "scale_anchor": "{value} = {label}",
+    "scale_anchor": "{value} = „{label}“",
     "scale_nps": "0 = überhaupt nicht wahrscheinlich, 10 = äußerst wahrscheinlich",
     "question_shown": "Eine weitere Frage betrifft Sie jetzt: „{question}“.",
     "question_hidden": "„{question}“ trifft nach Ihren Antworten nicht mehr zu und ist ausgeblendet.",

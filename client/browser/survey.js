@@ -257,6 +257,7 @@ export class Question {
         hi: this.hi,
         longitudinal: l,
         statuses: 1 + this.extras.length,
+        extras: this.extras.length,
         ...parameters,
       });
     } catch (error) {

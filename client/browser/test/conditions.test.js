@@ -149,7 +149,7 @@ function extended(type, mechanism) {
     hrr: { keep: keep(e, 2), order: 8 },
     subset: { keep: threshold((2 * Math.exp(e)) / (2 * Math.exp(e) + d - 2)), subset_size: 2 },
     option_sampling: { keep: keep(e, 2) },
-    binary_rr: { keep: keep(e / (base + 2), 2), option_epsilon: e / (base + 2) },
+    binary_rr: { keep: keep(e / (base + 1), 2), option_epsilon: e / (base + 1) },
   }[mechanism];
   const question = {
     id: "q",
