@@ -151,7 +151,7 @@ export class Question {
     if (!TYPES.includes(data.type))
       throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`, "type");
     const { type, mechanism, options: o, longitudinal: l } = data,
-      extra = { numeric: ["lo", "hi"], yes_no: [], scale: ["points", "anchors?"] }[type] ?? [
+      extra = { numeric: ["lo", "hi"], yes_no: [], scale: ["points?", "anchors?"] }[type] ?? [
         "options",
       ];
     exactKeys(where, data, [...common, ...extra]);
