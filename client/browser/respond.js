@@ -398,7 +398,10 @@ export async function mount(root) {
         el("h2", { id: "deniable-review", tabindex: "-1", text: t("review_heading") }),
         el("p", { text: t("review_explain") }),
         el("p", { text: t("review_why") }),
-        ...(shown.some((x) => x !== "answered") ? [el("p", { text: t("review_extras") })] : []),
+        // Whenever a value can read "Prefer not to say" or "Not asked", even on a path without them.
+        ...(survey.questions.some((q) => q.extras.length)
+          ? [el("p", { text: t("review_extras") })]
+          : []),
         el(
           "dl",
           {},

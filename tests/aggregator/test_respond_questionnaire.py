@@ -15,10 +15,11 @@ import json
 from pathlib import Path
 
 import pytest
+import requests
 
 from deniable.aggregator import cli, demo
 
-from .respond_stack import ARGS, CHROMIUM, open_page, require_browser, state
+from .respond_stack import ARGS, CHROMIUM, EmbedSite, host_page, open_page, require_browser, state
 from .test_respond_axe import AXE, SHOTS, SIZES, _check
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -48,14 +49,22 @@ def stack(tmp_path_factory):
     path.write_text(json.dumps(definition))
     assert cli.main([*options, "create-survey", str(path)]) == 0
     port = demo.free_port()
-    server = demo.start_server({"DATABASE": database, "SIGNING_KEY_PATH": key}, port)
+    site = EmbedSite()
+    server = demo.start_server(
+        {"DATABASE": database, "SIGNING_KEY_PATH": key},
+        port,
+        environment={"DENIABLE_CORS_ORIGINS": site.origin},
+    )
+    base = f"http://127.0.0.1:{port}"
+    site.page = host_page(requests.get(f"{base}/surveys/{SURVEY}/embed", timeout=10).text)
     playwright = sync_playwright().start()
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
     try:
-        yield {"base": f"http://127.0.0.1:{port}", "browser": browser}
+        yield {"base": base, "browser": browser, "site": site}
     finally:
         browser.close()
         playwright.stop()
+        site.stop()
         demo.stop_server(server)
 
 
@@ -258,6 +267,33 @@ def test_the_new_states_on_a_phone(stack, size) -> None:
             " && e.textContent.trim()).map(e => parseFloat(getComputedStyle(e).fontSize)))"
         )
         assert smallest >= 12, smallest
+    finally:
+        context.close()
+    assert violations == []
+
+
+def test_the_embedded_form_skips_and_declines_alike(stack) -> None:
+    """The /embed snippet on another site: the same form, skips, decline and review."""
+    context, page, recorder = open_page(stack, viewport={"width": 390, "height": 844})
+    context.add_init_script(path=str(AXE))
+    violations: list[str] = []
+    try:
+        page.goto(stack["site"].origin)
+        state(page, "ready")
+        _walk(page, {"smoker": False, "mood": "Good", "nps": 10})
+        assert _visible(page) == ["smoker", "mood", "nps", "satisfaction"]
+        _walk(page, {"satisfaction": None})
+        page.get_by_role("button", name="Randomize my answers").click()
+        state(page, "review")
+        text = page.locator(".deniable-review").text_content()
+        assert text.count("Not asked: this question did not apply") == 4
+        assert text.count("You chose “Prefer not to say”") == 1
+        violations += _check(page, "phone", "questionnaire-embed-review")
+        page.wait_for_timeout(1100)
+        page.get_by_role("button", name="Send these noisy values").click()
+        state(page, "sent")
+        (post,) = recorder.posts()
+        assert len(json.loads(post[2])["reports"]) == len(TABLE["definition"]["questions"])
     finally:
         context.close()
     assert violations == []
