@@ -68,11 +68,11 @@ def stack(tmp_path_factory):
         demo.stop_server(server)
 
 
-def _open(stack, size: str = "desktop"):
+def _open(stack, size: str = "desktop", lang: str = "en"):
     width, height = SIZES[size]
     context, page, recorder = open_page(stack, viewport={"width": width, "height": height})
     context.add_init_script(path=str(AXE))  # by the browser's debugger: outside the page's CSP
-    page.goto(f"{stack['base']}/surveys/{SURVEY}/respond?lang=en")
+    page.goto(f"{stack['base']}/surveys/{SURVEY}/respond?lang={lang}")
     state(page, "ready")
     return context, page, recorder
 
@@ -294,6 +294,39 @@ def test_the_embedded_form_skips_and_declines_alike(stack) -> None:
         state(page, "sent")
         (post,) = recorder.posts()
         assert len(json.loads(post[2])["reports"]) == len(TABLE["definition"]["questions"])
+    finally:
+        context.close()
+    assert violations == []
+
+
+def test_the_form_in_german(stack) -> None:
+    """ "Prefer not to say", the announcements, the errors and the review in the page's language."""
+    context, page, _ = _open(stack, lang="de")
+    violations: list[str] = []
+    try:
+        smoker = _fieldset(page, "smoker")
+        smoker.get_by_label("Ja", exact=True).check()
+        live = page.locator(".deniable-announce").text_content()
+        assert "Eine weitere Frage betrifft Sie jetzt: „How many cigarettes a day?“." == live
+        assert _fieldset(page, "cigarettes").get_by_label("Keine Angabe").count() == 1
+        smoker.get_by_label("Keine Angabe", exact=True).check()
+        assert (
+            "trifft nach Ihren Antworten nicht mehr zu"
+            in page.locator(".deniable-announce").text_content()
+        )
+        page.get_by_role("button", name="Meine Antworten zufällig verändern").click()
+        state(page, "errors")
+        violations += _check(page, "desktop", "questionnaire-errors-de")
+        _walk(page, {"mood": "Okay"})
+        _fieldset(page, "why").get_by_label("Keine Angabe").check()
+        _fieldset(page, "nps").get_by_label("10", exact=True).check()
+        _fieldset(page, "satisfaction").get_by_label("Keine Angabe").check()
+        page.get_by_role("button", name="Meine Antworten zufällig verändern").click()
+        state(page, "review")
+        text = page.locator(".deniable-review").text_content()
+        assert text.count("Sie haben „Keine Angabe“ gewählt.") == 3  # smoker, why, satisfaction
+        assert text.count("Nicht gefragt: Diese Frage traf nach Ihren Antworten nicht zu.") == 3
+        violations += _check(page, "desktop", "questionnaire-review-de")
     finally:
         context.close()
     assert violations == []
