@@ -270,7 +270,16 @@ test("every path through the skip logic sends the same requests (count, sizes, o
       fetch: agg.fetch,
     });
     const survey = await client.fetchSurvey(TABLE.definition.id);
-    const receipt = await client.answer(survey, c.answers);
+    const original = Math.random;
+    Math.random = () => {
+      throw new Error("Math.random was called"); // the CSPRNG only, on every path
+    };
+    let receipt;
+    try {
+      receipt = await client.answer(survey, c.answers);
+    } finally {
+      Math.random = original;
+    }
     assert.equal(receipt.reportIds.length, SURVEY.questions.length, c.name);
     assert.ok(Math.abs(receipt.epsilonCharged - survey.totalEpsilon) < 1e-12, c.name);
     const shape = JSON.stringify(
