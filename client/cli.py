@@ -286,17 +286,18 @@ def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -
 
     An optional question also takes ``-`` ("Prefer not to say"): then None (declined).
     """
+    if question.type == "scale":
+        points = SCALE_POINTS[int(question.points or 0)]
+        first, last = points[0], points[-1]
+        if question.anchors:
+            low, high = (terminal_text(anchor) for anchor in question.anchors)
+            out.write(f"    {first} = {low}, {last} = {high}\n")
+        elif question.points == 11:
+            out.write(f"    {first} = not at all likely, {last} = extremely likely\n")
     if question.optional:
         out.write(f"    ({DECLINE} = Prefer not to say)\n")
     while True:
         if question.type == "scale":
-            points = SCALE_POINTS[int(question.points or 0)]
-            first, last = points[0], points[-1]
-            if question.anchors:
-                low, high = (terminal_text(anchor) for anchor in question.anchors)
-                out.write(f"    {first} = {low}, {last} = {high}\n")
-            elif question.points == 11:
-                out.write(f"    {first} = not at all likely, {last} = extremely likely\n")
             text = _read(f"  a whole number from {first} to {last}: ", read)
             value = int(text) if re.fullmatch(r"[0-9]{1,2}", text) else text
             hint = f"please enter a whole number from {first} to {last}"
