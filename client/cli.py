@@ -5,6 +5,11 @@
     deniable budget [--state PATH]
     deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed] [--seed S]
 
+``answer`` shows each question's help and a scale's anchors, takes ``-`` for "Prefer not to
+say" on an optional question, and does not ask a question whose ``show_if`` is false on the
+answers given; every question still sends its one report (docs/protocol.md §5.5), so the
+requests are the same on every path.
+
 Exit status (the same table as ``deniable-aggregator``, see
 :mod:`deniable.terminal`): 0 success; 2 usage (a bad option or URL);
 3 not found (no such survey); 4 refused (signature, policy, budget, already

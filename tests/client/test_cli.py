@@ -1,4 +1,5 @@
-"""The ``deniable`` command in-process: explanations, prompts, argument errors."""
+"""The ``deniable`` command in-process: explanations, prompts, argument errors; and the
+terminal respondent on every path of the shared skip-logic table against a real aggregator."""
 
 from __future__ import annotations
 
