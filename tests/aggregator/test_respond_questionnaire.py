@@ -170,6 +170,8 @@ def test_a_path_with_skips_and_a_declined_answer(stack) -> None:
         state(page, "sent")
         (post,) = recorder.posts()
         assert len(json.loads(post[2])["reports"]) == len(TABLE["definition"]["questions"])
+        results = requests.get(f"{stack['base']}/api/v1/surveys/{SURVEY}/results", timeout=120)
+        assert results.status_code == 200, results.text[:500]
     finally:
         context.close()
     assert violations == []
