@@ -5,6 +5,11 @@
     deniable budget [--state PATH]
     deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed] [--seed S]
 
+``answer`` shows each question's help and a scale's anchors, takes ``-`` for "Prefer not to
+say" on an optional question, and does not ask a question whose ``show_if`` is false on the
+answers given; every question still sends its one report (docs/protocol.md §5.5), so the
+requests are the same on every path.
+
 Exit status (the same table as ``deniable-aggregator``, see
 :mod:`deniable.terminal`): 0 success; 2 usage (a bad option or URL);
 3 not found (no such survey); 4 refused (signature, policy, budget, already
@@ -25,8 +30,16 @@ from typing import Any, TextIO
 
 from deniable.errors import DeniableError, InvalidValue
 from deniable.mechanisms.base import FrequencyOracle
+from deniable.mechanisms.discrete_laplace import DiscreteLaplace
+from deniable.mechanisms.duchi import Duchi
+from deniable.mechanisms.hadamard import HRR
+from deniable.mechanisms.local_hashing import OLH
 from deniable.mechanisms.longitudinal import LongitudinalGRR
 from deniable.mechanisms.option_sampling import OptionSampling
+from deniable.mechanisms.optionwise import OptionwiseRR
+from deniable.mechanisms.subset import SubsetSelection
+from deniable.mechanisms.unary import UnaryEncoding
+from deniable.questionnaire import DECLINED, NOT_APPLICABLE, SCALE_POINTS, shown
 from deniable.survey import Question
 from deniable.terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet_pipe
 
@@ -255,6 +268,11 @@ def explain(question: Question) -> str:
             f"The server gets a randomized report ({question.mechanism}) that fits your true "
             "answer only slightly better than any other answer."
         )
+    if question.optional:
+        lines.append(
+            "If you prefer not to say, a randomized report is sent all the same, like any "
+            "other, so the server cannot tell."
+        )
     lines.append(
         f"Privacy cost ε = {cost:.2f}: whatever the server sees, it is at most {ratio:.1f}× "
         "more likely under your true answer than under any other, so the report alone can "
@@ -271,10 +289,31 @@ def _read(prompt: str, read: Callable[[str], str]) -> str:
         raise Aborted("input closed before the survey was complete") from None
 
 
+# What a respondent types for "Prefer not to say" (an optional question only).
+DECLINE = "-"
+
+
 def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -> Any:
-    """Ask until the input is a valid true answer for ``question``; say plainly what is wanted."""
+    """Ask until the input is a valid true answer for ``question``; say plainly what is wanted.
+
+    An optional question also takes ``-`` ("Prefer not to say"): then None (declined).
+    """
+    if question.type == "scale":
+        points = SCALE_POINTS[int(question.points or 0)]
+        first, last = points[0], points[-1]
+        if question.anchors:
+            low, high = (terminal_text(anchor) for anchor in question.anchors)
+            out.write(f"    {first} = {low}, {last} = {high}\n")
+        elif question.points == 11:
+            out.write(f"    {first} = not at all likely, {last} = extremely likely\n")
+    if question.optional:
+        out.write(f"    ({DECLINE} = Prefer not to say)\n")
     while True:
-        if question.type == "yes_no":
+        if question.type == "scale":
+            text = _read(f"  a whole number from {first} to {last}: ", read)
+            value = int(text) if re.fullmatch(r"[0-9]{1,2}", text) else text
+            hint = f"please enter a whole number from {first} to {last}"
+        elif question.type == "yes_no":
             text = _read("  your answer [y/n]: ", read).lower()
             value: Any = {"y": True, "yes": True, "n": False, "no": False}.get(text, text)
             hint = "please answer yes or no (y/n)"
@@ -294,17 +333,19 @@ def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -
                 "commas, or nothing for none"
             )
         else:
-            lo, hi = question.oracle.lo, question.oracle.hi  # type: ignore[attr-defined]
+            lo, hi = question.lo, question.hi
             text = _read(f"  a number from {lo:g} to {hi:g}: ", read)
             hint = f"please enter a number from {lo:g} to {hi:g}"
             try:
                 value = float(text)
             except ValueError:
                 value = text
+        if question.optional and text == DECLINE:
+            return None
         try:
             question.check_answer(value)
         except InvalidValue:
-            out.write(f"  {hint}\n")
+            out.write(f"  {hint}{f', or {DECLINE}' if question.optional else ''}\n")
             continue
         return value
 
@@ -335,42 +376,46 @@ def shown_report(question: Question, payload: str) -> str:
     (that is what protects them) before agreeing to send them.
     """
     report = question.oracle.decode(payload)
-    mechanism = question.mechanism
+    oracle = question.oracle
     if question.type == "numeric":
         if isinstance(report, tuple | list) and len(report) == 2:  # status, then sign
             status, sign = report
             if status == 0:
                 return f"answered; {_end(question, int(sign))}"
             return EXTRA_WORDS.get(question.extras[status - 1], str(status))
-        if mechanism == "duchi":
+        if isinstance(oracle, Duchi):
             return _end(question, int(report))
-        if mechanism == "discrete_laplace":
+        if isinstance(oracle, DiscreteLaplace):
             assert question.lo is not None and question.hi is not None
             grid = question.oracle.grid_size
             value = question.lo + (question.hi - question.lo) * int(report) / grid
             return f"{value:.6g} (your answer with noise added; it may fall outside the range)"
     elif isinstance(report, int):  # binary_rr, grr: one value
         return _label(question, report)
-    elif mechanism == "option_sampling":
+    elif isinstance(oracle, OptionSampling):
         index, bit = report
         return f"about “{_label(question, int(index))}” only: {'yes' if bit else 'no'}"
-    elif mechanism == "binary_rr":  # a multiple choice: one bit per option
+    elif isinstance(oracle, OptionwiseRR):  # a multiple choice: one bit per option
         return "; ".join(
             f"{_label(question, index)}: {'yes' if bit else 'no'}"
             for index, bit in enumerate(report)
         )
-    elif mechanism == "subset":
+    elif isinstance(oracle, SubsetSelection):
         return "one of: " + ", ".join(_label(question, int(i)) for i in sorted(report))
-    elif mechanism in ("oue", "sue"):
+    elif isinstance(oracle, UnaryEncoding):
         marked = [_label(question, index) for index, bit in enumerate(report) if bit]
         return "marked: " + (", ".join(marked) or "none")
-    elif mechanism == "hrr":
+    elif isinstance(oracle, HRR):
         column, sign = report
         return f"Hadamard column {column}, sign {'+' if sign > 0 else '−'}"
-    elif mechanism == "olh":
+    elif isinstance(oracle, OLH):
         seed, bucket = report
         return f"hash seed {seed}, bucket {bucket} of {question.oracle.hash_range}"
     return f"the encoded report {payload}"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
 
 
 def _pick(options: Sequence[str], text: str) -> Any:
@@ -415,9 +460,32 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
                 "hides who sent them and forwards them in shuffled batches.\n"
             )
         answers = {}
-        for number, question in enumerate(survey.questions, 1):
-            out.write(f"\n{number}. {terminal_text(question.text)}\n{explain(question)}\n")
-            answers[question.id] = prompt_answer(question, read, out)
+        # The true answers so far, as conditions read them: a question not shown or declined
+        # makes every condition on it false. Skipped questions still send their report
+        # (not_applicable), randomized like any other: every path sends the same requests.
+        given: dict[str, Any] = {}
+        asked = 0
+        for question in survey.questions:
+            if not shown(question.show_if, given):
+                given[question.id] = NOT_APPLICABLE
+                continue
+            asked += 1
+            out.write(f"\n{asked}. {terminal_text(question.text)}\n")
+            if question.help:
+                out.write(f"{_indent(terminal_text(question.help, newlines=True))}\n")
+            out.write(f"{explain(question)}\n")
+            answer = prompt_answer(question, read, out)
+            answers[question.id] = answer
+            given[question.id] = DECLINED if answer is None else question.check_base(answer)
+        skipped = len(survey.questions) - asked
+        if skipped:
+            out.write(
+                f"\n{skipped} question{'s' if skipped > 1 else ''} did not apply to your answers "
+                "and {} not asked; a randomized report is sent for {} all the same, so the "
+                "server cannot tell which questions you were asked.\n".format(
+                    *(("were", "them") if skipped > 1 else ("was", "it"))
+                )
+            )
         budget = client.budget()
         out.write(
             f"\nThis survey costs at most ε = {verified.total_epsilon:.2f} in total. "

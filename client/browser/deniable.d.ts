@@ -1,6 +1,7 @@
 // Type declarations for deniable.js (the browser client; docs/protocol.md).
 
-export type Answer = boolean | string | string[] | number;
+/** A true answer; null (or the id absent): declined, for an optional question that is shown. */
+export type Answer = boolean | string | string[] | number | null;
 export type Answers = Record<string, Answer>;
 
 export interface StorageLike {
@@ -52,7 +53,7 @@ export interface ReportPhrases {
 
 export interface Question {
   id: string;
-  type: "yes_no" | "single_choice" | "multiple_choice" | "numeric";
+  type: "yes_no" | "single_choice" | "multiple_choice" | "numeric" | "scale";
   text: string;
   epsilon: number;
   mechanism: string;
@@ -61,6 +62,18 @@ export interface Question {
   hi?: number;
   parameters: Record<string, number>;
   longitudinal: { key: string; instantaneous_epsilon: number } | null;
+  /** The respondent may decline ("Prefer not to say"). */
+  optional: boolean;
+  /** Help text ("" when none). */
+  help: string;
+  /** When the question is shown (on the true earlier answers), or null: always. */
+  showIf: Condition | null;
+  /** The non-response values it can take, in this order: "declined", "not_applicable". */
+  extras: Extra[];
+  /** A scale's points (5, 7, 11), its values (1…5, 1…7, 0…10) and anchors. */
+  points?: 5 | 7 | 11;
+  values?: number[];
+  anchors?: { low: string; high: string } | null;
   oracle: Mechanism;
   /** The mechanism's class (BinaryRR, GRR, ...; shared/mechanisms), as the registry names it. */
   oracleName: string;
@@ -70,8 +83,23 @@ export interface Question {
   /** The options, or ["no", "yes"] for yes_no. */
   readonly labels: string[];
   checkAnswer(answer: Answer): unknown;
+  /** The mechanism's input for an extra this question has, or InvalidValue. */
+  extraValue(extra: Extra): unknown;
+  /** The labels, then the extras in `words` (default English). */
+  allLabels(words?: Record<Extra, string>): string[];
   describe(report: unknown): string;
 }
+
+export type Extra = "declined" | "not_applicable";
+/** A show_if condition (docs/protocol.md §5.5). */
+export type Condition =
+  | { question: string; equals: boolean | string | number }
+  | { question: string; in: (boolean | string | number)[] }
+  | { question: string; includes: string }
+  | { question: string; between: [number, number] }
+  | { all: Condition[] }
+  | { any: Condition[] };
+export type QuestionStatus = "answered" | "declined" | "hidden";
 
 export interface Survey {
   id: string;
@@ -257,6 +285,12 @@ export function verify(
  * signature check. `modules`: the files the page pinned; any other is PolicyViolation.
  */
 export function loadMechanisms(definition: unknown, modules?: string[]): Promise<void>;
+/** Whether `condition` holds on `given` (the answers of questions shown and answered). */
+export function holds(condition: Condition, given: Answers): boolean;
+/** Each question's status on `answers` (null or absent: declined), in order. */
+export function statuses(questions: Question[], answers: Answers): QuestionStatus[];
+/** Every question's mechanism input, one per question on every path; InvalidValue if an answer does not fit. */
+export function mechanismInputs(survey: Survey, answers: Answers): unknown[];
 /** The validated definition, or InvalidSurvey; its mechanisms' modules (and sealed.js, relayed) must be loaded first. */
 export function parseDefinition(definition: unknown): Survey;
 

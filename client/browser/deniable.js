@@ -1,10 +1,12 @@
 // The browser client (client/session.py; docs/protocol.md; the order, and why: README.md).
 
+import { statuses } from "./conditions.js";
 import { canonicalBytes, parseJson } from "./jcs.js";
 import {
   AlreadyAnswered,
   BudgetExceeded,
   InvalidSurvey,
+  InvalidValue,
   PolicyViolation,
   SignatureError,
   TransportError,
@@ -21,6 +23,24 @@ import {
 export * from "./randomness.js";
 export { canonicalBytes, canonicalize, parseJson } from "./jcs.js";
 export { loadMechanisms, parseDefinition } from "./survey.js";
+export { holds, statuses } from "./conditions.js";
+
+/**
+ * Every question's mechanism input, one per question on every path: the true answer; "declined"
+ * (null or absent, optional questions only) or "not_applicable" (its show_if false on the true
+ * earlier answers) as the extra value of its extended domain. An answer to a question not shown is
+ * refused (a form drops them), so what leaves never depends on answers the respondent did not see.
+ */
+export function mechanismInputs(survey, answers) {
+  return statuses(survey.questions, answers).map((status, i) => {
+    const q = survey.questions[i],
+      answer = answers[q.id];
+    if (status === "hidden" && answer !== undefined && answer !== null)
+      throw new InvalidValue(`question ${q.id} was not shown: it takes no answer`);
+    if (status === "answered") return q.checkAnswer(answer);
+    return q.extraValue(status === "declined" ? "declined" : "not_applicable");
+  });
+}
 
 export const ENROLMENT_HEADER = "X-Deniable-Enrolment";
 // A relay's answer to a resend whose enrolment token's submission it forwarded already.
@@ -338,9 +358,9 @@ export class SurveyClient {
 
   /** Randomize, charge, queue, send; `confirm(reports)` may show the noisy values, false: send nothing. */
   async answer(survey, answers, { confirm, enrolmentToken } = {}) {
-    const checked = survey.questions.map((q) => q.checkAnswer(answers[q.id]));
     const extra = Object.keys(answers).find((k) => !survey.questions.some((q) => q.id === k));
     if (extra !== undefined) throw new InvalidSurvey(`no question ${extra} in survey ${survey.id}`);
+    const checked = mechanismInputs(survey, answers);
     let state = this.load();
     if (!state.secret) {
       state.secret = b64encode(crypto.getRandomValues(new Uint8Array(32)));

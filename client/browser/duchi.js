@@ -5,9 +5,11 @@ import {
   Mechanism,
   RESOLUTION,
   SYSTEM,
+  checkInteger,
   checkNumber,
   checkRange,
   checkThreshold,
+  keepEpsilon,
   logRatio,
   threshold,
 } from "./mechanism.js";
@@ -63,5 +65,66 @@ export class Duchi extends Mechanism {
   }
   fromFields([bit]) {
     return 2 * bit - 1;
+  }
+}
+
+/**
+ * A number that may also be declined or not applicable (docs/protocol.md §5.5): a status (0
+ * answered, 1 and 2 the extras) by GRR over k = 1 + extras values, then Duchi's sign, a fair coin
+ * when the status is an extra; both at the part ε a with e^a (e^a + 1) / 2 = e^ε. Warner (JASA
+ * 1965); Kairouz, Oh, Viswanath (NeurIPS 2014); Duchi, Jordan, Wainwright (FOCS 2013).
+ */
+export class DuchiStatus extends Mechanism {
+  static mechanismName = "duchi";
+
+  constructor({ lo, hi, low, high, slope, keep, statuses }) {
+    super();
+    this.sign = new Duchi({ lo, hi, low, high, slope });
+    Object.assign(this, {
+      lo,
+      hi,
+      statuses: checkInteger("statuses", statuses, 2, 3),
+      keep: checkThreshold("keep", keep),
+      fields: [
+        [1, statuses],
+        [1, 2],
+      ],
+    });
+  }
+
+  get epsilonImplemented() {
+    const status = keepEpsilon(this.keep, this.statuses - 1);
+    return Math.max(this.sign.epsilonImplemented, status + logRatio(RESOLUTION, 2 * this.sign.low));
+  }
+
+  /** A number in [lo, hi] (status 0), or {status: 1 | 2} for an extra. */
+  checkValue(value) {
+    if (typeof value === "object" && value !== null && [1, 2].includes(value.status))
+      return checkInteger("status", value.status, 1, this.statuses - 1) && value;
+    return this.sign.checkValue(value);
+  }
+
+  randomize(value, source = SYSTEM) {
+    const checked = this.checkValue(value),
+      truth = typeof checked === "number" ? 0 : checked.status;
+    // Every draw on every path: two for the status, one for the sign.
+    const kept = source.uniform53() < this.keep,
+      other = source.randbelow(this.statuses - 1),
+      status = kept ? truth : other + (other >= truth);
+    const limit = truth === 0 ? this.sign.limit(checked) : RESOLUTION / 2;
+    return [status, source.uniform53() < limit ? 1 : -1];
+  }
+
+  toFields([status, sign]) {
+    return [status, sign > 0 ? 1 : 0];
+  }
+  fromFields([status, bit]) {
+    return [status, 2 * bit - 1];
+  }
+  describe([status, sign], labels) {
+    return status ? labels[status - 1] : this.sign.describe(sign);
+  }
+  words([status, sign], say) {
+    return status ? say.labels[status - 1] : this.sign.words(sign, say);
   }
 }

@@ -11,37 +11,14 @@ import {
   SignatureError,
   SurveyClient,
   TransportError,
+  statuses,
 } from "./deniable.js";
 import { language, translator } from "./messages.js";
+import { describe, el, exclusive, questionField, readAnswer } from "./respond_fields.js";
 
 // Why: a send needs an action taken after the review is visible; a double click, a double tap
 // or a repeated key on "Randomize my answers" must not land on "Send" (which may sit under it).
 export const SEND_HOLD_MS = 1000;
-
-/** An element; attribute "text" sets its text, undefined attributes are left out. */
-function el(tag, attributes, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attributes))
-    if (v !== undefined) k === "text" ? (node.textContent = v) : node.setAttribute(k, v);
-  node.append(...children);
-  return node;
-}
-
-/** What a noisy report says, in the respondent's words (the mechanism's own text is English and technical). */
-function describe(q, report, t, number) {
-  // The form's phrases; each mechanism picks the one that fits its reports (Mechanism.words).
-  return q.oracle.words(report, {
-    labels: q.type === "yes_no" ? [t("no"), t("yes")] : q.options,
-    yesNo: (bit) => t(bit ? "yes" : "no"),
-    number,
-    coded: (value) => t("value_coded", { value }),
-    about: (option, answer) => t("value_about", { option, answer }),
-    oneOf: (options) => t("value_one_of", { options }),
-    marked: (options) => t("value_marked", { options: options || t("value_none") }),
-    high: () => t("value_high"),
-    low: () => t("value_low"),
-  });
-}
 
 /** The device's budget in words: what is left, the caps, and when this period's spending comes back. */
 function budgetText(client, t, number, lang) {
@@ -244,52 +221,6 @@ export async function mount(root) {
   const base = client.baseUrl,
     link = (href, text) => el("a", { href, target: "_blank", rel: "noopener noreferrer", text });
   const errorFor = (id) => el("p", { id: `${id}-error`, class: "deniable-field-error" });
-  const field = (q) => {
-    const name = `q-${q.id}`,
-      type = q.type === "multiple_choice" ? "checkbox" : "radio",
-      described = `${name}-error`;
-    const inputs =
-      q.type === "numeric"
-        ? [
-            el("label", {
-              for: name,
-              class: "deniable-number",
-              text: t("number_label", { lo: number(q.lo), hi: number(q.hi) }),
-            }),
-            el("input", {
-              type: "number",
-              id: name,
-              name,
-              min: q.lo,
-              max: q.hi,
-              step: "any",
-              inputmode: "decimal",
-              "aria-describedby": described,
-            }),
-          ]
-        : (q.options ?? [t("yes"), t("no")]).map((label, i) =>
-            el(
-              "div",
-              { class: "deniable-choice" },
-              el("input", {
-                type,
-                id: `${name}-${i}`,
-                name,
-                value: q.options ? i : String(i === 0),
-                "aria-describedby": described,
-              }),
-              el("label", { for: `${name}-${i}`, text: label }),
-            ),
-          );
-    return el(
-      "fieldset",
-      { id: `${name}-set` },
-      el("legend", { text: q.text }),
-      ...inputs,
-      errorFor(name),
-      el("p", { class: "deniable-cost", text: t("question_cost", { epsilon: number(q.cost) }) }),
-    );
-  };
   const heading = data.deniableHeading === "none" ? [] : [el("h2", { text: survey.title })];
   const form = el(
     "form",
@@ -306,7 +237,7 @@ export async function mount(root) {
       ),
     ),
     el("p", { class: "deniable-note", text: budgetText(client, t, number, lang) }),
-    ...survey.questions.map(field),
+    ...survey.questions.map((q) => questionField(q, t, number)),
     ...(askToken
       ? [
           el("label", { for: "deniable-token", text: t("token_label") }),
@@ -335,6 +266,10 @@ export async function mount(root) {
     hidden: "",
     "aria-labelledby": "deniable-thanks",
   });
+  // Questions shown or hidden as answers change are announced here, politely, apart from the
+  // status (errors, sending): "Another question now applies…", "… no longer applies…".
+  const changes = el("p", { class: "deniable-announce", "aria-live": "polite" });
+  form.prepend(changes);
   root.append(form, review, thanks);
   say("");
   data.state = "ready";
@@ -342,45 +277,55 @@ export async function mount(root) {
   /** Marks (or clears, text undefined) the error of one field: next to it, announced, linked. */
   const mark = (name, text) => {
     form.querySelector(`#${name}-error`).textContent = text ?? "";
-    for (const input of form.querySelectorAll(`[aria-describedby="${name}-error"]`))
+    for (const input of form.querySelectorAll(`[aria-describedby~="${name}-error"]`))
       text ? input.setAttribute("aria-invalid", "true") : input.removeAttribute("aria-invalid");
     form.querySelector(`#${name}-set`)?.classList.toggle("deniable-invalid", Boolean(text));
   };
-  /** [answer, problem] of one question as the form holds it (problem undefined when fine). */
-  const read = (q, values) => {
-    const given = values.getAll(`q-${q.id}`),
-      [value = ""] = given;
-    // Options by index: a label's exact text never round-trips a form.
-    const answer =
-      q.type === "multiple_choice"
-        ? given.map((i) => q.options[i])
-        : value === ""
-          ? undefined
-          : q.type === "numeric"
-            ? Number(value)
-            : q.type === "yes_no"
-              ? value === "true"
-              : q.options[value];
-    if (answer === undefined) return [answer, t("required")];
-    try {
-      q.checkAnswer(answer);
-    } catch {
-      return [answer, t("out_of_range", { lo: number(q.lo), hi: number(q.hi) })];
+  const read = (q, values) => readAnswer(q, values, t, number);
+  /** The true answers the form holds now (declined: null; unanswered or invalid: left out). */
+  const current = (values = new FormData(form)) => {
+    const answers = {};
+    for (const q of survey.questions) {
+      const { answer, declined, problem } = read(q, values);
+      if (declined) answers[q.id] = null;
+      else if (!problem) answers[q.id] = answer;
     }
-    return [answer, undefined];
+    return answers;
+  };
+  const fieldset = (q) => form.querySelector(`#q-${q.id}-set`);
+  /**
+   * Shows the questions whose show_if holds on the answers given, hides the others (their answers
+   * stay in the form but are never sent), and announces the change. A show_if names only earlier
+   * questions, so what changes is always below the control just used: nothing moves under it.
+   */
+  const applyConditions = () => {
+    const now = statuses(survey.questions, current()),
+      said = [];
+    survey.questions.forEach((q, i) => {
+      const set = fieldset(q),
+        hide = now[i] === "hidden";
+      if (set.hidden === hide) return;
+      set.hidden = hide;
+      if (hide) mark(`q-${q.id}`, undefined);
+      said.push(t(hide ? "question_hidden" : "question_shown", { question: q.text }));
+    });
+    if (said.length) changes.textContent = said.join(" ");
+    return now;
   };
   const tokenMissing = () => form.querySelector("#deniable-token").value.trim() === "";
   /** The answers, or undefined after marking every problem next to its question. */
   const check = () => {
     const values = new FormData(form),
       answers = {},
-      problems = [];
-    for (const q of survey.questions) {
+      problems = [],
+      shown = applyConditions();
+    for (const [i, q] of survey.questions.entries()) {
+      if (shown[i] === "hidden") continue; // not asked: no answer goes to the client
       const name = `q-${q.id}`,
-        [answer, problem] = read(q, values);
+        { answer, declined, problem } = read(q, values);
       mark(name, problem);
       if (problem) problems.push(form.querySelector(`[name="${name}"]`));
-      else answers[q.id] = answer;
+      else answers[q.id] = declined ? null : answer;
     }
     if (askToken) {
       const missing = tokenMissing();
@@ -393,26 +338,33 @@ export async function mount(root) {
     problems[0].focus();
     // On a phone the message sits below the options: bring it into view with its question.
     form
-      .querySelector(`#${problems[0].getAttribute("aria-describedby")}`)
+      .querySelector(`#${problems[0].name.replace(/-declined$/, "")}-error`)
       ?.scrollIntoView({ block: "nearest" });
   };
 
   // An error goes as soon as its answer is fixed (and changes words if it is wrong another
   // way); a field not yet marked stays unmarked while the respondent is still answering.
   const recheck = (event) => {
-    const name = event.target.name || event.target.id,
+    const name = (event.target.name || event.target.id).replace(/-declined$/, ""),
       question = survey.questions.find((q) => `q-${q.id}` === name);
     if (!form.querySelector(`#${name}-error`)?.textContent) return;
-    if (question) mark(name, read(question, new FormData(form))[1]);
+    if (question) mark(name, read(question, new FormData(form)).problem);
     else if (name === "deniable-token" && !tokenMissing()) mark(name, undefined);
     if (!form.querySelector("[aria-invalid]") && data.state === "errors") {
       say("");
       data.state = "ready";
     }
   };
+  form.addEventListener("input", exclusive);
   form.addEventListener("input", recheck);
   form.addEventListener("change", recheck);
+  form.addEventListener("input", applyConditions);
+  form.addEventListener("change", applyConditions);
+  applyConditions();
+  changes.textContent = ""; // the first state is the page as shown, not a change
 
+  // Each question's status ("answered", "declined", "hidden") for the answers under review.
+  let shown = [];
   // The noisy reports; true on "Send", false on "Change my answers".
   const confirm = (reports) =>
     new Promise((resolve) => {
@@ -446,11 +398,16 @@ export async function mount(root) {
         el("h2", { id: "deniable-review", tabindex: "-1", text: t("review_heading") }),
         el("p", { text: t("review_explain") }),
         el("p", { text: t("review_why") }),
+        // Whenever a value can read "Prefer not to say" or "Not asked", even on a path without them.
+        ...(survey.questions.some((q) => q.extras.length)
+          ? [el("p", { text: t("review_extras") })]
+          : []),
         el(
           "dl",
           {},
-          ...reports.flatMap((r) => {
+          ...reports.flatMap((r, i) => {
             const q = survey.questions.find((x) => x.id === r.question),
+              status = shown[i],
               how = {
                 duchi: "how_numeric",
                 discrete_laplace: "how_noise",
@@ -459,6 +416,14 @@ export async function mount(root) {
             return [
               el("dt", { text: q.text }),
               el("dd", { class: "deniable-value", text: r.description }),
+              ...(status === "answered"
+                ? []
+                : [
+                    el("dd", {
+                      class: "deniable-note",
+                      text: t(status === "declined" ? "review_declined" : "review_not_asked"),
+                    }),
+                  ]),
               ...(how ? [el("dd", { class: "deniable-note", text: t(how) })] : []),
             ];
           }),
@@ -480,6 +445,7 @@ export async function mount(root) {
     say("");
     const answers = check();
     if (!answers) return;
+    shown = statuses(survey.questions, answers);
     const enrolmentToken = survey.requireEnrolment
       ? token || form.querySelector("#deniable-token").value.trim()
       : undefined;

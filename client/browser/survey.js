@@ -1,26 +1,33 @@
 // Survey definitions (/2; shared/survey.py; protocol §2, §4, §5): strict, mechanisms from signed parameters alone.
 
+import { checkCondition } from "./conditions.js";
 import { InvalidSurvey, InvalidValue, PolicyViolation } from "./randomness.js";
 
 export const FORMAT = "deniable.survey/2",
   TOLERANCE = 1e-9;
-const TYPES = ["yes_no", "single_choice", "multiple_choice", "numeric"];
+const TYPES = ["yes_no", "single_choice", "multiple_choice", "numeric", "scale"];
+// A scale's points and the values they take (the true answer is the integer point).
+const SCALES = { 5: [1, 5], 7: [1, 7], 11: [0, 10] };
+// The non-response values ("extras"), in this order, present only when they can occur.
+export const EXTRAS = ["declined", "not_applicable"];
 // The mechanism registry (shared/mechanisms/__init__.py), mirrored: per oracle class, the wire
 // names that build it, the question types it serves, its module, its class, its resolved
 // parameters (exactly), and "-" or: "longitudinal" (a memoized question builds it), "binary"
-// (single choice: two options only), "+grr" (its module imports grr.js, and so on). Only the modules a
+// (single choice: two options only), "extras" (a question that can be declined or not asked builds
+// it; docs/protocol.md §5.5), "+grr" (its module imports grr.js, and so on). Only the modules a
 // survey names load.
 const ORACLES =
   `binary_rr        yes_no,single_choice  grr              BinaryRR        keep                     binary
-grr              yes_no,single_choice  grr              GRR             keep                     -
-sue              yes_no,single_choice  unary            SUE             one_if_true,one_if_other -
-oue              yes_no,single_choice  unary            OUE             one_if_true,one_if_other -
-olh              yes_no,single_choice  local_hashing    OLH             hash_range,keep          -
-hrr              yes_no,single_choice  hadamard         HRR             keep,order               -
-subset           yes_no,single_choice  subset           SubsetSelection keep,subset_size         -
+grr              yes_no,single_choice,scale grr         GRR             keep                     -
+sue              yes_no,single_choice,scale unary       SUE             one_if_true,one_if_other -
+oue              yes_no,single_choice,scale unary       OUE             one_if_true,one_if_other -
+olh              yes_no,single_choice,scale local_hashing OLH           hash_range,keep          -
+hrr              yes_no,single_choice,scale hadamard    HRR             keep,order               -
+subset           yes_no,single_choice,scale subset      SubsetSelection keep,subset_size         -
 binary_rr        multiple_choice       optionwise       OptionwiseRR    keep,option_epsilon      +grr
 option_sampling  multiple_choice       option_sampling  OptionSampling  keep                     -
 duchi            numeric               duchi            Duchi           high,low,slope           -
+duchi            numeric               duchi            DuchiStatus     high,keep,low,slope      extras
 discrete_laplace numeric               discrete_laplace DiscreteLaplace grid_size                -
 binary_rr,grr    yes_no,single_choice  longitudinal     LongitudinalGRR instantaneous_keep,keep  longitudinal,+grr`
     .split("\n")
@@ -35,14 +42,18 @@ export const MECHANISMS = [...new Set(ORACLES.flatMap((o) => o.mechanisms))];
 const NOISED = ["BinaryRR", "GRR", "LongitudinalGRR", "OptionSampling", "Duchi"];
 const loaded = {};
 
-/** The ORACLES row for a question whose type and mechanism fit. */
-function oracleOf({ type, mechanism, longitudinal }) {
-  return ORACLES.find(
+/** The ORACLES row for a question whose type and mechanism fit (an "extras" row if it has extras). */
+function oracleOf({ type, mechanism, longitudinal, optional, show_if }) {
+  const fits = ORACLES.filter(
     (o) =>
       o.types.includes(type) &&
       o.mechanisms.includes(mechanism) &&
       o.flags.includes("longitudinal") === (longitudinal !== undefined),
   );
+  const extras = optional === true || show_if !== undefined;
+  return fits.find((o) => o.flags.includes("extras")) && extras
+    ? fits.find((o) => o.flags.includes("extras"))
+    : fits.find((o) => !o.flags.includes("extras"));
 }
 
 /** Whether a mechanism serves two categories only (a single-choice question needs two options). */
@@ -123,9 +134,10 @@ export function epsilon(where, value) {
 }
 
 export class Question {
-  constructor(data, index) {
+  /** `earlier`: the survey's questions before this one (a show_if may name only those). */
+  constructor(data, index, earlier = []) {
     let where = `survey.questions[${index}]`;
-    exactKeys(where, data, [
+    const common = [
       "id",
       "type",
       "text",
@@ -133,25 +145,21 @@ export class Question {
       "mechanism",
       "parameters",
       "longitudinal?",
-      "options?",
-      "lo?",
-      "hi?",
-    ]);
+      "optional?",
+      "help?",
+      "show_if?",
+    ];
+    exactKeys(where, data, [...common, "options?", "lo?", "hi?", "points?", "anchors?"]);
     if (!TYPES.includes(data.type))
       throw fail(`${where}.type`, `must be one of ${TYPES.join(", ")}`, "type");
     const { type, mechanism, options: o, longitudinal: l } = data,
-      extra = { numeric: ["lo", "hi"], yes_no: [] }[type] ?? ["options"];
-    exactKeys(where, data, [
-      "id",
-      "type",
-      "text",
-      "epsilon",
-      "mechanism",
-      "parameters",
-      "longitudinal?",
-      ...extra,
-    ]);
+      extra = { numeric: ["lo", "hi"], yes_no: [], scale: ["points?", "anchors?"] }[type] ?? [
+        "options",
+      ];
+    exactKeys(where, data, [...common, ...extra]);
     where = `question ${identifier(`${where}.id`, data.id)}`;
+    if (data.optional !== undefined && typeof data.optional !== "boolean")
+      throw fail(`${where}.optional`, "must be true or false", "wrong-type");
     Object.assign(this, {
       id: data.id,
       type,
@@ -162,7 +170,29 @@ export class Question {
       longitudinal: l ?? null,
       lo: data.lo,
       hi: data.hi,
+      optional: data.optional === true,
+      help: data.help === undefined ? "" : text(`${where}.help`, data.help, 2000, true),
     });
+    if (data.help !== undefined && isBlank(data.help))
+      throw fail(`${where}.help`, "must not be blank (omit it instead)", "text-blank");
+    if (type === "scale") {
+      if (!Object.hasOwn(SCALES, data.points))
+        throw fail(`${where}.points`, "must be 5, 7 or 11", "points");
+      const [first, last] = SCALES[data.points];
+      this.points = data.points;
+      this.values = Array.from({ length: last - first + 1 }, (_, i) => first + i);
+      if (data.anchors !== undefined) {
+        exactKeys(`${where}.anchors`, data.anchors, ["low", "high"]);
+        this.anchors = {
+          low: text(`${where}.anchors.low`, data.anchors.low, 200),
+          high: text(`${where}.anchors.high`, data.anchors.high, 200),
+        };
+      } else this.anchors = null;
+    }
+    this.showIf =
+      data.show_if === undefined ? null : checkCondition(`${where}.show_if`, data.show_if, earlier);
+    // The non-response values this question can take, in the order of EXTRAS.
+    this.extras = EXTRAS.filter((e) => (e === "declined" ? this.optional : this.showIf));
     if (type.endsWith("_choice")) {
       const limit = type === "multiple_choice" ? 64 : 1024;
       if (!Array.isArray(o))
@@ -187,11 +217,27 @@ export class Question {
         "range",
       );
     }
-    const { file, name, names } = oracleOf(data) ?? {};
-    if (!name || (binary(mechanism) && type === "single_choice" && this.domainSize !== 2))
+    const { file, name, names, flags } = oracleOf(data) ?? {};
+    if (
+      !name ||
+      (this.extras.length && type === "numeric" && !flags.includes("extras")) ||
+      (binary(mechanism) && type === "single_choice" && this.options.length !== 2)
+    )
       throw fail(
         where,
         `mechanism ${mechanism} does not fit this${l ? " longitudinal" : ""} question`,
+        "mechanism",
+      );
+    if (flags?.includes("binary") && this.extras.length)
+      throw fail(
+        where,
+        `mechanism ${mechanism} has two values only and cannot also send "prefer not to say" or "not asked": use grr`,
+        "mechanism",
+      );
+    if (this.extras.length && (l || mechanism === "discrete_laplace"))
+      throw fail(
+        where,
+        `a ${l ? "longitudinal question" : "discrete_laplace question"} cannot be optional or conditional`,
         "mechanism",
       );
     exactKeys(`${where}.parameters`, data.parameters, names);
@@ -213,6 +259,8 @@ export class Question {
         lo: this.lo,
         hi: this.hi,
         longitudinal: l,
+        statuses: 1 + this.extras.length,
+        extras: this.extras.length,
         ...parameters,
       });
     } catch (error) {
@@ -233,11 +281,38 @@ export class Question {
     this.cost = Math.max(this.epsilon, implied);
   }
 
+  /** The mechanism's domain size: the base values, then the extras (multiple choice: its bits). */
   get domainSize() {
-    return this.type === "yes_no" ? 2 : this.options?.length;
+    return this.baseSize + this.extras.length;
+  }
+  /** How many true answers (categories, or option bits) there are, extras not counted. */
+  get baseSize() {
+    return this.type === "yes_no" ? 2 : (this.options ?? this.values)?.length;
   }
   get labels() {
-    return this.options ?? ["no", "yes"];
+    return (
+      this.options ?? this.values?.map(String) ?? (this.type === "yes_no" ? ["no", "yes"] : [])
+    );
+  }
+  /** Every category's (or bit's) label, extras too: `words` names them (default: English). */
+  allLabels(
+    words = { declined: "Prefer not to say", not_applicable: "Not asked (did not apply)" },
+  ) {
+    return [...this.labels, ...this.extras.map((e) => words[e])];
+  }
+
+  /** The mechanism's input for "declined" or "not_applicable" (an extra this question has). */
+  extraValue(extra) {
+    const at = this.extras.indexOf(extra);
+    if (at < 0)
+      throw new InvalidValue(
+        extra === "declined"
+          ? `question ${this.id}: an answer is required (it is not optional)`
+          : `question ${this.id}: it is always shown`,
+      );
+    if (this.type === "multiple_choice")
+      return Array.from({ length: this.domainSize }, (_, i) => +(i === this.baseSize + at));
+    return this.type === "numeric" ? { status: 1 + at } : this.baseSize + at;
   }
 
   /** The answer in mechanism terms, or InvalidValue: never coerced. */
@@ -253,8 +328,12 @@ export class Question {
         return o.includes(answer) ? o.indexOf(answer) : refuse("one of the options");
       case "multiple_choice":
         return Array.isArray(answer) && answer.every((a) => o.includes(a))
-          ? o.map((label) => +answer.includes(label))
+          ? [...o.map((label) => +answer.includes(label)), ...this.extras.map(() => 0)]
           : refuse("a list of option labels");
+      case "scale":
+        return this.values.includes(answer)
+          ? answer - this.values[0]
+          : refuse(`a whole number from ${this.values[0]} to ${this.values.at(-1)}`);
     }
     return typeof answer === "number" && answer >= this.lo && answer <= this.hi
       ? answer
@@ -262,7 +341,7 @@ export class Question {
   }
 
   describe(report) {
-    return this.oracle.describe(report, this.labels);
+    return this.oracle.describe(report, this.allLabels());
   }
 }
 
@@ -283,8 +362,9 @@ export function parseDefinition(data) {
     title: text("survey.title", data.title, 200),
     description:
       "description" in data ? text("survey.description", data.description, 2000, true) : "",
-    questions: q.map((d, i) => new Question(d, i)),
+    questions: [],
   };
+  for (const [i, d] of q.entries()) survey.questions.push(new Question(d, i, survey.questions));
   const distinct = (values) => new Set(values).size === values.length;
   if (!distinct(survey.questions.map((x) => x.id)))
     throw fail("survey.questions", "question ids must be distinct", "question-id-duplicate");

@@ -68,7 +68,8 @@ class DuchiStatus(Mechanism):
     name: ClassVar[str] = Duchi.name
     display_name: ClassVar[str] = Duchi.display_name + " with a randomized answer status"
     browser_module: ClassVar[str] = "duchi.js"
-    browser_imports: ClassVar[tuple[str, ...]] = ("grr.js",)
+    # duchi.js's DuchiStatus draws its GRR status itself (grr.js's two draws): no import.
+    browser_imports: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = "numeric_status"
     batch_dtype: ClassVar[str] = "int64"
 

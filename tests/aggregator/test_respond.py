@@ -138,7 +138,7 @@ def test_the_catalogue_is_complete_in_every_language() -> None:
     # Every message the form and the pages ask for is in it (and nothing is left unused).
     from importlib import resources
 
-    sources = [respond.static_file("respond.js").decode()] + [
+    sources = [respond.static_file(name).decode() for name in respond.FORM] + [
         path.read_text()
         for path in resources.files("deniable.aggregator.respond").joinpath("templates").iterdir()
         if path.name.endswith(".html")

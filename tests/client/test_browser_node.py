@@ -68,3 +68,72 @@ def test_the_npm_package_holds_every_module_and_the_declarations() -> None:
     modules = {path.name for path in BROWSER.glob("*.js")}
     assert files == modules | {"deniable.d.ts", "README.md", "package.json"}
     assert package["name"] == "@deniable/browser" and not any(f.startswith("test") for f in files)
+
+
+TABLE = ROOT / "tests" / "client" / "condition_cases.json"
+# Every case's mechanism inputs in the browser client, one JSON line per case.
+NODE_INPUTS = """
+import { readFileSync } from "node:fs";
+import { mechanismInputs, statuses } from "./deniable.js";
+import { loadMechanisms, parseDefinition } from "./survey.js";
+const table = JSON.parse(readFileSync(process.argv[1], "utf8"));
+await loadMechanisms(table.definition);
+const survey = parseDefinition(table.definition);
+for (const c of table.cases) {
+  let out;
+  try {
+    const inputs = mechanismInputs(survey, c.answers);
+    out = { statuses: statuses(survey.questions, c.answers), inputs };
+  } catch (error) {
+    out = { refused: `${error.name}: ${error.message}` };
+  }
+  console.log(JSON.stringify(out));
+}
+"""
+
+
+def _python_input(value: object) -> object:
+    """Python's mechanism input as the browser client writes it (a numeric question with extras:
+    (0, x) is x, (status, None) is {"status": status}; tuples are lists)."""
+    if isinstance(value, tuple) and len(value) == 2 and (value[1] is None or value[0] == 0):
+        status, number = value
+        if number is None:
+            return {"status": status}
+        if isinstance(number, float):
+            return number
+    return list(value) if isinstance(value, tuple) else value
+
+
+def test_conditions_and_inputs_match_python_on_the_shared_table() -> None:
+    """The same show_if table (tests/client/condition_cases.json) through Python and JS: the same
+    statuses, the same refusals and the same mechanism input for every question of every case."""
+    from deniable.errors import InvalidValue
+    from deniable.questionnaire import DECLINED, NOT_APPLICABLE, path_answers
+    from deniable.survey import Survey
+
+    table = json.loads(TABLE.read_text("utf-8"))
+    survey = Survey.from_dict(table["definition"])
+    result = subprocess.run(
+        [node(), "--input-type=module", "-e", NODE_INPUTS, str(TABLE)],
+        cwd=BROWSER,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    browser = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(browser) == len(table["cases"])
+    for case, js in zip(table["cases"], browser, strict=True):
+        answers = case["answers"]
+        if "refused" in case:
+            with pytest.raises(InvalidValue, match=case["refused"]):
+                path_answers(survey, answers)
+            assert js["refused"].startswith("InvalidValue") and case["refused"] in js["refused"]
+            continue
+        assert js["statuses"] == case["statuses"], case["name"]
+        python = path_answers(survey, answers)
+        for question, status in zip(survey.questions, case["statuses"], strict=True):
+            truth = {"declined": DECLINED, "hidden": NOT_APPLICABLE}.get(status)
+            expected = question.check_answer(answers[question.id] if truth is None else truth)
+            assert python[question.id] == expected, (case["name"], question.id)
+        assert [_python_input(python[q.id]) for q in survey.questions] == js["inputs"], case["name"]

@@ -1,11 +1,18 @@
-"""The ``deniable`` command in-process: explanations, prompts, argument errors."""
+"""The ``deniable`` command in-process: explanations, prompts, argument errors; and the
+terminal respondent on every path of the shared skip-logic table against a real aggregator."""
 
 from __future__ import annotations
 
 import io
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
+import requests
 
+from deniable.aggregator.demo import free_port
 from deniable.client.cli import explain, main, prompt_answer
 from deniable.mechanisms import CATEGORICAL
 from deniable.survey import Survey
@@ -85,8 +92,6 @@ def test_usage_errors_exit_2_with_one_line(argv, capsys) -> None:
 
 
 def test_unreachable_aggregator_exits_5_with_one_line(tmp_path, monkeypatch) -> None:
-    from deniable.aggregator.demo import free_port
-
     monkeypatch.setenv("DENIABLE_STATE", str(tmp_path / "state.bin"))
     err = io.StringIO()
     url = f"http://127.0.0.1:{free_port()}"
@@ -145,3 +150,150 @@ def test_randomized_reports_are_shown_in_words() -> None:
         payload = question.randomize(answer)
         words = shown_report(question, payload)
         assert words and "encoded" not in words, (question.mechanism, words)
+
+
+# -- optional and conditional questions, scales (docs/protocol.md §5.5, §5.6) --------------
+TABLE = json.loads((Path(__file__).with_name("condition_cases.json")).read_text("utf-8"))
+
+
+def test_prompts_offer_a_decline_for_optional_questions_and_draw_scales() -> None:
+    survey = Survey.from_dict(TABLE["definition"])
+    questions = {q.id: q for q in survey.questions}
+    out = io.StringIO()
+    assert prompt_answer(questions["smoker"], scripted("-"), out) is None
+    assert prompt_answer(questions["cigarettes"], scripted("lots", "-"), out) is None
+    assert prompt_answer(questions["why"], scripted("-"), out) is None
+    assert prompt_answer(questions["nps"], scripted("11", "-", "9.5", "9"), out) == 9
+    assert prompt_answer(questions["satisfaction"], scripted("0", "5"), out) == 5
+    said = out.getvalue()
+    assert said.count("(- = Prefer not to say)") == 3 + 1  # smoker, cigarettes, why; satisfaction
+    assert "0 = not at all likely, 10 = extremely likely" in said
+    assert "1 = Very unhappy, 5 = Very happy" in said
+    assert said.count("please enter a whole number from 0 to 10\n") == 3  # "-": not optional
+    assert "please enter a whole number from 1 to 5, or -" in said
+    # A question that is not optional takes no decline.
+    assert prompt_answer(questions["mood"], scripted("-", "2"), io.StringIO()) == "Okay"
+
+
+def _typed(case: dict) -> list[str]:
+    """What a respondent types for a path of the table: shown questions only, then "y"."""
+    typed = []
+    for question, status in zip(TABLE["definition"]["questions"], case["statuses"], strict=True):
+        value = case["answers"].get(question["id"])
+        if status == "hidden":
+            continue
+        if status == "declined":
+            typed.append("-")
+        elif question["type"] == "yes_no":
+            typed.append("y" if value else "n")
+        elif question["type"] == "single_choice":
+            typed.append(str(question["options"].index(value) + 1))
+        elif question["type"] == "multiple_choice":
+            typed.append(",".join(str(question["options"].index(v) + 1) for v in value))
+        else:
+            typed.append(str(value))
+    return [*typed, "y"]
+
+
+class _Proxy(ThreadingHTTPServer):
+    """Forwards to the aggregator; records every request with the prompts answered before it."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(("127.0.0.1", 0), _ProxyHandler)
+        self.target, self.seen, self.prompts = target, [], 0
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    def _forward(self) -> None:
+        server: _Proxy = self.server  # type: ignore[assignment]
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+        server.seen.append((server.prompts, self.command, self.path, len(body), sorted(headers)))
+        response = requests.request(
+            self.command, server.target + self.path, data=body, headers=headers, timeout=30
+        )
+        self.send_response(response.status_code)
+        for name in ("Content-Type", "Retry-After"):
+            if name in response.headers:
+                self.send_header(name, response.headers[name])
+        self.send_header("Content-Length", str(len(response.content)))
+        self.end_headers()
+        self.wfile.write(response.content)
+
+    do_GET = do_POST = _forward  # noqa: N815 - http.server's names
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served_table(tmp_path_factory):
+    """A gunicorn aggregator holding the table's survey, behind a recording proxy."""
+    from deniable.aggregator import cli as aggregator_cli
+    from deniable.aggregator.demo import start_server, stop_server
+
+    directory = tmp_path_factory.mktemp("terminal")
+    database, key = directory / "deniable.sqlite3", directory / "key.pem"
+    options = ["--database", str(database), "--signing-key", str(key)]
+    assert aggregator_cli.main([*options, "init"]) == 0
+    path = directory / "survey.json"
+    path.write_text(json.dumps(TABLE["definition"]))
+    assert aggregator_cli.main([*options, "create-survey", str(path)]) == 0
+    port = free_port()
+    server = start_server({"DATABASE": database, "SIGNING_KEY_PATH": key}, port)
+    proxy = _Proxy(f"http://127.0.0.1:{port}")
+    try:
+        yield proxy, directory
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        stop_server(server)
+
+
+@pytest.mark.slow
+def test_every_path_of_the_terminal_respondent_makes_the_same_requests(served_table) -> None:
+    """Count, order, paths, sizes, header names and timing class (how many prompts were answered
+    when each request left: none, or all of them) on every path of the shared table."""
+    proxy, directory = served_table
+    shapes: dict[str, list[str]] = {}
+    for number, case in enumerate(c for c in TABLE["cases"] if "refused" not in c):
+        typed = _typed(case)
+        feed = iter(typed)
+
+        def read(prompt: str, feed=feed) -> str:
+            proxy.prompts += 1
+            return next(feed)
+
+        proxy.seen, proxy.prompts = [], 0
+        out, err = io.StringIO(), io.StringIO()
+        state = directory / f"state-{number}.bin"
+        status = main(
+            ["answer", proxy.url, TABLE["definition"]["id"], "--state", str(state)],
+            read=read,
+            out=out,
+            err=err,
+        )
+        assert status == 0, err.getvalue() + out.getvalue()[-300:]
+        said = out.getvalue()
+        hidden = case["statuses"].count("hidden")
+        assert ("did not apply to your answers" in said) == bool(hidden), said
+        assert "Sent 8 randomized reports" in said
+        for question, status_ in zip(
+            TABLE["definition"]["questions"], case["statuses"], strict=True
+        ):
+            assert (question["text"] in said) == (status_ != "hidden"), question["id"]
+        if case["statuses"][1] != "hidden":
+            assert "Your best guess is fine." in said  # the help text
+        # Timing class: each request leaves before the first prompt or after the last one.
+        phases = ["before" if seen[0] == 0 else "after" for seen in proxy.seen]
+        assert all(seen[0] in (0, len(typed)) for seen in proxy.seen), proxy.seen
+        shape = json.dumps(
+            [(phase, *seen[1:]) for phase, seen in zip(phases, proxy.seen, strict=True)]
+        )
+        shapes.setdefault(shape, []).append(case["name"])
+    assert len(shapes) == 1, shapes

@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 
 from deniable.mechanisms import (
+    ALIASES,
     CATEGORICAL,
     CLASSES,
     LONGITUDINAL,
     MECHANISMS,
+    NUMERIC_WITH_EXTRAS,
     QUESTION_MECHANISMS,
     Mechanism,
     mechanism_class,
@@ -107,6 +109,13 @@ def _browser_table() -> list[dict[str, list[str]]]:
 
 def _forms() -> list[tuple[str, str, bool]]:
     forms = [(kind, name, False) for kind, table in QUESTION_MECHANISMS.items() for name in table]
+    # A scale names what single choice may, but never a two-category oracle (5 points or more).
+    forms += [
+        (alias, name, False)
+        for alias, kind in ALIASES.items()
+        for name, cls in QUESTION_MECHANISMS[kind].items()
+        if not getattr(cls, "binary", False)
+    ]
     forms += [(kind, name, True) for kind in ("yes_no", "single_choice") for name in LONGITUDINAL]
     return forms
 
@@ -123,6 +132,7 @@ def test_the_browser_table_mirrors_the_registry(
         if name in row["mechanisms"]
         and question_type in row["types"]
         and ("longitudinal" in row["flags"]) == longitudinal
+        and "extras" not in row["flags"]
     ]
     assert len(rows) == 1, (question_type, name, longitudinal)
     row = rows[0]
@@ -132,6 +142,20 @@ def test_the_browser_table_mirrors_the_registry(
     assert tuple(imports) == cls.browser_imports
     assert sorted(row["names"]) == sorted(mechanism.resolved_parameters())
     assert ("binary" in row["flags"]) == bool(getattr(cls, "binary", False))
+
+
+@pytest.mark.parametrize("name", sorted(NUMERIC_WITH_EXTRAS))
+def test_the_browser_table_mirrors_a_numeric_question_with_extras(name: str) -> None:
+    """An optional or conditional numeric question builds another class (docs/protocol.md §5.5):
+    the browser's "extras" row names it, its module, imports and parameters."""
+    cls = NUMERIC_WITH_EXTRAS[name]
+    (row,) = [r for r in _browser_table() if "extras" in r["flags"] and name in r["mechanisms"]]
+    assert row["types"] == ["numeric"] and row["name"] == [cls.__name__]
+    assert [f"{row['file'][0]}.js"] == [cls.browser_module]
+    imports = [flag[1:] + ".js" for flag in row["flags"] if flag.startswith("+")]
+    assert tuple(imports) == cls.browser_imports
+    mechanism = cls(epsilon=1.0, lo=0.0, hi=1.0, extras=2)
+    assert sorted(row["names"]) == sorted(mechanism.resolved_parameters())
 
 
 def test_the_browser_table_has_no_row_the_registry_lacks() -> None:
@@ -161,8 +185,8 @@ def test_every_form_of_every_mechanism_has_cross_language_vectors() -> None:
         question = Question.from_dict(definition)
         covered.add((question.type, question.mechanism, question.longitudinal is not None))
     chosen = {(kind, name, longitudinal) for kind, name, longitudinal in _forms()}
-    # yes/no and single choice share every oracle; one of the two types is enough for each.
-    choice = ("yes_no", "single_choice")
+    # yes/no, single choice and scale share every oracle; one of the types is enough for each.
+    choice = ("yes_no", "single_choice", *ALIASES)
     asked = {(name, longitudinal) for kind, name, longitudinal in covered if kind in choice}
     for kind, name, longitudinal in chosen:
         if kind in choice:

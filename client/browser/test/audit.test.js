@@ -122,3 +122,28 @@ test("a broken OLH whose hash ignores the seed is caught", () => {
   const [bound] = audit(broken, [0, 1], Infinity, ([s, y]) => `${s}:${y}`);
   assert.ok(bound > q.epsilon, `certified only ${bound}`);
 });
+
+test("audit the non-response forms: a number's status and sign, and multiple choice's extra bits", async () => {
+  // docs/protocol.md §5.5: the worst pairs are an extra against an answer at an end of the range
+  // (the number: certified some 0.92 of its ε = 1), and a non-response against every option
+  // (binary RR per bit at ε/(m + 1)).
+  const { survey } = VECTORS.questionnaire.nonresponse;
+  await loadMechanisms(survey);
+  const earlier = [new Question(survey.questions[0], 0)];
+  const byId = (id) =>
+    new Question(
+      survey.questions.find((q) => q.id === id),
+      1,
+      earlier,
+    );
+  const number = byId("number");
+  audit(number.oracle, [{ status: 1 }, number.hi, number.lo, { status: 2 }], number.epsilon);
+  const multiple = byId("multiple_rr");
+  const inputs = [
+    multiple.extraValue("declined"),
+    multiple.checkAnswer(["x", "y", "z"]),
+    multiple.checkAnswer([]),
+    multiple.extraValue("not_applicable"),
+  ];
+  audit(multiple.oracle, inputs, multiple.epsilon);
+});

@@ -12,8 +12,10 @@ import {
   SignatureError,
   b64encode,
   canonicalize,
+  mechanismInputs,
   parseDefinition,
   parseJson,
+  statuses,
   verifyDocument,
 } from "../deniable.js";
 import { followRotation } from "../keychain.js";
@@ -230,4 +232,81 @@ test("blank code points (protocol §2.2's fixed lists), at and next to every ran
     VECTORS.blank.filter((v) => unicode.test(v.text) !== v.blank).map((v) => v.code_point),
     [],
   );
+});
+
+// -- optional and conditional questions, scales (protocol §5.5, §5.6; the "questionnaire" section) --
+const QUESTIONNAIRE = VECTORS.questionnaire;
+
+test("questionnaire: the signed survey with every new member, and the refusals with their codes", async () => {
+  const raw = Uint8Array.from(atob(VECTORS.public_key), (c) => c.charCodeAt(0));
+  const key = await crypto.subtle.importKey("raw", raw, { name: "Ed25519" }, false, ["verify"]);
+  for (const vector of QUESTIONNAIRE.surveys) {
+    const parsed = JSON.parse(JSON.stringify(vector.definition));
+    assert.equal(canonicalize(parsed), vector.canonical, vector.name);
+    const signature = Uint8Array.from(atob(vector.signature), (c) => c.charCodeAt(0));
+    const message = new TextEncoder().encode(vector.canonical);
+    assert.ok(await crypto.subtle.verify({ name: "Ed25519" }, key, signature, message));
+    await loadMechanisms(parsed);
+    parseDefinition(parsed);
+  }
+  for (const vector of QUESTIONNAIRE.invalid_surveys) {
+    await loadMechanisms(vector.definition).catch(() => {});
+    assert.throws(
+      () => parseDefinition(vector.definition),
+      (error) => error instanceof InvalidSurvey && error.reason === vector.code,
+      `${vector.reason}: not refused with reason ${vector.code}`,
+    );
+  }
+});
+
+test("questionnaire: declined and not-applicable reports of every mechanism, byte for byte", async () => {
+  const { survey: definition, reports } = QUESTIONNAIRE.nonresponse;
+  await loadMechanisms(definition);
+  const questions = Object.fromEntries(parseDefinition(definition).questions.map((q) => [q.id, q]));
+  const mechanisms = new Set();
+  for (const v of reports) {
+    const q = questions[v.question],
+      source = new ArraySource(bytes(v.stream));
+    const input = v.status === "answered" ? q.checkAnswer(v.answer) : q.extraValue(v.status);
+    const report = q.oracle.randomize(input, source);
+    assert.equal(q.oracle.encode(report), v.report, `${v.question} ${v.status}`);
+    assert.equal(
+      source.position,
+      source.bytes.length,
+      `${v.question} ${v.status}: every byte used`,
+    );
+    assert.equal(q.oracle.encode(decode(q.oracle, v.report)), v.report, `${v.question}: decoded`);
+    mechanisms.add(`${q.type} ${q.mechanism} ${v.status}`);
+  }
+  // Every question with extras, each of its three kinds of value.
+  assert.equal(mechanisms.size, 3 * (definition.questions.length - 1));
+});
+
+test("questionnaire: each path's statuses and mechanism values, and the answers to refuse", async () => {
+  const [{ definition }] = QUESTIONNAIRE.surveys;
+  await loadMechanisms(definition);
+  const survey = parseDefinition(definition);
+  // A number's value is [status, number] in the vectors; the browser's input is the number, or
+  // {status} for an extra.
+  const value = (q, input) =>
+    q.type === "numeric" && q.extras.length
+      ? typeof input === "number"
+        ? [0, input]
+        : [input.status, null]
+      : input;
+  for (const path of QUESTIONNAIRE.paths) {
+    const name = JSON.stringify(path.answers);
+    if (path.values === null) {
+      assert.throws(() => mechanismInputs(survey, path.answers), InvalidValue, name);
+      continue;
+    }
+    const inputs = mechanismInputs(survey, path.answers),
+      now = statuses(survey.questions, path.answers);
+    survey.questions.forEach((q, i) => {
+      const expected = path.values[q.id],
+        status = { hidden: "not_applicable" }[now[i]] ?? now[i];
+      assert.equal(status, expected.status, `${name}: ${q.id}`);
+      assert.deepEqual(value(q, inputs[i]), expected.value, `${name}: ${q.id}`);
+    });
+  }
 });
