@@ -10,6 +10,7 @@ from deniable.errors import Conflict, DeniableError, NotFound
 from deniable.survey import MAX_QUESTIONS, SHUFFLE_UNITS
 
 from ..api.surveys import parse_create
+from ..public_url import public_base_url
 from ..respond.words import catalogue
 from ..storage import current_storage
 from . import blueprint
@@ -156,6 +157,7 @@ def published(survey_id: str) -> Any:
         survey=record.survey,
         types=TYPE_WORDS,
         new=request.args.get("new") == "1",
+        respond_url=public_base_url() + url_for("respond.respond", survey_id=record.id),
     )
 
 
