@@ -41,7 +41,9 @@ CONTENT_SECURITY_POLICY = (
 def _headers(response: Response) -> Response:
     response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
     response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    # Why same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with
+    # every form post, which the cross-site check (session.py) cannot tell from another site.
+    response.headers["Referrer-Policy"] = "same-origin"
     # Why: pages hold a CSRF token and drafts; no cache keeps them.
     response.headers["Cache-Control"] = "no-store"
     return response

@@ -18,7 +18,7 @@ from deniable.errors import NotFound
 from deniable.survey import Question, Relay, Survey
 
 from .advice import as_view, question_advice
-from .forms import CONDITION_WORDS, TYPE_WORDS, field_of, plain, validate
+from .forms import CONDITION_WORDS, TYPE_WORDS, field_of, number_text, plain, validate
 from .session import editor_store
 from .store import Draft
 
@@ -187,7 +187,7 @@ def question_rows(draft: Draft, checked: Checked) -> list[dict[str, Any]]:
                 "id": question.get("id", ""),
                 "text": question.get("text") or "(no text yet)",
                 "type": TYPE_WORDS.get(question.get("type"), question.get("type")),
-                "epsilon": question.get("epsilon"),
+                "epsilon": number_text(question.get("epsilon")),
                 "optional": bool(question.get("optional")),
                 "condition": condition_words(question.get("show_if"), titles),
                 "problem": checked.problem if checked.index == index else None,

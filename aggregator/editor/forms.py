@@ -26,6 +26,7 @@ __all__ = [
     "condition_from_form",
     "field_of",
     "mechanism_choices",
+    "number_text",
     "plain",
     "question_from_form",
     "question_view",
@@ -75,6 +76,13 @@ def _number(text: str) -> Any:
     except ValueError:
         return text
     return int(value) if value.is_integer() and "." not in text and "e" not in text else value
+
+
+def number_text(value: Any) -> str:
+    """A stored number as an operator writes it (1.0 as 1); anything else as it is."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:.15g}"
+    return "" if value is None else str(value)
 
 
 def _lines(text: str) -> list[str]:
@@ -187,11 +195,11 @@ def question_view(question: Mapping[str, Any]) -> dict[str, Any]:
         "id": question.get("id", ""),
         "type": question.get("type", "yes_no"),
         "text": question.get("text", ""),
-        "epsilon": question.get("epsilon", ""),
+        "epsilon": number_text(question.get("epsilon", "")),
         "mechanism": question.get("mechanism", ""),
         "options": "\n".join(str(o) for o in question.get("options", [])),
-        "lo": "" if question.get("lo") is None else question["lo"],
-        "hi": "" if question.get("hi") is None else question["hi"],
+        "lo": number_text(question.get("lo")),
+        "hi": number_text(question.get("hi")),
         "points": question.get("points", 5),
         "anchor_low": anchors.get("low", ""),
         "anchor_high": anchors.get("high", ""),
