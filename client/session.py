@@ -400,10 +400,9 @@ class SurveyClient(HttpTransport, KeyPinning):
         unknown = [k for k in answers if k not in ids]
         if unknown:
             raise InvalidValue(f"survey {survey.id!r} has no question(s) {unknown!r}")
-        missing = [k for k in ids if k not in answers]
-        if missing:
-            raise InvalidValue(f"every question must be answered; missing {missing!r}")
-        return {q.id: q.check_answer(answers[q.id]) for q in survey.questions}
+        # Every question gets a value on every path: a hidden one "not applicable", a declined
+        # optional one "declined" (docs/protocol.md §5.5), so one report per question is sent.
+        return survey.path_answers(answers)
 
     def answer(
         self,

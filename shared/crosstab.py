@@ -56,6 +56,7 @@ from .estimation import (
     check_beta,
     interval_families,
     interval_summary,
+    ratio_interval,
     score_model,
     tightest_family,
 )
@@ -522,14 +523,8 @@ def category_means(
     )
 
     def ratio(low_total, high_total, low_share, high_share):
-        tiny = np.finfo(float).tiny
-        lower = np.maximum(low_total, 0.0) / np.maximum(high_share, tiny)
-        lower = np.where(high_share > 0, lower, 0.0)
-        upper = np.where(low_share > 0, high_total / np.maximum(low_share, tiny), span)
-        return (
-            numeric.origin + np.clip(lower, 0.0, span),
-            numeric.origin + np.clip(upper, 0.0, span),
-        )
+        lower, upper = ratio_interval(low_total, high_total, low_share, high_share, span)
+        return numeric.origin + lower, numeric.origin + upper
 
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         lower, upper = ratio(n_low, n_high, d_low, d_high)

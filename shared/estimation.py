@@ -39,6 +39,7 @@ from .intervals import (  # noqa: F401  (re-exported: callers import these from 
     check_beta,
     family_interval,
     nominal_half_width,
+    ratio_interval,
     score_model,
     smallest_passing,
     tightest_family,

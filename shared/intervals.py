@@ -57,6 +57,7 @@ __all__ = [
     "check_beta",
     "family_interval",
     "nominal_half_width",
+    "ratio_interval",
     "score_model",
     "smallest_passing",
     "tightest_family",
@@ -286,3 +287,33 @@ def smallest_passing(passes: Callable[[int], bool], low: int, high: int) -> int:
         else:
             low = middle + 1
     return low
+
+
+# -- a ratio of two estimates, each with its interval ------------------------------------------
+
+
+def ratio_interval(
+    low_total: np.ndarray,
+    high_total: np.ndarray,
+    low_share: np.ndarray,
+    high_share: np.ndarray,
+    span: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """[lower, upper] within [0, span] that holds N/D whenever N lies in [low_total, high_total],
+    D in [low_share, high_share], and 0 <= N <= span D with D > 0.
+
+    Why it covers: on that event N >= max(low_total, 0) and 0 < D <= high_share give
+    N/D >= max(low_total, 0)/high_share, and N <= high_total with D >= low_share > 0 give
+    N/D <= high_total/low_share; N/D lies in [0, span] in any case.  So if the two intervals
+    cover with probability >= 1 - β/2 each, the ratio's covers with probability >= 1 - β
+    (union bound).  Used for means by category (``deniable.crosstab``) and for shares among
+    those who answered (``deniable.nonresponse``).
+    """
+    tiny = np.finfo(float).tiny
+    low_total, high_total = np.asarray(low_total, float), np.asarray(high_total, float)
+    low_share, high_share = np.asarray(low_share, float), np.asarray(high_share, float)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        lower = np.maximum(low_total, 0.0) / np.maximum(high_share, tiny)
+        lower = np.where(high_share > 0, lower, 0.0)
+        upper = np.where(low_share > 0, high_total / np.maximum(low_share, tiny), span)
+    return np.clip(lower, 0.0, span), np.clip(upper, 0.0, span)

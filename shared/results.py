@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+from .nonresponse import nonresponse_results
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,6 +38,9 @@ PUBLISHED_COLUMNS = (
     "simultaneous_lower",
     "simultaneous_upper",
     "simultaneous_tightest",
+    # "answered", "applicable" or "all": whom a share counts (optional and conditional
+    # questions, deniable.nonresponse); empty for the other questions' rows.
+    "share_of",
 )
 # Every interval family's own columns start with its name (``chebyshev_exact_`` with
 # ``chebyshev_``); see :func:`_primary`.
@@ -51,7 +55,9 @@ def question_results(
     A numeric question gets its mean (:func:`deniable.estimation.estimate_mean`); a choice
     question its frequencies, one per category with the mechanism's own estimator; a
     multiple-choice question estimates every option on its own (each is a yes/no share, so
-    the shares are not normalized to sum to one).
+    the shares are not normalized to sum to one).  An optional or conditional question
+    publishes the shares among those who answered, who declined and whom it did not apply to,
+    and a scale its mean point and net promoter score (:mod:`deniable.nonresponse`).
     """
     if beta is None:
         beta = DEFAULT_BETA
@@ -65,6 +71,8 @@ def question_results(
     if n == 0:
         return {**summary, "beta": beta, "estimate": None}
     oracle = question.oracle
+    if question.extras or question.type == "scale":
+        return {**summary, **nonresponse_results(question, statistics, n, beta)}
     if oracle.kind == "numeric":
         mean = estimate_mean(oracle, statistics, n, beta=beta).to_dict()
         return {**summary, **_primary(mean, mean["tightest"], None)}

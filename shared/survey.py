@@ -43,10 +43,31 @@ from typing import Any, ClassVar
 from .canonical import jcs, legacy_bytes
 from .errors import InvalidParameter, InvalidSurvey, InvalidValue
 from .lazy import np, numpy_type
-from .mechanisms import DEFAULTS, LONGITUDINAL, QUESTION_MECHANISMS, mechanism_class, recommend
+from .mechanisms import (
+    ALIASES,
+    DEFAULTS,
+    EXTRAS_DEFAULTS,
+    LONGITUDINAL,
+    NUMERIC_WITH_EXTRAS,
+    QUESTION_MECHANISMS,
+    mechanism_class,
+    recommend,
+)
 from .mechanisms.base import Mechanism
 from .mechanisms.optionwise import OptionwiseRR  # noqa: F401  (re-exported)
 from .parameters import check_epsilon
+from .questionnaire import (
+    SCALE_POINTS,
+    Condition,
+    NonResponse,
+    base_answer,
+    extension_members,
+    extras_of,
+    mechanism_refusal,
+    mechanism_value,
+    parse_extensions,
+    path_answers,
+)
 from .randomness import RngLike
 from .resolution import (
     INTEGER_KEYS,
@@ -94,7 +115,7 @@ MAX_MULTIPLE_OPTIONS = 64
 # Tolerance of the implied-ε check (docs/protocol.md §2.3).
 TOLERANCE = 1e-9
 
-QUESTION_TYPES = tuple(QUESTION_MECHANISMS)
+QUESTION_TYPES = (*QUESTION_MECHANISMS, *ALIASES)
 LONGITUDINAL_MECHANISMS = tuple(LONGITUDINAL)
 
 
@@ -137,6 +158,12 @@ class Question:
     # /2: signed thresholds (and Duchi's slope) that differ from the ones this code derives from
     # ε; used as signed, within the declared ε (docs/protocol.md §2.3).  Usually empty.
     probabilities: Mapping[str, Any] = field(default_factory=dict)
+    # /2 questionnaire members (docs/protocol.md §5.5-5.6, deniable.questionnaire).
+    optional: bool = False
+    help: str = ""
+    show_if: Condition | None = None
+    points: int | None = None
+    anchors: tuple[str, str] | None = None
 
     FIELDS: ClassVar[set[str]] = {
         "id",
@@ -149,12 +176,21 @@ class Question:
         "hi",
         "parameters",
         "longitudinal",
+        "optional",
+        "help",
+        "show_if",
+        "points",
+        "anchors",
     }
 
     # -- building -------------------------------------------------------------
     @classmethod
     def from_dict(
-        cls, data: Mapping[str, Any], where: str = "question", format: str = FORMAT
+        cls,
+        data: Mapping[str, Any],
+        where: str = "question",
+        format: str = FORMAT,
+        earlier: Mapping[str, Question] | None = None,
     ) -> Question:
         require_keys(where, data, {"id", "type", "text", "epsilon"}, cls.FIELDS)
         qid = check_identifier(f"{where}.id", data["id"])
@@ -183,17 +219,25 @@ class Question:
             check_lo_hi(where, lo, hi)
         elif "lo" in data or "hi" in data:
             raise fail(where, f"a {kind} question has no lo/hi", "unknown-member")
-        mechanism = data.get("mechanism") or cls._default_mechanism(kind, options, epsilon)
+        members = parse_extensions(where, data, kind, format, earlier or {})
+        extras = extras_of(members.get("optional", False), "show_if" in members)
+        size = len(options) or members.get("points") or 2
+        mechanism = data.get("mechanism") or cls._default_mechanism(
+            kind, size + len(extras), epsilon
+        )
         if not isinstance(mechanism, str):
             raise fail(f"{where}.mechanism", "must be a string", "wrong-type")
         named = mechanism_class(kind, mechanism)
         if named is None or (
-            getattr(named, "binary", False) and kind == "single_choice" and len(options) != 2
+            getattr(named, "binary", False) and kind in ("single_choice", "scale") and size != 2
         ):
             raise fail(
                 f"{where}.mechanism", f"{mechanism!r} does not fit a {kind} question", "mechanism"
             )
         longitudinal = cls._longitudinal(where, data.get("longitudinal"), kind, mechanism)
+        refusal = mechanism_refusal(kind, named, extras, longitudinal is not None)
+        if refusal is not None:
+            raise fail(f"{where}.mechanism", refusal, "mechanism")
         signed: dict[str, Any] = {}
         probabilities: dict[str, Any] = {}
         if format == FORMAT:
@@ -215,6 +259,7 @@ class Question:
             hi=hi,
             parameters=dict(extra),
             longitudinal=longitudinal,
+            **members,
         )
         try:
             question.oracle  # noqa: B018 - builds and validates the mechanism once
@@ -261,11 +306,14 @@ class Question:
         return labels
 
     @staticmethod
-    def _default_mechanism(kind: str, options: tuple[str, ...], epsilon: float) -> str:
+    def _default_mechanism(kind: str, size: int, epsilon: float) -> str:
+        """The mechanism when none is named; ``size`` counts the values with the extras."""
+        if kind in EXTRAS_DEFAULTS and size > 2:
+            return EXTRAS_DEFAULTS[kind]  # binary RR has no room for non-response values
         if kind in DEFAULTS:
             return DEFAULTS[kind]
         multiple = kind == "multiple_choice"
-        return recommend(domain_size=len(options), epsilon=epsilon, multiple=multiple).mechanism
+        return recommend(domain_size=size, epsilon=epsilon, multiple=multiple).mechanism
 
     @staticmethod
     def _longitudinal(where: str, data: object, kind: str, mechanism: str) -> Longitudinal | None:
@@ -310,19 +358,27 @@ class Question:
             data["parameters"] = dict(self.parameters)
         if self.longitudinal:
             data["longitudinal"] = self.longitudinal.to_dict()
+        data.update(extension_members(self))
         return data
 
     # -- the mechanism ----------------------------------------------------------
     def _derived_oracle(self) -> Mechanism:
         """The mechanism as this code derives it from ε (before the signed probabilities)."""
-        fitting = QUESTION_MECHANISMS.get(self.type, {})
+        fitting = QUESTION_MECHANISMS.get(ALIASES.get(self.type, self.type), {})
         cls = mechanism_class(self.type, self.mechanism)
         if cls is None:
             raise InvalidParameter(
                 f"mechanism must be one of {', '.join(fitting)} for {self.type} questions"
             )
         if self.type == "multiple_choice":
-            return cls(epsilon=self.epsilon, options=len(self.options))
+            bits = len(self.options) + len(self.extras)
+            if self.extras and getattr(cls, "splits_epsilon", False):
+                # All options against a non-response: m + 1 bits at most (§5.5).
+                return cls(epsilon=self.epsilon, options=bits, distance=len(self.options) + 1)
+            return cls(epsilon=self.epsilon, options=bits)
+        if self.type == "numeric" and self.extras:
+            status = NUMERIC_WITH_EXTRAS[self.mechanism]
+            return status(epsilon=self.epsilon, lo=self.lo, hi=self.hi, extras=len(self.extras))
         if self.type == "numeric":
             return cls(epsilon=self.epsilon, lo=self.lo, hi=self.hi, **self.parameters)
         if self.longitudinal is not None:
@@ -346,17 +402,41 @@ class Question:
         return oracle
 
     @property
-    def domain_size(self) -> int:
-        return 2 if self.type == "yes_no" else len(self.options)
+    def extras(self) -> tuple[str, ...]:
+        """The non-response values, in domain order: ``declined``, ``not_applicable`` (§5.5)."""
+        return extras_of(self.optional, self.show_if is not None)
 
     @property
-    def labels(self) -> list[str]:
-        """Names of the estimated quantities, in statistics order."""
+    def base_size(self) -> int:
+        """The number of answer values, without the extras."""
+        if self.type == "yes_no":
+            return 2
+        if self.type == "scale":
+            return int(self.points or 0)
+        return len(self.options)
+
+    @property
+    def domain_size(self) -> int:
+        """The categorical domain the mechanism runs over: the answers, then the extras."""
+        return self.base_size + len(self.extras)
+
+    @property
+    def base_labels(self) -> list[str]:
+        """The answer values' names (no extras)."""
         if self.type == "yes_no":
             return ["no", "yes"]
         if self.type == "numeric":
             return ["mean"]
+        if self.type == "scale":
+            return [str(point) for point in SCALE_POINTS[int(self.points or 0)]]
         return list(self.options)
+
+    @property
+    def labels(self) -> list[str]:
+        """Names of the estimated quantities, in statistics order (extras last)."""
+        if self.type == "numeric":
+            return ["mean", *self.extras]
+        return [*self.base_labels, *self.extras]
 
     @property
     def statistics_size(self) -> int:
@@ -365,8 +445,17 @@ class Question:
 
     # -- respondent side --------------------------------------------------------
     def check_answer(self, answer: object) -> Any:
-        """The true answer in mechanism terms; InvalidValue if it does not fit."""
+        """The true answer (or DECLINED / NOT_APPLICABLE) in mechanism terms; InvalidValue if it
+        does not fit."""
+        if isinstance(answer, NonResponse):
+            return mechanism_value(self, answer)
+        return mechanism_value(self, self.check_base(answer))
+
+    def check_base(self, answer: object) -> Any:
+        """A true answer (no extras) as conditions compare it; InvalidValue if it does not fit."""
         where = f"question {self.id!r}"
+        if self.type == "scale":
+            return base_answer(self, answer)
         if self.type == "yes_no":
             if not (answer is True or answer is False or numpy_type(answer, "bool_")):
                 raise InvalidValue(f"{where}: answer must be True or False, got {answer!r}")
@@ -384,8 +473,8 @@ class Question:
                     raise InvalidValue(f"{where}: {label!r} is not one of {list(self.options)!r}")
                 chosen.add(self.options.index(label))
             return tuple(int(i in chosen) for i in range(len(self.options)))
-        try:
-            return self.oracle.check_value(answer)
+        try:  # a numeric question's number (an optional one's oracle also takes a status)
+            return getattr(self.oracle, "sign_oracle", self.oracle).check_value(answer)
         except InvalidValue as error:
             raise InvalidValue(f"{where}: {error}") from None
 
@@ -449,11 +538,12 @@ class Survey:
                 f"must be a list of 1 to {MAX_QUESTIONS} questions",
                 "questions-count",
             )
-        questions = tuple(
-            Question.from_dict(q, f"survey.questions[{i}]", format) for i, q in enumerate(raw)
-        )
-        ids = [q.id for q in questions]
-        if len(set(ids)) != len(ids):
+        built: dict[str, Question] = {}
+        for i, q in enumerate(raw):
+            question = Question.from_dict(q, f"survey.questions[{i}]", format, built)
+            built.setdefault(question.id, question)
+        questions = tuple(built.values()) if len(built) == len(raw) else ()
+        if not questions:
             raise fail("survey.questions", "question ids must be distinct", "question-id-duplicate")
         keys = [q.longitudinal.key for q in questions if q.longitudinal]
         if len(set(keys)) != len(keys):
@@ -536,3 +626,9 @@ class Survey:
 
     def has_question(self, question_id: str) -> bool:
         return isinstance(question_id, str) and question_id in self._by_id
+
+    def path_answers(self, answers: object) -> dict[str, Any]:
+        """Every question's true answer in mechanism terms along the respondent's path: shown
+        questions as answered (``None``/absent: declined, if optional), hidden ones
+        ``not_applicable`` (``deniable.questionnaire.path_answers``)."""
+        return path_answers(self, answers)

@@ -24,6 +24,7 @@ from .base import FrequencyOracle, Mechanism, NumericMechanism
 from .binary_rr import BinaryRR
 from .discrete_laplace import DiscreteLaplace
 from .duchi import Duchi
+from .duchi_status import DuchiStatus
 from .grr import GRR
 from .hadamard import HRR
 from .local_hashing import OLH
@@ -71,10 +72,17 @@ QUESTION_MECHANISMS: dict[str, dict[str, type[Mechanism]]] = {
     "multiple_choice": {**PER_OPTION, **SET_VALUED},
     "numeric": NUMERIC,
 }
+# A scale (docs/protocol.md §5.6) is an ordered single choice: it names what single choice may.
+ALIASES: dict[str, str] = {"scale": "single_choice"}
 
 # A question's mechanism when its definition names none (single and multiple choice: the
 # recommendation, deniable.mechanisms.recommend).
 DEFAULTS: dict[str, str] = {"yes_no": BinaryRR.name, "numeric": Duchi.name}
+
+# A question with non-response values (docs/protocol.md §5.5): yes/no then defaults to GRR
+# (binary RR has no room for them), and a numeric one builds Duchi's sign with a GRR status.
+EXTRAS_DEFAULTS: dict[str, str] = {"yes_no": GRR.name}
+NUMERIC_WITH_EXTRAS: dict[str, type[Mechanism]] = {Duchi.name: DuchiStatus}
 
 # Every class a question may build: the browser modules a page may need come from these.
 CLASSES: tuple[type[Mechanism], ...] = (
@@ -89,6 +97,7 @@ def mechanism_class(
 ) -> type[Mechanism] | None:
     """The class a question of ``question_type`` naming ``mechanism`` builds, or None if the
     mechanism does not fit the type (or cannot be longitudinal)."""
+    question_type = ALIASES.get(question_type, question_type)
     fitting = QUESTION_MECHANISMS.get(question_type, {})
     if mechanism not in fitting:
         return None
@@ -104,14 +113,17 @@ def display_name(mechanism: str) -> str:
 
 
 __all__ = [
+    "ALIASES",
     "CATEGORICAL",
     "CLASSES",
     "DEFAULTS",
+    "EXTRAS_DEFAULTS",
     "GRR",
     "HRR",
     "LONGITUDINAL",
     "MECHANISMS",
     "NUMERIC",
+    "NUMERIC_WITH_EXTRAS",
     "OLH",
     "OUE",
     "PER_OPTION",
@@ -121,6 +133,7 @@ __all__ = [
     "BinaryRR",
     "DiscreteLaplace",
     "Duchi",
+    "DuchiStatus",
     "FrequencyOracle",
     "LongitudinalGRR",
     "Mechanism",

@@ -28,10 +28,21 @@ class OptionwiseRR(Mechanism):
     The report is ``options`` bytes (00/01); statistics are the number of
     reports saying "yes" to each option, and each option is estimated as a
     yes/no frequency with the binary RR estimator.
+
+    ``distance`` is the most bits two true answers can differ in (``options`` by
+    default); each bit runs at ε / distance.  An optional or conditional question has
+    extra non-response bits, and a non-response has no option bit set, so two answers
+    differ in at most m + 1 bits (all m options against a non-response): ε / (m + 1)
+    per bit keeps the whole answer at exactly ε (docs/protocol.md §5.5).
     """
 
     epsilon: float
     options: int
+    distance: int | None = None
+
+    # Runs every bit at ε / distance (deniable.survey passes the distance of a question
+    # with non-response bits).
+    splits_epsilon: ClassVar[bool] = True
 
     name: ClassVar[str] = BinaryRR.name
     display_name: ClassVar[str] = BinaryRR.display_name
@@ -41,10 +52,14 @@ class OptionwiseRR(Mechanism):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        distance = self.options if self.distance is None else self.distance
+        if type(distance) is not int or not 1 <= distance <= self.options:
+            raise InvalidParameter(f"distance must be an int in [1, {self.options}]")
+        object.__setattr__(self, "distance", distance)
 
     @cached_property
     def option_oracle(self) -> BinaryRR:
-        return BinaryRR(epsilon=self.epsilon / self.options)
+        return BinaryRR(epsilon=self.epsilon / self.distance)
 
     @property
     def report_bytes(self) -> int:
@@ -52,10 +67,11 @@ class OptionwiseRR(Mechanism):
 
     @property
     def epsilon_implemented(self) -> float:
-        return self.option_oracle.epsilon_implemented * self.options
+        return self.option_oracle.epsilon_implemented * self.distance
 
     def parameters(self) -> dict[str, Any]:
-        return {"epsilon": self.epsilon, "options": self.options}
+        distance = {} if self.distance == self.options else {"distance": self.distance}
+        return {"epsilon": self.epsilon, "options": self.options, **distance}
 
     # -- signed parameters --------------------------------------------------------
     def resolved_parameters(self) -> dict[str, Any]:
@@ -66,7 +82,7 @@ class OptionwiseRR(Mechanism):
         self.option_oracle.adopt_probabilities(values)
 
     def implied_epsilons(self) -> list[tuple[str, float, float]]:
-        return [("epsilon", self.option_oracle.epsilon_implemented * self.options, self.epsilon)]
+        return [("epsilon", self.option_oracle.epsilon_implemented * self.distance, self.epsilon)]
 
     # -- crosstabs: one yes/no bit per option -------------------------------------
     @property

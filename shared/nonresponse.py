@@ -1,0 +1,219 @@
+"""Results of optional and conditional questions: shares among those who answered, and who did not.
+
+A question with extras (``declined``, ``not_applicable``: docs/protocol.md §5.5) is
+estimated over its whole domain, extras included, with the mechanism's own unbiased
+estimator (Wang, Blocki, Li, Jha 2017 for the frequency oracles; Duchi, Jordan,
+Wainwright 2013 for numbers).  What is published, one row each (``label``, ``share_of``):
+
+* every answer value v, ``share_of`` "answered": f_v / A, the share among those who
+  answered, A = 1 - Σ f_extra (for multiple choice each option's share among them);
+* ``declined``, ``share_of`` "applicable": f_declined / (1 - f_not_applicable);
+* ``not_applicable``, ``share_of`` "all": f_not_applicable;
+* a scale: ``mean`` (mean point among those who answered); 11 points: ``nps``, the net
+  promoter score 100 (f_9 + f_10 - Σ_{v<=6} f_v) / A in points;
+* a number: ``mean`` among those who answered.
+
+Point estimates are ratios of unbiased estimates (consistent, not unbiased); intervals
+come from :func:`deniable.intervals.ratio_interval`, the construction of means by
+category (``deniable.crosstab``):
+
+* a share among those who answered, or who declined among those asked: the numerator's
+  interval at β/2 and the denominator's at β/2 (split evenly among the extras it
+  subtracts); both cover with probability >= 1 - β (union bound), and then the ratio's
+  interval covers;
+* the simultaneous intervals, and the scale's mean and NPS: the frequencies' simultaneous
+  intervals at β cover every category at once with probability >= 1 - β; on that event
+  every linear numerator Σ w_v f_v (w >= 0) lies in [Σ w_v L_v, Σ w_v U_v], every
+  denominator likewise, so every ratio interval of the question covers at once;
+* a number: B Σ sign / n estimates (1/n) Σ_answered t with the non-answers' coins counted
+  as the midpoint (the Duchi mean's interval, at β/2), the status share A at β/2;
+  N = T + A lies in [0, 2A], and the mean is lo + (hi - lo)/2 · N/A.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .estimation import estimate_frequencies, estimate_mean
+from .intervals import ratio_interval
+
+if TYPE_CHECKING:
+    from .survey import Question
+
+__all__ = ["METHOD", "SHARE_OF", "nonresponse_results"]
+
+SHARE_OF = {"declined": "applicable", "not_applicable": "all"}
+METHOD = (
+    "ratio of unbiased estimates; its interval from the numerator's and the denominator's "
+    "intervals (union bound): covers with probability >= 1 - beta"
+)
+
+
+def _bounds(estimate: Any) -> dict[str, np.ndarray]:
+    """The estimates and the published (tightest) family's per-category and simultaneous bounds."""
+    chosen = estimate.intervals[estimate.tightest]
+    both = estimate.intervals[estimate.simultaneous_tightest]
+    return {
+        "estimate": np.asarray(estimate.estimates, float),
+        "lower": np.asarray(chosen.lower, float),
+        "upper": np.asarray(chosen.upper, float),
+        "simultaneous_lower": np.asarray(both.simultaneous_lower, float),
+        "simultaneous_upper": np.asarray(both.simultaneous_upper, float),
+    }
+
+
+def _frequencies(question: Question, statistics: np.ndarray, n: int, beta: float):
+    oracle = question.oracle
+    if oracle.kind == "multiple":
+        return estimate_frequencies(
+            oracle.per_category,
+            statistics,
+            n,
+            beta=beta,
+            categories=oracle.categories,
+            normalize=False,
+        )
+    if oracle.kind == "numeric_status":
+        return estimate_frequencies(oracle.status_oracle, statistics[1:], n, beta=beta)
+    return estimate_frequencies(oracle, statistics, n, beta=beta)
+
+
+def _row(label: str, share_of: str, estimate: float, bounds, simultaneous, **more) -> dict:
+    value = None if not np.isfinite(estimate) else float(estimate)
+    return {
+        "label": label,
+        "share_of": share_of,
+        "estimate": value,
+        "lower": float(bounds[0]),
+        "upper": float(bounds[1]),
+        "tightest": "ratio",
+        "simultaneous_lower": float(simultaneous[0]),
+        "simultaneous_upper": float(simultaneous[1]),
+        "simultaneous_tightest": "ratio",
+        **more,
+    }
+
+
+def _ratio(n_hat, d_hat, span):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d_hat > 0, np.clip(n_hat / d_hat, 0.0, span), np.nan)
+
+
+def nonresponse_results(
+    question: Question, statistics: np.ndarray, n: int, beta: float
+) -> dict[str, Any]:
+    """The published rows of a question with extras (see the module docstring)."""
+    statistics = np.asarray(statistics, dtype=np.int64)
+    extras = question.extras
+    e = len(extras)
+    full = _bounds(_frequencies(question, statistics, n, beta))
+    half = _bounds(_frequencies(question, statistics, n, beta / 2))
+    split = _bounds(_frequencies(question, statistics, n, beta / (2 * e))) if e else full
+    base = len(full["estimate"]) - e  # answer values (a number: the one status "answered")
+    where = {label: base + i for i, label in enumerate(extras)}
+    every = slice(base, base + e)
+
+    def answered(source):  # [low, high] of A = 1 - Σ f_extra, from the extras' intervals
+        return 1 - source["upper"][every].sum(), 1 - source["lower"][every].sum()
+
+    a_hat = 1 - full["estimate"][every].sum()
+    a_low, a_high = answered(split)  # A at β/2, split among the extras
+    # The simultaneous event: every category covered at once, with probability >= 1 - β (a
+    # number: every status at β/2, its sign's total at β/2).
+    numeric = question.type == "numeric"
+    simultaneous = half if numeric else full
+    s_low, s_high = simultaneous["simultaneous_lower"], simultaneous["simultaneous_upper"]
+    sa_low, sa_high = 1 - s_high[every].sum(), 1 - s_low[every].sum()
+    if question.type != "multiple_choice":  # the answer values partition those who answered
+        sa_low, sa_high = max(sa_low, s_low[:base].sum()), min(sa_high, s_high[:base].sum())
+    if not e:  # everyone answered: A = 1 exactly
+        a_hat = sa_low = sa_high = 1.0
+    rows = []
+    if not e:  # a scale everyone answered: the shares are the frequencies themselves
+        for i, label in enumerate(question.base_labels):
+            bounds = (full["lower"][i], full["upper"][i])
+            both = (s_low[i], s_high[i])
+            rows.append(_row(label, "answered", np.clip(full["estimate"][i], 0, 1), bounds, both))
+    elif numeric:
+        answered_bounds = ((half["lower"][0], half["upper"][0]), (sa_low, sa_high))
+        rows.append(_number_row(question, statistics, n, beta, a_hat, answered_bounds))
+    else:
+        shares = _ratio(full["estimate"][:base], a_hat, 1.0)
+        low, high = ratio_interval(half["lower"][:base], half["upper"][:base], a_low, a_high, 1)
+        both = ratio_interval(s_low[:base], s_high[:base], sa_low, sa_high, 1)
+        for i, label in enumerate(question.base_labels):
+            rows.append(
+                _row(label, "answered", shares[i], (low[i], high[i]), (both[0][i], both[1][i]))
+            )
+    for label in extras:
+        i = where[label]
+        if label == "declined" and "not_applicable" in where:
+            j = where["not_applicable"]
+            d_hat = 1 - full["estimate"][j]
+            share = _ratio(full["estimate"][i], d_hat, 1.0)
+            bounds = ratio_interval(
+                half["lower"][i], half["upper"][i], 1 - half["upper"][j], 1 - half["lower"][j], 1
+            )
+            both = ratio_interval(s_low[i], s_high[i], 1 - s_high[j], 1 - s_low[j], 1)
+        else:
+            share = np.clip(full["estimate"][i], 0.0, 1.0)
+            bounds = (full["lower"][i], full["upper"][i])
+            both = (s_low[i], s_high[i])
+        rows.append(_row(label, SHARE_OF[label], share, bounds, both))
+    if question.type == "scale":
+        rows += _scale_rows(question, full, a_hat, (sa_low, sa_high))
+    return {
+        "beta": beta,
+        "tightest": "ratio",
+        "simultaneous_tightest": "ratio",
+        "method": METHOD,
+        "covers": "respondents",
+        "answered": float(np.clip(a_hat, 0.0, 1.0)) if np.isfinite(a_hat) else None,
+        "categories": rows,
+    }
+
+
+def _scale_rows(question: Question, full, a_hat, answered_bounds) -> list[dict[str, Any]]:
+    """The mean point and (11 points) the NPS among those who answered, on the simultaneous
+    event of the frequencies (see the module docstring)."""
+    points = np.array([int(label) for label in question.base_labels], float)
+    base = len(points)
+    low, high = full["simultaneous_lower"][:base], full["simultaneous_upper"][:base]
+    estimates = full["estimate"][:base]
+    rows = []
+    weights = points - points[0]  # >= 0
+    span = float(weights[-1])
+    mean_bounds = ratio_interval(weights @ low, weights @ high, *answered_bounds, span)
+    mean = _ratio(weights @ estimates, a_hat, span)
+    bounds = (points[0] + mean_bounds[0], points[0] + mean_bounds[1])
+    rows.append(_row("mean", "answered", points[0] + mean, bounds, bounds))
+    if base == 11:
+        # NPS + 1 = (2 f_9 + 2 f_10 + f_7 + f_8) / A, in [0, 2].
+        weights = np.array([0] * 7 + [1, 1, 2, 2], float)
+        shifted = ratio_interval(weights @ low, weights @ high, *answered_bounds, 2.0)
+        nps = 100 * (_ratio(weights @ estimates, a_hat, 2.0) - 1)
+        bounds = (100 * (shifted[0] - 1), 100 * (shifted[1] - 1))
+        rows.append(_row("nps", "answered", nps, bounds, bounds))
+    return rows
+
+
+def _number_row(question: Question, statistics, n, beta, a_hat, answered_bounds):
+    """The mean among those who answered a number (see the module docstring): the signs'
+    total at β/2 with the answered share's interval at β/2 (per row) or its simultaneous
+    one at β/2 (the simultaneous columns)."""
+    oracle = question.oracle
+    sign = oracle.sign_oracle
+    middle, scale = (sign.lo + sign.hi) / 2, (sign.hi - sign.lo) / 2
+    mean = estimate_mean(sign, statistics[:1], n, beta=beta / 2)
+    chosen = mean.intervals[mean.tightest]
+    t_hat = (mean.mean - middle) / scale
+    t_low = (float(chosen.lower[0]) - middle) / scale
+    t_high = (float(chosen.upper[0]) - middle) / scale
+    ends = []
+    for a_low, a_high in answered_bounds:
+        low, high = ratio_interval(t_low + a_low, t_high + a_high, a_low, a_high, 2.0)
+        ends.append((sign.lo + scale * float(low), sign.lo + scale * float(high)))
+    value = float(_ratio(np.asarray(t_hat + a_hat), np.asarray(a_hat), 2.0))
+    return _row("mean", "answered", sign.lo + scale * value, ends[0], ends[1])
