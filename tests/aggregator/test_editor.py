@@ -9,8 +9,10 @@ import base64
 import re
 from typing import Any
 
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from deniable.aggregator.editor.forms import QUESTIONNAIRE
 from deniable.aggregator.editor.session import COOKIE
 from deniable.survey import Survey
 
@@ -252,3 +254,50 @@ def test_preview_is_signed_by_the_drafts_own_key_and_stores_nothing(client, stor
     wrong = base[:-4] + "xxxx"
     assert client.get(f"{wrong}/api/v1/surveys/pv").status_code == 404
     assert client.get("/api/v1/surveys/pv").status_code == 404  # nothing was published
+
+
+@pytest.mark.skipif(not QUESTIONNAIRE, reason="this core has no optional, show_if or scale")
+def test_optional_help_conditions_and_scales_from_the_form(client, storage) -> None:
+    csrf = sign_in(client, storage)
+    draft = new_draft(client, csrf)
+    build(client, draft, csrf, survey_id="quest")
+    saved = add(
+        client, draft, csrf, "scale", id="calm", text="How calm?", points="7",
+        anchor_low="Not at all", anchor_high="Very", optional="1", help="Think of last week.",
+        show_if_question="burnout", show_if_operator="equals", show_if_value="Yes",
+    )  # fmt: skip
+    assert saved.status_code == 303, saved.text
+    for fields in (
+        {"show_if_question": "commute", "show_if_operator": "in", "show_if_value": "Car\nBus"},
+        {"show_if_question": "tools", "show_if_operator": "includes", "show_if_value": "Chat"},
+        {"show_if_question": "hours", "show_if_operator": "between", "show_if_value": "1, 5"},
+        {"show_if_question": "calm", "show_if_operator": "between", "show_if_value": "2, 4"},
+        {"show_if_json": '{"any": [{"question": "burnout", "equals": false},'
+                         ' {"question": "calm", "in": [6, 7]}]}'},
+    ):  # fmt: skip
+        response = add(client, draft, csrf, "yes_no", id="extra", text="Extra?", **fields)
+        assert response.status_code == 303, (fields, response.text[:2000])
+        page = client.get(draft).text
+        assert "shown when" in page and 'id="ready"' in page, fields
+        client.post(f"{draft}/questions/5/remove", data={"csrf": csrf})
+    # A condition on a later question is refused next to the condition, in words.
+    refused = client.post(
+        f"{draft}/questions/0",
+        data={"csrf": csrf, "type": "yes_no", "id": "burnout", "text": "Burnt out?",
+              "epsilon": "1", "show_if_json": '{"question": "calm", "equals": 3}'},
+    )  # fmt: skip
+    assert refused.status_code == 422 and 'id="show_if-problem"' in refused.text
+    client.post(
+        f"{draft}/questions/0",
+        data={"csrf": csrf, "type": "yes_no", "id": "burnout", "text": "Burnt out?",
+              "epsilon": "1"},
+    )  # fmt: skip
+    edit = client.get(f"{draft}/questions/4").text  # the form shows what was saved
+    assert 'value="Not at all"' in edit and "Think of last week." in edit
+    assert re.search(r'id="optional"[^>]*checked', edit)
+    assert re.search(r'<option value="burnout" selected>', edit)
+    assert client.post(f"{draft}/publish", data={"csrf": csrf}).status_code == 303
+    calm = Survey.from_dict(client.get("/api/v1/surveys/quest").json["definition"]).question("calm")
+    assert calm.type == "scale" and calm.points == 7 and calm.optional
+    assert calm.anchors == ("Not at all", "Very") and calm.help == "Think of last week."
+    assert calm.show_if is not None
