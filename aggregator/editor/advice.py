@@ -3,8 +3,10 @@
 For a validated question, :func:`question_advice` gives the mechanism the question will
 use and the respondents needed for an interval of ±5 and ±10 points (percentage points of
 a share; for a number, of its range) at 95% confidence (β = 0.05), with the tightest
-interval family of that mechanism (:func:`deniable.planner.best_respondents`, the planner
-of ``deniable-aggregator plan``).  Through a relay the estimates are the same (shuffling
+interval family of that mechanism, as ``deniable-aggregator plan`` finds it
+(:func:`deniable.planner.respondents_for`); for option sampling past
+:data:`SAMPLED_SEARCH_MAX_N` respondents the exact-tail search is left out and the figure
+is marked as an upper bound.  Through a relay the estimates are the same (shuffling
 changes who sent a report, not the report), so the respondents needed are the same but
 never fewer than one batch: nothing is published before ``min_batch`` reports are
 forwarded; and the shuffled batch is also (ε_c, δ)-DP centrally for the ε_c of
@@ -17,8 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.errors import InvalidParameter
+from deniable.estimation import EXACT_TAIL, FAMILIES, available_families, score_model
 from deniable.mechanisms import display_name
-from deniable.planner import best_respondents, plan
+from deniable.planner import respondents_for, targets
 from deniable.shuffle import DEFAULT_DELTA, central_epsilon
 from deniable.survey import Question, Relay
 
@@ -27,6 +30,10 @@ __all__ = ["HALF_WIDTHS", "Advice", "question_advice"]
 # ±5 and ±10 points.
 HALF_WIDTHS = (0.05, 0.10)
 BETA = 0.05
+# Why: the exact-tail n of a sampled mechanism (option sampling) is searched, and the
+# search takes seconds past a few thousand respondents, too slow for a page; beyond this
+# many the advice gives the closed-form families' n, marked as an upper bound.
+SAMPLED_SEARCH_MAX_N = 2_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,44 +42,69 @@ class Advice:
 
     mechanism: str
     local: tuple[int | None, ...]
+    upper: tuple[bool, ...] = ()  # per figure: an upper bound only (SAMPLED_SEARCH_MAX_N)
     relayed: tuple[int | None, ...] | None = None
     min_batch: int | None = None
     central_epsilon: float | None = None
     delta: float = DEFAULT_DELTA
 
 
-def _planned(question: Question, half_width: float) -> int | None:
-    kind, options = question.type, None
-    if kind == "numeric":
-        result = plan("numeric", epsilon=question.epsilon, half_width=half_width, lo=0.0, hi=1.0)
-    else:
-        if kind == "yes_no" and question.domain_size == 2:
-            result = plan("yes_no", epsilon=question.epsilon, half_width=half_width)
-        else:
-            # A scale, or a question with non-response values: a single choice over its
-            # whole domain (what its mechanism randomizes over).
-            multiple = kind == "multiple_choice"
-            options = len(question.options) if multiple else question.domain_size
-            result = plan(
-                "multiple_choice" if multiple else "single_choice",
-                epsilon=question.epsilon,
-                options=options,
-                half_width=half_width,
-            )
-    mechanisms = {row.mechanism for row in result.rows}
-    return best_respondents(
-        result, question.mechanism if question.mechanism in mechanisms else None
-    )
+def _target_of(question: Question) -> tuple[str, int | None]:
+    """The planner's question type and number of categories for ``question``."""
+    if question.type == "numeric":
+        return "numeric", None
+    if question.type == "multiple_choice":
+        return "multiple_choice", len(question.options)
+    if question.type == "yes_no" and question.domain_size == 2:
+        return "yes_no", None
+    # A scale, or a question with non-response values: a single choice over its whole
+    # domain (what its mechanism randomizes over).
+    return "single_choice", question.domain_size
+
+
+def _needed(target: Any, half_width: float) -> tuple[int | None, bool]:
+    """(n, whether it is an upper bound only) for one target and half-width."""
+    model = score_model(target.oracle)
+    closed = [
+        respondents_for(target, family, half_width, BETA)
+        for family in FAMILIES
+        if family in available_families(model)
+    ]
+    closed = [n for n in closed if n is not None]
+    best = min(closed) if closed else None
+    if model.tail is None:
+        return best, False
+    if model.tail[0] != "pure" and (best is None or best > SAMPLED_SEARCH_MAX_N):
+        return best, best is not None
+    exact = respondents_for(target, EXACT_TAIL, half_width, BETA)
+    return (best, False) if exact is None else (min(exact, best or exact), False)
+
+
+def _planned(question: Question) -> tuple[tuple[int | None, bool], ...]:
+    """Per half-width of :data:`HALF_WIDTHS`, (respondents, upper bound only): the question's
+    mechanism (the best candidate if the planner has no model of it) with its tightest
+    interval family, as ``deniable-aggregator plan`` finds it."""
+    kind, options = _target_of(question)
+    candidates = targets(kind, epsilon=question.epsilon, options=options, lo=0.0, hi=1.0)
+    mine = [t for t in candidates if t.mechanism == question.mechanism] or candidates
+    result = []
+    for half_width in HALF_WIDTHS:
+        found = [_needed(target, half_width) for target in mine]
+        found = [f for f in found if f[0] is not None]
+        result.append(min(found) if found else (None, False))
+    return tuple(result)
 
 
 def question_advice(question: Question, relay: Relay | None) -> Advice | None:
     """The advice for ``question`` (None if the planner cannot plan it)."""
     try:
-        local = tuple(_planned(question, h) for h in HALF_WIDTHS)
+        planned = _planned(question)
     except (InvalidParameter, ValueError, ArithmeticError):
         return None
+    local = tuple(n for n, _ in planned)
+    upper = tuple(bound for _, bound in planned)
     if relay is None:
-        return Advice(mechanism=question.mechanism, local=local)
+        return Advice(mechanism=question.mechanism, local=local, upper=upper)
     try:
         central = central_epsilon(question.epsilon, relay.min_batch, DEFAULT_DELTA)
     except (InvalidParameter, ValueError, ArithmeticError):
@@ -80,6 +112,7 @@ def question_advice(question: Question, relay: Relay | None) -> Advice | None:
     return Advice(
         mechanism=question.mechanism,
         local=local,
+        upper=upper,
         relayed=tuple(None if n is None else max(n, relay.min_batch) for n in local),
         min_batch=relay.min_batch,
         central_epsilon=central,
@@ -90,10 +123,17 @@ def as_view(advice: Advice | None) -> dict[str, Any] | None:
     """The advice as a template shows it."""
     if advice is None:
         return None
+
+    def words(figures: tuple[int | None, ...]) -> list[str]:
+        return [
+            "beyond reach" if n is None else f"at most {n:,}" if bound else f"{n:,}"
+            for n, bound in zip(figures, advice.upper or (False,) * len(figures), strict=True)
+        ]
+
     return {
         "mechanism": display_name(advice.mechanism),
-        "local": advice.local,
-        "relayed": advice.relayed,
+        "local": words(advice.local),
+        "relayed": None if advice.relayed is None else words(advice.relayed),
         "min_batch": advice.min_batch,
         "central_epsilon": advice.central_epsilon,
         "delta": advice.delta,

@@ -165,6 +165,12 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
             page.get_by_label("Optional: respondents may choose “Prefer not to say”").check()
             page.get_by_label("Earlier question").select_option(value="burnout")
             page.get_by_label("Value", exact=True).fill("Yes")
+            page.get_by_label("Label of the lowest point (optional)").fill("Not at all")
+            page.get_by_label("Label of the highest point (optional)").fill("Completely")
+            page.get_by_label("Help text (optional, shown under the question)").fill("Overall.")
+            page.get_by_role("button", name="Save and update the advice").click()
+            page.wait_for_selector("#advice-local")
+            found += check(page, "question-scale")
             page.get_by_role("button", name="Save", exact=True).click()
             expected.append("satisfied")
         assert (
@@ -197,6 +203,12 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
             assert page.get_by_role("button", name=t("randomize")).is_visible()
             assert page.locator("legend", has_text="How do you get to work?").count() == 1
             found += check(page, f"preview-{lang}")
+            if QUESTIONNAIRE_PAGE and lang == "en":  # the condition holds: the scale shows
+                assert not page.locator("#q-satisfied-set").is_visible()
+                page.get_by_label("Yes", exact=True).first.check()
+                page.wait_for_selector("#q-satisfied-set", state="visible")
+                assert page.get_by_label("Prefer not to say").count() >= 1
+                found += check(page, "preview-en-condition-met")
             page.get_by_role(
                 "link", name="Back to the draft" if lang == "en" else "Zurück zum Entwurf"
             ).click()
@@ -219,7 +231,7 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
         state(page, "review")
         page.get_by_role("button", name="Send these noisy values").click()
         assert state(page, "sent", "queued") == "sent"
-        results = requests.get(f"{base}/api/v1/surveys/{SURVEY}/results", timeout=10).json()
+        results = requests.get(f"{base}/api/v1/surveys/{SURVEY}/results", timeout=120).json()
         assert {q["question"]: q["n"] for q in results["questions"]} == dict.fromkeys(expected, 1)
         page.goto(f"{base}/surveys/{SURVEY}")
         assert "Wellbeing <b>wave</b> 1" in page.locator("h1").inner_text()
