@@ -9,6 +9,7 @@ valid (and get the planner's advice), the one it names shows it next to its fiel
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from .forms import CONDITION_WORDS, TYPE_WORDS, field_of, number_text, plain, va
 from .session import editor_store
 from .store import Draft
 
-__all__ = ["Checked", "check_draft", "load_draft", "missing", "wave_id"]
+__all__ = ["Checked", "check_draft", "load_draft", "missing", "stand_in", "wave_id"]
 
 DRAFT_ID = re.compile(r"[0-9a-f]{16}")
 _INDEX = re.compile(r"survey\.questions\[(\d+)\]")
@@ -66,7 +67,7 @@ class Checked:
     questions: list[Question | None] = field(default_factory=list)
 
 
-def _stand_in(definition: dict[str, Any]) -> dict[str, Any]:
+def stand_in(definition: dict[str, Any]) -> dict[str, Any]:
     data = dict(definition)
     data["id"] = data.get("id") or "draft"
     data["title"] = data.get("title") or "Draft"
@@ -81,15 +82,15 @@ def check_draft(definition: dict[str, Any]) -> Checked:
         return Checked(survey=survey, questions=list(survey.questions))
     assert error is not None
     # The questions alone (a stand-in id and title), to tell which of them are fine.
-    stand_in, inner = validate(_stand_in(definition)) if raw else (None, None)
-    if stand_in is not None:
-        questions: list[Question | None] = list(stand_in.questions)
+    named, inner = validate(stand_in(definition)) if raw else (None, None)
+    if named is not None:
+        questions: list[Question | None] = list(named.questions)
     else:
         message = inner or error
         index = _index_of(message, raw)
         questions = [None] * len(raw)
         if index is not None and index > 0:
-            prefix, _ = validate({**_stand_in(definition), "questions": raw[:index]})
+            prefix, _ = validate({**stand_in(definition), "questions": raw[:index]})
             if prefix is not None:
                 questions[:index] = list(prefix.questions)
         if raw and inner is not None:
@@ -197,13 +198,14 @@ def question_rows(draft: Draft, checked: Checked) -> list[dict[str, Any]]:
     return rows
 
 
-def wave_id(survey_id: str, taken: set[str]) -> str:
-    """The next wave's id: ``staff-2`` after ``staff``, ``staff-3`` after ``staff-2``."""
+def wave_id(survey_id: str, taken: Callable[[str], bool]) -> str:
+    """The next wave's id: ``staff-2`` after ``staff``, ``staff-3`` after ``staff-2``, the
+    first that ``taken`` (a survey or a draft has it) says is free."""
     found = re.fullmatch(r"(.*?)-(\d+)", survey_id)
     stem, number = (found.group(1), int(found.group(2))) if found else (survey_id, 1)
     while True:
         number += 1
         suffix = f"-{number}"
         candidate = stem[: 64 - len(suffix)] + suffix
-        if candidate not in taken:
+        if not taken(candidate):
             return candidate

@@ -176,7 +176,7 @@ def question_view(question: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(condition, Mapping) and "question" in condition and len(condition) == 2:
         operator = next(k for k in condition if k != "question")
         value = condition[operator]
-        words = lambda v: "yes" if v is True else "no" if v is False else str(v)  # noqa: E731
+        words = lambda v: "Yes" if v is True else "No" if v is False else str(v)  # noqa: E731
         builder = {
             "show_if_question": str(condition["question"]),
             "show_if_operator": operator,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import redirect, render_template, request, url_for
+from markupsafe import escape
 
 from deniable.errors import Conflict, DeniableError, NotFound
 from deniable.survey import MAX_QUESTIONS, SHUFFLE_UNITS
@@ -130,8 +131,6 @@ def _publish_refused(draft_id: str, message: str) -> Any:
 
 
 def _problem_html(message: str) -> str:
-    from markupsafe import escape
-
     return f'<p class="problem" id="publish-problem" role="alert">{escape(message)}</p>'
 
 
@@ -170,8 +169,17 @@ def copy_survey(survey_id: str) -> Any:
         record = storage.get_survey(survey_id, count=False)
     except (NotFound, DeniableError):
         return missing("There is no published survey with this id.")
-    taken = {s.id for s in storage.list_surveys(offset=0, limit=100_000)}
-    taken |= {d.definition.get("id") for d in editor_store().list_drafts()}
+    drafted = {d.definition.get("id") for d in editor_store().list_drafts()}
+
+    def taken(candidate: str) -> bool:
+        if candidate in drafted:
+            return True
+        try:
+            storage.get_survey(candidate, count=False)
+        except NotFound:
+            return False
+        return True
+
     definition = record.survey.upgraded().to_dict()
     definition["id"] = wave_id(record.id, taken)
     document = {

@@ -47,7 +47,7 @@ from ..respond import (
 from ..respond.words import catalogue, translator
 from ..signing import SigningKey
 from . import blueprint
-from .drafts import _stand_in, load_draft, missing
+from .drafts import load_draft, missing, stand_in
 from .forms import validate
 from .session import operator_page
 from .store import Draft
@@ -67,7 +67,7 @@ def preview_key(draft: Draft) -> SigningKey:
 
 def preview_survey(draft: Draft) -> tuple[Survey | None, Survey | None]:
     """(the survey as respondents will see it, the one the preview signs) or (None, None)."""
-    survey, _ = validate(_stand_in(draft.definition))
+    survey, _ = validate(stand_in(draft.definition))
     if survey is None:
         return None, None
     return survey, replace(survey, relay=None)
@@ -146,6 +146,7 @@ def _capability(capability: str) -> Draft:
 
 @blueprint.get("/preview/<capability>")
 def preview_root(capability: str) -> Response:
+    """The preview's stand-in for an aggregator's base URL (the client appends its paths)."""
     raise NotFound("no such page")
 
 

@@ -125,10 +125,24 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
         page.wait_for_selector("#survey-heading")
         found += check(page, "draft-new")
 
-        # A question of every type, by its form.
-        add_question(
-            page, "Yes or no", {"Question": "Have you felt burnt out?", "Question id": "burnout"}
-        )
+        # The first question by keyboard alone: the type, Tab to "Add a question", Enter;
+        # then its text and id, Tab to "Save", Enter.
+        active = "document.activeElement.textContent.trim()"
+        page.get_by_label("New question's type").focus()
+        page.keyboard.press("Tab")
+        assert page.evaluate(active) == "Add a question"
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#question-form")
+        page.get_by_label("Question", exact=True).focus()
+        page.keyboard.type("Have you felt burnt out?")
+        page.get_by_label("Question id").focus()
+        page.keyboard.press("Control+A")
+        page.keyboard.type("burnout")
+        page.keyboard.press("Tab")
+        assert page.evaluate(active) == "Save"
+        page.keyboard.press("Enter")
+        page.wait_for_selector("[data-question=burnout]")
+        # The others by their forms.
         add_question(
             page,
             "One choice",
