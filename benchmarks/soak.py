@@ -12,13 +12,24 @@ waitress, 2 workers each) on fresh databases (``--backend sqlite``: new files;
 * results: one ``GET /results`` of the bulk survey per second.
 
 Every ``--interval`` seconds it prints one row: the resident memory (VmRSS summed over
-the process tree: master, workers, decryption processes) of each service, the bulk
-and sealed throughput with their p50/p99, the units the relay holds (waiting and in
-unacknowledged batches), the results latency (p50/p99) and the reports stored.  On
-PostgreSQL the database server's own memory is not in either tree.
+the process tree: master, workers, decryption processes) of each service, the
+aggregator's less its id index ("aggr-idx": SQLite only, 8 bytes per stored report in
+each of the 2 workers; docs/scaling.md), the bulk and sealed throughput with their
+p50/p99, the units the relay holds (waiting and in unacknowledged batches), the
+results latency (p50/p99), the reports stored and the size of the aggregator's
+database ("db MiB": the SQLite file and its WAL; on PostgreSQL its schema's tables
+with their indexes).  On PostgreSQL the database server's own memory is in neither
+tree; "pg MiB" is the private memory (RssAnon) of the server processes that serve
+the two services' connections (found by ``application_name``), and the shared buffers
+(one fixed size for the whole server) come on top.
 
-Memory should be flat once the id index is accounted for (SQLite: 16 bytes per stored
-id in each aggregator worker; docs/scaling.md).
+Memory should be flat once the id index is accounted for: "aggr-idx" flat on SQLite,
+"aggr MiB" and "pg MiB" flat on PostgreSQL.
+
+Usage::
+
+    python benchmarks/soak.py --backend sqlite|postgresql [--minutes 30] [--interval 30]
+        [--postgres-dsn postgresql://postgres@127.0.0.1:5432/test]
 """
 
 from __future__ import annotations
@@ -26,10 +37,12 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import shutil
 import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -49,17 +62,57 @@ from relay import definition as relayed_definition
 SEALED_ID = "sealed"
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and every process under it (VmRSS, summed)."""
+WORKERS = 2
+INDEX_BYTES = 8  # per stored report in each SQLite worker (docs/scaling.md)
+
+
+def resident(pids, field: str = "VmRSS") -> int:
+    """Bytes of ``field`` (a /proc/<pid>/status line, in kB) summed over ``pids``."""
     total = 0
-    for pid in process_tree(root):
+    for pid in pids:
         try:
             for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     total += int(line.split()[1]) * 1024
-        except OSError:  # gone meanwhile
+        except OSError:  # gone meanwhile, or not readable
             continue
     return total
+
+
+def tree_rss(root: int) -> int:
+    """Resident bytes of ``root`` and every process under it (VmRSS, summed)."""
+    return resident(process_tree(root))
+
+
+def sqlite_bytes(path: Path) -> int:
+    """Bytes of a SQLite database file and its write-ahead log."""
+    return sum(
+        candidate.stat().st_size
+        for candidate in (path, path.with_name(path.name + "-wal"))
+        if candidate.exists()
+    )
+
+
+def postgres_figures(database: str, application: str) -> tuple[int, int]:
+    """(private memory of the server processes serving connections named ``application``
+    followed by anything, bytes of the tables and indexes of ``database``'s schema)."""
+    import psycopg
+
+    with psycopg.connect(database, autocommit=True) as connection:
+        pids = [
+            pid
+            for (pid,) in connection.execute(
+                "SELECT pid FROM pg_stat_activity"
+                " WHERE application_name LIKE %s AND pid <> pg_backend_pid()",
+                (application + "%",),
+            )
+        ]
+        (size,) = connection.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'm')"
+        ).fetchone()
+    return resident(pids, "RssAnon"), int(size)
 
 
 class Recorder:
@@ -192,10 +245,12 @@ def main(argv: list[str] | None = None) -> int:
         "DENIABLE_RELAY_FORWARD_INTERVAL": "0.5",
         "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0",
     }
+    application = f"deniable-soak-{uuid.uuid4().hex[:8]}-"
     if args.backend == "postgresql":
         for environment, name in ((aggregator_env, "DENIABLE"), (relay_env, "DENIABLE_RELAY")):
             database, cleanup = prepare_database("postgresql", work, args.postgres_dsn)
-            environment[f"{name}_DATABASE"] = database
+            service = "aggregator" if name == "DENIABLE" else "relay"
+            environment[f"{name}_DATABASE"] = f"{database}&application_name={application}{service}"
             cleanups.append(cleanup)
     cli("aggregator", ["init"], aggregator_env)
     for survey_id, document in (
@@ -212,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         aggregator = serve(
             [sys.executable, "-m", "deniable.aggregator.cli", "serve"]
-            + ["--bind", f"{HOST}:{aggregator_port}", "--workers", "2"],
+            + ["--bind", f"{HOST}:{aggregator_port}", "--workers", str(WORKERS)],
             aggregator_env,
             aggregator_port,
             work / "aggregator.log",
@@ -231,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         relay = serve(
             [sys.executable, "-m", "deniable.relay.cli", "serve"]
-            + ["--bind", f"{HOST}:{relay_port}", "--workers", "2"],
+            + ["--bind", f"{HOST}:{relay_port}", "--workers", str(WORKERS)],
             relay_env,
             relay_port,
             work / "relay.log",
@@ -263,10 +318,10 @@ def main(argv: list[str] | None = None) -> int:
         for thread in threads:
             thread.start()
         headers = [
-            "min", "aggr MiB", "relay MiB", "bulk/s", "p50 ms", "p99 ms",
-            "units/s", "p50 ms", "p99 ms", "held", "results p50", "p99", "stored",
+            "min", "aggr MiB", "aggr-idx", "relay MiB", "pg MiB", "bulk/s", "p50 ms", "p99 ms",
+            "units/s", "p50 ms", "p99 ms", "held", "results p50", "p99", "stored", "db MiB",
         ]  # fmt: skip
-        widths = [5, 8, 9, 8, 6, 7, 7, 6, 7, 7, 11, 7, 10]
+        widths = [5, 8, 8, 9, 6, 8, 6, 7, 7, 6, 7, 7, 11, 7, 10, 7]
         print(row(headers, widths), flush=True)
         last = started
         while any(thread.is_alive() for thread in threads):
@@ -274,9 +329,20 @@ def main(argv: list[str] | None = None) -> int:
             now = time.monotonic()
             span, last = now - last, now
             cells = [f"{(now - started) / 60:.1f}"]
+            if args.backend == "postgresql":
+                server, database_bytes = postgres_figures(
+                    aggregator_env["DENIABLE_DATABASE"], application
+                )
+                index = 0
+            else:
+                server, database_bytes = -1, sqlite_bytes(work / "aggregator" / "deniable.sqlite3")
+                index = WORKERS * INDEX_BYTES * stored[0]
+            aggregator_bytes = tree_rss(aggregator.pid)
             cells += [
-                f"{tree_rss(aggregator.pid) / 2**20:.0f}",
+                f"{aggregator_bytes / 2**20:.0f}",
+                f"{(aggregator_bytes - index) / 2**20:.0f}",
                 f"{tree_rss(relay.pid) / 2**20:.0f}",
+                f"{server / 2**20:.0f}" if server >= 0 else "-",
             ]
             for recorder in (bulk, sealed, results):
                 latencies, items = recorder.take()
@@ -288,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
                     cells.append(f"{held_units(relay_env):,}")
                 else:
                     cells += [f"{figures['p50_ms']:.1f}", f"{figures['p99_ms']:.1f}"]
-            cells.append(f"{stored[0]:,}")
+            cells += [f"{stored[0]:,}", f"{database_bytes / 2**20:,.0f}"]
             print(row(cells, widths), flush=True)
             if now >= stop_at:
                 break
@@ -302,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
             stop(process)
         for cleanup in cleanups:
             cleanup()
+        shutil.rmtree(work, ignore_errors=True)  # a SQLite run leaves gigabytes
 
 
 if __name__ == "__main__":

@@ -3,10 +3,12 @@
 Commands: ``init`` (create or migrate the database), ``serve`` (gunicorn +
 waitress, as the aggregator; the forwarder runs in each process),
 ``add-survey`` (relay a survey of an aggregator: verify its signed definition
-names this relay, pin the aggregator's key, keep its relay credential),
+names this relay and that its relay noise, if any, is noise the relay can add, pin the
+aggregator's key, keep its relay credential),
 ``set-credential`` (a new relay credential, held units kept),
-``remove-survey``, ``status`` (per survey: state, units held per unit, batches
-waiting for an acknowledgement, forwarded, smallest batch, discarded),
+``remove-survey``, ``status`` (per survey: state, the relay noise it signs, units held
+per unit, batches waiting for an acknowledgement, forwarded, smallest batch, discarded;
+respondents' units only, never dummies),
 ``forward`` (one forwarder pass now) and ``settings``.
 
 Every command reads the relay's settings (``DENIABLE_RELAY_*``; ``--data-dir``
@@ -143,7 +145,7 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     verified = upstream.verify_survey(aggregator, args.survey, pin, public_url=config["PUBLIC_URL"])
-    encryption = upstream.encryption_key_id(aggregator, verified.pin)
+    encryption, public = upstream.encryption_key(aggregator, verified.pin)
     relay = verified.relay
     questions = verified.survey.questions
     units = [""] if relay.shuffle_unit == "submission" else [q.id for q in questions]
@@ -165,12 +167,20 @@ def cmd_add_survey(args: argparse.Namespace) -> int:
             ),
             units,
         )
+        storage.accept_encryption_key(args.survey, encryption, public)
         if verified.require_enrolment:
             digests = upstream.fetch_enrolment_digests(aggregator, args.survey, credential)
             storage.add_enrolment_digests(args.survey, digests)
+    noise = ""
+    if relay.noise is not None:
+        law = relay.noise.law
+        noise = (
+            f", relay noise {law.name} dummies ({law.mean:g} per output value on average) for "
+            f"central epsilon {relay.noise.epsilon:g} at delta {relay.noise.delta:g}"
+        )
     print(
         f"relaying survey {args.survey} of {aggregator}: min_batch {relay.min_batch}, shuffle "
-        f"unit {relay.shuffle_unit}, status {verified.status}, key {verified.pin.key_id}"
+        f"unit {relay.shuffle_unit}, status {verified.status}, key {verified.pin.key_id}{noise}"
     )
     return 0
 
@@ -199,8 +209,11 @@ def cmd_remove_survey(args: argparse.Namespace) -> int:
 
 
 def status_rows(storage: Any) -> list[dict[str, Any]]:
+    from .forwarder import signed_survey
+
     rows = []
     for stored in storage.list_surveys():
+        noise = signed_survey(stored).relay.noise
         held = storage.held_counts(stored.survey_id)
         known, spent = storage.enrolment_counts(stored.survey_id)
         rows.append(
@@ -210,6 +223,7 @@ def status_rows(storage: Any) -> list[dict[str, Any]]:
                 "status": stored.status,
                 "min_batch": stored.min_batch,
                 "shuffle_unit": stored.shuffle_unit,
+                "noise": None if noise is None else noise.to_dict(),
                 "waiting": {unit: counts[0] for unit, counts in sorted(held.items())},
                 "in_batches": sum(counts[1] for counts in held.values()),
                 "unacknowledged_batches": [
@@ -241,6 +255,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 "status",
                 "min_batch",
                 "unit",
+                "noise",
                 "waiting",
                 "in batches",
                 "forwarded",
@@ -253,6 +268,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                     r["status"],
                     r["min_batch"],
                     r["shuffle_unit"],
+                    f"epsilon {r['noise']['epsilon']:g}" if r["noise"] else "-",
                     sum(r["waiting"].values()),
                     r["in_batches"],
                     f"{r['forwarded_reports']} in {r['forwarded_batches']}",

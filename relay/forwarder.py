@@ -13,14 +13,16 @@ One forwarding pass (:func:`forward_once`, every ``FORWARD_INTERVAL``):
 
 1. per open survey and unit, a batch is formed when ``min_batch`` units wait
    and ``WINDOW_SECONDS`` passed since the unit's last batch
-   (:meth:`RelayStorage.form_batches`, one transaction).
-2. each formed batch is leased, put in a uniformly random order drawn from the
-   operating system's CSPRNG (``secrets.SystemRandom``: Fisher-Yates over
-   ``os.urandom``), and sent in one authenticated PUT under its batch id.  Its
-   units are deleted only after the aggregator acknowledges; a failure leaves
-   them for the next attempt under the same id, which the aggregator answers
-   idempotently, so a crash or a lost acknowledgement neither loses nor doubles
-   a report.
+   (:meth:`RelayStorage.form_batches`, one transaction).  A survey whose signed
+   definition asks for relay noise gets each batch's dummy units drawn, sealed and
+   stored with the batch then (:mod:`.noise`), once: a resend carries the same ones.
+2. each formed batch is leased, its real and dummy units put together in a
+   uniformly random order drawn from the operating system's CSPRNG
+   (``secrets.SystemRandom``: Fisher-Yates over ``os.urandom``), and sent in one
+   authenticated PUT under its batch id.  Its units are deleted only after the
+   aggregator acknowledges; a failure leaves them for the next attempt under the
+   same id, which the aggregator answers idempotently, so a crash or a lost
+   acknowledgement neither loses nor doubles a report.
 
 Several processes may run it at once: batch formation is one transaction and
 a batch is leased to one sender at a time (a second sender would be harmless:
@@ -30,6 +32,7 @@ and counts, never a sender or a time per report.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import secrets
@@ -38,10 +41,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from deniable.errors import DeniableError
+from deniable.survey import Survey
 from deniable.wire import ProblemType
 
-from . import upstream
-from .storage import Batch, RelayStorage
+from . import noise, upstream
+from .storage import Batch, RelayedSurvey, RelayStorage
 
 __all__ = ["Forwarder", "forward_once", "permuted", "refresh", "refresh_all", "send"]
 
@@ -69,7 +73,11 @@ def refresh(storage: RelayStorage, config: Mapping[str, Any], survey_id: str) ->
         timeout=config["FORWARD_TIMEOUT"],
     )
     relay = verified.relay
-    if relay.min_batch != stored.min_batch or relay.shuffle_unit != stored.shuffle_unit:
+    if (
+        relay.min_batch != stored.min_batch
+        or relay.shuffle_unit != stored.shuffle_unit
+        or relay.noise != _signed_relay(stored).noise
+    ):
         # The signed definition cannot change under the same id; if it did, stop relaying.
         raise DeniableError(f"survey {survey_id!r}: its signed relay terms changed; refusing")
     storage.update_survey(
@@ -81,7 +89,7 @@ def refresh(storage: RelayStorage, config: Mapping[str, Any], survey_id: str) ->
     )
     storage.accept_encryption_key(
         survey_id,
-        upstream.encryption_key_id(
+        *upstream.encryption_key(
             stored.aggregator_url, verified.pin, timeout=config["FORWARD_TIMEOUT"]
         ),
     )
@@ -100,6 +108,21 @@ def refresh(storage: RelayStorage, config: Mapping[str, Any], survey_id: str) ->
         storage.sync_enrolment_digests(survey_id, digests)
 
 
+def _signed_relay(stored: RelayedSurvey) -> Any:
+    """The relay terms of the survey document the relay verified last (``survey.relay``)."""
+    return signed_survey(stored).relay
+
+
+def signed_survey(stored: RelayedSurvey) -> Survey:
+    """The survey of the signed document the relay verified last (parsed once per document)."""
+    return _parsed(stored.document)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(document: str) -> Survey:
+    return Survey.from_dict(json.loads(document)["definition"], resolved=True)
+
+
 def send(storage: RelayStorage, config: Mapping[str, Any], batch: Batch) -> bool:
     """Send one leased batch; True if acknowledged."""
     stored = storage.get_survey(batch.survey_id)
@@ -111,15 +134,17 @@ def send(storage: RelayStorage, config: Mapping[str, Any], batch: Batch) -> bool
         permuted(batch.sealed),
         stored.credential,
         timeout=config["FORWARD_TIMEOUT"],
+        real_units=batch.real_units,
     )
     if outcome.acknowledged:
         storage.acknowledged(batch)
         logger.info(
-            "batch %s of survey %s unit %r: %d reports acknowledged",
+            "batch %s of survey %s unit %r: %d reports (%d real) acknowledged",
             batch.batch_id,
             batch.survey_id,
             batch.unit,
             len(batch.sealed),
+            batch.real_count,
         )
         return True
     if outcome.final or (
@@ -171,6 +196,7 @@ def forward_once(
                 stored.survey_id,
                 window=config["WINDOW_SECONDS"],
                 max_bytes=config["MAX_BATCH_BYTES"],
+                dummies=noise.dummies_of(signed_survey(stored)),
             )
         )
     lease = config["FORWARD_TIMEOUT"] + 30

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from deniable.errors import DeniableError, SignatureError, TransportError
+from deniable.errors import DeniableError, InvalidSurvey, SignatureError, TransportError
 from deniable.keychain import (
     Pin,
     decode_public_key,
@@ -34,10 +34,13 @@ from deniable.wire import (
     strict_json,
 )
 
+from . import noise
+
 __all__ = [
     "Outcome",
     "USER_AGENT",
     "batch_body",
+    "encryption_key",
     "encryption_key_id",
     "fetch_enrolment_digests",
     "fetch_key",
@@ -144,6 +147,13 @@ def verify_survey(
             f"survey {survey_id!r} names the relay {relay.url}, not this one "
             f"({public_url}, setting PUBLIC_URL)"
         )
+    try:
+        noise.check_terms(survey)
+    except InvalidSurvey as error:
+        raise SignatureError(
+            f"survey {survey_id!r}: this relay cannot add the noise its signed definition "
+            f"asks for: {error}"
+        ) from None
     envelope = SurveyEnvelope.parse(document, survey_id)  # the unsigned state
     return Verified(
         survey=survey,
@@ -154,12 +164,19 @@ def verify_survey(
     )
 
 
-def encryption_key_id(aggregator_url: str, pin: Pin, *, timeout: float = 10.0) -> str:
-    """The id of the aggregator's current encryption key, verified as devices verify it:
-    the key document's signing key followed from ``pin`` along its signed chain, and the
-    encryption key signed by that key (:func:`deniable.keychain.verify_encryption_key`)."""
+def encryption_key(aggregator_url: str, pin: Pin, *, timeout: float = 10.0) -> tuple[str, bytes]:
+    """(id, 32 raw bytes) of the aggregator's current encryption key, verified as devices
+    verify it: the key document's signing key followed from ``pin`` along its signed
+    chain, and the encryption key signed by that key
+    (:func:`deniable.keychain.verify_encryption_key`)."""
     document = KeyDocument.parse(_get_json(f"{aggregator_url}/api/v1/key", timeout=timeout))
-    return key_id(document.encryption_public(document.follow(pin).public_key))
+    public = document.encryption_public(document.follow(pin).public_key)
+    return key_id(public), public
+
+
+def encryption_key_id(aggregator_url: str, pin: Pin, *, timeout: float = 10.0) -> str:
+    """The id of the aggregator's current encryption key, verified (:func:`encryption_key`)."""
+    return encryption_key(aggregator_url, pin, timeout=timeout)[0]
 
 
 def pin_text(pin: Pin) -> str:
@@ -200,9 +217,10 @@ class Outcome:
     problem: ProblemType | None = None
 
 
-def batch_body(unit: str, sealed: list[bytes]) -> bytes:
-    """The body of a batch's PUT (docs/protocol.md §11.3), blobs in the order given."""
-    return RelayBatch(unit=unit, sealed=tuple(sealed)).encode()
+def batch_body(unit: str, sealed: list[bytes], real_units: int | None = None) -> bytes:
+    """The body of a batch's PUT (docs/protocol.md §11.3), blobs in the order given;
+    ``real_units`` when the relay added dummies (how many blobs are real, never which)."""
+    return RelayBatch(unit=unit, sealed=tuple(sealed), real_units=real_units).encode()
 
 
 def put_batch(
@@ -214,15 +232,17 @@ def put_batch(
     credential: str,
     *,
     timeout: float,
+    real_units: int | None = None,
 ) -> Outcome:
-    """One authenticated PUT of a whole batch, in the order given."""
+    """One authenticated PUT of a whole batch, in the order given (``real_units``:
+    :func:`batch_body`)."""
     import requests
 
     url = f"{aggregator_url}/api/v1/surveys/{survey_id}/batches/{batch_id}"
     try:
         response = _session().put(
             url,
-            data=batch_body(unit, sealed),
+            data=batch_body(unit, sealed, real_units),
             timeout=timeout,
             allow_redirects=False,
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {credential}"},

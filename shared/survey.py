@@ -557,6 +557,16 @@ class Survey:
             if format != FORMAT:
                 raise fail("survey.relay", f"needs format {FORMAT}")
             relay = Relay.from_dict(data["relay"])
+            if relay.noise is not None:
+                for question in questions:
+                    if question.oracle.output_reports() is None:
+                        raise fail(
+                            f"question {question.id!r}.mechanism",
+                            f"relay noise needs a mechanism whose report is one value of a small "
+                            f"set (binary randomized response, grr, option sampling, duchi); "
+                            f"{question.oracle.display_name} is not",
+                            "relay",
+                        )
         survey = cls(
             id=sid,
             title=title,

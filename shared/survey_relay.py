@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from .dummies import DummyLaw, law_from_dict
 from .errors import InvalidParameter
 from .origins import Origin, parse_url
 from .survey_checks import CONTROL, MAX_LABEL, fail, require_keys
@@ -13,7 +14,15 @@ from .survey_checks import CONTROL, MAX_LABEL, fail, require_keys
 if TYPE_CHECKING:
     from .survey import Survey
 
-__all__ = ["MAX_BATCH_UNITS", "MAX_MIN_BATCH", "Relay", "SHUFFLE_UNITS"]
+__all__ = [
+    "MAX_BATCH_UNITS",
+    "MAX_MIN_BATCH",
+    "MAX_NOISE_DELTA",
+    "NOISE_TOLERANCE",
+    "Relay",
+    "RelayNoise",
+    "SHUFFLE_UNITS",
+]
 
 SHUFFLE_UNITS = ("question", "submission")
 # The most sealed units one forwarded batch holds (protocol §11.3): the aggregator refuses a
@@ -21,6 +30,72 @@ SHUFFLE_UNITS = ("question", "submission")
 # that one batch could not carry.
 MAX_BATCH_UNITS = 1_000_000
 MAX_MIN_BATCH = MAX_BATCH_UNITS
+# Relay noise may not claim a δ above this: beyond it "central DP" would mean little.
+MAX_NOISE_DELTA = 1e-3
+# Relative slack of the check that a signed law meets its signed (ε, δ): the exact δ is
+# computed to about 1e-13 relative (deniable.dummies), so 1e-9 is far above round-off.
+NOISE_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelayNoise:
+    """Dummy reports the relay adds to every batch (the augmented shuffle).
+
+    ``law`` is the published law of the number of dummies per output value of a
+    question's mechanism, per batch; ``epsilon`` and ``delta`` are the central
+    (ε, δ) it is signed to give for substitution neighbours.  Murakami, Sei and
+    Eriguchi, arXiv 2504.07362; the accounting is ``deniable.dummies``.
+
+    Parsing checks the structure only (pure Python: the device parses surveys
+    without numpy); :meth:`verify` computes the law's exact δ at ``epsilon`` and
+    is what an aggregator creating the survey and a relay registering it call.
+    """
+
+    epsilon: float
+    delta: float
+    law: DummyLaw
+
+    FIELDS: ClassVar[set[str]] = {"epsilon", "delta", "law"}
+
+    @classmethod
+    def from_dict(cls, data: object, where: str = "survey.relay.noise") -> RelayNoise:
+        require_keys(where, data, cls.FIELDS, cls.FIELDS)
+        assert isinstance(data, Mapping)
+        epsilon, delta = data["epsilon"], data["delta"]
+        if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+            raise fail(f"{where}.epsilon", "must be a number in (0, 20]", "relay")
+        if not 0 < epsilon <= 20:
+            raise fail(f"{where}.epsilon", "must be a number in (0, 20]", "relay")
+        if isinstance(delta, bool) or not isinstance(delta, int | float):
+            raise fail(f"{where}.delta", f"must be a number in (0, {MAX_NOISE_DELTA}]", "relay")
+        if not 0 < delta <= MAX_NOISE_DELTA:
+            raise fail(
+                f"{where}.delta",
+                f"must be in (0, {MAX_NOISE_DELTA}]: with dummies that are never negative no "
+                "law gives delta = 0 for substitution neighbours (deniable.dummies)",
+                "relay",
+            )
+        try:
+            law = law_from_dict(data["law"])
+        except (InvalidParameter, TypeError) as error:
+            raise fail(f"{where}.law", str(error), "relay") from None
+        return cls(epsilon=float(epsilon), delta=float(delta), law=law)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epsilon": self.epsilon, "delta": self.delta, "law": self.law.to_dict()}
+
+    def verify(self, where: str = "survey.relay.noise") -> None:
+        """InvalidSurvey unless the law's exact δ at ``epsilon`` is at most ``delta``."""
+        from .dummies import delta_for
+
+        achieved = delta_for(self.law, self.epsilon)
+        if achieved > self.delta * (1 + NOISE_TOLERANCE):
+            raise fail(
+                where,
+                f"the law gives delta = {achieved:.3g} at epsilon = {self.epsilon}, more than "
+                f"the signed {self.delta:.3g}",
+                "relay",
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,8 +112,9 @@ class Relay:
     url: str
     min_batch: int
     shuffle_unit: str = "question"
+    noise: RelayNoise | None = None
 
-    FIELDS: ClassVar[set[str]] = {"url", "min_batch", "shuffle_unit"}
+    FIELDS: ClassVar[set[str]] = {"url", "min_batch", "shuffle_unit", "noise"}
 
     @classmethod
     def from_dict(cls, data: object, where: str = "survey.relay") -> Relay:
@@ -73,10 +149,27 @@ class Relay:
             raise fail(
                 f"{where}.shuffle_unit", f"must be one of {', '.join(SHUFFLE_UNITS)}", "relay"
             )
-        return cls(url=url, min_batch=min_batch, shuffle_unit=unit)
+        noise = None
+        if "noise" in data:
+            if unit != "question":
+                raise fail(
+                    f"{where}.noise",
+                    "relay noise needs shuffle_unit 'question': a whole submission is not one "
+                    "output value, so dummies cannot be drawn per value for it",
+                    "relay",
+                )
+            noise = RelayNoise.from_dict(data["noise"], f"{where}.noise")
+        return cls(url=url, min_batch=min_batch, shuffle_unit=unit, noise=noise)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "min_batch": self.min_batch, "shuffle_unit": self.shuffle_unit}
+        data: dict[str, Any] = {
+            "url": self.url,
+            "min_batch": self.min_batch,
+            "shuffle_unit": self.shuffle_unit,
+        }
+        if self.noise is not None:
+            data["noise"] = self.noise.to_dict()
+        return data
 
     @property
     def origin(self) -> Origin:

@@ -62,6 +62,8 @@ export interface Question {
   parameters: Record<string, number>;
   longitudinal: { key: string; instantaneous_epsilon: number } | null;
   oracle: Mechanism;
+  /** The mechanism's class (BinaryRR, GRR, ...; shared/mechanisms), as the registry names it. */
+  oracleName: string;
   /** ε charged for one answer: max(declared, implied by the signed thresholds). */
   cost: number;
   readonly domainSize: number | undefined;
@@ -88,6 +90,24 @@ export interface Relay {
   minBatch: number;
   /** "question": each report sealed and shuffled alone; "submission": one respondent's together. */
   shuffleUnit: "question" | "submission";
+  /** Dummy reports the relay adds to every batch (protocol §11.7), or null. */
+  noise: RelayNoise | null;
+}
+
+/** The central (ε, δ) relay noise is signed to give, and the law of the dummies per output value. */
+export interface RelayNoise {
+  epsilon: number;
+  delta: number;
+  law:
+    | { distribution: "binomial"; trials: number }
+    | {
+        distribution: "geometric";
+        shift: number;
+        top: number;
+        /** Reduced fractions "a/b", as signed. */
+        lowerRatio: string;
+        upperRatio: string;
+      };
 }
 
 export interface VerifiedSurvey extends Survey {

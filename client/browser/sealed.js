@@ -62,10 +62,11 @@ export function parseUrl(text) {
   };
 }
 
-/** A relayed survey's `relay` member (shared/survey.py Relay), signed form: all three members. */
+/** A relayed survey's `relay` member (shared/survey_relay.py Relay), signed form: url,
+ * min_batch, shuffle_unit, and the relay noise if any (§11.7). */
 export function parseRelay(data, where = "survey.relay") {
   const fail = (member, message) => new InvalidSurvey(`${where}.${member}: ${message}`, "relay");
-  exactKeys(where, data, ["url", "min_batch", "shuffle_unit"]);
+  exactKeys(where, data, ["url", "min_batch", "shuffle_unit", "noise?"]);
   const { url, min_batch: minBatch, shuffle_unit: shuffleUnit } = data;
   const parsed = typeof url === "string" && url.length <= 200 ? parseUrl(url) : null;
   if (!parsed)
@@ -79,7 +80,72 @@ export function parseRelay(data, where = "survey.relay") {
     throw fail("min_batch", "must be an integer in [1, 1000000]");
   if (!["question", "submission"].includes(shuffleUnit))
     throw fail("shuffle_unit", "must be question or submission");
-  return Object.freeze({ url, origin: parsed.origin, minBatch, shuffleUnit });
+  let noise = null;
+  if (data.noise !== undefined) {
+    if (shuffleUnit !== "question")
+      throw fail(
+        "noise",
+        "relay noise needs shuffle_unit 'question': a whole submission is not one output value",
+      );
+    noise = parseNoise(data.noise, `${where}.noise`);
+  }
+  return Object.freeze({ url, origin: parsed.origin, minBatch, shuffleUnit, noise });
+}
+
+// deniable.survey_relay.MAX_NOISE_DELTA; deniable.dummies.MAX_TRIALS, MAX_TOP, the ratios' denominators.
+const MAX_NOISE_DELTA = 1e-3,
+  MAX_TRIALS = 2 ** 14,
+  MAX_TOP = 2 ** 11,
+  MAX_DENOMINATOR = 2 ** 20;
+
+/**
+ * The relay noise a survey signs (shared/survey_relay.py RelayNoise, deniable.dummies
+ * law_from_dict): its structure only, as a device needs it; the relay and the aggregator
+ * check the law's exact delta. The ratios in their signed (reduced "a/b") spelling.
+ */
+function parseNoise(data, where) {
+  const fail = (member, message) => new InvalidSurvey(`${where}${member}: ${message}`, "relay");
+  exactKeys(where, data, ["epsilon", "delta", "law"]);
+  const { epsilon, delta, law } = data;
+  if (typeof epsilon !== "number" || !(epsilon > 0 && epsilon <= 20))
+    throw fail(".epsilon", "must be a number in (0, 20]");
+  if (typeof delta !== "number" || !(delta > 0 && delta <= MAX_NOISE_DELTA))
+    throw fail(
+      ".delta",
+      `must be in (0, ${MAX_NOISE_DELTA}]: with dummies that are never negative no law gives ` +
+        "delta = 0 for substitution neighbours",
+    );
+  const integer = (member, value, low, high) => {
+    if (!Number.isInteger(value) || value < low || value > high)
+      throw fail(`.law.${member}`, `must be an integer in [${low}, ${high}]`);
+    return value;
+  };
+  const ratio = (member, value) => {
+    const match = typeof value === "string" && /^([1-9][0-9]*)\/([1-9][0-9]*)$/.exec(value);
+    const [a, b] = match ? [Number(match[1]), Number(match[2])] : [0, 0];
+    const gcd = (x, y) => (y ? gcd(y, x % y) : x);
+    if (!match || a >= b || b > MAX_DENOMINATOR || gcd(a, b) !== 1)
+      throw fail(`.law.${member}`, "must be a reduced fraction a/b in (0, 1) with b <= 2^20");
+    return value;
+  };
+  let parsed;
+  if (law?.distribution === "binomial") {
+    exactKeys(`${where}.law`, law, ["distribution", "trials"]);
+    parsed = { distribution: "binomial", trials: integer("trials", law.trials, 1, MAX_TRIALS) };
+  } else if (law?.distribution === "geometric") {
+    exactKeys(`${where}.law`, law, ["distribution", "shift", "top", "lower_ratio", "upper_ratio"]);
+    const top = integer("top", law.top, 0, MAX_TOP);
+    parsed = {
+      distribution: "geometric",
+      shift: integer("shift", law.shift, 0, top),
+      top,
+      lowerRatio: ratio("lower_ratio", law.lower_ratio),
+      upperRatio: ratio("upper_ratio", law.upper_ratio),
+    };
+  } else {
+    throw fail(".law.distribution", "must be one of binomial, geometric");
+  }
+  return Object.freeze({ epsilon, delta, law: Object.freeze(parsed) });
 }
 
 /**

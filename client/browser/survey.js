@@ -31,6 +31,8 @@ binary_rr,grr    yes_no,single_choice  longitudinal     LongitudinalGRR instanta
       return { mechanisms, types, file: file[0], name: name[0], names, flags };
     });
 export const MECHANISMS = [...new Set(ORACLES.flatMap((o) => o.mechanisms))];
+// The oracle classes that name their output reports (a relay can add dummies of each).
+const NOISED = ["BinaryRR", "GRR", "LongitudinalGRR", "OptionSampling", "Duchi"];
 const loaded = {};
 
 /** The ORACLES row for a question whose type and mechanism fit. */
@@ -193,6 +195,7 @@ export class Question {
         "mechanism",
       );
     exactKeys(`${where}.parameters`, data.parameters, names);
+    this.oracleName = name;
     if (!loaded[name])
       throw new Error(`${file}.js is not loaded: await loadMechanisms(definition) first`);
     const parameters = Object.fromEntries(
@@ -295,5 +298,16 @@ export function parseDefinition(data) {
   if (data.relay !== undefined && !loaded.parseRelay)
     throw new Error("sealed.js is not loaded: await loadMechanisms(definition) first");
   survey.relay = data.relay === undefined ? null : loaded.parseRelay(data.relay);
+  // Relay noise adds dummies per output value: only mechanisms whose report is one value of a
+  // small set (shared/mechanisms output_reports(): binary RR, GRR, option sampling, Duchi).
+  const unnoised =
+    survey.relay?.noise && survey.questions.find((x) => !NOISED.includes(x.oracleName));
+  if (unnoised)
+    throw fail(
+      `question '${unnoised.id}'.mechanism`,
+      "relay noise needs a mechanism whose report is one value of a small set (binary " +
+        `randomized response, grr, option sampling, duchi); ${unnoised.mechanism} is not`,
+      "relay",
+    );
   return survey;
 }

@@ -26,6 +26,11 @@ short transactions, an acknowledgement only after COMMIT (SQLite: WAL,
   a unit that left the relay (docs/relay.md).
 * ``relay_secrets`` (0002): the key that turns a client address into the pseudonym
   the rate limiter counts (relay/api.py).
+* ``encryption_public`` (0006): the verified encryption public key of each key id the
+  relay accepts, for sealing a noised batch's dummies to its real units' key.
+* ``dummies`` (0006): the dummy units of formed batches of a survey with relay noise,
+  drawn once with their batch and deleted with it (relay/noise.py); ``batches.real_units``
+  says how many of a batch's units are real.
 """
 
 from __future__ import annotations

@@ -3,20 +3,28 @@ acknowledged (or refused for good)."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deniable.service.storage import Dialect, iso, utc_now
 from deniable.survey_relay import MAX_BATCH_UNITS
 
 from .held import HeldStore
-from .records import DELIVERED, DISCARDED, Batch
+from .records import DELIVERED, DISCARDED, Batch, held_id
+
+if TYPE_CHECKING:
+    from ..noise import Dummies
 
 __all__ = ["BODY_OVERHEAD", "BatchStore"]
 
 # A batch's body beside its blobs: format, unit (a question id) and JSON punctuation.
 BODY_OVERHEAD = 200
+# Most dummy rows one INSERT takes (4 parameters each, well under SQLite's 32,766).
+_ROWS_PER_INSERT = 500
+
+logger = logging.getLogger("deniable.relay.storage")
 
 
 class BatchStore:
@@ -27,7 +35,12 @@ class BatchStore:
         self.held = held
 
     def form_batches(
-        self, survey_id: str, *, window: float, max_bytes: int | None = None
+        self,
+        survey_id: str,
+        *,
+        window: float,
+        max_bytes: int | None = None,
+        dummies: Dummies | None = None,
     ) -> list[str]:
         """Form a batch of each unit that has ``min_batch`` units waiting and a window elapsed.
 
@@ -43,6 +56,17 @@ class BatchStore:
         ever): more waiting units go out as several batches of nearly equal size, none
         below ``min_batch`` (which comes first), drawn in the order of the held ids, a hash
         (so not in arrival order).  Returns the ids of the batches formed.
+
+        ``dummies`` (a survey with relay noise, :mod:`..noise`): each batch gets its own
+        draw of dummy units, sealed to the batch's key and stored with it in the same
+        transaction, and records its real count (``real_units``); the bounds above then
+        leave room for the most dummies a batch can carry.  The draws are sealed before the
+        write transaction (sealing thousands of units would hold the write lock), one per
+        batch the read found due; a draw the write does not use (another forwarder formed
+        that batch first) is dropped unsent, which depends on no drawn count.  A batch whose
+        key's public half this relay never recorded (units held before it kept public keys)
+        is formed without dummies and without ``real_units``: the aggregator then counts
+        every blob as real and publishes that batch with the shuffle bound alone.
         """
         now = utc_now()
         opened_before = iso(now - timedelta(seconds=window))
@@ -52,8 +76,29 @@ class BatchStore:
         # for longer the more units wait.  A read takes no lock, and usually finds
         # nothing due; only then is the count taken again, under the lock, to form.
         with self.dialect.read() as connection:
-            if not self._ready(connection, survey_id, opened_before, lock=False):
+            ready = self._ready(connection, survey_id, opened_before, lock=False)
+            if not ready:
                 return []
+            keys = self._public_keys(connection, survey_id) if dummies else {}
+            planned = {
+                (unit, key_id): len(
+                    self._split(
+                        connection,
+                        (survey_id, unit, key_id),
+                        waiting,
+                        min_batch,
+                        max_bytes,
+                        dummies.most(unit),
+                    )
+                )
+                for unit, key_id, waiting, min_batch in ready
+                if dummies is not None and key_id in keys
+            }
+        drawn = {
+            (unit, key_id): [dummies.draw(unit, keys[key_id]) for _ in range(count)]
+            for (unit, key_id), count in planned.items()
+            if dummies is not None
+        }
         formed = []
         with self.dialect.write() as connection:
             reopened = set()
@@ -61,7 +106,17 @@ class BatchStore:
                 connection, survey_id, opened_before, lock=True
             ):
                 group = (survey_id, unit, key_id)
-                sizes = self._split(connection, group, int(waiting), min_batch, max_bytes)
+                noised = dummies is not None and key_id in keys
+                if dummies is not None and not noised:
+                    logger.warning(
+                        "survey %s unit %r: no public key recorded for encryption key %s; "
+                        "its batch is formed without dummies",
+                        survey_id,
+                        unit,
+                        key_id,
+                    )
+                room = dummies.most(unit) if noised and dummies is not None else 0
+                sizes = self._split(connection, group, int(waiting), min_batch, max_bytes, room)
                 for index, size in enumerate(sizes):
                     batch_id = secrets.token_hex(16)
                     waiting_in = "survey_id = ? AND unit = ? AND key_id = ? AND batch_id IS NULL"
@@ -78,10 +133,18 @@ class BatchStore:
                             f"id FROM held WHERE {waiting_in} ORDER BY id LIMIT ?)",
                             (batch_id, *group, size),
                         )
+                    real_units = None
+                    if noised:
+                        assert dummies is not None
+                        spare = drawn.get((unit, key_id))
+                        blobs = spare.pop() if spare else dummies.draw(unit, keys[key_id])
+                        self._store_dummies(connection, survey_id, unit, batch_id, blobs)
+                        real_units = size
                     self.dialect.run(
                         connection,
-                        "INSERT INTO batches (batch_id, survey_id, unit, size) VALUES (?, ?, ?, ?)",
-                        (batch_id, survey_id, unit, size),
+                        "INSERT INTO batches (batch_id, survey_id, unit, size, real_units) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (batch_id, survey_id, unit, size, real_units),
                     )
                     formed.append(batch_id)
                 reopened.add(unit)
@@ -92,6 +155,32 @@ class BatchStore:
                     (iso(now), survey_id, unit),
                 )
         return formed
+
+    def _public_keys(self, connection: Any, survey_id: str) -> dict[str, bytes]:
+        """The encryption public keys this relay verified for ``survey_id``, by key id."""
+        rows = self.dialect.run(
+            connection,
+            "SELECT key_id, public_key FROM encryption_public WHERE survey_id = ?",
+            (survey_id,),
+        ).fetchall()
+        return {key_id: bytes(public) for key_id, public in rows}
+
+    def _store_dummies(
+        self, connection: Any, survey_id: str, unit: str, batch_id: str, blobs: list[bytes]
+    ) -> None:
+        """Store one batch's dummy units with it (deleted with the batch)."""
+        for start in range(0, len(blobs), _ROWS_PER_INSERT):
+            rows = blobs[start : start + _ROWS_PER_INSERT]
+            self.dialect.run(
+                connection,
+                "INSERT INTO dummies (id, survey_id, batch_id, sealed) VALUES "
+                + ", ".join(["(?, ?, ?, ?)"] * len(rows)),
+                [
+                    value
+                    for sealed in rows
+                    for value in (held_id(survey_id, unit, sealed), survey_id, batch_id, sealed)
+                ],
+            )
 
     def _ready(
         self, connection: Any, survey_id: str, opened_before: str, *, lock: bool
@@ -141,10 +230,12 @@ class BatchStore:
         waiting: int,
         min_batch: int,
         max_bytes: int | None,
+        room: int = 0,
     ) -> list[int]:
         """Sizes of the batches ``waiting`` units of ``group`` go out in: as few as fit
-        ``max_bytes`` and :data:`MAX_BATCH_UNITS`, each at least ``min_batch``; where no
-        split fits both, full batches, and the rest waits for the next window."""
+        ``max_bytes`` and :data:`MAX_BATCH_UNITS` with ``room`` dummies beside them (a
+        dummy is as long as a real unit), each at least ``min_batch``; where no split fits
+        both, full batches, and the rest waits for the next window."""
         most = MAX_BATCH_UNITS  # the aggregator takes no more in one batch (protocol §11.3)
         if max_bytes is not None:
             (length,) = self.dialect.run(
@@ -155,7 +246,7 @@ class BatchStore:
             ).fetchone()
             encoded = -(-4 * int(length) // 3) + 3  # unpadded base64url, quotes and a comma
             most = min(most, (max_bytes - BODY_OVERHEAD) // encoded)
-        most = max(min_batch, most)
+        most = max(min_batch, most - room)
         count = -(-waiting // most)
         if waiting // count < min_batch:  # no split fits both bounds: full batches, the rest waits
             return [most] * (waiting // most)
@@ -180,12 +271,12 @@ class BatchStore:
         with self.dialect.write() as connection:
             rows = self.dialect.run(
                 connection,
-                "SELECT batch_id, survey_id, unit FROM batches WHERE "
+                "SELECT batch_id, survey_id, unit, real_units FROM batches WHERE "
                 "leased_until IS NULL OR leased_until < ? ORDER BY batch_id LIMIT ?"
                 + self.dialect.for_update,
                 (iso(now), limit),
             ).fetchall()
-            for batch_id, survey_id, unit in rows:
+            for batch_id, survey_id, unit, real_units in rows:
                 self.dialect.run(
                     connection,
                     "UPDATE batches SET leased_until = ?, attempts = attempts "
@@ -193,7 +284,10 @@ class BatchStore:
                     (iso(now + timedelta(seconds=lease)), batch_id),
                 )
                 sealed = self.dialect.run(
-                    connection, "SELECT sealed FROM held WHERE batch_id = ?", (batch_id,)
+                    connection,
+                    "SELECT sealed FROM held WHERE batch_id = ? "
+                    "UNION ALL SELECT sealed FROM dummies WHERE batch_id = ?",
+                    (batch_id, batch_id),
                 ).fetchall()
                 batches.append(
                     Batch(
@@ -201,6 +295,7 @@ class BatchStore:
                         survey_id=survey_id,
                         unit=unit,
                         sealed=[bytes(s) for (s,) in sealed],
+                        real_units=None if real_units is None else int(real_units),
                     )
                 )
         return batches
@@ -211,8 +306,8 @@ class BatchStore:
             self.dialect.run(connection, "UPDATE batches SET leased_until = NULL")
 
     def acknowledged(self, batch: Batch) -> None:
-        """The aggregator stored the batch: delete its units, count it."""
-        size = len(batch.sealed)
+        """The aggregator stored the batch: delete its units (and dummies), count its real ones."""
+        size = batch.real_count
         self._finish(
             batch,
             "forwarded_batches = forwarded_batches + 1, forwarded_reports = "
@@ -225,7 +320,7 @@ class BatchStore:
     def discard(self, batch: Batch) -> None:
         """The aggregator refused the batch for good (its survey closed): delete, count it."""
         self._finish(
-            batch, "discarded_reports = discarded_reports + ?", (len(batch.sealed),), DISCARDED
+            batch, "discarded_reports = discarded_reports + ?", (batch.real_count,), DISCARDED
         )
 
     def _finish(self, batch: Batch, counters: str, values: tuple, outcome: str) -> None:
@@ -236,6 +331,9 @@ class BatchStore:
             gone = self.dialect.run(
                 connection, "DELETE FROM batches WHERE batch_id = ?", (batch.batch_id,)
             ).rowcount
+            self.dialect.run(
+                connection, "DELETE FROM dummies WHERE batch_id = ?", (batch.batch_id,)
+            )
             self.held.delete(
                 connection, batch.survey_id, "batch_id = ?", (batch.batch_id,), outcome
             )

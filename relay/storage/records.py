@@ -67,12 +67,21 @@ class RelayedSurvey:
 
 @dataclass(frozen=True, kw_only=True)
 class Batch:
-    """A formed batch: its id, survey, unit and sealed units (in storage order)."""
+    """A formed batch: its id, survey, unit and sealed units (in storage order: the real
+    units, then the dummies; the forwarder shuffles them together before sending)."""
 
     batch_id: str
     survey_id: str
     unit: str
     sealed: list[bytes]
+    # How many of ``sealed`` are respondents' units when the relay added dummies (relay
+    # noise); None when it added none, and every blob is real.
+    real_units: int | None = None
+
+    @property
+    def real_count(self) -> int:
+        """The respondents' units in the batch."""
+        return len(self.sealed) if self.real_units is None else self.real_units
 
 
 def held_id(survey_id: str, unit: str, sealed: bytes) -> bytes:

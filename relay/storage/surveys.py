@@ -86,10 +86,15 @@ class SurveyStore:
         if not changed:
             raise NotFound(f"this relay does not relay survey {survey_id!r}")
 
-    def accept_encryption_key(self, survey_id: str, key_id: str) -> tuple[str, ...]:
+    def accept_encryption_key(
+        self, survey_id: str, key_id: str, public_key: bytes | None = None
+    ) -> tuple[str, ...]:
         """Record a verified encryption key id as the aggregator's current one; keep the
         previous ones it may still open (newest first, at most ``1 + RETIRED_ENCRYPTION_KEYS``,
-        as many as the aggregator keeps).  Returns the ids kept."""
+        as many as the aggregator keeps).  Returns the ids kept.
+
+        ``public_key`` (the key's 32 verified bytes) is kept beside its id while the id is:
+        a noised batch's dummies are sealed to the key its real units were sealed to."""
         with self.dialect.write() as connection:
             row = self.dialect.run(
                 connection,
@@ -107,6 +112,24 @@ class SurveyStore:
                     "UPDATE relayed_surveys SET encryption_keys = ? WHERE survey_id = ?",
                     (" ".join(kept), survey_id),
                 )
+            if public_key is not None:
+                self.dialect.run(
+                    connection,
+                    "INSERT INTO encryption_public (survey_id, key_id, public_key) "
+                    "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    (survey_id, key_id, bytes(public_key)),
+                )
+            for (stale,) in self.dialect.run(
+                connection,
+                "SELECT key_id FROM encryption_public WHERE survey_id = ?",
+                (survey_id,),
+            ).fetchall():
+                if stale not in kept:
+                    self.dialect.run(
+                        connection,
+                        "DELETE FROM encryption_public WHERE survey_id = ? AND key_id = ?",
+                        (survey_id, stale),
+                    )
         return kept
 
     def get_survey(self, survey_id: str) -> RelayedSurvey:
@@ -133,7 +156,15 @@ class SurveyStore:
             count = self.dialect.run(
                 connection, "SELECT COUNT(*) FROM held WHERE survey_id = ?", (survey_id,)
             ).fetchone()[0]
-            for table in ("held", "batches", "windows", "enrolment_digests", "admitted"):
+            for table in (
+                "held",
+                "batches",
+                "dummies",
+                "windows",
+                "enrolment_digests",
+                "admitted",
+                "encryption_public",
+            ):
                 self.dialect.run(
                     connection, f"DELETE FROM {table} WHERE survey_id = ?", (survey_id,)
                 )

@@ -229,6 +229,16 @@ class Mechanism(ABC):
         a numeric mechanism has one column, its integer report."""
         return np.asarray(batch, dtype=np.int64).reshape(-1, 1)
 
+    def output_reports(self) -> tuple[str, ...] | None:
+        """Every report this mechanism can send, encoded, in a fixed order; None when a report
+        is not one value of a small set.
+
+        A relay adding dummy reports (the augmented shuffle: Murakami, Sei and Eriguchi,
+        arXiv 2504.07362) draws a count for each of these and sends that many copies, so only
+        mechanisms that name their outputs can be noised this way (``deniable.dummies``).
+        """
+        return None
+
     # -- per mechanism --------------------------------------------------------
     @property
     @abstractmethod

@@ -128,6 +128,10 @@ class Duchi(NumericMechanism):
             return "00"
         raise InvalidReport(f"duchi reports are signs, +1 or -1, got {report!r}")
 
+    def output_reports(self) -> tuple[str, ...]:
+        """The two signs, -B then +B."""
+        return (self.encode(-1), self.encode(1))
+
     def estimate(self, statistics: np.ndarray, n: int) -> np.ndarray:
         if n <= 0:
             raise InvalidParameter(f"n must be positive to estimate, got {n}")

@@ -78,6 +78,10 @@ class GRR(FrequencyOracle):
         value = report_int(report, self.domain_size, f"{self.name} report")
         return value.to_bytes(self._width, "big").hex()
 
+    def output_reports(self) -> tuple[str, ...]:
+        """The d values, 0 .. d - 1 (binary RR and the memoized GRR inherit this)."""
+        return tuple(self.encode(y) for y in range(self.domain_size))
+
     def randomize_many(self, values: object, rng: np.random.Generator) -> np.ndarray:
         true = check_categories(values, self.domain_size)
         keep = rng.random(true.size) < self.p_star

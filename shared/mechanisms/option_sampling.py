@@ -178,6 +178,10 @@ class OptionSampling(Mechanism):
             result[self.encode((option, 1 - bit))] = share * (1.0 - p)
         return result
 
+    def output_reports(self) -> tuple[str, ...]:
+        """The 2m pairs (option index, bit), index-major: (0, 0), (0, 1), (1, 0), ..."""
+        return tuple(self.encode((j, bit)) for j in range(self.options) for bit in (0, 1))
+
     # -- the wire (pure Python for one report) ------------------------------------
     def encode(self, report: Any) -> str:
         option, bit = self._check_report(report)

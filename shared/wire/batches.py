@@ -4,6 +4,10 @@ docs/protocol.md §11.3 and §11.4.  The relay PUTs, under a random batch id::
 
     {"format":"deniable.batch/1","unit":"<question id, or ''>","sealed":["<base64url>",...]}
 
+A relay that adds dummy reports (the survey's signed ``relay.noise``) also sends
+``"real_units": n`` after ``unit``: how many of the blobs are respondents' units,
+never which.  Without it every blob counts as real.
+
 and deletes the batch's units only after a 200 or 201 whose body is the aggregator's
 acknowledgement of this very batch::
 
@@ -28,6 +32,7 @@ __all__ = ["FORMAT", "Acknowledgement", "RelayBatch"]
 
 FORMAT = "deniable.batch/1"
 _FIELDS = frozenset({"format", "unit", "sealed"})
+_NOISED_FIELDS = _FIELDS | {"real_units"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,10 +41,25 @@ class RelayBatch:
 
     unit: str
     sealed: tuple[bytes, ...]
+    # How many of ``sealed`` are respondents' units when the relay added dummies; None
+    # when it added none (every blob is real).
+    real_units: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.real_units is not None and not 0 <= self.real_units <= len(self.sealed):
+            raise InvalidReport(f"real_units: must be an integer in [0, {len(self.sealed)}]")
+
+    @property
+    def real_count(self) -> int:
+        """The respondents' units in the batch: ``real_units``, or every blob."""
+        return len(self.sealed) if self.real_units is None else self.real_units
 
     def encode(self) -> bytes:
-        """Compact ASCII JSON, members in the order format, unit, sealed."""
-        body = {"format": FORMAT, "unit": self.unit, "sealed": list(map(encode_blob, self.sealed))}
+        """Compact ASCII JSON, members in the order format, unit, [real_units,] sealed."""
+        body: dict[str, Any] = {"format": FORMAT, "unit": self.unit}
+        if self.real_units is not None:
+            body["real_units"] = self.real_units
+        body["sealed"] = list(map(encode_blob, self.sealed))
         return json.dumps(body, separators=(",", ":")).encode("ascii")
 
     @classmethod
@@ -52,8 +72,8 @@ class RelayBatch:
         ``units`` (the survey's units: its question ids, or ``{""}`` for whole submissions)
         and ``min_batch`` (its signed minimum) check the batch against the survey's terms.
         """
-        if not isinstance(document, dict) or set(document) != _FIELDS:
-            raise InvalidReport(f"body: must be {{format: {FORMAT!r}, unit, sealed}}")
+        if not isinstance(document, dict) or set(document) not in (_FIELDS, _NOISED_FIELDS):
+            raise InvalidReport(f"body: must be {{format: {FORMAT!r}, unit, [real_units,] sealed}}")
         if document.get("format") != FORMAT:
             raise InvalidReport(f"body: must be {{format: {FORMAT!r}, unit, sealed}}")
         unit, texts = document["unit"], document["sealed"]
@@ -66,12 +86,24 @@ class RelayBatch:
             raise InvalidReport("sealed: must be a list of base64url strings")
         if len(texts) > MAX_BATCH_UNITS:
             raise PayloadTooLarge(f"sealed: at most {MAX_BATCH_UNITS} blobs per batch")
-        if len(texts) < min_batch:
+        real_units = document.get("real_units")
+        if "real_units" in document and (
+            isinstance(real_units, bool)
+            or not isinstance(real_units, int)
+            or not 0 <= real_units <= len(texts)
+        ):
+            raise InvalidReport(f"real_units: must be an integer in [0, {len(texts)}]")
+        real = len(texts) if real_units is None else real_units
+        if real < min_batch:
             raise InvalidReport(
-                f"sealed: {len(texts)} blobs, fewer than the survey's min_batch "
+                f"sealed: {real} respondents' units, fewer than the survey's min_batch "
                 f"{min_batch}; a relay never forwards a smaller batch"
             )
-        return cls(unit=unit, sealed=tuple(_blob(text, i) for i, text in enumerate(texts)))
+        return cls(
+            unit=unit,
+            sealed=tuple(_blob(text, i) for i, text in enumerate(texts)),
+            real_units=real_units,
+        )
 
 
 def _blob(text: object, index: int) -> bytes:

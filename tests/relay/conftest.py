@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -273,12 +273,41 @@ def _databases(backend: str, directory: Path) -> Iterator[tuple[str, str]]:
                 connection.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
+STANDARD_SURVEYS = (
+    ("q", 20, "question"),
+    ("w", 10, "submission"),
+    ("p", 60, "question"),
+    ("e", 2, "question"),
+)
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Deployment]:
     """An aggregator and a relay relaying surveys ``q`` (per question, min_batch 20),
     ``w`` (whole submissions, min_batch 10) and ``p`` (per question, min_batch 60)."""
-    backend = request.param
-    directory = tmp_path_factory.mktemp(f"relay-{backend}")
+
+    def definitions(relay_url: str) -> dict[str, dict[str, Any]]:
+        return {
+            survey_id: survey_definition(survey_id, relay_url, min_batch, unit)
+            for survey_id, min_batch, unit in STANDARD_SURVEYS
+        }
+
+    directory = tmp_path_factory.mktemp(f"relay-{request.param}")
+    with deployed(request.param, directory, definitions, enrolment={"e"}) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def deployed(
+    backend: str,
+    directory: Path,
+    definitions: Callable[[str], dict[str, dict[str, Any]]],
+    *,
+    enrolment: Collection[str] = (),
+) -> Iterator[Deployment]:
+    """An aggregator and a relay as real processes, relaying the surveys ``definitions``
+    gives for the relay's URL (created through the aggregator's command line, added to
+    the relay with ``add-survey``); those in ``enrolment`` require enrolment tokens."""
     databases = _databases(backend, directory)
     aggregator_db, relay_db = next(databases)
     aggregator_port, relay_port = free_port(), free_port()
@@ -332,22 +361,23 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
     surveys = {}
     try:
         run(["-m", "deniable.aggregator.cli", "init"], aggregator_env)
-        for survey_id, min_batch, unit in (
-            ("q", 20, "question"),
-            ("w", 10, "submission"),
-            ("p", 60, "question"),
-            ("e", 2, "question"),
-        ):
+        created = definitions(relay_url)
+        for survey_id, definition in created.items():
             path = directory / f"{survey_id}.json"
-            path.write_text(json.dumps(survey_definition(survey_id, relay_url, min_batch, unit)))
-            enrolment = ["--require-enrolment"] if survey_id == "e" else []
+            path.write_text(json.dumps(definition))
+            required = ["--require-enrolment"] if survey_id in enrolment else []
             run(
-                ["-m", "deniable.aggregator.cli", "create-survey", str(path), *enrolment],
+                ["-m", "deniable.aggregator.cli", "create-survey", str(path), *required],
                 aggregator_env,
             )
-        tokens = run(
-            ["-m", "deniable.aggregator.cli", "token", "issue", "e", "--count", "3"], aggregator_env
-        ).stdout.split()
+        tokens = [
+            token
+            for survey_id in sorted(enrolment)
+            for token in run(
+                ["-m", "deniable.aggregator.cli", "token", "issue", survey_id, "--count", "3"],
+                aggregator_env,
+            ).stdout.split()
+        ]
         credential = run(
             ["-m", "deniable.aggregator.cli", "relay", "credential", "--relay-url", relay_url],
             aggregator_env,
@@ -358,7 +388,7 @@ def deployment(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[Dep
         run(["-m", "deniable.relay.cli", "init"], relay_env)
         credential_file = directory / "credential"
         credential_file.write_text(credential)
-        for survey_id in ("q", "w", "p", "e"):
+        for survey_id in created:
             run(
                 [
                     "-m",

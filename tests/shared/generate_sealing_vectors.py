@@ -7,6 +7,10 @@ Two parts (docs/protocol.md, "Sealing"):
 
 * ``rfc9180``: RFC 9180 Appendix A.1.1, DHKEM(X25519, HKDF-SHA256), HKDF-SHA256,
   AES-128-GCM, base mode, copied from the RFC (kept as it is on regeneration).
+* ``relay_noise``: a survey whose relay adds dummy reports (docs/protocol.md §11.7): its
+  definition and canonical bytes, each question's output values, sealed dummies that
+  must open to the given bodies, a batch body with ``real_units``, and ``noise`` members
+  to refuse (at parse, or when the law's exact delta is checked).
 * ``deniable``: this protocol's own vectors: a fixed recipient key, a survey with
   every mechanism, each unit's padded size, ``info`` bytes, padded plaintexts,
   sealed blobs that must open to the given body, blobs whose body has its members in
@@ -146,6 +150,7 @@ def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
         "generator": "tests/shared/generate_sealing_vectors.py",
         "rfc9180": (previous or {}).get("rfc9180")
         or json.loads(PATH.read_text("utf-8"))["rfc9180"],
+        "relay_noise": relay_noise((previous or {}).get("relay_noise"), public),
         "deniable": {
             "suite": sealing.SUITE_NAME,
             "format": sealing.FORMAT,
@@ -163,6 +168,79 @@ def build(previous: dict[str, Any] | None = None) -> dict[str, Any]:
             "other_orders": other_orders,
             "invalid": invalid,
         },
+    }
+
+
+NOISE_SURVEY_ID = "noise-vectors"
+NOISE_QUESTIONS = ("yes", "grr5", "tools_sampled", "duchi")
+
+
+def relay_noise(previous: dict[str, Any] | None, public: bytes) -> dict[str, Any]:
+    """The ``relay_noise`` part: dummies of every supported mechanism (§11.7)."""
+    from deniable.dummies import calibrate
+    from deniable.wire import RelayBatch
+
+    if previous is not None:
+        definition = previous["survey"]
+    else:
+        questions = json.loads(PROTOCOL.read_text("utf-8"))["questions"]
+        definition = {
+            "format": "deniable.survey/2",
+            "id": NOISE_SURVEY_ID,
+            "title": "Relay noise vectors",
+            "questions": [questions[q] for q in NOISE_QUESTIONS],
+            "relay": {
+                "url": "https://relay.example",
+                "min_batch": 2,
+                "shuffle_unit": "question",
+                "noise": {"epsilon": 1.0, "delta": 1e-6, "law": calibrate(1.0, 1e-6).law.to_dict()},
+            },
+        }
+    survey = Survey.from_dict(definition, resolved=True)
+    kept = {(v["unit"], v["body"]): v["sealed"] for v in (previous or {}).get("dummies", [])}
+
+    def dummy(unit: str, payload: str, label: str) -> dict[str, Any]:
+        report = {"id": _uuid(label), "question": unit, "payload": payload}
+        body = sealing.unit_body([report], unit).decode("ascii")
+        size = sealing.unit_size(survey, unit)
+        blob = (
+            kept.get((unit, body))
+            or sealing.seal(
+                public, survey_id=survey.id, unit=unit, plaintext=body.encode("ascii"), size=size
+            ).hex()
+        )
+        return {"unit": unit, "size": size, "body": body, "sealed": blob}
+
+    outputs = {q.id: list(q.oracle.output_reports()) for q in survey.questions}
+    dummies = [
+        dummy(unit, values[y], f"noise/{unit}/{y}")
+        for unit, values in outputs.items()
+        for y in sorted({0, len(values) - 1})
+    ]
+    yes = [d for d in dummies if d["unit"] == "yes"]
+    real = dummy("yes", outputs["yes"][1], "noise/yes/real")
+    blobs = tuple(bytes.fromhex(v["sealed"]) for v in (yes[0], real, yes[1]))
+    batch = RelayBatch(unit="yes", sealed=blobs, real_units=1)
+    weak = {"epsilon": 1.0, "delta": 1e-6, "law": {"distribution": "binomial", "trials": 147}}
+    noise = definition["relay"]["noise"]
+    return {
+        "survey": definition,
+        "canonical": survey.canonical_bytes().decode("utf-8"),
+        "output_reports": outputs,
+        "dummies": [*dummies, real],
+        "batch": {"real_units": 1, "body": batch.encode().decode("ascii")},
+        "refused": [
+            {"why": "delta 0: no dummy law gives it", "noise": {**noise, "delta": 0}},
+            {"why": "delta above 1e-3", "noise": {**noise, "delta": 0.01}},
+            {
+                "why": "an unknown distribution",
+                "noise": {**noise, "law": {"distribution": "laplace"}},
+            },
+            {"why": "shift above top", "noise": {**noise, "law": {**noise["law"], "shift": 55}}},
+        ],
+        "unverifiable": [
+            {"why": "one trial fewer than the calibrated 148 misses delta 1e-6", "noise": weak}
+        ],
     }
 
 

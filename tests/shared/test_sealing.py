@@ -330,3 +330,53 @@ def test_what_the_browser_module_seals_python_opens():
             size=vector["size"],
         )
         assert body.decode() == vector["body"]
+
+
+# -- relay noise (docs/protocol.md §11.7) --------------------------------------------------------
+
+NOISE = VECTORS["relay_noise"]
+
+
+def test_relay_noise_vectors_survey_and_output_values():
+    from deniable.errors import InvalidSurvey
+
+    survey = Survey.from_dict(NOISE["survey"], resolved=True)
+    assert survey.canonical_bytes().decode("utf-8") == NOISE["canonical"]
+    assert survey.relay.noise is not None
+    survey.relay.noise.verify()
+    assert {q.id: list(q.oracle.output_reports()) for q in survey.questions} == NOISE[
+        "output_reports"
+    ]
+    for vector in NOISE["refused"]:
+        relay = {**NOISE["survey"]["relay"], "noise": vector["noise"]}
+        with pytest.raises(InvalidSurvey):
+            Survey.from_dict({**NOISE["survey"], "relay": relay}, resolved=True)
+    for vector in NOISE["unverifiable"]:
+        relay = {**NOISE["survey"]["relay"], "noise": vector["noise"]}
+        parsed = Survey.from_dict({**NOISE["survey"], "relay": relay}, resolved=True)
+        with pytest.raises(InvalidSurvey, match="more than the signed"):
+            parsed.relay.noise.verify()
+
+
+@pytest.mark.parametrize("vector", NOISE["dummies"], ids=lambda v: v["body"][-40:])
+def test_relay_noise_dummy_vectors_open_to_a_report_of_an_output_value(vector):
+    survey = Survey.from_dict(NOISE["survey"], resolved=True)
+    blob = bytes.fromhex(vector["sealed"])
+    assert vector["size"] == sealing.unit_size(survey, vector["unit"])
+    assert len(blob) == sealing.sealed_length(vector["size"])
+    body = sealing.open_sealed(
+        PRIVATE, survey_id=survey.id, unit=vector["unit"], sealed=blob, size=vector["size"]
+    )
+    assert body.decode() == vector["body"]
+    report = parse_report(json.loads(body), survey)
+    assert report.payload in NOISE["output_reports"][vector["unit"]]
+    assert sealing.unit_body([json.loads(body)], vector["unit"]) == body
+
+
+def test_relay_noise_batch_vector():
+    from deniable.wire import RelayBatch, strict_json
+
+    batch = RelayBatch.parse(strict_json.loads(NOISE["batch"]["body"]), {"yes"}, 1)
+    assert batch.real_units == NOISE["batch"]["real_units"] == 1
+    assert batch.encode().decode("ascii") == NOISE["batch"]["body"]
+    assert len({len(blob) for blob in batch.sealed}) == 1  # dummies and the real unit alike

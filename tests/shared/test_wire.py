@@ -439,6 +439,32 @@ def test_a_relay_batch_checks_the_surveys_terms():
             RelayBatch.parse(wrong)
 
 
+def test_a_noised_relay_batch_names_its_real_units_never_which():
+    """real_units (relay noise): after unit, before sealed; min_batch counts real units only."""
+    batch = RelayBatch(unit="a", sealed=(b"\xfb\xff", b"\x00", b"\x01"), real_units=2)
+    assert batch.encode() == (
+        b'{"format":"deniable.batch/1","unit":"a","real_units":2,"sealed":["-_8","AA","AQ"]}'
+    )
+    assert RelayBatch.parse(strict_json.loads(batch.encode())) == batch
+    assert batch.real_count == 2 and RelayBatch(unit="a", sealed=(b"\x00",)).real_count == 1
+    body = {
+        "format": "deniable.batch/1",
+        "unit": "a",
+        "real_units": 2,
+        "sealed": ["AA", "AQ", "Ag"],
+    }
+    assert RelayBatch.parse(body, {"a"}, 2).real_units == 2
+    with pytest.raises(InvalidReport, match="min_batch"):  # 3 blobs, but 2 respondents
+        RelayBatch.parse(body, {"a"}, 3)
+    with pytest.raises(InvalidReport, match="min_batch"):  # dummies alone never make a batch
+        RelayBatch.parse({**body, "real_units": 0})
+    for wrong in (-1, 4, True, 2.0, "2", None):
+        with pytest.raises(InvalidReport, match="real_units"):
+            RelayBatch.parse({**body, "real_units": wrong})
+    with pytest.raises(InvalidReport, match="real_units"):
+        RelayBatch(unit="a", sealed=(b"\x00",), real_units=2)
+
+
 def test_an_acknowledgement_round_trips_and_names_its_batch():
     answer = Acknowledgement(survey="s", batch="b" * 32, unit="a", received=3, stored=2, dropped=1)
     assert answer.encode() == (

@@ -69,6 +69,7 @@ test("a relayed survey's sealed.js, loaded on demand and only for a relay member
     origin: "https://relay.example",
     minBatch: 10,
     shuffleUnit: "question",
+    noise: null,
   });
   assert.throws(
     () => parseDefinition({ ...relayed, relay: { ...relayed.relay, url: "http://relay.example" } }),

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import {
+  InvalidSurvey,
   MemoryStorage,
   PolicyViolation,
   SignatureError,
@@ -14,6 +15,8 @@ import {
   b64encode,
   canonicalBytes,
   keyId,
+  loadMechanisms,
+  parseDefinition,
 } from "../deniable.js";
 import { parseRelay, parseUrl } from "../sealed.js";
 import * as sealing from "../sealing.js";
@@ -463,4 +466,56 @@ test("a resend the relay answers 409 already-delivered is delivered: no reseal, 
     (e) => e instanceof TransportError && e.status === 409,
   );
   assert.equal(v.posts().length, 2);
+});
+
+// -- relay noise (protocol §11.7; shared/vectors/sealing-vectors.json relay_noise) ---------------
+
+const NOISE = read("sealing-vectors.json").relay_noise;
+
+test("a survey whose relay adds noise parses, with the signed noise", async () => {
+  await loadMechanisms(NOISE.survey);
+  const survey = parseDefinition(NOISE.survey);
+  const { epsilon, delta, law } = NOISE.survey.relay.noise;
+  assert.equal(survey.relay.noise.epsilon, epsilon);
+  assert.equal(survey.relay.noise.delta, delta);
+  assert.deepEqual(survey.relay.noise.law, {
+    distribution: law.distribution,
+    shift: law.shift,
+    top: law.top,
+    lowerRatio: law.lower_ratio,
+    upperRatio: law.upper_ratio,
+  });
+  assert.equal(new TextDecoder().decode(canonicalBytes(NOISE.survey)), NOISE.canonical);
+  const binomial = { epsilon: 1, delta: 1e-6, law: { distribution: "binomial", trials: 148 } };
+  assert.deepEqual(parseRelay({ ...NOISE.survey.relay, noise: binomial }).noise.law, binomial.law);
+  assert.equal(parseRelay({ url: RELAY, min_batch: 2, shuffle_unit: "question" }).noise, null);
+});
+
+test("relay noise the protocol refuses is refused", async () => {
+  await loadMechanisms(NOISE.survey);
+  const relay = NOISE.survey.relay;
+  for (const { why, noise } of NOISE.refused)
+    assert.throws(() => parseRelay({ ...relay, noise }), InvalidSurvey, why);
+  const law = relay.noise.law;
+  for (const bad of [
+    { ...relay.noise, delta: 0 },
+    { ...relay.noise, epsilon: true },
+    { ...relay.noise, extra: 1 },
+    { ...relay.noise, law: { ...law, lower_ratio: "2/4" } },
+    { ...relay.noise, law: { ...law, upper_ratio: "0.6" } },
+    { ...relay.noise, law: { ...law, top: 1.5 } },
+    { ...relay.noise, law: { distribution: "binomial", trials: 0 } },
+    { ...relay.noise, law: { distribution: "binomial", trials: 3, shift: 1 } },
+  ])
+    assert.throws(() => parseRelay({ ...relay, noise: bad }), InvalidSurvey);
+  assert.throws(
+    () => parseRelay({ ...relay, shuffle_unit: "submission" }),
+    /shuffle_unit 'question'/,
+  );
+  const hashed = {
+    ...NOISE.survey,
+    questions: [VECTORS.questions.olh],
+  };
+  await loadMechanisms(hashed);
+  assert.throws(() => parseDefinition(hashed), /one value of a small set/);
 });
