@@ -11,6 +11,10 @@ changes who sent a report, not the report), so the respondents needed are the sa
 never fewer than one batch: nothing is published before ``min_batch`` reports are
 forwarded; and the shuffled batch is also (ε_c, δ)-DP centrally for the ε_c of
 :func:`deniable.shuffle.central_epsilon` (Feldman, McMillan & Talwar 2023, Thm 3.2).
+With relay noise the batch's central ε is the better of that bound and the dummies' own
+(:func:`deniable.dummies.noised_central_epsilon`; Murakami, Sei & Eriguchi, arXiv
+2504.07362); the respondents the dummies' extra variance calls for are not planned here
+yet (the page says so where they will go).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from deniable.dummies import noised_central_epsilon
 from deniable.errors import InvalidParameter
 from deniable.estimation import EXACT_TAIL, FAMILIES, available_families, score_model
 from deniable.mechanisms import display_name
@@ -47,6 +52,10 @@ class Advice:
     min_batch: int | None = None
     central_epsilon: float | None = None
     delta: float = DEFAULT_DELTA
+    # With relay noise: the batch's central ε at the noise's δ, and the dummies per value.
+    noised_central_epsilon: float | None = None
+    noise_delta: float | None = None
+    dummies: float | None = None
 
 
 def _target_of(question: Question) -> tuple[str, int | None]:
@@ -109,10 +118,22 @@ def question_advice(question: Question, relay: Relay | None) -> Advice | None:
         central = central_epsilon(question.epsilon, relay.min_batch, DEFAULT_DELTA)
     except (InvalidParameter, ValueError, ArithmeticError):
         central = None
+    noised = noise_delta = dummies = None
+    if relay.noise is not None:
+        noise_delta, dummies = relay.noise.delta, relay.noise.law.mean
+        try:
+            noised = noised_central_epsilon(
+                relay.noise.law, question.epsilon, relay.min_batch, noise_delta
+            )
+        except (InvalidParameter, ValueError, ArithmeticError):
+            noised = None
     return Advice(
         mechanism=question.mechanism,
         local=local,
         upper=upper,
+        noised_central_epsilon=noised,
+        noise_delta=noise_delta,
+        dummies=dummies,
         relayed=tuple(None if n is None else max(n, relay.min_batch) for n in local),
         min_batch=relay.min_batch,
         central_epsilon=central,
@@ -137,4 +158,7 @@ def as_view(advice: Advice | None) -> dict[str, Any] | None:
         "min_batch": advice.min_batch,
         "central_epsilon": advice.central_epsilon,
         "delta": advice.delta,
+        "noised_central_epsilon": advice.noised_central_epsilon,
+        "noise_delta": advice.noise_delta,
+        "dummies": advice.dummies,
     }

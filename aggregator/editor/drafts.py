@@ -130,6 +130,7 @@ def _advice(question: Question, relay: Relay | None) -> dict[str, Any] | None:
         question.domain_size,
         len(question.options),
         relay.min_batch if relay else None,
+        repr(relay.noise.to_dict()) if relay and relay.noise else None,
     )
     if key not in _ADVICE:
         if len(_ADVICE) > 512:

@@ -26,6 +26,7 @@ __all__ = [
     "condition_from_form",
     "field_of",
     "mechanism_choices",
+    "noise_from_form",
     "number_text",
     "plain",
     "question_from_form",
@@ -230,7 +231,8 @@ def settings_from_form(form: Mapping[str, str], document: Mapping[str, Any]) -> 
         if relay["min_batch"] is None:
             relay["min_batch"] = ""
         relay["shuffle_unit"] = form.get("shuffle_unit", "question")
-        # Relay noise (a ``relay.noise`` object) goes here once the core defines it.
+        if form.get("noise"):
+            relay["noise"] = noise_from_form(form)
         definition["relay"] = relay
     return {
         **document,
@@ -238,6 +240,30 @@ def settings_from_form(form: Mapping[str, str], document: Mapping[str, Any]) -> 
         "results_public": form.get("results_public") == "public",
         "require_enrolment": bool(form.get("require_enrolment")),
     }
+
+
+NOISE_FAMILIES = {
+    "geometric": "two-sided geometric (fewest dummies)",
+    "binomial": "binomial",
+}
+DEFAULT_NOISE_DELTA = 1e-6
+
+
+def noise_from_form(form: Mapping[str, str]) -> dict[str, Any]:
+    """``relay.noise``: the central (ε, δ) asked for, and the smallest law of the chosen
+    family that gives it (:func:`deniable.dummies.calibrate`); the law is left out when
+    none does, so the check says what is wrong."""
+    from deniable.dummies import calibrate
+
+    epsilon = _number(form.get("noise_epsilon", ""))
+    delta = _number(form.get("noise_delta", "")) or DEFAULT_NOISE_DELTA
+    family = form.get("noise_family", "geometric")
+    noise: dict[str, Any] = {"epsilon": "" if epsilon is None else epsilon, "delta": delta}
+    try:
+        noise["law"] = calibrate(epsilon, delta, family).law.to_dict()  # type: ignore[arg-type]
+    except (DeniableError, ValueError, TypeError, ArithmeticError):
+        noise["law"] = {"distribution": family}
+    return noise
 
 
 def validate(definition: Mapping[str, Any]) -> tuple[Survey | None, str | None]:

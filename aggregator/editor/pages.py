@@ -16,7 +16,14 @@ from ..respond.words import catalogue
 from ..storage import current_storage
 from . import blueprint
 from .drafts import check_draft, load_draft, missing, question_rows, wave_id
-from .forms import QUESTIONNAIRE, TYPE_WORDS, plain, question_types, settings_from_form
+from .forms import (
+    NOISE_FAMILIES,
+    QUESTIONNAIRE,
+    TYPE_WORDS,
+    plain,
+    question_types,
+    settings_from_form,
+)
 from .session import editor_store, operator_page
 from .store import new_draft_document
 
@@ -67,12 +74,25 @@ def draft_page(draft_id: str, *, status: int = 200, saved: str = "") -> Any:
         rows=question_rows(draft, checked),
         types=[(kind, TYPE_WORDS.get(kind, kind)) for kind in question_types()],
         shuffle_units=SHUFFLE_UNITS,
+        noise_families=NOISE_FAMILIES,
+        noise_mean=noise_mean(relay),
         languages=[(lang, words["language"]) for lang, words in catalogue().items()],
         full=len(definition.get("questions") or []) >= MAX_QUESTIONS,
         questionnaire=QUESTIONNAIRE,
         saved=saved,
     )
     return page, status
+
+
+def noise_mean(relay: dict[str, Any]) -> float | None:
+    """The mean number of dummies per output value of the relay's noise law (None: none)."""
+    from deniable.dummies import law_from_dict
+
+    noise = relay.get("noise")
+    try:
+        return law_from_dict(noise["law"]).mean if isinstance(noise, dict) else None
+    except (DeniableError, ValueError, TypeError, KeyError):
+        return None
 
 
 @blueprint.get("/drafts/<draft_id>")

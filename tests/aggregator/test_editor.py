@@ -301,3 +301,39 @@ def test_optional_help_conditions_and_scales_from_the_form(client, storage) -> N
     assert calm.type == "scale" and calm.points == 7 and calm.optional
     assert calm.anchors == ("Not at all", "Very") and calm.help == "Think of last week."
     assert calm.show_if is not None
+
+
+def test_relay_noise_is_calibrated_and_advised(client, storage) -> None:
+    from deniable.dummies import calibrate, noised_central_epsilon
+    from deniable.survey_relay import RelayNoise
+
+    csrf = sign_in(client, storage)
+    draft = new_draft(client, csrf)
+    add(client, draft, csrf, "yes_no", id="q", text="Q?", epsilon="2")
+    client.post(
+        f"{draft}/survey",
+        data={"csrf": csrf, "survey_id": "noised", "title": "N", "relay_url": "https://relay.example",
+              "min_batch": "1000", "shuffle_unit": "question", "noise": "1",
+              "noise_epsilon": "1", "noise_delta": "1e-6", "noise_family": "geometric"},
+    )  # fmt: skip
+    page = client.get(draft).text
+    assert 'id="ready"' in page and 'id="noise-dummies"' in page
+    law = calibrate(1.0, 1e-6, "geometric").law
+    advice = client.get(f"{draft}/questions/0").text
+    shown = re.search(r'<div id="advice-relay-noise">(.*?)</div>', advice, re.S).group(1)
+    assert f"about {law.mean:,.0f} dummies" in shown
+    assert f"{noised_central_epsilon(law, 2.0, 1000, 1e-6):.3g}" in shown
+    assert client.post(f"{draft}/publish", data={"csrf": csrf}).status_code == 303
+    relay = client.get("/api/v1/surveys/noised").json["definition"]["relay"]
+    RelayNoise.from_dict(relay["noise"]).verify()  # the signed law gives the signed (ε, δ)
+    # Noise with whole submissions is refused next to the relay, in words.
+    draft = new_draft(client, csrf)
+    add(client, draft, csrf, "yes_no", id="q", text="Q?")
+    client.post(
+        f"{draft}/survey",
+        data={"csrf": csrf, "survey_id": "n2", "title": "N", "relay_url": "https://relay.example",
+              "min_batch": "1000", "shuffle_unit": "submission", "noise": "1",
+              "noise_epsilon": "1", "noise_delta": "1e-6"},
+    )  # fmt: skip
+    page = client.get(draft).text
+    assert 'id="relay-problem"' in page and "shuffle_unit" in page
