@@ -36,6 +36,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from deniable.errors import DeniableError
+from deniable.questionnaire import NOT_APPLICABLE
 from deniable.service.cli import add_serve_arguments
 from deniable.survey import Survey
 
@@ -462,7 +463,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         progress = Progress(len(bodies), f"submitting {args.respondents:,} respondents")
         received = submit_all(base, served.id, bodies, progress=progress)
         results = session.get(f"{base}/api/v1/surveys/{served.id}/results", timeout=30).json()
-        truth = {q.id: true_summary(q, [a[q.id] for a in answers]) for q in served.questions}
+        truth = {
+            q.id: true_summary(q, [a.get(q.id, NOT_APPLICABLE) for a in answers])
+            for q in served.questions
+        }
         print(f"{received:,} reports from {args.respondents:,} simulated respondents\n")
         print(results_table(results, document, truth))
         if args.no_serve:

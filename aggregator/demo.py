@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from deniable.questionnaire import DECLINED, NOT_APPLICABLE, shown
 from deniable.survey import Question, Survey
 
 from .terminal import Progress, _fail
@@ -49,46 +50,93 @@ def simulate_answers(survey: Survey, respondents: int, rng: np.random.Generator)
 
     Each question gets a population distribution drawn once from ``rng`` (uneven,
     so the chart has something to show), then every respondent's answer is drawn
-    from it.  Returns one ``{question id: answer}`` per respondent, answers in the
-    types :meth:`Question.check_answer` accepts.
+    from it.  Each respondent then walks the survey: a question whose ``show_if`` is
+    false on their true answers is left out (not shown), and an optional one is
+    declined (``None``) by about one in six.  Returns one ``{question id: answer}`` per
+    respondent, answers in the types :meth:`Survey.path_answers` accepts.
     """
     columns: dict[str, list[Any]] = {}
     for q in survey.questions:
         if q.type == "yes_no":
             share = rng.uniform(0.25, 0.75)
             columns[q.id] = [bool(v) for v in rng.random(respondents) < share]
-        elif q.type == "single_choice":
-            weights = rng.dirichlet(np.full(len(q.options), 1.5))
-            picks = rng.choice(len(q.options), size=respondents, p=weights)
-            columns[q.id] = [q.options[i] for i in picks]
+        elif q.type in ("single_choice", "scale"):
+            values = list(q.options) or [int(label) for label in q.base_labels]
+            weights = rng.dirichlet(np.full(len(values), 1.5))
+            picks = rng.choice(len(values), size=respondents, p=weights)
+            columns[q.id] = [values[i] for i in picks]
         elif q.type == "multiple_choice":
             shares = rng.uniform(0.1, 0.8, size=len(q.options))
             chosen = rng.random((respondents, len(q.options))) < shares
             columns[q.id] = [[q.options[i] for i in np.flatnonzero(row)] for row in chosen]
         else:
-            lo, hi = float(q.oracle.lo), float(q.oracle.hi)
+            lo, hi = float(q.lo), float(q.hi)  # type: ignore[arg-type]
             values = lo + (hi - lo) * rng.beta(2.0, 5.0, size=respondents)
             columns[q.id] = [float(v) for v in values]
-    return [{qid: column[i] for qid, column in columns.items()} for i in range(respondents)]
+    declines = rng.random((respondents, len(survey.questions))) < 1 / 6
+    people = []
+    for i in range(respondents):
+        seen: dict[str, Any] = {}
+        answers: dict[str, Any] = {}
+        for j, q in enumerate(survey.questions):
+            if not shown(q.show_if, seen):
+                seen[q.id] = NOT_APPLICABLE
+            elif q.optional and declines[i, j]:
+                answers[q.id] = None
+                seen[q.id] = DECLINED
+            else:
+                answers[q.id] = columns[q.id][i]
+                seen[q.id] = q.check_base(answers[q.id])
+        people.append(answers)
+    return people
 
 
 def true_summary(question: Question, answers: list[Any]) -> list[float]:
-    """The exact shares (or the mean) of simulated true answers, in the results' order."""
+    """The exact values of simulated true answers, in the results' row order.
+
+    ``answers``: each respondent's answer, ``None`` if declined, ``NOT_APPLICABLE`` if the
+    question was not shown.  Shares among those who answered, then the declined share of
+    those asked and the not-applicable share of all, then a scale's mean and NPS.
+    """
+    n = len(answers)
+    absent = sum(a is NOT_APPLICABLE for a in answers)
+    declined = sum(a is None for a in answers)
+    given = [a for a in answers if a is not None and a is not NOT_APPLICABLE]
+    extras = {
+        "declined": declined / max(1, n - absent),
+        "not_applicable": absent / max(1, n),
+    }
+    tail = [extras[label] for label in question.extras]
+    m = max(1, len(given))
     if question.type == "numeric":
-        return [float(np.mean(answers))]
+        return [float(np.mean(given)) if given else float("nan"), *tail]
     if question.type == "yes_no":
-        yes = float(np.mean([bool(a) for a in answers]))
-        return [1.0 - yes, yes]
-    if question.type == "single_choice":
-        return [sum(a == label for a in answers) / len(answers) for label in question.options]
-    return [sum(label in a for a in answers) / len(answers) for label in question.options]
+        yes = sum(bool(a) for a in given) / m
+        return [1.0 - yes, yes, *tail]
+    if question.type == "multiple_choice":
+        return [sum(label in a for a in given) / m for label in question.options] + tail
+    values = list(question.options) or [int(label) for label in question.base_labels]
+    shares = [sum(a == value for a in given) / m for value in values]
+    if question.type != "scale":
+        return shares + tail
+    points = [float(np.mean(given)) if given else float("nan")]
+    if question.points == 11:
+        points.append(100 * (sum(a >= 9 for a in given) - sum(a <= 6 for a in given)) / m)
+    return shares + tail + points
 
 
 def respondent_reports(survey: Survey, answers: Mapping[str, Any]) -> dict[str, list]:
-    """One respondent's batch: each answer randomized on 'the device' (CSPRNG), uuid4 ids."""
+    """One respondent's batch: every question randomized on 'the device' (CSPRNG), uuid4 ids:
+    one report per question on every path (a hidden one "not applicable", a declined one
+    "declined"; docs/protocol.md §5.5)."""
+    values = survey.path_answers(answers)
     return {
         "reports": [
-            {"id": str(uuid.uuid4()), "question": q.id, "payload": q.randomize(answers[q.id])}
+            {
+                "id": str(uuid.uuid4()),
+                "question": q.id,
+                "payload": q.oracle.encode(q.oracle.randomize(values[q.id])),
+            }
             for q in survey.questions
         ]
     }

@@ -63,6 +63,17 @@ def central_line(central: Mapping[str, Any]) -> str:
     )
 
 
+def _cell(label: str, value: float | None) -> str:
+    """A result row's number: a share in percent, a scale's mean point or its NPS."""
+    if value is None or value != value:
+        return "-"
+    if label == "mean":
+        return f"{value:.3g}"
+    if label == "nps":
+        return f"{value:+.0f}"
+    return f"{100 * value:.1f}%"
+
+
 def results_table(
     results: Mapping[str, Any],
     survey: Mapping[str, Any] | None = None,
@@ -103,16 +114,17 @@ def results_table(
             rows = [["mean", f"{q['mean']:.4g}", f"{q[ends[0]]:.4g}", f"{q[ends[1]]:.4g}"]]
             shown = [f"{v:.4g}" for v in (truth or {}).get(q["question"], [])]
         else:
+            # The published interval is lower/upper (deniable.results); a scale's mean and NPS
+            # rows are points, not shares.
             rows = [
-                [
-                    c["label"],
-                    f"{100 * c['estimate']:.1f}%",
-                    f"{100 * c[ends[0]]:.1f}%",
-                    f"{100 * c[ends[1]]:.1f}%",
-                ]
+                [c["label"], *(_cell(c["label"], c[k]) for k in ("estimate", "lower", "upper"))]
                 for c in q["categories"]
             ]
-            shown = [f"{100 * v:.1f}%" for v in (truth or {}).get(q["question"], [])]
+            labels = [c["label"] for c in q["categories"]]
+            shown = [
+                _cell(label, v)
+                for label, v in zip(labels, (truth or {}).get(q["question"], []), strict=False)
+            ]
         families = [
             f"{i['family']} ±{_width(i['nominal_half_width'], q)}"
             + (

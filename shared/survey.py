@@ -19,6 +19,12 @@ Question types and their true answers:
   ``epsilon / len(options)``, so the question costs ``epsilon`` by sequential
   composition (Dwork & Roth 2014, Thm 3.14).
 * ``numeric``: a number in ``[lo, hi]``; ``duchi`` by default.
+* ``scale`` (/2): an ordered single choice of 5, 7 or 11 points; the answer is the point.
+
+A /2 question may be ``optional`` (the respondent may decline), carry ``help`` text and
+a ``show_if`` condition on earlier answers.  Declining and not being asked are values of
+the question's domain, randomized like any answer, so every path sends one report per
+question and costs every question's ε (:mod:`deniable.questionnaire`, docs/protocol.md §5.5).
 
 A question may be ``longitudinal`` (yes/no and single choice with ``grr``):
 the client memoizes a permanent randomized response per value and randomizes
@@ -45,13 +51,10 @@ from .errors import InvalidParameter, InvalidSurvey, InvalidValue
 from .lazy import np, numpy_type
 from .mechanisms import (
     ALIASES,
-    DEFAULTS,
-    EXTRAS_DEFAULTS,
     LONGITUDINAL,
     NUMERIC_WITH_EXTRAS,
     QUESTION_MECHANISMS,
     mechanism_class,
-    recommend,
 )
 from .mechanisms.base import Mechanism
 from .mechanisms.optionwise import OptionwiseRR  # noqa: F401  (re-exported)
@@ -92,6 +95,14 @@ from .survey_checks import (  # noqa: F401  (re-exported: callers import these f
     require_keys,
     wrap_parameter,
 )
+from .survey_members import (  # noqa: F401  (re-exported)
+    MAX_MULTIPLE_OPTIONS,
+    MAX_OPTIONS,
+    Longitudinal,
+    check_longitudinal,
+    check_options,
+    default_mechanism,
+)
 from .survey_relay import MAX_MIN_BATCH, SHUFFLE_UNITS, Relay  # noqa: F401  (re-exported)
 
 __all__ = [
@@ -110,8 +121,6 @@ FORMAT = "deniable.survey/2"
 FORMAT_V1 = "deniable.survey/1"
 FORMATS = (FORMAT_V1, FORMAT)
 MAX_QUESTIONS = 100
-MAX_OPTIONS = 1024
-MAX_MULTIPLE_OPTIONS = 64
 # Tolerance of the implied-ε check (docs/protocol.md §2.3).
 TOLERANCE = 1e-9
 
@@ -128,17 +137,6 @@ def _integral(key: str, value: object) -> object:
     if key in INTEGER_KEYS and type(value) is float and value.is_integer():
         return int(value)
     return value
-
-
-@dataclass(frozen=True, kw_only=True)
-class Longitudinal:
-    """A memoized question: ``key`` names it across surveys; two ε layers."""
-
-    key: str
-    instantaneous_epsilon: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "instantaneous_epsilon": self.instantaneous_epsilon}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,7 +207,7 @@ class Question:
         options: tuple[str, ...] = ()
         lo = hi = None
         if kind in ("single_choice", "multiple_choice"):
-            options = cls._options(where, data.get("options"), kind)
+            options = check_options(where, data.get("options"), kind)
         elif "options" in data:
             raise fail(where, f"a {kind} question has no options", "unknown-member")
         if kind == "numeric":
@@ -222,9 +220,7 @@ class Question:
         members = parse_extensions(where, data, kind, format, earlier or {})
         extras = extras_of(members.get("optional", False), "show_if" in members)
         size = len(options) or members.get("points") or 2
-        mechanism = data.get("mechanism") or cls._default_mechanism(
-            kind, size + len(extras), epsilon
-        )
+        mechanism = data.get("mechanism") or default_mechanism(kind, size + len(extras), epsilon)
         if not isinstance(mechanism, str):
             raise fail(f"{where}.mechanism", "must be a string", "wrong-type")
         named = mechanism_class(kind, mechanism)
@@ -234,7 +230,7 @@ class Question:
             raise fail(
                 f"{where}.mechanism", f"{mechanism!r} does not fit a {kind} question", "mechanism"
             )
-        longitudinal = cls._longitudinal(where, data.get("longitudinal"), kind, mechanism)
+        longitudinal = check_longitudinal(where, data.get("longitudinal"), kind, mechanism)
         refusal = mechanism_refusal(kind, named, extras, longitudinal is not None)
         if refusal is not None:
             raise fail(f"{where}.mechanism", refusal, "mechanism")
@@ -290,55 +286,6 @@ class Question:
                     "implied-epsilon",
                 )
         return question
-
-    @staticmethod
-    def _options(where: str, options: object, kind: str) -> tuple[str, ...]:
-        limit = MAX_MULTIPLE_OPTIONS if kind == "multiple_choice" else MAX_OPTIONS
-        if not isinstance(options, list):
-            raise fail(f"{where}.options", "must be a list of labels", "wrong-type")
-        if not 2 <= len(options) <= limit:
-            raise fail(
-                f"{where}.options", f"must be a list of 2 to {limit} labels", "options-count"
-            )
-        labels = tuple(check_text(f"{where}.options", o, MAX_LABEL) for o in options)
-        if len(set(labels)) != len(labels):
-            raise fail(f"{where}.options", "labels must be distinct", "options-duplicate")
-        return labels
-
-    @staticmethod
-    def _default_mechanism(kind: str, size: int, epsilon: float) -> str:
-        """The mechanism when none is named; ``size`` counts the values with the extras."""
-        if kind in EXTRAS_DEFAULTS and size > 2:
-            return EXTRAS_DEFAULTS[kind]  # binary RR has no room for non-response values
-        if kind in DEFAULTS:
-            return DEFAULTS[kind]
-        multiple = kind == "multiple_choice"
-        return recommend(domain_size=size, epsilon=epsilon, multiple=multiple).mechanism
-
-    @staticmethod
-    def _longitudinal(where: str, data: object, kind: str, mechanism: str) -> Longitudinal | None:
-        if data is None:
-            return None
-        if mechanism_class(kind, mechanism, longitudinal=True) is None:
-            raise fail(
-                f"{where}.longitudinal",
-                "only yes_no and single_choice questions with grr or binary_rr can be longitudinal",
-                "mechanism",
-            )
-        require_keys(
-            f"{where}.longitudinal",
-            data,
-            {"key", "instantaneous_epsilon"},
-            {"key", "instantaneous_epsilon"},
-        )
-        try:
-            instantaneous = check_epsilon(data["instantaneous_epsilon"], "instantaneous_epsilon")
-        except InvalidParameter as error:
-            raise wrap_parameter(where, error) from None
-        return Longitudinal(
-            key=check_identifier(f"{where}.longitudinal.key", data["key"]),
-            instantaneous_epsilon=instantaneous,
-        )
 
     def to_dict(self, format: str = FORMAT) -> dict[str, Any]:
         data: dict[str, Any] = {

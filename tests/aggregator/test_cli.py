@@ -431,7 +431,7 @@ def test_demo_no_serve_submits_over_http_and_prints_results(tmp_path: Path) -> N
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    assert "1,200 reports from 300 simulated respondents" in result.stdout
+    assert "2,100 reports from 300 simulated respondents" in result.stdout
     # The server is gone: no URLs; the kept directory and its token are still true.
     assert "http://" not in result.stdout and "dashboard" not in result.stdout
     assert f"demo data kept in {directory}" in result.stdout
@@ -439,7 +439,7 @@ def test_demo_no_serve_submits_over_http_and_prints_results(tmp_path: Path) -> N
     assert "300/300" in result.stderr  # the progress bar reached the end
     storage = open_storage({"DATABASE": str(directory / "deniable.sqlite3")})
     try:
-        assert storage.count_reports("demo-workplace") == 1200
+        assert storage.count_reports("demo-workplace") == 2100  # 7 questions, every path
         statistics = storage.fold("demo-workplace")
         assert {s.n for s in statistics.values()} == {300}
     finally:
@@ -476,12 +476,33 @@ def test_demo_refuses_a_busy_port(tmp_path: Path, capsys) -> None:
 
 def test_demo_survey_has_every_question_type() -> None:
     survey = demo.demo_survey()
-    assert sorted(q.type for q in survey.questions) == [
+    assert {q.type for q in survey.questions} == {
         "multiple_choice",
         "numeric",
         "single_choice",
         "yes_no",
-    ]
+        "scale",
+    }
+    # An optional sensitive question, a conditional one, help text and a 0-10 scale; the
+    # device's default policy still admits it.
+    assert any(q.optional and q.show_if is None for q in survey.questions)
+    assert any(q.show_if is not None for q in survey.questions)
+    assert any(q.help for q in survey.questions)
+    assert any(q.type == "scale" and q.points == 11 for q in survey.questions)
+    assert survey.total_epsilon <= 10.0
+
+
+def test_simulated_respondents_take_every_path() -> None:
+    survey = demo.demo_survey()
+    answers = demo.simulate_answers(survey, 300, np.random.default_rng(1))
+    conditional = [q for q in survey.questions if q.show_if is not None]
+    optional = [q for q in survey.questions if q.optional]
+    assert any(q.id not in a for a in answers for q in conditional)  # not shown
+    assert any(q.id in a and a[q.id] is not None for a in answers for q in conditional)
+    assert any(a.get(q.id, 0) is None for a in answers for q in optional)  # declined
+    for answer in answers[:20]:
+        body = demo.respondent_reports(survey, answer)
+        assert [r["question"] for r in body["reports"]] == survey.question_ids
 
 
 def test_simulated_answers_are_valid_and_reports_decode() -> None:

@@ -35,6 +35,13 @@ from deniable.survey import (
     Survey,
 )
 
+from .questionnaire_vectors import (
+    QUESTIONNAIRE_SURVEY,
+    invalid_questionnaires,
+    nonresponse_vectors,
+    path_vectors,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 PATH = ROOT / "shared" / "vectors" / "protocol-vectors.json"
 SIGNING_SEED = hashlib.sha256(b"deniable protocol vectors signing key").digest()
@@ -437,11 +444,11 @@ SPELLING_SURVEY = {
 }
 
 
-def survey_vectors() -> list[dict[str, Any]]:
+def survey_vectors(named: tuple[tuple[str, dict[str, Any]], ...] = ()) -> list[dict[str, Any]]:
     demo = json.loads((ROOT / "aggregator" / "demo_survey.json").read_text("utf-8"))
     key = signing_key()
     out = []
-    for name, definition in (
+    for name, definition in named or (
         ("demo", demo),
         ("tricky", TRICKY_SURVEY),
         ("limits", LIMITS_SURVEY),
@@ -1108,6 +1115,13 @@ def build() -> dict[str, Any]:
         "documents": document_vectors(surveys[0]["definition"]),
         "key_rotation": rotation_vectors(),
         "relay_urls": relay_url_vectors(),
+        # Optional and conditional questions, help text, scales (§5.5-5.6; §8 "questionnaire").
+        "questionnaire": {
+            "surveys": survey_vectors((("questionnaire", QUESTIONNAIRE_SURVEY),)),
+            "invalid_surveys": invalid_questionnaires(),
+            "nonresponse": nonresponse_vectors(stream, StreamSource),
+            "paths": path_vectors(),
+        },
     }
 
 

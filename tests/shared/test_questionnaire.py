@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import math
 from fractions import Fraction
 
@@ -22,6 +23,9 @@ from deniable.questionnaire import DECLINED, NOT_APPLICABLE
 from deniable.survey import FORMAT, FORMAT_V1, Question, Survey
 
 from .conftest import distribution_seeds
+from .generate_vectors import PATH as VECTOR_PATH
+from .generate_vectors import StreamSource
+from .questionnaire_vectors import QUESTIONNAIRE_SURVEY
 from .test_mechanisms import worst_log_ratio
 
 EPSILONS = [0.5, 1.0, 3.0]
@@ -324,3 +328,69 @@ def test_every_question_gets_a_value_on_every_path() -> None:
 def test_answers_off_the_path_are_refused(answers, message) -> None:
     with pytest.raises(InvalidValue, match=message):
         Survey.from_dict(BASE).path_answers(answers)
+
+
+# -- the cross-language vectors (shared/vectors; the browser client reads the same) -----------
+
+VECTORS = json.loads(VECTOR_PATH.read_text("utf-8"))["questionnaire"]
+NONRESPONSE = Survey.from_dict(VECTORS["nonresponse"]["survey"], resolved=True)
+
+
+@pytest.mark.parametrize("vector", VECTORS["surveys"], ids=lambda v: v["name"])
+def test_the_questionnaire_survey_is_signed_over_its_canonical_bytes(vector) -> None:
+    survey = Survey.from_dict(vector["definition"], resolved=True)
+    assert survey.canonical_bytes() == vector["canonical"].encode("utf-8")
+    again = Survey.from_dict(json.loads(vector["canonical"]), resolved=True)
+    assert again == survey
+
+
+@pytest.mark.parametrize("vector", VECTORS["invalid_surveys"], ids=lambda v: v["reason"])
+def test_questionnaire_definitions_a_client_must_refuse(vector) -> None:
+    with pytest.raises(InvalidSurvey) as refused:
+        Survey.from_dict(vector["definition"], resolved=True)
+    assert refused.value.reason == vector["code"], str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "vector",
+    VECTORS["nonresponse"]["reports"],
+    ids=lambda v: f"{v['question']}-{v['status']}-{json.dumps(v['answer'])}",
+)
+def test_non_response_reports_from_a_fixed_byte_stream(vector) -> None:
+    question = NONRESPONSE.question(vector["question"])
+    answer = {"declined": DECLINED, "not_applicable": NOT_APPLICABLE}.get(
+        vector["status"], vector["answer"]
+    )
+    source = StreamSource(bytes.fromhex(vector["stream"]))
+    assert question.randomize(answer, rng=source) == vector["report"]
+    assert source.position == len(source.data), "every byte of the stream is used"
+    assert len(vector["report"]) == question.oracle.report_length
+
+
+def test_every_mechanism_with_extras_has_non_response_vectors() -> None:
+    covered = {(q.type, q.mechanism) for q in NONRESPONSE.questions if q.extras}
+    for kind in ("yes_no", "single_choice", "multiple_choice", "numeric"):
+        for name in QUESTION_MECHANISMS[kind]:
+            if kind in ("yes_no", "single_choice"):
+                refused = CATEGORICAL[name].binary
+                assert refused or {(k, name) for k in ("yes_no", "single_choice")} & covered
+            elif name == "discrete_laplace":
+                continue  # refused with extras
+            else:
+                assert (kind, name) in covered, (kind, name)
+    statuses = {(v["question"], v["status"]) for v in VECTORS["nonresponse"]["reports"]}
+    for question in NONRESPONSE.questions[1:]:
+        assert {(question.id, s) for s in ("answered", "declined", "not_applicable")} <= statuses
+
+
+@pytest.mark.parametrize("vector", VECTORS["paths"], ids=lambda v: json.dumps(v["answers"])[:60])
+def test_path_vectors(vector) -> None:
+    survey = Survey.from_dict(QUESTIONNAIRE_SURVEY)
+    if vector["values"] is None:
+        with pytest.raises(InvalidValue):
+            survey.path_answers(vector["answers"])
+        return
+    values = survey.path_answers(vector["answers"])
+    for qid, expected in vector["values"].items():
+        value = values[qid]
+        assert (list(value) if isinstance(value, tuple) else value) == expected["value"], qid
