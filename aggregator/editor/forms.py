@@ -243,7 +243,7 @@ def settings_from_form(form: Mapping[str, str], document: Mapping[str, Any]) -> 
 
 
 NOISE_FAMILIES = {
-    "geometric": "two-sided geometric (fewest dummies)",
+    "geometric": "geometric (fewest dummies)",
     "binomial": "binomial",
 }
 DEFAULT_NOISE_DELTA = 1e-6
