@@ -42,7 +42,7 @@ TYPE_WORDS = {
     "single_choice": "One choice",
     "multiple_choice": "Several choices",
     "numeric": "A number",
-    "scale": "A scale (1 to 5, 1 to 7, or 0 to 10)",
+    "scale": "A scale (5, 7 or 11 points)",
 }
 CONDITION_WORDS = {
     "equals": "is",

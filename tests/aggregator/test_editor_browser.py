@@ -173,7 +173,7 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
         )  # fmt: skip
         expected = ["burnout", "commute", "tools", "overtime"]
         if QUESTIONNAIRE_PAGE:
-            add_question(page, "A scale (1 to 5, 1 to 7, or 0 to 10)", {
+            add_question(page, "A scale (5, 7 or 11 points)", {
                 "Question": "How satisfied are you?", "Question id": "satisfied"})  # fmt: skip
             page.get_by_role("link", name="Edit question 5").click()
             page.get_by_label("Optional: respondents may choose “Prefer not to say”").check()
