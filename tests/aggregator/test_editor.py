@@ -196,6 +196,9 @@ def test_build_reorder_remove_publish_and_copy_as_new(client, storage, app) -> N
         base64.b64decode(document["signature"]), survey.canonical_bytes()
     )
     assert client.get(draft).status_code == 404  # published: no longer a draft
+    # Nothing edits a published survey: its page only reads, and only "copy" posts.
+    assert client.post("/editor/surveys/staff", data={"csrf": csrf}).status_code == 405
+    assert client.post(f"{draft}/survey", data={"csrf": csrf, "title": "X"}).status_code == 404
     # Publishing the same id again is refused in words; "copy as new" takes the next id.
     copied = client.post("/editor/surveys/staff/copy", data={"csrf": csrf}).headers["Location"]
     page = client.get(copied).text
@@ -251,6 +254,8 @@ def test_preview_is_signed_by_the_drafts_own_key_and_stores_nothing(client, stor
         base64.b64decode(document["signature"]), survey.canonical_bytes()
     )
     assert client.post(f"{base}/api/v1/surveys/pv/reports", json={}).status_code == 403
+    about = client.get(f"{base}/about/epsilon?lang=de&survey=pv")  # the form's link
+    assert about.status_code == 303 and about.headers["Location"].startswith("/about/epsilon?")
     wrong = base[:-4] + "xxxx"
     assert client.get(f"{wrong}/api/v1/surveys/pv").status_code == 404
     assert client.get("/api/v1/surveys/pv").status_code == 404  # nothing was published
