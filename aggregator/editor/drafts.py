@@ -56,7 +56,7 @@ def load_draft(draft_id: str) -> Draft | None:
         return None
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Checked:
     """A draft's check: the survey if it is ready, else the refusal and where it is."""
 
@@ -109,13 +109,14 @@ def check_draft(definition: dict[str, Any]) -> Checked:
 
 
 def _survey_field(message: str) -> str:
+    """The survey's own field a refusal names ("" for none)."""
     head = message.split(": ", 1)[0]
+    if head == "survey.id":
+        return "survey_id"
     for name in ("title", "description", "relay", "questions"):
         if name in head:
             return name
-    if head in ("survey.id", "survey") and "id" in message.split(": ", 1)[-1][:3]:
-        return "survey_id"
-    return "survey_id" if head == "survey.id" else ""
+    return ""
 
 
 # Planned advice by what it depends on (the planner searches; a page lists many questions).
