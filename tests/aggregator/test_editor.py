@@ -84,6 +84,13 @@ def test_pages_need_an_operator_session_with_the_right_cookie(client, storage) -
     assert "script-src" not in policy and "default-src 'none'" in policy
     assert "form-action 'self'" in policy and "frame-ancestors 'none'" in policy
     assert page.headers["Cache-Control"] == "no-store"
+    # Signing out ends the session (a form post like any other: CSRF checked).
+    assert client.post("/editor/sign-out", data={}).status_code == 403
+    out = client.post("/editor/sign-out", data={"csrf": csrf_of(page.text)})
+    assert out.status_code == 303 and f"{COOKIE}=;" in out.headers["Set-Cookie"]
+    assert client.get("/editor/").status_code == 302
+    client.post("/editor/sign-in", data={"token": token})
+    assert client.get("/editor/").status_code == 200
     # Revoking the operator token ends its sessions at once.
     (found,) = [t for t in storage.list_operator_tokens() if t.label == "editor"]
     storage.revoke_operator_token(found.id)
