@@ -1,4 +1,4 @@
-"""The editor's tables, over the storage's dialect (migration 0011): drafts and sessions.
+"""The editor's tables, over the storage's dialect (migration 0012): drafts and sessions.
 
 * ``editor_drafts``: a survey in progress as JSON (``{"definition": ..., "results_public":
   ..., "require_enrolment": ...}``); it is saved even when it does not validate yet, so
