@@ -118,6 +118,13 @@ def add_parser(commands: Any) -> None:
         "--epsilon", type=_real, default=None, help="the question's ε (required without --relay)"
     )
     sub.add_argument(
+        "--applicable-share",
+        type=_real,
+        default=1.0,
+        help="share of respondents expected to answer an optional or conditional question "
+        "(default 1); half-widths are then those of the shares among them",
+    )
+    sub.add_argument(
         "--beta",
         type=_beta,
         default=0.05,
@@ -217,7 +224,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.n is None and args.half_width is None:
         raise CommandError("one of the arguments --n --half-width is required", EXIT_USAGE)
     result = plan(
-        args.question_type or "single_choice", epsilon=args.epsilon, **_question_goal(args)
+        args.question_type or "single_choice",
+        epsilon=args.epsilon,
+        applicable_share=args.applicable_share,
+        **_question_goal(args),
     )
     crosstab = None
     if args.by_type or args.by_options:

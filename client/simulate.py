@@ -63,34 +63,37 @@ def _category_weights(size: int, distribution: str) -> np.ndarray:
 def true_answers(
     question: Question, count: int, distribution: str, rng: np.random.Generator
 ) -> np.ndarray:
-    """Synthetic true answers in mechanism terms (indices, bit rows or numbers)."""
+    """Synthetic true answers in mechanism terms (indices, bit rows or numbers); every
+    simulated respondent answers (an optional question's non-response bits stay 0)."""
+    extras = len(question.extras)
     if question.type == "numeric":
-        lo, hi = question.oracle.lo, question.oracle.hi  # type: ignore[attr-defined]
+        lo, hi = question.lo, question.hi
         share = rng.random(count) if distribution == "uniform" else rng.beta(1.0, 3.0, count)
-        return lo + (hi - lo) * share
+        numbers = lo + (hi - lo) * share  # type: ignore[operator]
+        return np.stack([np.zeros(count), numbers], axis=1) if extras else numbers
     if question.type == "multiple_choice":
         m = len(question.options)
         if distribution == "uniform":
             chance = np.full(m, 0.5)
         else:
             chance = 1.0 / np.arange(2, m + 2)
-        return (rng.random((count, m)) < chance).astype(np.int64)
-    weights = _category_weights(question.domain_size, distribution)
-    return rng.choice(question.domain_size, size=count, p=weights).astype(np.int64)
+        bits = (rng.random((count, m)) < chance).astype(np.int64)
+        return np.hstack([bits, np.zeros((count, extras), np.int64)])
+    weights = _category_weights(question.base_size, distribution)
+    return rng.choice(question.base_size, size=count, p=weights).astype(np.int64)
 
 
 def expected_truth(question: Question, distribution: str) -> dict[str, float]:
     """The population value the estimates should approach (for the summary)."""
     if question.type == "numeric":
-        lo, hi = question.oracle.lo, question.oracle.hi  # type: ignore[attr-defined]
-        return {"mean": lo + (hi - lo) * (0.5 if distribution == "uniform" else 0.25)}
+        lo, hi = question.lo, question.hi
+        return {"mean": lo + (hi - lo) * (0.5 if distribution == "uniform" else 0.25)}  # type: ignore[operator]
     if question.type == "multiple_choice":
         m = len(question.options)
         chance = [0.5] * m if distribution == "uniform" else [1 / (i + 2) for i in range(m)]
         return dict(zip(question.options, chance, strict=True))
-    return dict(
-        zip(question.labels, _category_weights(question.domain_size, distribution), strict=True)
-    )
+    weights = _category_weights(question.base_size, distribution)
+    return dict(zip(question.base_labels, weights, strict=True))
 
 
 @dataclass(frozen=True)

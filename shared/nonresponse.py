@@ -108,7 +108,8 @@ def nonresponse_results(
     statistics = np.asarray(statistics, dtype=np.int64)
     extras = question.extras
     e = len(extras)
-    full = _bounds(_frequencies(question, statistics, n, beta))
+    frequencies = _frequencies(question, statistics, n, beta)
+    full = _bounds(frequencies)
     half = _bounds(_frequencies(question, statistics, n, beta / 2))
     split = _bounds(_frequencies(question, statistics, n, beta / (2 * e))) if e else full
     base = len(full["estimate"]) - e  # answer values (a number: the one status "answered")
@@ -165,6 +166,7 @@ def nonresponse_results(
     if question.type == "scale":
         rows += _scale_rows(question, full, a_hat, (sa_low, sa_high))
     return {
+        **_families(question, frequencies, statistics, n, beta),
         "beta": beta,
         "tightest": "ratio",
         "simultaneous_tightest": "ratio",
@@ -173,6 +175,31 @@ def nonresponse_results(
         "answered": float(np.clip(a_hat, 0.0, 1.0)) if np.isfinite(a_hat) else None,
         "categories": rows,
     }
+
+
+# What a result says of its interval families and precision, as other questions' results do.
+_FAMILY_KEYS = (
+    "variance_bound",
+    "half_width",
+    "simultaneous_half_width",
+    "intervals",
+    "precision",
+    "uninformative",
+    "respondents_for_ten_points",
+    "respondents_for_ten_points_families",
+)
+
+
+def _families(question: Question, frequencies, statistics, n: int, beta: float) -> dict:
+    """The interval families, precision and respondents for ±10 points of the estimates over
+    all respondents (the frequencies; a number's mean with non-answers at the midpoint): a
+    share among the fraction A who answered is about 1/A as wide."""
+    if question.type == "numeric":
+        sign = question.oracle.sign_oracle
+        described = estimate_mean(sign, statistics[:1], n, beta=beta).to_dict()
+    else:
+        described = frequencies.to_dict()
+    return {key: described[key] for key in _FAMILY_KEYS if key in described}
 
 
 def _scale_rows(question: Question, full, a_hat, answered_bounds) -> list[dict[str, Any]]:

@@ -26,6 +26,13 @@ sampling: n/m reports of the option, half of them "yes").  It is computed,
 not a formula, so the n for a half-width is searched to within 1% and only
 up to ``EXACT_PLANNING_MAX_N`` respondents (beyond, its row says "-").
 
+Optional and conditional questions (docs/protocol.md §5.5): every respondent sends a report,
+but only the share s who answered (``applicable_share``) carries signal.  A share among those
+who answered is f/s with f a frequency over all n reports, so its half-width is the
+frequency's divided by s: to first order (the denominator's own error left out) the n for a
+half-width h is the n for h·s, about 1/s² as many respondents, not 1/s.  Plan the question
+with its extras counted in ``options`` when the domain grows.
+
 Crosstab cells are planned in :mod:`deniable.crosstab_plan`.
 """
 
@@ -276,10 +283,16 @@ def plan(
     half_width: float | None = None,
     lo: float = 0.0,
     hi: float = 1.0,
+    applicable_share: float = 1.0,
 ) -> Plan:
     """Expected half-widths at ``n``, or the n needed for ``half_width``: one row per
-    mechanism and interval family (see the module docstring)."""
+    mechanism and interval family (see the module docstring).  ``applicable_share``: the
+    share of respondents expected to answer the question (optional or conditional ones);
+    half-widths are then those of the shares among them."""
     beta = check_beta(beta)
+    share = check_real("applicable_share", applicable_share)
+    if not 0 < share <= 1:
+        raise InvalidParameter(f"applicable_share must be in (0, 1], got {applicable_share!r}")
     if beta < MIN_BETA:
         raise InvalidParameter(f"beta must be at least {MIN_BETA:g} to plan, got {beta!r}")
     if (n is None) == (half_width is None):
@@ -301,15 +314,15 @@ def plan(
             ):
                 continue
             if n is not None:
-                per, both = expected_half_width(target, family, n, beta), None
+                per, both = _among(expected_half_width(target, family, n, beta), share), None
                 if simultaneous is not None:
-                    both = expected_half_width(target, family, n, simultaneous)
+                    both = _among(expected_half_width(target, family, n, simultaneous), share)
                 needed = needed_both = None
             else:
                 per = both = None
-                needed = respondents_for(target, family, half_width, beta)
+                needed = respondents_for(target, family, half_width * share, beta)
                 needed_both = (
-                    respondents_for(target, family, half_width, simultaneous)
+                    respondents_for(target, family, half_width * share, simultaneous)
                     if simultaneous is not None
                     else None
                 )
@@ -343,6 +356,11 @@ def plan(
         recommended=recommended,
         rows=tuple(rows),
     )
+
+
+def _among(half_width: float | None, share: float) -> float | None:
+    """A frequency's half-width as that of the share among the ``share`` who answered."""
+    return None if half_width is None else half_width / share
 
 
 def format_number(value: float | None) -> str:

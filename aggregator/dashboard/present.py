@@ -107,6 +107,7 @@ def likelihood_sentence(result: Mapping[str, Any], limit: int = 8) -> str:
 
 def question_view(question: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
     """Everything the template shows for one question (chart markup is pre-escaped)."""
+    result = svg.charted(result)
     view: dict[str, Any] = {
         "id": question["id"],
         "type": question["type"],

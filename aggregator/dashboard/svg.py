@@ -52,12 +52,17 @@ FAMILY_NAMES = {
     "chebyshev_exact": "exact-variance Chebyshev",
     "bernstein": "Bernstein",
     "exact_tail": "exact-tail",
+    "ratio": "ratio (union bound)",
 }
+# Rows of an optional, conditional or scale question that are points, not shares.
+POINT_ROWS = ("mean", "nps")
 
 
 def shown_interval(result: Mapping[str, Any], item: Mapping[str, Any]) -> tuple[float, float, str]:
     """(lower, upper, family) of the tightest published interval of one category or mean."""
     family = str(result.get("tightest", "chebyshev"))
+    if family == "ratio":  # deniable.nonresponse: lower/upper are the ratio's interval
+        return float(item["lower"]), float(item["upper"]), family
     if family != "chebyshev" and f"{family}_lower" in item:
         return float(item[f"{family}_lower"]), float(item[f"{family}_upper"]), family
     return float(item["lower"]), float(item["upper"]), "chebyshev"
@@ -65,7 +70,9 @@ def shown_interval(result: Mapping[str, Any], item: Mapping[str, Any]) -> tuple[
 
 __all__ = [
     "FAMILY_NAMES",
+    "POINT_ROWS",
     "bar_chart",
+    "charted",
     "chart_for",
     "format_number",
     "format_share",
@@ -319,6 +326,24 @@ def mean_chart(result: Mapping[str, Any], lo: float, hi: float, title: str = "")
     return "".join(parts)
 
 
+def charted(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the charts draw of a result: for an optional, conditional or scale question
+    (rows with ``share_of``, deniable.nonresponse) the share rows as bars, or a number's mean
+    row as its mean; the scale's mean and NPS rows are not charted yet.  Other results as they
+    are."""
+    rows = result.get("categories") or []
+    if not rows or "share_of" not in rows[0]:
+        return result
+    if result.get("type") == "numeric":
+        mean = next(row for row in rows if row["label"] == "mean")
+        if mean["estimate"] is None:
+            return {**result, "estimate": None}
+        flat = {key: value for key, value in result.items() if key != "categories"}
+        return {**flat, "mean": mean["estimate"], "lower": mean["lower"], "upper": mean["upper"]}
+    shares = [row for row in rows if row["label"] not in POINT_ROWS and row["estimate"] is not None]
+    return {**result, "categories": shares}
+
+
 def chart_for(result: Mapping[str, Any], question: Mapping[str, Any] | None = None) -> str:
     """The chart for one question's result; ``""`` when there is nothing to draw yet.
 
@@ -326,6 +351,7 @@ def chart_for(result: Mapping[str, Any], question: Mapping[str, Any] | None = No
     questions, the ``lo``/``hi`` range).
     """
     question = question or {}
+    result = charted(result)
     title = str(question.get("text", result.get("question", "")))
     if result.get("estimate", 0) is None or not result.get("n"):
         return ""

@@ -126,3 +126,58 @@ def test_json_csv_cli_and_pandas_publish_identical_bounds(
             assert f"{lower:.4g}" in table and f"{upper:.4g}" in table
         else:
             assert f"{100 * lower:.1f}%" in table and f"{100 * upper:.1f}%" in table
+
+
+def test_questionnaire_rows_are_published_alike_everywhere(
+    app, client, operator_headers, storage, capsys
+) -> None:
+    """Optional, conditional and scale questions: the shares among those who answered, the
+    declined and not-applicable shares, the scale's mean and NPS reach the JSON, the CSV,
+    pandas, the export and the command line as the same rows with the same bounds."""
+    import numpy as np
+
+    from deniable.aggregator import demo
+
+    survey = demo.demo_survey()
+    definition = {**survey.to_dict(), "id": "quest"}
+    response = client.post(
+        "/api/v1/surveys",
+        json={"definition": definition, "results_public": True},
+        headers=operator_headers,
+    )
+    assert response.status_code == 201, response.data
+    people = demo.simulate_answers(survey, 400, np.random.default_rng(3))
+    reports = [r for a in people for r in demo.respondent_reports(survey, a)["reports"]]
+    for start in range(0, len(reports), 700):
+        posted = post_bulk(client, "quest", reports[start : start + 700])
+        assert posted.status_code in (200, 201, 202), posted.data
+    document = client.get("/api/v1/surveys/quest/results").get_json()
+    expected = _json_bounds(document)
+    labels = {label for _, label in expected}
+    assert {"declined", "not_applicable", "mean", "nps"} <= labels
+    shares = {
+        item["label"]: item["share_of"]
+        for question in document["questions"]
+        for item in question.get("categories") or []
+        if "share_of" in item
+    }
+    assert shares["declined"] == "applicable" and shares["not_applicable"] == "all"
+    assert shares["nps"] == "answered"
+    assert _csv_bounds(client.get("/api/v1/surveys/quest/results?format=csv").get_data(True)) == (
+        expected
+    )
+    assert _frame_bounds(results_frame(document)) == expected
+    served = client.get("/api/v1/surveys/quest").get_json()
+    rows = [r.to_dict() for r in storage.export_reports("quest")]
+    assert _frame_bounds(Export(rows, served).results()) == expected
+    options = [
+        "--database",
+        app.config["DATABASE"],
+        "--signing-key",
+        app.config["SIGNING_KEY_PATH"],
+    ]
+    assert cli.main([*options, "results", "quest", "--json"]) == 0
+    assert _json_bounds(json.loads(capsys.readouterr().out)) == expected
+    assert cli.main([*options, "results", "quest"]) == 0
+    table = capsys.readouterr().out
+    assert "nps" in table and "declined" in table and "not_applicable" in table

@@ -57,3 +57,23 @@ def test_a_range_wider_than_floating_point_can_square_is_refused():
     assert plan("numeric", epsilon=1.0, lo=-1e150, hi=1e150, n=100).rows
     with pytest.raises(InvalidParameter, match="beta must be at least 1e-15"):
         plan("numeric", epsilon=1.0, lo=-1e150, hi=1e150, n=100, beta=1e-300)
+
+
+def test_an_applicable_share_plans_the_shares_among_those_who_answered() -> None:
+    """Everyone reports but only the share s who answered carries signal: a share among them
+    has the frequency's half-width divided by s, so about 1/s² as many respondents."""
+    from deniable.planner import plan as plan_question
+
+    whole = plan_question("single_choice", epsilon=1.0, options=3, n=4000)
+    half = plan_question("single_choice", epsilon=1.0, options=3, n=4000, applicable_share=0.5)
+    for full_row, half_row in zip(whole.rows, half.rows, strict=True):
+        assert half_row.half_width == pytest.approx(2 * full_row.half_width)
+    needed = plan_question("single_choice", epsilon=1.0, options=3, half_width=0.1)
+    fewer = plan_question(
+        "single_choice", epsilon=1.0, options=3, half_width=0.1, applicable_share=0.5
+    )
+    chebyshev = [r for r in zip(needed.rows, fewer.rows, strict=True) if r[0].family == "chebyshev"]
+    for full_row, half_row in chebyshev:
+        assert half_row.n_for_half_width == pytest.approx(4 * full_row.n_for_half_width, rel=0.01)
+    with pytest.raises(InvalidParameter, match="applicable_share"):
+        plan_question("yes_no", epsilon=1.0, n=10, applicable_share=0.0)
