@@ -305,6 +305,7 @@ def test_optional_help_conditions_and_scales_from_the_form(client, storage) -> N
               "epsilon": "1"},
     )  # fmt: skip
     edit = client.get(f"{draft}/questions/4").text  # the form shows what was saved
+    assert 'id="advice-applicable"' in edit  # optional and conditional: shares among answers
     assert 'value="Not at all"' in edit and "Think of last week." in edit
     assert re.search(r'id="optional"[^>]*checked', edit)
     assert re.search(r'<option value="burnout" selected>', edit)
