@@ -6,9 +6,10 @@ and ``--signing-key`` (given before the command) override the three that say
 where data lives.  Commands that change state call the aggregator's storage and
 signing modules directly, on the same database the server uses; read-only
 commands (``surveys``, ``results``, ``export``, ``token list``, ``key show``,
-``settings``) never create a file.  ``demo`` talks to a server it starts over
-real HTTP, like a fleet of respondents would.  Token commands live in
-cli_tokens.py, key commands in cli_keys.py.
+``settings``, ``create-survey --dry-run``) never create a file.  ``demo`` talks to
+a server it starts over real HTTP, like a fleet of respondents would.  Token commands live in
+cli_tokens.py, key commands in cli_keys.py, ``create-survey``, ``surveys`` and
+``close-survey`` in cli_surveys.py.
 
 Failures print one line ``deniable-aggregator: error: ...`` on stderr and exit
 with a documented status (:mod:`deniable.terminal`, docs/operations.md):
@@ -38,9 +39,8 @@ import numpy as np
 from deniable.errors import DeniableError
 from deniable.questionnaire import NOT_APPLICABLE
 from deniable.service.cli import add_serve_arguments
-from deniable.survey import Survey
 
-from . import cli_crosstab, cli_keys, cli_relay, cli_tokens, planning
+from . import cli_crosstab, cli_keys, cli_relay, cli_surveys, cli_tokens, planning
 from .cli_common import (
     PROG,
     Parser,
@@ -68,14 +68,12 @@ from .demo import (
 )
 from .terminal import (
     EXIT_FAILURE,
-    EXIT_REFUSED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     CommandError,
     Progress,
     _fail,
     exit_status,
-    format_table,
     quiet_pipe,
     results_table,
 )
@@ -194,153 +192,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         create_app(config).run(host=host, port=port, debug=False, use_reloader=False)
         return 0
     run_gunicorn(config, f"{host}:{port}", args.workers, args.timeout)
-    return 0
-
-
-def _read_definition(path: str) -> Survey:
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text("utf-8")
-    except OSError as error:
-        raise _fail(f"cannot read {path}: {error.strerror}", EXIT_USAGE) from None
-    except UnicodeDecodeError:
-        raise _fail(f"{path} is not UTF-8 text", EXIT_USAGE) from None
-    data: Any
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise _fail(f"{path} is not valid JSON: {error}", EXIT_USAGE) from None
-    if isinstance(data, dict) and "definition" in data and "format" not in data:
-        data = data["definition"]  # accept the API's request body shape too
-    survey = Survey.from_dict(data)
-    relay = getattr(survey, "relay", None)
-    if relay is not None and relay.noise is not None:
-        relay.noise.verify()  # the exact δ of the signed law, as the API checks it
-    return survey
-
-
-def cmd_create_survey(args: argparse.Namespace) -> int:
-    survey = _read_definition(args.file)
-    config = load_settings(args)
-    with opened_storage(config) as storage:
-        record = storage.create_survey(
-            survey, results_public=not args.private, require_enrolment=args.require_enrolment
-        )
-    visibility = "public" if record.results_public else "private"
-    enrolment = "; enrolment tokens required" if record.require_enrolment else ""
-    print(
-        f"created survey {record.id!r}: {len(survey.questions)} questions, "
-        f"total epsilon {survey.total_epsilon:g}, {visibility} results{enrolment}"
-    )
-    from .public_url import respond_links  # flask: the server extra (see main)
-
-    links = respond_links(record, config.get("PUBLIC_URL"))
-    if links is not None:
-        print(f"link for respondents: {links.respond}")
-        print(f"embed snippet: {links.embed} (HTML to paste into another site)")
-        if not links.absolute:
-            print(
-                "set DENIABLE_PUBLIC_URL to the address browsers reach this aggregator at "
-                "(https://host[:port]) to print the full links"
-            )
-    return 0
-
-
-def relay_warning(record: Any) -> str | None:
-    """What closing a relayed survey does to the answers its relay holds (None: no relay)."""
-    relay = record.survey.relay
-    if relay is None:
-        return None
-    return (
-        f"survey {record.id!r} is relayed through {relay.url}. The relay holds respondents' "
-        f"answers until it has a batch of at least {relay.min_batch:,}; once the survey is "
-        "closed, this aggregator refuses its batches and the relay discards every answer it "
-        "still holds, although those respondents were told their answers were sent. Before "
-        "closing, check with the relay's operator ('deniable-relay status') that nothing is "
-        "waiting, or that what waits may be lost."
-    )
-
-
-def _confirmed(question: str) -> bool:
-    """The operator's yes at a terminal (False when stdin is not one: nobody to ask)."""
-    if not sys.stdin.isatty():
-        return False
-    print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
-
-
-def cmd_close_survey(args: argparse.Namespace) -> int:
-    config = load_settings(args)
-    with opened_storage(config) as storage:
-        warning = relay_warning(storage.get_survey(args.survey, count=False))
-        if warning is not None:
-            print(f"warning: {warning}", file=sys.stderr)
-            if not args.yes and not _confirmed("Close it and discard what the relay holds?"):
-                raise _fail(
-                    f"survey {args.survey!r} is still open; to close it all the same, "
-                    "confirm at a terminal or add --yes",
-                    EXIT_REFUSED,
-                )
-        record = storage.close_survey(args.survey)
-    print(f"survey {record.id!r} is closed ({record.n_reports:,} reports)")
-    if warning is not None:
-        print("the relay discards the answers it still holds for it")
-    return 0
-
-
-def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None) -> dict[str, Any]:
-    """One survey of ``surveys``: status, respondents, created, and where to answer it."""
-    from .public_url import respond_links
-    from .storage.records import respondents
-
-    links = respond_links(record, base)
-    questions = len(record.survey.questions)
-    return {
-        "id": record.id,
-        "title": record.survey.title,
-        "status": record.status,
-        "respondents": respondents(statistics),
-        "reports": record.n_reports or 0,
-        "questions": questions,
-        "results_public": record.results_public,
-        "require_enrolment": record.require_enrolment,
-        "created_at": record.created_at,
-        "closed_at": record.closed_at,
-        "respond_url": links.respond if links else None,
-        "embed_url": links.embed if links else None,
-    }
-
-
-def cmd_surveys(args: argparse.Namespace) -> int:
-    config = load_settings(args)
-    with opened_storage(config) as storage:
-        rows = [
-            survey_row(record, storage.fold(record.id), config.get("PUBLIC_URL"))
-            for record in storage.list_surveys()
-        ]
-    if args.json:
-        print_json(rows)
-        return 0
-    table = [
-        [
-            r["id"],
-            r["status"],
-            f"{r['respondents']:,}",
-            f"{r['reports']:,}",
-            "public" if r["results_public"] else "private",
-            r["created_at"],
-        ]
-        for r in rows
-    ]
-    print(format_table(["id", "status", "respondents", "reports", "results", "created"], table))
-    answerable = [r for r in rows if r["respond_url"]]
-    if answerable:
-        print("\nlink for respondents (open surveys):")
-        print(format_table(["id", "link"], [[r["id"], r["respond_url"]] for r in answerable]))
-        if not config.get("PUBLIC_URL"):
-            print(
-                "set DENIABLE_PUBLIC_URL to the address browsers reach this aggregator at "
-                "to print the full links"
-            )
     return 0
 
 
@@ -505,7 +356,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 # -- argument parsing -----------------------------------------------------------------------
 
 EXIT_CODES = """exit status: 0 success; 1 unexpected failure; 2 usage (bad option, setting, database
-URL or input file); 3 not found (survey, token, key, database); 4 refused or conflict;
+URL or input file); 3 not found (survey, token, key, database); 4 refused or conflict
+(including an XLSForm with rows create-survey cannot import, one line each);
 5 unavailable (database unreachable, storage error, server extra not installed); 130
 interrupted. Settings come from DENIABLE_* environment variables; see '%(prog)s settings'."""
 
@@ -562,38 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.set_defaults(func=cmd_serve)
 
-    sub = command("create-survey", "create a survey from a definition file")
-    sub.add_argument("file", help="survey definition JSON ('-' for stdin)")
-    sub.add_argument(
-        "--private", action="store_true", help="results need an operator token (default: public)"
-    )
-    sub.add_argument(
-        "--require-enrolment",
-        action="store_true",
-        help="each submission needs a one-time token ('token issue')",
-    )
-    sub.set_defaults(func=cmd_create_survey)
-
-    sub = command(
-        "close-survey",
-        "close a survey: no more reports",
-        "Close a survey: it refuses reports from now on; results stay readable. A relayed "
-        "survey's relay then discards the answers it still holds, so the command warns and "
-        "asks first (or takes --yes).",
-    )
-    sub.add_argument("survey", metavar="ID", help="id of the survey to close")
-    sub.add_argument(
-        "--yes",
-        action="store_true",
-        help="a relayed survey: close without asking, although the relay then discards "
-        "the answers it still holds (see docs/operations.md)",
-    )
-    sub.set_defaults(func=cmd_close_survey)
-
-    sub = command("surveys", "list surveys: status, respondents, created")
-    add_json(sub, "the surveys")
-    sub.set_defaults(func=cmd_surveys)
-
+    cli_surveys.register(commands, command)
     cli_tokens.register(commands, Parser)
     cli_keys.register(commands, Parser)
     cli_relay.register(commands, Parser)

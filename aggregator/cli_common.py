@@ -87,6 +87,17 @@ def opened_storage(config: Mapping[str, Any], *, migrated: bool = True) -> Itera
         storage.close()
 
 
+# -- output ---------------------------------------------------------------------------------
+
+
+def when(value: str | None) -> str:
+    """A stored time as a table shows it: "3 minutes ago" ("-" for none); ``--json`` and
+    exports keep the exact ISO 8601 UTC time."""
+    from .dashboard.times import ago
+
+    return ago(value) if value else "-"
+
+
 # -- argument types ------------------------------------------------------------------------
 
 
@@ -126,4 +137,5 @@ __all__ = [
     "print_json",
     "print_settings",
     "shown_database",
+    "when",
 ]

@@ -16,7 +16,7 @@ import argparse
 import sys
 from typing import Any
 
-from .cli_common import add_json, load_settings, opened_storage, print_json
+from .cli_common import add_json, load_settings, opened_storage, print_json, when
 from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, _fail, format_table
 
 __all__ = ["register"]
@@ -49,7 +49,7 @@ def cmd_credentials(args: argparse.Namespace) -> int:
             format_table(
                 ["digest", "relay", "created", "revoked"],
                 [
-                    [r["digest"], r["relay_url"], r["created_at"], r["revoked_at"] or "-"]
+                    [r["digest"], r["relay_url"], when(r["created_at"]), when(r["revoked_at"])]
                     for r in rows
                 ],
             )

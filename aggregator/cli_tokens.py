@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .cli_common import add_json, load_settings, opened_storage, positive, print_json
+from .cli_common import add_json, load_settings, opened_storage, positive, print_json, when
 from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, _fail, format_table
 
 __all__ = ["register"]
@@ -102,8 +102,8 @@ def cmd_token_list(args: argparse.Namespace) -> int:
             t.id,
             t.label or "-",
             ",".join(t.surveys) if t.surveys else "(all)",
-            t.created_at,
-            t.revoked_at or "-",
+            when(t.created_at),
+            when(t.revoked_at),
         ]
         for t in tokens
     ]
@@ -131,7 +131,7 @@ def _list_enrolment(storage: Any, args: argparse.Namespace) -> int:
         status: sum(t.status == status for t in tokens)
         for status in ("unspent", "spent", "revoked")
     }
-    rows = [[t.id, t.status, t.created_at, t.spent_at or t.revoked_at or "-"] for t in tokens]
+    rows = [[t.id, t.status, when(t.created_at), when(t.spent_at or t.revoked_at)] for t in tokens]
     print(format_table(["id", "status", "created", "spent/revoked"], rows))
     print(
         f"{len(tokens):,} enrolment tokens for {args.survey!r}: "

@@ -31,6 +31,7 @@ from deniable.policy import Policy
 
 from .ledger import Ledger
 from .session import (
+    AnswerDeclined,
     EnrolmentTokenRequired,
     FlushResult,
     Receipt,
@@ -42,6 +43,7 @@ from .state import DeviceState, StateStore
 
 __all__ = [
     "AlreadyAnswered",
+    "AnswerDeclined",
     "BudgetExceeded",
     "ClientError",
     "DeniableError",

@@ -20,7 +20,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from deniable.errors import DeniableError, InvalidValue
@@ -31,11 +31,11 @@ from deniable.survey import Question
 from deniable.terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet_pipe
 
 from .policy import Policy, question_cost
-from .session import EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
+from .session import AnswerDeclined, EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
 from .simulate import DISTRIBUTIONS, simulate
 from .state import StateStore
 
-__all__ = ["explain", "main", "prompt_answer", "terminal_text"]
+__all__ = ["explain", "main", "prompt_answer", "shown_report", "terminal_text"]
 
 
 class Aborted(Exception):
@@ -309,6 +309,70 @@ def prompt_answer(question: Question, read: Callable[[str], str], out: TextIO) -
         return value
 
 
+# The non-response values as respondents read them (docs/protocol.md §5.5).
+EXTRA_WORDS = {"declined": "Prefer not to say", "not_applicable": "Not asked (did not apply)"}
+
+
+def _label(question: Question, index: int) -> str:
+    labels = question.labels
+    label = labels[index] if 0 <= index < len(labels) else str(index)
+    if question.type == "yes_no" and label in ("yes", "no"):
+        return label.capitalize()
+    return EXTRA_WORDS.get(label, label) if index >= len(question.options or ()) else label
+
+
+def _end(question: Question, sign: int) -> str:
+    end = question.hi if sign > 0 else question.lo
+    return f"{'high' if sign > 0 else 'low'} end of the range ({end:g})"
+
+
+def shown_report(question: Question, payload: str) -> str:
+    """A randomized report in words: what the server will read from it.
+
+    The words of the browser client's ``describe`` (client/browser, each mechanism's
+    module), with the range's end and the non-response values named.  Why words and not
+    the payload: the respondent is to see that the reports may differ from the answers
+    (that is what protects them) before agreeing to send them.
+    """
+    report = question.oracle.decode(payload)
+    mechanism = question.mechanism
+    if question.type == "numeric":
+        if isinstance(report, tuple | list) and len(report) == 2:  # status, then sign
+            status, sign = report
+            if status == 0:
+                return f"answered; {_end(question, int(sign))}"
+            return EXTRA_WORDS.get(question.extras[status - 1], str(status))
+        if mechanism == "duchi":
+            return _end(question, int(report))
+        if mechanism == "discrete_laplace":
+            assert question.lo is not None and question.hi is not None
+            grid = question.oracle.grid_size
+            value = question.lo + (question.hi - question.lo) * int(report) / grid
+            return f"{value:.6g} (your answer with noise added; it may fall outside the range)"
+    elif isinstance(report, int):  # binary_rr, grr: one value
+        return _label(question, report)
+    elif mechanism == "option_sampling":
+        index, bit = report
+        return f"about “{_label(question, int(index))}” only: {'yes' if bit else 'no'}"
+    elif mechanism == "binary_rr":  # a multiple choice: one bit per option
+        return "; ".join(
+            f"{_label(question, index)}: {'yes' if bit else 'no'}"
+            for index, bit in enumerate(report)
+        )
+    elif mechanism == "subset":
+        return "one of: " + ", ".join(_label(question, int(i)) for i in sorted(report))
+    elif mechanism in ("oue", "sue"):
+        marked = [_label(question, index) for index, bit in enumerate(report) if bit]
+        return "marked: " + (", ".join(marked) or "none")
+    elif mechanism == "hrr":
+        column, sign = report
+        return f"Hadamard column {column}, sign {'+' if sign > 0 else '−'}"
+    elif mechanism == "olh":
+        seed, bucket = report
+        return f"hash seed {seed}, bucket {bucket} of {question.oracle.hash_range}"
+    return f"the encoded report {payload}"
+
+
 def _pick(options: Sequence[str], text: str) -> Any:
     try:
         number = int(text.strip())
@@ -360,11 +424,29 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
             f"Spent on this device so far: {budget['spent_total']:.2f} "
             f"(remaining this period: {budget['remaining_period']:.2f}).\n"
         )
-        if not args.yes:
-            confirm = _read("Send the randomized answers? [y/N]: ", read).lower()
-            if confirm not in ("y", "yes"):
-                raise Aborted("nothing was sent")
-        receipt = client.answer(verified, answers, enrolment_token=args.enrolment_token)
+
+        def confirm(payloads: Mapping[str, str]) -> bool:
+            out.write(
+                "\nWhat will be sent (randomized on this device; some may differ from your "
+                "answers on purpose: that is what protects you):\n"
+            )
+            for number, question in enumerate(survey.questions, 1):
+                shown = shown_report(question, payloads[question.id])
+                out.write(f"  {number}. {terminal_text(question.text)}: {shown}\n")
+            if args.yes:
+                return True
+            out.write(
+                "If you say no, nothing is sent and this device will not answer this survey "
+                "again (drawing again until the reports match your answers would reveal them).\n"
+            )
+            return _read("Send these randomized answers? [y/N]: ", read).lower() in ("y", "yes")
+
+        try:
+            receipt = client.answer(
+                verified, answers, enrolment_token=args.enrolment_token, confirm=confirm
+            )
+        except AnswerDeclined as error:
+            raise Aborted(str(error)) from None
         where = "relay" if survey.relay is not None else "aggregator"
         if receipt.delivered:
             sealed = " sealed" if survey.relay is not None else ""

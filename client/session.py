@@ -89,6 +89,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "AnswerDeclined",
     "FlushResult",
     "Randomized",
     "Receipt",
@@ -103,6 +104,10 @@ __all__ = [
 class SurveyClosed(errors.SurveyClosed, ClientError):
     """The survey no longer accepts answers (seen on the device: the signed document's
     status, before anything is sent)."""
+
+
+class AnswerDeclined(ClientError):
+    """The respondent saw the randomized reports and chose not to send them."""
 
 
 class EnrolmentTokenRequired(ClientError):
@@ -323,6 +328,12 @@ class SurveyClient(HttpTransport, KeyPinning):
     def _refuse_answered(self, state: Any, key_id: str, survey_id: str) -> None:
         if not self._answered(state, key_id, survey_id):
             return
+        entry = state.answered.get(self._answered_key(key_id, survey_id))
+        if isinstance(entry, dict) and entry.get("declined"):
+            raise AlreadyAnswered(
+                f"this device declined survey {survey_id!r} after seeing its randomized "
+                "reports, and sent nothing; it does not answer it again"
+            )
         waiting = any(
             e.get("survey") == survey_id and e.get("refused") in (401, 403) for e in state.outbox
         )
@@ -410,11 +421,20 @@ class SurveyClient(HttpTransport, KeyPinning):
         answers: Mapping[str, Any],
         *,
         enrolment_token: str | None = None,
+        confirm: Callable[[Mapping[str, str]], bool] | None = None,
     ) -> Receipt:
         """Randomize and submit one batch for ``survey``; see the module docstring.
 
         ``enrolment_token``: the one-time token for a survey that requires
         enrolment; kept with the queued batch and sent with every attempt.
+
+        ``confirm``: called with the randomized payloads (question id -> payload)
+        before anything is charged, queued or sent; these exact reports are sent if it
+        returns True.  If it returns False nothing is charged, queued or sent, the
+        device records that it declined the survey and :class:`AnswerDeclined` is
+        raised; answering the survey again is refused.  Why: someone who could draw
+        again until the reports looked like their answers would, unknowingly, send
+        their true answers (the randomization only protects a report drawn once).
         """
         if enrolment_token is not None and (
             not isinstance(enrolment_token, str) or not ENROLMENT_TOKEN.fullmatch(enrolment_token)
@@ -447,6 +467,7 @@ class SurveyClient(HttpTransport, KeyPinning):
         import uuid  # with the first answer, not with the module (see the top)
 
         batch_id = uuid.uuid4().hex
+        declined = False
         with self.store.transaction() as state:
             answered_key = self._answered_key(survey.key_id, survey.id)
             self._refuse_answered(state, survey.key_id, survey.id)
@@ -454,43 +475,52 @@ class SurveyClient(HttpTransport, KeyPinning):
             charges, _ = survey_charges(survey.survey, state.device_secret, state.memo)
             ledger.check(sum(c for _, _, c in charges), f"answering survey {survey.id!r}")
             randomized = randomize_answers(survey.survey, checked, state.device_secret, state.memo)
-            reports = [
-                {"id": str(uuid.uuid4()), "question": question_id, "payload": payload}
-                for question_id, payload in randomized.payloads.items()
-            ]
-            relay = survey.survey.relay
-            if relay is None:
-                from deniable.wire import Report, Submission
-
-                submission = Submission(reports=tuple(Report(**report) for report in reports))
-                body = submission.encode().decode("ascii")
+            if confirm is not None and not confirm(dict(randomized.payloads)):
+                state.answered[answered_key] = {"at": self.clock(), "declined": True}
+                declined = True
             else:
-                body = sealed_body(survey, reports, enrolment_token)
-            charged = ledger.charge(answered_key, randomized.charges)
-            now = self.clock()
-            for family, (memo_key, count) in randomized.families.items():
-                state.memo[family] = {"key": memo_key, "count": count, "at": now}
-            report_ids = [r["id"] for r in reports]
-            state.answered[answered_key] = {"at": now, "batch": batch_id, "reports": report_ids}
-            entry = {
-                "batch": batch_id,
-                "origin": self.origin,
-                "survey": survey.id,
-                "path": f"/api/v1/surveys/{survey.id}/reports",
-                "body": body,
-                "created_at": now,
-                "answered": answered_key,
-            }
-            if relay is not None:
-                # Only the relay hears from this device; the token is in the body.
-                entry["url"] = relay.sealed_url(survey.id)
-                entry["path"] = f"/api/v1/surveys/{survey.id}/sealed"
-                # Kept (in the encrypted state, until delivered) to reseal the same reports
-                # once if the relay says the encryption key went stale (flush()).
-                entry["reseal"] = {"survey": survey.survey.to_dict(), "reports": reports}
-            elif enrolment_token is not None:
-                entry["enrolment"] = enrolment_token
-            state.outbox.append(entry)
+                reports = [
+                    {"id": str(uuid.uuid4()), "question": question_id, "payload": payload}
+                    for question_id, payload in randomized.payloads.items()
+                ]
+                relay = survey.survey.relay
+                if relay is None:
+                    from deniable.wire import Report, Submission
+
+                    submission = Submission(reports=tuple(Report(**report) for report in reports))
+                    body = submission.encode().decode("ascii")
+                else:
+                    body = sealed_body(survey, reports, enrolment_token)
+                charged = ledger.charge(answered_key, randomized.charges)
+                now = self.clock()
+                for family, (memo_key, count) in randomized.families.items():
+                    state.memo[family] = {"key": memo_key, "count": count, "at": now}
+                report_ids = [r["id"] for r in reports]
+                state.answered[answered_key] = {"at": now, "batch": batch_id, "reports": report_ids}
+                entry = {
+                    "batch": batch_id,
+                    "origin": self.origin,
+                    "survey": survey.id,
+                    "path": f"/api/v1/surveys/{survey.id}/reports",
+                    "body": body,
+                    "created_at": now,
+                    "answered": answered_key,
+                }
+                if relay is not None:
+                    # Only the relay hears from this device; the token is in the body.
+                    entry["url"] = relay.sealed_url(survey.id)
+                    entry["path"] = f"/api/v1/surveys/{survey.id}/sealed"
+                    # Kept (in the encrypted state, until delivered) to reseal the same reports
+                    # once if the relay says the encryption key went stale (flush()).
+                    entry["reseal"] = {"survey": survey.survey.to_dict(), "reports": reports}
+                elif enrolment_token is not None:
+                    entry["enrolment"] = enrolment_token
+                state.outbox.append(entry)
+        if declined:
+            raise AnswerDeclined(
+                f"nothing was sent; this device declined survey {survey.id!r} and will not "
+                "answer it again"
+            )
         # The charge, the "answered" mark and the batch are on disk: now send.  flush()
         # keeps the batch if the aggregator is unreachable and raises if it refuses it.
         self.flush()

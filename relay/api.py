@@ -1,5 +1,9 @@
 """The relay's HTTP API: sealed submissions in, health out.
 
+``POST /api/v1/surveys/<survey_id>/flush`` (the aggregator's signed request before it
+closes a survey, :mod:`deniable.relay_flush`) forms and forwards at once every batch of
+at least ``min_batch`` units, and answers with the counts and what is left waiting.
+
 ``POST /api/v1/surveys/<survey_id>/sealed`` takes one respondent's sealed
 submission (docs/protocol.md, "Relay flow")::
 
@@ -207,6 +211,19 @@ def submit(survey_id: str) -> Response:
         status=202,
         mimetype="application/json",
     )
+
+
+@blueprint.post("/surveys/<survey_id>/flush")
+def flush(survey_id: str) -> Response:
+    """Form and forward every batch ``min_batch`` allows now (the aggregator's signed request,
+    :mod:`deniable.relay_flush`); the counts, and the units left waiting per unit."""
+    from .flushing import flush as flush_survey
+
+    check_address()
+    storage = current_storage()
+    storage.get_survey(survey_id)  # 404 first: a survey not relayed here
+    counts = flush_survey(storage, current_app.config, survey_id, read_json())
+    return current_app.response_class(json.dumps(counts), mimetype="application/json")
 
 
 @blueprint.get("/health")

@@ -15,6 +15,7 @@ import zlib
 from typing import Any
 
 from flask import Blueprint, Flask, Response, render_template, request, url_for
+from markupsafe import Markup
 
 from deniable.errors import InvalidParameter, NotFound
 
@@ -48,7 +49,7 @@ def _beta() -> float:
 
 @blueprint.after_request
 def _headers(response: Response) -> Response:
-    if response.mimetype == "text/html":
+    if response.mimetype in ("text/html", "image/svg+xml"):
         response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
@@ -160,11 +161,47 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         survey_url=url_for("surveys.get_survey", survey_id=record.id),
         comparable=_crosstab.comparable_surveys(record),
         links=respond_links(record, public_base_url()),
+        share=share_view(record),
         explanation=explanation(beta),
         crosstabs_unavailable=(
             unavailable_reason(current_storage(), record) if record.results_public else None
         ),
     )
+
+
+@blueprint.get("/surveys/<survey_id>/qr.svg")
+def qr_code(survey_id: str) -> Response | tuple[str, int]:
+    """The QR code of the survey's link for respondents (SVG, for printed notices)."""
+    from ..qr import qr_svg
+
+    try:
+        check_survey_id(None, {"survey_id": survey_id})
+        record = current_storage().get_survey(survey_id, count=False)
+    except NotFound:
+        return render_template("missing.html", survey_id=survey_id), 404
+    links = respond_links(record, public_base_url())
+    if links is None:
+        return render_template(
+            "missing.html", survey_id=survey_id, error="This survey takes no answers."
+        ), 404
+    response = Response(qr_svg(links.respond), mimetype="image/svg+xml")
+    response.headers["Content-Disposition"] = f'inline; filename="{record.id}-qr.svg"'
+    return response
+
+
+def share_view(record: SurveyRecord) -> dict[str, Any] | None:
+    """The share card's QR code (inline SVG) and its download URL, for a survey that
+    browsers can answer."""
+    from ..qr import qr_inline
+
+    links = respond_links(record, public_base_url())
+    if links is None:
+        return None
+    label = f"QR code of the link for respondents, {links.respond}"
+    return {
+        "qr": Markup(qr_inline(links.respond, label)),
+        "qr_url": url_for("dashboard.qr_code", survey_id=record.id),
+    }
 
 
 from . import crosstab as _crosstab  # noqa: E402,F401 - its pages register on the blueprint

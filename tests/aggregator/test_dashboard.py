@@ -320,7 +320,10 @@ def test_survey_page_shows_the_api_numbers(dash) -> None:
     assert_page_matches_results(text, results)
     assert "With probability at least 95% the true share lies inside each bar" in text
     assert "the true mean of all respondents" in text
-    assert text.count("<svg") == len(survey.questions)
+    assert text.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart') == len(
+        survey.questions
+    )
+    assert text.count("<svg") == len(survey.questions) + 1  # and the link's QR code
     article = next(d for t, c, d in parse_page(text).elements if t == "article")
     assert int(article["data-n-reports"]) == results["n_reports"] == 2800
     assert int(article["data-respondents"]) == 700
@@ -385,7 +388,7 @@ def test_private_results_show_a_notice_and_no_numbers(dash) -> None:
     fill(client, private, 100)
     text = client.get("/surveys/private").get_data(as_text=True)
     assert 'id="private-notice"' in text and "Results are private" in text
-    assert "data-estimate" not in text and "data-mean" not in text and "<svg" not in text
+    assert "data-estimate" not in text and "data-mean" not in text and 'class="chart' not in text
     assert client.get("/api/v1/surveys/private/results").status_code == 401
     # Regression: the live count of a private survey timed each submission.
     # Timestamps are dropped first: their digits may spell "100" or "400" by chance.
@@ -421,7 +424,7 @@ def test_survey_list_is_paginated(dash) -> None:
 def test_empty_survey_and_unknown_survey(dash) -> None:
     _, client, survey = dash
     text = client.get(f"/surveys/{survey.id}").get_data(as_text=True)
-    assert text.count("No reports yet.") == len(survey.questions) and "<svg" not in text
+    assert text.count("No reports yet.") == len(survey.questions) and 'class="chart' not in text
     missing = client.get("/surveys/<nope>")
     assert missing.status_code == 404 and missing.mimetype == "text/html"
     assert "&lt;nope&gt;" in missing.get_data(as_text=True)

@@ -74,3 +74,34 @@ def test_crosstab_means_and_comparison_pages_have_no_wcag_22_aa_violation(stack)
     finally:
         context.close()
     assert found == [], "\n".join(found)
+
+
+def test_the_survey_page_with_its_share_card_and_qr_code_has_no_wcag_22_aa_violation(
+    stack,
+) -> None:
+    """The survey page's share card (link, embed snippet, QR code, response count) at both
+    sizes; the QR code is an image with a name, and the SVG served for printing is the one
+    segno draws of the link for respondents, under the dashboard's CSP."""
+    from deniable.aggregator.dashboard import CONTENT_SECURITY_POLICY
+    from deniable.aggregator.qr import qr_svg
+
+    base = stack["base"]
+    context, page, _ = _context(stack)
+    try:
+        response = page.goto(f"{base}/surveys/{SURVEY}")
+        assert response is not None and response.status == 200
+        found = _check_both(page, "survey-share")
+        qr = page.get_by_role("img", name="QR code of the link for respondents", exact=False)
+        assert qr.count() == 1
+        respond = page.locator("#respond-link").inner_text()
+        assert respond == f"{base}/surveys/{SURVEY}/respond"
+        assert page.locator("#response-count").get_attribute("data-respondents") is not None
+        href = page.locator("#qr-link").get_attribute("href")
+    finally:
+        context.close()
+    assert found == [], "\n".join(found)
+    served = requests.get(base + href, timeout=10)
+    assert served.status_code == 200
+    assert served.headers["Content-Type"].startswith("image/svg+xml")
+    assert served.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+    assert served.text == qr_svg(respond)

@@ -102,3 +102,46 @@ def test_server_text_loses_terminal_control_sequences() -> None:
     assert terminal_text(hostile) == "okredfake prompt"
     assert terminal_text("one\ntwo\x1b[A", newlines=True) == "one\ntwo"
     assert terminal_text("one\ntwo") == "onetwo"
+
+
+def test_randomized_reports_are_shown_in_words() -> None:
+    """What ``deniable answer`` shows before asking to send: the report as the server reads
+    it, non-response values in plain words; the encoded form only for mechanisms whose
+    report names no answer (local hashing, Hadamard)."""
+    from deniable.client.cli import shown_report
+
+    survey = Survey.from_dict(
+        {
+            "format": "deniable.survey/2",
+            "id": "words",
+            "title": "Words",
+            "questions": [
+                {"id": "a", "type": "yes_no", "text": "A", "epsilon": 1, "optional": True},
+                {"id": "b", "type": "numeric", "text": "B", "epsilon": 1, "lo": 0, "hi": 10,
+                 "optional": True},
+                {"id": "c", "type": "single_choice", "text": "C", "epsilon": 1,
+                 "options": ["x", "y", "z"]},
+                {"id": "d", "type": "multiple_choice", "text": "D", "epsilon": 1,
+                 "options": ["x", "y"], "optional": True},
+            ],
+        }
+    )  # fmt: skip
+    a, b, c, d = survey.questions
+    encode = lambda q, report: q.oracle.encode(report)  # noqa: E731
+    assert shown_report(a, encode(a, 1)) == "Yes"
+    assert shown_report(a, encode(a, 2)) == "Prefer not to say"
+    assert shown_report(b, encode(b, (0, 1))) == "answered; high end of the range (10)"
+    assert shown_report(b, encode(b, (1, -1))) == "Prefer not to say"
+    assert shown_report(c, encode(c, 2)) == "z"
+    assert shown_report(d, encode(d, (1, 1))) == "about \u201cy\u201d only: yes"
+    assert shown_report(d, encode(d, (2, 0))) == "about \u201cPrefer not to say\u201d only: no"
+    for question in every_question():
+        answer = {
+            "yes_no": True,
+            "single_choice": question.options[0] if question.options else None,
+            "multiple_choice": list(question.options[:1]),
+            "numeric": question.lo,
+        }[question.type]
+        payload = question.randomize(answer)
+        words = shown_report(question, payload)
+        assert words and "encoded" not in words, (question.mechanism, words)

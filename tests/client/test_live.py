@@ -151,7 +151,10 @@ def test_cli_declined_confirmation_sends_nothing(shared_live_server: LiveServer,
     result = run_cli("answer", server.url, "declined", stdin="n\n1\n\n0\nn\n", env=env)
     assert result.returncode == 4 and "nothing was sent" in result.stderr  # refused, by you
     assert server.export("declined") == []
-    closed = run_cli("answer", server.url, "declined", stdin="", env=env)  # EOF mid-survey
+    again = run_cli("answer", server.url, "declined", stdin="", env=env)
+    assert again.returncode == 4 and "declined survey 'declined'" in again.stderr  # no redraw
+    fresh = {"DENIABLE_STATE": str(tmp_path / "fresh.bin")}
+    closed = run_cli("answer", server.url, "declined", stdin="", env=fresh)  # EOF mid-survey
     assert closed.returncode == 4 and "input closed" in closed.stderr
     assert server.export("declined") == []
 
@@ -260,3 +263,40 @@ def test_cli_enrolment_refuses_before_asking_and_flush_takes_a_token(
     assert "delivered 1 batch(es)" in flushed.stdout
     assert "spent total: 4.000" in run_cli("budget", env=other).stdout
     assert len(server.export("gated")) == 8
+
+
+def test_cli_answer_shows_the_randomized_reports_then_sends_exactly_those(
+    shared_live_server: LiveServer, tmp_path
+) -> None:
+    """The respondent sees, in words, the randomized reports before saying yes; the
+    aggregator then holds exactly those.  On no, nothing is sent and the device does not
+    answer the survey again (no second draw)."""
+    from deniable.client.cli import shown_report
+    from deniable.survey import Survey
+
+    server = shared_live_server
+    server.operator("POST", "/api/v1/surveys", {"definition": definition("shown")})
+    survey = Survey.from_dict(definition("shown"))
+    env = {"DENIABLE_STATE": str(tmp_path / "state.bin")}
+    result = run_cli("answer", server.url, "shown", stdin="y\n3\n1,3\n7.5\ny\n", env=env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    shown = out[out.index("What will be sent") :].splitlines()[1 : 1 + len(survey.questions)]
+    assert out.index("What will be sent") < out.index("Send these randomized answers?")
+    stored = {r["question"]: r["payload"] for r in server.export("shown")}
+    assert shown == [
+        f"  {n}. {q.text}: {shown_report(q, stored[q.id])}"
+        for n, q in enumerate(survey.questions, 1)
+    ]
+
+    server.operator("POST", "/api/v1/surveys", {"definition": definition("shown-no")})
+    other = {"DENIABLE_STATE": str(tmp_path / "other.bin")}
+    declined = run_cli("answer", server.url, "shown-no", stdin="y\n3\n1,3\n7.5\nn\n", env=other)
+    assert declined.returncode == 4 and "What will be sent" in declined.stdout
+    assert "nothing was sent" in declined.stderr
+    assert server.export("shown-no") == []
+    again = run_cli("answer", server.url, "shown-no", stdin="y\n3\n1,3\n7.5\ny\n", env=other)
+    assert again.returncode == 4 and "declined survey 'shown-no'" in again.stderr
+    assert server.export("shown-no") == []
+    budget = run_cli("budget", env=other)
+    assert "spent total: 0.000" in budget.stdout  # nothing charged for what was not sent
