@@ -234,6 +234,9 @@ def compare_question(
         raise InvalidParameter(
             f"questions {first.id!r} and {second.id!r} differ in type or options"
         )
+    if first.type == "numeric" and (first.extras or second.extras):
+        # Its mean is a ratio among those who answered (deniable.nonresponse): not compared yet.
+        raise InvalidParameter("an optional or conditional numeric question is not compared yet")
     if first.type == "numeric" and (first.lo, first.hi) != (second.lo, second.hi):
         raise InvalidParameter("numeric questions must share their range to be compared")
     memoized = (

@@ -124,6 +124,16 @@ def schemas(max_batch: int) -> dict[str, Any]:
                 "hi": {"type": "number"},
                 "parameters": {"type": "object"},
                 "longitudinal": {"type": "object"},
+                # deniable.survey/2 only (docs/protocol.md §5.5-5.6).
+                "optional": {"type": "boolean"},
+                "help": {"type": "string", "minLength": 1},
+                "show_if": {"type": "object"},
+                "points": {"enum": [5, 7, 11]},
+                "anchors": {
+                    "type": "object",
+                    "required": ["low", "high"],
+                    "properties": {"low": {"type": "string"}, "high": {"type": "string"}},
+                },
             },
         },
         "SurveyDefinition": {

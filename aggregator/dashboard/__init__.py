@@ -25,6 +25,7 @@ from ..crosstabs import unavailable_reason
 from ..public_url import public_base_url, respond_links
 from ..storage import SurveyRecord, current_storage
 from ..storage.records import respondents
+from . import svg
 from .present import explanation, question_view
 from .times import time_element
 
@@ -94,7 +95,7 @@ def top_categories(result: dict[str, Any]) -> tuple[dict[str, Any], int]:
     rest of the categories are one click away in the CSV and JSON results.
     """
     categories = result.get("categories") or []
-    if len(categories) <= TOP_CATEGORIES:
+    if len(categories) <= TOP_CATEGORIES or result.get("type") == "scale":  # a scale keeps order
         return result, 0
     ranked = sorted(
         categories, key=lambda c: -math.inf if c.get("estimate") is None else -float(c["estimate"])
@@ -146,7 +147,7 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         definitions = {q.id: q.to_dict() for q in record.survey.questions}
         questions = []
         for result in results:
-            shown, hidden = top_categories(result)
+            shown, hidden = top_categories(svg.charted(result))
             view = question_view(definitions[result["question"]], shown)
             view["hidden"] = hidden
             questions.append(view)

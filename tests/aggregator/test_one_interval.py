@@ -137,8 +137,11 @@ def test_questionnaire_rows_are_published_alike_everywhere(
     import numpy as np
 
     from deniable.aggregator import demo
+    from deniable.survey import Survey
 
-    survey = demo.demo_survey()
+    from ..shared.questionnaire_vectors import QUESTIONNAIRE_SURVEY
+
+    survey = Survey.from_dict(QUESTIONNAIRE_SURVEY)
     definition = {**survey.to_dict(), "id": "quest"}
     response = client.post(
         "/api/v1/surveys",
