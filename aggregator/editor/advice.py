@@ -30,11 +30,10 @@ from deniable.planner import respondents_for, targets
 from deniable.shuffle import DEFAULT_DELTA, central_epsilon
 from deniable.survey import Question, Relay
 
-__all__ = ["HALF_WIDTHS", "Advice", "question_advice"]
+from ..advice import BETA, HALF_WIDTHS  # the figures create-survey --dry-run prints
 
-# ±5 and ±10 points.
-HALF_WIDTHS = (0.05, 0.10)
-BETA = 0.05
+__all__ = ["Advice", "as_view", "question_advice"]
+
 # Why: the exact-tail n of a sampled mechanism (option sampling) is searched, and the
 # search takes seconds past a few thousand respondents, too slow for a page; beyond this
 # many the advice gives the closed-form families' n, marked as an upper bound.
@@ -72,7 +71,10 @@ def _target_of(question: Question) -> tuple[str, int | None]:
 
 
 def _needed(target: Any, half_width: float) -> tuple[int | None, bool]:
-    """(n, whether it is an upper bound only) for one target and half-width."""
+    """(n, whether it is an upper bound only) for one target and half-width.
+
+    The figures of :func:`..advice.question_advice` (``create-survey --dry-run``), except
+    that a page cannot wait for option sampling's exact-tail search (seconds per question)."""
     model = score_model(target.oracle)
     closed = [
         respondents_for(target, family, half_width, BETA)
