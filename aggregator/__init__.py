@@ -24,7 +24,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     from deniable.service import cors, limits, metrics
     from deniable.service.app import flask_app, nosniff
 
-    from . import api, dashboard, respond, settings, signing, storage
+    from . import api, dashboard, editor, respond, settings, signing, storage
     from .api.common import require_unscoped_operator
 
     app = flask_app(__name__, settings.load(config))
@@ -36,6 +36,7 @@ def create_app(config: Mapping[str, Any] | None = None) -> Flask:
     dashboard.init_app(app)
     app.after_request(nosniff)
     respond.init_app(app)
+    editor.init_app(app)
     cors.init_app(app, routes=CROSS_ORIGIN_ROUTES)
     return app
 
