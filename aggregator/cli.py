@@ -286,10 +286,18 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
     return 0
 
 
-def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None) -> dict[str, Any]:
-    """One survey of ``surveys``: status, respondents, created, and where to answer it."""
+def survey_row(
+    record: Any,
+    statistics: dict[str, Any],
+    base: str | None = None,
+    batches: dict[str, dict[str, int]] | None = None,
+) -> dict[str, Any]:
+    """One survey of ``surveys``: status, respondents, created, and where to answer it.
+
+    Respondents and reports are the real ones, as the results publish them: the dummy
+    reports a relay added (``batches``, its per unit batch summary) taken out."""
     from .public_url import respond_links
-    from .storage.records import respondents
+    from .relay_noise import real_counts, real_reports
 
     links = respond_links(record, base)
     questions = len(record.survey.questions)
@@ -297,8 +305,8 @@ def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None)
         "id": record.id,
         "title": record.survey.title,
         "status": record.status,
-        "respondents": respondents(statistics),
-        "reports": record.n_reports or 0,
+        "respondents": max(real_counts(record, statistics, batches).values(), default=0),
+        "reports": real_reports(record, batches) or 0,
         "questions": questions,
         "results_public": record.results_public,
         "require_enrolment": record.require_enrolment,
@@ -310,10 +318,17 @@ def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None)
 
 
 def cmd_surveys(args: argparse.Namespace) -> int:
+    from .api.relayed import relay_terms
+
     config = load_settings(args)
     with opened_storage(config) as storage:
         rows = [
-            survey_row(record, storage.fold(record.id), config.get("PUBLIC_URL"))
+            survey_row(
+                record,
+                storage.fold(record.id),
+                config.get("PUBLIC_URL"),
+                storage.relay.batch_summary(record.id) if relay_terms(record) else None,
+            )
             for record in storage.list_surveys()
         ]
     if args.json:

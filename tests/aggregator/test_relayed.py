@@ -13,6 +13,8 @@ signed noise does not meet its signed (ε, δ) is refused when it is created.
 from __future__ import annotations
 
 import base64
+import json
+import re
 import secrets
 import uuid
 from typing import Any
@@ -321,3 +323,32 @@ def test_the_command_line_lists_batches_with_dummies(client, relayed, app_config
     assert status == 0 and "with dummies" in out and "plausible" in out
     row = next(line for line in out.splitlines() if line.strip().startswith("a "))
     assert row.split()[1:] == ["1", "5", "59", "0", "1", "1"]
+
+
+def test_every_survey_list_counts_the_real_respondents_the_results_publish(
+    client, relayed, app_config, capsys
+):
+    """One number published one way everywhere: the dashboard's survey list, the API's
+    survey list, the survey page and ``deniable-aggregator surveys`` give the real
+    respondents and reports of a noised survey, as its results do, never the dummies."""
+    from deniable.aggregator import cli
+
+    a = noised_batch(["01"] * 6 + ["00"] * 4, [27, 30], YES_NO)
+    c = noised_batch(["00", "01", "02"] * 3, [25, 28, 31], ["00", "01", "02"])
+    assert put(client, relayed, "n", "a", blobs_for(relayed, "n", "a", a), 10).status_code == 201
+    assert put(client, relayed, "n", "c", blobs_for(relayed, "n", "c", c), 9).status_code == 201
+    document = client.get("/api/v1/surveys/n/results").json
+    assert (document["relay"]["respondents"], document["n_reports"]) == (10, 19)
+    index = client.get("/").get_data(as_text=True)
+    row = re.search(r'data-survey="n" data-n-reports="(\d+)"\s+data-respondents="(\d+)"', index)
+    assert row is not None and row.groups() == ("19", "10")
+    page = client.get("/surveys/n").get_data(as_text=True)
+    assert 'data-n-reports="19"' in page and 'data-respondents="10"' in page
+    listed = {s["id"]: s for s in client.get("/api/v1/surveys").json["surveys"]}
+    assert listed["n"]["n_reports"] == 19
+    assert listed["p"]["n_reports"] == 0  # a survey without noise: unchanged
+    if app_config["DATABASE"].startswith("postgresql"):
+        return  # the command line reads the same function on either backend
+    assert cli.main(["--database", app_config["DATABASE"], "surveys", "--json"]) == 0
+    rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
+    assert (rows["n"]["respondents"], rows["n"]["reports"]) == (10, 19)
