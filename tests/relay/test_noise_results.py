@@ -1,0 +1,253 @@
+"""Relay noise end to end, up to the published results: a real relay and a real aggregator
+(conftest.py, both backends), a survey signing calibrate(1, 1e-6) relay noise.
+
+Respondents answer from the Python client and from the respond page in real Chromium;
+the relay forms and forwards noised batches; the aggregator's published results count
+the real respondents only (n), show the three privacy figures with their words, and
+their estimates equal an independent recount from the export (JSON lines and CSV)
+less the dummies' published expectation.  The stored dummy rows look like the real ones
+(every stored column, id form, payload length, position in the batch), and a batch that
+carries no real count is published with the shuffle bound alone, said in words.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import secrets
+from math import comb
+from typing import Any
+
+import numpy as np
+import pytest
+import requests
+
+from deniable.dummies import calibrate, dummy_total_law, noised_central_epsilon
+from deniable.shuffle import central_epsilon
+
+from .conftest import BACKENDS, deployed, sealed_submission
+from .test_noise import ANSWERS, MIN_BATCH, UUID4, noised_definition
+
+CALIBRATED = calibrate(1.0, 1e-6)
+NOISE = {"epsilon": 1.0, "delta": 1e-6, "law": CALIBRATED.law.to_dict()}
+LAW = CALIBRATED.law  # geometric on [0, 54], 27 dummies per output value on average
+SURVEYS = ("py", "web", "bare")
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def deployment(request: pytest.FixtureRequest, tmp_path_factory):
+    """A relay and an aggregator relaying the noised surveys ``py`` (answered from the
+    Python client), ``web`` (from the respond page) and ``bare`` (with a batch by hand)."""
+    directory = tmp_path_factory.mktemp(f"noise-results-{request.param}")
+    with deployed(
+        request.param,
+        directory,
+        lambda relay_url: {s: noised_definition(s, relay_url, NOISE) for s in SURVEYS},
+    ) as running:
+        yield running
+
+
+def forwarded(deployment, survey_id: str, batches: int) -> None:
+    """Waits until the relay has forwarded ``batches`` batches of the survey, all acknowledged."""
+
+    def done() -> bool:
+        status = deployment.relay_status()[survey_id]
+        return status["forwarded_batches"] == batches and status["in_batches"] == 0
+
+    deployment.wait_for(done, seconds=60)
+
+
+def aggregator_reports(deployment, survey_id: str) -> list[dict[str, Any]]:
+    """Every stored column of the survey's rows in the aggregator's database, in seq order."""
+    database = deployment.aggregator_env["DENIABLE_DATABASE"]
+    sql = "SELECT * FROM reports WHERE survey_id = ? ORDER BY seq"
+    if deployment.backend == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(database) as connection:
+            cursor = connection.execute(sql, (survey_id,))
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    import psycopg
+
+    with psycopg.connect(database) as connection:
+        cursor = connection.execute(sql.replace("?", "%s"), (survey_id,))
+        names = [column.name for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def export_csv(deployment, survey_id: str) -> list[dict[str, str]]:
+    token = deployment.aggregator_cli("token", "create").stdout.strip().split()[-1]
+    response = requests.get(
+        f"{deployment.aggregator.url}/api/v1/surveys/{survey_id}/export?format=csv",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    return list(csv.DictReader(io.StringIO(response.text)))
+
+
+def assert_published(
+    deployment, survey_id: str, respondents: int, rows: list[dict[str, Any]], batches: int = 1
+) -> dict[str, Any]:
+    """The published results of a survey whose every batch carried plausible dummies:
+    n is the real respondents, the three figures are there with their words, and each
+    estimate is the mechanism's estimator on the exported statistics less the published
+    expectation of the dummies per output value."""
+    document = deployment.results(survey_id)
+    survey = deployment.surveys[survey_id]
+    assert document["relay"]["respondents"] == respondents
+    assert document["n_reports"] == respondents * len(survey.questions)
+    assert document["relay"]["dummies"] == len(rows) - document["n_reports"] > 0
+    noise = document["relay"]["noise"]
+    assert (noise["epsilon"], noise["delta"], noise["law"]) == (1.0, 1e-6, NOISE["law"])
+    assert noise["noised_batches"] == noise["plausible_batches"] == batches * len(survey.questions)
+    for question, result in zip(survey.questions, document["questions"], strict=True):
+        oracle = question.oracle
+        outputs = oracle.output_reports()
+        assert result["n"] == respondents
+        assert result["noise"]["batches"] == batches
+        expected = result["noise"]["expected_dummies"]
+        assert expected == pytest.approx(batches * len(outputs) * LAW.mean)
+        payloads = [row["payload"] for row in rows if row["question"] == question.id]
+        statistics = oracle.wire_statistics(payloads)
+        recount = oracle.estimate(statistics - expected / len(outputs), respondents)
+        estimates = [category["estimate"] for category in result["categories"]]
+        assert np.allclose(estimates, recount, rtol=0, atol=1e-9), (estimates, recount)
+        central = result["central"]
+        figures = {figure["name"]: figure for figure in central["figures"]}
+        assert list(figures) == ["local", "shuffle", "noised"]
+        assert figures["local"]["epsilon"] == central["local_epsilon"] == question.epsilon
+        assert "even if the relay colludes" in figures["local"]["words"]
+        assert "relay does not collude" in figures["shuffle"]["words"]
+        assert f"of {respondents:,} respondents" in figures["shuffle"]["words"]
+        assert "With the relay's dummy reports" in figures["noised"]["words"]
+        assert "does not collude" in figures["noised"]["words"]
+        assert central["noised_epsilon"] <= min(1.0 + 1e-9, central["shuffle_epsilon"])
+        assert central["central_epsilon"] == central["noised_epsilon"]
+        assert "noise_note" not in central
+    return document
+
+
+def order_false_alarm(real: list[int], outputs: list[int]) -> float:
+    """The chance that a batch of ``real[b]`` real rows among its dummies (``outputs[b]``
+    output values drawn from LAW) is stored with its real rows all first or all last,
+    when the order is uniformly random: E[2 / C(r + T, r)], T the batch's dummy total."""
+    rate = 0.0
+    for r, m in zip(real, outputs, strict=True):
+        total = dummy_total_law(LAW, m)
+        rate += sum(float(p) * 2 / comb(r + t, r) for t, p in enumerate(total))
+    return rate
+
+
+# -- the Python client ---------------------------------------------------------------------------
+
+
+def test_python_client_respondents_are_published_and_the_dummies_look_like_them(deployment):
+    """MIN_BATCH devices answer ``py`` with deniable.client: one noised batch per question.
+
+    Stored rows: every column other than the row's number, id and payload holds the same
+    values for dummies as for real reports of the batch; ids are uuid4 alike; payloads of
+    one question are equally long; and the real rows are not stored first nor last in
+    their batch.  That last check fails by chance with the rate ``order_false_alarm``
+    computes (about 4.9e-7 here: 4.3e-7 for the yes/no batch, 6.0e-8 for the 3-option
+    one), asserted below 1e-6."""
+    receipts = [
+        deployment.client(f"py-{index}").answer("py", ANSWERS[index]) for index in range(MIN_BATCH)
+    ]
+    assert all(receipt.delivered for receipt in receipts)
+    real = {report_id for receipt in receipts for report_id in receipt.report_ids}
+    forwarded(deployment, "py", 2)
+    rows = deployment.export("py")
+    assert_published(deployment, "py", MIN_BATCH, rows)
+
+    # The real count arrived with each batch and was stored beside it.
+    summary = json.loads(deployment.aggregator_cli("relay", "batches", "py", "--json").stdout)
+    for unit in summary["units"].values():
+        assert unit["batches"] == unit["noised_batches"] == unit["plausible_batches"] == 1
+        assert unit["smallest_batch"] == MIN_BATCH
+
+    stored = aggregator_reports(deployment, "py")
+    assert [str(row["report_id"]) for row in stored] == [row["id"] for row in rows]
+    survey = deployment.surveys["py"]
+    outputs = []
+    for question in survey.questions:
+        of_batch = [row for row in stored if row["question_id"] == question.id]
+        is_real = [str(row["report_id"]) in real for row in of_batch]
+        assert sum(is_real) == MIN_BATCH < len(of_batch)
+        for column in of_batch[0]:
+            if column in ("seq", "report_id", "payload", "digest"):
+                continue
+            values = {True: set(), False: set()}
+            for row, flag in zip(of_batch, is_real, strict=True):
+                values[flag].add(row[column])
+            assert values[True] == values[False], column  # e.g. one arrival time for all
+        assert all(UUID4.fullmatch(str(row["report_id"])) for row in of_batch)
+        assert len({len(row["payload"]) for row in of_batch}) == 1
+        if "digest" in of_batch[0]:
+            assert len({len(row["digest"]) for row in of_batch}) == 1
+        positions = [index for index, flag in enumerate(is_real) if flag]
+        assert positions != list(range(MIN_BATCH)), "the real rows were stored first"
+        last = list(range(len(of_batch) - MIN_BATCH, len(of_batch)))
+        assert positions != last, "the real rows were stored last"
+        outputs.append(len(question.oracle.output_reports()))
+    assert order_false_alarm([MIN_BATCH] * len(outputs), outputs) < 1e-6
+
+
+# -- a batch without a real count ----------------------------------------------------------------
+
+
+def test_a_batch_without_real_units_is_published_with_the_shuffle_bound_only(deployment):
+    """A relay build with noise turned off (a batch by hand with the relay's credential and
+    no real_units) beside a batch the relay noised: the first counts in full and earns
+    the shuffle bound alone, and the results say so in words."""
+    for index in range(MIN_BATCH):
+        body, _ = sealed_submission(
+            deployment.surveys["bare"], ANSWERS[index], deployment.encryption_key, deployment.key_id
+        )
+        assert deployment.submit("bare", body).status_code == 202
+    forwarded(deployment, "bare", 2)
+    plain = [
+        sealed_submission(
+            deployment.surveys["bare"], answers, deployment.encryption_key, deployment.key_id
+        )[0]["units"][0]["sealed"]
+        for answers in ANSWERS[10 : 10 + 2 * MIN_BATCH]
+    ]
+    response = requests.put(
+        f"{deployment.aggregator.url}/api/v1/surveys/bare/batches/{secrets.token_hex(16)}",
+        json={"format": "deniable.batch/1", "unit": "smoker", "sealed": plain},
+        headers={"Authorization": f"Bearer {deployment.credential}"},
+        timeout=30,
+    )
+    assert response.status_code == 201, response.text
+    document = deployment.results("bare")
+    smoker, team = document["questions"]
+    assert (smoker["n"], team["n"]) == (3 * MIN_BATCH, MIN_BATCH)
+    assert smoker["noise"]["batches"] == 1  # only the noised batch has dummies to take out
+    central = smoker["central"]
+    assert central["noise_note"] == (
+        "1 of 2 batches were published with the shuffle bound only "
+        "(1 without dummies, 0 whose dummies were not plausible)."
+    )
+    assert "1 of 2 batches count with shuffling alone" in central["figures"][2]["words"]
+    # the worse of the noised batch (MIN_BATCH real) with its dummies and the batch by
+    # hand (2 * MIN_BATCH) by shuffling alone
+    alone = central_epsilon(1.0, 2 * MIN_BATCH, central["shuffle_delta"])
+    noised = noised_central_epsilon(LAW, 1.0, MIN_BATCH, 1e-6)
+    assert central["noised_epsilon"] == pytest.approx(max(alone, noised), rel=1e-12)
+    assert "noise_note" not in team["central"] and team["central"]["noised_epsilon"] <= 1.0
+    assert document["relay"]["respondents"] == 3 * MIN_BATCH
+    rows = deployment.export("bare")
+    statistics = (
+        deployment.surveys["bare"]
+        .question("smoker")
+        .oracle.wire_statistics([row["payload"] for row in rows if row["question"] == "smoker"])
+    )
+    expected = smoker["noise"]["expected_dummies"] / 2
+    recount = (
+        deployment.surveys["bare"]
+        .question("smoker")
+        .oracle.estimate(statistics - expected, 3 * MIN_BATCH)
+    )
+    assert np.allclose([c["estimate"] for c in smoker["categories"]], recount, atol=1e-9)
