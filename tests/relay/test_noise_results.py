@@ -251,3 +251,66 @@ def test_a_batch_without_real_units_is_published_with_the_shuffle_bound_only(dep
         .oracle.estimate(statistics - expected, 3 * MIN_BATCH)
     )
     assert np.allclose([c["estimate"] for c in smoker["categories"]], recount, atol=1e-9)
+
+
+# -- the respond page in Chromium ----------------------------------------------------------------
+
+MADE_UP = "The relay also mixes made-up answers in with the real ones"
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_respond_page_respondents_in_chromium_are_published_through_the_noised_relay(deployment):
+    """MIN_BATCH people answer ``web`` on the aggregator's respond page in real Chromium (each
+    a fresh browser profile); the page seals in the browser and posts to the real relay,
+    which noises and forwards.  The page says the relay mixes made-up answers in, with no
+    axe-core WCAG 2.2 AA violation at 1280x800 and 390x844 (landing, review, sent); the
+    published results match a recount from the CSV export."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.aggregator.respond_stack import require_browser, state
+    from tests.aggregator.test_respond_axe import AXE, SHOTS, _check_both
+
+    require_browser()
+    if not AXE.exists():
+        pytest.skip(f"axe-core is not installed at {AXE}")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    respond = f"{deployment.aggregator.url}/surveys/web/respond"
+    found: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        try:
+            for index in range(MIN_BATCH):
+                context = browser.new_context()
+                context.add_init_script(path=str(AXE))  # outside the page's CSP
+                page = context.new_page()
+                posts: list[str] = []
+                page.on("request", lambda r, p=posts: p.append(r.url) if r.method == "POST" else 0)
+                page.goto(respond)
+                state(page, "ready")
+                passage = page.locator(".deniable-relay").inner_text()
+                assert MADE_UP in passage and "does not work together" in passage
+                first = index == 0
+                if first:
+                    found += _check_both(page, f"relay-noise-{deployment.backend}-landing")
+                answers = ANSWERS[index]
+                page.get_by_label("Yes" if answers["smoker"] else "No", exact=True).check()
+                page.get_by_label(answers["team"], exact=True).check()
+                page.get_by_role("button", name="Randomize my answers").click()
+                state(page, "review")
+                if first:
+                    found += _check_both(page, f"relay-noise-{deployment.backend}-review")
+                page.get_by_role("button", name="Send these noisy values").click()
+                assert state(page, "sent", "queued") == "sent"
+                if first:
+                    found += _check_both(page, f"relay-noise-{deployment.backend}-sent")
+                # the page posted to the relay only, never to the aggregator
+                assert posts and all(url.startswith(deployment.relay.url) for url in posts)
+                context.close()
+        finally:
+            browser.close()
+    assert found == [], "\n".join(found)
+    forwarded(deployment, "web", 2)
+    rows = export_csv(deployment, "web")
+    assert {row["id"] for row in rows} == {row["id"] for row in deployment.export("web")}
+    assert_published(deployment, "web", MIN_BATCH, rows)
