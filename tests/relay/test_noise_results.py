@@ -27,7 +27,7 @@ from deniable.dummies import calibrate, dummy_total_law, noised_central_epsilon
 from deniable.shuffle import central_epsilon
 
 from .conftest import BACKENDS, deployed, sealed_submission
-from .test_noise import ANSWERS, MIN_BATCH, UUID4, noised_definition
+from .test_noise import ANSWERS, MIN_BATCH, UUID4, assert_published, noised_definition
 
 CALIBRATED = calibrate(1.0, 1e-6)
 NOISE = {"epsilon": 1.0, "delta": 1e-6, "law": CALIBRATED.law.to_dict()}
@@ -86,48 +86,6 @@ def export_csv(deployment, survey_id: str) -> list[dict[str, str]]:
     )
     assert response.status_code == 200, response.text
     return list(csv.DictReader(io.StringIO(response.text)))
-
-
-def assert_published(
-    deployment, survey_id: str, respondents: int, rows: list[dict[str, Any]], batches: int = 1
-) -> dict[str, Any]:
-    """The published results of a survey whose every batch carried plausible dummies:
-    n is the real respondents, the three figures are there with their words, and each
-    estimate is the mechanism's estimator on the exported statistics less the published
-    expectation of the dummies per output value."""
-    document = deployment.results(survey_id)
-    survey = deployment.surveys[survey_id]
-    assert document["relay"]["respondents"] == respondents
-    assert document["n_reports"] == respondents * len(survey.questions)
-    assert document["relay"]["dummies"] == len(rows) - document["n_reports"] > 0
-    noise = document["relay"]["noise"]
-    assert (noise["epsilon"], noise["delta"], noise["law"]) == (1.0, 1e-6, NOISE["law"])
-    assert noise["noised_batches"] == noise["plausible_batches"] == batches * len(survey.questions)
-    for question, result in zip(survey.questions, document["questions"], strict=True):
-        oracle = question.oracle
-        outputs = oracle.output_reports()
-        assert result["n"] == respondents
-        assert result["noise"]["batches"] == batches
-        expected = result["noise"]["expected_dummies"]
-        assert expected == pytest.approx(batches * len(outputs) * LAW.mean)
-        payloads = [row["payload"] for row in rows if row["question"] == question.id]
-        statistics = oracle.wire_statistics(payloads)
-        recount = oracle.estimate(statistics - expected / len(outputs), respondents)
-        estimates = [category["estimate"] for category in result["categories"]]
-        assert np.allclose(estimates, recount, rtol=0, atol=1e-9), (estimates, recount)
-        central = result["central"]
-        figures = {figure["name"]: figure for figure in central["figures"]}
-        assert list(figures) == ["local", "shuffle", "noised"]
-        assert figures["local"]["epsilon"] == central["local_epsilon"] == question.epsilon
-        assert "even if the relay colludes" in figures["local"]["words"]
-        assert "relay does not collude" in figures["shuffle"]["words"]
-        assert f"of {respondents:,} respondents" in figures["shuffle"]["words"]
-        assert "With the relay's dummy reports" in figures["noised"]["words"]
-        assert "does not collude" in figures["noised"]["words"]
-        assert central["noised_epsilon"] <= min(1.0 + 1e-9, central["shuffle_epsilon"])
-        assert central["central_epsilon"] == central["noised_epsilon"]
-        assert "noise_note" not in central
-    return document
 
 
 def order_false_alarm(real: list[int], outputs: list[int]) -> float:
