@@ -48,7 +48,8 @@ stored before (``stored``), or refused whole (409) if nothing was.
 
 A relay that adds dummy reports (the survey's signed ``relay.noise``) sends the batch's
 real count, ``real_units``; it is stored with the batch record, with whether the batch's
-dummies (``stored - real_units``) are plausible under the signed law
+dummies (its blobs less those dropped, less ``real_units``: a part stored by an attempt
+cut short is in the statistics too) are plausible under the signed law
 (:func:`deniable.dummies.plausible`, computed once here).  The results publish a batch
 without ``real_units``, or with implausible dummies, with the shuffle bound alone.  A
 batch with ``real_units`` for a survey whose relay adds no noise is refused (422): its
@@ -318,7 +319,9 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
             stored=accepted,
             dropped=dropped,
             real_units=batch.real_units,
-            plausible=plausible_dummies(record, unit, batch.real_units, accepted),
+            # the batch's units in the statistics, a part stored by an attempt cut short
+            # included (storage/relay.py HELD)
+            plausible=plausible_dummies(record, unit, batch.real_units, len(blobs) - dropped),
         ),
     )
     if standing.digest != digest:
@@ -329,7 +332,7 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
 def plausible_dummies(
     record: SurveyRecord, unit: str, real_units: int | None, stored: int
 ) -> bool | None:
-    """Whether a batch's stored dummies, ``stored - real_units`` over the question's output
+    """Whether a batch's dummies, ``stored - real_units`` over the question's output
     reports, are plausible under the survey's signed law (None: the batch has none)."""
     from deniable.dummies import plausible
 

@@ -352,3 +352,43 @@ def test_every_survey_list_counts_the_real_respondents_the_results_publish(
     assert cli.main(["--database", app_config["DATABASE"], "surveys", "--json"]) == 0
     rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
     assert (rows["n"]["respondents"], rows["n"]["reports"]) == (10, 19)
+
+
+def test_a_noised_batch_cut_short_and_sent_again_counts_its_dummies_once(
+    client, relayed, monkeypatch
+):
+    """The aggregator stops after storing part of a noised batch (a crash between chunks:
+    the batch is not recorded); the relay sends it again under the same id.  The reports
+    stored the first time are acknowledged by id, not stored twice, and the batch's
+    dummies are still all taken out: n is the real count, not real + the first part."""
+    from deniable.aggregator.api import batches
+    from deniable.errors import StorageError
+
+    real = ["01"] * 6 + ["00"] * 4
+    blobs = blobs_for(relayed, "n", "a", noised_batch(real, [27, 30], YES_NO))
+    body = {
+        "format": "deniable.batch/1",
+        "unit": "a",
+        "real_units": 10,
+        "sealed": [base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in blobs],
+    }
+    url, headers = (
+        f"/api/v1/surveys/n/batches/{secrets.token_hex(16)}",
+        {"Authorization": f"Bearer {relayed['credential']}"},
+    )
+    original = batches._store
+
+    def crash_after_half(survey_id, groups, whole, received_at):
+        original(survey_id, groups[: len(groups) // 2], whole, received_at)
+        raise StorageError("the aggregator stopped here")
+
+    monkeypatch.setattr(batches, "_store", crash_after_half)
+    assert client.put(url, json=body, headers=headers).status_code >= 500
+    monkeypatch.setattr(batches, "_store", original)
+    again = client.put(url, json=body, headers=headers)
+    assert again.status_code == 201, again.json
+    document = client.get("/api/v1/surveys/n/results").json
+    (a, _) = document["questions"]
+    assert a["n"] == 10 and document["relay"]["dummies"] == 57
+    assert document["relay"]["noise"]["plausible_batches"] == 1
+    assert "noise_note" not in a["central"]
