@@ -330,22 +330,23 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
 
 
 def plausible_dummies(
-    record: SurveyRecord, unit: str, real_units: int | None, stored: int
+    record: SurveyRecord, unit: str, real_units: int | None, held: int
 ) -> bool | None:
-    """Whether a batch's dummies, ``stored - real_units`` over the question's output
-    reports, are plausible under the survey's signed law (None: the batch has none)."""
+    """Whether a batch's dummies, ``held - real_units`` over the question's output
+    reports, are plausible under the survey's signed law (None: the batch has none);
+    ``held`` is the batch's units in the statistics (storage/relay.py ``HELD``)."""
     from deniable.dummies import plausible
 
     relay = relay_terms(record)
     if real_units is None or relay.noise is None:
         return None
-    if stored < real_units:  # fewer units stored than the relay says are real
+    if held < real_units:  # fewer units held than the relay says are real
         return False
     question = next(q for q in record.survey.questions if q.id == unit)
     values = len(question.oracle.output_reports() or ())
     if not values:
         return False
-    return plausible(stored, real_units, values, relay.noise.law)
+    return plausible(held, real_units, values, relay.noise.law)
 
 
 def _acknowledgement(record: relay_storage.BatchRecord, survey_id: str) -> Acknowledgement:
