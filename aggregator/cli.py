@@ -268,6 +268,9 @@ def _confirmed(question: str) -> bool:
 
 
 def cmd_close_survey(args: argparse.Namespace) -> int:
+    from .api.relayed import relay_terms
+    from .relay_noise import real_reports
+
     config = load_settings(args)
     with opened_storage(config) as storage:
         warning = relay_warning(storage.get_survey(args.survey, count=False))
@@ -280,7 +283,9 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
                     EXIT_REFUSED,
                 )
         record = storage.close_survey(args.survey)
-    print(f"survey {record.id!r} is closed ({record.n_reports:,} reports)")
+        batches = storage.relay.batch_summary(record.id) if relay_terms(record) else None
+    # the real reports, as the results publish them (a relay's dummies taken out)
+    print(f"survey {record.id!r} is closed ({real_reports(record, batches) or 0:,} reports)")
     if warning is not None:
         print("the relay discards the answers it still holds for it")
     return 0

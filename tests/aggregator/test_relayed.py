@@ -329,7 +329,7 @@ def test_every_survey_list_counts_the_real_respondents_the_results_publish(
     client, relayed, app_config, capsys
 ):
     """One number published one way everywhere: the dashboard's survey list, the API's
-    survey list, the survey page and ``deniable-aggregator surveys`` give the real
+    survey list, the survey page, ``deniable-aggregator surveys`` and ``close-survey`` give the real
     respondents and reports of a noised survey, as its results do, never the dummies."""
     from deniable.aggregator import cli
 
@@ -352,6 +352,8 @@ def test_every_survey_list_counts_the_real_respondents_the_results_publish(
     assert cli.main(["--database", app_config["DATABASE"], "surveys", "--json"]) == 0
     rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
     assert (rows["n"]["respondents"], rows["n"]["reports"]) == (10, 19)
+    assert cli.main(["--database", app_config["DATABASE"], "close-survey", "n", "--yes"]) == 0
+    assert "survey 'n' is closed (19 reports)" in capsys.readouterr().out
 
 
 def test_a_noised_batch_cut_short_and_sent_again_counts_its_dummies_once(
