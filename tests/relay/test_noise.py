@@ -119,6 +119,12 @@ def assert_published(
     assert document["relay"]["respondents"] == respondents
     assert document["n_reports"] == respondents * len(survey.questions)
     assert document["relay"]["dummies"] == len(rows) - document["n_reports"] > 0
+    # the same number on the dashboard's survey page and its list of surveys
+    page = deployment.session.get(f"{deployment.aggregator.url}/surveys/{survey_id}", timeout=30)
+    assert f'data-respondents="{respondents}"' in page.text
+    listed = deployment.session.get(f"{deployment.aggregator.url}/api/v1/surveys", timeout=30)
+    (entry,) = [s for s in listed.json()["surveys"] if s["id"] == survey_id]
+    assert entry["n_reports"] == document["n_reports"]
     noise = document["relay"]["noise"]
     assert (noise["epsilon"], noise["delta"]) == (signed.epsilon, signed.delta)
     assert noise["law"] == signed.law.to_dict()
