@@ -356,13 +356,15 @@ def test_every_survey_list_counts_the_real_respondents_the_results_publish(
     assert "survey 'n' is closed (19 reports)" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("stored_first", [0.5, 1.0], ids=["half", "all"])
 def test_a_noised_batch_cut_short_and_sent_again_counts_its_dummies_once(
-    client, relayed, monkeypatch
+    client, relayed, monkeypatch, stored_first
 ):
     """The aggregator stops after storing part of a noised batch (a crash between chunks:
     the batch is not recorded); the relay sends it again under the same id.  The reports
     stored the first time are acknowledged by id, not stored twice, and the batch's
-    dummies are still all taken out: n is the real count, not real + the first part."""
+    dummies are still all taken out: n is the real count, not real + the first part; and a
+    resend that stores nothing new (all stored the first time) still counts as the batch."""
     from deniable.aggregator.api import batches
     from deniable.errors import StorageError
 
@@ -380,11 +382,11 @@ def test_a_noised_batch_cut_short_and_sent_again_counts_its_dummies_once(
     )
     original = batches._store
 
-    def crash_after_half(survey_id, groups, whole, received_at):
-        original(survey_id, groups[: len(groups) // 2], whole, received_at)
+    def crash_after_part(survey_id, groups, whole, received_at):
+        original(survey_id, groups[: int(len(groups) * stored_first)], whole, received_at)
         raise StorageError("the aggregator stopped here")
 
-    monkeypatch.setattr(batches, "_store", crash_after_half)
+    monkeypatch.setattr(batches, "_store", crash_after_part)
     assert client.put(url, json=body, headers=headers).status_code >= 500
     monkeypatch.setattr(batches, "_store", original)
     again = client.put(url, json=body, headers=headers)
@@ -393,4 +395,5 @@ def test_a_noised_batch_cut_short_and_sent_again_counts_its_dummies_once(
     (a, _) = document["questions"]
     assert a["n"] == 10 and document["relay"]["dummies"] == 57
     assert document["relay"]["noise"]["plausible_batches"] == 1
-    assert "noise_note" not in a["central"]
+    assert "noise_note" not in a["central"] and a["noise"]["batches"] == 1
+    assert a["central"]["noised_epsilon"] <= 1.0 + 1e-9
