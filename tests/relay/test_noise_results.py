@@ -222,7 +222,8 @@ def test_respond_page_respondents_in_chromium_are_published_through_the_noised_r
     """MIN_BATCH people answer ``web`` on the aggregator's respond page in real Chromium (each
     a fresh browser profile); the page seals in the browser and posts to the real relay,
     which noises and forwards.  The page says the relay mixes made-up answers in, with no
-    axe-core WCAG 2.2 AA violation at 1280x800 and 390x844 (landing, review, sent); the
+    axe-core WCAG 2.2 AA violation at 1280x800 and 390x844 (landing in English and German,
+    review, sent); the
     published results match a recount from the CSV export."""
     from playwright.sync_api import sync_playwright
 
@@ -238,6 +239,16 @@ def test_respond_page_respondents_in_chromium_are_published_through_the_noised_r
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
         try:
+            # the German page says it too, as plainly (a look, then axe at both sizes)
+            context = browser.new_context(locale="de-DE")
+            context.add_init_script(path=str(AXE))
+            page = context.new_page()
+            page.goto(f"{respond}?lang=de")
+            state(page, "ready")
+            passage = page.locator(".deniable-relay").inner_text()
+            assert "erfundene Antworten" in passage and "nicht mit den Veranstaltern" in passage
+            found += _check_both(page, f"relay-noise-{deployment.backend}-landing-de")
+            context.close()
             for index in range(MIN_BATCH):
                 context = browser.new_context()
                 context.add_init_script(path=str(AXE))  # outside the page's CSP
