@@ -185,10 +185,18 @@ def cmd_create_survey(args: argparse.Namespace) -> int:
 # -- surveys ------------------------------------------------------------------------------
 
 
-def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None) -> dict[str, Any]:
-    """One survey of ``surveys``: status, respondents, created, and where to answer it."""
+def survey_row(
+    record: Any,
+    statistics: dict[str, Any],
+    base: str | None = None,
+    batches: dict[str, dict[str, int]] | None = None,
+) -> dict[str, Any]:
+    """One survey of ``surveys``: status, respondents, created, and where to answer it.
+
+    Respondents and reports are the real ones, as the results publish them: the dummy
+    reports a relay added (``batches``, its per unit batch summary) taken out."""
     from .public_url import respond_links
-    from .storage.records import respondents
+    from .relay_noise import real_counts, real_reports
 
     links = respond_links(record, base)
     absolute = links is not None and links.absolute
@@ -196,8 +204,8 @@ def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None)
         "id": record.id,
         "title": record.survey.title,
         "status": record.status,
-        "respondents": respondents(statistics),
-        "reports": record.n_reports or 0,
+        "respondents": max(real_counts(record, statistics, batches).values(), default=0),
+        "reports": real_reports(record, batches) or 0,
         "questions": len(record.survey.questions),
         "results_public": record.results_public,
         "require_enrolment": record.require_enrolment,
@@ -210,10 +218,17 @@ def survey_row(record: Any, statistics: dict[str, Any], base: str | None = None)
 
 
 def cmd_surveys(args: argparse.Namespace) -> int:
+    from .api.relayed import relay_terms
+
     config = load_settings(args)
     with opened_storage(config) as storage:
         rows = [
-            survey_row(record, storage.fold(record.id), config.get("PUBLIC_URL"))
+            survey_row(
+                record,
+                storage.fold(record.id),
+                config.get("PUBLIC_URL"),
+                storage.relay.batch_summary(record.id) if relay_terms(record) else None,
+            )
             for record in storage.list_surveys()
         ]
     if args.json:
@@ -306,6 +321,9 @@ def flush_relay(config: dict[str, Any], record: Any, timeout: float) -> dict[str
 
 
 def cmd_close_survey(args: argparse.Namespace) -> int:
+    from .api.relayed import relay_terms
+    from .relay_noise import real_reports
+
     config = load_settings(args)
     with opened_storage(config) as storage:
         record = storage.get_survey(args.survey, count=False)
@@ -342,7 +360,9 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
                     EXIT_REFUSED,
                 )
         record = storage.close_survey(args.survey)
-    print(f"survey {record.id!r} is closed ({record.n_reports:,} reports)")
+        batches = storage.relay.batch_summary(record.id) if relay_terms(record) else None
+    # the real reports, as the results publish them (a relay's dummies taken out)
+    print(f"survey {record.id!r} is closed ({real_reports(record, batches) or 0:,} reports)")
     if warning is not None:
         print("the relay discards the answers it still holds for it")
     return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["question_noise"]
+__all__ = ["question_noise", "real_counts", "real_reports", "stored_dummies"]
 
 
 def question_noise(
@@ -34,3 +34,29 @@ def question_noise(
     from deniable.noised import DummyNoise
 
     return DummyNoise(law=relay.noise.law, batches=unit["noised_batches"]), unit["dummies"]
+
+
+def stored_dummies(record: Any, summary: dict[str, dict[str, int]] | None) -> int:
+    """The dummies stored for all the survey's questions (0 for a survey without noise)."""
+    return sum(question_noise(record, q, summary)[1] for q in record.survey.questions)
+
+
+def real_counts(
+    record: Any, statistics: dict[str, Any], summary: dict[str, dict[str, int]] | None
+) -> dict[str, int]:
+    """Each question's real reports: its stored ones less the dummies the relay added.
+
+    The respondents of a survey are the most any one question has (storage/records.py
+    ``respondents``); every list, page and document publishes this one number."""
+    return {
+        q.id: max(statistics[q.id].n - question_noise(record, q, summary)[1], 0)
+        for q in record.survey.questions
+    }
+
+
+def real_reports(record: Any, summary: dict[str, dict[str, int]] | None) -> int | None:
+    """The survey's real reports over all questions: its stored count (``record.n_reports``,
+    None when not counted) less the dummies stored."""
+    if record.n_reports is None:
+        return None
+    return max(record.n_reports - stored_dummies(record, summary), 0)

@@ -48,7 +48,8 @@ stored before (``stored``), or refused whole (409) if nothing was.
 
 A relay that adds dummy reports (the survey's signed ``relay.noise``) sends the batch's
 real count, ``real_units``; it is stored with the batch record, with whether the batch's
-dummies (``stored - real_units``) are plausible under the signed law
+dummies (its blobs less those dropped, less ``real_units``: a part stored by an attempt
+cut short is in the statistics too) are plausible under the signed law
 (:func:`deniable.dummies.plausible`, computed once here).  The results publish a batch
 without ``real_units``, or with implausible dummies, with the shuffle bound alone.  A
 batch with ``real_units`` for a survey whose relay adds no noise is refused (422): its
@@ -318,7 +319,9 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
             stored=accepted,
             dropped=dropped,
             real_units=batch.real_units,
-            plausible=plausible_dummies(record, unit, batch.real_units, accepted),
+            # the batch's units in the statistics, a part stored by an attempt cut short
+            # included (storage/relay.py HELD)
+            plausible=plausible_dummies(record, unit, batch.real_units, len(blobs) - dropped),
         ),
     )
     if standing.digest != digest:
@@ -327,22 +330,23 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
 
 
 def plausible_dummies(
-    record: SurveyRecord, unit: str, real_units: int | None, stored: int
+    record: SurveyRecord, unit: str, real_units: int | None, held: int
 ) -> bool | None:
-    """Whether a batch's stored dummies, ``stored - real_units`` over the question's output
-    reports, are plausible under the survey's signed law (None: the batch has none)."""
+    """Whether a batch's dummies, ``held - real_units`` over the question's output
+    reports, are plausible under the survey's signed law (None: the batch has none);
+    ``held`` is the batch's units in the statistics (storage/relay.py ``HELD``)."""
     from deniable.dummies import plausible
 
     relay = relay_terms(record)
     if real_units is None or relay.noise is None:
         return None
-    if stored < real_units:  # fewer units stored than the relay says are real
+    if held < real_units:  # fewer units held than the relay says are real
         return False
     question = next(q for q in record.survey.questions if q.id == unit)
     values = len(question.oracle.output_reports() or ())
     if not values:
         return False
-    return plausible(stored, real_units, values, relay.noise.law)
+    return plausible(held, real_units, values, relay.noise.law)
 
 
 def _acknowledgement(record: relay_storage.BatchRecord, survey_id: str) -> Acknowledgement:

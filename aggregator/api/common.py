@@ -30,6 +30,7 @@ __all__ = [
     "require_operator",
     "require_unscoped_operator",
     "survey_document",
+    "published_reports",
     "survey_summary",
 ]
 
@@ -140,10 +141,21 @@ def survey_summary(record: SurveyRecord, *, operator: bool = False) -> dict[str,
         "results_public": record.results_public,
         "require_enrolment": record.require_enrolment,
         "total_epsilon": record.survey.total_epsilon,
-        "n_reports": record.n_reports if shown else None,
+        "n_reports": published_reports(record) if shown else None,
         "created_at": record.created_at,
         "closed_at": record.closed_at,
     }
+
+
+def published_reports(record: SurveyRecord) -> int | None:
+    """The survey's reports as its results publish them: a noised survey's real reports,
+    the dummies its relay added taken out (one number everywhere); None when not counted."""
+    from ..relay_noise import real_reports
+
+    relay = getattr(record.survey, "relay", None)
+    if relay is None or relay.noise is None or record.n_reports is None:
+        return record.n_reports
+    return real_reports(record, current_storage().relay.batch_summary(record.id))
 
 
 def survey_document(record: SurveyRecord) -> dict[str, Any]:

@@ -206,7 +206,8 @@ def schemas(max_batch: int) -> dict[str, Any]:
                     "type": ["integer", "null"],
                     "minimum": 0,
                     "description": "null for a survey with private results, unless the request "
-                    "carries an operator token",
+                    "carries an operator token; the real reports only (a relay's dummy reports "
+                    "taken out), as the results count them",
                 },
                 "created_at": {"type": "string", "format": "date-time"},
                 "closed_at": nullable_time,

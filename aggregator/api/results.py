@@ -27,6 +27,7 @@ from deniable.estimation import DEFAULT_BETA
 from deniable.results import PUBLISHED_COLUMNS, mean_row, question_results
 from deniable.survey import Question, Survey
 
+from ..relay_noise import real_counts
 from ..storage import SurveyRecord, current_storage
 from . import relayed
 from .common import choice_parameter, is_operator, json_text, require_operator
@@ -197,10 +198,7 @@ def _header(
     record: SurveyRecord, statistics: dict[str, Any], beta: float, batches: Batches
 ) -> dict[str, Any]:
     # n: the real reports, less the dummies a relay added (api/relayed.py; 0 without noise)
-    real = {
-        question.id: statistics[question.id].n - relayed.noise_of(record, question, batches)[1]
-        for question in record.survey.questions
-    }
+    real = real_counts(record, statistics, batches)
     head = {
         "survey": record.id,
         "title": record.survey.title,

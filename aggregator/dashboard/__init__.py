@@ -19,10 +19,12 @@ from markupsafe import Markup
 
 from deniable.errors import InvalidParameter, NotFound
 
+from ..api import relayed
 from ..api.common import check_survey_id, page_parameters, survey_summary
 from ..api.results import results_by_question, results_cache, statistics_key, unpacked
 from ..crosstabs import unavailable_reason
 from ..public_url import public_base_url, respond_links
+from ..relay_noise import real_counts
 from ..storage import SurveyRecord, current_storage
 from ..storage.records import respondents
 from . import svg
@@ -71,9 +73,10 @@ def index() -> str | tuple[str, int]:
         summary = survey_summary(record)
         # Reports summed over questions count each respondent once per question; a
         # private survey's count stays hidden (it would time each submission).
-        summary["respondents"] = (
-            respondents(storage.fold(record.id)) if record.results_public else None
-        )
+        summary["respondents"] = None
+        if record.results_public:  # the real respondents, as the results publish them
+            counts = real_counts(record, storage.fold(record.id), relayed.batch_summary(record))
+            summary["respondents"] = max(counts.values(), default=0)
         summary["links"] = respond_links(record, public_base_url())
         surveys.append(summary)
     shown = request.args.get("limit")  # kept in the links when given (url_for drops None)

@@ -184,15 +184,23 @@ RELAY_WORDS = {"question": "relay_question", "submission": "relay_submission"}
 def relay_passage(survey: Survey, t: Callable[..., str]) -> str:
     """For a relayed survey, what the relay adds, in plain words: its host name (from the
     signed, parsed ``relay.url``; the port is no help to a reader) and ``min_batch``
-    written with the language's thousands separator. Empty for a direct survey."""
+    written with the language's thousands separator, and for a survey whose relay adds
+    dummy reports (``relay.noise``) one sentence saying so and on what condition it helps.
+    Empty for a direct survey."""
     if survey.relay is None:
         return ""
     if survey.relay.min_batch < 2:  # batches of one mix nobody: claim only what holds
-        return t("relay_unbatched", relay=survey.relay.origin.host)
-    min_batch = f"{survey.relay.min_batch:,}".replace(",", t("thousands_separator"))
-    return t(
-        RELAY_WORDS[survey.relay.shuffle_unit], relay=survey.relay.origin.host, min_batch=min_batch
-    )
+        passage = t("relay_unbatched", relay=survey.relay.origin.host)
+    else:
+        min_batch = f"{survey.relay.min_batch:,}".replace(",", t("thousands_separator"))
+        passage = t(
+            RELAY_WORDS[survey.relay.shuffle_unit],
+            relay=survey.relay.origin.host,
+            min_batch=min_batch,
+        )
+    if survey.relay.noise is not None:  # the relay adds dummy reports (docs/relay.md)
+        passage += " " + t("relay_noise")
+    return passage
 
 
 def content_security_policy(

@@ -47,6 +47,12 @@ def normalized_url(url: str) -> str:
         return text
 
 
+# The units of a batch the statistics hold: a noised batch (real_units given) by its blobs
+# less those dropped, whether stored now or by an attempt cut short (batch_summary); any
+# other batch by what it stored new.
+HELD = "(CASE WHEN real_units IS NULL THEN stored ELSE size - dropped END)"
+
+
 @dataclass(frozen=True, kw_only=True)
 class BatchRecord:
     """One stored batch: ``size`` blobs received (``received``), ``stored`` those that added
@@ -194,8 +200,9 @@ class RelayStore:
         ``empty_batches`` (batches that stored nobody).
 
         Relay noise: ``noised_batches`` (batches with dummies), ``plausible_batches``
-        (those whose dummies are plausible), ``dummies`` (the dummies stored:
-        ``stored - real_units`` summed over noised batches), ``smallest_plausible`` (the
+        (those whose dummies are plausible), ``dummies`` (the dummies the statistics
+        hold: the batch's blobs less those dropped, less ``real_units``, summed over
+        noised batches), ``smallest_plausible`` (the
         smallest real count of a plausible batch, 0 if none) and
         ``smallest_shuffle_only`` (the smallest real count of the batches published with
         the shuffle bound alone: no dummies, or implausible ones; 0 if none).
@@ -203,18 +210,26 @@ class RelayStore:
         Why a batch that stored nobody is left out of the smallest: it hides no one (a
         replay under a new batch id, blobs that do not open, a resend after a crash
         whose reports were stored the first time).  Counted in, its size 0 would erase
-        the central epsilon of every respondent the other batches hold."""
+        the central epsilon of every respondent the other batches hold.
+
+        Why a noised batch counts by its blobs (``size - dropped``, :data:`HELD`), not by
+        ``stored``: a batch cut short (a crash between chunks) and sent again stores only
+        the rest the second time, while the part stored the first time is in the
+        statistics too, dummies included; counted by ``stored``, those dummies would be
+        taken for respondents.  The relay sends a blob in one batch only, so the blobs
+        neither stored now nor dropped are that first part.  (A survey closed while a
+        noised batch was stored leaves its unstored blobs counted as dummies: n errs low.)"""
         with self.dialect.read() as connection:
             rows = self.dialect.run(
                 connection,
-                "SELECT unit, SUM(CASE WHEN stored > 0 THEN 1 ELSE 0 END),"
-                " MIN(CASE WHEN stored > 0 THEN COALESCE(real_units, stored) END),"
-                " SUM(stored), SUM(dropped), SUM(CASE WHEN stored > 0 THEN 0 ELSE 1 END),"
-                " SUM(CASE WHEN stored > 0 AND real_units IS NOT NULL THEN 1 ELSE 0 END),"
-                " SUM(CASE WHEN stored > 0 AND plausible = 1 THEN 1 ELSE 0 END),"
-                " SUM(CASE WHEN real_units IS NOT NULL THEN stored - real_units ELSE 0 END),"
-                " MIN(CASE WHEN stored > 0 AND plausible = 1 THEN real_units END),"
-                " MIN(CASE WHEN stored > 0 AND (plausible IS NULL OR plausible = 0)"
+                f"SELECT unit, SUM(CASE WHEN {HELD} > 0 THEN 1 ELSE 0 END),"
+                f" MIN(CASE WHEN {HELD} > 0 THEN COALESCE(real_units, stored) END),"
+                f" SUM(stored), SUM(dropped), SUM(CASE WHEN {HELD} > 0 THEN 0 ELSE 1 END),"
+                f" SUM(CASE WHEN {HELD} > 0 AND real_units IS NOT NULL THEN 1 ELSE 0 END),"
+                f" SUM(CASE WHEN {HELD} > 0 AND plausible = 1 THEN 1 ELSE 0 END),"
+                f" SUM(CASE WHEN real_units IS NOT NULL THEN {HELD} - real_units ELSE 0 END),"
+                f" MIN(CASE WHEN {HELD} > 0 AND plausible = 1 THEN real_units END),"
+                f" MIN(CASE WHEN {HELD} > 0 AND (plausible IS NULL OR plausible = 0)"
                 " THEN COALESCE(real_units, stored) END)"
                 " FROM relay_batches WHERE survey_id = ? GROUP BY unit",
                 (survey_id,),

@@ -13,6 +13,8 @@ signed noise does not meet its signed (ε, δ) is refused when it is created.
 from __future__ import annotations
 
 import base64
+import json
+import re
 import secrets
 import uuid
 from typing import Any
@@ -321,3 +323,77 @@ def test_the_command_line_lists_batches_with_dummies(client, relayed, app_config
     assert status == 0 and "with dummies" in out and "plausible" in out
     row = next(line for line in out.splitlines() if line.strip().startswith("a "))
     assert row.split()[1:] == ["1", "5", "59", "0", "1", "1"]
+
+
+def test_every_survey_list_counts_the_real_respondents_the_results_publish(
+    client, relayed, app_config, capsys
+):
+    """One number published one way everywhere: the dashboard's survey list, the API's
+    survey list, the survey page, ``deniable-aggregator surveys`` and ``close-survey`` give the real
+    respondents and reports of a noised survey, as its results do, never the dummies."""
+    from deniable.aggregator import cli
+
+    a = noised_batch(["01"] * 6 + ["00"] * 4, [27, 30], YES_NO)
+    c = noised_batch(["00", "01", "02"] * 3, [25, 28, 31], ["00", "01", "02"])
+    assert put(client, relayed, "n", "a", blobs_for(relayed, "n", "a", a), 10).status_code == 201
+    assert put(client, relayed, "n", "c", blobs_for(relayed, "n", "c", c), 9).status_code == 201
+    document = client.get("/api/v1/surveys/n/results").json
+    assert (document["relay"]["respondents"], document["n_reports"]) == (10, 19)
+    index = client.get("/").get_data(as_text=True)
+    row = re.search(r'data-survey="n" data-n-reports="(\d+)"\s+data-respondents="(\d+)"', index)
+    assert row is not None and row.groups() == ("19", "10")
+    page = client.get("/surveys/n").get_data(as_text=True)
+    assert 'data-n-reports="19"' in page and 'data-respondents="10"' in page
+    listed = {s["id"]: s for s in client.get("/api/v1/surveys").json["surveys"]}
+    assert listed["n"]["n_reports"] == 19
+    assert listed["p"]["n_reports"] == 0  # a survey without noise: unchanged
+    if app_config["DATABASE"].startswith("postgresql"):
+        return  # the command line reads the same function on either backend
+    assert cli.main(["--database", app_config["DATABASE"], "surveys", "--json"]) == 0
+    rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
+    assert (rows["n"]["respondents"], rows["n"]["reports"]) == (10, 19)
+    assert cli.main(["--database", app_config["DATABASE"], "close-survey", "n", "--yes"]) == 0
+    assert "survey 'n' is closed (19 reports)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stored_first", [0.5, 1.0], ids=["half", "all"])
+def test_a_noised_batch_cut_short_and_sent_again_counts_its_dummies_once(
+    client, relayed, monkeypatch, stored_first
+):
+    """The aggregator stops after storing part of a noised batch (a crash between chunks:
+    the batch is not recorded); the relay sends it again under the same id.  The reports
+    stored the first time are acknowledged by id, not stored twice, and the batch's
+    dummies are still all taken out: n is the real count, not real + the first part; and a
+    resend that stores nothing new (all stored the first time) still counts as the batch."""
+    from deniable.aggregator.api import batches
+    from deniable.errors import StorageError
+
+    real = ["01"] * 6 + ["00"] * 4
+    blobs = blobs_for(relayed, "n", "a", noised_batch(real, [27, 30], YES_NO))
+    body = {
+        "format": "deniable.batch/1",
+        "unit": "a",
+        "real_units": 10,
+        "sealed": [base64.urlsafe_b64encode(b).rstrip(b"=").decode() for b in blobs],
+    }
+    url, headers = (
+        f"/api/v1/surveys/n/batches/{secrets.token_hex(16)}",
+        {"Authorization": f"Bearer {relayed['credential']}"},
+    )
+    original = batches._store
+
+    def crash_after_part(survey_id, groups, whole, received_at):
+        original(survey_id, groups[: int(len(groups) * stored_first)], whole, received_at)
+        raise StorageError("the aggregator stopped here")
+
+    monkeypatch.setattr(batches, "_store", crash_after_part)
+    assert client.put(url, json=body, headers=headers).status_code >= 500
+    monkeypatch.setattr(batches, "_store", original)
+    again = client.put(url, json=body, headers=headers)
+    assert again.status_code == 201, again.json
+    document = client.get("/api/v1/surveys/n/results").json
+    (a, _) = document["questions"]
+    assert a["n"] == 10 and document["relay"]["dummies"] == 57
+    assert document["relay"]["noise"]["plausible_batches"] == 1
+    assert "noise_note" not in a["central"] and a["noise"]["batches"] == 1
+    assert a["central"]["noised_epsilon"] <= 1.0 + 1e-9

@@ -135,3 +135,38 @@ def test_a_relay_that_forwards_one_at_a_time_is_not_said_to_hide_whose_values_ar
         (passage,) = re.findall(r'<p class="deniable-intro deniable-relay">([^<]*)</p>', page)
         assert "relay.example" in passage and unclaimed not in passage, passage
         assert ("address" if lang == "en" else "Adresse") in passage, passage
+
+
+def test_a_noised_surveys_page_says_the_relay_mixes_in_made_up_answers(client, operator_headers):
+    """A survey whose relay adds dummy reports says so, in one sentence after the relay
+    passage, with the condition it rests on (the relay does not collude with the owner)."""
+    from deniable.dummies import calibrate
+
+    noise = {"epsilon": 1.0, "delta": 1e-6, "law": calibrate(1.0, 1e-6).law.to_dict()}
+    relay = {"url": "https://relay.example", "min_batch": 20, "shuffle_unit": "question"}
+    for survey_id, terms in (("noised", {**relay, "noise": noise}), ("plain", relay)):
+        response = client.post(
+            "/api/v1/surveys",
+            headers=operator_headers,
+            json={"definition": {**DEFINITION, "id": survey_id, "relay": terms}},
+        )
+        assert response.status_code == 201, response.get_data(as_text=True)
+    said = {
+        "en": (
+            "The relay also mixes made-up answers in with the real ones before the survey's"
+            " organisers see them, which protects you further as long as the relay does not"
+            " work together with the organisers."
+        ),
+        "de": (
+            "Der Dienst mischt außerdem erfundene Antworten unter die echten, bevor die"
+            " Veranstalter der Umfrage sie sehen; das schützt Sie zusätzlich, solange der"
+            " Dienst nicht mit den Veranstaltern zusammenarbeitet."
+        ),
+    }
+    for lang, sentence in said.items():
+        for where in ("respond", "embed"):
+            page = client.get(f"/surveys/noised/{where}?lang={lang}").get_data(as_text=True)
+            (passage,) = re.findall(r'<p class="deniable-intro deniable-relay">([^<]*)</p>', page)
+            assert html.unescape(passage).endswith(" " + sentence), passage
+            plain = client.get(f"/surveys/plain/{where}?lang={lang}").get_data(as_text=True)
+            assert sentence not in html.unescape(plain)

@@ -5,7 +5,8 @@ refuses to register noise it cannot account for; a noised batch carries its real
 exactly real + sum of D_y blobs; every dummy opens with the aggregator's current private key
 to a valid report of one output value, and is as long as a real unit, with an id of the same
 form, sealed to the same key; a relay killed (SIGKILL) after forming a batch and before its
-acknowledgement sends the very same blobs again, and the aggregator stores each once.  And
+acknowledgement sends the very same blobs again, and the aggregator stores each once and
+publishes the real respondents with every dummy taken out (:func:`assert_published`).  And
 the per-value dummy counts follow the signed law (bounds with false-alarm rate <= 1e-6).
 """
 
@@ -24,6 +25,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from deniable import sealing
@@ -102,6 +104,56 @@ def private_encryption_key(deployment) -> Any:
     keys = load_encryption_keys(home / "signing_key.pem")
     assert keys is not None and keys.key_id == deployment.key_id
     return keys.current
+
+
+def assert_published(
+    deployment, survey_id: str, respondents: int, rows: list[dict[str, Any]], batches: int = 1
+) -> dict[str, Any]:
+    """The published results of a survey whose every batch carried plausible dummies:
+    n is the real respondents, the three figures are there with their words, and each
+    estimate is the mechanism's estimator on the exported statistics less the published
+    expectation of the dummies per output value."""
+    document = deployment.results(survey_id)
+    survey = deployment.surveys[survey_id]
+    signed = survey.relay.noise
+    assert document["relay"]["respondents"] == respondents
+    assert document["n_reports"] == respondents * len(survey.questions)
+    assert document["relay"]["dummies"] == len(rows) - document["n_reports"] > 0
+    # the same number on the dashboard's survey page and its list of surveys
+    page = deployment.session.get(f"{deployment.aggregator.url}/surveys/{survey_id}", timeout=30)
+    assert f'data-respondents="{respondents}"' in page.text
+    listed = deployment.session.get(f"{deployment.aggregator.url}/api/v1/surveys", timeout=30)
+    (entry,) = [s for s in listed.json()["surveys"] if s["id"] == survey_id]
+    assert entry["n_reports"] == document["n_reports"]
+    noise = document["relay"]["noise"]
+    assert (noise["epsilon"], noise["delta"]) == (signed.epsilon, signed.delta)
+    assert noise["law"] == signed.law.to_dict()
+    assert noise["noised_batches"] == noise["plausible_batches"] == batches * len(survey.questions)
+    for question, result in zip(survey.questions, document["questions"], strict=True):
+        oracle = question.oracle
+        outputs = oracle.output_reports()
+        assert result["n"] == respondents
+        assert result["noise"]["batches"] == batches
+        expected = result["noise"]["expected_dummies"]
+        assert expected == pytest.approx(batches * len(outputs) * signed.law.mean)
+        payloads = [row["payload"] for row in rows if row["question"] == question.id]
+        statistics = oracle.wire_statistics(payloads)
+        recount = oracle.estimate(statistics - expected / len(outputs), respondents)
+        estimates = [category["estimate"] for category in result["categories"]]
+        assert np.allclose(estimates, recount, rtol=0, atol=1e-9), (estimates, recount)
+        central = result["central"]
+        figures = {figure["name"]: figure for figure in central["figures"]}
+        assert list(figures) == ["local", "shuffle", "noised"]
+        assert figures["local"]["epsilon"] == central["local_epsilon"] == question.epsilon
+        assert "even if the relay colludes" in figures["local"]["words"]
+        assert "relay does not collude" in figures["shuffle"]["words"]
+        assert f"of {respondents:,} respondents" in figures["shuffle"]["words"]
+        assert "With the relay's dummy reports" in figures["noised"]["words"]
+        assert "does not collude" in figures["noised"]["words"]
+        assert central["noised_epsilon"] <= min(signed.epsilon + 1e-9, central["shuffle_epsilon"])
+        assert central["central_epsilon"] == central["noised_epsilon"]
+        assert "noise_note" not in central
+    return document
 
 
 # -- registration --------------------------------------------------------------------------------
@@ -252,6 +304,10 @@ def test_a_noised_batch_holds_its_dummies_once_and_a_resend_after_sigkill_is_the
         assert len(of_unit) == len({row["id"] for row in of_unit}) == MIN_BATCH + count
     # Exactly the real reports and the dummies formed before the kill: none redrawn.
     assert {row["id"] for row in rows} == {r["id"] for r in reports} | dummy_ids
+    # And published so: n the real respondents (neither lost nor doubled), every dummy
+    # taken out (one batch per question, its dummies' expectation), as a recount says.
+    document = assert_published(deployment, "n", MIN_BATCH, rows)
+    assert document["relay"]["dummies"] == len(dummies)
 
 
 def test_the_python_client_answers_a_noised_survey_and_the_relay_adds_dummies(deployment):
