@@ -328,7 +328,18 @@ def _respondents(width, batch: int, target: float) -> tuple[int | None, int | No
     return guaranteed, single
 
 
+def _plan_or_none(question_type: str, **arguments: Any) -> Any:
+    """:func:`deniable.planner.plan`, or None where some mechanism would need more than
+    MAX_RESPONDENTS (the comparison figures are then "-")."""
+    try:
+        return plan(question_type, **arguments)
+    except InvalidParameter:
+        return None
+
+
 def _best_half_width(result: Any) -> float | None:
+    if result is None:
+        return None
     widths = [
         row.half_width
         for row in result.rows
@@ -415,11 +426,11 @@ def relay_noise_plan(
     chosen = min(laws, key=lambda choice: (choice.half_width, choice.dummies_per_batch))
     relay_local = relayed_local_epsilon(target_epsilon, batch, delta)
     goal = {"options": options, "beta": beta, "lo": lo, "hi": hi}
-    relay_at_n = plan(question_type, epsilon=relay_local, n=n, **goal)
-    relay_for = plan(question_type, epsilon=relay_local, half_width=target, **goal)
-    local_at_n = plan(question_type, epsilon=target_epsilon, n=n, **goal)
-    local_for = plan(question_type, epsilon=target_epsilon, half_width=target, **goal)
-    relay_needed = best_respondents(relay_for)
+    relay_at_n = _plan_or_none(question_type, epsilon=relay_local, n=n, **goal)
+    relay_for = _plan_or_none(question_type, epsilon=relay_local, half_width=target, **goal)
+    local_at_n = _plan_or_none(question_type, epsilon=target_epsilon, n=n, **goal)
+    local_for = _plan_or_none(question_type, epsilon=target_epsilon, half_width=target, **goal)
+    relay_needed = relay_for and best_respondents(relay_for)
     local_mechanism = None
     if name in QUESTION_MECHANISMS[question_type]:
         local_mechanism = _build(question_type, name, target_epsilon, options, lo, hi)
@@ -442,7 +453,7 @@ def relay_noise_plan(
         relay_only_half_width=_best_half_width(relay_at_n),
         relay_only_respondents=None if relay_needed is None else max(batch, relay_needed),
         local_only_half_width=_best_half_width(local_at_n),
-        local_only_respondents=best_respondents(local_for),
+        local_only_respondents=local_for and best_respondents(local_for),
         local_only_fake_report_shift=(
             fake_report_shift(local_mechanism) if local_mechanism is not None else None
         ),
