@@ -71,6 +71,7 @@ __all__ = [
     "noise_mechanisms",
     "published_half_width",
     "relay_noise_plan",
+    "smallest_noised_batch",
 ]
 
 MAX_LOCAL_EPSILON = 8.0
@@ -348,44 +349,25 @@ def _best_half_width(result: Any) -> float | None:
     return min(widths) if widths else None
 
 
-def relay_noise_plan(
+def _noised_laws(
     question_type: str,
-    *,
     central_epsilon: float,
+    delta: float,
     batch: int,
-    delta: float = DEFAULT_RELAY_DELTA,
-    options: int | None = None,
-    beta: float = 0.05,
-    n: int | None = None,
-    half_width: float | None = None,
-    lo: float = 0.0,
-    hi: float = 1.0,
-    mechanism: str | None = None,
-    max_local_epsilon: float = MAX_LOCAL_EPSILON,
-) -> RelayNoisePlan:
-    """Plan a question whose batches the relay noises (module docstring): the half-width
-    at ``n`` (default: one batch) and the respondents for ``half_width`` (default ±0.05)."""
-    target_epsilon = check_epsilon(central_epsilon, "central_epsilon")
-    batch = check_int("batch", batch, 1, shuffle.MAX_BATCH)
-    delta = check_real("delta", delta)
-    if not 0 < delta < 1:
-        raise InvalidParameter(f"delta must be in (0, 1), got {delta!r}")
-    beta = check_beta(beta)
-    ceiling = check_epsilon(max_local_epsilon, "max_local_epsilon")
-    n = batch if n is None else check_int("n", n, 1, MAX_RESPONDENTS)
-    if n < batch:
-        raise InvalidParameter(
-            f"n = {n:,} is less than one batch ({batch:,}): nothing would be published"
-        )
-    target = DEFAULT_RELAY_HALF_WIDTH
-    if half_width is not None:
-        target = check_real("half_width", half_width)
-    if not target > 0:
-        raise InvalidParameter(f"half_width must be positive, got {target!r}")
+    n: int,
+    target: float,
+    beta: float,
+    ceiling: float,
+    mechanism: str | None,
+    question: dict[str, Any],
+) -> tuple[str, Mechanism, float, list[LawChoice]]:
+    """(mechanism name, the mechanism at ε0, ε0, each calibrated law's figures): the core of
+    :func:`relay_noise_plan` (arguments checked there)."""
+    options, lo, hi = question["options"], question["lo"], question["hi"]
     supported = noise_mechanisms(question_type, options, lo, hi)
     names = supported if mechanism is None else (mechanism,)
     calibrated = {
-        family: dummies.calibrate(target_epsilon, delta, family).law for family in LAW_FAMILIES
+        family: dummies.calibrate(central_epsilon, delta, family).law for family in LAW_FAMILIES
     }
     batches = _batches(n, batch)
     candidates = sorted({ceiling, *(e for e in LOCAL_EPSILON_STEPS if e < ceiling)}, reverse=True)
@@ -423,6 +405,55 @@ def relay_noise_plan(
                 respondents_one_batch=one_batch,
             )
         )
+    return name, chosen_mechanism, local, laws
+
+
+def relay_noise_plan(
+    question_type: str,
+    *,
+    central_epsilon: float,
+    batch: int,
+    delta: float = DEFAULT_RELAY_DELTA,
+    options: int | None = None,
+    beta: float = 0.05,
+    n: int | None = None,
+    half_width: float | None = None,
+    lo: float = 0.0,
+    hi: float = 1.0,
+    mechanism: str | None = None,
+    max_local_epsilon: float = MAX_LOCAL_EPSILON,
+) -> RelayNoisePlan:
+    """Plan a question whose batches the relay noises (module docstring): the half-width
+    at ``n`` (default: one batch) and the respondents for ``half_width`` (default ±0.05)."""
+    target_epsilon = check_epsilon(central_epsilon, "central_epsilon")
+    batch = check_int("batch", batch, 1, shuffle.MAX_BATCH)
+    delta = check_real("delta", delta)
+    if not 0 < delta < 1:
+        raise InvalidParameter(f"delta must be in (0, 1), got {delta!r}")
+    beta = check_beta(beta)
+    ceiling = check_epsilon(max_local_epsilon, "max_local_epsilon")
+    n = batch if n is None else check_int("n", n, 1, MAX_RESPONDENTS)
+    if n < batch:
+        raise InvalidParameter(
+            f"n = {n:,} is less than one batch ({batch:,}): nothing would be published"
+        )
+    target = DEFAULT_RELAY_HALF_WIDTH
+    if half_width is not None:
+        target = check_real("half_width", half_width)
+    if not target > 0:
+        raise InvalidParameter(f"half_width must be positive, got {target!r}")
+    name, chosen_mechanism, local, laws = _noised_laws(
+        question_type,
+        target_epsilon,
+        delta,
+        batch,
+        n,
+        target,
+        beta,
+        ceiling,
+        mechanism,
+        {"options": options, "lo": lo, "hi": hi},
+    )
     chosen = min(laws, key=lambda choice: (choice.half_width, choice.dummies_per_batch))
     relay_local = relayed_local_epsilon(target_epsilon, batch, delta)
     goal = {"options": options, "beta": beta, "lo": lo, "hi": hi}
@@ -445,7 +476,7 @@ def relay_noise_plan(
         n=n,
         target=target,
         local_epsilon=local,
-        batches=batches,
+        batches=_batches(n, batch),
         laws=tuple(laws),
         chosen=chosen,
         fake_report_shift=fake_report_shift(chosen_mechanism),
@@ -458,3 +489,40 @@ def relay_noise_plan(
             fake_report_shift(local_mechanism) if local_mechanism is not None else None
         ),
     )
+
+
+def smallest_noised_batch(
+    question_type: str,
+    *,
+    central_epsilon: float,
+    half_width: float = DEFAULT_RELAY_HALF_WIDTH,
+    delta: float = DEFAULT_RELAY_DELTA,
+    options: int | None = None,
+    beta: float = 0.05,
+    lo: float = 0.0,
+    hi: float = 1.0,
+    max_local_epsilon: float = MAX_LOCAL_EPSILON,
+) -> tuple[int, LawChoice]:
+    """The fewest respondents that reach ±``half_width`` at central (``central_epsilon``,
+    ``delta``) with relay noise, all in one batch (``min_batch`` = that number), and the law
+    that does it: :func:`relay_noise_plan` with a batch of that size.  (The relay alone's
+    figure is :func:`deniable.planner.smallest_relayed_batch`.)"""
+    central_epsilon = check_epsilon(central_epsilon, "central_epsilon")
+    half_width = check_real("half_width", half_width)
+    *_, laws = _noised_laws(
+        question_type,
+        central_epsilon,
+        check_real("delta", delta),
+        1,
+        1,
+        half_width,
+        check_beta(beta),
+        check_epsilon(max_local_epsilon, "max_local_epsilon"),
+        None,
+        {"options": options, "lo": lo, "hi": hi},
+    )
+    best = min(
+        (law for law in laws if law.respondents_one_batch is not None),
+        key=lambda law: law.respondents_one_batch,
+    )
+    return best.respondents_one_batch, best
