@@ -210,7 +210,11 @@ def _read_definition(path: str) -> Survey:
         raise _fail(f"{path} is not valid JSON: {error}", EXIT_USAGE) from None
     if isinstance(data, dict) and "definition" in data and "format" not in data:
         data = data["definition"]  # accept the API's request body shape too
-    return Survey.from_dict(data)
+    survey = Survey.from_dict(data)
+    relay = getattr(survey, "relay", None)
+    if relay is not None and relay.noise is not None:
+        relay.noise.verify()  # the exact δ of the signed law, as the API checks it
+    return survey
 
 
 def cmd_create_survey(args: argparse.Namespace) -> int:

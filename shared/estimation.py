@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import exact_tail, postprocess
+from . import exact_tail, noised, postprocess
 from .errors import InvalidParameter
 from .intervals import (  # noqa: F401  (re-exported: callers import these from here)
     DEFAULT_BETA,
@@ -44,6 +44,7 @@ from .intervals import (  # noqa: F401  (re-exported: callers import these from 
     tightest_family,
 )
 from .mechanisms.base import NumericMechanism
+from .noised import DummyNoise
 
 __all__ = [
     "EXACT_FIGURE_MAX_N",
@@ -331,6 +332,7 @@ def estimate_frequencies(
     categories: int | None = None,
     normalize: bool = True,
     exact: bool = True,
+    noise: DummyNoise | None = None,
 ) -> FrequencyEstimate:
     """Raw unbiased estimates, every interval family, and post-processed estimates.
 
@@ -341,12 +343,19 @@ def estimate_frequencies(
     partition the population (single choice), not for independent yes/no options.
     For GRR (and binary RR) it adds the maximum-likelihood estimate ``ibu`` too.
     ``exact=False`` leaves out the exact-tail family (simulations of the others).
+
+    ``noise``: the relay's dummies inside ``counts`` (``deniable.noised``); n is then the
+    real reports only.  The estimates subtract the dummies' mean, every family adds their
+    variance, and the exact tail convolves with their law.
     """
     beta = check_beta(beta)
     if n <= 0:
         raise InvalidParameter(f"n must be positive to estimate, got {n}")
-    estimates = oracle.estimate(counts, n)
+    debiased = noised.debiased_statistics(oracle, counts, noise)
+    estimates = oracle.estimate(debiased, n)
     bound = oracle.variance_bound(n)
+    if noise is not None:
+        bound += float(noised.added_variance(oracle, n, noise).max())
     covered = categories or len(estimates)
     processed = (
         {
@@ -360,11 +369,18 @@ def estimate_frequencies(
     if normalize and oracle.direct_encoding:
         # The maximum-likelihood estimate, where the likelihood depends on the counts only
         # (a report is one value: the counts are multinomial).
+        # with dummies, of the debiased counts (clipped at 0 there): a post-processing
         processed["ibu"] = postprocess.iterative_bayesian_update(
-            counts, oracle.p_star, oracle.q_star
+            debiased, oracle.p_star, oracle.q_star
         )
-    model = score_model(oracle)
-    needed, families = tightest_respondents_needed(model, beta, covered if exact else 0)
+    model = noised.noised_score_model(oracle, n, noise)
+    if noise is None:
+        needed, families = tightest_respondents_needed(model, beta, covered if exact else 0)
+    else:
+        needed = noised.respondents_needed(
+            oracle, noise, beta, covered if exact else 0, PRECISE_HALF_WIDTH
+        )
+        families = "tightest"
     return FrequencyEstimate(
         n=n,
         beta=beta,
@@ -447,15 +463,23 @@ class MeanEstimate:
 
 
 def estimate_mean(
-    mechanism: NumericMechanism, statistics: np.ndarray, n: int, *, beta: float = DEFAULT_BETA
+    mechanism: NumericMechanism,
+    statistics: np.ndarray,
+    n: int,
+    *,
+    beta: float = DEFAULT_BETA,
+    noise: DummyNoise | None = None,
 ) -> MeanEstimate:
-    """The unbiased mean with every interval family valid for the mechanism."""
+    """The unbiased mean with every interval family valid for the mechanism (with the
+    relay's dummies, ``noise``, subtracted and their variance added: ``deniable.noised``)."""
     beta = check_beta(beta)
     if n <= 0:
         raise InvalidParameter(f"n must be positive to estimate, got {n}")
     bound = mechanism.variance_bound(n)
-    mean = float(mechanism.estimate(statistics, n)[0])
-    model = score_model(mechanism)
+    mean = float(mechanism.estimate(noised.debiased_statistics(mechanism, statistics, noise), n)[0])
+    if noise is not None:
+        bound += float(noised.added_variance(mechanism, n, noise).max())
+    model = noised.noised_score_model(mechanism, n, noise)
     return MeanEstimate(
         n=n,
         beta=beta,
@@ -466,5 +490,9 @@ def estimate_mean(
         hi=mechanism.hi,
         intervals=interval_families(np.array([mean]), n, model, beta, 1, bound),
         tightest=tightest_family(n, model, beta),
-        respondents_for_ten_points=respondents_needed(model, beta),
+        respondents_for_ten_points=(
+            respondents_needed(model, beta)
+            if noise is None
+            else noised.respondents_needed(mechanism, noise, beta, 0, PRECISE_HALF_WIDTH)
+        ),
     )

@@ -62,6 +62,7 @@ __all__ = [
     "count_bounds",
     "interval",
     "lower_tail",
+    "noise_law",
     "nominal_half_width",
     "pure_interval",
     "pure_widest_half_width",
@@ -118,8 +119,13 @@ def _log_integers(size: int) -> np.ndarray:
         return np.log(np.arange(size, dtype=np.float64))
 
 
-def lower_tail(k, c, n: int, first, second) -> np.ndarray:
-    """P(Bin(k, first) + Bin(n - k, second) <= c), elementwise (rates scalar or per row)."""
+def lower_tail(k, c, n: int, first, second, extra: np.ndarray | None = None) -> np.ndarray:
+    """P(Bin(k, first) + Bin(n - k, second) [+ T] <= c), elementwise (rates scalar or per row).
+
+    ``extra``: the law of an independent T >= 0 (index = value), the dummies a relay
+    added to the count (``deniable.noised``); the second binomial's law is convolved
+    with it before its cumulative sums are taken.
+    """
     k = np.atleast_1d(np.asarray(k, dtype=np.int64))
     c = np.broadcast_to(np.asarray(c, dtype=np.int64), k.shape)
     first = np.broadcast_to(np.asarray(first, dtype=np.float64), k.shape)
@@ -131,14 +137,48 @@ def lower_tail(k, c, n: int, first, second) -> np.ndarray:
         part = slice(begin, begin + rows)
         start_a, pmf_a = _window_pmf(k[part], first[part], width)
         start_b, pmf_b = _window_pmf(n - k[part], second[part], width)
+        if extra is not None:
+            pmf_b = _convolve_rows(pmf_b, extra)
         cdf_b = np.minimum(np.cumsum(pmf_b, axis=1), 1.0)
+        span = cdf_b.shape[1]
         # P(A + B <= c) = sum_j P(A = j) P(B <= c - j): index c - j into B's window.
         index = (c[part] - start_a - start_b)[:, None] - np.arange(width)[None, :]
-        values = np.take_along_axis(cdf_b, np.clip(index, 0, width - 1), axis=1)
+        values = np.take_along_axis(cdf_b, np.clip(index, 0, span - 1), axis=1)
         values[index < 0] = 0.0
-        values[index >= width] = 1.0
+        values[index >= span] = 1.0
         result[part] = np.einsum("ij,ij->i", pmf_a, values)
     return result
+
+
+def _convolve_rows(rows: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """Each row convolved with ``kernel`` (FFT; round-off about 1e-16, negatives clipped)."""
+    size = rows.shape[1] + kernel.size - 1
+    if kernel.size <= 32:
+        result = np.zeros((rows.shape[0], size))
+        for shift, weight in enumerate(kernel):
+            result[:, shift : shift + rows.shape[1]] += weight * rows
+        return result
+    length = 1 << (size - 1).bit_length()
+    product = np.fft.rfft(rows, length, axis=1) * np.fft.rfft(kernel, length)[None, :]
+    return np.maximum(np.fft.irfft(product, length, axis=1)[:, :size], 0.0)
+
+
+@lru_cache(maxsize=256)
+def noise_law(noise: tuple | None) -> np.ndarray | None:
+    """The law of the dummies added to one count, from ``noise`` = (law, copies): the sum
+    of ``copies`` independent draws (``deniable.dummies.dummy_total_law``); None for None."""
+    if noise is None:
+        return None
+    from .dummies import dummy_total_law
+
+    law = np.asarray(dummy_total_law(noise[0], noise[1]), dtype=np.float64)
+    return law / law.sum()
+
+
+def _count_range(n: int, noise: tuple | None) -> int:
+    """The largest observed count: n plus the most dummies that can land on it."""
+    extra = noise_law(noise)
+    return n + (0 if extra is None else extra.size - 1)
 
 
 def _last_true(predicate, rows: int, top: int, low=None, high=None) -> np.ndarray:
@@ -162,7 +202,12 @@ def _last_true(predicate, rows: int, top: int, low=None, high=None) -> np.ndarra
 
 
 def count_bounds(
-    counts: np.ndarray, n: int, p: float, q: float, alpha: float | np.ndarray
+    counts: np.ndarray,
+    n: int,
+    p: float,
+    q: float,
+    alpha: float | np.ndarray,
+    noise: tuple | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(k_lo, k_hi) per count for C ~ Bin(k, p) + Bin(n - k, q), at level 1 - alpha.
 
@@ -170,12 +215,16 @@ def count_bounds(
     k_lo = min{k : P_k(C >= c) > α/2}, the same search over j = n - k, since
     n - C ~ Bin(j, 1 - q) + Bin(n - j, 1 - p) and P_k(C >= c) = P(n - C <= n - c)
     falls with j.  ``alpha`` may differ per count; all searches run together.
+
+    With ``noise`` = (law, copies), C' = C + T with T the independent dummies
+    (:func:`noise_law`): P_k(C' <= c) still falls with k (T does not depend on k), and
+    the mirror is M - C' = (n - C) + (T_max - T), M = n + T_max.
     """
-    last = _searches(counts, n, p, q, alpha)
+    last = _searches(counts, n, p, q, alpha, noise=noise)
     return _published(last, n)
 
 
-def _searches(counts, n: int, p: float, q: float, alpha, bracket=None) -> np.ndarray:
+def _searches(counts, n: int, p: float, q: float, alpha, bracket=None, noise=None) -> np.ndarray:
     """The raw searches of :func:`count_bounds`: max k (first half), max j = n - k (second).
 
     ``bracket`` = (known true, known false) per row narrows each search.
@@ -183,13 +232,21 @@ def _searches(counts, n: int, p: float, q: float, alpha, bracket=None) -> np.nda
     counts = np.asarray(counts, dtype=np.int64).ravel()
     size = counts.size
     threshold = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (size,)) / 2 - SLACK
-    targets = np.concatenate([counts, n - counts])
+    targets = np.concatenate([counts, _count_range(n, noise) - counts])
     first = np.repeat([p, 1 - q], size)
     second = np.repeat([q, 1 - p], size)
     thresholds = np.concatenate([threshold, threshold])
+    extra = noise_law(noise)
 
     def holds(rows, k):
-        return lower_tail(k, targets[rows], n, first[rows], second[rows]) > thresholds[rows]
+        if extra is None:
+            return lower_tail(k, targets[rows], n, first[rows], second[rows]) > thresholds[rows]
+        result = np.empty(rows.size, dtype=bool)
+        for half, law in ((rows < size, extra), (rows >= size, extra[::-1])):
+            part = rows[half]
+            tail = lower_tail(k[half], targets[part], n, first[part], second[part], law)
+            result[half] = tail > thresholds[part]
+        return result
 
     low, high = (None, None) if bracket is None else bracket
     return _last_true(holds, 2 * size, n, low, high)
@@ -275,16 +332,23 @@ def check_n(n: int) -> int:
 
 
 def pure_interval(
-    counts: np.ndarray, n: int, p: float, q: float, alphas: tuple[float, ...]
+    counts: np.ndarray,
+    n: int,
+    p: float,
+    q: float,
+    alphas: tuple[float, ...],
+    noise: tuple | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """[k_lo/n, k_hi/n] per support count (any shape) of a pure oracle, at each level."""
+    """[k_lo/n, k_hi/n] per support count (any shape) of a pure oracle, at each level
+    (observed counts, dummies included, when ``noise`` is given)."""
     check_n(n)
     counts = np.asarray(counts)
     flat = np.rint(counts).astype(np.int64).ravel()
-    if flat.size and (flat.min() < 0 or flat.max() > n):
-        raise InvalidParameter(f"support counts must lie in [0, n = {n}]")
+    most = _count_range(n, noise)
+    if flat.size and (flat.min() < 0 or flat.max() > most):
+        raise InvalidParameter(f"support counts must lie in [0, {most}]")
     levels = np.repeat(np.asarray(alphas, dtype=np.float64), flat.size)
-    low, high = count_bounds(np.tile(flat, len(alphas)), n, p, q, levels)
+    low, high = count_bounds(np.tile(flat, len(alphas)), n, p, q, levels, noise)
     return [
         (
             (low[i * flat.size : (i + 1) * flat.size] / n).reshape(counts.shape),
@@ -313,7 +377,9 @@ def sampling_interval(
 
 
 @lru_cache(maxsize=512)
-def pure_widest_half_width(n: int, p: float, q: float, alpha: float) -> float:
+def pure_widest_half_width(
+    n: int, p: float, q: float, alpha: float, noise: tuple | None = None
+) -> float:
     """The widest half-width (k_hi - k_lo)/(2n) over every count 0..n, or an upper bound on it.
 
     Data-free: the worst case over the true shares, published as the family's
@@ -346,10 +412,13 @@ def pure_widest_half_width(n: int, p: float, q: float, alpha: float) -> float:
     maximum over every count: +1.9% for binary RR at ε = 1 and +1.3% at ε = 4,
     n = 20,000; exact for GRR at ε = 1 and 5 options, n = 20,000).  The first
     call costs about 1 s at n = 20,000 and 2 to 6 s at n = 100,000; it is cached.
+
+    With ``noise`` the counts run over 0..n + T_max; both facts still hold (T is
+    independent of k, so the coupling C'_{k+1} <= C'_k + 1 keeps the same T).
     """
     check_n(n)
-    counts = np.unique(np.linspace(0, n, _GRID).round().astype(np.int64))
-    last = _searches(counts, n, p, q, alpha)
+    counts = np.unique(np.linspace(0, _count_range(n, noise), _GRID).round().astype(np.int64))
+    last = _searches(counts, n, p, q, alpha, noise=noise)
     while True:
         widest, bound = _brackets(counts, last, n)
         exact = counts.size < _WIDEST_EXACT_COUNTS
@@ -375,7 +444,7 @@ def pure_widest_half_width(n: int, p: float, q: float, alpha: float) -> float:
             )
             + 1
         )
-        found = _searches(middles, n, p, q, alpha, (known_true, known_false))
+        found = _searches(middles, n, p, q, alpha, (known_true, known_false), noise)
         order = np.argsort(np.concatenate([counts, middles]), kind="stable")
         counts = np.concatenate([counts, middles])[order]
         last = np.concatenate(
@@ -436,12 +505,17 @@ def interval(
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """(lower, upper) shares at each level, from a mechanism's statistics (``tail``: its model)."""
     if tail[0] == "pure":
-        return pure_interval(statistics, n, tail[1], tail[2], alphas)
+        return pure_interval(statistics, n, tail[1], tail[2], alphas, _noise(tail))
     return sampling_interval(statistics, n, tail[2], tail[1], alphas)
 
 
 def nominal_half_width(tail: tuple, n: int, alpha: float) -> float:
     """The data-free half-width used to pick the tightest family and to plan."""
     if tail[0] == "pure":
-        return pure_widest_half_width(n, tail[1], tail[2], alpha)
+        return pure_widest_half_width(n, tail[1], tail[2], alpha, _noise(tail))
     return sampling_typical_half_width(n, tail[2], tail[1], alpha)
+
+
+def _noise(tail: tuple) -> tuple | None:
+    """A pure tail's dummies, (law, copies), when ``deniable.noised`` added them."""
+    return tuple(tail[3:5]) if len(tail) > 3 else None

@@ -46,6 +46,14 @@ size, so its central epsilon errs on the safe side.  A survey closed while a
 batch is stored refuses the rest of it: the batch is recorded with what was
 stored before (``stored``), or refused whole (409) if nothing was.
 
+A relay that adds dummy reports (the survey's signed ``relay.noise``) sends the batch's
+real count, ``real_units``; it is stored with the batch record, with whether the batch's
+dummies (``stored - real_units``) are plausible under the signed law
+(:func:`deniable.dummies.plausible`, computed once here).  The results publish a batch
+without ``real_units``, or with implausible dummies, with the shuffle bound alone.  A
+batch with ``real_units`` for a survey whose relay adds no noise is refused (422): its
+dummies could not be told from respondents.
+
 ``GET /api/v1/surveys/<survey_id>/enrolment-digests`` gives the configured
 relay the SHA-256 digests of the survey's unspent enrolment tokens, so the
 relay checks and spends tokens and the aggregator never sees one beside a report.
@@ -243,11 +251,16 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
     else:
         units = {q.id for q in record.survey.questions}
     batch = RelayBatch.parse(body, units, relay.min_batch)
+    if batch.real_units is not None and relay.noise is None:
+        raise InvalidReport(
+            "real_units: this survey's relay adds no dummy reports (no signed relay.noise), "
+            "so a batch may not say some of its units are dummies"
+        )
     unit, blobs = batch.unit, list(batch.sealed)
     digest = content_digest(blobs)
     found = storage.relay.find_batch(survey_id, batch_id)
     if found is not None:
-        if found.digest != digest or found.unit != unit:
+        if found.digest != digest or found.unit != unit or found.real_units != batch.real_units:
             raise Conflict(
                 f"batch {batch_id} was stored with other content; a batch id is used once"
             )
@@ -304,11 +317,32 @@ def put_batch(survey_id: str, batch_id: str) -> Response:
             size=len(blobs),
             stored=accepted,
             dropped=dropped,
+            real_units=batch.real_units,
+            plausible=plausible_dummies(record, unit, batch.real_units, accepted),
         ),
     )
     if standing.digest != digest:
         raise Conflict(f"batch {batch_id} was stored with other content; a batch id is used once")
     return json_response(_acknowledgement(standing, survey_id).to_dict(), 201)
+
+
+def plausible_dummies(
+    record: SurveyRecord, unit: str, real_units: int | None, stored: int
+) -> bool | None:
+    """Whether a batch's stored dummies, ``stored - real_units`` over the question's output
+    reports, are plausible under the survey's signed law (None: the batch has none)."""
+    from deniable.dummies import plausible
+
+    relay = relay_terms(record)
+    if real_units is None or relay.noise is None:
+        return None
+    if stored < real_units:  # fewer units stored than the relay says are real
+        return False
+    question = next(q for q in record.survey.questions if q.id == unit)
+    values = len(question.oracle.output_reports() or ())
+    if not values:
+        return False
+    return plausible(stored, real_units, values, relay.noise.law)
 
 
 def _acknowledgement(record: relay_storage.BatchRecord, survey_id: str) -> Acknowledgement:

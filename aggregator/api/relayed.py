@@ -13,6 +13,15 @@ Per question shuffling: ε0 is the question's ε; whole submissions: ε0 is the
 survey's total ε.  The figure holds under :data:`deniable.shuffle.CONDITIONS`
 (the relay did not collude; n counts genuine respondents, n − k with k
 injected), stated in plain words beside it.
+
+A survey whose relay adds dummy reports (signed ``relay.noise``) publishes three
+figures with their conditions (:func:`deniable.results.privacy_figures`): the local ε,
+the central ε of shuffling alone, and the central ε with the dummies.  A batch with
+``real_units`` and plausible dummies gets the dummies' bound; any other batch the
+shuffle bound alone, and the results say how many.  Estimation (:func:`noise_of`)
+takes the dummies out: n is the real count (the stored reports minus the dummies the
+batches stored), and every batch with ``real_units`` adds one draw of the law per
+output report.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from deniable.survey import Question
 
 from ..storage import SurveyRecord, current_storage
 
-__all__ = ["batch_summary", "central", "header", "relay_terms"]
+__all__ = ["batch_summary", "central", "header", "noise_of", "relay_terms"]
 
 DELTA = 1e-6
 SUMMARY = "The relay hid who sent each report and forwarded batches in a random order."
@@ -85,6 +94,8 @@ def central(
         }
     if whole:
         result = amplification(record.survey.total_epsilon, unit["smallest_batch"], DELTA)
+    elif relay.noise is not None:
+        return _noised_central(question, relay.noise, unit)
     else:
         longitudinal = getattr(question, "longitudinal", None) is not None
         mechanism = None if longitudinal else question.mechanism
@@ -97,3 +108,49 @@ def central(
             domain_size=domain_size,
         )
     return result.to_dict()
+
+
+def _noised_central(question: Question, noise: Any, unit: dict[str, int]) -> dict[str, Any]:
+    """A noised question's ``central`` member: the three figures, and the figure the result
+    stands on as ``central_epsilon``/``delta`` (the with-noise one)."""
+    from deniable.results import privacy_figures
+    from deniable.shuffle import CONDITIONS
+
+    figures = privacy_figures(
+        local_epsilon=question.epsilon,
+        delta=DELTA,
+        smallest_batch=unit["smallest_batch"],
+        noise=noise,
+        batches=unit["batches"],
+        plausible_batches=unit.get("plausible_batches", 0),
+        noised_batches=unit.get("noised_batches", 0),
+        smallest_plausible=unit.get("smallest_plausible", 0),
+        smallest_shuffle_only=unit.get("smallest_shuffle_only", 0),
+    )
+    return {
+        "local_epsilon": question.epsilon,
+        "batch": unit["smallest_batch"],
+        "delta": figures["central_delta"],
+        "conditions": [*CONDITIONS, "The relay added the dummy reports its signed terms describe."],
+        **figures,
+    }
+
+
+def noise_of(
+    record: SurveyRecord, question: Question, summary: dict[str, dict[str, int]] | None
+) -> tuple[Any, int]:
+    """(the question's :class:`deniable.noised.DummyNoise`, or None; the dummies stored).
+
+    Every batch that says how many of its units are real adds D_y ~ law dummies per
+    output report, so its dummies' mean is subtracted (whether or not they were
+    plausible: plausibility decides which privacy figure the batch earns, while the
+    stored dummies are in the statistics either way)."""
+    relay = relay_terms(record)
+    if relay is None or relay.noise is None or relay.shuffle_unit != "question":
+        return None, 0
+    unit = (summary or {}).get(question.id)
+    if not unit or not unit.get("noised_batches"):
+        return None, 0
+    from deniable.noised import DummyNoise
+
+    return DummyNoise(law=relay.noise.law, batches=unit["noised_batches"]), unit["dummies"]

@@ -84,6 +84,10 @@ CSV_COLUMNS = (
     "central_epsilon",
     "central_delta",
     "smallest_batch",
+    # With relay noise: the three figures (local, shuffling alone, with the dummies).
+    "local_epsilon",
+    "shuffle_epsilon",
+    "noised_epsilon",
 )
 # Why: a spreadsheet runs a cell starting with one of these as a formula (or, after
 # stripping leading whitespace or NUL, one that follows them).
@@ -210,7 +214,10 @@ def _question_results(
     """Each question with its results, one at a time (never a whole document in memory)."""
     for question in record.survey.questions:
         folded = statistics[question.id]
-        result = question_results(question, folded.statistics, folded.n, beta=beta)
+        noise, dummies = relayed.noise_of(record, question, batches)
+        # n: the real respondents, the stored reports less the dummies the relay added
+        n = max(folded.n - dummies, 0)
+        result = question_results(question, folded.statistics, n, beta=beta, noise=noise)
         if batches is not None:
             result["central"] = relayed.central(record, question, batches)
         yield question, result
@@ -326,6 +333,11 @@ def question_rows(question: Question, result: dict[str, Any], beta: float) -> li
             "central_delta": result["central"]["delta"],
             "smallest_batch": result["central"]["batch"],
         }
+        if "noised_epsilon" in result["central"]:
+            common |= {
+                name: result["central"][name]
+                for name in ("local_epsilon", "shuffle_epsilon", "noised_epsilon")
+            }
     if "categories" in result:
         return [{**common, **category} for category in result["categories"]]
     if "mean" in result:

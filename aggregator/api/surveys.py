@@ -20,7 +20,7 @@ from .common import (
     survey_summary,
 )
 
-__all__ = ["blueprint"]
+__all__ = ["blueprint", "parse_create", "verify_relay_noise"]
 
 blueprint = Blueprint("surveys", __name__)
 
@@ -50,7 +50,17 @@ def parse_create(body: object) -> tuple[Survey, bool, bool]:
         # Why: a mechanism constructor may reject odd parameters with a plain
         # ValueError/TypeError; to the caller it is still an invalid survey.
         raise InvalidSurvey(f"survey: {str(error)[:300]}") from None
+    verify_relay_noise(survey)
     return survey, public, enrolment
+
+
+def verify_relay_noise(survey: Survey) -> None:
+    """InvalidSurvey (422) unless the signed relay noise's law meets its signed (ε, δ)
+    exactly (``deniable.survey_relay.RelayNoise.verify``): the parse checks its shape
+    only, and the results would publish the signed ε."""
+    relay = getattr(survey, "relay", None)
+    if relay is not None and relay.noise is not None:
+        relay.noise.verify()
 
 
 @blueprint.get("/surveys")

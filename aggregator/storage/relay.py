@@ -1,9 +1,11 @@
-"""Relayed surveys' bookkeeping, over a dialect (migration 0010).
+"""Relayed surveys' bookkeeping, over a dialect (migrations 0010 and 0011).
 
 * ``relay_credentials``: SHA-256 of each relay credential and the relay URL it
   may forward for (a survey's signed ``relay.url``); revocable.
 * ``relay_batches``: each batch stored, once per (survey, batch id): its
-  content digest (order-free), size, reports stored and blobs dropped.
+  content digest (order-free), size, reports stored and blobs dropped; for a
+  batch the relay added dummies to, its real count (``real_units``) and whether its
+  dummies are plausible under the signed law (``plausible``, computed at intake).
 """
 
 from __future__ import annotations
@@ -51,7 +53,12 @@ class BatchRecord:
     someone (a report stored new), ``dropped`` those that did not open or were invalid.
     The rest (``size - stored - dropped``) added nobody: their reports were stored before
     with the same body (a replay, a resend), or the survey closed while the batch was
-    stored (api/batches.py)."""
+    stored (api/batches.py).
+
+    ``real_units``: how many blobs the relay says are respondents' units, when it added
+    dummy reports (None: it added none).  ``plausible``: whether the dummies the batch
+    stored (``stored - real_units``) are consistent with the survey's signed law
+    (``deniable.dummies.plausible``); None without dummies."""
 
     batch_id: str
     unit: str
@@ -59,6 +66,8 @@ class BatchRecord:
     size: int
     stored: int
     dropped: int
+    real_units: int | None = None
+    plausible: bool | None = None
 
     def to_dict(self, survey_id: str) -> dict[str, Any]:
         return {
@@ -68,6 +77,8 @@ class BatchRecord:
             "received": self.size,
             "stored": self.stored,
             "dropped": self.dropped,
+            "real_units": self.real_units,
+            "plausible": self.plausible,
         }
 
 
@@ -133,13 +144,13 @@ class RelayStore:
         with self.dialect.read() as connection:
             row = self.dialect.run(
                 connection,
-                "SELECT batch_id, unit, digest, size, stored, dropped FROM relay_batches"
-                " WHERE survey_id = ? AND batch_id = ?",
+                "SELECT batch_id, unit, digest, size, stored, dropped, real_units, plausible"
+                " FROM relay_batches WHERE survey_id = ? AND batch_id = ?",
                 (survey_id, batch_id),
             ).fetchone()
         if row is None:
             return None
-        batch, unit, digest, size, stored, dropped = row
+        batch, unit, digest, size, stored, dropped, real, plausible = row
         return BatchRecord(
             batch_id=batch,
             unit=unit,
@@ -147,6 +158,8 @@ class RelayStore:
             size=int(size),
             stored=int(stored),
             dropped=int(dropped),
+            real_units=None if real is None else int(real),
+            plausible=None if plausible is None else bool(plausible),
         )
 
     def record_batch(self, survey_id: str, record: BatchRecord) -> BatchRecord:
@@ -156,7 +169,8 @@ class RelayStore:
             dialect.run(
                 connection,
                 "INSERT INTO relay_batches (survey_id, batch_id, unit, digest, size, stored,"
-                " dropped, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                " dropped, received_at, real_units, plausible)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (
                     survey_id,
                     record.batch_id,
@@ -166,15 +180,25 @@ class RelayStore:
                     record.stored,
                     record.dropped,
                     dialect.now(),
+                    record.real_units,
+                    None if record.plausible is None else int(record.plausible),
                 ),
             )
         return self.find_batch(survey_id, record.batch_id) or record
 
     def batch_summary(self, survey_id: str) -> dict[str, dict[str, int]]:
-        """Per unit: ``batches`` that stored someone, the smallest of them
-        (``smallest_batch``), ``stored`` (respondents: blobs that opened to new valid
-        reports; a replayed blob is in neither), ``dropped`` (blobs that did not open or
-        were invalid) and ``empty_batches`` (batches that stored nobody).
+        """Per unit: ``batches`` that stored someone, the smallest of them by real count
+        (``smallest_batch``: ``real_units`` for a batch with dummies, else ``stored``),
+        ``stored`` (blobs that opened to new valid reports; a replayed blob is in
+        neither), ``dropped`` (blobs that did not open or were invalid) and
+        ``empty_batches`` (batches that stored nobody).
+
+        Relay noise: ``noised_batches`` (batches with dummies), ``plausible_batches``
+        (those whose dummies are plausible), ``dummies`` (the dummies stored:
+        ``stored - real_units`` summed over noised batches), ``smallest_plausible`` (the
+        smallest real count of a plausible batch, 0 if none) and
+        ``smallest_shuffle_only`` (the smallest real count of the batches published with
+        the shuffle bound alone: no dummies, or implausible ones; 0 if none).
 
         Why a batch that stored nobody is left out of the smallest: it hides no one (a
         replay under a new batch id, blobs that do not open, a resend after a crash
@@ -184,20 +208,31 @@ class RelayStore:
             rows = self.dialect.run(
                 connection,
                 "SELECT unit, SUM(CASE WHEN stored > 0 THEN 1 ELSE 0 END),"
-                " MIN(CASE WHEN stored > 0 THEN stored END), SUM(stored), SUM(dropped),"
-                " SUM(CASE WHEN stored > 0 THEN 0 ELSE 1 END)"
+                " MIN(CASE WHEN stored > 0 THEN COALESCE(real_units, stored) END),"
+                " SUM(stored), SUM(dropped), SUM(CASE WHEN stored > 0 THEN 0 ELSE 1 END),"
+                " SUM(CASE WHEN stored > 0 AND real_units IS NOT NULL THEN 1 ELSE 0 END),"
+                " SUM(CASE WHEN stored > 0 AND plausible = 1 THEN 1 ELSE 0 END),"
+                " SUM(CASE WHEN real_units IS NOT NULL THEN stored - real_units ELSE 0 END),"
+                " MIN(CASE WHEN stored > 0 AND plausible = 1 THEN real_units END),"
+                " MIN(CASE WHEN stored > 0 AND (plausible IS NULL OR plausible = 0)"
+                " THEN COALESCE(real_units, stored) END)"
                 " FROM relay_batches WHERE survey_id = ? GROUP BY unit",
                 (survey_id,),
             ).fetchall()
         return {
-            unit: {
-                "batches": int(b),
-                "smallest_batch": int(m or 0),
-                "stored": int(s),
-                "dropped": int(d),
-                "empty_batches": int(e),
+            row[0]: {
+                "batches": int(row[1]),
+                "smallest_batch": int(row[2] or 0),
+                "stored": int(row[3]),
+                "dropped": int(row[4]),
+                "empty_batches": int(row[5]),
+                "noised_batches": int(row[6]),
+                "plausible_batches": int(row[7]),
+                "dummies": int(row[8]),
+                "smallest_plausible": int(row[9] or 0),
+                "smallest_shuffle_only": int(row[10] or 0),
             }
-            for unit, b, m, s, d, e in rows
+            for row in rows
         }
 
     def unspent_enrolment_digests(self, survey_id: str) -> list[str]:
