@@ -33,8 +33,8 @@ about as wide as the dummies' own spread.  This module answers, for one question
 Only mechanisms whose reports are values of a small set (``Mechanism.output_reports``) can be
 noised this way: binary RR, GRR, option sampling and Duchi.  Others are refused.
 
-The half-width is :func:`published_half_width`, one place: see its docstring for which
-interval it is.
+The half-width is :func:`published_half_width`: the aggregator's own published interval
+with dummies (:mod:`deniable.noised`), so the plan quotes what results will show.
 """
 
 from __future__ import annotations
@@ -47,9 +47,10 @@ import numpy as np
 
 from . import dummies, shuffle
 from .errors import InvalidParameter
-from .estimation import chebyshev_half_width, check_beta
+from .estimation import check_beta
 from .mechanisms import QUESTION_MECHANISMS, mechanism_class
 from .mechanisms.base import Mechanism
+from .noised import noised_half_width
 from .parameters import check_epsilon, check_int, check_real
 from .planner import (
     DEFAULT_RELAY_DELTA,
@@ -143,34 +144,22 @@ def noise_mechanism(
     return _build(question_type, name, epsilon, options, lo, hi)
 
 
-@functools.lru_cache(maxsize=256)
-def _noise_gain(mechanism: Mechanism) -> float:
-    """max over categories of Σ_y (∂θ̂/∂c_y)² at n = 1: what one unit of variance on every
-    output value's count adds to an estimate's variance (divide by n²).  From the
-    mechanism's own estimator: adding one report y with n fixed moves the estimates by
-    Δ_y, and the counts' noise is independent across y."""
-    outputs = mechanism.output_reports()
-    batch = mechanism.decode_many(list(outputs))
-    statistics = np.stack([mechanism.statistics(batch[y : y + 1]) for y in range(len(outputs))])
-    base = mechanism.estimate(np.zeros(statistics.shape[1]), 1)
-    moves = np.stack([mechanism.estimate(row, 1) - base for row in statistics])
-    return float(np.max(np.sum(moves**2, axis=0)))
-
-
 def published_half_width(
     mechanism: Mechanism, n: int, law: dummies.DummyLaw, batches: int, beta: float
 ) -> tuple[float, str]:
-    """(half-width, family): the narrowest interval published for one estimate of a noised
-    question with n real reports in ``batches`` noised batches, worst case over the true
-    shares (output units: a share for frequencies).
+    """(half-width, family): the narrowest interval the aggregator publishes for one
+    estimate of a noised question with n real reports in ``batches`` noised batches, worst
+    case over the true shares (output units: a share for frequencies), from
+    :func:`deniable.noised.noised_half_width` (the exact tail convolved with the dummies'
+    law where it is published, else the closed-form families with the dummies' variance)."""
+    return _published_half_width(mechanism, n, law, batches, beta)
 
-    LOCAL STAND-IN until the aggregator's interval with dummies lands (same signature):
-    Chebyshev's inequality on the debiased estimate, sqrt(V/β), with V the mechanism's
-    worst-case variance plus ``batches`` · Var[D] carried through its estimator
-    (:func:`deniable.dummies.debiased_counts`, :func:`deniable.dummies.added_variance`).
-    """
-    noise = batches * dummies.added_variance(law) * _noise_gain(mechanism) / n**2
-    return chebyshev_half_width(mechanism.variance_bound(n) + noise, beta), "chebyshev"
+
+@functools.lru_cache(maxsize=65536)
+def _published_half_width(
+    mechanism: Mechanism, n: int, law: dummies.DummyLaw, batches: int, beta: float
+) -> tuple[float, str]:
+    return noised_half_width(mechanism, n, law, batches, beta)
 
 
 def fake_report_shift(mechanism: Mechanism) -> float | None:
