@@ -35,6 +35,7 @@ import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import numpy as np
@@ -155,8 +156,11 @@ def robustness() -> None:
 def seal_dummies(
     public: bytes, survey_id: str, question: Any, size: int, law: dummies.DummyLaw
 ) -> list[bytes]:
-    """One batch's dummies as the relay makes them: D_y ~ law (CSPRNG) for each output report
-    y, each sealed to the aggregator's key exactly like a device's unit."""
+    """One batch's dummies: the relay's own code (``deniable.relay.noise``) where this
+    checkout has it; else the same steps in this process (D_y ~ law from the CSPRNG for each
+    output report y, each sealed to the aggregator's key exactly like a device's unit)."""
+    if RelayDummies is not None:
+        return RelayDummies(survey=SURVEYS_BY_ID[survey_id], law=law).draw(question.id, public)
     outputs = question.oracle.output_reports()
     blobs = []
     for report, count in zip(outputs, law.sample_values(len(outputs)), strict=True):
@@ -172,6 +176,15 @@ def seal_dummies(
                 )
             )
     return blobs
+
+
+SURVEYS_BY_ID: dict[str, Any] = {}  # the parsed surveys whose dummies are drawn
+
+
+try:  # the relay's dummies (relay noise on the relay side)
+    from deniable.relay.noise import Dummies as RelayDummies
+except ImportError:
+    RelayDummies = None
 
 
 def dummy_costs() -> None:
@@ -211,6 +224,7 @@ def dummy_costs() -> None:
         ],
     }
     survey = Survey.from_dict(document, resolved=False)
+    SURVEYS_BY_ID["wide"] = survey
     question = survey.question("q0")
     size = sealing.unit_size(survey, "q0")
     for n in (100, 500):
@@ -261,7 +275,7 @@ def noised(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def rates(duration: float, batches: tuple[int, ...]) -> None:
+def rates(duration: float, batches: tuple[int, ...], repeat: int) -> None:
     """Intake and forward with noise on, against benchmarks/relay.py's figures without."""
     from deniable.keychain import decode_public_key
     from deniable.survey import Survey
@@ -367,6 +381,7 @@ def rates(duration: float, batches: tuple[int, ...]) -> None:
             "as the relay does, in this process, then PUT with real_units)"
         )
         survey = Survey.from_dict(surveys["batch-noised"], resolved=False)
+        SURVEYS_BY_ID["batch-noised"] = survey
         question = survey.question("q0")
         size = sealing.unit_size(survey, "q0")
         law = dummies.calibrate(CENTRAL_EPSILON, DELTA, "geometric").law
@@ -394,21 +409,33 @@ def rates(duration: float, batches: tuple[int, ...]) -> None:
 
         for _ in range(3):  # warm-up: the serving processes start their decryption processes
             put_batch(aggregator_port, "batch", credential, real_units("batch", 2000))
+        source = "the relay's deniable.relay.noise" if RelayDummies else "stand-in steps"
+        print(f"    (dummies from {source}; median of {repeat} runs each)")
         for batch in batches:
-            plain = real_units("batch", batch)
-            without = batch / put_batch(aggregator_port, "batch", credential, plain)
-            blobs = real_units("batch-noised", batch)
-            started = time.perf_counter()
-            added = seal_dummies(public, "batch-noised", question, size, law)
-            making = time.perf_counter() - started
-            sent = put_batch(
-                aggregator_port, "batch-noised", credential, blobs + added, real_units=batch
-            )
-            with_noise = batch / (making + sent)
+            plain_rates, noised_rates, made, acknowledged, counts = [], [], [], [], []
+            for _ in range(repeat):
+                plain = real_units("batch", batch)
+                plain_rates.append(batch / put_batch(aggregator_port, "batch", credential, plain))
+                blobs = real_units("batch-noised", batch)
+                started = time.perf_counter()
+                added = seal_dummies(public, "batch-noised", question, size, law)
+                made.append(time.perf_counter() - started)
+                acknowledged.append(
+                    put_batch(
+                        aggregator_port,
+                        "batch-noised",
+                        credential,
+                        blobs + added,
+                        real_units=batch,
+                    )
+                )
+                counts.append(len(added))
+                noised_rates.append(batch / (made[-1] + acknowledged[-1]))
             print(
-                f"    batch of {batch:6,}: without {without:9,.0f} real reports/s; with noise "
-                f"{with_noise:9,.0f} real reports/s ({len(added)} dummies: sealed in "
-                f"{1000 * making:.1f} ms, batch acknowledged in {1000 * sent:.0f} ms)"
+                f"    batch of {batch:6,}: without {median(plain_rates):9,.0f} real reports/s; "
+                f"with noise {median(noised_rates):9,.0f} real reports/s "
+                f"({median(counts):.0f} dummies drawn and sealed in {1000 * median(made):.1f} ms, "
+                f"the batch acknowledged in {1000 * median(acknowledged):.0f} ms)"
             )
     finally:
         for process in processes:
@@ -422,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batches", default="100,500,20000", help="forwarded batch sizes (100,500,20000)"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="forwarded batches per size (3)")
     args = parser.parse_args(argv)
     if "1" in args.sections:
         accuracy()
@@ -430,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     if "3" in args.sections:
         dummy_costs()
     if "4" in args.sections:
-        rates(args.duration, tuple(int(b) for b in args.batches.split(",")))
+        rates(args.duration, tuple(int(b) for b in args.batches.split(",")), args.repeat)
     return 0
 
 

@@ -289,10 +289,22 @@ def _batches(n: int, batch: int) -> int:
     return max(1, n // batch)
 
 
-def _respondents(width, batch: int, target: float) -> tuple[int | None, int | None]:
+def _respondents(
+    width, batch: int, target: float, in_batches: bool = True
+) -> tuple[int | None, int | None]:
     """(fewest N with every n >= N within ``target`` in batches of ``batch``, fewest all in
-    one batch), from ``width(n, batches)``; None past MAX_RESPONDENTS."""
+    one batch), from ``width(n, batches)``; None past MAX_RESPONDENTS (the first also None
+    unless ``in_batches``)."""
     from .intervals import smallest_passing
+
+    one_high = 1
+    while width(one_high, 1) > target:
+        one_high *= 2
+        if one_high > MAX_RESPONDENTS:
+            return None, None
+    single = smallest_passing(lambda n: width(n, 1) <= target, max(1, one_high // 2), one_high)
+    if not in_batches:
+        return None, single
 
     def peak(k: int) -> bool:  # n = k·batch, the widest point with k batches
         return width(k * batch, k) <= target
@@ -301,7 +313,7 @@ def _respondents(width, batch: int, target: float) -> tuple[int | None, int | No
     while not peak(high):
         high *= 2
         if high * batch > MAX_RESPONDENTS:
-            return None, None
+            return None, single
     k = smallest_passing(peak, max(1, high // 2), high)
     if k == 1:
         guaranteed = batch
@@ -309,12 +321,6 @@ def _respondents(width, batch: int, target: float) -> tuple[int | None, int | No
         # n in [(k-1)·batch, k·batch) has k - 1 batches, and k·batch passes
         start, end = (k - 1) * batch, k * batch
         guaranteed = smallest_passing(lambda n: n == end or width(n, k - 1) <= target, start, end)
-    one_high = 1
-    while width(one_high, 1) > target:
-        one_high *= 2
-        if one_high > MAX_RESPONDENTS:
-            return guaranteed, None
-    single = smallest_passing(lambda n: width(n, 1) <= target, max(1, one_high // 2), one_high)
     return guaranteed, single
 
 
@@ -349,6 +355,7 @@ def _noised_laws(
     ceiling: float,
     mechanism: str | None,
     question: dict[str, Any],
+    in_batches: bool = True,
 ) -> tuple[str, Mechanism, float, list[LawChoice]]:
     """(mechanism name, the mechanism at ε0, ε0, each calibrated law's figures): the core of
     :func:`relay_noise_plan` (arguments checked there)."""
@@ -381,7 +388,7 @@ def _noised_laws(
         def width(count: int, k: int, law: dummies.DummyLaw = law) -> float:
             return published_half_width(chosen_mechanism, count, law, k, beta)[0]
 
-        respondents, one_batch = _respondents(width, batch, target)
+        respondents, one_batch = _respondents(width, batch, target, in_batches)
         laws.append(
             LawChoice(
                 family=family,
@@ -509,6 +516,7 @@ def smallest_noised_batch(
         check_epsilon(max_local_epsilon, "max_local_epsilon"),
         None,
         {"options": options, "lo": lo, "hi": hi},
+        in_batches=False,
     )
     best = min(
         (law for law in laws if law.respondents_one_batch is not None),

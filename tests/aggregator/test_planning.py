@@ -153,6 +153,23 @@ def test_choosing_epsilon_relayed_column() -> None:
     ) == (220, 2.716)
 
 
+def test_choosing_epsilon_relay_noise_column() -> None:
+    """Two cells of docs/choosing-epsilon.md's relay-noise columns, recomputed: the fewest
+    respondents for ±5 points in one batch, and the dummies per batch."""
+    from deniable.relay_noise_plan import smallest_noised_batch
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "choosing-epsilon.md").read_text("utf-8")
+    assert "| 242 (ε0 2.115) | 120 (54) |" in text
+    needed, law = smallest_noised_batch("yes_no", central_epsilon=1, half_width=0.05)
+    assert (needed, law.dummies_per_batch, law.family) == (120, 54, "geometric")
+    assert "| 60 (70) | 70 (280) |" in text
+    needed, law = smallest_noised_batch(
+        "single_choice", central_epsilon=2, half_width=0.05, options=20
+    )
+    assert (needed, law.dummies_per_batch) == (70, 280)
+
+
 def test_notes_for_a_large_delta_and_the_device_cap(capsys) -> None:
     status, out, _ = call(
         capsys,
