@@ -23,11 +23,12 @@ about as wide as the dummies' own spread.  This module answers, for one question
   quotes that worst case.  Nothing is published below one batch.
 * **The fewest respondents** for a target half-width (±5 points by default): the smallest N
   from which *every* n >= N meets it in batches of ``batch`` (the half-width jumps up where
-  n reaches a further batch, and those peaks fall with n), and the fewest all in one batch
-  (``min_batch`` = N).
+  n reaches a further batch, and those peaks fall with n; between them it falls with n,
+  which the tests check over a range), and the fewest all in one batch (``min_batch`` = N).
 * **Robustness**: how far one fake report (a device that sends a chosen report) moves a
   category's estimated count, (n + 1) θ̂' - n θ̂.  For GRR it is (1 - q*)/(p* - q*): 6.24 at
-  ε = 1 with 10 options, about 1 at ε0 = 8 (Murakami et al., Section 6; Cheu, Smith and
+  ε = 1 with 10 options, about 1 at ε0 = 8: the smaller the local noise, the less a fake
+  report is amplified by the debiasing (Murakami et al., on robustness; Cheu, Smith and
   Ullman, "Manipulation attacks in local differential privacy", arXiv 1909.09630).
 
 Only mechanisms whose reports are values of a small set (``Mechanism.output_reports``) can be
