@@ -10,7 +10,8 @@ With ``--relay``, the survey goes through a shuffling relay: given the central
 ``--central-epsilon`` and ``--delta`` wanted for batches of ``--batch`` reports,
 it prints the ε0 to set on each question (:mod:`deniable.shuffle`) and the
 respondents needed for ``--half-width`` (default ±0.05) at that ε0, beside the
-respondents the same question needs with no relay.
+respondents the same question needs with no relay.  With ``--relay --relay-noise`` the relay
+also adds dummy reports to every batch: see :mod:`.planning_noise`.
 
 With ``--by-options`` (and optionally ``--by-type``, ``--by-epsilon``) it also
 plans a crosstab of this question by a second one: the half-width of one cell

@@ -45,7 +45,12 @@ from ingest import free_port  # noqa: E402  (sibling modules of this script)
 
 from deniable import dummies, sealing  # noqa: E402
 from deniable.mechanisms import GRR  # noqa: E402
-from deniable.relay_noise_plan import relay_noise_plan  # noqa: E402
+from deniable.relay_noise_plan import (  # noqa: E402
+    LAW_FAMILIES,
+    noise_mechanism,
+    noise_mechanisms,
+    relay_noise_plan,
+)
 from relay import (  # noqa: E402
     HOST,
     PROCESSES,
@@ -212,12 +217,16 @@ def dummy_costs() -> None:
         ("single_choice", 1024),
         ("multiple_choice", 1024),
     ):
-        result = relay_noise_plan(
-            question, central_epsilon=CENTRAL_EPSILON, delta=DELTA, batch=100, options=options
+        mechanism = noise_mechanism(
+            question, noise_mechanisms(question, options)[0], epsilon=8, options=options
         )
+        values = len(mechanism.output_reports())
         name = question + (f", {options} options" if options else "")
-        laws = ", ".join(f"{law.family} {law.dummies_per_batch:,.0f}" for law in result.laws)
-        print(f"  {name:28} {result.mechanism:16} {laws}")
+        laws = ", ".join(
+            f"{family} {values * dummies.calibrate(CENTRAL_EPSILON, DELTA, family).law.mean:,.0f}"
+            for family in LAW_FAMILIES
+        )
+        print(f"  {name:28} {mechanism.name:16} {values:5,} output values: {laws}")
 
     print("\n  the cost of a 1,024-option single-choice question")
     private = sealing.generate_private_key()

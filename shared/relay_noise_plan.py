@@ -79,7 +79,7 @@ __all__ = [
 MAX_LOCAL_EPSILON = 8.0
 LAW_FAMILIES = ("geometric", "binomial")
 # The ε0 tried below the ceiling (the ceiling itself is always tried).
-LOCAL_EPSILON_STEPS = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0)
+LOCAL_EPSILON_STEPS = (2.0, 4.0, 6.0)
 
 
 def _build(question_type: str, name: str, epsilon: float, options: int | None, lo, hi):
