@@ -74,7 +74,7 @@ def relay_noise_table(result: RelayNoisePlan) -> str:
         f"{chosen.output_values:,} values); central epsilon "
         f"{format_number(chosen.central_epsilon)} per batch.",
         f"Published {level} half-width at n = {result.n:,} ({batches} of dummies, worst case "
-        f"over the true shares): ±{format_number(chosen.half_width)} ({chosen.interval}).",
+        f"over the true answers): ±{format_number(chosen.half_width)} ({chosen.interval}).",
     ]
     if chosen.respondents is not None:
         needed = (

@@ -114,7 +114,8 @@ def noise_mechanisms(
             mechanism = _build(question_type, name, 1.0, options, lo, hi)
         except InvalidParameter:  # e.g. a domain too large for this oracle
             continue
-        if mechanism.output_reports() is not None:
+        outputs = mechanism.output_reports()
+        if outputs is not None and len(outputs) <= dummies.MAX_OUTPUT_VALUES:
             names.append(name)
     return tuple(names)
 
@@ -131,6 +132,12 @@ def noise_mechanism(
     """The question's mechanism at ε0, refused (InvalidParameter) unless it can carry relay
     noise."""
     supported = noise_mechanisms(question_type, options, lo, hi)
+    if not supported:
+        raise InvalidParameter(
+            f"relay noise is not available for a {question_type} question with {options:,} "
+            f"options: the relay draws dummies for every possible report, at most "
+            f"{dummies.MAX_OUTPUT_VALUES:,}"
+        )
     if name not in supported and name not in QUESTION_MECHANISMS[question_type]:
         raise InvalidParameter(
             f"{name} is not a mechanism of a {question_type} question; with relay noise use "
@@ -363,6 +370,8 @@ def _noised_laws(
     options, lo, hi = question["options"], question["lo"], question["hi"]
     supported = noise_mechanisms(question_type, options, lo, hi)
     names = supported if mechanism is None else (mechanism,)
+    if not names:
+        noise_mechanism(question_type, "", epsilon=1.0, **question)  # says why
     calibrated = {
         family: dummies.calibrate(central_epsilon, delta, family).law for family in LAW_FAMILIES
     }

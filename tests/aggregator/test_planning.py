@@ -244,7 +244,7 @@ def test_relay_noise_command_prints_and_json_carries_the_same_numbers() -> None:
     half = format_number(document["half_width"])
     assert (
         "Published 95% half-width at n = 100 (1 batch of dummies, worst case over the true "
-        f"shares): ±{half}"
+        f"answers): ±{half}"
     ) in out
     assert f"±{half} ({document['interval']})" in out
     assert f"Respondents needed for ±0.05: {document['respondents']:,} in batches of 100" in out
@@ -293,6 +293,19 @@ def test_relay_noise_command_prints_and_json_carries_the_same_numbers() -> None:
         (
             ["--relay", "--relay-noise", "--central-epsilon", "1", "--batch", "100", "--n", "50"],
             "less than one batch",
+        ),
+        (
+            [
+                "--relay",
+                "--relay-noise",
+                "--central-epsilon",
+                "1",
+                "--batch",
+                "100",
+                "--options",
+                "5000",
+            ],
+            "relay noise is not available for a single_choice question with 5,000 options",
         ),
     ],
 )
