@@ -266,6 +266,28 @@ def test_relay_noise_command_prints_and_json_carries_the_same_numbers() -> None:
     assert "refuse more than epsilon 4 per question" in out  # ε0 8 is over the default cap
 
 
+def test_relay_noise_text_says_when_the_relay_alone_does_better(capsys) -> None:
+    status, out, _ = call(
+        capsys,
+        [
+            "plan",
+            "--relay",
+            "--relay-noise",
+            "--central-epsilon",
+            "1",
+            "--batch",
+            "100",
+            "--type",
+            "multiple_choice",
+            "--options",
+            "5",
+        ],
+    )
+    assert status == 0
+    assert "(option_sampling)" in out and "Dummies per batch: 270" in out
+    assert "Relay noise does not narrow this question's interval" in out
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

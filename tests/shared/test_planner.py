@@ -180,3 +180,14 @@ def test_the_local_epsilon_is_the_ceiling_given():
     result = relay_noise_plan("yes_no", central_epsilon=1, batch=100, max_local_epsilon=4)
     assert result.local_epsilon == 4
     assert result.chosen.dummies_per_batch == 54  # the dummies do not depend on ε0
+
+
+def test_relay_noise_says_when_the_relay_alone_does_better():
+    """Option sampling spreads each dummy over every option (and samples one option per
+    respondent whatever ε0): at 100 respondents the relay alone is narrower."""
+    from deniable.relay_noise_plan import relay_noise_plan
+
+    result = relay_noise_plan("multiple_choice", options=5, central_epsilon=1, batch=100)
+    assert result.mechanism == "option_sampling" and result.chosen.dummies_per_batch == 270
+    assert not result.noise_helps and result.to_dict()["noise_helps"] is False
+    assert result.chosen.half_width > result.relay_only_half_width
