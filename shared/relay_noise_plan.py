@@ -82,7 +82,10 @@ LAW_FAMILIES = ("geometric", "binomial")
 LOCAL_EPSILON_STEPS = (2.0, 4.0, 6.0)
 
 
-def _build(question_type: str, name: str, epsilon: float, options: int | None, lo, hi):
+def _build(
+    question_type: str, name: str, epsilon: float, options: int | None, lo: float, hi: float
+) -> Mechanism:
+    """The mechanism ``name`` of a question of ``question_type`` at ``epsilon``."""
     cls = mechanism_class(question_type, name)
     if cls is None:
         raise InvalidParameter(f"{name} is not a mechanism of a {question_type} question")
