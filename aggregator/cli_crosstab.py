@@ -142,7 +142,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             record = storage.get_survey(survey_id, count=False)
             question = record.survey.question(question_id)
             sides.append((record, question, storage.fold(survey_id)[question_id]))
-        document = compare_document(sides[0], sides[1], beta=args.beta)
+        document = compare_document(sides[0], sides[1], beta=args.beta, storage=storage)
     if args.json:
         print_json(document)
         return 0

@@ -82,7 +82,7 @@ def cmd_batches(args: argparse.Namespace) -> int:
     else:
         print(
             format_table(
-                ["unit", "batches", "smallest", "stored", "dropped"],
+                ["unit", "batches", "smallest", "stored", "dropped", "with dummies", "plausible"],
                 [
                     [
                         unit or "(submission)",
@@ -90,6 +90,8 @@ def cmd_batches(args: argparse.Namespace) -> int:
                         s["smallest_batch"],
                         s["stored"],
                         s["dropped"],
+                        s["noised_batches"],
+                        s["plausible_batches"],
                     ]
                     for unit, s in sorted(summary.items())
                 ],

@@ -31,6 +31,7 @@ from deniable.errors import Conflict, InvalidParameter
 from deniable.estimation import DEFAULT_BETA
 from deniable.survey import Question, Survey
 
+from .relay_noise import question_noise
 from .storage import Storage, SurveyRecord
 
 __all__ = ["compare_document", "crosstab_document", "folded_statistics", "unavailable_reason"]
@@ -169,25 +170,37 @@ def compare_document(
     second: tuple[SurveyRecord, Question, Any],
     *,
     beta: float = DEFAULT_BETA,
+    storage: Any = None,
 ) -> dict[str, Any]:
     """Per category: the later survey's estimate minus the earlier's (``second - first``).
 
     Each ``(record, question, folded statistics)``; see
-    :func:`deniable.comparison.compare_question`.
+    :func:`deniable.comparison.compare_question`.  With ``storage``, a side whose relay
+    added dummy reports is compared with them taken out (:mod:`.relay_noise`), n its
+    real respondents.
     """
     (record_a, question_a, folded_a), (record_b, question_b, folded_b) = first, second
+    noises, counts = [], []
+    for record, question, folded in (first, second):
+        noise, dummies = None, 0
+        if storage is not None and getattr(record.survey, "relay", None) is not None:
+            summary = storage.relay.batch_summary(record.id)
+            noise, dummies = question_noise(record, question, summary)
+        noises.append(noise)
+        counts.append(max(folded.n - dummies, 0))
     body = comparison.compare_question(
         question_a,
         folded_a.statistics,
-        folded_a.n,
+        counts[0],
         question_b,
         folded_b.statistics,
-        folded_b.n,
+        counts[1],
         beta=beta,
+        noises=(noises[0], noises[1]),
     )
     return {
-        "first": {"survey": record_a.id, "question": question_a.id, "n": folded_a.n},
-        "second": {"survey": record_b.id, "question": question_b.id, "n": folded_b.n},
+        "first": {"survey": record_a.id, "question": question_a.id, "n": counts[0]},
+        "second": {"survey": record_b.id, "question": question_b.id, "n": counts[1]},
         "beta": beta,
         **body,
     }

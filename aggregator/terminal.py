@@ -57,10 +57,15 @@ def relay_lines(relay: Mapping[str, Any]) -> str:
 def central_line(central: Mapping[str, Any]) -> str:
     if central.get("central_epsilon") is None:
         return f"central epsilon: none yet ({central.get('note', 'no batch forwarded')})"
-    return (
+    line = (
         f"central epsilon {central['central_epsilon']:.3g} at delta {central['delta']:g} "
         f"(smallest batch {central['batch']:,}; local epsilon {central['local_epsilon']:g})"
     )
+    if "noised_epsilon" in central:  # relay noise: the three figures, each with its condition
+        line += "".join(f"\n    {figure['words']}" for figure in central["figures"])
+        if central.get("noise_note"):
+            line += f"\n    {central['noise_note']}"
+    return line
 
 
 def results_table(

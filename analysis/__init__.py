@@ -64,7 +64,8 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
     beside them (the same numbers as the JSON, the CSV, the command line and the
     dashboard); every family's own bounds follow as ``<family>_lower`` ...
     ``frame.attrs`` keeps the survey, β, n_reports, and per question id its ``n``,
-    ``tightest`` and ``simultaneous_tightest`` family.
+    ``tightest`` and ``simultaneous_tightest`` family, and for a relayed survey its
+    ``privacy`` (the question's ``central`` member).
     """
     rows = []
     for question in document["questions"]:
@@ -99,6 +100,9 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
             "simultaneous_tightest": {
                 q["question"]: q.get("simultaneous_tightest") for q in questions
             },
+            # A relayed survey's privacy per question: the central figures, and with relay
+            # noise the three (local, shuffling alone, with the dummies) with their words.
+            "privacy": {q["question"]: q["central"] for q in questions if q.get("central")},
         }
     )
     return frame

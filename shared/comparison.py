@@ -21,6 +21,11 @@ Thm 2.10): ``chebyshev`` D ± sqrt(V/β); ``bernstein`` D ± (sqrt(2 V L) + b L/
 with L = ln(2/β).  Claims made together (k differences) use β/k each (union
 bound).  Both are valid for every n and every truth; the published one
 (``tightest``) is chosen from V, b and β only, never from the data.
+
+A question whose relay added dummy reports (``deniable.noised``) enters with the
+dummies' mean subtracted, their variance added to V, and b the largest of a
+respondent's and a dummy count's deviation (each dummy count is one more
+independent summand), n its real respondents.
 """
 
 from __future__ import annotations
@@ -151,29 +156,35 @@ def difference(
     )
 
 
-def frequency_figures(oracle: Any, counts: Any, n: int) -> list[Figure]:
-    """A :class:`Figure` per category of one question's results (any categorical oracle)."""
-    from .estimation import score_model
+def frequency_figures(oracle: Any, counts: Any, n: int, noise: Any = None) -> list[Figure]:
+    """A :class:`Figure` per category of one question's results (any categorical oracle;
+    ``noise``: the relay's dummies in ``counts``, a :class:`deniable.noised.DummyNoise`)."""
+    from .noised import added_variance, debiased_statistics, noised_score_model
 
-    model = score_model(oracle)
-    estimates = oracle.estimate(counts, n)
+    model = noised_score_model(oracle, n, noise)
+    estimates = oracle.estimate(debiased_statistics(oracle, counts, noise), n)
     bound = oracle.variance_bound(n)
+    if noise is not None:
+        bound += float(added_variance(oracle, n, noise).max())
     deviation = None if model.deviation is None else model.deviation / (n * model.slope)
     return [Figure(value=float(v), variance_bound=bound, deviation=deviation) for v in estimates]
 
 
-def mean_figure(mechanism: Any, statistics: Any, n: int) -> Figure:
+def mean_figure(mechanism: Any, statistics: Any, n: int, noise: Any = None) -> Figure:
     """The :class:`Figure` of one numeric question's mean (in its units)."""
-    from .estimation import score_model
+    from .noised import added_variance, debiased_statistics, noised_score_model
 
-    model = score_model(mechanism)
-    mean = float(mechanism.estimate(statistics, n)[0])
+    model = noised_score_model(mechanism, n, noise)
+    mean = float(mechanism.estimate(debiased_statistics(mechanism, statistics, noise), n)[0])
+    bound = mechanism.variance_bound(n)
+    if noise is not None:
+        bound += float(added_variance(mechanism, n, noise).max())
     deviation = None
     if model.deviation is not None:
         deviation = model.scale * model.deviation / (n * model.slope)
     return Figure(
         value=mean,
-        variance_bound=mechanism.variance_bound(n),
+        variance_bound=bound,
         deviation=deviation,
         low=mechanism.lo,
         high=mechanism.hi,
@@ -189,12 +200,12 @@ def cell_figure(estimate: Any, row: int, column: int, deviation: float) -> Figur
     )
 
 
-def question_figures(question: Any, statistics: Any, n: int) -> list[Figure]:
+def question_figures(question: Any, statistics: Any, n: int, noise: Any = None) -> list[Figure]:
     """One :class:`Figure` per published estimate of a survey question."""
     oracle = question.oracle
     if question.type == "numeric":
-        return [mean_figure(oracle, statistics, n)]
-    return frequency_figures(getattr(oracle, "option_oracle", oracle), statistics, n)
+        return [mean_figure(oracle, statistics, n, noise)]
+    return frequency_figures(getattr(oracle, "option_oracle", oracle), statistics, n, noise)
 
 
 def compare_question(
@@ -206,8 +217,12 @@ def compare_question(
     second_n: int,
     *,
     beta: float = DEFAULT_BETA,
+    noises: tuple[Any, Any] = (None, None),
 ) -> dict[str, Any]:
     """Each estimate of ``second`` minus ``first`` (two waves, or two surveys), with intervals.
+
+    ``noises``: each side's relay dummies (:class:`deniable.noised.DummyNoise` or None),
+    with ``first_n``/``second_n`` the real respondents.
 
     Two waves of one memoized longitudinal question (the same key) are
     ``nonnegative``ly dependent; any other pair ``independent``.  ``comparisons``
@@ -229,8 +244,8 @@ def compare_question(
     dependence = "nonnegative" if memoized else "independent"
     if first_n == 0 or second_n == 0:
         return {"dependence": dependence, "comparisons": None}
-    before = question_figures(first, first_statistics, first_n)
-    after = question_figures(second, second_statistics, second_n)
+    before = question_figures(first, first_statistics, first_n, noises[0])
+    after = question_figures(second, second_statistics, second_n, noises[1])
     numeric = first.type == "numeric"
     rows = []
     for label, old, new in zip(first.labels, before, after, strict=True):

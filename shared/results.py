@@ -220,7 +220,8 @@ def privacy_figures(
     }
     if noise is None:
         return {**result, "figures": figures}
-    worst, worst_delta = 0.0, noise.delta
+    # Why the shuffle figure to start: with no batch counted below, nothing better is proved.
+    worst, worst_delta = (0.0, noise.delta) if smallest_plausible else (shuffled, delta)
     if smallest_plausible:
         worst = noised_central_epsilon(noise.law, local_epsilon, smallest_plausible, noise.delta)
     shuffle_only = batches - plausible_batches

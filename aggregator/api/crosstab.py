@@ -143,7 +143,7 @@ def compare(survey_id: str) -> Response:
             raise InvalidParameter(f"survey {record_id!r} has no question {qid!r}")
         folded = storage.fold(record_id)[qid]
         sides.append((record, record.survey.question(qid), folded))
-    document = compare_document(sides[0], sides[1], beta=beta)
+    document = compare_document(sides[0], sides[1], beta=beta, storage=storage)
     if not csv_wanted:
         return json_response(document)
     return _csv(

@@ -312,6 +312,9 @@ def document(max_batch: int) -> dict[str, Any]:
                     "properties": {
                         "format": {"const": "deniable.batch/1"},
                         "unit": {"type": "string"},
+                        # relay noise: how many of the sealed units are respondents' (the
+                        # rest are the relay's dummy reports); only for a survey signing it
+                        "real_units": {"type": "integer", "minimum": 0},
                         "sealed": {"type": "array", "items": {"type": "string"}},
                     },
                 },

@@ -30,12 +30,17 @@ from typing import Any
 
 from deniable.survey import Question
 
+from ..relay_noise import question_noise
 from ..storage import SurveyRecord, current_storage
 
 __all__ = ["batch_summary", "central", "header", "noise_of", "relay_terms"]
 
 DELTA = 1e-6
 SUMMARY = "The relay hid who sent each report and forwarded batches in a random order."
+NOISE_SUMMARY = (
+    "The relay also added dummy reports to each batch, drawn from the signed law; the "
+    "estimates subtract their expected number and every interval includes their spread."
+)
 
 
 def relay_terms(record: SurveyRecord) -> Any:
@@ -57,6 +62,16 @@ def header(record: SurveyRecord, summary: dict[str, dict[str, int]] | None) -> d
     relay = relay_terms(record)
     summary = summary or {}
     smallest = [unit["smallest_batch"] for unit in summary.values() if unit["batches"]]
+    noise = {}
+    if relay.noise is not None:
+        noise = {
+            "noise": {
+                **relay.noise.to_dict(),
+                "noised_batches": sum(u.get("noised_batches", 0) for u in summary.values()),
+                "plausible_batches": sum(u.get("plausible_batches", 0) for u in summary.values()),
+                "summary": NOISE_SUMMARY,
+            }
+        }
     return {
         "url": relay.url,
         "min_batch": relay.min_batch,
@@ -68,6 +83,7 @@ def header(record: SurveyRecord, summary: dict[str, dict[str, int]] | None) -> d
         "delta": DELTA,
         "summary": SUMMARY,
         "conditions": list(CONDITIONS),
+        **noise,
     }
 
 
@@ -139,18 +155,5 @@ def _noised_central(question: Question, noise: Any, unit: dict[str, int]) -> dic
 def noise_of(
     record: SurveyRecord, question: Question, summary: dict[str, dict[str, int]] | None
 ) -> tuple[Any, int]:
-    """(the question's :class:`deniable.noised.DummyNoise`, or None; the dummies stored).
-
-    Every batch that says how many of its units are real adds D_y ~ law dummies per
-    output report, so its dummies' mean is subtracted (whether or not they were
-    plausible: plausibility decides which privacy figure the batch earns, while the
-    stored dummies are in the statistics either way)."""
-    relay = relay_terms(record)
-    if relay is None or relay.noise is None or relay.shuffle_unit != "question":
-        return None, 0
-    unit = (summary or {}).get(question.id)
-    if not unit or not unit.get("noised_batches"):
-        return None, 0
-    from deniable.noised import DummyNoise
-
-    return DummyNoise(law=relay.noise.law, batches=unit["noised_batches"]), unit["dummies"]
+    """(the question's dummies, the dummies stored): :func:`..relay_noise.question_noise`."""
+    return question_noise(record, question, summary)

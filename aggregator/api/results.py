@@ -196,15 +196,23 @@ def statistics_key(record: SurveyRecord, beta: float, kind: str) -> tuple[Any, .
 def _header(
     record: SurveyRecord, statistics: dict[str, Any], beta: float, batches: Batches
 ) -> dict[str, Any]:
+    # n: the real reports, less the dummies a relay added (api/relayed.py; 0 without noise)
+    real = {
+        question.id: statistics[question.id].n - relayed.noise_of(record, question, batches)[1]
+        for question in record.survey.questions
+    }
     head = {
         "survey": record.id,
         "title": record.survey.title,
         "status": record.status,
         "beta": beta,
-        "n_reports": sum(s.n for s in statistics.values()),
+        "n_reports": sum(real.values()),
     }
     if relayed.relay_terms(record) is not None:
         head["relay"] = relayed.header(record, batches)
+        dummies = sum(s.n for s in statistics.values()) - head["n_reports"]
+        if dummies:
+            head["relay"] |= {"dummies": dummies, "respondents": max(real.values(), default=0)}
     return head
 
 

@@ -138,6 +138,8 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
     if record.results_public:
         summary["respondents"] = respondents(current_storage().fold(record.id))
         header, results = results_by_question(record, beta)
+        if header.get("relay", {}).get("dummies"):  # relay noise: the real respondents only
+            summary["respondents"] = header["relay"]["respondents"]
         summary["n_reports"] = header["n_reports"]
         summary["relay"] = header.get("relay")  # a relayed survey's batches (api/relayed.py)
         definitions = {q.id: q.to_dict() for q in record.survey.questions}

@@ -219,6 +219,7 @@ def compare_page(survey_id: str, other_id: str) -> str | tuple[str, int]:
                     (first, question, folded[0][question.id]),
                     (second, other, folded[1][question.id]),
                     beta=beta,
+                    storage=storage,
                 )
             except InvalidParameter:
                 continue  # same id, different question: not comparable

@@ -193,9 +193,20 @@ def test_results_take_the_dummies_out_and_match_a_recount(client, storage, relay
         assert "even if the relay colludes" in central["figures"][0]["words"]
         assert "noise_note" not in central
         assert result["tightest"] == "exact_tail"
+    noise = document["relay"]["noise"]
+    assert (noise["noised_batches"], noise["plausible_batches"], noise["epsilon"]) == (4, 4, 1.0)
+    assert document["n_reports"] == 140 and document["relay"]["respondents"] == 80
     csv = client.get("/api/v1/surveys/n/results?format=csv").get_data(as_text=True)
     header = csv.splitlines()[0].split(",")
     assert {"local_epsilon", "shuffle_epsilon", "noised_epsilon"} <= set(header)
+    from deniable.analysis import results_frame
+
+    frame = results_frame(document)
+    assert (
+        frame.attrs["privacy"]["a"]["noised_epsilon"]
+        == document["questions"][0]["central"]["noised_epsilon"]
+    )
+    assert list(frame["n"].unique()) == [80, 60]
 
 
 def test_a_batch_without_real_units_or_with_implausible_dummies_gets_the_shuffle_bound(
@@ -248,3 +259,65 @@ def test_a_survey_whose_noise_misses_its_signed_epsilon_is_refused(client, opera
         "/api/v1/surveys", json={"definition": definition("good", NOISE)}, headers=operator_headers
     )
     assert good.status_code == 201, good.json
+
+
+def test_a_comparison_takes_each_sides_dummies_out(client, relayed):
+    real = ["01"] * 8 + ["00"] * 4
+    blobs = blobs_for(relayed, "n", "a", noised_batch(real, [25, 29], YES_NO))
+    assert put(client, relayed, "n", "a", blobs, real_units=12).status_code == 201
+    document = client.get("/api/v1/surveys/n/compare?question=a&with=n").json
+    assert document["first"]["n"] == document["second"]["n"] == 12
+    results = client.get("/api/v1/surveys/n/results").json["questions"][0]
+    row = document["comparisons"][0]
+    assert row["first"] == pytest.approx(results["categories"][0]["estimate"], abs=1e-12)
+    assert row["difference"] == 0.0
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_dashboard_shows_the_three_figures_in_words_without_wcag_violations(client, relayed):
+    """The survey page's privacy figures (and the note on a shuffle-only batch) in Chromium,
+    at desktop and phone sizes: axe-core finds no WCAG 2.2 AA violation."""
+    from playwright.sync_api import sync_playwright
+
+    from .respond_stack import require_browser
+    from .test_respond_axe import AXE, SHOTS, _check_both
+
+    require_browser()
+    if not AXE.exists():
+        pytest.skip(f"axe-core is not installed at {AXE}")
+    real = ["01"] * 30 + ["00"] * 20
+    blobs = blobs_for(relayed, "n", "a", noised_batch(real, [26, 28], YES_NO))
+    assert put(client, relayed, "n", "a", blobs, real_units=50).status_code == 201
+    assert (
+        put(client, relayed, "n", "a", blobs_for(relayed, "n", "a", ["01"] * 7)).status_code == 201
+    )
+    html = client.get("/surveys/n").get_data(as_text=True)
+    assert "even if the relay colludes" in html and "shuffle bound only" in html
+    assert "also added dummy reports" in html
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
+        try:
+            page = browser.new_page()
+            page.set_content(html)
+            page.add_script_tag(path=str(AXE))
+            found = _check_both(page, "dashboard-relay-noise")
+        finally:
+            browser.close()
+    assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_the_command_line_lists_batches_with_dummies(client, relayed, app_config, capsys):
+    from deniable.aggregator import cli
+
+    real = ["01"] * 5
+    blobs = blobs_for(relayed, "n", "a", noised_batch(real, [27, 27], YES_NO))
+    assert put(client, relayed, "n", "a", blobs, real_units=5).status_code == 201
+    status = cli.main(["--database", app_config["DATABASE"], "relay", "batches", "n"])
+    out = capsys.readouterr().out
+    assert status == 0 and "with dummies" in out and "plausible" in out
+    row = next(line for line in out.splitlines() if line.strip().startswith("a "))
+    assert row.split()[1:] == ["1", "5", "59", "0", "1", "1"]

@@ -385,3 +385,79 @@ def test_mechanisms_without_output_reports_are_refused() -> None:
 
     with pytest.raises(InvalidParameter, match="output reports"):
         noised.output_statistics(OUE(epsilon=1.0, domain_size=4))
+
+
+def test_comparisons_between_waves_take_each_sides_dummies_out() -> None:
+    from deniable.comparison import compare_question
+    from deniable.survey import Survey
+
+    survey = Survey.from_dict(
+        {
+            "format": "deniable.survey/1",
+            "id": "w",
+            "title": "W",
+            "questions": [{"id": "a", "type": "yes_no", "text": "A?", "epsilon": 8.0}],
+        }
+    )
+    question = survey.questions[0]
+    oracle = question.oracle
+    first = noised.DummyNoise(law=TARGET_LAW, batches=1)
+    second = noised.DummyNoise(law=TARGET_LAW, batches=3)
+    before, after = np.array([60 + 27, 40 + 27]), np.array([150 + 81, 150 + 81])
+    body = compare_question(question, before, 100, question, after, 300, noises=(first, second))
+    rows = body["comparisons"]
+    expected = oracle.estimate(after - 81, 300) - oracle.estimate(before - 27, 100)
+    assert np.allclose([row["difference"] for row in rows], expected, atol=1e-12)
+    bound = (
+        oracle.variance_bound(100)
+        + noised.added_variance(oracle, 100, first).max()
+        + oracle.variance_bound(300)
+        + noised.added_variance(oracle, 300, second).max()
+    )
+    assert rows[0]["variance_bound"] == pytest.approx(bound, rel=1e-12)
+    assert rows[0]["half_widths"]["chebyshev"] == pytest.approx(math.sqrt(bound / 0.05))
+
+
+def test_question_results_of_every_noisable_type() -> None:
+    """A survey's published results with dummies, for a yes/no, a multiple-choice question by
+    option sampling and a numeric one: unbiased recounts, the noise member, real n."""
+    from deniable.results import question_results
+    from deniable.survey import Survey
+
+    survey = Survey.from_dict(
+        {
+            "format": "deniable.survey/1",
+            "id": "t",
+            "title": "T",
+            "questions": [
+                {"id": "a", "type": "yes_no", "text": "A?", "epsilon": 8.0},
+                {
+                    "id": "m",
+                    "type": "multiple_choice",
+                    "text": "M?",
+                    "options": ["x", "y", "z"],
+                    "mechanism": "option_sampling",
+                    "epsilon": 4.0,
+                },
+                {"id": "v", "type": "numeric", "text": "V?", "lo": 0, "hi": 10, "epsilon": 2.0},
+            ],
+        }
+    )
+    rng = np.random.default_rng(3)
+    noise = noised.DummyNoise(law=TARGET_LAW, batches=2)
+    for question in survey.questions:
+        oracle = question.oracle
+        outputs = noised.output_statistics(oracle)
+        observed = rng.integers(0, 40, oracle.statistics_size)
+        observed = observed + (2 * 27 * outputs.sum(axis=0)).astype(np.int64)
+        result = question_results(question, observed, 60, noise=noise)
+        assert result["n"] == 60 and result["noise"]["batches"] == 2
+        assert result["noise"]["expected_dummies"] == pytest.approx(2 * 27 * len(outputs))
+        recount = oracle.estimate(observed - noised.dummy_mean(oracle, noise), 60)
+        if question.type == "numeric":
+            assert result["mean"] == pytest.approx(float(recount[0]), abs=1e-12)
+            assert result["tightest"] in ("chebyshev_exact", "bernstein")
+        else:
+            estimates = [c["estimate"] for c in result["categories"]]
+            assert np.allclose(estimates, recount, atol=1e-12)
+            assert (result["tightest"] == "exact_tail") == (question.type == "yes_no")
