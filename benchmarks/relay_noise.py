@@ -19,7 +19,10 @@ with a large ε0.  Prints:
    (HPKE, one core, this process), the half-width and the respondents for ±5 points.
 4. **The relay's rates** with noise on, against ``benchmarks/relay.py`` without (its
    functions, imported): intake of sealed submissions, and forward + decrypt of one batch
-   (its dummies drawn and sealed as the relay does, then PUT with ``real_units``).
+   (its dummies drawn and sealed by the relay's own ``deniable.relay.noise`` where the
+   checkout has it, else the same steps here, then PUT with ``real_units``); then batches of
+   100 through the relay's own forwarder with a 1 s window, to the results, which must count
+   the respondents only (with the relay's noise, the dummies are reported beside them).
 
 No assertions: figures only (tests/shared/test_planner.py checks the planner).
 """
@@ -70,6 +73,7 @@ TARGETS = (  # (question type, options, n, target half-width)
     ("single_choice", 5, 100, 0.08),
 )
 SURVEYS = 20_000
+WINDOW_BATCH, WINDOW_SECONDS, WINDOW_REPEAT = 100, 1.0, 5  # batches through the relay
 
 
 def points(share: float | None) -> str:
@@ -326,6 +330,8 @@ def rates(duration: float, batches: tuple[int, ...], repeat: int) -> None:
         "intake-noised": noised(definition("intake-noised", relay_url, 1_000_000)),
         "batch": definition("batch", relay_url, 1),
         "batch-noised": noised(definition("batch-noised", relay_url, 1)),
+        "window": definition("window", relay_url, WINDOW_BATCH, questions=1),
+        "window-noised": noised(definition("window-noised", relay_url, WINDOW_BATCH, questions=1)),
     }
     for survey_id, document in surveys.items():
         path = work / f"{survey_id}.json"
@@ -460,9 +466,81 @@ def rates(duration: float, batches: tuple[int, ...], repeat: int) -> None:
                 f"({median(counts):.0f} dummies drawn and sealed in {1000 * median(made):.1f} ms, "
                 f"the batch acknowledged in {1000 * median(acknowledged):.0f} ms)"
             )
+
+        print(
+            f"  through the relay's own forwarder: {WINDOW_BATCH} submissions of a one-question "
+            f"survey (min_batch {WINDOW_BATCH}, window {WINDOW_SECONDS:g} s), from the last 202 "
+            "until the results count them"
+        )
+        stop(processes.pop(1))
+        relay_env["DENIABLE_RELAY_WINDOW_SECONDS"] = str(WINDOW_SECONDS)
+        processes.insert(
+            1,
+            serve(
+                [*relay_command, f"{HOST}:{relay_port}", "--workers", "1"],
+                relay_env,
+                relay_port,
+                work / "relay2.log",
+            ),
+        )
+        for survey_id in ("window", "window-noised"):
+            survey_json = json.dumps(surveys[survey_id])
+            times, counted, stored = [], 0, 0
+            for _ in range(WINDOW_REPEAT):
+                elapsed, counted, stored = through_the_relay(
+                    survey_id, survey_json, public, key_id, relay_port, aggregator_port, counted
+                )
+                times.append(elapsed)
+            label = "with noise" if "noised" in survey_id else "without"
+            print(
+                f"    {label:10} least {min(times):.2f} s, median {median(times):.2f} s over "
+                f"{WINDOW_REPEAT} batches (each waits up to the window); the results count "
+                f"{counted} respondents, {stored} dummies stored beside them"
+            )
     finally:
         for process in processes:
             stop(process)
+
+
+def through_the_relay(
+    survey_id: str,
+    survey_json: str,
+    public: bytes,
+    key_id: str,
+    relay_port: int,
+    aggregator_port: int,
+    before: int,
+) -> tuple[float, int, int]:
+    """(seconds from the last submission's 202 until the results count all of them,
+    respondents counted, dummies stored) for one batch of WINDOW_BATCH submissions sent to
+    the relay; ``before``: the respondents the results counted already."""
+    import http.client
+
+    bodies = sealed_bodies(survey_json, public, key_id, WINDOW_BATCH)
+    relay = http.client.HTTPConnection(HOST, relay_port, timeout=60)
+    aggregator = http.client.HTTPConnection(HOST, aggregator_port, timeout=60)
+    for body in bodies:
+        relay.request(
+            "POST",
+            f"/api/v1/surveys/{survey_id}/sealed",
+            body,
+            {"Content-Type": "application/json"},
+        )
+        response = relay.getresponse()
+        response.read()
+        if response.status != 202:
+            raise SystemExit(f"relay intake: HTTP {response.status}")
+    last = time.perf_counter()
+    deadline = last + 120
+    while time.perf_counter() < deadline:
+        aggregator.request("GET", f"/api/v1/surveys/{survey_id}/results")
+        results = json.loads(aggregator.getresponse().read())
+        if results["n_reports"] >= before + WINDOW_BATCH:
+            elapsed = time.perf_counter() - last
+            stored = (results.get("relay") or {}).get("dummies", 0)
+            return elapsed, results["n_reports"], stored
+        time.sleep(0.02)
+    raise SystemExit(f"{survey_id}: the batch never reached the results")
 
 
 def main(argv: list[str] | None = None) -> int:
