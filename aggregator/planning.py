@@ -10,7 +10,8 @@ With ``--relay``, the survey goes through a shuffling relay: given the central
 ``--central-epsilon`` and ``--delta`` wanted for batches of ``--batch`` reports,
 it prints the ε0 to set on each question (:mod:`deniable.shuffle`) and the
 respondents needed for ``--half-width`` (default ±0.05) at that ε0, beside the
-respondents the same question needs with no relay.
+respondents the same question needs with no relay.  With ``--relay --relay-noise`` the relay
+also adds dummy reports to every batch: see :mod:`.planning_noise`.
 
 With ``--by-options`` (and optionally ``--by-type``, ``--by-epsilon``) it also
 plans a crosstab of this question by a second one: the half-width of one cell
@@ -39,6 +40,7 @@ from deniable.planner import (
 from deniable.planner import MAX_RESPONDENTS as MAX_PLANNED_RESPONDENTS
 from deniable.policy import Policy
 
+from . import planning_noise
 from .terminal import EXIT_USAGE, CommandError, format_table
 
 __all__ = ["add_parser"]
@@ -169,6 +171,19 @@ def add_parser(commands: Any) -> None:
         default=None,
         help="with --relay: the smallest batch the relay forwards (min_batch)",
     )
+    relay.add_argument(
+        "--relay-noise",
+        action="store_true",
+        help="with --relay: the relay adds dummy reports to every batch (the augmented "
+        "shuffle): print the epsilon to set on the device, the dummies per batch and the "
+        "published half-width",
+    )
+    relay.add_argument(
+        "--mechanism",
+        default=None,
+        help="with --relay-noise: plan this mechanism (binary_rr, grr, option_sampling or "
+        "duchi; default: the one with the narrowest published interval)",
+    )
     sub.add_argument(
         "--by-type",
         choices=("yes_no", "single_choice", "multiple_choice"),
@@ -215,7 +230,9 @@ def _goal_figures(row: Any, result: Plan) -> list[str]:
 def cmd_plan(args: argparse.Namespace) -> int:
     if args.relay:
         return cmd_relay_plan(args)
-    for option in ("central_epsilon", "batch", "delta"):
+    if args.relay_noise:
+        raise CommandError("--relay-noise needs --relay", EXIT_USAGE)
+    for option in ("central_epsilon", "batch", "delta", "mechanism"):
         if getattr(args, option) is not None:
             flag = "--" + option.replace("_", "-")
             raise CommandError(f"{flag} needs --relay", EXIT_USAGE)
@@ -319,6 +336,10 @@ def cmd_relay_plan(args: argparse.Namespace) -> int:
     if missing:
         raise CommandError(f"--relay needs {' and '.join(missing)}", EXIT_USAGE)
     question_type = args.question_type or ("single_choice" if args.options else "yes_no")
+    if args.relay_noise:
+        return planning_noise.cmd_relay_noise_plan(args, question_type)
+    if args.mechanism is not None:
+        raise CommandError("--mechanism needs --relay-noise", EXIT_USAGE)
     result = relay_plan(
         question_type,
         central_epsilon=args.central_epsilon,

@@ -244,10 +244,16 @@ def bare_app():
     return app
 
 
-def put_batch(port: int, survey_id: str, credential: str, blobs: list[bytes]) -> float:
-    body = json.dumps(
-        {"format": "deniable.batch/1", "unit": "q0", "sealed": [b64(b) for b in blobs]}
-    ).encode()
+def put_batch(
+    port: int, survey_id: str, credential: str, blobs: list[bytes], real_units: int | None = None
+) -> float:
+    """PUT one relay batch of ``blobs`` for unit q0 (``real_units``: how many are respondents'
+    when the rest are the relay's dummies); seconds to the aggregator's acknowledgement."""
+    document: dict[str, Any] = {"format": "deniable.batch/1", "unit": "q0"}
+    if real_units is not None:
+        document["real_units"] = real_units
+    document["sealed"] = [b64(b) for b in blobs]
+    body = json.dumps(document).encode()
     connection = http.client.HTTPConnection(HOST, port, timeout=600)
     started = time.perf_counter()
     connection.request(

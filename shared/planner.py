@@ -71,6 +71,7 @@ __all__ = [
     "format_number",
     "plan",
     "relay_plan",
+    "relayed_local_epsilon",
     "respondents_for",
     "smallest_relayed_batch",
     "targets",
@@ -439,7 +440,7 @@ def best_respondents(result: Plan, mechanism: str | None = None) -> int | None:
     return min(needed) if needed else None
 
 
-def _relayed_local_epsilon(central_epsilon: float, batch: int, delta: float) -> float:
+def relayed_local_epsilon(central_epsilon: float, batch: int, delta: float) -> float:
     """The largest ε0 (to 0.001) whose batches of ``batch`` are (central_epsilon, delta)-DP
     after shuffling: rounded down to what an operator writes in a definition (never
     up: that could break the central target)."""
@@ -471,7 +472,7 @@ def relay_plan(
         raise InvalidParameter(
             f"n = {n:,} is less than one batch ({batch:,}): nothing would be published"
         )
-    local = _relayed_local_epsilon(target, batch, delta)
+    local = relayed_local_epsilon(target, batch, delta)
     at_local = plan(
         question_type,
         epsilon=local,
@@ -554,7 +555,7 @@ def smallest_relayed_batch(
         return value
 
     def local(batch: int) -> float:
-        return _relayed_local_epsilon(target, batch, delta)
+        return relayed_local_epsilon(target, batch, delta)
 
     # at N = needed(target), ε0 ≥ the target: N suffices
     low = smallest_passing(lambda batch: needed(local(batch)) <= batch, 1, needed(target))

@@ -153,6 +153,23 @@ def test_choosing_epsilon_relayed_column() -> None:
     ) == (220, 2.716)
 
 
+def test_choosing_epsilon_relay_noise_column() -> None:
+    """Two cells of docs/choosing-epsilon.md's relay-noise columns, recomputed: the fewest
+    respondents for ±5 points in one batch, and the dummies per batch."""
+    from deniable.relay_noise_plan import smallest_noised_batch
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "choosing-epsilon.md").read_text("utf-8")
+    assert "| 242 (ε0 2.115) | 120 (54) |" in text
+    needed, law = smallest_noised_batch("yes_no", central_epsilon=1, half_width=0.05)
+    assert (needed, law.dummies_per_batch, law.family) == (120, 54, "geometric")
+    assert "| 60 (70) | 70 (280) |" in text
+    needed, law = smallest_noised_batch(
+        "single_choice", central_epsilon=2, half_width=0.05, options=20
+    )
+    assert (needed, law.dummies_per_batch) == (70, 280)
+
+
 def test_notes_for_a_large_delta_and_the_device_cap(capsys) -> None:
     status, out, _ = call(
         capsys,
@@ -191,6 +208,134 @@ def test_crosstab_cell_plan(capsys) -> None:
     status, out, _ = call(capsys, [*argv, "--json"])
     document = json.loads(out)
     assert document["crosstab"]["rows"][1]["n_for_half_width"] == bernstein.n_for_half_width
+
+
+def test_relay_noise_command_prints_and_json_carries_the_same_numbers() -> None:
+    """``plan --relay --relay-noise``: ε0, dummies per batch, the published half-width and
+    the fewest respondents for ±5 points, the same in the text and in ``--json``."""
+    from deniable.planner import format_number
+    from deniable.relay_noise_plan import relay_noise_plan
+
+    argv = [
+        "plan",
+        "--relay",
+        "--relay-noise",
+        "--central-epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--batch",
+        "100",
+        "--options",
+        "2",
+    ]
+    result = script(*argv)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    document = json.loads(script(*argv, "--json").stdout)
+    expected = relay_noise_plan(
+        "single_choice", central_epsilon=1, delta=1e-6, batch=100, options=2
+    ).to_dict()
+    assert document == json.loads(json.dumps(expected))
+    assert document["local_epsilon"] == 8 and document["dummies_per_batch"] == 54
+    assert document["law"] == "geometric" and document["batch"] == 100
+    assert "Set epsilon 8 on each question" in out
+    assert "Dummies per batch: 54 (geometric, shift 27, top 54" in out
+    half = format_number(document["half_width"])
+    assert (
+        "Published 95% half-width at n = 100 (1 batch of dummies, worst case over the true "
+        f"answers): ±{half}"
+    ) in out
+    assert f"±{half} ({document['interval']})" in out
+    assert f"Respondents needed for ±0.05: {document['respondents']:,} in batches of 100" in out
+    assert f"{document['respondents_one_batch']:,} all in one batch" in out
+    relay, local = document["relay_only"], document["local_only"]
+    assert f"the relay alone allows epsilon {relay['local_epsilon']:g} on the device" in out
+    assert f"±{format_number(relay['half_width'])} at n = 100" in out
+    assert f"{local['respondents']:,} respondents." in out
+    assert f"by {format_number(document['fake_report_shift'])} (with epsilon 1" in out
+    for law in document["laws"]:
+        row = next(line for line in out.splitlines() if line.startswith(law["family"]))
+        cells = row.replace(" *", "").split()
+        assert cells[1:4] == [
+            format_number(law["dummies_per_batch"]),
+            format_number(law["variance_per_value"]),
+            format_number(law["half_width"]),
+        ]
+        assert cells[5:] == [f"{law['respondents']:,}", f"{law['respondents_one_batch']:,}"]
+    assert "refuse more than epsilon 4 per question" in out  # ε0 8 is over the default cap
+
+
+def test_relay_noise_text_says_when_the_relay_alone_does_better(capsys) -> None:
+    status, out, _ = call(
+        capsys,
+        [
+            "plan",
+            "--relay",
+            "--relay-noise",
+            "--central-epsilon",
+            "1",
+            "--batch",
+            "100",
+            "--type",
+            "multiple_choice",
+            "--options",
+            "5",
+        ],
+    )
+    assert status == 0
+    assert "(option_sampling)" in out and "Dummies per batch: 270" in out
+    assert "Relay noise does not narrow this question's interval" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--epsilon", "1", "--n", "10", "--relay-noise"], "--relay-noise needs --relay"),
+        (["--epsilon", "1", "--n", "10", "--mechanism", "grr"], "--mechanism needs --relay"),
+        (
+            ["--relay", "--central-epsilon", "1", "--batch", "100", "--mechanism", "grr"],
+            "--mechanism needs --relay-noise",
+        ),
+        (
+            [
+                "--relay",
+                "--relay-noise",
+                "--central-epsilon",
+                "1",
+                "--batch",
+                "100",
+                "--options",
+                "8",
+                "--mechanism",
+                "subset",
+            ],
+            "subset cannot carry relay noise",
+        ),
+        (
+            ["--relay", "--relay-noise", "--central-epsilon", "1", "--batch", "100", "--n", "50"],
+            "less than one batch",
+        ),
+        (
+            [
+                "--relay",
+                "--relay-noise",
+                "--central-epsilon",
+                "1",
+                "--batch",
+                "100",
+                "--options",
+                "5000",
+            ],
+            "relay noise is not available for a single_choice question with 5,000 options",
+        ),
+    ],
+)
+def test_relay_noise_usage_errors_exit_2_with_one_line(capsys, argv, message) -> None:
+    status, _, err = call(capsys, ["plan", *argv])
+    assert status == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"{PROG}") and message in lines[0], err
 
 
 # -- out-of-range numbers ----------------------------------------
