@@ -332,7 +332,6 @@ _FIELDS = (
     ("instantaneous_epsilon", "epsilon"),
     ("epsilon", "epsilon"),
     ("mechanism", "mechanism"),
-    ("binary_rr", "mechanism"),
     ("lo", "lo"),
     ("hi", "hi"),
     (".text", "text"),

@@ -180,12 +180,31 @@ def open_page(stack, **options):
     return context, page, Recorder(page)
 
 
+def answer_burnout(page) -> None:
+    """Yes to the demo's first question (its follow-up then appears: declined here)."""
+    page.check("#q-burnout-0")
+    page.check("#q-burnout_cause-declined")
+
+
+def answer_questionnaire(page) -> None:
+    """The demo's optional sensitive question declined and its 0-10 scale at 8."""
+    page.check("#q-harassment-declined")
+    page.check("#q-recommend-8")
+
+
 def fill(page, overtime: str = ANSWERS["overtime"]) -> None:
-    page.get_by_label("Yes", exact=True).check()
-    page.get_by_label(ANSWERS["commute"], exact=True).check()
+    answer_burnout(page)
+    check_option(page, "commute", ANSWERS["commute"])
     for label in ANSWERS["tools"]:
-        page.get_by_label(label, exact=True).check()
+        check_option(page, "tools", label)
     page.fill("#q-overtime", overtime)
+    answer_questionnaire(page)
+
+
+def check_option(page, question: str, label: str) -> None:
+    """Checks the option ``label`` of the demo's ``question`` (labels repeat across questions)."""
+    index = demo.demo_survey().question(question).options.index(label)
+    page.check(f"#q-{question}-{index}")
 
 
 def answer_and_send(page) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from deniable.aggregator import demo
 from deniable.aggregator.respond import MODULES
 from deniable.survey import Survey
 
@@ -294,7 +295,7 @@ def test_example_site_relays_only_noisy_reports(stack) -> None:
         context.close()
         server.shutdown()
     received = site.config["RECEIVED"]
-    assert len(received) == 1 and len(received[0]["reports"]) == 4
+    assert len(received) == 1 and len(received[0]["reports"]) == len(demo.demo_survey().questions)
     text = json.dumps(received)
     assert not any(answer in text for answer in TRUE_TEXT)
     assert _counts(base) == [n + 1 for n in before]
@@ -321,7 +322,7 @@ def test_a_survey_that_requires_enrolment_takes_the_token_in_the_form(stack) -> 
     posts = [r for r in recorder.requests if r[0] == "POST"]
     assert len(posts) == 2 and posts[0][2] == posts[1][2], "the same reports, ids included"
     results = requests.get(f"{base}/api/v1/surveys/{ENROLLED}/results", timeout=10).json()
-    assert [q["n"] for q in results["questions"]] == [1, 1, 1, 1]
+    assert [q["n"] for q in results["questions"]] == [1] * len(demo.demo_survey().questions)
     recorder.assert_no_true_answer()
     context.close()
 
@@ -371,7 +372,7 @@ def test_keyboard_only(stack) -> None:
         assert page.evaluate("document.activeElement.textContent") == "What does ε mean?"
         keys.press("Tab")
         assert focused() == "q-burnout-0"
-        keys.press("Space")  # Yes
+        keys.press("Space")  # Yes: its follow-up appears after the number
         keys.press("Tab")
         assert focused() == "q-commute-0"
         keys.press("ArrowDown")
@@ -386,11 +387,22 @@ def test_keyboard_only(stack) -> None:
         assert focused() == "q-overtime"
         keys.type("3.5")
         keys.press("Tab")
+        assert focused() == "q-burnout_cause-0"
+        keys.press("Space")  # its first cause
+        keys.press("Tab")
+        assert focused() == "q-harassment-0"
+        keys.press("Space")  # Yes
+        keys.press("Tab")
+        assert focused() == "q-recommend-0"
+        for _ in range(8):
+            keys.press("ArrowRight")  # 8 on the 0-10 scale
+        keys.press("Tab")
         keys.press("Enter")  # Randomize my answers
         assert _state(page, "review") == "review" and focused() == "deniable-review"
         names = ("q-burnout-0", "q-commute-2", "q-tools-0", "q-tools-2", "q-tools-1")
+        names += ("q-burnout_cause-0", "q-harassment-0", "q-recommend-8")
         checked = [page.is_checked(f"#{name}") for name in names]
-        assert checked == [True, True, True, True, False]
+        assert checked == [True, True, True, True, False, True, True, True]
         page.wait_for_selector(".deniable-review button.deniable-primary:enabled")  # after the hold
         keys.press("Tab")
         assert page.evaluate("document.activeElement.textContent") == "Send these noisy values"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .respond_stack import SURVEY, open_page, run_stack, state
+from .respond_stack import SURVEY, answer_burnout, answer_questionnaire, open_page, run_stack, state
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,7 +31,8 @@ def test_an_error_disappears_once_fixed_without_resubmitting(stack) -> None:
     try:
         page.goto(f"{stack['base']}/surveys/{SURVEY}/respond")
         state(page, "ready")
-        page.get_by_label("Yes", exact=True).check()  # "commute" and "tools" left as they are
+        answer_burnout(page)
+        answer_questionnaire(page)  # "commute" and "tools" left as they are
         page.fill("#q-overtime", "99")  # out of range
         page.get_by_role("button", name="Randomize my answers").click()
         assert state(page, "errors", "review") == "errors"

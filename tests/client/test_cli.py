@@ -286,7 +286,9 @@ def test_every_path_of_the_terminal_respondent_makes_the_same_requests(served_ta
         for question, status_ in zip(
             TABLE["definition"]["questions"], case["statuses"], strict=True
         ):
-            assert (question["text"] in said) == (status_ != "hidden"), question["id"]
+            # Asked only when shown (the list of what will be sent names every report).
+            asked = said.split("\nWhat will be sent")[0]
+            assert (question["text"] in asked) == (status_ != "hidden"), question["id"]
         if case["statuses"][1] != "hidden":
             assert "Your best guess is fine." in said  # the help text
         # Timing class: each request leaves before the first prompt or after the last one.

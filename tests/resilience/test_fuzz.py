@@ -7,7 +7,7 @@ JSON, mutated reports, batches and survey definitions).  Checked for every
 request: no 5xx; every status >= 400 is ``application/problem+json`` with a
 non-empty detail (``assert_problem``), except the dashboard's own HTML pages
 for an unknown or unreadable survey or page (``/surveys/<id>``, ``/?page=``, 404/400,
-text/html, for browsers); and the stored report count changes only by the reports a 201
+text/html, for browsers) and the editor's refusals (``/editor``, pages in words); and the stored report count changes only by the reports a 201
 acknowledged for the first time.  (The OpenAPI-driven cases live in
 tests/aggregator/test_openapi.py: 2 modes x 9 operations x 100 examples per backend,
 about 2,400 cases per run, asserted >= 1,000 there.)
@@ -62,7 +62,7 @@ DOCUMENTED_ERRORS = {400, 401, 403, 404, 405, 406, 409, 413, 414, 415, 422, 429,
 SURVEYS = ["fuzz", "fuzz-private", "closable", "fuzz-enrol"]
 # Pages people read answer errors in plain-words HTML: a survey, its crosstab, a comparison
 # of two surveys, the respond page.
-PAGES = r"/|/surveys/[^/]*(/crosstab|/respond|/compare/[^/]*)?"
+PAGES = r"/|/surveys/[^/]*(/crosstab|/respond|/qr\.svg|/compare/[^/]*)?"
 
 FUZZ_SETTINGS = settings(
     deadline=None,
@@ -331,6 +331,12 @@ def test_every_endpoint_survives_arbitrary_requests(app, storage, operator_heade
                 and status in (400, 404)
                 and response.mimetype == "text/html"
                 and re.fullmatch(PAGES, path) is not None
+            ) or (
+                # The editor is for browsers: its refusals (sign-in, CSRF, unknown draft)
+                # are pages in words, never a 5xx.
+                re.fullmatch(r"/editor(/.*)?", path) is not None
+                and status in (400, 401, 403, 404, 405, 409, 413)
+                and response.mimetype == "text/html"
             )
             if case["method"] == "HEAD":
                 assert response.mimetype in ("application/problem+json", "text/html")
