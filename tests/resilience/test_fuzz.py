@@ -7,7 +7,8 @@ JSON, mutated reports, batches and survey definitions).  Checked for every
 request: no 5xx; every status >= 400 is ``application/problem+json`` with a
 non-empty detail (``assert_problem``), except the dashboard's own HTML pages
 for an unknown or unreadable survey or page (``/surveys/<id>``, ``/?page=``, 404/400,
-text/html, for browsers) and the editor's refusals (``/editor``, pages in words); and the stored report count changes only by the reports a 201
+text/html, for browsers) and the editor's refusals (``/editor``, pages in words);
+and the stored report count changes only by the reports a 201
 acknowledged for the first time.  (The OpenAPI-driven cases live in
 tests/aggregator/test_openapi.py: 2 modes x 9 operations x 100 examples per backend,
 about 2,400 cases per run, asserted >= 1,000 there.)
