@@ -15,6 +15,7 @@ import requests
 
 from deniable.aggregator import cli, demo
 
+from .respond_stack import answer_burnout, answer_questionnaire, check_option
 from .test_respond_browser import ARGS, CHROMIUM, _require
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -40,10 +41,11 @@ def test_respond_page_submissions_join(tmp_path) -> None:
                 context = browser.new_context()  # a new person: no "already answered" mark
                 page = context.new_page()
                 page.goto(f"{base}/surveys/{survey.id}/respond")
-                page.get_by_label("Yes", exact=True).check()
-                page.get_by_label(commute, exact=True).check()
-                page.get_by_label("Email", exact=True).check()
+                answer_burnout(page)
+                check_option(page, "commute", commute)
+                check_option(page, "tools", "Email")
                 page.fill("#q-overtime", "3.5")
+                answer_questionnaire(page)
                 page.get_by_role("button", name="Randomize my answers").click()
                 page.get_by_role("button", name="Send these noisy values").click()
                 page.wait_for_selector(
