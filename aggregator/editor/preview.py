@@ -32,18 +32,7 @@ from deniable.survey import Survey
 from deniable.wire import SurveyEnvelope
 
 from ..api.common import json_response
-from ..respond import (
-    NOSCRIPT_STYLE,
-    PAGE_FILES,
-    ROTATION,
-    STYLE,
-    _headers,
-    import_map,
-    integrity,
-    relay_passage,
-    survey_modules,
-    watch_script,
-)
+from ..respond import _headers, render_respond_page, watch_script
 from ..respond.words import catalogue, translator
 from ..signing import SigningKey
 from . import blueprint
@@ -91,28 +80,14 @@ def preview(draft_id: str) -> Any:
     if shown is None or signed is None:
         message = "This draft cannot be previewed yet: fix the problems shown on its page first."
         return render_template("editor/refused.html", message=message, back=draft.id), 409
-    hashes = integrity()
-    names = survey_modules(signed)
-    modules = [(url_for("respond.static", name=n), hashes[n]) for n in names]
-    imports = import_map()
-    page = render_template(
-        "respond.html",
+    page, imports = render_respond_page(
+        signed,
+        shown=shown,
         t=t,
         lang=lang,
-        import_map=imports,
-        survey_id=signed.id,
-        title=shown.title,
-        relay=relay_passage(shown, t),
         is_open=True,
         public_key=preview_key(draft).public_key,
         results="",
-        files={name: (url_for("respond.static", name=name), hashes[name]) for name in PAGE_FILES},
-        watch=watch_script(),
-        preload=modules[:-1],
-        script=modules[-1],
-        pinned=" ".join((*names, *ROTATION)),
-        style=STYLE,
-        noscript_style=NOSCRIPT_STYLE,
     )
     if AGGREGATOR_ATTRIBUTE not in page:  # the respond page changed: say so, never guess
         raise RuntimeError("respond.html no longer sets data-deniable-aggregator")

@@ -63,6 +63,7 @@ __all__ = [
     "blueprint",
     "init_app",
     "integrity",
+    "render_respond_page",
     "static_file",
     "survey_modules",
 ]
@@ -251,8 +252,33 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         return _unavailable(lang, t("not_found_heading"), t("not_found"), 404)
     if record.survey.format != FORMAT:
         return _unavailable(lang, t("legacy_heading"), t("legacy"), 409)
+    page, imports = render_respond_page(
+        record.survey,
+        t=t,
+        lang=lang,
+        is_open=record.is_open,
+        public_key=current_key().public_key,
+        results=url_for("dashboard.survey", survey_id=record.id) if record.results_public else "",
+    )
+    return page, 200, _headers((imports, watch_script()), relay_source(record.survey))
+
+
+def render_respond_page(
+    survey: Survey,
+    *,
+    t: Callable[..., str],
+    lang: str,
+    is_open: bool,
+    public_key: str,
+    results: str,
+    shown: Survey | None = None,
+) -> tuple[str, str]:
+    """The respond page's HTML for the signed ``survey`` (its mechanisms' modules pinned and
+    preloaded), showing ``shown``'s title and relay passage (default: ``survey``'s), and the
+    import map the page's CSP must allow."""
+    shown = survey if shown is None else shown
     hashes = integrity()
-    names = survey_modules(record.survey)
+    names = survey_modules(survey)
     modules = [(url_for("respond.static", name=n), hashes[n]) for n in names]
     imports = import_map()
     page = render_template(
@@ -260,12 +286,12 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         t=t,
         lang=lang,
         import_map=imports,
-        survey_id=record.id,
-        title=record.survey.title,
-        relay=relay_passage(record.survey, t),
-        is_open=record.is_open,
-        public_key=current_key().public_key,
-        results=url_for("dashboard.survey", survey_id=record.id) if record.results_public else "",
+        survey_id=survey.id,
+        title=shown.title,
+        relay=relay_passage(shown, t),
+        is_open=is_open,
+        public_key=public_key,
+        results=results,
         files={name: (url_for("respond.static", name=name), hashes[name]) for name in PAGE_FILES},
         watch=watch_script(),
         preload=modules[:-1],
@@ -274,7 +300,7 @@ def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
         style=STYLE,
         noscript_style=NOSCRIPT_STYLE,
     )
-    return page, 200, _headers((imports, watch_script()), relay_source(record.survey))
+    return page, imports
 
 
 @blueprint.get("/about/epsilon")
