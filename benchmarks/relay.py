@@ -74,6 +74,25 @@ def definition(
     return document
 
 
+def environments(work: Path, relay_url: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The aggregator's and the relay's settings for a run in ``work``: no rate limits,
+    batches of 1,000 reports, and a relay that forms batches only when told (a day's window)."""
+    aggregator_env = {
+        "DENIABLE_HOME": str(work / "aggregator"),
+        "DENIABLE_RATE_LIMIT_PER_ADDRESS": "0",
+        "DENIABLE_MAX_BATCH": "1000",
+        "DENIABLE_MAX_BODY_BYTES": str(8 << 20),
+    }
+    relay_env = {
+        "DENIABLE_RELAY_HOME": str(work / "relay"),
+        "DENIABLE_RELAY_PUBLIC_URL": relay_url,
+        "DENIABLE_RELAY_WINDOW_SECONDS": "86400",
+        "DENIABLE_RELAY_FORWARD_INTERVAL": "0.1",
+        "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0",
+    }
+    return aggregator_env, relay_env
+
+
 def cli(module: str, args: list[str], environment: dict[str, str]) -> str:
     """A command line's main() in this process (its own settings from ``environment``)."""
     from deniable.aggregator import cli as aggregator_cli
@@ -334,19 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     relay_url = f"http://{HOST}:{relay_port}"
     if args.postgres:
         raise SystemExit("--postgres: not wired in this version; SQLite only")
-    aggregator_env = {
-        "DENIABLE_HOME": str(work / "aggregator"),
-        "DENIABLE_RATE_LIMIT_PER_ADDRESS": "0",
-        "DENIABLE_MAX_BATCH": "1000",
-        "DENIABLE_MAX_BODY_BYTES": str(8 << 20),
-    }
-    relay_env = {
-        "DENIABLE_RELAY_HOME": str(work / "relay"),
-        "DENIABLE_RELAY_PUBLIC_URL": relay_url,
-        "DENIABLE_RELAY_WINDOW_SECONDS": "86400",
-        "DENIABLE_RELAY_FORWARD_INTERVAL": "0.1",
-        "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0",
-    }
+    aggregator_env, relay_env = environments(work, relay_url)
     cli("aggregator", ["init"], aggregator_env)
     for survey_id, relayed, min_batch in (
         ("intake", True, 1_000_000),

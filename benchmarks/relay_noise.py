@@ -59,6 +59,7 @@ from relay import (  # noqa: E402
     PROCESSES,
     cli,
     definition,
+    environments,
     measure_intake,
     put_batch,
     sealed_bodies,
@@ -311,19 +312,7 @@ def rates(duration: float, batches: tuple[int, ...], repeat: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="deniable-relay-noise-bench-"))
     aggregator_port, relay_port = free_port(), free_port()
     relay_url = f"http://{HOST}:{relay_port}"
-    aggregator_env = {
-        "DENIABLE_HOME": str(work / "aggregator"),
-        "DENIABLE_RATE_LIMIT_PER_ADDRESS": "0",
-        "DENIABLE_MAX_BATCH": "1000",
-        "DENIABLE_MAX_BODY_BYTES": str(8 << 20),
-    }
-    relay_env = {
-        "DENIABLE_RELAY_HOME": str(work / "relay"),
-        "DENIABLE_RELAY_PUBLIC_URL": relay_url,
-        "DENIABLE_RELAY_WINDOW_SECONDS": "86400",
-        "DENIABLE_RELAY_FORWARD_INTERVAL": "0.1",
-        "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0",
-    }
+    aggregator_env, relay_env = environments(work, relay_url)
     cli("aggregator", ["init"], aggregator_env)
     surveys = {
         "intake": definition("intake", relay_url, 1_000_000),
