@@ -55,6 +55,8 @@ COLUMNS_RIGHT = 8
 PLOT_HEIGHT = 140
 ANCHOR_CHARS = 22
 ANCHOR_LINES = 3
+# A scale's mean point is a row of its result, named as the row is.
+LABELLED_MEAN = ' data-label="mean"'
 # The net promoter score's axis, in points.
 NPS_RANGE = (-100.0, 100.0)
 
@@ -215,23 +217,18 @@ def _axis(
     return parts
 
 
-def _whisker(x1: float, x2: float, y: float, cap: float = 5.0) -> str:
+def _whisker(a1: float, a2: float, at: float, cap: float = 5.0, upright: bool = False) -> str:
+    """A whisker from ``a1`` to ``a2`` at ``at`` across, capped at both ends (upright: a1 and a2
+    are y's, ``at`` an x)."""
+    lines = [(a1, at, a2, at), (a1, at - cap, a1, at + cap), (a2, at - cap, a2, at + cap)]
+    if upright:
+        lines = [(y1, x1, y2, x2) for x1, y1, x2, y2 in lines]
     return (
         f'<g class="whisker" stroke="{WHISKER}" stroke-width="1.6">'
-        f'<line x1="{x1:.1f}" y1="{y:.1f}" x2="{x2:.1f}" y2="{y:.1f}"/>'
-        f'<line x1="{x1:.1f}" y1="{y - cap:.1f}" x2="{x1:.1f}" y2="{y + cap:.1f}"/>'
-        f'<line x1="{x2:.1f}" y1="{y - cap:.1f}" x2="{x2:.1f}" y2="{y + cap:.1f}"/>'
-        "</g>"
-    )
-
-
-def _upright_whisker(x: float, y1: float, y2: float, cap: float = 4.0) -> str:
-    return (
-        f'<g class="whisker" stroke="{WHISKER}" stroke-width="1.6">'
-        f'<line x1="{x:.1f}" y1="{y1:.1f}" x2="{x:.1f}" y2="{y2:.1f}"/>'
-        f'<line x1="{x - cap:.1f}" y1="{y1:.1f}" x2="{x + cap:.1f}" y2="{y1:.1f}"/>'
-        f'<line x1="{x - cap:.1f}" y1="{y2:.1f}" x2="{x + cap:.1f}" y2="{y2:.1f}"/>'
-        "</g>"
+        + "".join(
+            f'<line x1="{a:.1f}" y1="{b:.1f}" x2="{c:.1f}" y2="{d:.1f}"/>' for a, b, c, d in lines
+        )
+        + "</g>"
     )
 
 
@@ -403,7 +400,7 @@ def scale_chart(
             f'<rect x="{x - column / 2:.1f}" y="{min(y, bottom - 0.5):.1f}" '
             f'width="{column:.1f}" height="{max(bottom - y, 0.5):.1f}" '
             f'fill="{NEGATIVE_FILL if outside else BAR_FILL}" rx="2"/>'
-            + _upright_whisker(x, y_of(upper), y_of(lower))
+            + _whisker(y_of(upper), y_of(lower), x, 4.0, upright=True)
             + f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle" fill="{TEXT}" '
             f'font-size="12">{escape(label)}</text></g>'
         )
@@ -424,9 +421,7 @@ def scale_chart(
 
 def _point_chart(
     *,
-    value: float,
-    lower: float,
-    upper: float,
+    point: tuple[float, float, float],
     axis: tuple[float, float, Sequence[float]],
     span: tuple[float, float],
     legend: Sequence[str],
@@ -437,9 +432,11 @@ def _point_chart(
     group: str,
     zero: float | None = None,
 ) -> str:
-    """One estimate as a dot with its whisker on an axis (``axis``: its ends and ticks;
-    ``span``: the x of its ends).  A value outside the axis is drawn at the edge with a
-    marker, and written raw beside it.  ``group`` is the ``<g>``'s class and data."""
+    """One estimate as a dot with its whisker on an axis: ``point`` (value, lower, upper),
+    ``axis`` its ends and ticks, ``span`` the x of its ends.  A value outside the axis is
+    drawn at the edge with a marker, and written raw beside it.  ``group`` is the ``<g>``'s
+    class and data."""
+    value, lower, upper = point
     axis_lo, axis_hi, ticks = axis
     drawn = min(max(value, axis_lo), axis_hi)
     outside = drawn != value
@@ -501,50 +498,31 @@ def mean_chart(
     mean = float(result["mean"])
     lower, upper, family = shown_interval(result, result)
     lo, hi = float(lo), float(hi)
-    level = f"its {_level(result)} {FAMILY_NAMES[family]} interval (whisker)"
-    subject = "Estimated mean" if among is None else f"Mean {among}"
-    data = (
-        f'data-mean="{number(mean)}" data-shown="{number(min(max(mean, lo), hi))}" '
-        f'data-lower="{number(lower)}" data-upper="{number(upper)}" data-interval="{family}"'
-    )
     if points:
         x_of = _scale_x(len(points))
-        return _point_chart(
-            value=mean,
-            lower=lower,
-            upper=upper,
-            axis=(lo, hi, [float(point) for point in points]),
-            span=(x_of(0), x_of(len(points) - 1)),
-            legend=_wrap(f"{subject} (dot) on the scale with {level}"),
-            text=lambda value: format_score("mean", value),
-            name="mean",
-            title=title,
-            kind="mean-chart",
-            group=f'class="mean" data-label="mean" {data}',
-        )
-    axis_lo, axis_hi, ticks = _ticks(lo, hi)
-    legend = [
-        f"{subject} (dot) on the answer range",
-        f"[{format_number(lo)}, {format_number(hi)}] with its {_level(result)}",
-        f"{FAMILY_NAMES[family]} interval (whisker)",
-    ]
-    if among is not None:
-        legend = _wrap(
-            f"{subject} (dot) on the answer range [{format_number(lo)}, {format_number(hi)}] "
-            f"with {level}"
-        )
+        axis = (lo, hi, [float(point) for point in points])
+        span, where = (x_of(0), x_of(len(points) - 1)), "on the scale"
+    else:  # the range unbroken (a no-break space): "[0, 20]"
+        axis, span = _ticks(lo, hi), (LEFT, WIDTH - RIGHT)
+        where = f"on the answer range [{format_number(lo)},\u00a0{format_number(hi)}]"
+    subject = "Estimated mean" if among is None else f"Mean {among}"
     return _point_chart(
-        value=mean,
-        lower=lower,
-        upper=upper,
-        axis=(axis_lo, axis_hi, ticks),
-        span=(LEFT, WIDTH - RIGHT),
-        legend=legend,
-        text=format_number,
+        point=(mean, lower, upper),
+        axis=axis,
+        span=span,
+        legend=_wrap(
+            f"{subject} (dot) {where} with its {_level(result)} {FAMILY_NAMES[family]} "
+            "interval (whisker)"
+        ),
+        text=(lambda value: format_score("mean", value)) if points else format_number,
         name="mean",
         title=title,
         kind="mean-chart",
-        group=f'class="mean" {data}',
+        group=(
+            f'class="mean"{LABELLED_MEAN if points else ""} data-mean="{number(mean)}" '
+            f'data-shown="{number(min(max(mean, lo), hi))}" data-lower="{number(lower)}" '
+            f'data-upper="{number(upper)}" data-interval="{family}"'
+        ),
     )
 
 
@@ -561,9 +539,7 @@ def nps_chart(
     low, high = NPS_RANGE
     shown = min(max(estimate, low), high)
     return _point_chart(
-        value=estimate,
-        lower=lower,
-        upper=upper,
+        point=(estimate, lower, upper),
         axis=(low, high, [low, low / 2, 0.0, high / 2, high]),
         span=(LEFT + 10, WIDTH - RIGHT - 10),  # room for "-100" and "+100" under the ends
         legend=_wrap(

@@ -335,11 +335,11 @@ def test_survey_page_shows_the_api_numbers(dash) -> None:
     text = page.get_data(as_text=True)
     assert_page_matches_results(text, results)
     assert "With probability at least 95% the true share lies inside each bar" in text
-    assert "the true mean of all respondents" in text
-    assert text.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart') == len(
-        survey.questions
-    )
-    assert text.count("<svg") == len(survey.questions) + 1  # and the link's QR code
+    assert "Shares and means are of all respondents, except where a chart says" in text
+    # One chart per question, and a 0-10 scale's mean and net promoter score.
+    charts = len(survey.questions) + 2
+    assert text.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart') == charts
+    assert text.count("<svg") == charts + 1  # and the link's QR code
     article = next(d for t, c, d in parse_page(text).elements if t == "article")
     assert int(article["data-n-reports"]) == results["n_reports"] == 700 * len(survey.questions)
     assert int(article["data-respondents"]) == 700
