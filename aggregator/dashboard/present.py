@@ -224,8 +224,8 @@ def _data(row: Mapping[str, Any], family: str = "ratio") -> dict[str, str]:
     }
 
 
-def _bracket(lower: float, upper: float, format: Callable[[float], str]) -> str:
-    return f"[{format(lower)}, {format(upper)}]"
+def _bracket(lower: float, upper: float, said: Callable[[float], str]) -> str:
+    return f"[{said(lower)}, {said(upper)}]"
 
 
 def nonresponse_lines(result: Mapping[str, Any], words: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -237,10 +237,10 @@ def nonresponse_lines(result: Mapping[str, Any], words: Mapping[str, str]) -> li
     lines = []
     if "not_applicable" in rows:
         row = rows["not_applicable"]
-        e, low, high = row["estimate"], row["lower"], row["upper"]
+        estimate, low, high = row["estimate"], row["lower"], row["upper"]
         text = (
-            f"Asked of {share(1 - e)} of respondents {_bracket(1 - high, 1 - low, share)}; "
-            f"the other {share(e)} {_bracket(low, high, share)} were not asked (it did not "
+            f"Asked of {share(1 - estimate)} of respondents {_bracket(1 - high, 1 - low, share)}; "
+            f"the other {share(estimate)} {_bracket(low, high, share)} were not asked (it did not "
             "apply to them)."
         )
         lines.append({"data": _data(row, result.get("tightest", "ratio")), "text": text})
