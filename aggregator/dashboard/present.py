@@ -100,9 +100,10 @@ def precision_sentence(result: Mapping[str, Any], asked_some: bool | None = None
     if asked_some is None:
         asked_some = _asked_some(result)
     if needed and asked_some:  # the count is for shares of all respondents
+        among = f"the mean {AMONG} needs" if "mean" in result else f"shares {AMONG} need"
         need = (
-            f" About {needed:,} respondents are needed for {ten} on shares of all "
-            f"respondents{by}; shares {AMONG} need more."
+            f" About {needed:,} respondents are needed for {ten} over all respondents{by}; "
+            f"{among} more."
         )
     if precision == "uninformative":
         return (

@@ -335,3 +335,18 @@ def test_nothing_estimated_among_those_who_answered_is_said_in_words() -> None:
     }
     (line,) = present.nonresponse_lines({"categories": [declined]}, {"declined": "No thanks"})
     assert line["text"].startswith("The share of respondents who chose “No thanks”: no estimate")
+
+
+def test_the_respondents_needed_are_said_to_count_all_respondents() -> None:
+    """The published count for ±10 points is for estimates over all respondents (deniable.
+    nonresponse); an optional question's shares or mean among those who answered need more."""
+    result = {"precision": "imprecise", "respondents_for_ten_points": 2014}
+    assert present.precision_sentence(result, asked_some=False).endswith(
+        "About 2,014 respondents are needed for ±10 points."
+    )
+    assert present.precision_sentence(result, asked_some=True).endswith(
+        "needed for ±10 points over all respondents; shares among those who answered need more."
+    )
+    assert present.precision_sentence({**result, "mean": 3.0}, asked_some=True).endswith(
+        "over all respondents; the mean among those who answered needs more."
+    )
