@@ -273,8 +273,9 @@ def relay_warning(record: Any) -> str | None:
         f"answers until it has a batch of at least {relay.min_batch:,}; once the survey is "
         "closed, this aggregator refuses its batches and the relay discards every answer it "
         "still holds, although those respondents were told their answers were sent. Before "
-        "closing, check with the relay's operator ('deniable-relay status') that nothing is "
-        "waiting, or add --flush-relay to have the relay forward every batch it can first."
+        "closing, check on the survey's page (results public) or with the relay's operator "
+        "('deniable-relay status') that nothing is waiting, or add --flush-relay to have the "
+        "relay forward every batch it can first."
     )
 
 
