@@ -28,6 +28,7 @@ from ..public_url import public_base_url, respond_links
 from ..relay_noise import real_counts
 from ..storage import SurveyRecord, current_storage
 from ..storage.records import respondents
+from . import relay_held
 from .present import explanation, question_view
 from .times import time_element
 
@@ -108,6 +109,7 @@ def survey(survey_id: str) -> str | tuple[str, int]:
         later = ",".join(other.id for other in _crosstab.comparable_surveys(record))
         # Why the base URL: the page shows the respondents' link of an open survey.
         shown = f"page:{'beta' in request.args}:{later}:{public_base_url()}"
+        shown += relay_held.cache_key(record)  # the relay's held count, as of its snapshot
         key = statistics_key(record, beta, shown)[0]
         cached = results_cache().get(key)
         if cached is not None:
@@ -183,6 +185,7 @@ def share_view(record: SurveyRecord) -> dict[str, Any] | None:
     return {
         "qr": Markup(qr_inline(links.respond, label)),
         "qr_url": url_for("dashboard.qr_code", survey_id=record.id),
+        "held": relay_held.held_view(record),  # answers the relay holds (None: not shown)
     }
 
 
