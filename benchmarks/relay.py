@@ -34,25 +34,20 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
 import http.client
-import io
 import json
 import os
 import secrets
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ingest import free_port, wait_healthy  # sibling module of this script
+from servers import HOST, cli, cpu_spent, free_port, process_tree, serve, stop, warmed  # siblings
 
-HOST = "127.0.0.1"
 QUESTIONS = 10
 PROCESSES, THREADS = 4, 4
 
@@ -91,47 +86,6 @@ def environments(work: Path, relay_url: str) -> tuple[dict[str, str], dict[str, 
         "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0",
     }
     return aggregator_env, relay_env
-
-
-def cli(module: str, args: list[str], environment: dict[str, str]) -> str:
-    """A command line's main() in this process (its own settings from ``environment``)."""
-    from deniable.aggregator import cli as aggregator_cli
-    from deniable.relay import cli as relay_cli
-
-    main = {"aggregator": aggregator_cli.main, "relay": relay_cli.main}[module]
-    saved, out = dict(os.environ), io.StringIO()
-    try:
-        os.environ.update(environment)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            status = main(args)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    if status:
-        raise SystemExit(f"{module} {' '.join(args)}: exit {status}")
-    return out.getvalue()
-
-
-def serve(
-    command: list[str],
-    environment: dict[str, str],
-    port: int,
-    log: Path,
-    health: str = "/api/v1/health",
-) -> subprocess.Popen:
-    process = subprocess.Popen(
-        command, stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, **environment}
-    )
-    wait_healthy(port, process, log, health)
-    return process
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
 
 
 def b64(data: bytes) -> str:
@@ -216,53 +170,6 @@ def measure_intake(port: int, path: str, bodies: list[bytes], duration: float) -
     }
 
 
-def bare_app():
-    """The intake baseline: parse the body, decode the units, insert the blobs; nothing else."""
-    import sqlite3
-
-    from flask import Flask, request
-
-    app = Flask("bare-relay")
-    local = threading.local()
-    database = os.environ["BARE_DATABASE"]
-
-    def connection() -> sqlite3.Connection:
-        if getattr(local, "connection", None) is None:
-            local.connection = sqlite3.connect(
-                database, isolation_level=None, check_same_thread=False
-            )
-            local.connection.execute("PRAGMA journal_mode = WAL")
-            local.connection.execute("PRAGMA synchronous = FULL")
-            local.connection.execute("PRAGMA busy_timeout = 30000")
-            local.connection.execute(
-                "CREATE TABLE IF NOT EXISTS held (id BLOB PRIMARY KEY, "
-                "survey_id TEXT, unit TEXT, sealed BLOB) WITHOUT ROWID"
-            )
-        return local.connection
-
-    @app.post("/api/v1/surveys/<survey_id>/sealed")
-    def sealed(survey_id: str):
-        import hashlib
-
-        body = json.loads(request.get_data())
-        db = connection()
-        db.execute("BEGIN IMMEDIATE")
-        for unit in body["units"]:
-            blob = base64.urlsafe_b64decode(unit["sealed"] + "=" * (-len(unit["sealed"]) % 4))
-            db.execute(
-                "INSERT INTO held VALUES (?, ?, ?, ?)",
-                (hashlib.sha256(blob).digest(), survey_id, unit["unit"], blob),
-            )
-        db.execute("COMMIT")
-        return {"held": len(body["units"])}, 202
-
-    @app.get("/api/v1/health")
-    def health():
-        return {"status": "ok"}
-
-    return app
-
-
 def put_batch(
     port: int, survey_id: str, credential: str, blobs: list[bytes], real_units: int | None = None
 ) -> float:
@@ -287,51 +194,6 @@ def put_batch(
     if response.status != 201:
         raise SystemExit(f"PUT batch: HTTP {response.status} {text[:300]!r}")
     return elapsed
-
-
-def process_tree(root: int) -> dict[int, tuple[int, float, bool]]:
-    """``root`` and every process under it: pid -> (parent pid, CPU seconds, whether it is a
-    decryption process, i.e. a multiprocessing spawn child).  Empty without Linux's /proc."""
-    ticks, table = os.sysconf("SC_CLK_TCK"), {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            # After the command name's ")": state, ppid, ... utime (14th field), stime (15th).
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            spawned = b"spawn_main" in (entry / "cmdline").read_bytes()
-        except OSError:  # gone meanwhile
-            continue
-        table[int(entry.name)] = (
-            int(fields[1]),
-            (int(fields[11]) + int(fields[12])) / ticks,
-            spawned,
-        )
-    tree, frontier = {}, [root]
-    while frontier:
-        pid = frontier.pop()
-        if pid in table:
-            tree[pid] = table[pid]
-            frontier.extend(child for child, (parent, _, _) in table.items() if parent == pid)
-    return tree
-
-
-def warmed(tree: dict[int, tuple[int, float, bool]], root: int) -> bool:
-    """Whether every serving process (a child of ``root``) has its decryption processes."""
-    serving = [pid for pid, (parent, _, spawned) in tree.items() if parent == root and not spawned]
-    return all(
-        any(parent == pid and spawned for parent, _, spawned in tree.values()) for pid in serving
-    )
-
-
-def cpu_spent(before: dict, after: dict) -> tuple[float, float]:
-    """CPU seconds spent between two :func:`process_tree` readings: (decryption, serving)."""
-    decrypting = serving = 0.0
-    for pid, (_, cpu, spawned) in after.items():
-        spent = cpu - before.get(pid, (0, 0.0, False))[1]
-        if spawned:
-            decrypting += spent
-        else:
-            serving += spent
-    return decrypting, serving
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -440,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{HOST}:{bare_port}",
                     "--chdir",
                     str(Path(__file__).parent),
-                    "relay:bare_app()",
+                    "bare_relay:bare_app()",
                 ],
                 {"BARE_DATABASE": str(work / "bare.db")},
                 bare_port,

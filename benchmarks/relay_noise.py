@@ -44,7 +44,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ingest import free_port  # noqa: E402  (sibling modules of this script)
+
+from servers import HOST, cli, free_port, serve, stop  # noqa: E402
 
 from deniable import dummies, sealing  # noqa: E402
 from deniable.mechanisms import GRR  # noqa: E402
@@ -54,17 +55,13 @@ from deniable.relay_noise_plan import (  # noqa: E402
     noise_mechanisms,
     relay_noise_plan,
 )
-from relay import (  # noqa: E402
-    HOST,
+from relay import (  # noqa: E402  (sibling modules of this script)
     PROCESSES,
-    cli,
     definition,
     environments,
     measure_intake,
     put_batch,
     sealed_bodies,
-    serve,
-    stop,
 )
 
 CENTRAL_EPSILON, DELTA, BETA = 1.0, 1e-6, 0.05

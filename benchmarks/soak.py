@@ -49,14 +49,14 @@ from typing import Any
 from ingest import (  # sibling modules of this script
     DEFAULT_DSN,
     SURVEY_ID,
-    free_port,
     payload_pool,
     prepare_database,
 )
 from ingest import definition as bulk_definition
 from load import BATCH, _get, _post, batch_body, percentiles
+from servers import HOST, cli, free_port, process_tree, serve, stop
 
-from relay import HOST, QUESTIONS, cli, process_tree, sealed_bodies, serve, stop
+from relay import QUESTIONS, sealed_bodies
 from relay import definition as relayed_definition
 
 SEALED_ID = "sealed"

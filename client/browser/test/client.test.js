@@ -185,7 +185,15 @@ test("a wrong key, a tampered definition or signature is refused and nothing is 
 });
 
 test("a survey naming a module the page did not pin is refused before it is imported", async () => {
-  const pinned = ["randomness.js", "jcs.js", "survey.js", "deniable.js", "mechanism.js", "grr.js"];
+  const pinned = [
+    "randomness.js",
+    "jcs.js",
+    "survey.js",
+    "signatures.js",
+    "deniable.js",
+    "mechanism.js",
+    "grr.js",
+  ];
   const agg = aggregator();
   await assert.rejects(
     client(agg, { modules: pinned }).fetchSurvey("demo-workplace"),
@@ -208,6 +216,7 @@ test("a survey naming a module the page did not pin is refused before it is impo
       "randomness.js",
       "jcs.js",
       "survey.js",
+      "signatures.js",
       "deniable.js",
       "mechanism.js",
       "longitudinal.js",
