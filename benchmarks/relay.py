@@ -46,7 +46,19 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from servers import HOST, cli, cpu_spent, free_port, process_tree, serve, stop, warmed  # siblings
+from servers import (  # sibling modules of this script
+    HOST,
+    cli,
+    cpu_spent,
+    free_port,
+    key_document,
+    process_tree,
+    relay_surveys,
+    serve,
+    serve_program,
+    stop,
+    warmed,
+)
 
 QUESTIONS = 10
 PROCESSES, THREADS = 4, 4
@@ -237,59 +249,16 @@ def main(argv: list[str] | None = None) -> int:
     processes = []
     try:
         processes.append(
-            serve(
-                [
-                    sys.executable,
-                    "-m",
-                    "deniable.aggregator.cli",
-                    "serve",
-                    "--bind",
-                    f"{HOST}:{aggregator_port}",
-                    "--workers",
-                    "2",
-                ],
-                aggregator_env,
-                aggregator_port,
-                work / "aggregator.log",
-            )
+            serve_program("aggregator", aggregator_port, aggregator_env, work / "aggregator.log")
         )
-        connection = http.client.HTTPConnection(HOST, aggregator_port, timeout=30)
-        connection.request("GET", "/api/v1/key")
-        key_document = json.loads(connection.getresponse().read())
-        public = decode_public_key(key_document["encryption_key"]["public_key"], "key")
-        key_id = key_document["encryption_key"]["key_id"]
+        key = key_document(aggregator_port)
+        public = decode_public_key(key["encryption_key"]["public_key"], "key")
+        key_id = key["encryption_key"]["key_id"]
         cli("relay", ["init"], relay_env)
-        for survey_id in ("intake", "batch", "window"):
-            cli(
-                "relay",
-                [
-                    "add-survey",
-                    f"http://{HOST}:{aggregator_port}",
-                    survey_id,
-                    "--credential-file",
-                    str(work / "credential"),
-                    "--aggregator-key",
-                    key_document["public_key"],
-                ],
-                relay_env,
-            )
-        processes.append(
-            serve(
-                [
-                    sys.executable,
-                    "-m",
-                    "deniable.relay.cli",
-                    "serve",
-                    "--bind",
-                    f"{HOST}:{relay_port}",
-                    "--workers",
-                    "2",
-                ],
-                relay_env,
-                relay_port,
-                work / "relay.log",
-            )
+        relay_surveys(
+            aggregator_port, ("intake", "batch", "window"), work / "credential", key, relay_env
         )
+        processes.append(serve_program("relay", relay_port, relay_env, work / "relay.log"))
         processes.append(
             serve(
                 [
@@ -455,22 +424,7 @@ def main(argv: list[str] | None = None) -> int:
             stop(processes.pop(1))
             relay_env["DENIABLE_RELAY_WINDOW_SECONDS"] = str(args.window)
             processes.insert(
-                1,
-                serve(
-                    [
-                        sys.executable,
-                        "-m",
-                        "deniable.relay.cli",
-                        "serve",
-                        "--bind",
-                        f"{HOST}:{relay_port}",
-                        "--workers",
-                        "1",
-                    ],
-                    relay_env,
-                    relay_port,
-                    work / "relay2.log",
-                ),
+                1, serve_program("relay", relay_port, relay_env, work / "relay2.log", workers=1)
             )
             window_json = json.dumps(definition("window", relay_url, 50, questions=1))
             window_bodies = sealed_bodies(window_json, public, key_id, 100)

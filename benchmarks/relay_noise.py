@@ -45,7 +45,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from servers import HOST, cli, free_port, serve, stop  # noqa: E402
+from servers import (  # noqa: E402
+    HOST,
+    cli,
+    free_port,
+    key_document,
+    relay_surveys,
+    serve_program,
+    stop,
+)
 
 from deniable import dummies, sealing  # noqa: E402
 from deniable.mechanisms import GRR  # noqa: E402
@@ -329,46 +337,15 @@ def rates(duration: float, batches: tuple[int, ...], repeat: int) -> None:
     (work / "credential").write_text(credential)
     processes = []
     try:
-        command = [sys.executable, "-m", "deniable.aggregator.cli", "serve", "--bind"]
         processes.append(
-            serve(
-                [*command, f"{HOST}:{aggregator_port}", "--workers", "2"],
-                aggregator_env,
-                aggregator_port,
-                work / "aggregator.log",
-            )
+            serve_program("aggregator", aggregator_port, aggregator_env, work / "aggregator.log")
         )
-        import http.client
-
-        connection = http.client.HTTPConnection(HOST, aggregator_port, timeout=30)
-        connection.request("GET", "/api/v1/key")
-        key_document = json.loads(connection.getresponse().read())
-        public = decode_public_key(key_document["encryption_key"]["public_key"], "key")
-        key_id = key_document["encryption_key"]["key_id"]
+        key = key_document(aggregator_port)
+        public = decode_public_key(key["encryption_key"]["public_key"], "key")
+        key_id = key["encryption_key"]["key_id"]
         cli("relay", ["init"], relay_env)
-        for survey_id in surveys:
-            cli(
-                "relay",
-                [
-                    "add-survey",
-                    f"http://{HOST}:{aggregator_port}",
-                    survey_id,
-                    "--credential-file",
-                    str(work / "credential"),
-                    "--aggregator-key",
-                    key_document["public_key"],
-                ],
-                relay_env,
-            )
-        relay_command = [sys.executable, "-m", "deniable.relay.cli", "serve", "--bind"]
-        processes.append(
-            serve(
-                [*relay_command, f"{HOST}:{relay_port}", "--workers", "2"],
-                relay_env,
-                relay_port,
-                work / "relay.log",
-            )
-        )
+        relay_surveys(aggregator_port, surveys, work / "credential", key, relay_env)
+        processes.append(serve_program("relay", relay_port, relay_env, work / "relay.log"))
         count = int(duration * 3000) // PROCESSES
         print(f"  intake: sealed submissions of 10 units, 16 clients, {duration:g} s each")
         for survey_id in ("intake", "intake-noised"):
@@ -461,13 +438,7 @@ def rates(duration: float, batches: tuple[int, ...], repeat: int) -> None:
         stop(processes.pop(1))
         relay_env["DENIABLE_RELAY_WINDOW_SECONDS"] = str(WINDOW_SECONDS)
         processes.insert(
-            1,
-            serve(
-                [*relay_command, f"{HOST}:{relay_port}", "--workers", "1"],
-                relay_env,
-                relay_port,
-                work / "relay2.log",
-            ),
+            1, serve_program("relay", relay_port, relay_env, work / "relay2.log", workers=1)
         )
         for survey_id in ("window", "window-noised"):
             survey_json = json.dumps(surveys[survey_id])

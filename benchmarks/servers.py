@@ -9,11 +9,15 @@ from __future__ import annotations
 import contextlib
 import http.client
 import io
+import json
 import os
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 HOST = "127.0.0.1"
 
@@ -72,6 +76,42 @@ def serve(
     )
     wait_healthy(port, process, log, health)
     return process
+
+
+def serve_program(
+    program: str, port: int, environment: dict[str, str], log: Path, *, workers: int = 2
+) -> subprocess.Popen:
+    """``deniable-aggregator serve`` or ``deniable-relay serve`` (``program``: "aggregator"
+    or "relay", as for :func:`cli`) on HOST:``port`` with ``workers`` workers, once healthy."""
+    module = {"aggregator": "deniable.aggregator.cli", "relay": "deniable.relay.cli"}[program]
+    command = [sys.executable, "-m", module, "serve", "--bind", f"{HOST}:{port}"]
+    return serve([*command, "--workers", str(workers)], environment, port, log)
+
+
+def key_document(port: int) -> dict[str, Any]:
+    """The aggregator's key document (GET /api/v1/key): its signing and encryption keys."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=30)
+    connection.request("GET", "/api/v1/key")
+    return json.loads(connection.getresponse().read())
+
+
+def relay_surveys(
+    aggregator_port: int,
+    survey_ids: Iterable[str],
+    credential_file: Path,
+    key: dict[str, Any],
+    relay_environment: dict[str, str],
+) -> None:
+    """``deniable-relay add-survey`` for each of ``survey_ids`` of the aggregator on
+    ``aggregator_port``, pinned to ``key`` (its key document)."""
+    for survey_id in survey_ids:
+        cli(
+            "relay",
+            ["add-survey", f"http://{HOST}:{aggregator_port}", survey_id]
+            + ["--credential-file", str(credential_file)]
+            + ["--aggregator-key", key["public_key"]],
+            relay_environment,
+        )
 
 
 def stop(process: subprocess.Popen) -> None:

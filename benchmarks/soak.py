@@ -54,7 +54,16 @@ from ingest import (  # sibling modules of this script
 )
 from ingest import definition as bulk_definition
 from load import BATCH, _get, _post, batch_body, percentiles
-from servers import HOST, cli, free_port, process_tree, serve, stop
+from servers import (
+    HOST,
+    cli,
+    free_port,
+    key_document,
+    process_tree,
+    relay_surveys,
+    serve_program,
+    stop,
+)
 
 from relay import QUESTIONS, sealed_bodies
 from relay import definition as relayed_definition
@@ -265,32 +274,15 @@ def main(argv: list[str] | None = None) -> int:
     operator = cli("aggregator", ["token", "create"], aggregator_env).strip()
     processes = []
     try:
-        aggregator = serve(
-            [sys.executable, "-m", "deniable.aggregator.cli", "serve"]
-            + ["--bind", f"{HOST}:{aggregator_port}", "--workers", str(WORKERS)],
-            aggregator_env,
-            aggregator_port,
-            work / "aggregator.log",
+        aggregator = serve_program(
+            "aggregator", aggregator_port, aggregator_env, work / "aggregator.log", workers=WORKERS
         )
         processes.append(aggregator)
-        _, key_body = _get(aggregator_port, "/api/v1/key")
-        key_document = json.loads(key_body)
-        encryption = key_document["encryption_key"]
+        key = key_document(aggregator_port)
+        encryption = key["encryption_key"]
         cli("relay", ["init"], relay_env)
-        cli(
-            "relay",
-            ["add-survey", f"http://{HOST}:{aggregator_port}", SEALED_ID]
-            + ["--credential-file", str(work / "credential")]
-            + ["--aggregator-key", key_document["public_key"]],
-            relay_env,
-        )
-        relay = serve(
-            [sys.executable, "-m", "deniable.relay.cli", "serve"]
-            + ["--bind", f"{HOST}:{relay_port}", "--workers", str(WORKERS)],
-            relay_env,
-            relay_port,
-            work / "relay.log",
-        )
+        relay_surveys(aggregator_port, (SEALED_ID,), work / "credential", key, relay_env)
+        relay = serve_program("relay", relay_port, relay_env, work / "relay.log", workers=WORKERS)
         processes.append(relay)
         sealing = (
             json.dumps(relayed_definition(SEALED_ID, relay_url, 100)),
