@@ -22,15 +22,16 @@ from deniable.mechanisms.optionwise import OptionwiseRR
 from deniable.mechanisms.subset import SubsetSelection
 from deniable.mechanisms.unary import UnaryEncoding
 from deniable.survey import Question
+from deniable.survey_checks import CONTROL
 
 from .policy import question_cost
 
 __all__ = ["explain", "shown_report", "terminal_text"]
 
 
-# Terminal escape sequences (CSI, OSC, other ESC), then any C0/C1 control character left.
+# Terminal escape sequences (CSI, OSC, other ESC), then any C0/C1 control character left
+# (CONTROL: the core's, which survey texts are checked against).
 ESCAPE_SEQUENCE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\\\)?|[@-_]?)")
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def terminal_text(text: str, *, newlines: bool = False) -> str:
