@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,27 @@ def environments(work: Path, relay_url: str) -> tuple[dict[str, str], dict[str, 
         "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0",
     }
     return aggregator_env, relay_env
+
+
+def create_surveys(
+    work: Path, documents: Mapping[str, dict[str, Any]], aggregator_env: dict[str, str]
+) -> None:
+    """``deniable-aggregator create-survey`` for each definition (by survey id), from a file
+    in ``work``."""
+    for survey_id, document in documents.items():
+        path = work / f"{survey_id}.json"
+        path.write_text(json.dumps(document))
+        cli("aggregator", ["create-survey", str(path)], aggregator_env)
+
+
+def relay_credential(work: Path, relay_url: str, aggregator_env: dict[str, str]) -> str:
+    """A new credential of the relay at ``relay_url``, also written to ``work``/credential
+    (the file ``deniable-relay add-survey`` reads)."""
+    credential = cli(
+        "aggregator", ["relay", "credential", "--relay-url", relay_url], aggregator_env
+    ).strip()
+    (work / "credential").write_text(credential)
+    return credential
 
 
 def b64(data: bytes) -> str:
@@ -229,23 +251,18 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--postgres: not wired in this version; SQLite only")
     aggregator_env, relay_env = environments(work, relay_url)
     cli("aggregator", ["init"], aggregator_env)
-    for survey_id, relayed, min_batch in (
-        ("intake", True, 1_000_000),
-        ("batch", True, 1),
-        ("plain", False, 1),
-        ("window", True, 50),
-    ):
-        path = work / f"{survey_id}.json"
-        questions = 1 if survey_id == "window" else QUESTIONS  # one batch per window
-        path.write_text(
-            json.dumps(definition(survey_id, relay_url if relayed else None, min_batch, questions))
-        )
-        cli("aggregator", ["create-survey", str(path)], aggregator_env)
-    credential = cli(
-        "aggregator", ["relay", "credential", "--relay-url", relay_url], aggregator_env
-    ).strip()
+    create_surveys(
+        work,
+        {
+            "intake": definition("intake", relay_url, 1_000_000),
+            "batch": definition("batch", relay_url, 1),
+            "plain": definition("plain", None, 1),
+            "window": definition("window", relay_url, 50, questions=1),  # one batch per window
+        },
+        aggregator_env,
+    )
+    credential = relay_credential(work, relay_url, aggregator_env)
     operator = cli("aggregator", ["token", "create"], aggregator_env).strip()
-    (work / "credential").write_text(credential)
     processes = []
     try:
         processes.append(

@@ -65,10 +65,12 @@ from deniable.relay_noise_plan import (  # noqa: E402
 )
 from relay import (  # noqa: E402  (sibling modules of this script)
     PROCESSES,
+    create_surveys,
     definition,
     environments,
     measure_intake,
     put_batch,
+    relay_credential,
     sealed_bodies,
 )
 
@@ -327,14 +329,8 @@ def rates(duration: float, batches: tuple[int, ...], repeat: int) -> None:
         "window": definition("window", relay_url, WINDOW_BATCH, questions=1),
         "window-noised": noised(definition("window-noised", relay_url, WINDOW_BATCH, questions=1)),
     }
-    for survey_id, document in surveys.items():
-        path = work / f"{survey_id}.json"
-        path.write_text(json.dumps(document))
-        cli("aggregator", ["create-survey", str(path)], aggregator_env)
-    credential = cli(
-        "aggregator", ["relay", "credential", "--relay-url", relay_url], aggregator_env
-    ).strip()
-    (work / "credential").write_text(credential)
+    create_surveys(work, surveys, aggregator_env)
+    credential = relay_credential(work, relay_url, aggregator_env)
     processes = []
     try:
         processes.append(

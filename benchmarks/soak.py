@@ -65,7 +65,7 @@ from servers import (
     stop,
 )
 
-from relay import QUESTIONS, sealed_bodies
+from relay import QUESTIONS, create_surveys, environments, relay_credential, sealed_bodies
 from relay import definition as relayed_definition
 
 SEALED_ID = "sealed"
@@ -241,19 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     aggregator_port, relay_port = free_port(), free_port()
     relay_url = f"http://{HOST}:{relay_port}"
     cleanups = []
-    aggregator_env = {
-        "DENIABLE_HOME": str(work / "aggregator"),
-        "DENIABLE_RATE_LIMIT_PER_ADDRESS": "0",
-        "DENIABLE_MAX_BATCH": "1000",
-        "DENIABLE_MAX_BODY_BYTES": str(8 << 20),
-    }
-    relay_env = {
-        "DENIABLE_RELAY_HOME": str(work / "relay"),
-        "DENIABLE_RELAY_PUBLIC_URL": relay_url,
-        "DENIABLE_RELAY_WINDOW_SECONDS": str(args.window),
-        "DENIABLE_RELAY_FORWARD_INTERVAL": "0.5",
-        "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0",
-    }
+    aggregator_env, relay_env = environments(work, relay_url)
+    relay_env["DENIABLE_RELAY_WINDOW_SECONDS"] = str(args.window)
+    relay_env["DENIABLE_RELAY_FORWARD_INTERVAL"] = "0.5"
     application = f"deniable-soak-{uuid.uuid4().hex[:8]}-"
     if args.backend == "postgresql":
         for environment, name in ((aggregator_env, "DENIABLE"), (relay_env, "DENIABLE_RELAY")):
@@ -262,15 +252,12 @@ def main(argv: list[str] | None = None) -> int:
             environment[f"{name}_DATABASE"] = f"{database}&application_name={application}{service}"
             cleanups.append(cleanup)
     cli("aggregator", ["init"], aggregator_env)
-    for survey_id, document in (
-        (SURVEY_ID, bulk_definition()),
-        (SEALED_ID, relayed_definition(SEALED_ID, relay_url, 100)),
-    ):
-        (work / f"{survey_id}.json").write_text(json.dumps(document))
-        cli("aggregator", ["create-survey", str(work / f"{survey_id}.json")], aggregator_env)
-    (work / "credential").write_text(
-        cli("aggregator", ["relay", "credential", "--relay-url", relay_url], aggregator_env).strip()
+    create_surveys(
+        work,
+        {SURVEY_ID: bulk_definition(), SEALED_ID: relayed_definition(SEALED_ID, relay_url, 100)},
+        aggregator_env,
     )
+    relay_credential(work, relay_url, aggregator_env)
     operator = cli("aggregator", ["token", "create"], aggregator_env).strip()
     processes = []
     try:

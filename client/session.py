@@ -500,26 +500,14 @@ class SurveyClient(HttpTransport, KeyPinning):
                     continue  # waiting for an enrolment token; resending cannot help
                 path = entry["path"]
                 try:
-                    response = self._request(
-                        "POST",
-                        path,
-                        entry["body"].encode("utf-8"),
-                        entry.get("enrolment"),
-                        url=entry.get("url"),
-                    )
+                    response = self._post(entry)
                     if (
                         response.status_code == 409
                         and problem_type(response) not in FINAL_CONFLICTS
                         and self._reseal(entry)
                     ):
                         self.store.save_now()
-                        response = self._request(
-                            "POST",
-                            path,
-                            entry["body"].encode("utf-8"),
-                            entry.get("enrolment"),
-                            url=entry.get("url"),
-                        )
+                        response = self._post(entry)
                 except TransportError:
                     break  # still unreachable: keep this and later batches, in order
                 status, delivery = response.status_code, accepted(response)
@@ -540,6 +528,16 @@ class SurveyClient(HttpTransport, KeyPinning):
         if refused is not None:
             raise refused
         return FlushResult(delivered=delivered, pending=pending)
+
+    def _post(self, entry: dict[str, Any]) -> requests.Response:
+        """One delivery attempt of an outbox batch: its body as it stands, byte for byte."""
+        return self._request(
+            "POST",
+            entry["path"],
+            entry["body"].encode("utf-8"),
+            entry.get("enrolment"),
+            url=entry.get("url"),
+        )
 
     def _reseal(self, entry: dict[str, Any]) -> bool:
         """Once per relayed batch the relay refused (409) for its encryption key: fetch and
