@@ -3,8 +3,8 @@
 :func:`randomize_answers` is the step ``SurveyClient.answer`` takes between checking
 the true answers and queueing the reports (:mod:`deniable.client.session`, step 2);
 :func:`survey_charges` is the budget's view of the same survey, which ``fetch`` also
-checks before anything is answered.  Neither depends on anything but the survey, the
-device secret and the memo: the charges never depend on the true answers.
+checks before anything is answered.  The charges depend on nothing but the survey, the
+device secret and the memo, never on the true answers.
 """
 
 from __future__ import annotations
