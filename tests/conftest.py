@@ -32,6 +32,7 @@ POSTGRES_SKIP = "DENIABLE_TEST_POSTGRES_DSN is unset"
 SLOWEST_MODULES = (
     "tests/aggregator/test_openapi.py",
     "tests/resilience/test_fuzz.py",
+    "tests/resilience/test_fuzz_cli.py",
     "tests/aggregator/test_cli_tokens.py",
     "tests/aggregator/test_cli_common.py",
     "tests/resilience/test_load.py",
