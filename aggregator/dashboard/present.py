@@ -22,13 +22,12 @@ from markupsafe import Markup
 
 from deniable.mechanisms import SET_VALUED, display_name
 
-from ..respond.words import translator
+from ..respond.words import answer_words
 from . import svg
 
 __all__ = [
     "COVERS",
     "TOP_CATEGORIES",
-    "answer_words",
     "confidence_text",
     "explanation",
     "likelihood_sentence",
@@ -192,26 +191,6 @@ def top_categories(result: Mapping[str, Any]) -> tuple[Mapping[str, Any], int]:
     return {**result, "categories": ranked}, len(categories) - TOP_CATEGORIES
 
 
-def answer_words(question: Mapping[str, Any], labels: Sequence[str] = ()) -> dict[str, str]:
-    """What people read for a result's labels, in the respond page's words: yes and no, the
-    non-response values, and a scale's two ends (``"low"``, ``"high"``: its anchors, or for
-    0 to 10 the net promoter score's) as "0 = Not at all likely".  ``labels``: a scale's
-    points in order.  Other labels are the operator's own text, read as written."""
-    t = translator(LANGUAGE)
-    words = {"declined": t("prefer_not"), "not_applicable": t("not_asked")}
-    if question.get("type") == "yes_no":
-        words |= {"no": t("no"), "yes": t("yes")}
-    if question.get("type") == "scale" and labels:
-        low, high = labels[0], labels[-1]
-        anchors = question.get("anchors")
-        if anchors:
-            words["low"] = t("scale_anchor", value=low, label=anchors["low"])
-            words["high"] = t("scale_anchor", value=high, label=anchors["high"])
-        elif len(labels) == 11:  # as the respond page says a 0-10 scale's ends
-            words["low"], words["high"] = t("scale_nps").split(", ", 1)
-    return words
-
-
 def _data(row: Mapping[str, Any], family: str = "ratio") -> dict[str, str]:
     """A row's numbers as the page's ``data-*`` attributes, at full precision."""
     estimate = row["estimate"]
@@ -335,7 +314,7 @@ def question_view(question: Mapping[str, Any], result: Mapping[str, Any]) -> dic
     among = AMONG if asked_some else None
     charted, hidden = top_categories(svg.charted(result))
     labels = [str(row["label"]) for row in charted.get("categories") or []]
-    words = answer_words(question, labels)
+    words = answer_words(question, labels, LANGUAGE)
     view: dict[str, Any] = {
         "id": question["id"],
         "type": question["type"],

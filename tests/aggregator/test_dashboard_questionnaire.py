@@ -13,7 +13,7 @@ import pytest
 
 from deniable.aggregator import demo
 from deniable.aggregator.dashboard import present, svg
-from deniable.aggregator.respond.words import translator
+from deniable.aggregator.respond.words import answer_words, translator
 from deniable.results import question_results
 from deniable.survey import Survey
 
@@ -221,7 +221,7 @@ def test_yes_and_no_are_the_respond_pages_words() -> None:
     t = translator("en")
     survey = _questionnaire(hostile=False)
     smoke = survey.question("smoke")
-    words = present.answer_words(smoke.to_dict())
+    words = answer_words(smoke.to_dict())
     assert (words["no"], words["yes"]) == (t("no"), t("yes")) == ("No", "Yes")
     assert (words["declined"], words["not_applicable"]) == (t("prefer_not"), t("not_asked"))
     result = question_results(
@@ -252,7 +252,7 @@ def _scale_result(points: int = 11, seed: int = 5) -> tuple[dict, dict]:
 def test_a_scale_is_drawn_as_a_scale_with_its_mean_on_its_own_axis() -> None:
     result, question = _scale_result()
     labels = [str(p) for p in range(11)]
-    words = present.answer_words(question, labels)
+    words = answer_words(question, labels)
     assert (words["low"], words["high"]) == tuple(translator("en")("scale_nps").split(", "))
     columns = ET.fromstring(svg.chart_for(result, question, {**words, "low": HOSTILE}))
     assert columns.get("class") == "chart columns"
@@ -302,7 +302,7 @@ def test_every_chart_keeps_its_width_and_12_px_text_on_a_phone(points: int) -> N
     so a 344 px card (a 390 px phone) draws it at 12 px or more."""
     result, question = _scale_result(points)
     labels = [row["label"] for row in svg.charted(result)["categories"]]
-    words = present.answer_words(question, labels)
+    words = answer_words(question, labels)
     charts = [svg.chart_for(result, question, words, present.AMONG)]
     charts += [str(s["chart"]) for s in present.scale_scores(question, result, labels, "")]
     assert len(charts) == (3 if points == 11 else 2)
