@@ -364,24 +364,37 @@ QUESTIONNAIRE = {
             "show_if": {"question": "smoke", "equals": False},
             "mechanism": "oue",
         },
+        {
+            "id": "rate",
+            "type": "scale",
+            "points": 11,
+            "text": "How likely?",
+            "epsilon": 5,
+            "mechanism": "grr",
+        },
     ],
 }
 
 
-def questionnaire_answers(survey, n: int, rng: np.random.Generator) -> dict[str, list]:
-    """n respondents' true answers along their paths, in mechanism terms (some decline)."""
+def questionnaire_answers(
+    survey, n: int, rng: np.random.Generator, later: bool = False
+) -> dict[str, list]:
+    """n respondents' true answers along their paths, in mechanism terms (some decline);
+    ``later``: a second wave, with fewer smokers who smoke less and rate higher."""
     columns: dict[str, list] = {q.id: [] for q in survey.questions}
+    smokers = [0.2, 0.6, 0.2] if later else [0.35, 0.5, 0.15]
     for _ in range(n):
-        smoke = rng.choice([True, False, None], p=[0.35, 0.5, 0.15])
+        smoke = rng.choice([True, False, None], p=smokers)
         answers = {"smoke": None if smoke is None else bool(smoke)}
         if smoke is True and rng.random() < 0.85:
-            answers["much"] = float(np.clip(rng.normal(12, 6), 0, 40))
+            answers["much"] = float(np.clip(rng.normal(6 if later else 12, 6), 0, 40))
         if rng.random() < 0.8:
             answers["nps"] = int(rng.choice(5, p=[0.1, 0.1, 0.2, 0.3, 0.3])) + 1
         if rng.random() < 0.9:
             answers["why"] = [o for o in "abc" if rng.random() < 0.4]
         if smoke is False:
             answers["fav"] = str(rng.choice(["x", "y", "z"], p=[0.2, 0.3, 0.5]))
+        answers["rate"] = int(min(10, rng.binomial(10, 0.8 if later else 0.6)))
         for question, value in survey.path_answers(answers).items():
             columns[question].append(value)
     return columns
