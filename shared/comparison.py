@@ -387,7 +387,15 @@ def compare_answered(
             "half_width": None,
         }
         if old["estimate"] is None or new["estimate"] is None:
-            rows.append({**row, "difference": None, "sentence": "no estimate in one wave"})
+            nothing = ("difference", "lower", "upper", "simultaneous_lower", "simultaneous_upper")
+            rows.append(
+                {
+                    **row,
+                    **dict.fromkeys(nothing),
+                    "significant": False,
+                    "sentence": "no estimate in one of the surveys (too few answered)",
+                }
+            )
             continue
         value = new["estimate"] - old["estimate"]
         lower = max(new["lower"] - old["upper"], -span)
