@@ -3,9 +3,10 @@
 ``/surveys/<id>/crosstab?rows=<q1>&columns=<q2>``: the joint shares as a table
 shaded like a heat map (darker: larger share), each cell with its interval,
 or a number's or a scale's mean by category; questions are picked with links and,
-when one of them may go unanswered, a small form (GET, no script) shows or hides
-"Prefer not to say" and "Not asked" (``nonresponse=show|hide``: hidden, the shares are
-among those who answered both).  ``/surveys/<id>/compare/<other>``: every question the
+when one of them may go unanswered, two more links show or hide "Prefer not to say" and
+"Not asked" (``nonresponse=show|hide``: hidden, the shares are among those who answered
+both).  Links, not a form: the dashboard's pages run no script and submit no form (its
+CSP says ``form-action 'none'``).  ``/surveys/<id>/compare/<other>``: every question the
 two surveys share, each category's change in words ("changed by +6 points (±4)").
 Private surveys show a notice, as the survey page does.
 """
@@ -19,6 +20,7 @@ from flask import render_template, request, url_for
 from deniable import comparison
 from deniable.crosstab import axis, cell_model, check_nonresponse
 from deniable.errors import Conflict, InvalidParameter, NotFound
+from deniable.questionnaire import EXTRA_LABELS
 
 from ..api.common import check_survey_id
 from ..crosstabs import compare_document, crosstab_document, unavailable_reason
@@ -99,7 +101,8 @@ def spread_within_columns(document: dict[str, Any], rows: Any, columns: Any) -> 
 
 
 def _share(value: float | None) -> str:
-    return percent(None if value is None else max(value, 0.0))
+    """A share as shown: an unbiased estimate may fall outside 0-100%; shown at the nearer end."""
+    return percent(None if value is None else min(max(value, 0.0), 1.0))
 
 
 def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
@@ -188,16 +191,45 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
                 document, survey.question(rows_id), survey.question(columns_id)
             )
         )
-    # The show/hide form, when one of the two questions may go unanswered.
-    toggle = None
-    if document is not None and (document["rows"]["extras"] or document["columns"]["extras"]):
+    # The show/hide links, when they change something: a joint table with a question that
+    # may go unanswered, or means by such a question (a mean is always among those who
+    # answered the measured question).
+    toggle, sides = None, []
+    if document is not None and document.get("kind") == "means":
+        sides = [document["rows"] if document["by"] == rows_id else document["columns"]]
+    elif document is not None:
+        sides = [document["rows"], document["columns"]]
+    extras = sorted({e for side in sides for e in side["extras"]}, key=EXTRA_LABELS.index)
+    if extras:
+        joint = document["kind"] != "means"
+        named = " and ".join(f"“{PLAIN_LABELS[e]}”" for e in extras)
         toggle = {
-            "hidden": nonresponse == "hide",
-            "fields": {"rows": rows_id, "columns": columns_id, **kept},
-            "extras": sorted(
-                {*document["rows"]["extras"], *document["columns"]["extras"]},
-                key=("declined", "not_applicable").index,
-            ),
+            "short": "Not answered",
+            "words": f"Show or hide {named}",
+            "choices": [
+                {
+                    "value": value,
+                    "text": text,
+                    "current": nonresponse == value,
+                    "href": url_for(
+                        "dashboard.crosstab_page",
+                        survey_id=record.id,
+                        rows=rows_id,
+                        columns=columns_id,
+                        **kept,
+                        **({"nonresponse": "hide"} if value == "hide" else {}),
+                    ),
+                }
+                for value, text in (
+                    ("show", f"Show {named}"),
+                    (
+                        "hide",
+                        "Hide them: shares among those who answered"
+                        if joint
+                        else "Hide them: the answers' averages only",
+                    ),
+                )
+            ],
         }
     means = None
     if document is not None and document.get("n") and document["kind"] == "means":
@@ -215,7 +247,6 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
         means=means,
         toggle=toggle,
         plain=PLAIN_LABELS,
-        form_action=url_for("dashboard.crosstab_page", survey_id=record.id),
         error=error,
         unavailable=unavailable,
         level=confidence_text(beta),
