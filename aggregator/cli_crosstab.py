@@ -40,6 +40,11 @@ def _number(value: float | None) -> str:
 
 def _precision_warning(document: dict[str, Any]) -> str:
     """Words for few respondents, as the results say them ('' when the cells are precise)."""
+    if document.get("share_of") == "answered":  # ratio intervals: their widths depend on the data
+        widths = [c["upper"] - c["lower"] for c in document["cells"]]
+        if widths and min(widths) >= 0.5:
+            return PRECISION_WORDS["uninformative"] + "; read these cells as noise"
+        return ""
     described = {i["family"]: i for i in document.get("intervals", [])}
     family = described.get(document.get("tightest", "chebyshev"))
     if family is None:
@@ -110,10 +115,12 @@ def crosstab_table(document: dict[str, Any], *, raw: bool = False) -> str:
     of = "respondents who answered both"
     if document.get("share_of") == "answered":
         found = document["answered"]["estimate"]
-        of = (
-            "those who answered both questions, declined and not applicable left out "
-            f"(an estimated {_percent(found)}% of the {document['n']:,})"
+        share = (
+            f"an estimated {_percent(found)}% of them"
+            if found is not None and found > 0
+            else "too few to estimate how many"
         )
+        of = f"those who answered both questions, declined and not applicable left out ({share})"
     note = (
         f"percent of {of} (n = {document['n']:,}); "
         f"{level} {document['tightest']} intervals per cell"

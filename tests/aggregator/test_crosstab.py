@@ -339,8 +339,20 @@ def questionnaire(storage, client):
     for survey_id, seed in ((survey.id, 3), ("later", 4)):
         wave = Survey.from_dict({**survey.to_dict(), "id": survey_id}) if seed == 4 else survey
         storage.create_survey(wave, results_public=True)
-        answers = demo.simulate_answers(wave, 300, np.random.default_rng(seed))
-        groups = [demo.respondent_reports(wave, a) for a in answers]
+        rng = np.random.default_rng(seed)
+        answers = demo.simulate_answers(wave, 300, rng)
+        groups = []
+        for person in answers:  # each respondent's path, randomized from the seeded rng
+            values = wave.path_answers(person)
+            reports = [
+                {
+                    "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)),
+                    "question": q.id,
+                    "payload": q.oracle.encode(q.oracle.randomize(values[q.id], rng)),
+                }
+                for q in wave.questions
+            ]
+            groups.append({"reports": reports})
         headers = {"Authorization": f"Bearer {storage.create_operator_token('bulk')}"}
         for start in range(0, len(groups), 100):  # at most 1,000 reports a request
             body = {"respondents": groups[start : start + 100]}
