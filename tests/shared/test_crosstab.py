@@ -609,3 +609,8 @@ def test_question_crosstab_shows_or_hides_non_response() -> None:
     assert [c["label"] for c in number["categories"]][-1] == "declined"
     with pytest.raises(InvalidParameter, match="show or hide"):
         document("smoke", "fav", "maybe")
+    # Planning: a scale's crosstab is a mean by group, not cells; said in words.
+    from deniable.crosstab_plan import plan_crosstab
+
+    with pytest.raises(InvalidParameter, match="mean for each answer"):
+        plan_crosstab(("scale", 11, 1.0), ("yes_no", None, 1.0), n=100)
