@@ -38,8 +38,8 @@ the event that both cover, which has probability >= 1 - β by the union bound, a
 0 <= N <= D for the truth, the ratio's interval covers.  D's interval: each summand
 u_A u_B is a product of independent bounded variables with mean in {0, 1}, so its
 variance is at most E[u_A²] E[u_B²] <= (w_A²/4 + 1)(w_B²/4 + 1), w the width of u's
-range (Popoviciu's inequality: a variable on an interval of width w has variance at most
-w²/4), and |u_A u_B - E| is at most the largest product of the ranges' ends (or 1 minus
+range (Popoviciu's inequality, 1935: a variable on an interval of width w has variance at
+most w²/4), and |u_A u_B - E| is at most the largest product of the ranges' ends (or 1 minus
 the smallest): Chebyshev's and Bernstein's inequalities apply (:func:`product_model`).
 """
 

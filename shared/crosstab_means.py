@@ -30,7 +30,7 @@ union bound, and since 0 <= N <= span·D for the truth,
 cut to [lo, hi] (the upper end is hi when D_low <= 0).  N's and D's intervals come from
 Chebyshev's and Bernstein's inequalities for independent summands: Var[ê_G·a] <= E[ê_G²]
 E[a²] (independent coins), E[a²] <= Var a + top² with Var a at most a quarter of its
-range's width squared (Popoviciu), or the number mechanism's own variance bound; each
+range's width squared (Popoviciu 1935), or the number mechanism's own variance bound; each
 summand's deviation from its mean is bounded by the products of the ranges' ends
 (``deniable.crosstab_joint.product_model``).  The point estimate lo + N̂/D̂ is a ratio of
 unbiased estimates (consistent, not unbiased).

@@ -45,6 +45,10 @@ def percent(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
 
+# A comparison's rows that are figures, not answers, in words (the data-label keeps the id).
+FIGURE_WORDS = {"mean": "Average", "nps": "Net promoter score"}
+
+
 def words(label: str) -> str:
     """A non-response value in plain words (the survey page's); other labels as they are."""
     return PLAIN_LABELS.get(label, label)
@@ -303,7 +307,7 @@ def compare_page(survey_id: str, other_id: str) -> str | tuple[str, int]:
         public=public,
         sections=sections,
         level=confidence_text(beta),
-        plain=PLAIN_LABELS,
+        plain={**PLAIN_LABELS, **FIGURE_WORDS},
     )
 
 
