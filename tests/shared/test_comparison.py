@@ -20,7 +20,8 @@ from deniable.comparison import compare_question, interval_sentence
 from deniable.errors import InvalidParameter
 from deniable.survey import Survey
 
-from .test_crosstab import QUESTIONNAIRE, allowed_failures, batch, questionnaire_answers
+from .test_crosstab import allowed_failures
+from .test_crosstab_nonresponse import QUESTIONNAIRE, batch, questionnaire_answers
 
 
 def true_rows(question, values: list) -> dict[str, float]:
