@@ -438,3 +438,47 @@ def test_nonresponse_in_the_cli_and_the_dashboard(
     assert "those who answered both questions" in out and "Prefer not to say" not in out
     assert cli.main([*base, "compare", survey_id, "later", "harassment"]) == 0
     assert "Prefer not to say" in capsys.readouterr().out
+
+
+def test_an_optional_number_by_group_from_stored_reports(client, storage):
+    """Reports of a number that may go unanswered (status and sign) decoded from storage,
+    joined and published as its mean among those who answered, by the other question."""
+    from ..shared.test_crosstab_nonresponse import QUESTIONNAIRE, batch, questionnaire_answers
+
+    survey = Survey.from_dict(QUESTIONNAIRE)
+    storage.create_survey(survey, results_public=True)
+    rng = np.random.default_rng(21)
+    columns = questionnaire_answers(survey, 200, rng)
+    batches = {q.id: batch(q, columns[q.id], rng) for q in survey.questions}
+    payloads = {q.id: q.oracle.encode_many(batches[q.id]) for q in survey.questions}
+    groups = [
+        {
+            "reports": [
+                {"id": str(uuid.uuid4()), "question": q.id, "payload": payloads[q.id][i]}
+                for q in survey.questions
+            ]
+        }
+        for i in range(200)
+    ]
+    headers = {"Authorization": f"Bearer {storage.create_operator_token('bulk')}"}
+    for start in range(0, 200, 100):
+        body = {"respondents": groups[start : start + 100]}
+        assert post_respondents(client, headers, body, survey.id).status_code == 201
+    url = f"/api/v1/surveys/{survey.id}/crosstab?rows=much&columns=smoke"
+    document = client.get(url).get_json()
+    assert (document["kind"], document["of"], document["among"]) == ("means", "much", "answered")
+    assert document["n"] == 200
+    assert [c["label"] for c in document["categories"]] == ["no", "yes", "declined"]
+    # The same figures as the core computes from the reports before they were stored.
+    from deniable.crosstab import axis, crosstab_statistics, question_crosstab
+
+    much, smoke = survey.question("much"), survey.question("smoke")
+    statistics = crosstab_statistics(
+        axis(smoke.oracle), axis(much.oracle), batches["smoke"], batches["much"]
+    )
+    local = question_crosstab(much, smoke, statistics.transposed())
+    for served, computed in zip(document["categories"], local["categories"], strict=True):
+        assert served["lower"] == computed["lower"] and served["upper"] == computed["upper"]
+        assert served["share"] == pytest.approx(computed["share"], abs=1e-12)
+    hidden = client.get(url + "&nonresponse=hide").get_json()
+    assert [c["label"] for c in hidden["categories"]] == ["no", "yes"]
