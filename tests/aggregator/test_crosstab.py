@@ -482,3 +482,7 @@ def test_an_optional_number_by_group_from_stored_reports(client, storage):
         assert served["share"] == pytest.approx(computed["share"], abs=1e-12)
     hidden = client.get(url + "&nonresponse=hide").get_json()
     assert [c["label"] for c in hidden["categories"]] == ["no", "yes"]
+    page = client.get(f"/surveys/{survey.id}/crosstab?rows=much&columns=smoke").text
+    assert 'id="means"' in page and "Of whom answered" in page
+    assert '<th scope="row">Prefer not to say</th>' in page
+    assert "Hide them: the answers&#39; averages only" in page
