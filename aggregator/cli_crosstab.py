@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from .cli_common import add_beta, add_json, load_settings, opened_storage, print_json
+from .respond.words import answer_words
 from .terminal import PRECISION_WORDS, format_table
 
 __all__ = ["register"]
@@ -29,9 +30,7 @@ def _percent(value: float | None) -> str:
 
 def _words(label: str) -> str:
     """A non-response value in the plain words the dashboard uses (other labels as they are)."""
-    from .dashboard.svg import PLAIN_LABELS
-
-    return PLAIN_LABELS.get(label, label)
+    return answer_words({}).get(label, label)
 
 
 def _number(value: float | None) -> str:

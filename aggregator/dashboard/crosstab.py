@@ -24,10 +24,10 @@ from deniable.questionnaire import EXTRA_LABELS
 
 from ..api.common import check_survey_id
 from ..crosstabs import compare_document, crosstab_document, unavailable_reason
+from ..respond.words import answer_words
 from ..storage import current_storage
 from . import blueprint, svg
 from .present import COVERS, confidence_text
-from .svg import PLAIN_LABELS
 
 __all__ = ["comparable_surveys"]
 
@@ -45,6 +45,8 @@ def percent(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
 
+# The non-response values in the respond page's words (one catalogue for every page).
+PLAIN_LABELS = answer_words({})
 # A comparison's rows that are figures, not answers, in words (the data-label keeps the id).
 FIGURE_WORDS = {"mean": "Average", "nps": "Net promoter score"}
 
