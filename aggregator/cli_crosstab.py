@@ -18,7 +18,6 @@ import sys
 from typing import Any
 
 from .cli_common import add_beta, add_json, load_settings, opened_storage, print_json
-from .respond.words import answer_words
 from .terminal import PRECISION_WORDS, format_table
 
 __all__ = ["register"]
@@ -30,6 +29,8 @@ def _percent(value: float | None) -> str:
 
 def _words(label: str) -> str:
     """A non-response value in the plain words the dashboard uses (other labels as they are)."""
+    from .respond.words import answer_words  # the respond page's catalogue (needs Flask)
+
     return answer_words({}).get(label, label)
 
 

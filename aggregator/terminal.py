@@ -25,8 +25,6 @@ from deniable.terminal import (
     quiet_pipe,
 )
 
-from .respond.words import answer_words
-
 INTERVAL_NAMES = {
     "chebyshev": "Chebyshev (worst-case variance)",
     "chebyshev_exact": "Chebyshev (exact variance)",
@@ -99,6 +97,8 @@ def results_table(
     ``survey`` (the survey document) adds the question texts; ``truth`` (the demo's
     simulated true shares or means, by question id) adds a column to compare with.
     """
+    from .respond.words import answer_words  # the respond page's catalogue (needs Flask)
+
     questions: dict[str, Mapping[str, Any]] = {}
     if survey:
         questions = {q["id"]: q for q in survey["definition"]["questions"]}
