@@ -69,6 +69,15 @@ class DummyNoise:
             raise InvalidParameter("law must be a deniable.dummies law")
         object.__setattr__(self, "batches", check_int("batches", self.batches, 1, 1 << 40))
 
+    def repeated(self, copies: int) -> DummyNoise:
+        """The dummies as one part of a product report sees them, when each of the part's
+        values is carried by ``copies`` of the whole report's output values (a number's
+        status under both signs: 2; its sign under every status: k).  Each batch then adds
+        ``copies`` independent draws of the law to every value of the part, exactly what
+        ``copies`` times the batches add."""
+        copies = check_int("copies", copies, 1, 1 << 20)
+        return DummyNoise(law=self.law, batches=self.batches * copies)
+
 
 def output_statistics(mechanism: Any) -> np.ndarray:
     """(m, statistics_size) int64: the statistics s(y) of each output report y alone, in
