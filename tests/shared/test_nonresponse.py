@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from deniable import noised
+from deniable.dummies import BinomialDummies
+from deniable.noised import DummyNoise
 from deniable.questionnaire import DECLINED, NOT_APPLICABLE
 from deniable.results import question_results
 from deniable.survey import FORMAT, Survey
@@ -69,6 +72,25 @@ def truth(question, answers: list) -> dict[str, float]:
     return rows
 
 
+def _fold(law: dict[tuple, float], step: dict[tuple, float]) -> dict[tuple, float]:
+    folded: dict[tuple, float] = defaultdict(float)
+    for total, p in law.items():
+        for add, q in step.items():
+            folded[tuple(a + b for a, b in zip(total, add, strict=True))] += p * q
+    return dict(folded)
+
+
+def with_dummies(question, law: dict[tuple, float], noise) -> dict[tuple, float]:
+    """``law`` with the relay's dummies folded in: per batch and per output report y of the
+    question's mechanism (the non-responses' included), D_y ~ noise.law copies of y."""
+    pmf = noise.law.pmf()
+    for _ in range(noise.batches):
+        for y in question.oracle.output_reports():
+            one = np.asarray(question.statistics([y]), dtype=np.int64)
+            law = _fold(law, {tuple((count * one).tolist()): p for count, p in enumerate(pmf)})
+    return law
+
+
 def statistics_law(question, answers: list) -> dict[tuple, float]:
     """The exact law of the summed statistics, folded one respondent at a time."""
     law: dict[tuple, float] = {(0,) * question.statistics_size: 1.0}
@@ -85,11 +107,7 @@ def statistics_law(question, answers: list) -> dict[tuple, float]:
         else:
             outputs = question.oracle.report_distribution(value)
         step = {tuple(question.statistics([y]).tolist()): p for y, p in outputs.items()}
-        folded: dict[tuple, float] = defaultdict(float)
-        for total, p in law.items():
-            for add, q in step.items():
-                folded[tuple(a + b for a, b in zip(total, add, strict=True))] += p * q
-        law = dict(folded)
+        law = _fold(law, step)
     return law
 
 
@@ -146,7 +164,35 @@ def test_exact_coverage_and_unbiased_parts_by_enumeration(case: str, beta: float
     question = question_of(definition, **flags(answers))
     if question.type == "scale" and not question.extras:
         pytest.skip("no extras")
+    check_exact_coverage(question, answers, beta, None)
+
+
+# With the relay's dummies: every output value (declined and not applicable included) gets
+# D ~ Bin(trials, 1/2) dummies per batch, few respondents: small enough to enumerate exactly.
+NOISED_CASES = {
+    "optional grr": ("yes_no grr", [True, False, DECLINED, NOT_APPLICABLE], 1, 1),
+    "optional grr x2": ("yes_no grr", [True, DECLINED, NOT_APPLICABLE], 1, 2),
+    "scale of 5": ("scale of 5", [1, 5, DECLINED], 1, 1),
+    "number": ("number", [0.0, 10.0, DECLINED], 1, 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOISED_CASES))
+def test_exact_coverage_and_unbiased_parts_with_relay_dummies(case: str) -> None:
+    """The same exact enumeration with the relay's dummies inside the statistics: the
+    estimates that subtract their mean are unbiased, and every published interval (the
+    scale's Hoeffding one with the dummies' terms included) covers with probability
+    >= 1 - β, per row and simultaneously."""
+    name, answers, trials, batches = NOISED_CASES[case]
+    question = question_of(CASES[name][0], **flags(answers))
+    noise = DummyNoise(law=BinomialDummies(trials=trials), batches=batches)
+    check_exact_coverage(question, answers, 0.05, noise)
+
+
+def check_exact_coverage(question, answers, beta, noise) -> None:
     law = statistics_law(question, answers)
+    if noise is not None:
+        law = with_dummies(question, law, noise)
     assert sum(law.values()) == pytest.approx(1.0, abs=1e-12)
     n = len(answers)
     expected = truth(question, answers)
@@ -156,7 +202,7 @@ def test_exact_coverage_and_unbiased_parts_by_enumeration(case: str, beta: float
     mean_statistics = np.zeros(question.statistics_size)
     for total, p in law.items():
         mean_statistics += p * np.asarray(total, float)
-        result = question_results(question, np.asarray(total), n, beta=beta)
+        result = question_results(question, np.asarray(total), n, beta=beta, noise=noise)
         rows = {row["label"]: row for row in result["categories"]}
         assert set(rows) >= set(expected)
         every = True
@@ -173,6 +219,8 @@ def test_exact_coverage_and_unbiased_parts_by_enumeration(case: str, beta: float
     assert simultaneous >= 1 - beta - 1e-12
     assert informative > 0  # the intervals are not all [0, 1]
     # The parts are unbiased: the expected statistics give the true frequencies exactly.
+    if noise is not None:
+        mean_statistics = noised.debiased_statistics(question.oracle, mean_statistics, noise)
     check_unbiased_parts(question, answers, mean_statistics, n)
 
 
