@@ -341,3 +341,44 @@ def test_coverage_by_simulation(case: str) -> None:
         # Consistency: the average estimate is near the truth (ratios are not exactly unbiased).
         spread = 100 if label == "nps" else (40 if label == "mean" else 1)
         assert abs(np.mean(values_) - expected[label]) < 0.05 * spread, label
+
+
+@pytest.mark.parametrize("trials", [None, 4, 40])
+def test_the_weighted_sums_hoeffding_width_covers_exactly_with_dummies(trials) -> None:
+    """Hoeffding's interval on a scale's weighted sum Σ w f (``_weighted_half_width``), with
+    k batches of dummies on every output: the exact law of the integer score total (the
+    respondents' scores, then k · m dummy terms w_y D) gives coverage >= 1 - level for every
+    split of the respondents between the lowest and highest point.  (Leaving the dummies'
+    terms out of the width drops that coverage to 0.24 here: the test can fail.)"""
+    from deniable.nonresponse import _weighted_half_width
+
+    question = question_of(CASES["scale of 5"][0], optional=False, conditional=False)
+    oracle = question.oracle
+    weights = np.arange(5, dtype=float)  # points - first point
+    noise = None if trials is None else DummyNoise(law=BinomialDummies(trials=trials), batches=2)
+    p, q = oracle.p_star, oracle.q_star
+    level = 0.05
+    for n in (2, 6):
+        half = _weighted_half_width(oracle, weights, n, level, noise)
+        for high in range(n + 1):
+            answers = [4] * high + [0] * (n - high)
+            law = np.ones(1)  # over the integer score total 0..
+            for answer in answers:
+                one = np.full(5, q)
+                one[answer] = p
+                law = np.convolve(law, np.bincount(weights.astype(int), weights=one))
+            mean_dummies = 0.0
+            if noise is not None:
+                pmf = np.asarray(noise.law.pmf())
+                for _ in range(noise.batches):
+                    for w in weights.astype(int)[1:]:  # the lowest point weighs nothing
+                        spread = np.zeros(w * (pmf.size - 1) + 1)
+                        spread[::w] = pmf
+                        law = np.convolve(law, spread)
+                mean_dummies = noise.batches * noise.law.mean * weights.sum()
+            totals = np.arange(law.size)
+            estimate = (totals - mean_dummies - n * q * weights.sum()) / (n * (p - q))
+            truth = 4 * high / n
+            assert float(law @ estimate) == pytest.approx(truth, abs=1e-9)  # unbiased
+            covered = law[np.abs(estimate - truth) <= half + 1e-12].sum()
+            assert covered >= 1 - level, (n, high, covered)
