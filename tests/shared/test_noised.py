@@ -461,3 +461,63 @@ def test_question_results_of_every_noisable_type() -> None:
             estimates = [c["estimate"] for c in result["categories"]]
             assert np.allclose(estimates, recount, atol=1e-12)
             assert (result["tightest"] == "exact_tail") == (question.type == "yes_no")
+
+
+def test_relay_noise_covers_optional_conditional_and_scale_questions() -> None:
+    """The parser, the relay's check and the vectors agree: optional, conditional and scale
+    questions of a mechanism that names its outputs are noised, with the non-responses'
+    outputs among the dummies'; a multiple-choice question by one binary RR per option, or a
+    scale by a unary encoding, is refused in words."""
+    import json
+    from importlib import resources
+
+    from deniable.errors import InvalidSurvey
+    from deniable.survey import Survey
+    from deniable.relay.noise import check_terms
+
+    vectors = json.loads(
+        resources.files("deniable").joinpath("vectors/sealing-vectors.json").read_text("utf-8")
+    )["relay_noise"]["extended"]
+    survey = Survey.from_dict(vectors["survey"], resolved=True)
+    outputs = {q.id: list(q.oracle.output_reports()) for q in survey.questions}
+    assert outputs == vectors["output_reports"]
+    # 3 options + declined + not applicable; 5 points + declined; (3 statuses) x (2 signs)
+    assert [len(outputs[q]) for q in ("brand", "mood", "count")] == [5, 6, 6]
+    check_terms(survey)  # the relay adds them: no refusal
+    definition = vectors["survey"]
+    for refused in (
+        {
+            "id": "pick",
+            "type": "multiple_choice",
+            "text": "Pick?",
+            "epsilon": 2.0,
+            "options": ["x", "y"],
+            "mechanism": "binary_rr",
+            "optional": True,
+        },
+        {"id": "pick", "type": "scale", "text": "S?", "epsilon": 2.0, "points": 5},
+    ):
+        refused["mechanism"] = refused.get("mechanism", "oue")
+        with pytest.raises(InvalidSurvey, match="one value of a small set"):
+            Survey.from_dict({**definition, "questions": [*definition["questions"], refused]})
+
+
+def test_a_numbers_status_and_sign_see_the_dummies_of_every_joint_output() -> None:
+    """DummyNoise.repeated: a number's report is (status, sign), and the relay's dummies are
+    drawn per joint output.  What they add to the status counts and to the sign total, in mean
+    and variance, is that of ``repeated(2)`` on the status and ``repeated(k)`` on the sign."""
+    from deniable.mechanisms import DuchiStatus
+
+    mechanism = DuchiStatus(epsilon=2.0, lo=0.0, hi=9.0, extras=2)
+    noise = noised.DummyNoise(law=TARGET_LAW, batches=3)
+    joint = noised.output_statistics(mechanism)  # (6, [sign, C_0, C_1, C_2])
+    assert joint.shape == (6, 4)
+    mean = noised.dummy_mean(mechanism, noise)
+    status = noised.dummy_mean(mechanism.status_oracle, noise.repeated(2))
+    sign = noised.dummy_mean(mechanism.sign_oracle, noise.repeated(3))
+    assert np.allclose(mean, np.concatenate([sign, status]))
+    # Var: k Var[D] Σ_y s(y)², per statistic, from the joint outputs
+    variance = noise.batches * TARGET_LAW.variance * (joint * joint).sum(axis=0)
+    parts = noise.repeated(2).batches * TARGET_LAW.variance * np.ones(3)
+    assert np.allclose(variance[1:], parts)
+    assert variance[0] == pytest.approx(noise.repeated(3).batches * TARGET_LAW.variance * 2)
