@@ -51,7 +51,7 @@ from .errors import InvalidParameter
 from .estimation import check_beta
 from .mechanisms import QUESTION_MECHANISMS, mechanism_class
 from .mechanisms.base import Mechanism
-from .noised import noised_half_width
+from .noised import mechanism_key, noised_half_width
 from .parameters import check_epsilon, check_int, check_real
 from .planner import (
     DEFAULT_RELAY_DELTA,
@@ -163,13 +163,14 @@ def published_half_width(
     case over the true shares (output units: a share for frequencies), from
     :func:`deniable.noised.noised_half_width` (the exact tail convolved with the dummies'
     law where it is published, else the closed-form families with the dummies' variance)."""
-    return _published_half_width(mechanism, n, law, batches, beta)
+    return _published_half_width(mechanism_key(mechanism), mechanism, n, law, batches, beta)
 
 
 @functools.lru_cache(maxsize=65536)
 def _published_half_width(
-    mechanism: Mechanism, n: int, law: dummies.DummyLaw, batches: int, beta: float
+    key: tuple, mechanism: Mechanism, n: int, law: dummies.DummyLaw, batches: int, beta: float
 ) -> tuple[float, str]:
+    # ``key`` (deniable.noised.mechanism_key) tells apart mechanisms the dataclass calls equal
     return noised_half_width(mechanism, n, law, batches, beta)
 
 

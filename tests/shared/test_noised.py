@@ -472,8 +472,8 @@ def test_relay_noise_covers_optional_conditional_and_scale_questions() -> None:
     from importlib import resources
 
     from deniable.errors import InvalidSurvey
-    from deniable.survey import Survey
     from deniable.relay.noise import check_terms
+    from deniable.survey import Survey
 
     vectors = json.loads(
         resources.files("deniable").joinpath("vectors/sealing-vectors.json").read_text("utf-8")
@@ -521,3 +521,27 @@ def test_a_numbers_status_and_sign_see_the_dummies_of_every_joint_output() -> No
     parts = noise.repeated(2).batches * TARGET_LAW.variance * np.ones(3)
     assert np.allclose(variance[1:], parts)
     assert variance[0] == pytest.approx(noise.repeated(3).batches * TARGET_LAW.variance * 2)
+
+
+def test_the_cached_score_map_is_the_per_n_map_and_keyed_by_the_signed_probabilities() -> None:
+    """The output-to-estimate map is computed once per mechanism (A(n) = A(1)/n, checked) and
+    gives what the map computed at each n gives; two mechanisms equal as dataclasses but with
+    different signed probabilities do not share it."""
+    noise = noised.DummyNoise(law=TARGET_LAW, batches=2)
+    for mechanism in (
+        GRR(epsilon=1.0, domain_size=5),
+        OptionSampling(epsilon=2.0, options=3),
+        Duchi(epsilon=1.0, lo=-2.0, hi=6.0),
+    ):
+        for n in (1, 3, 1000):
+            linear, _ = _linear(mechanism, n)
+            shifts = noised.output_statistics(mechanism) @ linear.T
+            direct = 2 * TARGET_LAW.variance * (shifts * shifts).sum(axis=0)
+            assert np.allclose(noised.added_variance(mechanism, n, noise), direct, rtol=1e-12)
+    signed = GRR(epsilon=1.0, domain_size=5)
+    signed.adopt_probabilities({"keep": signed.resolved_parameters()["keep"] // 2})
+    derived = GRR(epsilon=1.0, domain_size=5)
+    assert signed == derived and noised.mechanism_key(signed) != noised.mechanism_key(derived)
+    assert not np.allclose(
+        noised.added_variance(signed, 10, noise), noised.added_variance(derived, 10, noise)
+    )
