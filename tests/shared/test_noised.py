@@ -26,6 +26,7 @@ from scipy import stats
 
 from deniable import exact_tail, noised
 from deniable.dummies import BinomialDummies, calibrate, dummy_total_law
+from deniable.errors import InvalidParameter
 from deniable.estimation import estimate_frequencies, estimate_mean, interval_families
 from deniable.mechanisms import GRR, BinaryRR, Duchi, OptionSampling
 
@@ -545,3 +546,33 @@ def test_the_cached_score_map_is_the_per_n_map_and_keyed_by_the_signed_probabili
     assert not np.allclose(
         noised.added_variance(signed, 10, noise), noised.added_variance(derived, 10, noise)
     )
+
+
+def test_the_planner_counts_the_non_responses_dummies_and_plans_among_the_applicable() -> None:
+    """``relay_noise_plan`` with extras: the mechanism runs over the answers and the extras
+    (a yes/no question by GRR over 4 values; a number by Duchi with 3 statuses), the dummies
+    per batch count every one of those outputs, and the half-width is the published one of
+    that mechanism (a number's: its sign's, with the dummies of every status) over the
+    share expected to answer."""
+    from deniable.mechanisms import DuchiStatus
+    from deniable.relay_noise_plan import relay_noise_plan
+
+    yes_no = relay_noise_plan(
+        "yes_no", central_epsilon=1.0, batch=300, extras=2, applicable_share=0.5
+    )
+    assert yes_no.mechanism == "grr" and yes_no.chosen.output_values == 4
+    assert yes_no.chosen.dummies_per_batch == pytest.approx(4 * yes_no.chosen.law.mean)
+    grr = GRR(epsilon=yes_no.local_epsilon, domain_size=4)
+    width, _ = noised.noised_half_width(grr, 300, yes_no.chosen.law, 1, 0.05)
+    assert yes_no.chosen.half_width == pytest.approx(width / 0.5, rel=1e-12)
+    plain = relay_noise_plan("yes_no", central_epsilon=1.0, batch=300)
+    assert plain.mechanism == "binary_rr" and plain.chosen.output_values == 2
+    assert yes_no.to_dict()["extras"] == 2 and yes_no.to_dict()["applicable_share"] == 0.5
+
+    number = relay_noise_plan("numeric", central_epsilon=1.0, batch=300, lo=0.0, hi=10.0, extras=2)
+    assert number.chosen.output_values == 6 and number.fake_report_shift is None
+    status = DuchiStatus(epsilon=number.local_epsilon, lo=0.0, hi=10.0, extras=2)
+    width, _ = noised.noised_half_width(status.sign_oracle, 300, number.chosen.law, 3, 0.05)
+    assert number.chosen.half_width == pytest.approx(width, rel=1e-12)
+    with pytest.raises(InvalidParameter, match="binary_rr cannot carry this question.s non-resp"):
+        relay_noise_plan("yes_no", central_epsilon=1.0, batch=300, extras=1, mechanism="binary_rr")
