@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .dummies import DummyLaw, law_from_dict
+from .dummies import MAX_OUTPUT_VALUES, DummyLaw, law_from_dict
 from .errors import InvalidParameter
 from .origins import Origin, parse_url
 from .survey_checks import CONTROL, MAX_LABEL, fail, require_keys
@@ -48,8 +48,6 @@ def noise_refusal(question: Any) -> str | None:
     one value of a small set (``Mechanism.output_reports``); one binary randomized response
     per option, a unary or hashed encoding, the discrete Laplace number are not.
     """
-    from .dummies import MAX_OUTPUT_VALUES
-
     outputs = question.oracle.output_reports()
     if outputs is not None and 0 < len(outputs) <= MAX_OUTPUT_VALUES:
         return None

@@ -173,6 +173,7 @@ NOISED_CASES = {
     "optional grr": ("yes_no grr", [True, False, DECLINED, NOT_APPLICABLE], 1, 1),
     "optional grr x2": ("yes_no grr", [True, DECLINED, NOT_APPLICABLE], 1, 2),
     "scale of 5": ("scale of 5", [1, 5, DECLINED], 1, 1),
+    "required scale of 5": ("scale of 5", [2, 5], 1, 1),
     "number": ("number", [0.0, 10.0, DECLINED], 1, 1),
 }
 
