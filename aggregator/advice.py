@@ -1,9 +1,17 @@
 """What the planner advises for each question of a survey about to be created.
 
 Per question: the mechanism it uses and the respondents needed for intervals of ±5 and
-±10 points (β = 0.05, the tightest interval family the planner knows for that
-mechanism; :func:`deniable.planner.plan`).  A share's points are percentage points; a
-number's are percent of its range (±5 points of a 0-120 question is ±6).
+±10 points (β = 0.05), with the tightest interval family the planner knows for that
+mechanism, as ``deniable-aggregator plan`` finds it (:func:`deniable.planner.respondents_for`;
+the best candidate mechanism if the planner has no model of the question's own).  A
+share's points are percentage points; a number's are percent of its range (±5 points of a
+0-120 question is ±6).
+
+:func:`respondents_needed` is the one computation behind ``create-survey --dry-run``
+(:func:`question_advice`) and the survey editor's advice beside ε
+(:mod:`.editor.advice`).  The editor cannot wait for option sampling's exact-tail search
+(seconds per question past a few thousand respondents): with ``search_max_n`` it leaves
+the search out past that many and gives the closed-form families' n as an upper bound.
 """
 
 from __future__ import annotations
@@ -11,42 +19,70 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.errors import InvalidParameter
-from deniable.planner import best_respondents, plan
+from deniable.estimation import EXACT_TAIL, FAMILIES, available_families, score_model
+from deniable.planner import respondents_for, targets
 from deniable.survey import Question, Survey
 
-__all__ = ["HALF_WIDTHS", "question_advice", "survey_advice"]
+__all__ = [
+    "BETA",
+    "HALF_WIDTHS",
+    "planner_question",
+    "question_advice",
+    "respondents_needed",
+    "survey_advice",
+]
 
 HALF_WIDTHS = (0.05, 0.10)
 BETA = 0.05
 
 
-def _planned(question: Question, half_width: float) -> Any:
+def planner_question(question: Question) -> tuple[str, int | None]:
+    """The planner's question type and number of categories for ``question``."""
     if question.type == "numeric":
-        assert question.lo is not None and question.hi is not None
-        width = half_width * (question.hi - question.lo)
-        return plan(
-            "numeric",
-            epsilon=question.epsilon,
-            lo=question.lo,
-            hi=question.hi,
-            half_width=width,
-            beta=BETA,
-        )
-    size = question.domain_size
+        return "numeric", None
     if question.type == "multiple_choice":
-        return plan(
-            "multiple_choice",
-            epsilon=question.epsilon,
-            options=size,
-            half_width=half_width,
-            beta=BETA,
-        )
-    if question.type == "yes_no" and size == 2:
-        return plan("yes_no", epsilon=question.epsilon, half_width=half_width, beta=BETA)
-    # single choice, scale, and a yes/no with non-response values: categorical over its domain
-    return plan(
-        "single_choice", epsilon=question.epsilon, options=size, half_width=half_width, beta=BETA
-    )
+        return "multiple_choice", len(question.options)
+    if question.type == "yes_no" and question.domain_size == 2:
+        return "yes_no", None
+    # A scale, or a question with non-response values: a single choice over its whole
+    # domain (what its mechanism randomizes over).
+    return "single_choice", question.domain_size
+
+
+def _needed(target: Any, half_width: float, search_max_n: int | None) -> tuple[int | None, bool]:
+    """(n, whether it is an upper bound only) for one target and half-width."""
+    model = score_model(target.oracle)
+    closed = [
+        respondents_for(target, family, half_width, BETA)
+        for family in FAMILIES
+        if family in available_families(model)
+    ]
+    closed = [n for n in closed if n is not None]
+    best = min(closed) if closed else None
+    if model.tail is None:
+        return best, False
+    sampled = model.tail[0] != "pure"  # option sampling: its exact tail is searched
+    if search_max_n is not None and sampled and (best is None or best > search_max_n):
+        return best, best is not None
+    exact = respondents_for(target, EXACT_TAIL, half_width, BETA)
+    return (best, False) if exact is None else (min(exact, best or exact), False)
+
+
+def respondents_needed(
+    question: Question, half_width: float, *, search_max_n: int | None = None
+) -> tuple[int | None, bool]:
+    """(respondents needed for ±``half_width`` at 95% confidence, whether that is an upper
+    bound only): the question's mechanism (the best candidate if the planner has no model
+    of it) with its tightest interval family; None beyond the planner's reach.
+
+    ``search_max_n``: leave option sampling's exact-tail search out where the closed-form
+    families need more than this many (the figure is then an upper bound)."""
+    kind, options = planner_question(question)
+    candidates = targets(kind, epsilon=question.epsilon, options=options, lo=0.0, hi=1.0)
+    mine = [t for t in candidates if t.mechanism == question.mechanism] or candidates
+    found = [_needed(target, half_width, search_max_n) for target in mine]
+    found = [f for f in found if f[0] is not None]
+    return min(found) if found else (None, False)
 
 
 def question_advice(question: Question) -> dict[str, Any]:
@@ -56,13 +92,9 @@ def question_advice(question: Question) -> dict[str, Any]:
     for half_width in HALF_WIDTHS:
         key = f"{round(100 * half_width)}"
         try:
-            result = _planned(question, half_width)
-        except InvalidParameter:
+            needed[key], _ = respondents_needed(question, half_width)
+        except (InvalidParameter, ValueError, ArithmeticError):
             needed[key] = None
-            continue
-        names = {row.mechanism for row in result.rows}
-        mechanism = question.mechanism if question.mechanism in names else None
-        needed[key] = best_respondents(result, mechanism)
     return {
         "question": question.id,
         "type": question.type,

@@ -38,10 +38,11 @@ import numpy as np
 
 from deniable.errors import DeniableError
 from deniable.questionnaire import NOT_APPLICABLE
-from deniable.service.cli import add_serve_arguments
+from deniable.service.cli import add_serve_arguments, show_settings
 
 from . import cli_crosstab, cli_keys, cli_relay, cli_surveys, cli_tokens, planning
 from .cli_common import (
+    OVERRIDES,
     PROG,
     Parser,
     add_beta,
@@ -253,14 +254,8 @@ def write_export(reports: Iterator[Any], fmt: str, out: TextIO) -> int:
 def cmd_settings(args: argparse.Namespace) -> int:
     """Every setting's value in effect and where it came from (passwords masked)."""
     from . import settings
-    from .cli_common import overrides, print_settings
 
-    try:
-        resolved = settings.resolve(overrides(args), config_source="command line")
-    except settings.SettingsError as error:
-        raise _fail(str(error), EXIT_USAGE) from None
-    print_settings(resolved, as_json=args.json, verbose=args.verbose)
-    return 0
+    return show_settings(args, settings.resolve, OVERRIDES)
 
 
 # -- demo ---------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 ``crosstab SURVEY ROWS COLUMNS``: joint shares of two questions (each cell
 "estimate [lower, upper]" in percent, the estimate and the tightest interval family's
 bounds both clipped to 0-100, with a warning when there are few respondents), or
-a numeric question's mean by category.  ``compare SURVEY OTHER QUESTION``:
+a number's or a scale's mean by category; ``--nonresponse hide`` leaves out declined and
+not applicable (shares among those who answered both).  ``compare SURVEY OTHER QUESTION``:
 each estimate's change from SURVEY to OTHER ("changed by +6 points (±4)").
 Exit status 3 for an unknown survey, 4 when crosstabs are unavailable
 (conflict), 2 for a bad question (see the main help).
@@ -17,17 +18,32 @@ import sys
 from typing import Any
 
 from .cli_common import add_beta, add_json, load_settings, opened_storage, print_json
+from .respond.words import answer_words
 from .terminal import PRECISION_WORDS, format_table
 
 __all__ = ["register"]
 
 
 def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}"
+    return "-" if value is None or value != value else f"{100 * value:.1f}"
+
+
+def _words(label: str) -> str:
+    """A non-response value in the plain words the dashboard uses (other labels as they are)."""
+    return answer_words({}).get(label, label)
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{value:.2f}"
 
 
 def _precision_warning(document: dict[str, Any]) -> str:
     """Words for few respondents, as the results say them ('' when the cells are precise)."""
+    if document.get("share_of") == "answered":  # ratio intervals: their widths depend on the data
+        widths = [c["upper"] - c["lower"] for c in document["cells"]]
+        if widths and min(widths) >= 0.5:
+            return PRECISION_WORDS["uninformative"] + "; read these cells as noise"
+        return ""
     described = {i["family"]: i for i in document.get("intervals", [])}
     family = described.get(document.get("tightest", "chebyshev"))
     if family is None:
@@ -51,28 +67,39 @@ def crosstab_table(document: dict[str, Any], *, raw: bool = False) -> str:
     if document.get("estimate", 0) is None:
         return f"{title}\nno respondent answered both questions yet"
     if document["kind"] == "means":
+        answered = document.get("among") == "answered"
         body = format_table(
-            [document["by"], f"mean of {document['of']}", "lower", "upper", "share %"],
+            [
+                document["by"],
+                f"mean of {document['of']}",
+                "lower",
+                "upper",
+                "share %",
+                *(["answered %"] if answered else []),
+            ],
             [
                 [
-                    c["label"],
-                    f"{c['mean']:.2f}",
-                    f"{c['lower']:.2f}",
-                    f"{c['upper']:.2f}",
+                    _words(c["label"]),
+                    _number(c["mean"]),
+                    _number(c["lower"]),
+                    _number(c["upper"]),
                     _percent(c["share"]),
+                    *([_percent(c.get("answered"))] if answered else []),
                 ]
                 for c in document["categories"]
             ],
         )
-        return f"{title} (n = {document['n']:,})\n{body}\n{document['guarantee']}"
-    prefix = "" if document["tightest"] == "chebyshev" else document["tightest"] + "_"
+        among = f" (mean among those who answered {document['of']})" if answered else ""
+        return f"{title} (n = {document['n']:,}){among}\n{body}\n{document['guarantee']}"
+    family = document["tightest"]
+    prefix = "" if family in ("chebyshev", "ratio") else family + "_"
     shown = "estimate" if raw else "clipped"
     cells = {(c["row"], c["column"]): c for c in document["cells"]}
     table = format_table(
-        [rows["question"], *columns["labels"]],
+        [rows["question"], *(_words(label) for label in columns["labels"])],
         [
             [
-                row,
+                _words(row),
                 *(
                     f"{_percent(cells[row, col].get(shown, cells[row, col]['estimate']))} "
                     f"[{_percent(cells[row, col][prefix + 'lower'])}, "
@@ -84,8 +111,17 @@ def crosstab_table(document: dict[str, Any], *, raw: bool = False) -> str:
         ],
     )
     level = f"{100 * (1 - document['beta']):g}%"
+    of = "respondents who answered both"
+    if document.get("share_of") == "answered":
+        found = document["answered"]["estimate"]
+        share = (
+            f"an estimated {_percent(found)}% of them"
+            if found is not None and found > 0
+            else "too few to estimate how many"
+        )
+        of = f"those who answered both questions, declined and not applicable left out ({share})"
     note = (
-        f"percent of respondents who answered both (n = {document['n']:,}); "
+        f"percent of {of} (n = {document['n']:,}); "
         f"{level} {document['tightest']} intervals per cell"
         + ("; raw unbiased estimates (may fall outside 0-100)" if raw else "")
     )
@@ -112,7 +148,13 @@ def cmd_crosstab(args: argparse.Namespace) -> int:
     with opened_storage(config) as storage:
         record = storage.get_survey(args.survey, count=False)
         document = crosstab_document(
-            storage, record, args.rows, args.columns, beta=args.beta, compare=compare
+            storage,
+            record,
+            args.rows,
+            args.columns,
+            beta=args.beta,
+            compare=compare,
+            nonresponse=args.nonresponse,
         )
     if args.json:
         print_json(document)
@@ -150,7 +192,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if document["comparisons"] is None:
         print(f"{title}\nno reports in one of the surveys yet")
         return 0
-    rows = [[row["label"], row["sentence"]] for row in document["comparisons"]]
+    rows = [[_words(row["label"]), row["sentence"]] for row in document["comparisons"]]
     print(f"{title}\n{format_table(['category', 'change'], rows)}")
     return 0
 
@@ -173,6 +215,13 @@ def register(commands: Any, parser_class: type[argparse.ArgumentParser]) -> None
         nargs=4,
         metavar=("ROW1", "COLUMN1", "ROW2", "COLUMN2"),
         help="also the difference of two cells (labels)",
+    )
+    sub.add_argument(
+        "--nonresponse",
+        choices=("show", "hide"),
+        default="show",
+        help="declined and not applicable as rows, columns and groups (show, the default), or "
+        "left out: shares among those who answered both (hide)",
     )
     sub.add_argument("--csv", action="store_true", help="print the cells as CSV")
     sub.add_argument(

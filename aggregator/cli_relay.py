@@ -8,18 +8,74 @@
 * ``relay revoke DIGEST_PREFIX``: revoke; that relay's batches are refused from then on.
 * ``relay batches SURVEY``: per unit, batches stored, the smallest, reports
   stored and sealed blobs dropped (did not open, or held an invalid report).
+
+:func:`ask_relay` is the one client of a relayed survey's relay: the signed flush
+request of ``close-survey --flush-relay`` and the signed held-count request of the
+dashboard's survey page (:mod:`deniable.relay_flush`, docs/protocol.md §11.8-§11.9).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from .cli_common import add_json, load_settings, opened_storage, print_json, when
 from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, _fail, format_table
 
-__all__ = ["register"]
+__all__ = ["RelayAnswer", "ask_relay", "register"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RelayAnswer:
+    """What the relay answered: its HTTP status and JSON document (``status`` None: no
+    answer, ``error`` says why), and the problem's detail when it refused."""
+
+    status: int | None
+    document: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200 and isinstance(self.document, dict)
+
+    @property
+    def detail(self) -> str | None:
+        found = self.document.get("detail") if isinstance(self.document, dict) else None
+        return str(found) if found else None
+
+
+def ask_relay(key: Any, record: Any, kind: str, timeout: float) -> RelayAnswer:
+    """POST the aggregator's signed request ``kind`` (``"flush"`` or ``"held"``) for
+    ``record``'s survey to its relay, signed with ``key`` (the aggregator's
+    :class:`~.signing.SigningKey`); never raises for the relay's failures."""
+    import requests
+
+    from deniable.relay_flush import FLUSH_FORMAT, HELD_REQUEST_FORMAT, signed_message
+
+    kinds = {"flush": FLUSH_FORMAT, "held": HELD_REQUEST_FORMAT}
+    relay = record.survey.relay
+    issued_at = int(time.time())
+    body = {
+        "format": kinds[kind],
+        "survey": record.id,
+        "relay": relay.url,
+        "issued_at": issued_at,
+        "key_id": key.key_id,
+        "signature": key.sign(signed_message(kinds[kind], record.id, relay.url, issued_at)),
+    }
+    url = f"{relay.url}/api/v1/surveys/{record.id}/{kind}"
+    try:
+        response = requests.post(url, json=body, timeout=timeout, allow_redirects=False)
+    except requests.RequestException as error:
+        return RelayAnswer(status=None, error=type(error).__name__)
+    try:
+        document = response.json()
+    except ValueError:
+        document = None
+    return RelayAnswer(status=response.status_code, document=document)
 
 
 def cmd_credential(args: argparse.Namespace) -> int:

@@ -11,6 +11,9 @@ writes the link's QR code (SVG) for printed notices.
 holds and asks first; ``--flush-relay`` first has the relay forward every group of at
 least ``min_batch`` units (a request signed with the aggregator's signing key,
 :mod:`deniable.relay_flush`), then closes, asking only if units below ``min_batch`` remain.
+A flush the relay refuses (a survey may be flushed only ``DENIABLE_RELAY_FLUSH_LIMIT``
+times, docs/relay.md) prints its reason on one line and exits 4 (refused); a relay that does
+not answer exits 5 (unavailable); the survey stays open either way.
 
 Exit statuses as for every command (cli.py); an XLSForm row that cannot be mapped is one
 line each on stderr and the command exits 4 (refused), creating nothing.
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -271,8 +273,9 @@ def relay_warning(record: Any) -> str | None:
         f"answers until it has a batch of at least {relay.min_batch:,}; once the survey is "
         "closed, this aggregator refuses its batches and the relay discards every answer it "
         "still holds, although those respondents were told their answers were sent. Before "
-        "closing, check with the relay's operator ('deniable-relay status') that nothing is "
-        "waiting, or add --flush-relay to have the relay forward every batch it can first."
+        "closing, check on the survey's page (results public) or with the relay's operator "
+        "('deniable-relay status') that nothing is waiting, or add --flush-relay to have the "
+        "relay forward every batch it can first."
     )
 
 
@@ -286,38 +289,24 @@ def confirmed(question: str) -> bool:
 
 def flush_relay(config: dict[str, Any], record: Any, timeout: float) -> dict[str, Any]:
     """Ask the survey's relay to forward every batch ``min_batch`` allows (signed request)."""
-    import requests
-
-    from deniable.relay_flush import flush_message, flush_request
-
     from . import signing
+    from .cli_relay import ask_relay
 
     relay = record.survey.relay
-    key = signing.load_key(config["SIGNING_KEY_PATH"])
-    issued_at = int(time.time())
-    signature = key.sign(flush_message(record.id, relay.url, issued_at))
-    body = flush_request(record.id, relay.url, issued_at, key.key_id, signature)
-    url = f"{relay.url}/api/v1/surveys/{record.id}/flush"
-    try:
-        response = requests.post(url, json=body, timeout=timeout)
-    except requests.RequestException as error:
+    answer = ask_relay(signing.load_key(config["SIGNING_KEY_PATH"]), record, "flush", timeout)
+    if answer.status is None:
         raise _fail(
-            f"the relay at {relay.url} did not answer ({type(error).__name__}); the survey "
-            "is still open",
+            f"the relay at {relay.url} did not answer ({answer.error}); the survey is still open",
             EXIT_UNAVAILABLE,
-        ) from None
-    try:
-        answer = response.json()
-    except ValueError:
-        answer = {}
-    if response.status_code != 200:
-        detail = answer.get("detail") if isinstance(answer, dict) else None
-        raise _fail(
-            f"the relay refused to forward (HTTP {response.status_code}"
-            f"{': ' + str(detail) if detail else ''}); the survey is still open",
-            EXIT_UNAVAILABLE if response.status_code >= 500 else EXIT_REFUSED,
         )
-    return answer
+    if not answer.ok:
+        detail = answer.detail
+        raise _fail(
+            f"the relay refused to forward (HTTP {answer.status}"
+            f"{': ' + detail if detail else ''}); the survey is still open",
+            EXIT_UNAVAILABLE if answer.status >= 500 else EXIT_REFUSED,
+        )
+    return answer.document
 
 
 def cmd_close_survey(args: argparse.Namespace) -> int:

@@ -6,7 +6,8 @@ Folded statistics are cached per pair of questions (in the database, so every
 process shares them) and folded forward from their watermark on each request,
 so any pair can be asked for at any time, and a pair asked before costs only
 the reports stored since.  Comparisons (:mod:`deniable.comparison`) take the
-difference of two published estimates.
+difference of two published estimates (for a question with non-response or a scale,
+of each wave's published ratio figures).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from deniable.crosstab import (
     CrosstabStatistics,
     axis,
     cell_model,
+    check_nonresponse,
     check_pair,
     decode_stored,
     estimate_crosstab,
@@ -108,18 +110,28 @@ def crosstab_document(
     *,
     beta: float = DEFAULT_BETA,
     compare: tuple[tuple[str, str], tuple[str, str]] | None = None,
+    nonresponse: str | None = None,
 ) -> dict[str, Any]:
-    """The crosstab of two questions (joint shares, or a number's mean by category)."""
+    """The crosstab of two questions (joint shares, or a number's or a scale's mean by
+    category); ``nonresponse`` ``show`` (default) or ``hide`` (``deniable.crosstab``)."""
     survey = record.survey
     rows = _question(survey, rows_id, "rows")
     columns = _question(survey, columns_id, "columns")
     check_pair(rows, columns)
+    nonresponse = check_nonresponse(nonresponse)
+    hidden = nonresponse == "hide" and bool(rows.extras or columns.extras)
+    if compare is not None and hidden:
+        raise InvalidParameter(
+            "a difference of two cells is of shares of all respondents: show declined and "
+            "not applicable (nonresponse=show) to compare two cells"
+        )
     head = {"survey": record.id, "title": survey.title, "status": record.status}
     reason = unavailable_reason(storage, record)
     if reason is not None:
         raise Conflict(reason)
     statistics = folded_statistics(storage, record, rows, columns)
-    document = {**head, **question_crosstab(rows, columns, statistics, beta=beta)}
+    crosstab = question_crosstab(rows, columns, statistics, beta=beta, nonresponse=nonresponse)
+    document = {**head, **crosstab}
     if compare is not None and document["kind"] == "joint":
         row_axis, column_axis = axis(rows.oracle), axis(columns.oracle)
         estimate = estimate_crosstab(row_axis, column_axis, statistics, beta=beta)

@@ -25,12 +25,22 @@ from deniable.terminal import (
     quiet_pipe,
 )
 
+from .respond.words import answer_words
+
 INTERVAL_NAMES = {
     "chebyshev": "Chebyshev (worst-case variance)",
     "chebyshev_exact": "Chebyshev (exact variance)",
     "bernstein": "Bernstein",
     "exact_tail": "exact tail (the count's exact distribution)",
+    "ratio": "ratio (from its numerator's and denominator's intervals)",
 }
+# What each row's share is of (``share_of``, deniable.nonresponse), said once under the table.
+SHARE_OF_WORDS = {
+    "answered": "answers: shares among those who answered",
+    "applicable": "{declined}: share of those asked",
+    "all": "{not_applicable}: share of all respondents",
+}
+POINT_WORDS = {"mean": "mean score", "nps": "net promoter score"}
 PRECISION_WORDS = {
     "uninformative": "WARNING: too few respondents: the interval spans half the range or more",
     "imprecise": "note: few respondents: intervals wider than ±10 points",
@@ -89,9 +99,10 @@ def results_table(
     ``survey`` (the survey document) adds the question texts; ``truth`` (the demo's
     simulated true shares or means, by question id) adds a column to compare with.
     """
-    texts = {}
+    questions: dict[str, Mapping[str, Any]] = {}
     if survey:
-        texts = {q["id"]: q["text"] for q in survey["definition"]["questions"]}
+        questions = {q["id"]: q for q in survey["definition"]["questions"]}
+    texts = {key: question["text"] for key, question in questions.items()}
     level = f"{100 * (1 - float(results['beta'])):g}%"
     blocks = [
         f"{results['title']} ({results['survey']}, {results['status']}): "
@@ -120,12 +131,17 @@ def results_table(
             shown = [f"{v:.4g}" for v in (truth or {}).get(q["question"], [])]
         else:
             # The published interval is lower/upper (deniable.results); a scale's mean and NPS
-            # rows are points, not shares.
+            # rows are points, not shares.  Labels in words: yes and no, the non-response values.
+            labels = [c["label"] for c in q["categories"]]
+            question = questions.get(q["question"], {"type": q["type"]})
+            words = answer_words(question, labels) | POINT_WORDS
             rows = [
-                [c["label"], *(_cell(c["label"], c[k]) for k in ("estimate", "lower", "upper"))]
+                [
+                    words.get(c["label"], c["label"]),
+                    *(_cell(c["label"], c[k]) for k in ("estimate", "lower", "upper")),
+                ]
                 for c in q["categories"]
             ]
-            labels = [c["label"] for c in q["categories"]]
             shown = [
                 _cell(label, v)
                 for label, v in zip(labels, (truth or {}).get(q["question"], []), strict=False)
@@ -159,6 +175,13 @@ def results_table(
             headers.append("true (simulated)")
             rows = [[*row, value] for row, value in zip(rows, shown, strict=True)]
         table = format_table(headers, rows)
+        shares = {c.get("share_of") for c in q.get("categories") or []} - {None}
+        if shares - {"answered"}:  # an optional or conditional question: say what each share is of
+            table += "\n" + "; ".join(
+                SHARE_OF_WORDS[share].format(**words)
+                for share in ("answered", "applicable", "all")
+                if share in shares
+            )
         blocks.append(head + "\n" + "\n".join("  " + line for line in table.splitlines()))
     return "\n".join(blocks)
 
@@ -171,7 +194,9 @@ __all__ = [
     "EXIT_UNAVAILABLE",
     "EXIT_USAGE",
     "INTERVAL_NAMES",
+    "POINT_WORDS",
     "PRECISION_WORDS",
+    "SHARE_OF_WORDS",
     "CommandError",
     "Progress",
     "central_line",

@@ -133,6 +133,9 @@ def crosstab_frame(document: Mapping[str, Any]) -> pd.DataFrame:
                 "simultaneous_tightest",
                 "by",
                 "of",
+                "nonresponse",
+                "share_of",
+                "among",
             )
         }
     )
@@ -182,10 +185,22 @@ class Aggregator:
         return results_frame(self._get(f"surveys/{survey}/results", beta=beta))
 
     def crosstab(
-        self, survey: str, rows: str, columns: str, *, beta: float = DEFAULT_BETA
+        self,
+        survey: str,
+        rows: str,
+        columns: str,
+        *,
+        beta: float = DEFAULT_BETA,
+        nonresponse: str | None = None,
     ) -> pd.DataFrame:
         return crosstab_frame(
-            self._get(f"surveys/{survey}/crosstab", rows=rows, columns=columns, beta=beta)
+            self._get(
+                f"surveys/{survey}/crosstab",
+                rows=rows,
+                columns=columns,
+                beta=beta,
+                nonresponse=nonresponse,
+            )
         )
 
     def compare(
@@ -249,7 +264,9 @@ class Export:
             }
         )
 
-    def crosstab(self, rows: str, columns: str, *, beta: float = DEFAULT_BETA) -> pd.DataFrame:
+    def crosstab(
+        self, rows: str, columns: str, *, beta: float = DEFAULT_BETA, nonresponse: str = "show"
+    ) -> pd.DataFrame:
         sides = []
         for question_id in (rows, columns):
             question, found = self._question(question_id)
@@ -259,7 +276,7 @@ class Export:
             sides.append((question, axis(question.oracle), keys, batch))
         (first, first_axis, first_keys, first_batch), (second, second_axis, *rest) = sides
         statistics = join_submissions(first_axis, second_axis, first_keys, first_batch, *rest)
-        document = question_crosstab(first, second, statistics, beta=beta)
+        document = question_crosstab(first, second, statistics, beta=beta, nonresponse=nonresponse)
         return crosstab_frame({"survey": self.survey.id, **document})
 
     def compare(

@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from deniable.aggregator.demo import demo_survey, free_port, start_server, stop_server  # noqa: E402
 from deniable.aggregator.storage import open_storage  # noqa: E402
 from deniable.client import StateStore, SurveyClient  # noqa: E402
-from deniable.client.session import randomize_answers  # noqa: E402
+from deniable.client.randomized import randomize_answers  # noqa: E402
 from deniable.mechanisms import CATEGORICAL, GRR, NUMERIC, OLH, OUE  # noqa: E402
 from deniable.survey import Survey  # noqa: E402
 

@@ -72,13 +72,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
-import http.client
 import io
 import json
 import os
 import pstats
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -93,21 +91,21 @@ import adversarial_ids  # sibling modules of this script
 import numpy as np
 import rate_limit_phase
 from bare_app import setup_bare_tables
+from ingest_report import report
 from load import (
     BATCH,
-    BATCH_CLIENTS,
     HOST,
     QUESTION_ID,
     SINGLE_CLIENTS,
     SLOW_CONNECTIONS,
     SURVEY_ID,
-    TRICKLE_SECONDS,
     batch_body,
     measure_batches,
     measure_results,
     measure_single,
     measure_slow_clients,
 )
+from servers import free_port, stop, wait_healthy
 
 GATED_ID = "bench-gated"
 DOMAIN = 1024
@@ -118,12 +116,7 @@ EPSILON = 1.0
 MECHANISM = "olh"
 PAYLOAD_POOL = 20_000
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
-
-TARGET_SINGLE_RATIO = 0.70
-TARGET_BATCH = 50_000
-TARGET_BATCH_RATIO = 0.70
 BULK_BODY_BYTES = 4 << 20
-TARGET_RESULTS_P50_MS = 50.0
 
 
 def definition(survey_id: str = SURVEY_ID, mechanism: str = MECHANISM) -> dict[str, Any]:
@@ -156,29 +149,6 @@ def payload_pool(size: int = PAYLOAD_POOL, seed: int = 1, mechanism: str = MECHA
 
 
 # -- servers ----------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return probe.getsockname()[1]
-
-
-def wait_healthy(
-    port: int, process: subprocess.Popen, log: Path, health: str = "/api/v1/health"
-) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited early:\n{log.read_text()[-3000:]}")
-        try:
-            connection = http.client.HTTPConnection(HOST, port, timeout=2)
-            connection.request("GET", health)
-            if connection.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"server on port {port} did not become healthy")
 
 
 def start_real(
@@ -233,16 +203,6 @@ def start_bare(database: str, logdir: Path) -> tuple[subprocess.Popen, int]:
     )
     wait_healthy(port, process, log)
     return process, port
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 # -- one backend ---------------------------------------------------------------------------
@@ -431,110 +391,6 @@ def profile_real(
     return out.getvalue()
 
 
-# -- report --------------------------------------------------------------------------------------
-
-
-def verdict(ok: bool) -> str:
-    return "meets target" if ok else "MISSES target"
-
-
-def report(result: dict[str, Any]) -> str:
-    single, batch, results = result["single"], result["batch"], result["results"]
-    ratio = single["real"]["rate"] / single["bare"]["rate"]
-    real_results = results["real"]
-    lines = [
-        f"== {result['backend']} (single_choice, d = {DOMAIN}, epsilon = {EPSILON:g}, "
-        f"mechanism {result['mechanism']}; real: gunicorn 2 waitress workers, bare: gunicorn "
-        "2 sync workers)",
-        f"single-report POSTs, {SINGLE_CLIENTS} clients:",
-    ]
-    for name in ("real", "bare"):
-        s = single[name]
-        lines.append(
-            f"  {name:4}  {s['rate']:9,.0f} reports/s   p50 {s['p50_ms']:7.2f} ms   "
-            f"p99 {s['p99_ms']:7.2f} ms   ({s['reports']:,} reports)"
-        )
-    lines.append(
-        f"  ratio real/bare = {ratio:.3f}  (target >= {TARGET_SINGLE_RATIO:.2f}: "
-        f"{verdict(ratio >= TARGET_SINGLE_RATIO)})"
-    )
-    lines.append(f"bulk route (operator token), batches of {BATCH:,}, {BATCH_CLIENTS} clients:")
-    for name in ("real", "bare"):
-        b = batch[name]
-        lines.append(
-            f"  {name:4}  {b['rate']:9,.0f} reports/s   ({b['reports']:,} reports in "
-            f"{b['seconds']:.1f} s)"
-        )
-    batch_ratio = batch["real"]["rate"] / batch["bare"]["rate"]
-    lines.append(
-        f"  real vs target {TARGET_BATCH:,} reports/s: "
-        f"{verdict(batch['real']['rate'] >= TARGET_BATCH)}; "
-        f"ratio real/bare = {batch_ratio:.2f} (target >= {TARGET_BATCH_RATIO:.2f}: "
-        f"{verdict(batch_ratio >= TARGET_BATCH_RATIO)})"
-    )
-    slow = result["slow"]
-    kept = slow["single"]["rate"] / slow["unloaded"]["rate"]
-    lines.append(
-        f"with {SLOW_CONNECTIONS} slow connections open (headers stalled / body a byte "
-        f"every {TRICKLE_SECONDS:g} s):"
-    )
-    lines.append(
-        f"  /health  p50 {slow['health']['p50_ms']:7.2f} ms   p99 "
-        f"{slow['health']['p99_ms']:7.2f} ms   ({slow['health']['count']} calls)  "
-        f"(target p99 < 1000 ms: {verdict(slow['health']['p99_ms'] < 1000)})"
-    )
-    lines.append(
-        f"  single   {slow['single']['rate']:9,.0f} reports/s = {kept:.2f} of the "
-        f"{slow['unloaded']['rate']:,.0f}/s measured just before, without them "
-        f"(target >= 0.50: {verdict(kept >= 0.5)}; "
-        f"{slow['single']['rate'] / single['real']['rate']:.2f} of the first "
-        f"single-report figure, on the fresh database)"
-    )
-    lines.append(f"results at {real_results['n_reports']:,} stored reports:")
-    lines.append(
-        f"  real  first call (folds every pending report): {real_results['first_ms']:,.0f} ms"
-    )
-    steady = real_results["steady"]
-    lines.append(
-        f"  real  steady, no new reports:  p50 {steady['p50_ms']:7.2f} ms   "
-        f"p99 {steady['p99_ms']:7.2f} ms   ({steady['count']} calls)  "
-        f"(target p50 < {TARGET_RESULTS_P50_MS:g} ms: "
-        f"{verdict(steady['p50_ms'] < TARGET_RESULTS_P50_MS)})"
-    )
-    live = real_results["live"]
-    if live:
-        lines.append(
-            f"  real  live, +{BATCH:,} reports before each call: p50 {live['p50_ms']:7.2f}"
-            f" ms   p99 {live['p99_ms']:7.2f} ms   ({live['count']} calls)  "
-            f"(target: {verdict(live['p50_ms'] < TARGET_RESULTS_P50_MS)})"
-        )
-    bare = results["bare"]
-    lines.append(
-        f"  bare  GROUP BY scan: p50 {bare['steady']['p50_ms']:7.2f} ms   "
-        f"p99 {bare['steady']['p99_ms']:7.2f} ms   ({bare['steady']['count']} calls)"
-    )
-    if "token" in single:
-        tokens = result["tokens"]
-        lines.append(
-            f"token-required path (a fresh enrolment token per request; "
-            f"{tokens['issued']:,} tokens issued in {tokens['issue_seconds']:.1f} s):"
-        )
-        kinds = (("single", single, f"single, {SINGLE_CLIENTS} clients"),)
-        for kind, figures, label in kinds:
-            opened, gated = figures["real"], figures["token"]
-            extra = (
-                f"   p50 {gated['p50_ms']:7.2f} ms   p99 {gated['p99_ms']:7.2f} ms"
-                if kind == "single"
-                else ""
-            )
-            lines.append(
-                f"  {label}: open {opened['rate']:9,.0f} reports/s   token "
-                f"{gated['rate']:9,.0f} reports/s{extra}   "
-                f"ratio token/open = {gated['rate'] / opened['rate']:.3f}"
-            )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -603,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     only = "only" in (args.rate_limits, args.adversarial)
     for backend in backends if not only else ():
         result = run_backend(backend, args, payloads)
-        print(report(result), flush=True)
+        print(report(result, domain=DOMAIN, epsilon=EPSILON), flush=True)
         if args.profile:
             print(profile_real(payloads, backend, args.postgres_dsn, args.mechanism), flush=True)
     if args.adversarial != "off" and "sqlite" in backends:

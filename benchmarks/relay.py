@@ -34,25 +34,33 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
 import http.client
-import io
 import json
 import os
 import secrets
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ingest import free_port, wait_healthy  # sibling module of this script
+from servers import (  # sibling modules of this script
+    HOST,
+    cli,
+    cpu_spent,
+    free_port,
+    key_document,
+    process_tree,
+    relay_surveys,
+    serve,
+    serve_program,
+    stop,
+    warmed,
+)
 
-HOST = "127.0.0.1"
 QUESTIONS = 10
 PROCESSES, THREADS = 4, 4
 
@@ -93,45 +101,25 @@ def environments(work: Path, relay_url: str) -> tuple[dict[str, str], dict[str, 
     return aggregator_env, relay_env
 
 
-def cli(module: str, args: list[str], environment: dict[str, str]) -> str:
-    """A command line's main() in this process (its own settings from ``environment``)."""
-    from deniable.aggregator import cli as aggregator_cli
-    from deniable.relay import cli as relay_cli
-
-    main = {"aggregator": aggregator_cli.main, "relay": relay_cli.main}[module]
-    saved, out = dict(os.environ), io.StringIO()
-    try:
-        os.environ.update(environment)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-            status = main(args)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    if status:
-        raise SystemExit(f"{module} {' '.join(args)}: exit {status}")
-    return out.getvalue()
+def create_surveys(
+    work: Path, documents: Mapping[str, dict[str, Any]], aggregator_env: dict[str, str]
+) -> None:
+    """``deniable-aggregator create-survey`` for each definition (by survey id), from a file
+    in ``work``."""
+    for survey_id, document in documents.items():
+        path = work / f"{survey_id}.json"
+        path.write_text(json.dumps(document))
+        cli("aggregator", ["create-survey", str(path)], aggregator_env)
 
 
-def serve(
-    command: list[str],
-    environment: dict[str, str],
-    port: int,
-    log: Path,
-    health: str = "/api/v1/health",
-) -> subprocess.Popen:
-    process = subprocess.Popen(
-        command, stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, **environment}
-    )
-    wait_healthy(port, process, log, health)
-    return process
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
+def relay_credential(work: Path, relay_url: str, aggregator_env: dict[str, str]) -> str:
+    """A new credential of the relay at ``relay_url``, also written to ``work``/credential
+    (the file ``deniable-relay add-survey`` reads)."""
+    credential = cli(
+        "aggregator", ["relay", "credential", "--relay-url", relay_url], aggregator_env
+    ).strip()
+    (work / "credential").write_text(credential)
+    return credential
 
 
 def b64(data: bytes) -> str:
@@ -216,53 +204,6 @@ def measure_intake(port: int, path: str, bodies: list[bytes], duration: float) -
     }
 
 
-def bare_app():
-    """The intake baseline: parse the body, decode the units, insert the blobs; nothing else."""
-    import sqlite3
-
-    from flask import Flask, request
-
-    app = Flask("bare-relay")
-    local = threading.local()
-    database = os.environ["BARE_DATABASE"]
-
-    def connection() -> sqlite3.Connection:
-        if getattr(local, "connection", None) is None:
-            local.connection = sqlite3.connect(
-                database, isolation_level=None, check_same_thread=False
-            )
-            local.connection.execute("PRAGMA journal_mode = WAL")
-            local.connection.execute("PRAGMA synchronous = FULL")
-            local.connection.execute("PRAGMA busy_timeout = 30000")
-            local.connection.execute(
-                "CREATE TABLE IF NOT EXISTS held (id BLOB PRIMARY KEY, "
-                "survey_id TEXT, unit TEXT, sealed BLOB) WITHOUT ROWID"
-            )
-        return local.connection
-
-    @app.post("/api/v1/surveys/<survey_id>/sealed")
-    def sealed(survey_id: str):
-        import hashlib
-
-        body = json.loads(request.get_data())
-        db = connection()
-        db.execute("BEGIN IMMEDIATE")
-        for unit in body["units"]:
-            blob = base64.urlsafe_b64decode(unit["sealed"] + "=" * (-len(unit["sealed"]) % 4))
-            db.execute(
-                "INSERT INTO held VALUES (?, ?, ?, ?)",
-                (hashlib.sha256(blob).digest(), survey_id, unit["unit"], blob),
-            )
-        db.execute("COMMIT")
-        return {"held": len(body["units"])}, 202
-
-    @app.get("/api/v1/health")
-    def health():
-        return {"status": "ok"}
-
-    return app
-
-
 def put_batch(
     port: int, survey_id: str, credential: str, blobs: list[bytes], real_units: int | None = None
 ) -> float:
@@ -289,51 +230,6 @@ def put_batch(
     return elapsed
 
 
-def process_tree(root: int) -> dict[int, tuple[int, float, bool]]:
-    """``root`` and every process under it: pid -> (parent pid, CPU seconds, whether it is a
-    decryption process, i.e. a multiprocessing spawn child).  Empty without Linux's /proc."""
-    ticks, table = os.sysconf("SC_CLK_TCK"), {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            # After the command name's ")": state, ppid, ... utime (14th field), stime (15th).
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            spawned = b"spawn_main" in (entry / "cmdline").read_bytes()
-        except OSError:  # gone meanwhile
-            continue
-        table[int(entry.name)] = (
-            int(fields[1]),
-            (int(fields[11]) + int(fields[12])) / ticks,
-            spawned,
-        )
-    tree, frontier = {}, [root]
-    while frontier:
-        pid = frontier.pop()
-        if pid in table:
-            tree[pid] = table[pid]
-            frontier.extend(child for child, (parent, _, _) in table.items() if parent == pid)
-    return tree
-
-
-def warmed(tree: dict[int, tuple[int, float, bool]], root: int) -> bool:
-    """Whether every serving process (a child of ``root``) has its decryption processes."""
-    serving = [pid for pid, (parent, _, spawned) in tree.items() if parent == root and not spawned]
-    return all(
-        any(parent == pid and spawned for parent, _, spawned in tree.values()) for pid in serving
-    )
-
-
-def cpu_spent(before: dict, after: dict) -> tuple[float, float]:
-    """CPU seconds spent between two :func:`process_tree` readings: (decryption, serving)."""
-    decrypting = serving = 0.0
-    for pid, (_, cpu, spawned) in after.items():
-        spent = cpu - before.get(pid, (0, 0.0, False))[1]
-        if spawned:
-            decrypting += spent
-        else:
-            serving += spent
-    return decrypting, serving
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="intake seconds (10)")
@@ -355,79 +251,31 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--postgres: not wired in this version; SQLite only")
     aggregator_env, relay_env = environments(work, relay_url)
     cli("aggregator", ["init"], aggregator_env)
-    for survey_id, relayed, min_batch in (
-        ("intake", True, 1_000_000),
-        ("batch", True, 1),
-        ("plain", False, 1),
-        ("window", True, 50),
-    ):
-        path = work / f"{survey_id}.json"
-        questions = 1 if survey_id == "window" else QUESTIONS  # one batch per window
-        path.write_text(
-            json.dumps(definition(survey_id, relay_url if relayed else None, min_batch, questions))
-        )
-        cli("aggregator", ["create-survey", str(path)], aggregator_env)
-    credential = cli(
-        "aggregator", ["relay", "credential", "--relay-url", relay_url], aggregator_env
-    ).strip()
+    create_surveys(
+        work,
+        {
+            "intake": definition("intake", relay_url, 1_000_000),
+            "batch": definition("batch", relay_url, 1),
+            "plain": definition("plain", None, 1),
+            "window": definition("window", relay_url, 50, questions=1),  # one batch per window
+        },
+        aggregator_env,
+    )
+    credential = relay_credential(work, relay_url, aggregator_env)
     operator = cli("aggregator", ["token", "create"], aggregator_env).strip()
-    (work / "credential").write_text(credential)
     processes = []
     try:
         processes.append(
-            serve(
-                [
-                    sys.executable,
-                    "-m",
-                    "deniable.aggregator.cli",
-                    "serve",
-                    "--bind",
-                    f"{HOST}:{aggregator_port}",
-                    "--workers",
-                    "2",
-                ],
-                aggregator_env,
-                aggregator_port,
-                work / "aggregator.log",
-            )
+            serve_program("aggregator", aggregator_port, aggregator_env, work / "aggregator.log")
         )
-        connection = http.client.HTTPConnection(HOST, aggregator_port, timeout=30)
-        connection.request("GET", "/api/v1/key")
-        key_document = json.loads(connection.getresponse().read())
-        public = decode_public_key(key_document["encryption_key"]["public_key"], "key")
-        key_id = key_document["encryption_key"]["key_id"]
+        key = key_document(aggregator_port)
+        public = decode_public_key(key["encryption_key"]["public_key"], "key")
+        key_id = key["encryption_key"]["key_id"]
         cli("relay", ["init"], relay_env)
-        for survey_id in ("intake", "batch", "window"):
-            cli(
-                "relay",
-                [
-                    "add-survey",
-                    f"http://{HOST}:{aggregator_port}",
-                    survey_id,
-                    "--credential-file",
-                    str(work / "credential"),
-                    "--aggregator-key",
-                    key_document["public_key"],
-                ],
-                relay_env,
-            )
-        processes.append(
-            serve(
-                [
-                    sys.executable,
-                    "-m",
-                    "deniable.relay.cli",
-                    "serve",
-                    "--bind",
-                    f"{HOST}:{relay_port}",
-                    "--workers",
-                    "2",
-                ],
-                relay_env,
-                relay_port,
-                work / "relay.log",
-            )
+        relay_surveys(
+            aggregator_port, ("intake", "batch", "window"), work / "credential", key, relay_env
         )
+        processes.append(serve_program("relay", relay_port, relay_env, work / "relay.log"))
         processes.append(
             serve(
                 [
@@ -440,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{HOST}:{bare_port}",
                     "--chdir",
                     str(Path(__file__).parent),
-                    "relay:bare_app()",
+                    "bare_relay:bare_app()",
                 ],
                 {"BARE_DATABASE": str(work / "bare.db")},
                 bare_port,
@@ -593,22 +441,7 @@ def main(argv: list[str] | None = None) -> int:
             stop(processes.pop(1))
             relay_env["DENIABLE_RELAY_WINDOW_SECONDS"] = str(args.window)
             processes.insert(
-                1,
-                serve(
-                    [
-                        sys.executable,
-                        "-m",
-                        "deniable.relay.cli",
-                        "serve",
-                        "--bind",
-                        f"{HOST}:{relay_port}",
-                        "--workers",
-                        "1",
-                    ],
-                    relay_env,
-                    relay_port,
-                    work / "relay2.log",
-                ),
+                1, serve_program("relay", relay_port, relay_env, work / "relay2.log", workers=1)
             )
             window_json = json.dumps(definition("window", relay_url, 50, questions=1))
             window_bodies = sealed_bodies(window_json, public, key_id, 100)

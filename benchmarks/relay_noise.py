@@ -44,7 +44,16 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from ingest import free_port  # noqa: E402  (sibling modules of this script)
+
+from servers import (  # noqa: E402
+    HOST,
+    cli,
+    free_port,
+    key_document,
+    relay_surveys,
+    serve_program,
+    stop,
+)
 
 from deniable import dummies, sealing  # noqa: E402
 from deniable.mechanisms import GRR  # noqa: E402
@@ -54,17 +63,15 @@ from deniable.relay_noise_plan import (  # noqa: E402
     noise_mechanisms,
     relay_noise_plan,
 )
-from relay import (  # noqa: E402
-    HOST,
+from relay import (  # noqa: E402  (sibling modules of this script)
     PROCESSES,
-    cli,
+    create_surveys,
     definition,
     environments,
     measure_intake,
     put_batch,
+    relay_credential,
     sealed_bodies,
-    serve,
-    stop,
 )
 
 CENTRAL_EPSILON, DELTA, BETA = 1.0, 1e-6, 0.05
@@ -322,56 +329,19 @@ def rates(duration: float, batches: tuple[int, ...], repeat: int) -> None:
         "window": definition("window", relay_url, WINDOW_BATCH, questions=1),
         "window-noised": noised(definition("window-noised", relay_url, WINDOW_BATCH, questions=1)),
     }
-    for survey_id, document in surveys.items():
-        path = work / f"{survey_id}.json"
-        path.write_text(json.dumps(document))
-        cli("aggregator", ["create-survey", str(path)], aggregator_env)
-    credential = cli(
-        "aggregator", ["relay", "credential", "--relay-url", relay_url], aggregator_env
-    ).strip()
-    (work / "credential").write_text(credential)
+    create_surveys(work, surveys, aggregator_env)
+    credential = relay_credential(work, relay_url, aggregator_env)
     processes = []
     try:
-        command = [sys.executable, "-m", "deniable.aggregator.cli", "serve", "--bind"]
         processes.append(
-            serve(
-                [*command, f"{HOST}:{aggregator_port}", "--workers", "2"],
-                aggregator_env,
-                aggregator_port,
-                work / "aggregator.log",
-            )
+            serve_program("aggregator", aggregator_port, aggregator_env, work / "aggregator.log")
         )
-        import http.client
-
-        connection = http.client.HTTPConnection(HOST, aggregator_port, timeout=30)
-        connection.request("GET", "/api/v1/key")
-        key_document = json.loads(connection.getresponse().read())
-        public = decode_public_key(key_document["encryption_key"]["public_key"], "key")
-        key_id = key_document["encryption_key"]["key_id"]
+        key = key_document(aggregator_port)
+        public = decode_public_key(key["encryption_key"]["public_key"], "key")
+        key_id = key["encryption_key"]["key_id"]
         cli("relay", ["init"], relay_env)
-        for survey_id in surveys:
-            cli(
-                "relay",
-                [
-                    "add-survey",
-                    f"http://{HOST}:{aggregator_port}",
-                    survey_id,
-                    "--credential-file",
-                    str(work / "credential"),
-                    "--aggregator-key",
-                    key_document["public_key"],
-                ],
-                relay_env,
-            )
-        relay_command = [sys.executable, "-m", "deniable.relay.cli", "serve", "--bind"]
-        processes.append(
-            serve(
-                [*relay_command, f"{HOST}:{relay_port}", "--workers", "2"],
-                relay_env,
-                relay_port,
-                work / "relay.log",
-            )
-        )
+        relay_surveys(aggregator_port, surveys, work / "credential", key, relay_env)
+        processes.append(serve_program("relay", relay_port, relay_env, work / "relay.log"))
         count = int(duration * 3000) // PROCESSES
         print(f"  intake: sealed submissions of 10 units, 16 clients, {duration:g} s each")
         for survey_id in ("intake", "intake-noised"):
@@ -464,13 +434,7 @@ def rates(duration: float, batches: tuple[int, ...], repeat: int) -> None:
         stop(processes.pop(1))
         relay_env["DENIABLE_RELAY_WINDOW_SECONDS"] = str(WINDOW_SECONDS)
         processes.insert(
-            1,
-            serve(
-                [*relay_command, f"{HOST}:{relay_port}", "--workers", "1"],
-                relay_env,
-                relay_port,
-                work / "relay2.log",
-            ),
+            1, serve_program("relay", relay_port, relay_env, work / "relay2.log", workers=1)
         )
         for survey_id in ("window", "window-noised"):
             survey_json = json.dumps(surveys[survey_id])

@@ -49,14 +49,23 @@ from typing import Any
 from ingest import (  # sibling modules of this script
     DEFAULT_DSN,
     SURVEY_ID,
-    free_port,
     payload_pool,
     prepare_database,
 )
 from ingest import definition as bulk_definition
 from load import BATCH, _get, _post, batch_body, percentiles
+from servers import (
+    HOST,
+    cli,
+    free_port,
+    key_document,
+    process_tree,
+    relay_surveys,
+    serve_program,
+    stop,
+)
 
-from relay import HOST, QUESTIONS, cli, process_tree, sealed_bodies, serve, stop
+from relay import QUESTIONS, create_surveys, environments, relay_credential, sealed_bodies
 from relay import definition as relayed_definition
 
 SEALED_ID = "sealed"
@@ -232,19 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     aggregator_port, relay_port = free_port(), free_port()
     relay_url = f"http://{HOST}:{relay_port}"
     cleanups = []
-    aggregator_env = {
-        "DENIABLE_HOME": str(work / "aggregator"),
-        "DENIABLE_RATE_LIMIT_PER_ADDRESS": "0",
-        "DENIABLE_MAX_BATCH": "1000",
-        "DENIABLE_MAX_BODY_BYTES": str(8 << 20),
-    }
-    relay_env = {
-        "DENIABLE_RELAY_HOME": str(work / "relay"),
-        "DENIABLE_RELAY_PUBLIC_URL": relay_url,
-        "DENIABLE_RELAY_WINDOW_SECONDS": str(args.window),
-        "DENIABLE_RELAY_FORWARD_INTERVAL": "0.5",
-        "DENIABLE_RELAY_RATE_LIMIT_PER_ADDRESS": "0",
-    }
+    aggregator_env, relay_env = environments(work, relay_url)
+    relay_env["DENIABLE_RELAY_WINDOW_SECONDS"] = str(args.window)
+    relay_env["DENIABLE_RELAY_FORWARD_INTERVAL"] = "0.5"
     application = f"deniable-soak-{uuid.uuid4().hex[:8]}-"
     if args.backend == "postgresql":
         for environment, name in ((aggregator_env, "DENIABLE"), (relay_env, "DENIABLE_RELAY")):
@@ -253,44 +252,24 @@ def main(argv: list[str] | None = None) -> int:
             environment[f"{name}_DATABASE"] = f"{database}&application_name={application}{service}"
             cleanups.append(cleanup)
     cli("aggregator", ["init"], aggregator_env)
-    for survey_id, document in (
-        (SURVEY_ID, bulk_definition()),
-        (SEALED_ID, relayed_definition(SEALED_ID, relay_url, 100)),
-    ):
-        (work / f"{survey_id}.json").write_text(json.dumps(document))
-        cli("aggregator", ["create-survey", str(work / f"{survey_id}.json")], aggregator_env)
-    (work / "credential").write_text(
-        cli("aggregator", ["relay", "credential", "--relay-url", relay_url], aggregator_env).strip()
+    create_surveys(
+        work,
+        {SURVEY_ID: bulk_definition(), SEALED_ID: relayed_definition(SEALED_ID, relay_url, 100)},
+        aggregator_env,
     )
+    relay_credential(work, relay_url, aggregator_env)
     operator = cli("aggregator", ["token", "create"], aggregator_env).strip()
     processes = []
     try:
-        aggregator = serve(
-            [sys.executable, "-m", "deniable.aggregator.cli", "serve"]
-            + ["--bind", f"{HOST}:{aggregator_port}", "--workers", str(WORKERS)],
-            aggregator_env,
-            aggregator_port,
-            work / "aggregator.log",
+        aggregator = serve_program(
+            "aggregator", aggregator_port, aggregator_env, work / "aggregator.log", workers=WORKERS
         )
         processes.append(aggregator)
-        _, key_body = _get(aggregator_port, "/api/v1/key")
-        key_document = json.loads(key_body)
-        encryption = key_document["encryption_key"]
+        key = key_document(aggregator_port)
+        encryption = key["encryption_key"]
         cli("relay", ["init"], relay_env)
-        cli(
-            "relay",
-            ["add-survey", f"http://{HOST}:{aggregator_port}", SEALED_ID]
-            + ["--credential-file", str(work / "credential")]
-            + ["--aggregator-key", key_document["public_key"]],
-            relay_env,
-        )
-        relay = serve(
-            [sys.executable, "-m", "deniable.relay.cli", "serve"]
-            + ["--bind", f"{HOST}:{relay_port}", "--workers", str(WORKERS)],
-            relay_env,
-            relay_port,
-            work / "relay.log",
-        )
+        relay_surveys(aggregator_port, (SEALED_ID,), work / "credential", key, relay_env)
+        relay = serve_program("relay", relay_port, relay_env, work / "relay.log", workers=WORKERS)
         processes.append(relay)
         sealing = (
             json.dumps(relayed_definition(SEALED_ID, relay_url, 100)),

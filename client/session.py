@@ -70,15 +70,16 @@ from deniable.errors import (
 )
 
 from .ledger import Ledger
-from .memo import family_tag, is_longitudinal, permanent_response
 from .pinning import KeyPinning, decode_public_key
 from .policy import Policy, question_cost
+from .randomized import randomize_answers, survey_charges
 from .sealed import resealed_body, sealed_body, with_token
 from .state import StateStore
 from .transport import FINAL_CONFLICTS, HttpTransport, accepted, problem_type, requests_module
 
 # Printable ASCII without spaces: nothing that could split or fold an HTTP header.
 ENROLMENT_TOKEN = re.compile(r"[!-~]{1,256}")
+
 if TYPE_CHECKING:
     import requests
 
@@ -91,13 +92,11 @@ if TYPE_CHECKING:
 __all__ = [
     "AnswerDeclined",
     "FlushResult",
-    "Randomized",
     "Receipt",
     "SurveyClient",
     "EnrolmentTokenRequired",
     "SurveyClosed",
     "VerifiedSurvey",
-    "randomize_answers",
 ]
 
 
@@ -154,70 +153,12 @@ class Receipt:
     delivered: bool
 
 
-@dataclass(frozen=True)
-class Randomized:
-    """The randomized payloads of one survey answer, and what the ledger must charge."""
-
-    payloads: dict[str, str]
-    charges: list[tuple[str, str, float]]
-    # Memo family tag -> (longitudinal key, answers counted in the family, at most d).
-    families: dict[str, tuple[str, int]]
-
-
-def survey_charges(
-    survey: Survey, device_secret: bytes, memo: Mapping[str, Any]
-) -> tuple[list[tuple[str, str, float]], dict[str, tuple[str, int]]]:
-    """What answering ``survey`` charges per question, and the memo families' new counts.
-
-    A plain question costs its ε.  A longitudinal one costs its permanent ε for
-    the first d answers of its memo family (d = its number of values) and 0
-    after: at most d permanent responses exist, each memoized.  Nothing here
-    depends on the true answers, so neither does any refusal the budget makes.
-    """
-    charges: list[tuple[str, str, float]] = []
-    families: dict[str, tuple[str, int]] = {}
-    for question in survey.questions:
-        cost = question_cost(question)
-        if not is_longitudinal(question):
-            charges.append((question.id, "report", cost))
-            continue
-        family = family_tag(device_secret, question)
-        entry = memo.get(family)
-        count = int(entry.get("count", 0)) if isinstance(entry, dict) else 0
-        d = question.domain_size
-        charges.append(
-            (question.id, "permanent", cost) if count < d else (question.id, "memoized", 0.0)
+def _check_enrolment_token(token: str | None) -> None:
+    """Refuse an enrolment token that is not one printable-ASCII word (None is no token)."""
+    if token is not None and (not isinstance(token, str) or not ENROLMENT_TOKEN.fullmatch(token)):
+        raise InvalidParameter(
+            "enrolment_token must be the token text (printable ASCII, no spaces)"
         )
-        families[family] = (question.longitudinal.key, min(d, count + 1))  # type: ignore[union-attr]
-    return charges, families
-
-
-def randomize_answers(
-    survey: Survey, checked: Mapping[str, Any], device_secret: bytes, memo: Mapping[str, Any]
-) -> Randomized:
-    """Randomize checked true answers exactly as :meth:`SurveyClient.answer` does.
-
-    Plain questions: the question's mechanism with the OS CSPRNG.  Longitudinal
-    questions: the permanent response derived from ``device_secret`` (HMAC
-    stream), then a fresh instantaneous randomization with the CSPRNG.  The
-    charges are :func:`survey_charges`'.  Payload lengths depend only on the
-    question, never on the answer.
-    """
-    payloads: dict[str, str] = {}
-    for question in survey.questions:
-        value = checked[question.id]
-        oracle = question.oracle
-        if is_longitudinal(question):
-            permanent = permanent_response(device_secret, question, value)
-            report = oracle.randomize(value, permanent=permanent)  # type: ignore[call-arg]
-        else:
-            report = oracle.randomize(value)  # rng=None: the OS CSPRNG
-        payload = oracle.encode(report)
-        if len(payload) != oracle.report_length:  # pragma: no cover - a mechanism bug
-            raise InvalidParameter(f"question {question.id!r}: payload length varies")
-        payloads[question.id] = payload
-    charges, families = survey_charges(survey, device_secret, memo)
-    return Randomized(payloads=payloads, charges=charges, families=families)
 
 
 class SurveyClient(HttpTransport, KeyPinning):
@@ -436,12 +377,7 @@ class SurveyClient(HttpTransport, KeyPinning):
         again until the reports looked like their answers would, unknowingly, send
         their true answers (the randomization only protects a report drawn once).
         """
-        if enrolment_token is not None and (
-            not isinstance(enrolment_token, str) or not ENROLMENT_TOKEN.fullmatch(enrolment_token)
-        ):
-            raise InvalidParameter(
-                "enrolment_token must be the token text (printable ASCII, no spaces)"
-            )
+        _check_enrolment_token(enrolment_token)
         if isinstance(survey, str):
             survey = self.fetch(survey)
         if not isinstance(survey, VerifiedSurvey):
@@ -550,12 +486,7 @@ class SurveyClient(HttpTransport, KeyPinning):
         picks which, if several wait) and resends it.  The same randomized
         reports cost no new privacy, so the ledger is not charged again.
         """
-        if enrolment_token is not None and (
-            not isinstance(enrolment_token, str) or not ENROLMENT_TOKEN.fullmatch(enrolment_token)
-        ):
-            raise InvalidParameter(
-                "enrolment_token must be the token text (printable ASCII, no spaces)"
-            )
+        _check_enrolment_token(enrolment_token)
         delivered = 0
         refused: TransportError | None = None
         # Every change is saved at once (save_now), so the batch that left is never resent.
@@ -569,26 +500,14 @@ class SurveyClient(HttpTransport, KeyPinning):
                     continue  # waiting for an enrolment token; resending cannot help
                 path = entry["path"]
                 try:
-                    response = self._request(
-                        "POST",
-                        path,
-                        entry["body"].encode("utf-8"),
-                        entry.get("enrolment"),
-                        url=entry.get("url"),
-                    )
+                    response = self._post(entry)
                     if (
                         response.status_code == 409
                         and problem_type(response) not in FINAL_CONFLICTS
                         and self._reseal(entry)
                     ):
                         self.store.save_now()
-                        response = self._request(
-                            "POST",
-                            path,
-                            entry["body"].encode("utf-8"),
-                            entry.get("enrolment"),
-                            url=entry.get("url"),
-                        )
+                        response = self._post(entry)
                 except TransportError:
                     break  # still unreachable: keep this and later batches, in order
                 status, delivery = response.status_code, accepted(response)
@@ -609,6 +528,16 @@ class SurveyClient(HttpTransport, KeyPinning):
         if refused is not None:
             raise refused
         return FlushResult(delivered=delivered, pending=pending)
+
+    def _post(self, entry: dict[str, Any]) -> requests.Response:
+        """One delivery attempt of an outbox batch: its body as it stands, byte for byte."""
+        return self._request(
+            "POST",
+            entry["path"],
+            entry["body"].encode("utf-8"),
+            entry.get("enrolment"),
+            url=entry.get("url"),
+        )
 
     def _reseal(self, entry: dict[str, Any]) -> bool:
         """Once per relayed batch the relay refused (409) for its encryption key: fetch and

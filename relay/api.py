@@ -2,7 +2,11 @@
 
 ``POST /api/v1/surveys/<survey_id>/flush`` (the aggregator's signed request before it
 closes a survey, :mod:`deniable.relay_flush`) forms and forwards at once every batch of
-at least ``min_batch`` units, and answers with the counts and what is left waiting.
+at least ``min_batch`` units, and answers with the counts and what is left waiting; at
+most ``FLUSH_LIMIT`` times per survey (409 after that).
+``POST /api/v1/surveys/<survey_id>/held`` (the aggregator's signed request, as a flush's)
+answers with the respondents whose answers wait for a batch, as of the survey's last
+snapshot (:mod:`.held_count`, :class:`deniable.relay_held.HeldCount`).
 
 ``POST /api/v1/surveys/<survey_id>/sealed`` takes one respondent's sealed
 submission (docs/protocol.md, "Relay flow")::
@@ -224,6 +228,19 @@ def flush(survey_id: str) -> Response:
     storage.get_survey(survey_id)  # 404 first: a survey not relayed here
     counts = flush_survey(storage, current_app.config, survey_id, read_json())
     return current_app.response_class(json.dumps(counts), mimetype="application/json")
+
+
+@blueprint.post("/surveys/<survey_id>/held")
+def held(survey_id: str) -> Response:
+    """The respondents whose answers wait for a batch, as of the last snapshot (the
+    aggregator's signed request, :mod:`deniable.relay_flush`)."""
+    from .held_count import held_count
+
+    check_address()
+    storage = current_storage()
+    storage.get_survey(survey_id)  # 404 first: a survey not relayed here
+    count = held_count(storage, current_app.config, survey_id, read_json())
+    return current_app.response_class(json.dumps(count.to_dict()), mimetype="application/json")
 
 
 @blueprint.get("/health")

@@ -7,8 +7,8 @@ names this relay and that its relay noise, if any, is noise the relay can add, p
 aggregator's key, keep its relay credential),
 ``set-credential`` (a new relay credential, held units kept),
 ``remove-survey``, ``status`` (per survey: state, the relay noise it signs, units held
-per unit, batches waiting for an acknowledgement, forwarded, smallest batch, discarded;
-respondents' units only, never dummies),
+per unit, batches waiting for an acknowledgement, forwarded, smallest batch, discarded,
+the aggregator's flushes; respondents' units only, never dummies),
 ``forward`` (one forwarder pass now) and ``settings``.
 
 Every command reads the relay's settings (``DENIABLE_RELAY_*``; ``--data-dir``
@@ -234,6 +234,7 @@ def status_rows(storage: Any) -> list[dict[str, Any]]:
                 "forwarded_reports": stored.forwarded_reports,
                 "smallest_batch": stored.smallest_batch,
                 "discarded_reports": stored.discarded_reports,
+                "flushes": storage.flush_count(stored.survey_id),
                 "enrolment_tokens": {"known": known, "spent": spent},
                 "refreshed_at": stored.refreshed_at,
             }

@@ -1,8 +1,10 @@
 """Forward now what a closing survey's relay can: the aggregator's signed flush request.
 
 :func:`flush` checks the request (:mod:`deniable.relay_flush`) against the signing key
-the relay pins for the survey (refreshed once from the aggregator if the key rotated
-since), forms a batch of every group of units that has at least ``min_batch`` waiting,
+the relay pins for the survey (:func:`authenticated`: refreshed once from the aggregator
+if the key rotated since), counts it against the survey's flush limit (``FLUSH_LIMIT``
+flushes over its life: each answer tells the aggregator how many units wait right then),
+forms a batch of every group of units that has at least ``min_batch`` waiting,
 without waiting for the window (with the dummies a noised survey signs, as the forwarder
 draws them), and sends every formed batch at once.  Groups below
 ``min_batch`` stay held: forwarding them would break the survey's signed promise.
@@ -11,6 +13,8 @@ draws them), and sends every formed batch at once.  Groups below
 from __future__ import annotations
 
 import logging
+import math
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -18,15 +22,21 @@ from typing import Any
 from deniable.errors import AuthenticationError, DeniableError, SignatureError, SurveyClosed
 from deniable.keychain import decode_signature, key_id, signature_valid
 from deniable.origins import same_url
-from deniable.relay_flush import FLUSH_MAX_AGE, flush_message, parse_flush
+from deniable.relay_flush import FLUSH_MAX_AGE, parse_flush, signed_message
 
 from . import noise, upstream
 from .forwarder import refresh, send, signed_survey
 from .storage import RelayedSurvey, RelayStorage
 
-__all__ = ["flush"]
+__all__ = ["authenticated", "flush"]
 
 logger = logging.getLogger("deniable.relay.flushing")
+# Why: a request that fails verification makes the relay fetch the survey's key from the
+# aggregator again (it may have rotated); at most this often per survey and process, so a
+# flood of forged requests costs the aggregator nothing much.
+REFRESH_SECONDS = 5.0
+_refreshed: dict[str, float] = {}
+_refreshed_lock = threading.Lock()
 
 
 def _verified(stored: RelayedSurvey, request: Mapping[str, Any]) -> bool:
@@ -37,38 +47,62 @@ def _verified(stored: RelayedSurvey, request: Mapping[str, Any]) -> bool:
         signature = decode_signature(request["signature"], "body.signature")
     except SignatureError:
         return False
-    message = flush_message(stored.survey_id, request["relay"], request["issued_at"])
+    message = signed_message(
+        request["format"], stored.survey_id, request["relay"], request["issued_at"]
+    )
     return signature_valid(pin.public_key, signature, message)
+
+
+def authenticated(
+    storage: RelayStorage, config: Mapping[str, Any], survey_id: str, request: Mapping[str, Any]
+) -> RelayedSurvey:
+    """The survey, once ``request`` (parsed, :mod:`deniable.relay_flush`) is signed by the
+    aggregator's pinned key for this survey and this relay within ``FLUSH_MAX_AGE``
+    (AuthenticationError otherwise)."""
+    stored = storage.get_survey(survey_id)
+    if request["survey"] != survey_id:
+        raise AuthenticationError("the request is signed for another survey")
+    public = config.get("PUBLIC_URL") or ""
+    if public and not same_url(request["relay"], public):
+        raise AuthenticationError("the request is signed for another relay")
+    if abs(time.time() - request["issued_at"]) > FLUSH_MAX_AGE:
+        raise AuthenticationError(
+            f"the request was issued more than {FLUSH_MAX_AGE} s from the relay's clock"
+        )
+    if _verified(stored, request):
+        return stored
+    # Why once: the aggregator may have rotated its key since the relay's last refresh.
+    now = time.monotonic()
+    with _refreshed_lock:
+        due = now - _refreshed.get(survey_id, -math.inf) >= REFRESH_SECONDS
+        if due:
+            _refreshed[survey_id] = now
+    if due:
+        try:
+            refresh(storage, config, survey_id)
+        except DeniableError:
+            pass
+        stored = storage.get_survey(survey_id)
+        if _verified(stored, request):
+            return stored
+    raise AuthenticationError("the request is not signed by the aggregator's signing key")
 
 
 def flush(
     storage: RelayStorage, config: Mapping[str, Any], survey_id: str, body: object
 ) -> dict[str, Any]:
     """Check the signed request, form and send every batch ``min_batch`` allows; the counts."""
-    request = parse_flush(body)
-    stored = storage.get_survey(survey_id)
-    if request["survey"] != survey_id:
-        raise AuthenticationError("the flush request is signed for another survey")
-    public = config.get("PUBLIC_URL") or ""
-    if public and not same_url(request["relay"], public):
-        raise AuthenticationError("the flush request is signed for another relay")
-    if abs(time.time() - request["issued_at"]) > FLUSH_MAX_AGE:
-        raise AuthenticationError(
-            f"the flush request was issued more than {FLUSH_MAX_AGE} s from the relay's clock"
-        )
-    if not _verified(stored, request):
-        # Why once: the aggregator may have rotated its key since the relay's last refresh.
-        try:
-            refresh(storage, config, survey_id)
-        except DeniableError:
-            pass
-        stored = storage.get_survey(survey_id)
-        if not _verified(stored, request):
-            raise AuthenticationError(
-                "the flush request is not signed by the aggregator's signing key"
-            )
+    stored = authenticated(storage, config, survey_id, parse_flush(body))
     if not stored.is_open:
         raise SurveyClosed(f"survey {survey_id!r} is closed")
+    # Why counted before anything is formed: a refused flush tells the aggregator nothing.
+    try:
+        flushes = storage.count_flush(survey_id, int(config.get("FLUSH_LIMIT", 3)))
+    except DeniableError:
+        logger.warning(
+            "survey %s: flush asked by the aggregator refused: its limit is reached", survey_id
+        )
+        raise
     formed = storage.form_batches(
         survey_id,
         window=0.0,
@@ -95,11 +129,13 @@ def flush(
     # Why logged: the relay's operator sees each flush the aggregator asks for (how often).
     logger.warning(
         "survey %s: flush asked by the aggregator: %d batches formed, %d reports forwarded, "
-        "%d units wait",
+        "%d units wait (flush %d of at most %d)",
         survey_id,
         len(formed),
         forwarded,
         sum(waiting.values()),
+        flushes,
+        int(config.get("FLUSH_LIMIT", 3)),
     )
     return {
         "survey": survey_id,
@@ -109,4 +145,5 @@ def flush(
         "min_batch": stored.min_batch,
         "waiting": waiting,
         "in_batches": sum(counts[1] for counts in held.values()),
+        "flushes_left": max(0, int(config.get("FLUSH_LIMIT", 3)) - flushes),
     }

@@ -123,6 +123,26 @@ SETTINGS: tuple[Setting, ...] = (
         "several batches, each of at least min_batch. At most the aggregator's "
         "MAX_RELAY_BATCH_BYTES (which refuses a larger body every time).",
     ),
+    Setting(
+        name="FLUSH_LIMIT",
+        default=3,
+        prefix=PREFIX,
+        parse=parse_integer(0, 1_000),
+        help="Most flushes the aggregator may ask for per survey (close-survey "
+        "--flush-relay), over the survey's life on this relay; 0 refuses every flush. Each "
+        "flush's answer tells the aggregator how many units wait at that moment, so asking "
+        "again and again would time the arrivals (docs/relay.md, 'Flushing').",
+    ),
+    Setting(
+        name="HELD_COUNT_SECONDS",
+        default=900.0,
+        prefix=PREFIX,
+        parse=parse_seconds(1, 7 * 86400),
+        help="How often, at most, the held count the aggregator may read is counted again "
+        "(its survey page says 'the relay holds N answers', as of that time): the "
+        "aggregator learns the arrivals per period of this length, never each arrival. "
+        "Longer hides more (docs/relay.md, 'What the aggregator learns').",
+    ),
     _shared("MAX_BODY_BYTES"),
     _shared("POOL_SIZE"),
     _shared("POOL_TIMEOUT"),

@@ -47,13 +47,29 @@ def load_settings(
 ) -> dict[str, Any]:
     """A service's settings (defaults < environment < command-line overrides), by its
     ``resolve``; a bad value is a usage error (exit status 2)."""
+    return {item.setting.name: item.value for item in _resolved(args, resolve, options)}
+
+
+def show_settings(
+    args: argparse.Namespace,
+    resolve: Callable[..., Sequence[Any]],
+    options: Mapping[str, str] = OVERRIDES,
+) -> int:
+    """A service's ``settings`` command: every setting's value in effect and its source
+    (:func:`print_settings`; ``--json``, ``--verbose``); a bad value is a usage error."""
+    print_settings(_resolved(args, resolve, options), as_json=args.json, verbose=args.verbose)
+    return 0
+
+
+def _resolved(
+    args: argparse.Namespace, resolve: Callable[..., Sequence[Any]], options: Mapping[str, str]
+) -> Sequence[Any]:
     from .settings import SettingsError
 
     try:
-        resolved = resolve(overrides(args, options), config_source="command line")
+        return resolve(overrides(args, options), config_source="command line")
     except SettingsError as error:
         raise fail(str(error), EXIT_USAGE) from None
-    return {item.setting.name: item.value for item in resolved}
 
 
 # -- argument types ------------------------------------------------------------------------
@@ -168,4 +184,5 @@ __all__ = [
     "positive",
     "print_json",
     "print_settings",
+    "show_settings",
 ]

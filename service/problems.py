@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from typing import Any
 
 from flask import Flask, Response, request
@@ -42,6 +41,7 @@ from deniable.errors import (
     SurveyClosed,
     UnknownKey,
 )
+from deniable.survey_checks import CONTROL
 from deniable.wire import ProblemType
 from deniable.wire.strict_json import loads as parse_json
 
@@ -100,12 +100,10 @@ HTTP_TYPES: dict[int, tuple[str, str]] = {
     503: ("storage-unavailable", "Service unavailable"),
 }
 
-# C0 and C1 control characters and DEL: never echoed raw into a problem body or a log line.
-CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
 
 def printable(text: str) -> str:
-    """``text`` with every control character as a visible escape (``\\x0a``).
+    """``text`` with every C0 and C1 control character and DEL (the core's ``CONTROL``) as a
+    visible escape (``\\x0a``): never echoed raw into a problem body or a log line.
 
     Why: a ``%0A`` in a path once forged a log line; a terminal that prints a
     problem's detail must not receive escape sequences either.

@@ -26,6 +26,21 @@ A question whose relay added dummy reports (``deniable.noised``) enters with the
 dummies' mean subtracted, their variance added to V, and b the largest of a
 respondent's and a dummy count's deviation (each dummy count is one more
 independent summand), n its real respondents.
+
+**Questions with non-response, and scales** (:func:`compare_answered`).  Their published
+figures are ratios of unbiased estimates (``deniable.nonresponse``: each share among those
+who answered, the declined share among those asked, the not-applicable share, a scale's
+mean and NPS, a number's mean among those who answered), whose intervals come from the
+union bound (:func:`deniable.intervals.ratio_interval`), not from a variance.  Each wave's
+figure θ_w is published with an interval [L_w, U_w] that covers it with probability
+>= 1 - β/2; on the event that both cover, probability >= 1 - β by the union bound,
+
+    θ₂ - θ₁ ∈ [L₂ - U₁, U₂ - L₁],
+
+whatever the dependence between the waves (the union bound needs none).  The
+simultaneous columns take each wave's simultaneous intervals at β/2, which cover every
+figure of that wave at once, so every difference's simultaneous interval covers at once
+with probability >= 1 - β.
 """
 
 from __future__ import annotations
@@ -37,7 +52,15 @@ from typing import Any
 from .errors import InvalidParameter
 from .estimation import DEFAULT_BETA, check_beta
 
-__all__ = ["Figure", "cell_figure", "compare_question", "difference", "frequency_figures"]
+__all__ = [
+    "Figure",
+    "cell_figure",
+    "compare_answered",
+    "compare_question",
+    "difference",
+    "frequency_figures",
+    "interval_sentence",
+]
 
 DEPENDENCE = ("independent", "nonnegative", "any")
 
@@ -230,13 +253,10 @@ def compare_question(
     for every category at once (union bound).
     """
     beta = check_beta(beta)
-    if first.type != second.type or first.labels != second.labels:
+    if first.type != second.type or first.base_labels != second.base_labels:
         raise InvalidParameter(
             f"questions {first.id!r} and {second.id!r} differ in type or options"
         )
-    if first.type == "numeric" and (first.extras or second.extras):
-        # Its mean is a ratio among those who answered (deniable.nonresponse): not compared yet.
-        raise InvalidParameter("an optional or conditional numeric question is not compared yet")
     if first.type == "numeric" and (first.lo, first.hi) != (second.lo, second.hi):
         raise InvalidParameter("numeric questions must share their range to be compared")
     memoized = (
@@ -247,6 +267,15 @@ def compare_question(
     dependence = "nonnegative" if memoized else "independent"
     if first_n == 0 or second_n == 0:
         return {"dependence": dependence, "comparisons": None}
+    if first.extras or second.extras or first.type == "scale":
+        if noises != (None, None):  # a survey parse refuses relay noise with these questions
+            raise InvalidParameter(
+                "a question with non-response or a scale cannot be compared with relay noise"
+            )
+        rows = compare_answered(
+            first, first_statistics, first_n, second, second_statistics, second_n, beta=beta
+        )
+        return {"dependence": dependence, "method": "union", "comparisons": rows}
     before = question_figures(first, first_statistics, first_n, noises[0])
     after = question_figures(second, second_statistics, second_n, noises[1])
     numeric = first.type == "numeric"
@@ -267,3 +296,129 @@ def compare_question(
             }
         )
     return {"dependence": dependence, "comparisons": rows}
+
+
+# -- questions with non-response and scales: the union of two published intervals ---------------
+
+
+def interval_sentence(
+    value: float,
+    lower: float,
+    upper: float,
+    *,
+    unit: str = "points",
+    scale: float = 100.0,
+    digits: int = 0,
+) -> str:
+    """'changed by +6 points (from +1 to +12)', and says so when the interval holds 0."""
+
+    def signed(number: float) -> str:
+        text = f"{number * scale:+.{digits}f}"
+        return f"{0:.{digits}f}" if float(text) == 0 else text  # no "-0"
+
+    words = f" {unit}" if unit else ""
+    change = f"changed by {signed(value)}{words} (from {signed(lower)} to {signed(upper)})"
+    if lower <= 0.0 <= upper:
+        return change + ", not distinguishable from no change"
+    return change
+
+
+def _published_rows(question: Any, statistics: Any, n: int, level: float) -> dict[str, dict]:
+    """Each published figure of one wave at ``level``: label -> the nonresponse row."""
+    from .estimation import estimate_mean
+    from .nonresponse import nonresponse_results
+
+    if question.type == "numeric" and not question.extras:
+        mean = estimate_mean(question.oracle, statistics, n, beta=level)
+        chosen = mean.intervals[mean.tightest]  # one figure: its own interval is simultaneous
+        row = {
+            "label": "mean",
+            "share_of": "answered",
+            "estimate": float(mean.mean),
+            "lower": float(chosen.lower[0]),
+            "upper": float(chosen.upper[0]),
+            "simultaneous_lower": float(chosen.lower[0]),
+            "simultaneous_upper": float(chosen.upper[0]),
+        }
+        return {"mean": row}
+    result = nonresponse_results(question, statistics, n, level)
+    return {row["label"]: row for row in result["categories"]}
+
+
+def compare_answered(
+    first: Any,
+    first_statistics: Any,
+    first_n: int,
+    second: Any,
+    second_statistics: Any,
+    second_n: int,
+    *,
+    beta: float = DEFAULT_BETA,
+) -> list[dict[str, Any]]:
+    """Each published figure of ``second`` minus ``first`` (module docstring: each wave's
+    interval at β/2, the union bound); the figures both waves publish, in ``second``'s order.
+    A figure that one wave could not estimate (nobody answered) has no difference (None)."""
+    beta = check_beta(beta)
+    before = _published_rows(first, first_statistics, first_n, beta / 2)
+    after = _published_rows(second, second_statistics, second_n, beta / 2)
+    rows = []
+    for label, new in after.items():
+        old = before.get(label)
+        if old is None:
+            continue
+        point = label == "mean" or label == "nps"
+        unit = "points" if label == "nps" or not point else ""
+        scale, digits = (1.0, 0) if label == "nps" else (1.0, 2) if point else (100.0, 0)
+        span = {"nps": 200.0}.get(label, 1.0)
+        if label == "mean":
+            span = (
+                float(second.hi - second.lo)
+                if second.type == "numeric"
+                else float(len(second.base_labels) - 1)
+            )
+        row: dict[str, Any] = {
+            "label": label,
+            "share_of": new.get("share_of", "answered"),
+            "first": old["estimate"],
+            "second": new["estimate"],
+            "tightest": "ratio",
+            "beta": beta,
+            "claims": 1,
+            "half_width": None,
+        }
+        if old["estimate"] is None or new["estimate"] is None:
+            nothing = ("difference", "lower", "upper", "simultaneous_lower", "simultaneous_upper")
+            rows.append(
+                {
+                    **row,
+                    **dict.fromkeys(nothing),
+                    "significant": False,
+                    "sentence": "no estimate in one of the surveys (too few answered)",
+                }
+            )
+            continue
+        value = new["estimate"] - old["estimate"]
+        lower = max(new["lower"] - old["upper"], -span)
+        upper = min(new["upper"] - old["lower"], span)
+        s_lower = max(new["simultaneous_lower"] - old["simultaneous_upper"], -span)
+        s_upper = min(new["simultaneous_upper"] - old["simultaneous_lower"], span)
+        rows.append(
+            {
+                **row,
+                "difference": value,
+                "lower": lower,
+                "upper": upper,
+                "simultaneous_lower": s_lower,
+                "simultaneous_upper": s_upper,
+                "significant": not (lower <= 0.0 <= upper),
+                "guarantee": (
+                    f"covers the true difference with probability >= {100 * (1 - beta):g}% "
+                    "(each wave's interval at half the error probability, union bound); for "
+                    "every n, no normal approximation"
+                ),
+                "sentence": interval_sentence(
+                    value, lower, upper, unit=unit, scale=scale, digits=digits
+                ),
+            }
+        )
+    return rows

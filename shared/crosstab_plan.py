@@ -126,6 +126,11 @@ def plan_crosstab(
         raise InvalidParameter("give exactly one of n and half_width")
     chosen = []
     for question_type, options, epsilon in (rows, columns):
+        if question_type in ("numeric", "scale"):
+            raise InvalidParameter(
+                "a crosstab with a number or a scale is its mean for each answer to the other "
+                "question, not a table of cells: plan each question's precision on its own"
+            )
         if question_type not in ("yes_no", "single_choice", "multiple_choice"):
             raise InvalidParameter("crosstabs are of yes/no, single- and multiple-choice questions")
         candidates = targets(question_type, epsilon=epsilon, options=options)

@@ -81,6 +81,7 @@ __all__ = [
     "fake_report_shift",
     "noise_mechanism",
     "noise_mechanisms",
+    "noised_respondents",
     "published_half_width",
     "relay_noise_plan",
     "smallest_noised_batch",
@@ -284,6 +285,28 @@ def _question(
     if not 0 < share <= 1:
         raise InvalidParameter(f"applicable_share must be in (0, 1], got {applicable_share!r}")
     return {"options": options, "lo": lo, "hi": hi, "extras": extras, "applicable_share": share}
+
+
+def noised_respondents(
+    mechanism: Mechanism,
+    law: dummies.DummyLaw,
+    *,
+    batch: int,
+    half_width: float,
+    beta: float = 0.05,
+) -> tuple[int | None, int | None]:
+    """For a question already set (its mechanism at its ε0, the dummy law a survey signs):
+    (the fewest N from which every n >= N reaches ±``half_width`` in noised batches of
+    ``batch``, the fewest all in one batch), as :func:`relay_noise_plan` finds them for the
+    law it calibrates (module docstring); None past MAX_RESPONDENTS."""
+    batch = check_int("batch", batch, 1, shuffle.MAX_BATCH)
+    target = check_real("half_width", half_width)
+    beta = check_beta(beta)
+
+    def width(count: int, k: int) -> float:
+        return published_half_width(mechanism, count, law, k, beta)[0]
+
+    return _respondents(width, batch, target)
 
 
 def _plan_or_none(question_type: str, **arguments: Any) -> Any:

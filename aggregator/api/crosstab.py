@@ -1,9 +1,11 @@
 """Crosstabs and comparisons: JSON or CSV, as private as the surveys' results.
 
 ``GET /surveys/<id>/crosstab?rows=<q1>&columns=<q2>``: joint shares of two
-questions (or a numeric question's mean by category), with an optional
+questions (or a number's or a scale's mean by category), with an optional
 difference of two cells (``first_row``, ``first_column``, ``second_row``,
-``second_column``).  ``GET /surveys/<id>/compare?question=<q>&with=<survey>``:
+``second_column``); ``nonresponse=hide`` leaves out declined and not applicable
+(shares among those who answered both; ``show``, the default, keeps them as rows,
+columns and groups).  ``GET /surveys/<id>/compare?question=<q>&with=<survey>``:
 each estimate of the same question in another survey (a later wave) minus
 this survey's.  Both take ``beta`` and ``format`` like the results.
 """
@@ -53,6 +55,7 @@ MEANS_COLUMNS = (
     "simultaneous_lower",
     "simultaneous_upper",
     "share",
+    "answered",
 )
 COMPARE_COLUMNS = (
     "label",
@@ -66,6 +69,7 @@ COMPARE_COLUMNS = (
     "simultaneous_upper",
     "tightest",
     "sentence",
+    "share_of",
 )
 
 
@@ -116,7 +120,13 @@ def crosstab(survey_id: str) -> Response:
         compare = ((cells[0], cells[1]), (cells[2], cells[3]))
     record = readable_record(survey_id)
     document = crosstab_document(
-        current_storage(), record, args.get("rows"), args.get("columns"), beta=beta, compare=compare
+        current_storage(),
+        record,
+        args.get("rows"),
+        args.get("columns"),
+        beta=beta,
+        compare=compare,
+        nonresponse=args.get("nonresponse"),
     )
     if not csv_wanted:
         return json_response(document)

@@ -348,8 +348,9 @@ def document(max_batch: int) -> dict[str, Any]:
         },
         "/api/v1/surveys/{survey_id}/crosstab": {
             "get": _operation(
-                "Crosstab of two questions: joint shares, or a numeric question's mean by "
-                "category, with every interval family (operator token if results are private)",
+                "Crosstab of two questions: joint shares (with nonresponse=hide, shares among "
+                "those who answered both), or a number's or a scale's mean by category, with "
+                "its intervals (operator token if results are private)",
                 {200: _ok("Crosstab", _ref("Crosstab"), {"text/csv": {"schema": text}})},
                 (400, *operator_errors, 404, 409, 503),
                 parameters=[
@@ -370,6 +371,12 @@ def document(max_batch: int) -> dict[str, Any]:
                             "second_column",
                         )
                     ],
+                    {
+                        "name": "nonresponse",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"enum": ["show", "hide"], "default": "show"},
+                    },
                     beta,
                     results_format,
                 ],

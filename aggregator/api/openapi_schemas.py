@@ -84,6 +84,8 @@ def schemas(max_batch: int) -> dict[str, Any]:
             "properties": {
                 "survey": {"type": "string"},
                 "kind": {"enum": ["joint", "means", "empty"]},
+                "nonresponse": {"enum": ["show", "hide"]},
+                "share_of": {"enum": ["all", "answered"]},
                 "n": {"type": "integer", "minimum": 0},
                 "epsilon": {"type": "number"},
                 "beta": {"type": "number"},
@@ -97,6 +99,7 @@ def schemas(max_batch: int) -> dict[str, Any]:
             "properties": {
                 "beta": {"type": "number"},
                 "dependence": {"enum": ["independent", "nonnegative", "any"]},
+                "method": {"enum": ["union"]},
                 "comparisons": {"type": ["array", "null"], "items": {"type": "object"}},
             },
         },

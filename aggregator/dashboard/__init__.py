@@ -1,8 +1,10 @@
 """The dashboard: server-rendered HTML pages of published results, no JavaScript.
 
-``/`` lists the surveys; ``/surveys/<id>`` shows, per question, a bar chart (or
-the mean) as inline SVG with the tightest per-category interval as whiskers
-(named), n, ε and the mechanism, and words when there are too few respondents,
+``/`` lists the surveys; ``/surveys/<id>`` shows, per question, a bar chart (a
+scale's columns in order, or the mean) as inline SVG with the tightest per-category
+interval as whiskers (named), n, ε and the mechanism, and words when there are too few
+respondents; an optional or conditional question's declined and applied shares, and a
+scale's mean and net promoter score, in words beside it (:mod:`.present`).  All of it is
 computed by the same function as ``GET /api/v1/surveys/{id}/results``
 so the page and the API cannot disagree.  Surveys whose results are private show
 a notice instead of numbers.  Register with :func:`init_app`.
@@ -10,7 +12,6 @@ a notice instead of numbers.  Register with :func:`init_app`.
 
 from __future__ import annotations
 
-import math
 import zlib
 from typing import Any
 
@@ -27,15 +28,13 @@ from ..public_url import public_base_url, respond_links
 from ..relay_noise import real_counts
 from ..storage import SurveyRecord, current_storage
 from ..storage.records import respondents
-from . import svg
+from . import relay_held
 from .present import explanation, question_view
 from .times import time_element
 
 __all__ = ["blueprint", "init_app"]
 
 blueprint = Blueprint("dashboard", __name__, template_folder="templates")
-# A question with more categories shows this many bars (the largest estimates).
-TOP_CATEGORIES = 12
 
 # Why: pages embed only inline CSS and SVG; nothing else may load or run.
 CONTENT_SECURITY_POLICY = (
@@ -91,21 +90,6 @@ def index() -> str | tuple[str, int]:
     )
 
 
-def top_categories(result: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """(result with its :data:`TOP_CATEGORIES` largest estimates, how many were left out).
-
-    Why: a page drawing every bar of 100 questions x 1,024 options was 79 MB; the
-    rest of the categories are one click away in the CSV and JSON results.
-    """
-    categories = result.get("categories") or []
-    if len(categories) <= TOP_CATEGORIES or result.get("type") == "scale":  # a scale keeps order
-        return result, 0
-    ranked = sorted(
-        categories, key=lambda c: -math.inf if c.get("estimate") is None else -float(c["estimate"])
-    )[:TOP_CATEGORIES]
-    return {**result, "categories": ranked}, len(categories) - TOP_CATEGORIES
-
-
 @blueprint.get("/surveys/<survey_id>")
 def survey(survey_id: str) -> str | tuple[str, int]:
     try:
@@ -125,6 +109,7 @@ def survey(survey_id: str) -> str | tuple[str, int]:
         later = ",".join(other.id for other in _crosstab.comparable_surveys(record))
         # Why the base URL: the page shows the respondents' link of an open survey.
         shown = f"page:{'beta' in request.args}:{later}:{public_base_url()}"
+        shown += relay_held.cache_key(record)  # the relay's held count, as of its snapshot
         key = statistics_key(record, beta, shown)[0]
         cached = results_cache().get(key)
         if cached is not None:
@@ -148,12 +133,7 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         summary["n_reports"] = header["n_reports"]
         summary["relay"] = header.get("relay")  # a relayed survey's batches (api/relayed.py)
         definitions = {q.id: q.to_dict() for q in record.survey.questions}
-        questions = []
-        for result in results:
-            shown, hidden = top_categories(svg.charted(result))
-            view = question_view(definitions[result["question"]], shown)
-            view["hidden"] = hidden
-            questions.append(view)
+        questions = [question_view(definitions[r["question"]], r) for r in results]
     extra = {"beta": beta} if "beta" in request.args else {}
     return render_template(
         "survey.html",
@@ -166,7 +146,7 @@ def _survey_page(record: SurveyRecord, beta: float) -> str:
         comparable=_crosstab.comparable_surveys(record),
         links=respond_links(record, public_base_url()),
         share=share_view(record),
-        explanation=explanation(beta),
+        explanation=explanation(beta, any(q["among"] for q in questions)),
         crosstabs_unavailable=(
             unavailable_reason(current_storage(), record) if record.results_public else None
         ),
@@ -205,6 +185,7 @@ def share_view(record: SurveyRecord) -> dict[str, Any] | None:
     return {
         "qr": Markup(qr_inline(links.respond, label)),
         "qr_url": url_for("dashboard.qr_code", survey_id=record.id),
+        "held": relay_held.held_view(record),  # answers the relay holds (None: not shown)
     }
 
 

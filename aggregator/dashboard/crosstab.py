@@ -2,11 +2,13 @@
 
 ``/surveys/<id>/crosstab?rows=<q1>&columns=<q2>``: the joint shares as a table
 shaded like a heat map (darker: larger share), each cell with its interval,
-or a numeric question's mean by category; questions are picked with links
-(the pages run no script and submit no form).  ``/surveys/<id>/compare/<other>``:
-every question the two surveys share, each category's change in words
-("changed by +6 points (±4)").  Private surveys show a notice, as the
-survey page does.
+or a number's or a scale's mean by category; questions are picked with links and,
+when one of them may go unanswered, two more links show or hide "Prefer not to say" and
+"Not asked" (``nonresponse=show|hide``: hidden, the shares are among those who answered
+both).  Links, not a form: the dashboard's pages run no script and submit no form (its
+CSP says ``form-action 'none'``).  ``/surveys/<id>/compare/<other>``: every question the
+two surveys share, each category's change in words ("changed by +6 points (±4)").
+Private surveys show a notice, as the survey page does.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from typing import Any
 from flask import render_template, request, url_for
 
 from deniable import comparison
-from deniable.crosstab import axis, cell_model
+from deniable.crosstab import axis, cell_model, check_nonresponse
 from deniable.errors import Conflict, InvalidParameter, NotFound
+from deniable.questionnaire import EXTRA_LABELS
 
 from ..api.common import check_survey_id
 from ..crosstabs import compare_document, crosstab_document, unavailable_reason
+from ..respond.words import answer_words
 from ..storage import current_storage
 from . import blueprint, svg
 from .present import COVERS, confidence_text
@@ -37,8 +41,19 @@ def shade(share: float) -> str:
     return f"hsl({HUE} {SATURATION}% {LIGHTEST - (LIGHTEST - DARKEST) * share**0.5:.1f}%)"
 
 
-def percent(value: float) -> str:
-    return f"{100 * value:.1f}%"
+def percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+# The non-response values in the respond page's words (one catalogue for every page).
+PLAIN_LABELS = answer_words({})
+# A comparison's rows that are figures, not answers, in words (the data-label keeps the id).
+FIGURE_WORDS = {"mean": "Average", "nps": "Net promoter score"}
+
+
+def words(label: str) -> str:
+    """A non-response value in plain words (the survey page's); other labels as they are."""
+    return PLAIN_LABELS.get(label, label)
 
 
 def _beta() -> float:
@@ -91,13 +106,18 @@ def spread_within_columns(document: dict[str, Any], rows: Any, columns: Any) -> 
     return found
 
 
+def _share(value: float | None) -> str:
+    """A share as shown: an unbiased estimate may fall outside 0-100%; shown at the nearer end."""
+    return percent(None if value is None else min(max(value, 0.0), 1.0))
+
+
 def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
     family = document["simultaneous_tightest"]
-    prefix = "" if family == "chebyshev" else family + "_"
+    prefix = "" if family in ("chebyshev", "ratio") else family + "_"
     rows, columns = document["rows"]["labels"], document["columns"]["labels"]
     cells = {(c["row"], c["column"]): c for c in document["cells"]}
     # Shaded relative to the largest cell: the pattern is what a heat map shows.
-    largest = max([c["clipped"] for c in document["cells"]] + [1e-9])
+    largest = max([c["clipped"] or 0.0 for c in document["cells"]] + [1e-9])
     table = []
     for row in rows:
         line = []
@@ -106,20 +126,24 @@ def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
             low, high = cell[prefix + "simultaneous_lower"], cell[prefix + "simultaneous_upper"]
             line.append(
                 {
-                    "text": percent(max(cell["estimate"], 0.0)),
+                    "text": _share(cell["estimate"]),
                     "raw": cell["estimate"],
                     "low": percent(low),
                     "high": percent(high),
-                    "style": f"background: {shade(cell['clipped'] / largest)}",
+                    "style": f"background: {shade((cell['clipped'] or 0.0) / largest)}",
                 }
             )
         table.append(
-            {"label": row, "cells": line, "share": percent(max(document["row_shares"][row], 0.0))}
+            {
+                "label": words(row),
+                "cells": line,
+                "share": _share(document["row_shares"][row]),
+            }
         )
     return {
         "table": table,
-        "columns": columns,
-        "column_shares": [percent(max(document["column_shares"][c], 0.0)) for c in columns],
+        "columns": [words(column) for column in columns],
+        "column_shares": [_share(document["column_shares"][c]) for c in columns],
         "family": svg.FAMILY_NAMES.get(family, family),
         # Shares add up to 100% only when neither question is multiple choice.
         "partition": "multiple_choice"
@@ -136,6 +160,7 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
         return _missing(survey_id)
     try:
         beta = _beta()
+        nonresponse = check_nonresponse(request.args.get("nonresponse"))
     except InvalidParameter as error:
         return _missing(survey_id, str(error), 400)
     questions = record.survey.questions
@@ -148,10 +173,13 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
     if record.results_public:
         unavailable = unavailable_reason(current_storage(), record)
         try:
-            document = crosstab_document(current_storage(), record, rows_id, columns_id, beta=beta)
+            document = crosstab_document(
+                current_storage(), record, rows_id, columns_id, beta=beta, nonresponse=nonresponse
+            )
         except (InvalidParameter, Conflict) as problem:
             error = str(problem)
-    extra = {"beta": beta} if "beta" in request.args else {}
+    kept = {"beta": beta} if "beta" in request.args else {}
+    extra = {**kept, **({"nonresponse": "hide"} if nonresponse == "hide" else {})}
 
     def link(rows: str, columns: str) -> str:
         return url_for(
@@ -162,9 +190,56 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
     if document is not None and document.get("n") and document["kind"] == "joint":
         view = _joint_view(document)
         survey = record.survey
-        view["spread"] = spread_within_columns(
-            document, survey.question(rows_id), survey.question(columns_id)
+        view["spread"] = (
+            []  # a share among those who answered is a ratio: no variance-based difference
+            if document.get("share_of") == "answered"
+            else spread_within_columns(
+                document, survey.question(rows_id), survey.question(columns_id)
+            )
         )
+    # The show/hide links, when they change something: a joint table with a question that
+    # may go unanswered, or means by such a question (a mean is always among those who
+    # answered the measured question).
+    toggle, sides = None, []
+    if document is not None and document.get("kind") == "means":
+        sides = [document["rows"] if document["by"] == rows_id else document["columns"]]
+    elif document is not None:
+        sides = [document["rows"], document["columns"]]
+    extras = sorted({e for side in sides for e in side["extras"]}, key=EXTRA_LABELS.index)
+    if extras:
+        joint = document["kind"] != "means"
+        named = " and ".join(f"“{PLAIN_LABELS[e]}”" for e in extras)
+        toggle = {
+            "short": "Not answered",
+            "words": f"Show or hide {named}",
+            "choices": [
+                {
+                    "value": value,
+                    "text": text,
+                    "current": nonresponse == value,
+                    "href": url_for(
+                        "dashboard.crosstab_page",
+                        survey_id=record.id,
+                        rows=rows_id,
+                        columns=columns_id,
+                        **kept,
+                        **({"nonresponse": "hide"} if value == "hide" else {}),
+                    ),
+                }
+                for value, text in (
+                    ("show", f"Show {named}"),
+                    (
+                        "hide",
+                        "Hide them: shares among those who answered"
+                        if joint
+                        else "Hide them: the answers' averages only",
+                    ),
+                )
+            ],
+        }
+    means = None
+    if document is not None and document.get("n") and document["kind"] == "means":
+        means = [{**c, "words": words(c["label"])} for c in document["categories"]]
     return render_template(
         "crosstab.html",
         survey=record,
@@ -175,6 +250,9 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
         column_links=[(q, link(rows_id, q.id)) for q in questions],
         document=document,
         view=view,
+        means=means,
+        toggle=toggle,
+        plain=PLAIN_LABELS,
         error=error,
         unavailable=unavailable,
         level=confidence_text(beta),
@@ -231,6 +309,7 @@ def compare_page(survey_id: str, other_id: str) -> str | tuple[str, int]:
         public=public,
         sections=sections,
         level=confidence_text(beta),
+        plain={**PLAIN_LABELS, **FIGURE_WORDS},
     )
 
 

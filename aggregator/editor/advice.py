@@ -2,42 +2,60 @@
 
 For a validated question, :func:`question_advice` gives the mechanism the question will
 use and the respondents needed for an interval of ±5 and ±10 points (percentage points of
-a share; for a number, of its range) at 95% confidence (β = 0.05), with the tightest
-interval family of that mechanism, as ``deniable-aggregator plan`` finds it
-(:func:`deniable.planner.respondents_for`); for option sampling past
-:data:`SAMPLED_SEARCH_MAX_N` respondents the exact-tail search is left out and the figure
-is marked as an upper bound.  Through a relay the estimates are the same (shuffling
-changes who sent a report, not the report), so the respondents needed are the same but
-never fewer than one batch: nothing is published before ``min_batch`` reports are
+a share; for a number, of its range) at 95% confidence (β = 0.05), computed by
+:func:`..advice.respondents_needed`, the function ``create-survey --dry-run`` uses: for
+option sampling past :data:`SAMPLED_SEARCH_MAX_N` respondents the exact-tail search is left
+out and the figure is marked as an upper bound.  Through a relay the estimates are the same
+(shuffling changes who sent a report, not the report), so the respondents needed are the
+same but never fewer than one batch: nothing is published before ``min_batch`` reports are
 forwarded; and the shuffled batch is also (ε_c, δ)-DP centrally for the ε_c of
 :func:`deniable.shuffle.central_epsilon` (Feldman, McMillan & Talwar 2023, Thm 3.2).
+
 With relay noise the batch's central ε is the better of that bound and the dummies' own
 (:func:`deniable.dummies.noised_central_epsilon`; Murakami, Sei & Eriguchi, arXiv
-2504.07362); the respondents the dummies' extra variance calls for are not planned here
-yet (the page says so where they will go).
+2504.07362), and the dummies widen the published interval: the respondents needed then are
+those of :func:`deniable.relay_noise_plan.noised_respondents` for the question's mechanism
+at its ε and the signed law, in batches of ``min_batch`` (every n from there on).  That
+search takes up to seconds for a question of tens of answer values, so it runs on a worker
+thread (:func:`noised_figures`): a page waits at most :data:`NOISE_WAIT_SECONDS`, says the
+figures are being worked out otherwise, and each result is kept; a mechanism of more than
+:data:`NOISE_MAX_OUTPUT_VALUES` report values is not planned on a page at all.
 """
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from deniable.dummies import noised_central_epsilon
 from deniable.errors import InvalidParameter
-from deniable.estimation import EXACT_TAIL, FAMILIES, available_families, score_model
 from deniable.mechanisms import display_name
-from deniable.planner import respondents_for, targets
 from deniable.shuffle import DEFAULT_DELTA, central_epsilon
 from deniable.survey import Question, Relay
 
-from ..advice import BETA, HALF_WIDTHS  # the figures create-survey --dry-run prints
+# the figures create-survey --dry-run prints, by the same function
+from ..advice import BETA, HALF_WIDTHS, planner_question, respondents_needed
 
-__all__ = ["Advice", "as_view", "question_advice"]
+__all__ = ["Advice", "as_view", "noised_figures", "question_advice"]
 
 # Why: the exact-tail n of a sampled mechanism (option sampling) is searched, and the
 # search takes seconds past a few thousand respondents, too slow for a page; beyond this
 # many the advice gives the closed-form families' n, marked as an upper bound.
 SAMPLED_SEARCH_MAX_N = 2_000
+# Longest a page waits for the relay-noise figures (the search goes on in the background).
+NOISE_WAIT_SECONDS = 1.0
+# Most report values a noised question's mechanism may have to be planned on a page: the
+# search convolves the dummies' law per value (about 10 s of a core for 40 options).
+NOISE_MAX_OUTPUT_VALUES = 48
+# Most searches waiting at once (more: "being worked out" until one is done).
+NOISE_MAX_PENDING = 8
+
+_noised: dict[tuple[Any, ...], tuple[int | None, ...]] = {}
+_planning: dict[tuple[Any, ...], Future] = {}
+_noise_lock = threading.RLock()  # a done future runs its callback at once, in here
+_noise_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deniable-noise-advice")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,55 +73,85 @@ class Advice:
     noised_central_epsilon: float | None = None
     noise_delta: float | None = None
     dummies: float | None = None
-
-
-def _target_of(question: Question) -> tuple[str, int | None]:
-    """The planner's question type and number of categories for ``question``."""
-    if question.type == "numeric":
-        return "numeric", None
-    if question.type == "multiple_choice":
-        return "multiple_choice", len(question.options)
-    if question.type == "yes_no" and question.domain_size == 2:
-        return "yes_no", None
-    # A scale, or a question with non-response values: a single choice over its whole
-    # domain (what its mechanism randomizes over).
-    return "single_choice", question.domain_size
-
-
-def _needed(target: Any, half_width: float) -> tuple[int | None, bool]:
-    """(n, whether it is an upper bound only) for one target and half-width.
-
-    The figures of :func:`..advice.question_advice` (``create-survey --dry-run``), except
-    that a page cannot wait for option sampling's exact-tail search (seconds per question)."""
-    model = score_model(target.oracle)
-    closed = [
-        respondents_for(target, family, half_width, BETA)
-        for family in FAMILIES
-        if family in available_families(model)
-    ]
-    closed = [n for n in closed if n is not None]
-    best = min(closed) if closed else None
-    if model.tail is None:
-        return best, False
-    if model.tail[0] != "pure" and (best is None or best > SAMPLED_SEARCH_MAX_N):
-        return best, best is not None
-    exact = respondents_for(target, EXACT_TAIL, half_width, BETA)
-    return (best, False) if exact is None else (min(exact, best or exact), False)
+    # With relay noise: the respondents needed with the dummies (noised_figures), or why not:
+    # "ready", "pending" (being worked out), "unsupported" or "too-large".
+    noised: tuple[int | None, ...] | None = None
+    noised_state: str | None = None
 
 
 def _planned(question: Question) -> tuple[tuple[int | None, bool], ...]:
-    """Per half-width of :data:`HALF_WIDTHS`, (respondents, upper bound only): the question's
-    mechanism (the best candidate if the planner has no model of it) with its tightest
-    interval family, as ``deniable-aggregator plan`` finds it."""
-    kind, options = _target_of(question)
-    candidates = targets(kind, epsilon=question.epsilon, options=options, lo=0.0, hi=1.0)
-    mine = [t for t in candidates if t.mechanism == question.mechanism] or candidates
-    result = []
-    for half_width in HALF_WIDTHS:
-        found = [_needed(target, half_width) for target in mine]
-        found = [f for f in found if f[0] is not None]
-        result.append(min(found) if found else (None, False))
-    return tuple(result)
+    """Per half-width of :data:`HALF_WIDTHS`, (respondents, upper bound only)."""
+    return tuple(
+        respondents_needed(question, half_width, search_max_n=SAMPLED_SEARCH_MAX_N)
+        for half_width in HALF_WIDTHS
+    )
+
+
+def _noised_search(mechanism: Any, law: Any, batch: int) -> tuple[int | None, ...]:
+    from deniable.relay_noise_plan import noised_respondents
+
+    return tuple(
+        noised_respondents(mechanism, law, batch=batch, half_width=half_width, beta=BETA)[0]
+        for half_width in HALF_WIDTHS
+    )
+
+
+def _kept(key: tuple[Any, ...], future: Future) -> None:
+    with _noise_lock:
+        _planning.pop(key, None)
+        try:
+            _noised[key] = future.result()
+        except (InvalidParameter, ValueError, ArithmeticError):
+            _noised[key] = (None,) * len(HALF_WIDTHS)
+        while len(_noised) > 512:
+            _noised.pop(next(iter(_noised)))
+
+
+def noised_figures(question: Question, relay: Relay) -> tuple[str, tuple[int | None, ...] | None]:
+    """(state, respondents per half-width) with the signed relay noise: ``("ready",
+    figures)``, ``("pending", None)`` while the search runs (at most
+    :data:`NOISE_WAIT_SECONDS` waited for), ``("unsupported", None)`` for a mechanism that
+    cannot carry relay noise, ``("too-large", None)`` past :data:`NOISE_MAX_OUTPUT_VALUES`."""
+    from deniable.relay_noise_plan import noise_mechanism
+
+    assert relay.noise is not None
+    kind, options = planner_question(question)
+    try:
+        mechanism = noise_mechanism(
+            kind, question.mechanism, epsilon=question.epsilon, options=options
+        )
+    except (InvalidParameter, ValueError):
+        return "unsupported", None
+    outputs = mechanism.output_reports()
+    if outputs is None:
+        return "unsupported", None
+    if len(outputs) > NOISE_MAX_OUTPUT_VALUES:
+        return "too-large", None
+    law = relay.noise.law
+    key = (
+        kind,
+        options,
+        question.mechanism,
+        question.epsilon,
+        repr(law.to_dict()),
+        relay.min_batch,
+    )
+    with _noise_lock:
+        if key in _noised:
+            return "ready", _noised[key]
+        future = _planning.get(key)
+        if future is None:
+            if len(_planning) >= NOISE_MAX_PENDING:
+                return "pending", None
+            future = _noise_worker.submit(_noised_search, mechanism, law, relay.min_batch)
+            _planning[key] = future
+            future.add_done_callback(lambda done: _kept(key, done))
+    try:
+        return "ready", future.result(timeout=NOISE_WAIT_SECONDS)
+    except (InvalidParameter, ValueError, ArithmeticError):
+        return "ready", (None,) * len(HALF_WIDTHS)
+    except TimeoutError:
+        return "pending", None
 
 
 def question_advice(question: Question, relay: Relay | None) -> Advice | None:
@@ -120,8 +168,9 @@ def question_advice(question: Question, relay: Relay | None) -> Advice | None:
         central = central_epsilon(question.epsilon, relay.min_batch, DEFAULT_DELTA)
     except (InvalidParameter, ValueError, ArithmeticError):
         central = None
-    noised = noise_delta = dummies = None
+    noised = noise_delta = dummies = noised_needed = noised_state = None
     if relay.noise is not None:
+        noised_state, noised_needed = noised_figures(question, relay)
         noise_delta, dummies = relay.noise.delta, relay.noise.law.mean
         try:
             noised = noised_central_epsilon(
@@ -139,6 +188,8 @@ def question_advice(question: Question, relay: Relay | None) -> Advice | None:
         relayed=tuple(None if n is None else max(n, relay.min_batch) for n in local),
         min_batch=relay.min_batch,
         central_epsilon=central,
+        noised=noised_needed,
+        noised_state=noised_state,
     )
 
 
@@ -163,4 +214,8 @@ def as_view(advice: Advice | None) -> dict[str, Any] | None:
         "noised_central_epsilon": advice.noised_central_epsilon,
         "noise_delta": advice.noise_delta,
         "dummies": advice.dummies,
+        "noised": None
+        if advice.noised is None
+        else ["beyond reach" if n is None else f"{n:,}" for n in advice.noised],
+        "noised_state": advice.noised_state,
     }

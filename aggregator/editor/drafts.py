@@ -133,11 +133,15 @@ def _advice(question: Question, relay: Relay | None) -> dict[str, Any] | None:
         relay.min_batch if relay else None,
         repr(relay.noise.to_dict()) if relay and relay.noise else None,
     )
-    if key not in _ADVICE:
-        if len(_ADVICE) > 512:
-            _ADVICE.clear()
-        _ADVICE[key] = as_view(question_advice(question, relay))
-    return _ADVICE[key]
+    if key in _ADVICE:
+        return _ADVICE[key]
+    view = as_view(question_advice(question, relay))
+    if view is not None and view["noised_state"] == "pending":
+        return view  # the relay-noise figures are still being worked out: asked again next time
+    if len(_ADVICE) > 512:
+        _ADVICE.clear()
+    _ADVICE[key] = view
+    return view
 
 
 def advice_for(question: Question | None, definition: dict[str, Any]) -> dict[str, Any] | None:

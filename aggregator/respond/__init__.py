@@ -71,11 +71,11 @@ __all__ = [
 blueprint = Blueprint("respond", __name__, template_folder="templates")
 
 # The client library every page loads: respond.js imports deniable.js, which imports these.
-CORE = ("randomness.js", "jcs.js", "conditions.js", "survey.js", "deniable.js")
+CORE = ("randomness.js", "jcs.js", "conditions.js", "survey.js", "signatures.js", "deniable.js")
 # The form: its words (one catalogue, also read by the aggregator: words.py), then the form.
 FORM = ("messages.js", "respond_fields.js", "respond.js")
 # Key rotation, imported by deniable.js only when a survey names another key (or on trust on
-# first use; it imports deniable.js).
+# first use; it imports signatures.js).
 ROTATION = ("keychain.js",)
 # The mechanism modules survey.js may import (its ORACLES table), each class's own with what it
 # imports (mechanism.js, the shared base, always): from the mechanism registry.

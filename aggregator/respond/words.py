@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from flask import request
 
-__all__ = ["catalogue", "chosen_language", "translator"]
+__all__ = ["answer_words", "catalogue", "chosen_language", "translator"]
 
 _OBJECT = re.compile(r"export const MESSAGES = (\{.*?\n\});", re.DOTALL)
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -53,3 +54,26 @@ def translator(lang: str) -> Callable[..., str]:
         return _FIELD.sub(lambda m: str(values[m.group(1)]), table.get(name, english[name]))
 
     return t
+
+
+def answer_words(
+    question: Mapping[str, Any], labels: Sequence[str] = (), lang: str = "en"
+) -> dict[str, str]:
+    """What people read for a result's labels, in the respond page's words: yes and no, the
+    non-response values, and a scale's two ends (``"low"``, ``"high"``: its anchors, or for
+    0 to 10 the net promoter score's) as "0 = Not at all likely".  ``labels``: a scale's
+    points in order.  Other labels are the operator's own text, read as written.  The
+    dashboard and the command line's results table word them alike."""
+    t = translator(lang)
+    words = {"declined": t("prefer_not"), "not_applicable": t("not_asked")}
+    if question.get("type") == "yes_no":
+        words |= {"no": t("no"), "yes": t("yes")}
+    if question.get("type") == "scale" and labels:
+        low, high = labels[0], labels[-1]
+        anchors = question.get("anchors")
+        if anchors:
+            words["low"] = t("scale_anchor", value=low, label=anchors["low"])
+            words["high"] = t("scale_anchor", value=high, label=anchors["high"])
+        elif len(labels) == 11:  # as the respond page says a 0-10 scale's ends
+            words["low"], words["high"] = t("scale_nps").split(", ", 1)
+    return words

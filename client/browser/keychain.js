@@ -3,7 +3,8 @@
 // key, or to trust on first use. A pin is {key, sequence (null if given from outside), retired:
 // [ids of the keys followed away from]}. Every refusal is a SignatureError: the pin is kept.
 
-import { SignatureError, b64decode, b64encode, keyDocument, keyId, verify } from "./deniable.js";
+import { SignatureError } from "./randomness.js";
+import { b64decode, b64encode, keyDocument, keyId, verify } from "./signatures.js";
 
 const LINK_FIELDS =
   "endorsement,key_id,previous_key_id,previous_public_key,public_key,sequence,signature";

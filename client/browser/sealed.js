@@ -3,9 +3,9 @@
 // Imported only for a relayed survey (survey.js's loadMechanisms, after the signature), and only
 // when the page pins it and sealing.js, as the mechanism modules are.
 
-import { b64decode, b64encode, keyDocument, keyId, verify } from "./deniable.js";
 import { InvalidSurvey, SignatureError } from "./randomness.js";
 import * as sealing from "./sealing.js";
+import { b64decode, b64encode, keyDocument, keyId, verify } from "./signatures.js";
 import { exactKeys } from "./survey.js";
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;

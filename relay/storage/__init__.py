@@ -31,6 +31,9 @@ short transactions, an acknowledgement only after COMMIT (SQLite: WAL,
 * ``dummies`` (0006): the dummy units of formed batches of a survey with relay noise,
   drawn once with their batch and deleted with it (relay/noise.py); ``batches.real_units``
   says how many of a batch's units are real.
+* ``relayed_surveys.flushes`` (0007): the aggregator's flushes of the survey, against
+  ``FLUSH_LIMIT``; ``held_waiting`` and ``held_counted_at``: the held count the aggregator
+  may read, as of its last snapshot (relay/held_count.py).
 """
 
 from __future__ import annotations

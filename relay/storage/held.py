@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from deniable.errors import AlreadyDelivered, Conflict, Forbidden, NotFound
-from deniable.service.storage import Dialect
+from deniable.service.storage import Dialect, iso, utc_now
 
 from .records import DELIVERED, DISCARDED, held_id, submission_digest, token_digest
 
@@ -167,6 +168,44 @@ class HeldStore:
                 (survey_id,),
             ).fetchall()
         return {unit: (int(waiting), int(batched)) for unit, waiting, batched in rows}
+
+    def held_count(self, survey_id: str, refresh_seconds: float) -> tuple[int, str]:
+        """(respondents whose answers wait for a batch, when that was counted): the survey's
+        snapshot, counted again only once it is ``refresh_seconds`` old.
+
+        Respondents: the most units waiting for any one unit (a respondent sends one unit
+        per unit, and no dummy is ever held).  Why a snapshot kept in the database: every
+        process of the relay answers with the same one, so asking several of them, or
+        asking often, reads no fresher count (docs/threat-model.md §5)."""
+        with self.dialect.write() as connection:
+            row = self.dialect.run(
+                connection,
+                "SELECT held_waiting, held_counted_at FROM relayed_surveys WHERE survey_id = ?"
+                + self.dialect.for_update,
+                (survey_id,),
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"this relay does not relay survey {survey_id!r}")
+            now = utc_now()
+            waiting, counted_at = row
+            if counted_at is not None:
+                age = now - datetime.fromisoformat(iso(counted_at).replace("Z", "+00:00"))
+                if waiting is not None and 0 <= age.total_seconds() < refresh_seconds:
+                    return int(waiting), iso(counted_at)
+            (waiting,) = self.dialect.run(
+                connection,
+                "SELECT COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM held "
+                "WHERE survey_id = ? AND batch_id IS NULL GROUP BY unit) AS counts",
+                (survey_id,),
+            ).fetchone()
+            counted_at = iso(now)
+            self.dialect.run(
+                connection,
+                "UPDATE relayed_surveys SET held_waiting = ?, held_counted_at = ? "
+                "WHERE survey_id = ?",
+                (int(waiting), counted_at, survey_id),
+            )
+        return int(waiting), counted_at
 
     def held_rows(self, survey_id: str) -> list[tuple[str, bytes]]:
         """Every held (unit, sealed bytes) of a survey (for audits and tests)."""

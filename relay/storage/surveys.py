@@ -132,6 +132,39 @@ class SurveyStore:
                     )
         return kept
 
+    def count_flush(self, survey_id: str, limit: int) -> int:
+        """Count one flush of ``survey_id``; return how many it has had, this one included.
+        Conflict, counting nothing, once it has had ``limit`` (docs/relay.md, "Flushing")."""
+        with self.dialect.write() as connection:
+            counted = self.dialect.run(
+                connection,
+                "UPDATE relayed_surveys SET flushes = flushes + 1 "
+                "WHERE survey_id = ? AND flushes < ?",
+                (survey_id, limit),
+            ).rowcount
+            row = self.dialect.run(
+                connection, "SELECT flushes FROM relayed_surveys WHERE survey_id = ?", (survey_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"this relay does not relay survey {survey_id!r}")
+        if not counted:
+            raise Conflict(
+                f"survey {survey_id!r} was flushed {int(row[0]):,} times already, the most this "
+                f"relay allows (its setting DENIABLE_RELAY_FLUSH_LIMIT is {limit:,}); its "
+                "forwarder still sends each batch of at least min_batch once its window passes"
+            )
+        return int(row[0])
+
+    def flush_count(self, survey_id: str) -> int:
+        """How many flushes ``survey_id`` has had."""
+        with self.dialect.read() as connection:
+            row = self.dialect.run(
+                connection, "SELECT flushes FROM relayed_surveys WHERE survey_id = ?", (survey_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"this relay does not relay survey {survey_id!r}")
+        return int(row[0])
+
     def get_survey(self, survey_id: str) -> RelayedSurvey:
         with self.dialect.read() as connection:
             row = self.dialect.run(

@@ -135,12 +135,12 @@ class DuchiStatus(Mechanism):
         status = self.status_oracle.epsilon_implemented
         return max(answers, status + against_coin)
 
-    # -- crosstabs: not yet ------------------------------------------------------------
+    # -- crosstabs: by status and sign (deniable.crosstab_statistics.StatusAxis) ---------
     @property
     def score_line(self) -> tuple[float, float, float, float]:
         raise InvalidParameter(
-            "an optional or conditional numeric question has no crosstab yet (its mean is a "
-            "ratio among those who answered)"
+            "an optional or conditional number has no per-category scores: its crosstab is a "
+            "mean among those who answered, by status and sign"
         )
 
     def score_model(self) -> Any:

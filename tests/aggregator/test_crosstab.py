@@ -324,3 +324,165 @@ def test_relay_shuffling_per_question_makes_crosstabs_unavailable(storage, creat
         survey = SimpleNamespace(id="demo", relay=relay)
         reason = unavailable_reason(storage, SimpleNamespace(id="demo", survey=survey))
         assert (reason is not None and "shuffles each question" in reason) == refused
+
+
+# -- questions that may go unanswered: show or hide declined and not applicable --------------
+
+
+@pytest.fixture
+def questionnaire(storage, client):
+    """The packaged demo survey (optional, conditional and scale questions), 300 simulated
+    respondents (some decline, some are not asked), each one submission, and a second wave."""
+    from deniable.aggregator import demo
+
+    survey = demo.demo_survey()
+    for survey_id, seed in ((survey.id, 3), ("later", 4)):
+        wave = Survey.from_dict({**survey.to_dict(), "id": survey_id}) if seed == 4 else survey
+        storage.create_survey(wave, results_public=True)
+        rng = np.random.default_rng(seed)
+        answers = demo.simulate_answers(wave, 300, rng)
+        groups = []
+        for person in answers:  # each respondent's path, randomized from the seeded rng
+            values = wave.path_answers(person)
+            reports = [
+                {
+                    "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)),
+                    "question": q.id,
+                    "payload": q.oracle.encode(q.oracle.randomize(values[q.id], rng)),
+                }
+                for q in wave.questions
+            ]
+            groups.append({"reports": reports})
+        headers = {"Authorization": f"Bearer {storage.create_operator_token('bulk')}"}
+        for start in range(0, len(groups), 100):  # at most 1,000 reports a request
+            body = {"respondents": groups[start : start + 100]}
+            response = post_respondents(client, headers, body, survey_id)
+            assert response.status_code == 201, response.get_data(as_text=True)
+    return survey
+
+
+def test_nonresponse_shown_or_hidden_through_the_api(client, questionnaire):
+    base = f"/api/v1/surveys/{questionnaire.id}/crosstab?rows=burnout_cause&columns=commute"
+    shown = client.get(base).get_json()
+    assert shown["nonresponse"] == "show" and shown["share_of"] == "all"
+    assert shown["rows"]["labels"][-2:] == ["declined", "not_applicable"]
+    assert len(shown["cells"]) == 6 * 5 and shown["n"] == 300
+    hidden = client.get(base + "&nonresponse=hide").get_json()
+    assert hidden["share_of"] == "answered" and hidden["tightest"] == "ratio"
+    assert hidden["rows"]["labels"] == ["Workload", "Meetings", "Management", "Something else"]
+    assert hidden["rows"]["extras"] == ["declined", "not_applicable"]
+    assert len(hidden["cells"]) == 4 * 5
+    assert 0 <= hidden["answered"]["lower"] <= hidden["answered"]["upper"] <= 1
+    assert all(0 <= c["lower"] <= c["upper"] <= 1 for c in hidden["cells"])
+    table = list(
+        csv.DictReader(io.StringIO(client.get(base + "&nonresponse=hide&format=csv").text))
+    )
+    assert len(table) == 20 and table[0]["row"] == "Workload" and table[0]["estimate"] != ""
+    problem = assert_problem(client.get(base + "&nonresponse=maybe"), 400)
+    assert "show or hide" in problem["detail"]
+    cells = "&first_row=Workload&first_column=Car&second_row=Meetings&second_column=Car"
+    problem = assert_problem(client.get(base + "&nonresponse=hide" + cells), 400)
+    assert "nonresponse=show" in problem["detail"]
+    assert "comparison" in client.get(base + cells).get_json()
+    # A scale is a mean by the other question's answers; hiding drops the declined group.
+    scale = f"/api/v1/surveys/{questionnaire.id}/crosstab?rows=recommend&columns=harassment"
+    means = client.get(scale).get_json()
+    assert (means["kind"], means["by"], means["of"]) == ("means", "harassment", "recommend")
+    assert [c["label"] for c in means["categories"]] == ["no", "yes", "declined"]
+    assert all(0 <= c["lower"] <= c["upper"] <= 10 for c in means["categories"])
+    hidden = client.get(scale + "&nonresponse=hide").get_json()
+    assert [c["label"] for c in hidden["categories"]] == ["no", "yes"]
+
+
+def test_nonresponse_in_the_cli_and_the_dashboard(
+    client, questionnaire, database, backend, capsys, tmp_path
+):
+    survey_id = questionnaire.id
+    page = client.get(f"/surveys/{survey_id}/crosstab?rows=burnout_cause&columns=commute").text
+    assert 'id="nonresponse"' in page
+    assert 'aria-current="true" data-nonresponse="show">Show “Prefer not to say”' in page
+    assert '<th scope="row">Prefer not to say</th>' in page
+    assert '<th scope="row">Not asked (did not apply)</th>' in page
+    hidden = client.get(
+        f"/surveys/{survey_id}/crosstab?rows=burnout_cause&columns=commute&nonresponse=hide"
+    ).text
+    assert 'aria-current="true" data-nonresponse="hide">Hide them' in hidden
+    assert 'id="answered-note"' in hidden
+    assert "Prefer not to say</th>" not in hidden and hidden.count("data-estimate=") == 20
+    assert "nonresponse=hide" in hidden  # the question links keep the choice
+    assert client.get(f"/surveys/{survey_id}/crosstab?nonresponse=maybe").status_code == 400
+    plain = client.get(f"/surveys/{survey_id}/crosstab?rows=commute&columns=burnout").text
+    assert 'id="nonresponse"' not in plain  # neither question may go unanswered
+    changes = client.get(f"/surveys/{survey_id}/compare/later").text
+    assert "<b>Prefer not to say</b>" in changes and "among those who answered" in changes
+    document = client.get(
+        f"/api/v1/surveys/{survey_id}/compare?question=burnout_cause&with=later"
+    ).get_json()
+    assert document["method"] == "union"
+    labels = [row["label"] for row in document["comparisons"]]
+    assert labels[-2:] == ["declined", "not_applicable"]
+    found = [row for row in document["comparisons"] if row["difference"] is not None]
+    assert found and all(row["lower"] <= row["difference"] <= row["upper"] for row in found)
+    scale = client.get(f"/api/v1/surveys/{survey_id}/compare?question=recommend&with=later")
+    assert {"mean", "nps"} <= {row["label"] for row in scale.get_json()["comparisons"]}
+    if backend != "sqlite":
+        return  # the CLI reads the same storage; once is enough
+    from deniable.aggregator import cli
+
+    base = ["--database", database, "--signing-key", str(tmp_path / "key.pem")]
+    assert cli.main([*base, "crosstab", survey_id, "burnout_cause", "commute"]) == 0
+    assert "Prefer not to say" in capsys.readouterr().out
+    arguments = [*base, "crosstab", survey_id, "burnout_cause", "commute", "--nonresponse", "hide"]
+    assert cli.main(arguments) == 0
+    out = capsys.readouterr().out
+    assert "those who answered both questions" in out and "Prefer not to say" not in out
+    assert cli.main([*base, "compare", survey_id, "later", "harassment"]) == 0
+    assert "Prefer not to say" in capsys.readouterr().out
+
+
+def test_an_optional_number_by_group_from_stored_reports(client, storage):
+    """Reports of a number that may go unanswered (status and sign) decoded from storage,
+    joined and published as its mean among those who answered, by the other question."""
+    from ..shared.test_crosstab_nonresponse import QUESTIONNAIRE, batch, questionnaire_answers
+
+    survey = Survey.from_dict(QUESTIONNAIRE)
+    storage.create_survey(survey, results_public=True)
+    rng = np.random.default_rng(21)
+    columns = questionnaire_answers(survey, 200, rng)
+    batches = {q.id: batch(q, columns[q.id], rng) for q in survey.questions}
+    payloads = {q.id: q.oracle.encode_many(batches[q.id]) for q in survey.questions}
+    groups = [
+        {
+            "reports": [
+                {"id": str(uuid.uuid4()), "question": q.id, "payload": payloads[q.id][i]}
+                for q in survey.questions
+            ]
+        }
+        for i in range(200)
+    ]
+    headers = {"Authorization": f"Bearer {storage.create_operator_token('bulk')}"}
+    for start in range(0, 200, 100):
+        body = {"respondents": groups[start : start + 100]}
+        assert post_respondents(client, headers, body, survey.id).status_code == 201
+    url = f"/api/v1/surveys/{survey.id}/crosstab?rows=much&columns=smoke"
+    document = client.get(url).get_json()
+    assert (document["kind"], document["of"], document["among"]) == ("means", "much", "answered")
+    assert document["n"] == 200
+    assert [c["label"] for c in document["categories"]] == ["no", "yes", "declined"]
+    # The same figures as the core computes from the reports before they were stored.
+    from deniable.crosstab import axis, crosstab_statistics, question_crosstab
+
+    much, smoke = survey.question("much"), survey.question("smoke")
+    statistics = crosstab_statistics(
+        axis(smoke.oracle), axis(much.oracle), batches["smoke"], batches["much"]
+    )
+    local = question_crosstab(much, smoke, statistics.transposed())
+    for served, computed in zip(document["categories"], local["categories"], strict=True):
+        assert served["lower"] == computed["lower"] and served["upper"] == computed["upper"]
+        assert served["share"] == pytest.approx(computed["share"], abs=1e-12)
+    hidden = client.get(url + "&nonresponse=hide").get_json()
+    assert [c["label"] for c in hidden["categories"]] == ["no", "yes"]
+    page = client.get(f"/surveys/{survey.id}/crosstab?rows=much&columns=smoke").text
+    assert 'id="means"' in page and "Of whom answered" in page
+    assert '<th scope="row">Prefer not to say</th>' in page
+    assert "Hide them: the answers&#39; averages only" in page

@@ -239,24 +239,38 @@ def parse_page(text: str) -> DataElements:
 
 
 def page_numbers(text: str) -> dict[str, dict]:
-    """Per question id: its data-n/epsilon/mechanism and the bars or mean shown."""
+    """Per question id: its data-n/epsilon/mechanism, the bars, the means and the net promoter
+    scores drawn, and the rows said in words (``data-row``)."""
     questions: dict[str, dict] = {}
     current = None
     for tag, cls, data in parse_page(text).elements:
         if "question" in cls.split() and tag == "section":
-            current = questions.setdefault(data["data-question"], {**data, "bars": [], "means": []})
-        elif cls == "bar" and current is not None:
+            current = questions.setdefault(
+                data["data-question"], {**data, "bars": [], "means": [], "nps": [], "rows": []}
+            )
+        elif current is None:
+            continue
+        elif cls == "bar":
             current["bars"].append(data)
-        elif cls == "mean" and current is not None:
+        elif cls == "mean":
             current["means"].append(data)
+        elif cls == "nps":
+            current["nps"].append(data)
+        elif "data-row" in data:
+            current["rows"].append(data)
     return questions
 
 
 def assert_page_matches_results(page: str, results: dict) -> None:
+    """The page shows every question's numbers as the results JSON has them: the charts'
+    ``data-*`` at full precision, and (optional, conditional and scale questions) every row
+    in words, with its numbers as people read them."""
+    from .test_dashboard_questionnaire import assert_rows_shown
+
     shown = page_numbers(page)
     assert list(shown) == [q["question"] for q in results["questions"]]
     for result in results["questions"]:
-        result = svg.charted(result)  # the scale's mean and NPS rows are not charted yet
+        result = svg.charted(result)  # the chart's part; assert_rows_shown checks the rest
         numbers = shown[result["question"]]
         assert int(numbers["data-n"]) == result["n"]
         assert float(numbers["data-epsilon"]) == result["epsilon"]
@@ -272,12 +286,14 @@ def assert_page_matches_results(page: str, results: dict) -> None:
                     result, category
                 )
         else:
-            assert len(numbers["means"]) == 1  # the SVG group (the text has its own copy)
-            mean = numbers["means"][0]
+            plain = [m for m in numbers["means"] if "data-label" not in m]
+            assert len(plain) == 1  # the SVG group (the text has its own copy)
+            mean = plain[0]
             assert float(mean["data-mean"]) == result["mean"]
             assert (float(mean["data-lower"]), float(mean["data-upper"])) == shown_bounds(
                 result, result
             )
+    assert_rows_shown(page, results)
 
 
 def fill(client, survey: Survey, count: int, seed: int = 11) -> None:
@@ -319,11 +335,11 @@ def test_survey_page_shows_the_api_numbers(dash) -> None:
     text = page.get_data(as_text=True)
     assert_page_matches_results(text, results)
     assert "With probability at least 95% the true share lies inside each bar" in text
-    assert "the true mean of all respondents" in text
-    assert text.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart') == len(
-        survey.questions
-    )
-    assert text.count("<svg") == len(survey.questions) + 1  # and the link's QR code
+    assert "Shares and means are of all respondents, except where a chart says" in text
+    # One chart per question, and a 0-10 scale's mean and net promoter score.
+    charts = len(survey.questions) + 2
+    assert text.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart') == charts
+    assert text.count("<svg") == charts + 1  # and the link's QR code
     article = next(d for t, c, d in parse_page(text).elements if t == "article")
     assert int(article["data-n-reports"]) == results["n_reports"] == 700 * len(survey.questions)
     assert int(article["data-respondents"]) == 700

@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 
 import pytest
+import requests
 
 from .respond_stack import SURVEY
+from .test_dashboard import assert_page_matches_results
 from .test_dashboard_axe import _submit
 from .test_respond_axe import SIZES, _check_both, _context, axe_stack
 
@@ -43,8 +45,12 @@ def stack(tmp_path_factory):
 
 
 def test_dashboard_reflows_on_a_phone_with_readable_text(stack) -> None:
+    """The index and the demo survey's page (a 0-10 scale with its mean and net promoter
+    score, an optional and a conditional question with their words) at both sizes: axe,
+    no overflow, no text under 12 px, and the numbers the browser shows are the JSON's."""
     base, found = stack["base"], []
     _submit(base, 30)
+    results = requests.get(f"{base}/api/v1/surveys/{SURVEY}/results", timeout=10).json()
     context, page, _ = _context(stack)
     try:
         for name, path in (("dashboard-index", "/"), ("dashboard-survey", f"/surveys/{SURVEY}")):
@@ -58,6 +64,17 @@ def test_dashboard_reflows_on_a_phone_with_readable_text(stack) -> None:
                 assert smallest >= 12 - 0.01, f"{name} at {width} px: {text!r} is {smallest} px"
             shown = page.inner_text("body")
             assert not RAW_TIMESTAMP.search(shown), "times are said in words"
+        # What was measured: the scale as a scale, and the optional questions' words.
+        scale = page.locator("#q-recommend")
+        assert scale.locator("svg.chart.columns g.bar").count() == 11
+        assert (
+            scale.locator("svg.mean-chart").count() == scale.locator("svg.nps-chart").count() == 1
+        )
+        assert scale.locator("ol.points li").count() == 11
+        assert "Prefer not to say" in page.locator("#q-harassment .nonresponse").inner_text()
+        assert "Asked of" in page.locator("#q-burnout_cause .nonresponse").inner_text()
+        assert page.locator("#q-burnout g.bar > text").all_text_contents()[::2] == ["No", "Yes"]
+        assert_page_matches_results(page.content(), results)
     finally:
         context.close()
     assert found == [], "\n".join(found)

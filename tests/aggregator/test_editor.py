@@ -350,3 +350,97 @@ def test_relay_noise_is_calibrated_and_advised(client, storage) -> None:
     )  # fmt: skip
     page = client.get(draft).text
     assert 'id="relay-problem"' in page and "shuffle_unit" in page
+
+
+def _noised_draft(client, csrf: str, kind: str, survey_id: str, **fields: str) -> str:
+    """A draft with one question of ``kind`` through a relay that adds noise."""
+    draft = new_draft(client, csrf)
+    assert add(client, draft, csrf, kind, id="q", text="Q?", **fields).status_code == 303
+    client.post(
+        f"{draft}/survey",
+        data={"csrf": csrf, "survey_id": survey_id, "title": "N",
+              "relay_url": "https://relay.example", "min_batch": "1000",
+              "shuffle_unit": "question", "noise": "1", "noise_epsilon": "1",
+              "noise_delta": "1e-6", "noise_family": "geometric"},
+    )  # fmt: skip
+    return draft
+
+
+def test_relay_noise_advice_plans_the_respondents_with_the_signed_dummies(
+    client, storage, monkeypatch
+) -> None:
+    """The respondents needed through the relay with its dummies are relay_noise_plan's for
+    the question's mechanism at its ε and the signed law; a page never waits for the search
+    longer than NOISE_WAIT_SECONDS (it says the figures are being worked out, and they
+    appear once done), and a mechanism of too many report values is not planned on a page."""
+    import time
+
+    from deniable.aggregator.editor import advice, drafts
+    from deniable.dummies import calibrate
+    from deniable.relay_noise_plan import noise_mechanism, noised_respondents
+
+    csrf = sign_in(client, storage)
+    monkeypatch.setattr(advice, "NOISE_WAIT_SECONDS", 0.0)  # the search is never done at once
+    monkeypatch.setattr(advice, "_noised", {})  # nothing planned before (another backend's run)
+    monkeypatch.setattr(drafts, "_ADVICE", {})
+    draft = _noised_draft(client, csrf, "yes_no", "noised-advice", epsilon="3")
+    started = time.monotonic()
+    page = client.get(f"{draft}/questions/0").text
+    assert time.monotonic() - started < 5
+    assert 'id="advice-noised-pending"' in page and 'id="advice-noised"' not in page
+    law = calibrate(1.0, 1e-6, "geometric").law
+    mechanism = noise_mechanism("yes_no", "binary_rr", epsilon=3.0)
+    expected = [
+        f"{noised_respondents(mechanism, law, batch=1000, half_width=h)[0]:,}" for h in (0.05, 0.1)
+    ]
+    deadline = time.monotonic() + 30
+    while 'id="advice-noised"' not in page:
+        assert time.monotonic() < deadline, "the relay-noise figures never appeared"
+        time.sleep(0.1)
+        page = client.get(f"{draft}/questions/0").text
+    row = re.search(r'<tr id="advice-noised">(.*?)</tr>', page, re.S).group(1)
+    assert re.findall(r"<td>([^<]*)</td>", row) == expected
+    assert all(int(n.replace(",", "")) >= 1000 for n in expected)  # never below one batch
+    # The dummies cost respondents: never fewer than through the relay without them.
+    relayed = re.search(r'<tr id="advice-relayed">(.*?)</tr>', page, re.S).group(1)
+    without = [int(n.replace(",", "")) for n in re.findall(r"<td>([^<]*)</td>", relayed)]
+    assert [int(n.replace(",", "")) for n in expected] >= without
+    # Too many report values for a page: said, not searched.
+    options = "\n".join(f"Option {i}" for i in range(advice.NOISE_MAX_OUTPUT_VALUES + 2))
+    draft = _noised_draft(
+        client, csrf, "single_choice", "wide", options=options, epsilon="3", mechanism="grr"
+    )
+    page = client.get(f"{draft}/questions/0").text
+    assert 'id="advice-noised-too-large"' in page and "plan --relay --relay-noise" in page
+
+
+def test_option_sampling_advice_is_the_dry_runs_function_with_a_bounded_search(
+    client, storage
+) -> None:
+    """The editor's figures come from aggregator.advice.respondents_needed, as create-survey
+    --dry-run's do: the same where the exact-tail search runs, "at most" the closed-form
+    figure where the editor leaves it out (past SAMPLED_SEARCH_MAX_N), never below the
+    dry run's."""
+    from deniable.aggregator.advice import respondents_needed
+    from deniable.aggregator.editor.advice import SAMPLED_SEARCH_MAX_N
+
+    csrf = sign_in(client, storage)
+    draft = new_draft(client, csrf)
+    options = "\n".join(f"Tool {i}" for i in range(12))
+    saved = add(client, draft, csrf, "multiple_choice", id="tools", text="Tools?",
+                options=options, epsilon="1", then="stay")  # fmt: skip
+    row = re.search(r'<tr id="advice-local">(.*?)</tr>', saved.text, re.S).group(1)
+    shown = re.findall(r"<td>([^<]*)</td>", row)
+    question = Survey.from_dict(
+        {"format": "deniable.survey/2", "id": "s", "title": "S",
+         "questions": [{"id": "tools", "type": "multiple_choice", "text": "Tools?",
+                        "options": options.split("\n"), "epsilon": 1.0}]}
+    ).questions[0]  # fmt: skip
+    assert question.mechanism == "option_sampling"
+    for words, half_width in zip(shown, (0.05, 0.10), strict=True):
+        exact, exact_bound = respondents_needed(question, half_width)
+        bounded, upper = respondents_needed(question, half_width, search_max_n=SAMPLED_SEARCH_MAX_N)
+        assert not exact_bound and bounded >= exact
+        assert words == (f"at most {bounded:,}" if upper else f"{bounded:,}")
+        assert upper == (bounded > SAMPLED_SEARCH_MAX_N)
+    assert shown[0].startswith("at most ")  # ±5 points of 12 options is past the search

@@ -183,4 +183,8 @@ def test_questionnaire_rows_are_published_alike_everywhere(
     assert _json_bounds(json.loads(capsys.readouterr().out)) == expected
     assert cli.main([*options, "results", "quest"]) == 0
     table = capsys.readouterr().out
-    assert "nps" in table and "declined" in table and "not_applicable" in table
+    # Operators read words, never the wire labels: yes and no, the non-response values, the NPS.
+    for said in ("net promoter score", "Prefer not to say", "Not asked", "Yes", "No"):
+        assert said in table, said
+    assert "not_applicable" not in table and "declined" not in table
+    assert "Prefer not to say: share of those asked" in table

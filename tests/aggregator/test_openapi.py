@@ -34,7 +34,8 @@ CHECKS = [
     response_headers_conformance,
     response_schema_conformance,
 ]
-EXAMPLES_PER_OPERATION = 100
+# Per operation, generation mode and backend: 14 x 2 x 2 x 50 = 2,800 cases a run.
+EXAMPLES_PER_OPERATION = 50
 MINIMUM_CASES = 1000
 # Mutable on purpose: counts cases across the parametrized operations of one session.
 STATISTICS = {"cases": 0, "acknowledged": 0}

@@ -170,3 +170,57 @@ def test_a_noised_surveys_page_says_the_relay_mixes_in_made_up_answers(client, o
             assert html.unescape(passage).endswith(" " + sentence), passage
             plain = client.get(f"/surveys/plain/{where}?lang={lang}").get_data(as_text=True)
             assert sentence not in html.unescape(plain)
+
+
+def test_the_survey_page_says_plainly_when_the_relays_held_count_is_not_known(
+    client, operator_headers
+):
+    """The survey page asks the relay for its held count server-side, on a worker thread:
+    a relay that never answers costs the page at most relay_held.WAIT_SECONDS, one that
+    refuses connections is said to be unreachable, never a 500; a survey whose results are
+    private says nothing of it (its counts stay hidden).  The answered case, with a real
+    relay and aggregator, is tests/relay/test_flushing.py."""
+    import socket
+    import time
+
+    from deniable.aggregator.dashboard import relay_held
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # takes connections, never answers
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    try:
+        relays = {
+            "silent": f"http://127.0.0.1:{silent.getsockname()[1]}",
+            "refused": f"http://127.0.0.1:{closed.getsockname()[1]}",
+            "hidden": f"http://127.0.0.1:{closed.getsockname()[1]}",
+        }
+        for survey_id, url in relays.items():
+            relay = {"url": url, "min_batch": 20, "shuffle_unit": "question"}
+            response = client.post(
+                "/api/v1/surveys",
+                headers=operator_headers,
+                json={
+                    "definition": {**DEFINITION, "id": survey_id, "relay": relay},
+                    "results_public": survey_id != "hidden",
+                },
+            )
+            assert response.status_code == 201, response.get_data(as_text=True)
+        started = time.monotonic()
+        page = client.get("/surveys/silent")
+        assert page.status_code == 200
+        assert time.monotonic() - started < relay_held.WAIT_SECONDS + 1.0
+        assert 'id="relay-held" data-known="no"' in page.text
+        assert "its count is not known yet" in page.text
+        deadline = time.monotonic() + 10
+        while "could not be reached just now" not in (text := client.get("/surveys/refused").text):
+            assert time.monotonic() < deadline, text
+            time.sleep(0.1)
+        assert "The relay holds" not in text
+        hidden = client.get("/surveys/hidden")
+        assert hidden.status_code == 200 and 'id="private-notice"' in hidden.text
+        assert 'id="relay-held"' not in hidden.text
+    finally:
+        silent.close()
+        closed.close()

@@ -13,7 +13,8 @@ import pytest
 import requests
 
 from deniable.aggregator.demo import free_port
-from deniable.client.cli import explain, main, prompt_answer
+from deniable.client.cli import main, prompt_answer
+from deniable.client.wording import explain
 from deniable.mechanisms import CATEGORICAL
 from deniable.survey import Survey
 
@@ -101,7 +102,7 @@ def test_unreachable_aggregator_exits_5_with_one_line(tmp_path, monkeypatch) -> 
 
 
 def test_server_text_loses_terminal_control_sequences() -> None:
-    from deniable.client.cli import terminal_text
+    from deniable.client.wording import terminal_text
 
     hostile = "ok\x1b[2J\x1b]0;owned\x07\x1b[31mred\rfake prompt\x00\x9b"
     assert terminal_text(hostile) == "okredfake prompt"
@@ -113,7 +114,7 @@ def test_randomized_reports_are_shown_in_words() -> None:
     """What ``deniable answer`` shows before asking to send: the report as the server reads
     it, non-response values in plain words; the encoded form only for mechanisms whose
     report names no answer (local hashing, Hadamard)."""
-    from deniable.client.cli import shown_report
+    from deniable.client.wording import shown_report
 
     survey = Survey.from_dict(
         {

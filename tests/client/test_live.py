@@ -271,7 +271,7 @@ def test_cli_answer_shows_the_randomized_reports_then_sends_exactly_those(
     """The respondent sees, in words, the randomized reports before saying yes; the
     aggregator then holds exactly those.  On no, nothing is sent and the device does not
     answer the survey again (no second draw)."""
-    from deniable.client.cli import shown_report
+    from deniable.client.wording import shown_report
     from deniable.survey import Survey
 
     server = shared_live_server

@@ -16,7 +16,7 @@ import pytest
 
 from deniable.client import StateStore
 from deniable.client.memo import HmacSource, family_tag, is_longitudinal, permanent_response
-from deniable.client.session import randomize_answers
+from deniable.client.randomized import randomize_answers
 from deniable.randomness import RESOLUTION, RandomSource
 from deniable.survey import Survey
 

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deniable.relay import create_app
-from deniable.relay.storage import SqliteRelayStorage, token_digest
+from deniable.relay.storage import SqliteRelayStorage, open_storage, token_digest
 from deniable.survey import Survey
-from tests.relay.conftest import b64
-from tests.relay.test_relay_app import DEFINITION, _body, stored_survey
+from tests.relay.conftest import BACKENDS, _databases, b64
+from tests.relay.test_relay_app import DEFINITION, RELAY_URL, _body, stored_survey
 from tests.shared.spellings import noncanonical_spellings
 
 SCALARS = (
@@ -259,3 +259,72 @@ def test_an_enrolment_token_on_a_survey_without_enrolment_is_ignored_and_never_s
     for path in tmp_path.iterdir():
         data = path.read_bytes()
         assert token.encode() not in data and token_digest(token).encode() not in data, path
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_held_count_is_a_snapshot_and_flushes_stop_at_the_limit(backend, tmp_path):
+    """On SQLite and PostgreSQL: the held count (respondents waiting for a batch, never units
+    already in one) is counted again only once HELD_COUNT_SECONDS old; the FLUSH_LIMIT-th
+    flush is the last, the next a 409 problem that forms nothing."""
+    import time
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from deniable.keychain import encode, key_id
+    from deniable.relay_flush import FLUSH_FORMAT, HELD_REQUEST_FORMAT, signed_message
+
+    signing = Ed25519PrivateKey.generate()
+    public = signing.public_key().public_bytes_raw()
+    databases = _databases(backend, tmp_path)
+    _, database = next(databases)
+    store = open_storage({"DATABASE": database})
+    try:
+        store.migrate()
+        store.add_survey(replace(stored_survey(), signing_key=encode(public)), ["a", "b"])
+        app = create_app(
+            {
+                "DATABASE": database,
+                "TESTING": True,
+                "RATE_LIMIT_PER_ADDRESS": "0",
+                "PUBLIC_URL": RELAY_URL,
+                "HELD_COUNT_SECONDS": "1",
+                "FLUSH_LIMIT": "1",
+            }
+        )
+        client = app.test_client()
+
+        def signed(kind: str) -> dict:
+            issued = int(time.time())
+            signature = encode(signing.sign(signed_message(kind, "s", RELAY_URL, issued)))
+            return {"format": kind, "survey": "s", "relay": RELAY_URL, "issued_at": issued,
+                    "key_id": key_id(public), "signature": signature}  # fmt: skip
+
+        def held() -> dict:
+            answer = client.post("/api/v1/surveys/s/held", json=signed(HELD_REQUEST_FORMAT))
+            assert answer.status_code == 200, answer.get_data(as_text=True)
+            return answer.json
+
+        for _ in range(4):
+            assert client.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
+        first = held()
+        assert (first["waiting"], first["min_batch"], first["refresh_seconds"]) == (4, 3, 1)
+        assert client.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
+        assert held() == first  # the same snapshot, however often asked
+        time.sleep(1.1)
+        assert held()["waiting"] == 5
+        assert len(store.form_batches("s", window=0)) == 2  # all five of each unit, batched
+        time.sleep(1.1)
+        assert held()["waiting"] == 0  # in a batch is no longer waiting
+        flushed = client.post("/api/v1/surveys/s/flush", json=signed(FLUSH_FORMAT))
+        assert flushed.status_code == 200 and flushed.json["flushes_left"] == 0
+        assert client.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
+        refused = client.post("/api/v1/surveys/s/flush", json=signed(FLUSH_FORMAT))
+        assert refused.status_code == 409 and refused.mimetype == "application/problem+json"
+        assert "flushed 1 times already" in refused.json["detail"]
+        assert store.flush_count("s") == 1
+        assert store.held_counts("s") == {"a": (1, 5), "b": (1, 5)}  # the refusal formed nothing
+        forged = dict(signed(FLUSH_FORMAT), key_id="0" * 16)
+        assert client.post("/api/v1/surveys/s/flush", json=forged).status_code == 401
+    finally:
+        store.close()
+        next(databases, None)

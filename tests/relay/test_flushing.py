@@ -3,7 +3,10 @@
 The relay's window is an hour here, so nothing is forwarded unless the aggregator's signed
 flush request asks for it: groups of at least min_batch are then forwarded and the survey
 closed; groups below it stay held, and closing asks first.  A flush request not signed by
-the aggregator's key, or signed for another survey or relay, is refused.
+the aggregator's key, or signed for another survey or relay, is refused, and so is a
+survey's flush past the relay's FLUSH_LIMIT.  The held count the aggregator's survey page
+shows is a snapshot the relay renews at most every HELD_COUNT_SECONDS, of real
+respondents only.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from .test_noise import SIGNED_NOISE, noised_definition
 
 pytestmark = pytest.mark.slow
 MIN_BATCH = 3
+FLUSH_LIMIT = 2
+HELD_COUNT_SECONDS = 3
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +52,8 @@ def stack(tmp_path_factory) -> Iterator[dict[str, Any]]:
         "DENIABLE_RELAY_FORWARD_INTERVAL": "0.1",
         "DENIABLE_RELAY_REFRESH_SECONDS": "0.5",
         "DENIABLE_RELAY_FORWARD_TIMEOUT": "5",
+        "DENIABLE_RELAY_FLUSH_LIMIT": str(FLUSH_LIMIT),
+        "DENIABLE_RELAY_HELD_COUNT_SECONDS": str(HELD_COUNT_SECONDS),
     }
     serve = ["serve", "--workers", "1", "--bind"]
     aggregator = Process(
@@ -67,6 +74,7 @@ def stack(tmp_path_factory) -> Iterator[dict[str, Any]]:
             "full": survey_definition("full", relay_url, MIN_BATCH),
             "short": survey_definition("short", relay_url, MIN_BATCH),
             "noised": noised_definition("noised", relay_url, SIGNED_NOISE),
+            "counted": noised_definition("counted", relay_url, SIGNED_NOISE),
         }
         for survey_id, definition in definitions.items():
             path = directory / f"{survey_id}.json"
@@ -158,7 +166,7 @@ def test_a_group_below_min_batch_stays_and_closing_asks_first(stack) -> None:
     # The survey page says what the aggregator knows, and that the relay may hold more.
     page = requests.get(f"{stack['aggregator'].url}/surveys/short", timeout=10).text
     assert 'id="response-count" data-respondents="0"' in page
-    assert "counted from the batches the relay forwarded. The relay may hold" in page
+    assert "counted from the batches the relay forwarded." in page
     argv = ["-m", "deniable.aggregator.cli", "close-survey", "short", "--flush-relay"]
     refused = run(argv, stack["aggregator_env"], check=False)
     assert refused.returncode == 4  # stdin is no terminal: nobody said yes
@@ -212,3 +220,116 @@ def test_a_flush_not_signed_by_the_aggregator_is_refused(stack) -> None:
     assert answer.status_code == 422
     missing = requests.post(f"{stack['relay'].url}/api/v1/surveys/nope/flush", json=forged)
     assert missing.status_code == 404
+
+
+def _signed(stack: dict[str, Any], kind: str, survey_id: str) -> dict[str, Any]:
+    """A request of ``kind`` (a relay_flush format) signed with the aggregator's key."""
+    from deniable.aggregator import signing
+    from deniable.relay_flush import signed_message
+
+    key = signing.load_key(f"{stack['aggregator_env']['DENIABLE_HOME']}/signing_key.pem")
+    issued = int(time.time())
+    message = signed_message(kind, survey_id, stack["relay_url"], issued)
+    return {"format": kind, "survey": survey_id, "relay": stack["relay_url"],
+            "issued_at": issued, "key_id": key.key_id, "signature": key.sign(message)}  # fmt: skip
+
+
+def _held(stack: dict[str, Any], survey_id: str, body: dict[str, Any] | None = None):
+    from deniable.relay_flush import HELD_REQUEST_FORMAT
+
+    body = body or _signed(stack, HELD_REQUEST_FORMAT, survey_id)
+    url = f"{stack['relay'].url}/api/v1/surveys/{survey_id}/held"
+    return requests.post(url, json=body, timeout=30)
+
+
+def _page_held(stack: dict[str, Any], survey_id: str, waiting: int) -> str:
+    """The survey page once it shows the relay's held count ``waiting`` (it asks the relay
+    on a worker thread and may say "not known yet" first)."""
+    deadline = time.monotonic() + 20
+    while True:
+        page = requests.get(f"{stack['aggregator'].url}/surveys/{survey_id}", timeout=10).text
+        if f'data-known="yes" data-waiting="{waiting}"' in page or time.monotonic() > deadline:
+            return page
+        time.sleep(0.3)
+
+
+def test_the_held_count_is_a_signed_snapshot_of_real_respondents_shown_on_the_page(stack) -> None:
+    from deniable.relay_flush import FLUSH_FORMAT
+    from deniable.relay_held import HeldCount
+
+    _submit(stack, "counted", NOISED_MIN_BATCH)
+    first = _held(stack, "counted")
+    assert first.status_code == 200, first.text
+    count = HeldCount.from_dict(first.json())
+    assert (count.waiting, count.min_batch) == (NOISED_MIN_BATCH, NOISED_MIN_BATCH)
+    assert count.refresh_seconds == HELD_COUNT_SECONDS
+    # One more arrives: the snapshot does not move until HELD_COUNT_SECONDS passed.
+    _submit(stack, "counted", 1)
+    again = HeldCount.from_dict(_held(stack, "counted").json())
+    assert (again.waiting, again.as_of) == (NOISED_MIN_BATCH, count.as_of)
+    # The page says it in words, server-side, with the time it was counted.
+    page = _page_held(stack, "counted", NOISED_MIN_BATCH)
+    assert f"The relay holds <strong>{NOISED_MIN_BATCH}</strong>\n  answers waiting" in page
+    assert f'<time datetime="{count.as_of}">' in page
+    # A flush forwards everyone in a noised batch (with the relay's dummies); of a respondent
+    # who comes later the count says one, and never counts a dummy.
+    flushed = requests.post(
+        f"{stack['relay'].url}/api/v1/surveys/counted/flush",
+        json=_signed(stack, FLUSH_FORMAT, "counted"),
+        timeout=60,
+    )
+    assert flushed.status_code == 200, flushed.text
+    assert flushed.json()["flushes_left"] == FLUSH_LIMIT - 1
+    assert flushed.json()["forwarded_reports"] == 2 * (NOISED_MIN_BATCH + 1)
+    _submit(stack, "counted", 1)
+    time.sleep(HELD_COUNT_SECONDS + 0.2)
+    later = HeldCount.from_dict(_held(stack, "counted").json())
+    assert later.waiting == 1 and later.as_of > count.as_of
+    summary = json.loads(
+        run(
+            ["-m", "deniable.aggregator.cli", "relay", "batches", "counted", "--json"],
+            stack["aggregator_env"],
+        ).stdout
+    )
+    assert sum(unit["stored"] for unit in summary["units"].values()) > 2 * (NOISED_MIN_BATCH + 1)
+    # Only the aggregator's key, and only a held request's signature, reads it.
+    flush_signed = _signed(stack, FLUSH_FORMAT, "counted")
+    refused = _held(stack, "counted", {**flush_signed, "format": "deniable.relay-held-request/1"})
+    assert refused.status_code == 401
+    assert "not signed by the aggregator's signing key" in refused.json()["detail"]
+    assert _held(stack, "counted", flush_signed).status_code == 422
+    assert _held(stack, "nope").status_code == 404
+
+
+def test_a_flush_past_the_relays_limit_is_refused_in_one_line(stack) -> None:
+    """After the test above's flush, FLUSH_LIMIT - 1 more; then the relay refuses (409) and
+    close-survey says why in one line, exits 4 and leaves the survey open."""
+    argv = ["-m", "deniable.aggregator.cli", "close-survey", "counted", "--flush-relay"]
+    for _ in range(FLUSH_LIMIT - 1):
+        asked = run(argv, stack["aggregator_env"], check=False)
+        assert asked.returncode == 4 and "closing discards the 2 units" in asked.stderr
+    refused = run(argv, stack["aggregator_env"], check=False)
+    assert refused.returncode == 4
+    assert refused.stdout == ""
+    assert refused.stderr.splitlines() == [
+        "deniable-aggregator: error: the relay refused to forward (HTTP 409: survey 'counted' "
+        f"was flushed {FLUSH_LIMIT} times already, the most this relay allows (its setting "
+        f"DENIABLE_RELAY_FLUSH_LIMIT is {FLUSH_LIMIT}); its forwarder still sends each batch "
+        "of at least min_batch once its window passes); the survey is still open"
+    ]
+    from deniable.relay_flush import FLUSH_FORMAT
+
+    direct = requests.post(
+        f"{stack['relay'].url}/api/v1/surveys/counted/flush",
+        json=_signed(stack, FLUSH_FORMAT, "counted"),
+        timeout=30,
+    )
+    assert direct.status_code == 409
+    assert direct.headers["Content-Type"].startswith("application/problem+json")
+    assert "DENIABLE_RELAY_FLUSH_LIMIT" in direct.json()["detail"]
+    rows = json.loads(
+        run(["-m", "deniable.relay.cli", "status", "--json"], stack["relay_env"]).stdout
+    )
+    counted = next(row for row in rows if row["survey"] == "counted")
+    assert (counted["flushes"], counted["status"]) == (FLUSH_LIMIT, "open")
+    assert counted["waiting"] == {"smoker": 1, "team": 1}  # a refused flush formed nothing

@@ -1,6 +1,6 @@
 """Black-box privacy audit of the client's memoized (longitudinal) path.
 
-Reports are sampled from ``deniable.client.session.randomize_answers`` itself (the
+Reports are sampled from ``deniable.client.randomized.randomize_answers`` itself (the
 code ``SurveyClient.answer`` runs: the permanent response from the device
 secret's HMAC stream, then a fresh instantaneous randomization from the OS
 CSPRNG) for two true values x = "a", x' = "b" of a 3-option longitudinal GRR
@@ -32,9 +32,9 @@ import time
 
 import pytest
 
-import deniable.client.session as session_module
+import deniable.client.randomized as randomized_module
 from deniable.client.memo import permanent_response
-from deniable.client.session import randomize_answers
+from deniable.client.randomized import randomize_answers
 from deniable.mechanisms.longitudinal import LongitudinalGRR
 from deniable.survey import Survey
 from tests.shared.audit import epsilon_lower_bound, sample_reports
@@ -132,7 +132,9 @@ def test_across_devices_reports_reveal_at_most_the_report_epsilon():
 
 
 def test_a_memo_that_keeps_the_true_value_is_caught(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(session_module, "permanent_response", lambda secret, question, value: value)
+    monkeypatch.setattr(
+        randomized_module, "permanent_response", lambda secret, question, value: value
+    )
     started = time.monotonic()
     bound = audit(None, SMALL_SAMPLES)
     seconds = time.monotonic() - started

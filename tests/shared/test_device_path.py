@@ -329,7 +329,7 @@ EVERY_ANSWER = {
 DEVICE_SCRIPT = """
 import json, os, sys
 import deniable.client
-from deniable.client.session import randomize_answers
+from deniable.client.randomized import randomize_answers
 from deniable.mechanisms import CATEGORICAL, NUMERIC
 from deniable.survey import Survey
 assert "numpy" not in sys.modules, "import"

@@ -409,11 +409,12 @@ def test_a_condition_reads_a_number_by_its_value() -> None:
     assert caught.value.reason == "condition"
 
 
-def test_crosstabs_take_non_response_as_categories_and_refuse_an_optional_number() -> None:
-    from deniable.crosstab import axis
-    from deniable.errors import InvalidParameter
+def test_crosstabs_take_non_response_as_categories_and_an_optional_number_by_status() -> None:
+    from deniable.crosstab import StatusAxis, axis
 
     survey = Survey.from_dict(BASE)
     assert axis(survey.question("smoke").oracle).size == 3  # no, yes, declined
-    with pytest.raises(InvalidParameter, match="no crosstab yet"):
-        axis(survey.question("much").oracle)
+    number = axis(survey.question("much").oracle)  # its sign, then answered and the extras
+    assert isinstance(number, StatusAxis) and number.size == 1 + 1 + len(
+        survey.question("much").extras
+    )

@@ -178,7 +178,7 @@ def test_the_recommendation_never_offers_a_two_category_oracle() -> None:
 def test_every_form_of_every_mechanism_has_cross_language_vectors() -> None:
     from deniable.survey import Question
 
-    from .generate_vectors import CASES
+    from .vector_questions import CASES
 
     covered = set()
     for definition, _ in CASES:

@@ -185,7 +185,8 @@ test("a wrong key, a tampered definition or signature is refused and nothing is 
 });
 
 test("a survey naming a module the page did not pin is refused before it is imported", async () => {
-  const pinned = ["randomness.js", "jcs.js", "survey.js", "deniable.js", "mechanism.js", "grr.js"];
+  const core = ["randomness.js", "jcs.js", "survey.js", "signatures.js", "deniable.js"];
+  const pinned = [...core, "mechanism.js", "grr.js"];
   const agg = aggregator();
   await assert.rejects(
     client(agg, { modules: pinned }).fetchSurvey("demo-workplace"),
@@ -204,14 +205,7 @@ test("a survey naming a module the page did not pin is refused before it is impo
     questions: [VECTORS.questions.habit],
   };
   const weekly = client(aggregator({ document: await signedDocument(definition) }), {
-    modules: [
-      "randomness.js",
-      "jcs.js",
-      "survey.js",
-      "deniable.js",
-      "mechanism.js",
-      "longitudinal.js",
-    ],
+    modules: [...core, "mechanism.js", "longitudinal.js"],
   });
   await assert.rejects(
     weekly.fetchSurvey("weekly"),

@@ -245,6 +245,7 @@ test("a page that did not pin sealed.js and sealing.js cannot answer a relayed s
   const w = await world();
   const core = [
     "deniable.js",
+    "signatures.js",
     "survey.js",
     "jcs.js",
     "randomness.js",
