@@ -178,6 +178,13 @@ def add_parser(commands: Any) -> None:
         "shuffle): print the epsilon to set on the device, the dummies per batch and the "
         "published half-width",
     )
+    for flag, words in (("--optional", "may be declined"), ("--conditional", "has a show_if")):
+        relay.add_argument(
+            flag,
+            action="store_true",
+            help=f"with --relay-noise: the question {words}, one more value in its domain "
+            "(the relay adds dummies of it too); with --applicable-share",
+        )
     relay.add_argument(
         "--mechanism",
         default=None,
@@ -232,6 +239,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return cmd_relay_plan(args)
     if args.relay_noise:
         raise CommandError("--relay-noise needs --relay", EXIT_USAGE)
+    _refuse_extras(args)
     for option in ("central_epsilon", "batch", "delta", "mechanism"):
         if getattr(args, option) is not None:
             flag = "--" + option.replace("_", "-")
@@ -323,6 +331,16 @@ def plan_table(result: Plan) -> str:
     return "\n".join(lines)
 
 
+def _refuse_extras(args: argparse.Namespace) -> None:
+    for flag in ("optional", "conditional"):
+        if getattr(args, flag):
+            raise CommandError(
+                f"--{flag} needs --relay-noise; without relay noise, count the question's "
+                "non-response values in --options and give --applicable-share",
+                EXIT_USAGE,
+            )
+
+
 def cmd_relay_plan(args: argparse.Namespace) -> int:
     if args.epsilon is not None:
         raise CommandError(
@@ -340,6 +358,7 @@ def cmd_relay_plan(args: argparse.Namespace) -> int:
         return planning_noise.cmd_relay_noise_plan(args, question_type)
     if args.mechanism is not None:
         raise CommandError("--mechanism needs --relay-noise", EXIT_USAGE)
+    _refuse_extras(args)
     result = relay_plan(
         question_type,
         central_epsilon=args.central_epsilon,

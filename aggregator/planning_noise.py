@@ -37,6 +37,8 @@ def cmd_relay_noise_plan(args: argparse.Namespace, question_type: str) -> int:
         lo=args.lo,
         hi=args.hi,
         mechanism=args.mechanism,
+        extras=int(args.optional) + int(args.conditional),
+        applicable_share=args.applicable_share,
     )
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
@@ -76,6 +78,13 @@ def relay_noise_table(result: RelayNoisePlan) -> str:
         f"Published {level} half-width at n = {result.n:,} ({batches} of dummies, worst case "
         f"over the true answers): ±{format_number(chosen.half_width)} ({chosen.interval}).",
     ]
+    if result.extras or result.applicable_share < 1:
+        lines.append(
+            f"The question has {result.extras} non-response value"
+            + ("s" if result.extras != 1 else "")
+            + " (the relay adds dummies of them too); half-widths are those of the estimates "
+            f"among the {100 * result.applicable_share:g}% expected to answer."
+        )
     if chosen.respondents is not None:
         needed = (
             f"Respondents needed for {target}: {chosen.respondents:,} in batches of "

@@ -26,8 +26,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from deniable.dummies import MAX_OUTPUT_VALUES
 from deniable.errors import InvalidSurvey
+from deniable.survey_relay import noise_refusal
 
 if TYPE_CHECKING:
     from deniable.dummies import DummyLaw
@@ -39,8 +39,10 @@ __all__ = ["Dummies", "check_terms", "dummies_of"]
 def check_terms(survey: Survey) -> None:
     """InvalidSurvey unless this relay can add the noise ``survey``'s signed definition
     asks for: per-question shuffle units, a mechanism that names its output reports
-    (binary RR, GRR, option sampling, Duchi) for every question, and a law whose exact δ
-    at the signed ε is at most the signed δ (:meth:`RelayNoise.verify`, numpy).
+    (binary RR, GRR, option sampling, Duchi; with an optional or conditional question's
+    non-response values, which get dummies like any other output) for every question, and
+    a law whose exact δ at the signed ε is at most the signed δ (:meth:`RelayNoise.verify`,
+    numpy).
 
     The survey parser refuses the first two already; checked again here because the relay
     must not add noise it cannot account for, whatever parsed the definition."""
@@ -53,13 +55,8 @@ def check_terms(survey: Survey) -> None:
             "value, so dummies cannot be drawn per value for it"
         )
     for question in survey.questions:
-        outputs = question.oracle.output_reports()
-        if outputs is None or not 0 < len(outputs) <= MAX_OUTPUT_VALUES:
-            raise InvalidSurvey(
-                f"question {question.id!r}: relay noise needs a mechanism whose report is one "
-                f"value of a small set (binary randomized response, grr, option sampling, "
-                f"duchi); {question.oracle.display_name} is not"
-            )
+        if (refusal := noise_refusal(question)) is not None:
+            raise InvalidSurvey(f"question {question.id!r}: {refusal}")
     relay.noise.verify()
 
 

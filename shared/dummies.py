@@ -2,7 +2,9 @@
 privacy accounting, and what the estimators subtract and add.
 
 **The mechanism.**  A report is one of m output values y (binary RR: m = 2; GRR:
-the d values; option sampling: the 2m pairs (index, bit); Duchi: the two signs).
+the d values; option sampling: the 2m pairs (index, bit); Duchi: the two signs; an
+optional or conditional question's domain includes its non-response values, and a number
+with a status has the 2k pairs (status, sign): every one of them is an output value).
 Before it shuffles a batch of n real reports, the relay draws D_y >= 0 dummies for
 each value y, independently from one published law, and seals each like a real
 report.  The aggregator sees c_y = R_y + D_y for every y, and the real count n,

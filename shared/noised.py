@@ -48,6 +48,7 @@ __all__ = [
     "added_variance",
     "debiased_statistics",
     "dummy_mean",
+    "mechanism_key",
     "noised_half_width",
     "noised_half_widths",
     "noised_score_model",
@@ -68,6 +69,15 @@ class DummyNoise:
         if not isinstance(self.law, DummyLaw):
             raise InvalidParameter("law must be a deniable.dummies law")
         object.__setattr__(self, "batches", check_int("batches", self.batches, 1, 1 << 40))
+
+    def repeated(self, copies: int) -> DummyNoise:
+        """The dummies as one part of a product report sees them, when each of the part's
+        values is carried by ``copies`` of the whole report's output values (a number's
+        status under both signs: 2; its sign under every status: k).  Each batch then adds
+        ``copies`` independent draws of the law to every value of the part, exactly what
+        ``copies`` times the batches add."""
+        copies = check_int("copies", copies, 1, 1 << 20)
+        return DummyNoise(law=self.law, batches=self.batches * copies)
 
 
 def output_statistics(mechanism: Any) -> np.ndarray:
@@ -112,12 +122,78 @@ def _linear_map(mechanism: Any, n: int) -> np.ndarray:
     return np.stack(columns, axis=1)
 
 
+def mechanism_key(mechanism: Any) -> tuple:
+    """An immutable key naming everything the estimator depends on: the class, its parameters
+    and its signed probabilities (two mechanisms equal as dataclasses may differ in the
+    probabilities they adopted, so the dataclass's own hash is not enough)."""
+
+    def frozen(values: dict[str, Any]) -> tuple:
+        return tuple(sorted((name, repr(value)) for name, value in values.items()))
+
+    return (
+        type(mechanism).__module__,
+        type(mechanism).__qualname__,
+        frozen(mechanism.parameters()),
+        frozen(mechanism.resolved_parameters()),
+    )
+
+
+@dataclass(frozen=True)
+class _Keyed:
+    """A mechanism that hashes and compares by :func:`mechanism_key` (the cache's key)."""
+
+    key: tuple
+    mechanism: Any = dataclasses.field(compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class _ScoreMap:
+    """Each output report's effect on each estimate, at n = 1 when ``per_n`` (it is then
+    that divided by n at every n), else None."""
+
+    shifts: np.ndarray | None  # (outputs, estimates)
+    squares: np.ndarray | None  # Σ_y shift², per estimate
+    largest: float
+
+
+def _score_map(mechanism: Any) -> _ScoreMap:
+    return _cached_score_map(_keyed(mechanism))
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_score_map(keyed: _Keyed) -> _ScoreMap:
+    """The map of output reports to estimates, computed once per mechanism.  Every noisable
+    estimator here is (statistics / n) mapped affinely, so A(n) = A(1)/n; that is checked at
+    n = 2 and n = 7 rather than assumed, and a mechanism for which it fails is mapped per n."""
+    mechanism = keyed.mechanism
+    outputs = _output_statistics(mechanism)
+    one = _linear_map(mechanism, 1)
+    for n in (2, 7):
+        if not np.allclose(_linear_map(mechanism, n) * n, one, rtol=1e-12, atol=1e-15):
+            return _ScoreMap(shifts=None, squares=None, largest=0.0)
+    shifts = outputs @ one.T
+    return _ScoreMap(
+        shifts=shifts,
+        squares=(shifts * shifts).sum(axis=0),
+        largest=float(np.abs(shifts).max()),
+    )
+
+
+def _shift_squares_and_largest(mechanism: Any, n: int) -> tuple[np.ndarray, float]:
+    """(Σ_y (A s(y))² per estimate, max |A s(y)|) at n reports."""
+    cached = _score_map(mechanism)
+    if cached.shifts is not None:
+        return cached.squares / (n * n), cached.largest / n
+    shifts = _output_statistics(mechanism) @ _linear_map(mechanism, n).T
+    return (shifts * shifts).sum(axis=0), float(np.abs(shifts).max())
+
+
 def added_variance(mechanism: Any, n: int, noise: DummyNoise) -> np.ndarray:
     """Per estimate (output units): the dummies' variance, diag(A · k Var[D] Σ_y s(y)s(y)ᵀ · Aᵀ)
     = k · Var[D] · Σ_y (A s(y))², with A the estimator's linear part at n reports."""
     n = check_int("n", n, 1, 1 << 62)
-    shifts = _output_statistics(mechanism) @ _linear_map(mechanism, n).T  # (m, estimates)
-    return noise.batches * noise.law.variance * (shifts * shifts).sum(axis=0)
+    squares, _ = _shift_squares_and_largest(mechanism, n)
+    return noise.batches * noise.law.variance * squares
 
 
 def noised_score_model(mechanism: Any, n: int, noise: DummyNoise | None) -> Any:
@@ -149,8 +225,8 @@ def noised_score_model(mechanism: Any, n: int, noise: DummyNoise | None) -> Any:
         law = noise.law
         spread = max(law.mean - law.low, law.high - law.mean)
         # a dummy's effect on θ̂ is (A s(y))_v; in score units it is that times n · slope
-        shifts = np.abs(_output_statistics(mechanism) @ _linear_map(mechanism, n).T)
-        largest = float(shifts.max()) / model.scale * n * abs(model.slope) * spread
+        _, shift = _shift_squares_and_largest(mechanism, n)
+        largest = shift / model.scale * n * abs(model.slope) * spread
         deviation = max(deviation, largest)
     tail = None
     if model.tail is not None and model.tail[0] == "pure":
@@ -184,16 +260,21 @@ def noised_half_widths(
     noise = None if law is None else DummyNoise(law=law, batches=batches)
     if categories is None:
         categories = int(getattr(mechanism, "categories", 1))
-    return dict(_widths(mechanism, n, noise, beta, categories))
+    return dict(_widths(_keyed(mechanism), n, noise, beta, categories))
+
+
+def _keyed(mechanism: Any) -> _Keyed:
+    return _Keyed(mechanism_key(mechanism), mechanism)
 
 
 @functools.lru_cache(maxsize=1024)
 def _widths(
-    mechanism: Any, n: int, noise: DummyNoise | None, beta: float, categories: int
+    keyed: _Keyed, n: int, noise: DummyNoise | None, beta: float, categories: int
 ) -> tuple[tuple[str, float], ...]:
     from . import exact_tail
     from .intervals import EXACT_TAIL, available_families, nominal_half_width
 
+    mechanism = keyed.mechanism
     model = noised_score_model(mechanism, n, noise)
     widths = {
         family: model.scale * nominal_half_width(family, n, model, beta)
@@ -221,18 +302,25 @@ def noised_half_width(
     return widths[family], family
 
 
-@functools.lru_cache(maxsize=256)
 def respondents_needed(
     mechanism: Any, noise: DummyNoise, beta: float, categories: int, target: float = 0.1
 ) -> int:
     """The fewest real respondents whose narrowest published half-width, in units of the
     answer's range, is at most ``target``, with ``noise`` in their batches (the exact tail
     counted where it is published for ``categories`` estimates; 0 leaves it out)."""
+    return _respondents_needed(_keyed(mechanism), noise, beta, categories, target)
+
+
+@functools.lru_cache(maxsize=256)
+def _respondents_needed(
+    keyed: _Keyed, noise: DummyNoise, beta: float, categories: int, target: float
+) -> int:
+    mechanism = keyed.mechanism
     model = noised_score_model(mechanism, 1, None)
     span = model.scale * (model.high - model.low)
 
     def reaches(n: int) -> bool:
-        return min(dict(_widths(mechanism, n, noise, beta, categories)).values()) / span <= target
+        return min(dict(_widths(keyed, n, noise, beta, categories)).values()) / span <= target
 
     low, high = 1, 2
     while not reaches(high):

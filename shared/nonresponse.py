@@ -30,6 +30,17 @@ category (``deniable.crosstab``):
 * a number: B Σ sign / n estimates (1/n) Σ_answered t with the non-answers' coins counted
   as the midpoint (the Duchi mean's interval, at β/2), the status share A at β/2;
   N = T + A lies in [0, 2A], and the mean is lo + (hi - lo)/2 · N/A.
+
+With relay noise (``noise``: the relay's dummies, ``deniable.noised``) every estimate above
+takes them out and every interval takes in their spread, so each part keeps its own
+coverage and the union bounds hold as before.  The dummies cover every output value of the
+question's mechanism, the non-responses' included (docs/relay.md, "Optional, conditional
+and scale questions"): the frequencies at β, β/2 and β/2e get the question's noise as it
+is; a number's status and sign are parts of one report (status, sign), so each status value
+sees two draws per batch (one per sign) and each sign k (one per status),
+:meth:`~deniable.noised.DummyNoise.repeated`.  Hoeffding's interval on a scale's weighted
+sum adds the dummies' terms, each an independent bounded summand
+(:func:`_weighted_half_width`).
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ from .estimation import estimate_frequencies, estimate_mean
 from .intervals import ratio_interval
 
 if TYPE_CHECKING:
+    from .noised import DummyNoise
     from .survey import Question
 
 __all__ = ["METHOD", "SHARE_OF", "nonresponse_results"]
@@ -67,7 +79,9 @@ def _bounds(estimate: Any) -> dict[str, np.ndarray]:
     }
 
 
-def _frequencies(question: Question, statistics: np.ndarray, n: int, beta: float):
+def _frequencies(
+    question: Question, statistics: np.ndarray, n: int, beta: float, noise: DummyNoise | None
+):
     oracle = question.oracle
     if oracle.kind == "multiple":
         return estimate_frequencies(
@@ -77,10 +91,19 @@ def _frequencies(question: Question, statistics: np.ndarray, n: int, beta: float
             beta=beta,
             categories=oracle.categories,
             normalize=False,
+            noise=noise,
         )
     if oracle.kind == "numeric_status":
-        return estimate_frequencies(oracle.status_oracle, statistics[1:], n, beta=beta)
-    return estimate_frequencies(oracle, statistics, n, beta=beta)
+        status_noise = None if noise is None else noise.repeated(2)  # one per sign
+        return estimate_frequencies(
+            oracle.status_oracle, statistics[1:], n, beta=beta, noise=status_noise
+        )
+    return estimate_frequencies(oracle, statistics, n, beta=beta, noise=noise)
+
+
+def _sign_noise(question: Question, noise: DummyNoise | None) -> DummyNoise | None:
+    """The dummies a number's sign total holds: one draw per status for each sign."""
+    return None if noise is None else noise.repeated(question.oracle.statuses)
 
 
 def _row(label: str, share_of: str, estimate: float, bounds, simultaneous, **more) -> dict:
@@ -105,16 +128,21 @@ def _ratio(n_hat, d_hat, span):
 
 
 def nonresponse_results(
-    question: Question, statistics: np.ndarray, n: int, beta: float
+    question: Question,
+    statistics: np.ndarray,
+    n: int,
+    beta: float,
+    noise: DummyNoise | None = None,
 ) -> dict[str, Any]:
-    """The published rows of a question with extras (see the module docstring)."""
+    """The published rows of a question with extras, or a scale (see the module docstring);
+    ``noise``: the relay's dummies inside ``statistics``, n the real respondents."""
     statistics = np.asarray(statistics, dtype=np.int64)
     extras = question.extras
     e = len(extras)
-    frequencies = _frequencies(question, statistics, n, beta)
+    frequencies = _frequencies(question, statistics, n, beta, noise)
     full = _bounds(frequencies)
-    half = _bounds(_frequencies(question, statistics, n, beta / 2))
-    split = _bounds(_frequencies(question, statistics, n, beta / (2 * e))) if e else full
+    half = _bounds(_frequencies(question, statistics, n, beta / 2, noise))
+    split = _bounds(_frequencies(question, statistics, n, beta / (2 * e), noise)) if e else full
     base = len(full["estimate"]) - e  # answer values (a number: the one status "answered")
     where = {label: base + i for i, label in enumerate(extras)}
     every = slice(base, base + e)
@@ -142,7 +170,7 @@ def nonresponse_results(
             rows.append(_row(label, "answered", np.clip(full["estimate"][i], 0, 1), bounds, both))
     elif numeric:
         answered_bounds = ((half["lower"][0], half["upper"][0]), (sa_low, sa_high))
-        rows.append(_number_row(question, statistics, n, beta, a_hat, answered_bounds))
+        rows.append(_number_row(question, statistics, n, beta, a_hat, answered_bounds, noise))
     else:
         shares = _ratio(full["estimate"][:base], a_hat, 1.0)
         low, high = ratio_interval(half["lower"][:base], half["upper"][:base], a_low, a_high, 1)
@@ -169,10 +197,10 @@ def nonresponse_results(
     if question.type == "scale":
         answered = (a_low, a_high) if e else (1.0, 1.0)
         rows += _scale_rows(
-            question, full, frequencies, n, beta, a_hat, answered, (sa_low, sa_high)
+            question, full, frequencies, n, beta, a_hat, answered, (sa_low, sa_high), noise
         )
     return {
-        **_families(question, frequencies, statistics, n, beta),
+        **_families(question, frequencies, statistics, n, beta, noise),
         "beta": beta,
         "tightest": "ratio",
         "simultaneous_tightest": "ratio",
@@ -196,20 +224,29 @@ _FAMILY_KEYS = (
 )
 
 
-def _families(question: Question, frequencies, statistics, n: int, beta: float) -> dict:
+def _families(question: Question, frequencies, statistics, n: int, beta: float, noise) -> dict:
     """The interval families, precision and respondents for ±10 points of the estimates over
     all respondents (the frequencies; a number's mean with non-answers at the midpoint): a
     share among the fraction A who answered is about 1/A as wide."""
     if question.type == "numeric":
         sign = question.oracle.sign_oracle
-        described = estimate_mean(sign, statistics[:1], n, beta=beta).to_dict()
+        noise = _sign_noise(question, noise)
+        described = estimate_mean(sign, statistics[:1], n, beta=beta, noise=noise).to_dict()
     else:
         described = frequencies.to_dict()
     return {key: described[key] for key in _FAMILY_KEYS if key in described}
 
 
 def _scale_rows(
-    question: Question, full, frequencies, n: int, beta: float, a_hat, answered, simultaneous
+    question: Question,
+    full,
+    frequencies,
+    n: int,
+    beta: float,
+    a_hat,
+    answered,
+    simultaneous,
+    noise: DummyNoise | None,
 ) -> list[dict[str, Any]]:
     """The mean point and (11 points) the NPS among those who answered (module docstring).
 
@@ -228,7 +265,7 @@ def _scale_rows(
         total = float(weights @ estimates)
         both = ratio_interval(weights @ low, weights @ high, *simultaneous, span)
         single = both
-        half = _weighted_half_width(question.oracle, weights, n, beta / 2)
+        half = _weighted_half_width(question.oracle, weights, n, beta / 2, noise)
         if half is not None and half < nominal * float(weights.sum()):
             single = ratio_interval(total - half, total + half, *answered, span)
         return _ratio(np.asarray(total), np.asarray(a_hat), span), single, both
@@ -259,30 +296,50 @@ def _scale_rows(
     return rows
 
 
-def _weighted_half_width(oracle: Any, weights: np.ndarray, n: int, level: float) -> float | None:
+def _weighted_half_width(
+    oracle: Any, weights: np.ndarray, n: int, level: float, noise: DummyNoise | None = None
+) -> float | None:
     """Hoeffding's half-width for Σ_v w_v f_v (w >= 0 over the answer values) at ``level``.
 
     For a pure frequency oracle the report's score s = Σ_v w_v 1[v ∈ S(y)] has mean
     q* W + (p* - q*) w_x (W = Σ w) and lies in [0, R], R = max w for a one-value support
     (direct encoding) and Σ w otherwise; the n scores are independent, so (Hoeffding 1963)
     |Σ w f̂ - Σ w f| <= R/(p* - q*) sqrt(ln(2/level)/(2n)) with probability >= 1 - level.
+
+    With the relay's dummies (``noise``: k batches, D ~ law on [low, high] per output y)
+    the observed score total adds Σ_{batches} Σ_y s(y) D_{b,y}, s(y) the score of output y
+    alone; the estimate subtracts its mean.  Each of those k·m terms is independent of the
+    reports and of each other and lies in an interval of length s(y) (high - low), so
+    Hoeffding's inequality over all n + k·m summands gives
+
+        |Σ w f̂ - Σ w f| <= sqrt((n R² + k (high - low)² Σ_y s(y)²) ln(2/level) / 2)
+                           / (n (p* - q*)).
+
     None for an oracle without p*, q*.
     """
     p, q = getattr(oracle, "p_star", None), getattr(oracle, "q_star", None)
     if p is None or q is None or p == q:
         return None
     reach = float(weights.max() if oracle.direct_encoding else weights.sum())
-    return reach / abs(p - q) * math.sqrt(math.log(2 / level) / (2 * n))
+    spread = n * reach * reach
+    if noise is not None:
+        from .noised import output_statistics
+
+        outputs = output_statistics(oracle)  # (m, domain): support of each output alone
+        scores = outputs[:, : weights.size] @ weights  # the extras weigh nothing
+        law = noise.law
+        spread += noise.batches * (law.high - law.low) ** 2 * float(scores @ scores)
+    return math.sqrt(spread * math.log(2 / level) / 2) / (n * abs(p - q))
 
 
-def _number_row(question: Question, statistics, n, beta, a_hat, answered_bounds):
+def _number_row(question: Question, statistics, n, beta, a_hat, answered_bounds, noise):
     """The mean among those who answered a number (see the module docstring): the signs'
     total at β/2 with the answered share's interval at β/2 (per row) or its simultaneous
     one at β/2 (the simultaneous columns)."""
     oracle = question.oracle
     sign = oracle.sign_oracle
     middle, scale = (sign.lo + sign.hi) / 2, (sign.hi - sign.lo) / 2
-    mean = estimate_mean(sign, statistics[:1], n, beta=beta / 2)
+    mean = estimate_mean(sign, statistics[:1], n, beta=beta / 2, noise=_sign_noise(question, noise))
     chosen = mean.intervals[mean.tightest]
     t_hat = (mean.mean - middle) / scale
     t_low = (float(chosen.lower[0]) - middle) / scale

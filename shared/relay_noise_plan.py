@@ -34,6 +34,16 @@ about as wide as the dummies' own spread.  This module answers, for one question
 Only mechanisms whose reports are values of a small set (``Mechanism.output_reports``) can be
 noised this way: binary RR, GRR, option sampling and Duchi.  Others are refused.
 
+**Optional and conditional questions** (``extras``: 1 or 2 non-response values, docs/protocol.md
+§5.5) run their mechanism over the answers and the extras (a yes/no one by GRR; a number by
+Duchi with a status), and the relay adds dummies of every one of those outputs, so the
+dummies per batch grow with the domain.  Only the share s of respondents expected to answer
+(``applicable_share``) carries signal: a share among them is f/s, and, as the plain planner
+(:mod:`deniable.planner`) does to first order, its half-width is the frequency's divided by
+s.  A number's mean among those who answered is planned from its sign's interval (the sign
+sees the dummies of every status, ``DummyNoise.repeated``).  A scale is planned as the
+single choice of its points.
+
 The half-width is :func:`published_half_width`: the aggregator's own published interval
 with dummies (:mod:`deniable.noised`), so the plan quotes what results will show.
 """
@@ -41,7 +51,6 @@ with dummies (:mod:`deniable.noised`), so the plan quotes what results will show
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,9 +58,9 @@ import numpy as np
 from . import dummies, shuffle
 from .errors import InvalidParameter
 from .estimation import check_beta
-from .mechanisms import QUESTION_MECHANISMS, mechanism_class
+from .mechanisms import NUMERIC_WITH_EXTRAS, QUESTION_MECHANISMS, mechanism_class
 from .mechanisms.base import Mechanism
-from .noised import noised_half_width
+from .noised import mechanism_key, noised_half_width
 from .parameters import check_epsilon, check_int, check_real
 from .planner import (
     DEFAULT_RELAY_DELTA,
@@ -62,6 +71,7 @@ from .planner import (
     plan,
     relayed_local_epsilon,
 )
+from .relay_noise_figures import LawChoice, RelayNoisePlan
 
 __all__ = [
     "LAW_FAMILIES",
@@ -84,24 +94,48 @@ LOCAL_EPSILON_STEPS = (2.0, 4.0, 6.0)
 
 
 def _build(
-    question_type: str, name: str, epsilon: float, options: int | None, lo: float, hi: float
+    question_type: str,
+    name: str,
+    epsilon: float,
+    options: int | None,
+    lo: float,
+    hi: float,
+    extras: int = 0,
 ) -> Mechanism:
-    """The mechanism ``name`` of a question of ``question_type`` at ``epsilon``."""
+    """The mechanism ``name`` of a question of ``question_type`` at ``epsilon``, over its
+    answers and ``extras`` non-response values."""
     cls = mechanism_class(question_type, name)
     if cls is None:
         raise InvalidParameter(f"{name} is not a mechanism of a {question_type} question")
+    if extras and getattr(cls, "binary", False):
+        raise InvalidParameter(f"{name} has two values only: no room for non-responses")
     if question_type == "numeric":
+        if extras:
+            return NUMERIC_WITH_EXTRAS[name](epsilon=epsilon, lo=lo, hi=hi, extras=extras)
         return cls(epsilon=epsilon, lo=lo, hi=hi)
     if question_type == "multiple_choice":
-        return cls(epsilon=epsilon, options=options)
-    return cls(epsilon=epsilon, domain_size=2 if question_type == "yes_no" else options)
+        return cls(epsilon=epsilon, options=options + extras)
+    answers = 2 if question_type == "yes_no" else options
+    return cls(epsilon=epsilon, domain_size=answers + extras)
+
+
+def _estimated(mechanism: Mechanism) -> tuple[Mechanism, int]:
+    """(the mechanism whose estimate is planned, how many outputs carry each of its values):
+    a number with a status is planned by its sign, which every status carries."""
+    if mechanism.kind == "numeric_status":
+        return mechanism.sign_oracle, mechanism.statuses
+    return mechanism, 1
 
 
 def noise_mechanisms(
-    question_type: str, options: int | None = None, lo: float = 0.0, hi: float = 1.0
+    question_type: str,
+    options: int | None = None,
+    lo: float = 0.0,
+    hi: float = 1.0,
+    extras: int = 0,
 ) -> tuple[str, ...]:
-    """The mechanisms of ``question_type`` that can carry relay noise (they name their
-    output reports), in table order."""
+    """The mechanisms of ``question_type`` (with ``extras`` non-response values) that can carry
+    relay noise (they name their output reports), in table order."""
     if question_type not in QUESTION_TYPES:
         raise InvalidParameter(f"question type must be one of {', '.join(QUESTION_TYPES)}")
     if question_type in ("single_choice", "multiple_choice") and options is None:
@@ -109,13 +143,16 @@ def noise_mechanisms(
     names = []
     for name, cls in QUESTION_MECHANISMS[question_type].items():
         binary = getattr(cls, "binary", False)
-        if (question_type == "yes_no") != binary and (question_type, options) != (
-            "single_choice",
-            2,
+        if extras and (binary or question_type == "numeric" and name not in NUMERIC_WITH_EXTRAS):
+            continue  # no room for the non-responses
+        if (
+            not extras
+            and (question_type == "yes_no") != binary
+            and (question_type, options) != ("single_choice", 2)
         ):
             continue  # a yes/no question is binary RR; binary RR is grr's two-option case
         try:
-            mechanism = _build(question_type, name, 1.0, options, lo, hi)
+            mechanism = _build(question_type, name, 1.0, options, lo, hi, extras)
         except InvalidParameter:  # e.g. a domain too large for this oracle
             continue
         outputs = mechanism.output_reports()
@@ -132,10 +169,11 @@ def noise_mechanism(
     options: int | None = None,
     lo: float = 0.0,
     hi: float = 1.0,
+    extras: int = 0,
 ) -> Mechanism:
     """The question's mechanism at ε0, refused (InvalidParameter) unless it can carry relay
     noise."""
-    supported = noise_mechanisms(question_type, options, lo, hi)
+    supported = noise_mechanisms(question_type, options, lo, hi, extras)
     if not supported:
         raise InvalidParameter(
             f"relay noise is not available for a {question_type} question with {options:,} "
@@ -147,13 +185,19 @@ def noise_mechanism(
             f"{name} is not a mechanism of a {question_type} question; with relay noise use "
             f"{' or '.join(supported)}"
         )
+    plain = noise_mechanisms(question_type, options, lo, hi) if extras else ()
+    if name not in supported and name in plain:
+        raise InvalidParameter(
+            f"{name} cannot carry this question's non-response values (optional or "
+            f"conditional); use {' or '.join(supported)}"
+        )
     if name not in supported:
         raise InvalidParameter(
             f"{name} cannot carry relay noise: the relay draws dummies per output value, and "
             f"only mechanisms whose reports are values of a small set have them; for a "
             f"{question_type} question use {' or '.join(supported)}"
         )
-    return _build(question_type, name, epsilon, options, lo, hi)
+    return _build(question_type, name, epsilon, options, lo, hi, extras)
 
 
 def published_half_width(
@@ -164,13 +208,14 @@ def published_half_width(
     case over the true shares (output units: a share for frequencies), from
     :func:`deniable.noised.noised_half_width` (the exact tail convolved with the dummies'
     law where it is published, else the closed-form families with the dummies' variance)."""
-    return _published_half_width(mechanism, n, law, batches, beta)
+    return _published_half_width(mechanism_key(mechanism), mechanism, n, law, batches, beta)
 
 
 @functools.lru_cache(maxsize=65536)
 def _published_half_width(
-    mechanism: Mechanism, n: int, law: dummies.DummyLaw, batches: int, beta: float
+    key: tuple, mechanism: Mechanism, n: int, law: dummies.DummyLaw, batches: int, beta: float
 ) -> tuple[float, str]:
+    # ``key`` (deniable.noised.mechanism_key) tells apart mechanisms the dataclass calls equal
     return noised_half_width(mechanism, n, law, batches, beta)
 
 
@@ -178,7 +223,7 @@ def fake_report_shift(mechanism: Mechanism) -> float | None:
     """How far one fake report moves a category's estimated count, (n + 1) θ̂' - n θ̂ at
     the worst report and category; None for a numeric question (no count).  The count
     estimate n θ̂ is affine in the statistics and n, so this is the same at every n."""
-    if mechanism.kind == "numeric":
+    if mechanism.kind in ("numeric", "numeric_status"):
         return None
     outputs = mechanism.output_reports()
     if outputs is None:
@@ -190,111 +235,6 @@ def fake_report_shift(mechanism: Mechanism) -> float | None:
         for y in range(len(outputs))
     ]
     return float(np.max(shifts))
-
-
-@dataclass(frozen=True, kw_only=True)
-class LawChoice:
-    """One calibrated dummy law and what it gives the question."""
-
-    family: str
-    law: dummies.DummyLaw
-    output_values: int
-    central_epsilon: float  # of one batch: min(the dummies', the shuffle bound's)
-    half_width: float
-    interval: str  # the family that gives it
-    respondents: int | None
-    respondents_one_batch: int | None
-
-    @property
-    def dummies_per_value(self) -> float:
-        return self.law.mean
-
-    @property
-    def dummies_per_batch(self) -> float:
-        return self.output_values * self.law.mean
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "family": self.family,
-            "law": self.law.to_dict(),
-            "dummies_per_value": self.dummies_per_value,
-            "dummies_per_batch": self.dummies_per_batch,
-            "variance_per_value": self.law.variance,
-            "central_epsilon": self.central_epsilon,
-            "half_width": self.half_width,
-            "interval": self.interval,
-            "respondents": self.respondents,
-            "respondents_one_batch": self.respondents_one_batch,
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
-class RelayNoisePlan:
-    """The relay-noise answer for one question, beside the relay alone and no relay at the
-    same central ε (module docstring)."""
-
-    question_type: str
-    options: int | None
-    mechanism: str
-    central_epsilon: float
-    delta: float
-    batch: int
-    beta: float
-    n: int
-    target: float
-    local_epsilon: float
-    batches: int
-    laws: tuple[LawChoice, ...]
-    chosen: LawChoice
-    fake_report_shift: float | None
-    relay_only_local_epsilon: float
-    relay_only_half_width: float | None
-    relay_only_respondents: int | None
-    local_only_half_width: float | None
-    local_only_respondents: int | None
-    local_only_fake_report_shift: float | None
-
-    @property
-    def noise_helps(self) -> bool:
-        """Whether the dummies give a narrower interval than the relay alone at the same
-        central ε (they may not: option sampling's estimate spreads each dummy over m)."""
-        relay = self.relay_only_half_width
-        return relay is None or self.chosen.half_width < relay
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "question_type": self.question_type,
-            "options": self.options,
-            "mechanism": self.mechanism,
-            "central_epsilon": self.central_epsilon,
-            "delta": self.delta,
-            "batch": self.batch,
-            "beta": self.beta,
-            "n": self.n,
-            "batches": self.batches,
-            "target_half_width": self.target,
-            "local_epsilon": self.local_epsilon,
-            "law": self.chosen.family,
-            "dummies_per_batch": self.chosen.dummies_per_batch,
-            "half_width": self.chosen.half_width,
-            "respondents": self.chosen.respondents,
-            "respondents_one_batch": self.chosen.respondents_one_batch,
-            "interval": self.chosen.interval,
-            "noise_helps": self.noise_helps,
-            "laws": [law.to_dict() for law in self.laws],
-            "fake_report_shift": self.fake_report_shift,
-            "relay_only": {
-                "local_epsilon": self.relay_only_local_epsilon,
-                "half_width": self.relay_only_half_width,
-                "respondents": self.relay_only_respondents,
-            },
-            "local_only": {
-                "epsilon": self.central_epsilon,
-                "half_width": self.local_only_half_width,
-                "respondents": self.local_only_respondents,
-                "fake_report_shift": self.local_only_fake_report_shift,
-            },
-        }
 
 
 def _batches(n: int, batch: int) -> int:
@@ -334,6 +274,17 @@ def _respondents(
         start, end = (k - 1) * batch, k * batch
         guaranteed = smallest_passing(lambda n: n == end or width(n, k - 1) <= target, start, end)
     return guaranteed, single
+
+
+def _question(
+    options: int | None, lo: float, hi: float, extras: int, applicable_share: float
+) -> dict[str, Any]:
+    """The question's shape as the planners take it, checked."""
+    extras = check_int("extras", extras, 0, 2)
+    share = check_real("applicable_share", applicable_share)
+    if not 0 < share <= 1:
+        raise InvalidParameter(f"applicable_share must be in (0, 1], got {applicable_share!r}")
+    return {"options": options, "lo": lo, "hi": hi, "extras": extras, "applicable_share": share}
 
 
 def noised_respondents(
@@ -394,10 +345,13 @@ def _noised_laws(
     """(mechanism name, the mechanism at ε0, ε0, each calibrated law's figures): the core of
     :func:`relay_noise_plan` (arguments checked there)."""
     options, lo, hi = question["options"], question["lo"], question["hi"]
-    supported = noise_mechanisms(question_type, options, lo, hi)
+    extras, share = question["extras"], question["applicable_share"]
+    supported = noise_mechanisms(question_type, options, lo, hi, extras)
     names = supported if mechanism is None else (mechanism,)
     if not names:
-        noise_mechanism(question_type, "", epsilon=1.0, **question)  # says why
+        noise_mechanism(
+            question_type, "", epsilon=1.0, options=options, lo=lo, hi=hi, extras=extras
+        )
     calibrated = {
         family: dummies.calibrate(central_epsilon, delta, family).law for family in LAW_FAMILIES
     }
@@ -407,10 +361,11 @@ def _noised_laws(
     for name in names:
         for epsilon0 in candidates:
             built = noise_mechanism(
-                question_type, name, epsilon=epsilon0, options=options, lo=lo, hi=hi
+                question_type, name, epsilon=epsilon0, options=options, lo=lo, hi=hi, extras=extras
             )
+            part, copies = _estimated(built)
             for law in calibrated.values():
-                width, _ = published_half_width(built, n, law, batches, beta)
+                width, _ = published_half_width(part, n, law, batches * copies, beta)
                 key = (width, -epsilon0)
                 if best is None or key < best[0]:
                     best = (key, name, built)
@@ -418,11 +373,13 @@ def _noised_laws(
     (_, negative), name, chosen_mechanism = best
     local = -negative
     values = len(chosen_mechanism.output_reports())
+    part, copies = _estimated(chosen_mechanism)
     laws = []
     for family, law in calibrated.items():
 
         def width(count: int, k: int, law: dummies.DummyLaw = law) -> float:
-            return published_half_width(chosen_mechanism, count, law, k, beta)[0]
+            # a share among the applicable: the frequency's half-width over s (first order)
+            return published_half_width(part, count, law, k * copies, beta)[0] / share
 
         respondents, one_batch = _respondents(width, batch, target, in_batches)
         laws.append(
@@ -432,7 +389,7 @@ def _noised_laws(
                 output_values=values,
                 central_epsilon=dummies.noised_central_epsilon(law, local, batch, delta),
                 half_width=width(n, batches),
-                interval=published_half_width(chosen_mechanism, n, law, batches, beta)[1],
+                interval=published_half_width(part, n, law, batches * copies, beta)[1],
                 respondents=respondents,
                 respondents_one_batch=one_batch,
             )
@@ -454,9 +411,14 @@ def relay_noise_plan(
     hi: float = 1.0,
     mechanism: str | None = None,
     max_local_epsilon: float = MAX_LOCAL_EPSILON,
+    extras: int = 0,
+    applicable_share: float = 1.0,
 ) -> RelayNoisePlan:
     """Plan a question whose batches the relay noises (module docstring): the half-width
-    at ``n`` (default: one batch) and the respondents for ``half_width`` (default ±0.05)."""
+    at ``n`` (default: one batch) and the respondents for ``half_width`` (default ±0.05);
+    ``extras`` non-response values (optional: 1, conditional: 1, both: 2) and the share of
+    respondents expected to answer, ``applicable_share``."""
+    question = _question(options, lo, hi, extras, applicable_share)
     target_epsilon = check_epsilon(central_epsilon, "central_epsilon")
     batch = check_int("batch", batch, 1, shuffle.MAX_BATCH)
     delta = check_real("delta", delta)
@@ -484,19 +446,31 @@ def relay_noise_plan(
         beta,
         ceiling,
         mechanism,
-        {"options": options, "lo": lo, "hi": hi},
+        question,
     )
     chosen = min(laws, key=lambda choice: (choice.half_width, choice.dummies_per_batch))
     relay_local = relayed_local_epsilon(target_epsilon, batch, delta)
-    goal = {"options": options, "beta": beta, "lo": lo, "hi": hi}
-    relay_at_n = _plan_or_none(question_type, epsilon=relay_local, n=n, **goal)
-    relay_for = _plan_or_none(question_type, epsilon=relay_local, half_width=target, **goal)
-    local_at_n = _plan_or_none(question_type, epsilon=target_epsilon, n=n, **goal)
-    local_for = _plan_or_none(question_type, epsilon=target_epsilon, half_width=target, **goal)
+    # the same question without relay noise: its domain with the extras, as the plain planner
+    # asks (a yes/no one with extras is a single choice by then), among the applicable
+    plain_type = question_type
+    plain_options = options if options is None else options + extras
+    if extras and question_type == "yes_no":
+        plain_type, plain_options = "single_choice", 2 + extras
+    goal = {
+        "options": plain_options,
+        "beta": beta,
+        "lo": lo,
+        "hi": hi,
+        "applicable_share": question["applicable_share"],
+    }
+    relay_at_n = _plan_or_none(plain_type, epsilon=relay_local, n=n, **goal)
+    relay_for = _plan_or_none(plain_type, epsilon=relay_local, half_width=target, **goal)
+    local_at_n = _plan_or_none(plain_type, epsilon=target_epsilon, n=n, **goal)
+    local_for = _plan_or_none(plain_type, epsilon=target_epsilon, half_width=target, **goal)
     relay_needed = relay_for and best_respondents(relay_for)
     local_mechanism = None
     if name in QUESTION_MECHANISMS[question_type]:
-        local_mechanism = _build(question_type, name, target_epsilon, options, lo, hi)
+        local_mechanism = _build(question_type, name, target_epsilon, options, lo, hi, extras)
     return RelayNoisePlan(
         question_type=question_type,
         options=options if question_type in ("single_choice", "multiple_choice") else None,
@@ -520,6 +494,8 @@ def relay_noise_plan(
         local_only_fake_report_shift=(
             fake_report_shift(local_mechanism) if local_mechanism is not None else None
         ),
+        extras=question["extras"],
+        applicable_share=question["applicable_share"],
     )
 
 
@@ -534,6 +510,8 @@ def smallest_noised_batch(
     lo: float = 0.0,
     hi: float = 1.0,
     max_local_epsilon: float = MAX_LOCAL_EPSILON,
+    extras: int = 0,
+    applicable_share: float = 1.0,
 ) -> tuple[int, LawChoice]:
     """The fewest respondents that reach ±``half_width`` at central (``central_epsilon``,
     ``delta``) with relay noise, all in one batch (``min_batch`` = that number), and the law
@@ -551,7 +529,7 @@ def smallest_noised_batch(
         check_beta(beta),
         check_epsilon(max_local_epsilon, "max_local_epsilon"),
         None,
-        {"options": options, "lo": lo, "hi": hi},
+        _question(options, lo, hi, extras, applicable_share),
         in_batches=False,
     )
     best = min(

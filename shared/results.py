@@ -74,9 +74,8 @@ def question_results(
 
     ``noise``: the relay's dummy reports inside ``statistics`` (``deniable.noised``); n
     is then the real respondents only.  The estimates subtract the dummies' mean, every
-    interval adds their variance, and the result's ``noise`` member says so.  (A survey
-    with relay noise has no optional, conditional or scale question: its parsing refuses
-    them, so the two never meet here.)
+    interval adds their variance, and the result's ``noise`` member says so (for optional,
+    conditional and scale questions too: :mod:`deniable.nonresponse`).
     """
     if beta is None:
         beta = DEFAULT_BETA
@@ -93,7 +92,7 @@ def question_results(
         return {**summary, "beta": beta, "estimate": None}
     oracle = question.oracle
     if question.extras or question.type == "scale":
-        return {**summary, **nonresponse_results(question, statistics, n, beta)}
+        return {**summary, **nonresponse_results(question, statistics, n, beta, noise)}
     if oracle.kind == "numeric":
         mean = estimate_mean(oracle, statistics, n, beta=beta, noise=noise).to_dict()
         return {**summary, **_primary(mean, mean["tightest"], None)}

@@ -103,7 +103,7 @@ from .survey_members import (  # noqa: F401  (re-exported)
     check_options,
     default_mechanism,
 )
-from .survey_relay import MAX_MIN_BATCH, SHUFFLE_UNITS, Relay  # noqa: F401  (re-exported)
+from .survey_relay import MAX_MIN_BATCH, SHUFFLE_UNITS, Relay, noise_refusal  # noqa: F401  (re-exported)
 
 __all__ = [
     "FORMAT",
@@ -506,24 +506,8 @@ class Survey:
             relay = Relay.from_dict(data["relay"])
             if relay.noise is not None:
                 for question in questions:
-                    if question.extras or question.type == "scale":
-                        # Why: the results of these questions (deniable.nonresponse) do not
-                        # yet take the relay's dummies out; refusing is what keeps them true.
-                        raise fail(
-                            f"question {question.id!r}",
-                            "relay noise is not available for optional, conditional or scale "
-                            "questions yet; ask without relay noise, or make the question "
-                            "required and unconditional",
-                            "relay",
-                        )
-                    if question.oracle.output_reports() is None:
-                        raise fail(
-                            f"question {question.id!r}.mechanism",
-                            f"relay noise needs a mechanism whose report is one value of a small "
-                            f"set (binary randomized response, grr, option sampling, duchi); "
-                            f"{question.oracle.display_name} is not",
-                            "relay",
-                        )
+                    if (refusal := noise_refusal(question)) is not None:
+                        raise fail(f"question {question.id!r}.mechanism", refusal, "relay")
         survey = cls(
             id=sid,
             title=title,

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .dummies import DummyLaw, law_from_dict
+from .dummies import MAX_OUTPUT_VALUES, DummyLaw, law_from_dict
 from .errors import InvalidParameter
 from .origins import Origin, parse_url
 from .survey_checks import CONTROL, MAX_LABEL, fail, require_keys
@@ -22,6 +22,7 @@ __all__ = [
     "Relay",
     "RelayNoise",
     "SHUFFLE_UNITS",
+    "noise_refusal",
 ]
 
 SHUFFLE_UNITS = ("question", "submission")
@@ -35,6 +36,26 @@ MAX_NOISE_DELTA = 1e-3
 # Relative slack of the check that a signed law meets its signed (ε, δ): the exact δ is
 # computed to about 1e-13 relative (deniable.dummies), so 1e-9 is far above round-off.
 NOISE_TOLERANCE = 1e-9
+
+
+def noise_refusal(question: Any) -> str | None:
+    """Why relay noise cannot cover ``question``, in words, or None.
+
+    The relay adds dummies of every report the question's mechanism can send, its
+    non-response values' included (an optional or conditional question's ``declined`` and
+    ``not_applicable`` outputs, a number's statuses under both signs), and the results take
+    them out (``deniable.noised``, ``deniable.nonresponse``).  That needs a report that is
+    one value of a small set (``Mechanism.output_reports``); one binary randomized response
+    per option, a unary or hashed encoding, the discrete Laplace number are not.
+    """
+    outputs = question.oracle.output_reports()
+    if outputs is not None and 0 < len(outputs) <= MAX_OUTPUT_VALUES:
+        return None
+    return (
+        "relay noise needs a mechanism whose report is one value of a small set (binary "
+        "randomized response, grr, option sampling, duchi); "
+        f"{question.oracle.display_name} is not"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

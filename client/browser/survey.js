@@ -39,7 +39,7 @@ binary_rr,grr    yes_no,single_choice  longitudinal     LongitudinalGRR instanta
     });
 export const MECHANISMS = [...new Set(ORACLES.flatMap((o) => o.mechanisms))];
 // The oracle classes that name their output reports (a relay can add dummies of each).
-const NOISED = ["BinaryRR", "GRR", "LongitudinalGRR", "OptionSampling", "Duchi"];
+const NOISED = ["BinaryRR", "GRR", "LongitudinalGRR", "OptionSampling", "Duchi", "DuchiStatus"];
 const loaded = {};
 
 /** The ORACLES row for a question whose type and mechanism fit (an "extras" row if it has extras). */
@@ -379,7 +379,8 @@ export function parseDefinition(data) {
     throw new Error("sealed.js is not loaded: await loadMechanisms(definition) first");
   survey.relay = data.relay === undefined ? null : loaded.parseRelay(data.relay);
   // Relay noise adds dummies per output value: only mechanisms whose report is one value of a
-  // small set (shared/mechanisms output_reports(): binary RR, GRR, option sampling, Duchi).
+  // small set (shared/mechanisms output_reports(): binary RR, GRR, option sampling, Duchi, and
+  // Duchi with a status for an optional or conditional number).
   const unnoised =
     survey.relay?.noise && survey.questions.find((x) => !NOISED.includes(x.oracleName));
   if (unnoised)

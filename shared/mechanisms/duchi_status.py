@@ -179,6 +179,17 @@ class DuchiStatus(Mechanism):
             raise InvalidReport(f"status must be in [0, {self.statuses}) and sign ±1")
         return f"{status:02x}{'01' if sign == 1 else '00'}"
 
+    def output_reports(self) -> tuple[str, ...]:
+        """The 2k reports (status, sign), status-major: (0, -1), (0, +1), (1, -1), ...
+
+        Every status, the non-responses' included, with both signs: a relay that adds
+        dummies must add them to every report a respondent can send, or moving one
+        respondent's report into a value without dummies would be seen exactly
+        (docs/relay.md, "Optional, conditional and scale questions").  Each status is
+        carried by two of these and each sign by k, which is how the dummies reach the
+        status and sign estimates (:meth:`deniable.noised.DummyNoise.repeated`)."""
+        return tuple(self.encode((s, sign)) for s in range(self.statuses) for sign in (-1, 1))
+
     # -- the batch path ---------------------------------------------------------------
     @property
     def batch_columns(self) -> int:

@@ -35,15 +35,58 @@ LAW = CALIBRATED.law  # geometric on [0, 54], 27 dummies per output value on ave
 SURVEYS = ("py", "web", "bare")
 
 
+def extended_definition(relay_url: str) -> dict[str, Any]:
+    """``ext``: the noised survey's yes/no gate, then a conditional and optional single choice
+    by GRR, an optional 5-point scale and an optional number (Duchi with a status)."""
+    definition = noised_definition("ext", relay_url, NOISE)
+    gate = definition["questions"][0]
+    definition["questions"] = [
+        gate,
+        {
+            "id": "brand",
+            "type": "single_choice",
+            "text": "Which brand?",
+            "epsilon": 2.0,
+            "options": ["a", "b", "c"],
+            "mechanism": "grr",
+            "optional": True,
+            "show_if": {"question": "smoker", "equals": True},
+        },
+        {
+            "id": "mood",
+            "type": "scale",
+            "text": "How are you?",
+            "epsilon": 2.0,
+            "points": 5,
+            "mechanism": "grr",
+            "optional": True,
+        },
+        {
+            "id": "cigarettes",
+            "type": "numeric",
+            "text": "How many a day?",
+            "epsilon": 2.0,
+            "lo": 0,
+            "hi": 40,
+            "optional": True,
+        },
+    ]
+    return definition
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def deployment(request: pytest.FixtureRequest, tmp_path_factory):
     """A relay and an aggregator relaying the noised surveys ``py`` (answered from the
-    Python client), ``web`` (from the respond page) and ``bare`` (with a batch by hand)."""
+    Python client), ``web`` (from the respond page), ``bare`` (with a batch by hand) and
+    ``ext`` (optional, conditional and scale questions, from the Python client)."""
     directory = tmp_path_factory.mktemp(f"noise-results-{request.param}")
     with deployed(
         request.param,
         directory,
-        lambda relay_url: {s: noised_definition(s, relay_url, NOISE) for s in SURVEYS},
+        lambda relay_url: {
+            **{s: noised_definition(s, relay_url, NOISE) for s in SURVEYS},
+            "ext": extended_definition(relay_url),
+        },
     ) as running:
         yield running
 
@@ -151,6 +194,94 @@ def test_python_client_respondents_are_published_and_the_dummies_look_like_them(
         assert positions != last, "the real rows were stored last"
         outputs.append(len(question.oracle.output_reports()))
     assert order_false_alarm([MIN_BATCH] * len(outputs), outputs) < 1e-6
+
+
+# -- optional, conditional and scale questions -------------------------------------------------
+
+EXTENDED_ANSWERS = [
+    {"smoker": True, "brand": "a", "mood": 4, "cigarettes": 10.0},
+    {"smoker": True, "mood": 5},  # declines the brand and the number
+    {"smoker": False, "mood": 1, "cigarettes": 0.0},  # the brand does not apply
+    {"smoker": False},  # declines the scale and the number
+    {"smoker": True, "brand": "c", "mood": 3, "cigarettes": 25.5},
+]
+
+
+def test_optional_conditional_and_scale_questions_are_published_without_the_dummies(deployment):
+    """MIN_BATCH devices answer ``ext`` (declining, skipped by a condition, answering): the
+    relay adds dummies of every output value, "declined" and "not applicable" included, and
+    the published rows are a recount by hand from the export: each question's frequencies
+    over its whole domain with the dummies' mean taken out (a number's status under both
+    signs: two draws per status), then the shares among those who answered, who declined
+    among those asked, whom it did not apply to, and the scale's and the number's mean."""
+    assert len(EXTENDED_ANSWERS) == MIN_BATCH
+    receipts = [
+        deployment.client(f"ext-{index}").answer("ext", answers)
+        for index, answers in enumerate(EXTENDED_ANSWERS)
+    ]
+    assert all(receipt.delivered for receipt in receipts)
+    survey = deployment.surveys["ext"]
+    forwarded(deployment, "ext", len(survey.questions))
+    rows = deployment.export("ext")
+    document = deployment.results("ext")
+    assert document["relay"]["respondents"] == MIN_BATCH
+    assert document["relay"]["noise"]["plausible_batches"] == len(survey.questions)
+    page = deployment.session.get(f"{deployment.aggregator.url}/surveys/ext", timeout=30)
+    assert page.status_code == 200 and f'data-respondents="{MIN_BATCH}"' in page.text
+    mean = LAW.mean
+    for question, result in zip(survey.questions, document["questions"], strict=True):
+        oracle = question.oracle
+        outputs = oracle.output_reports()
+        assert result["n"] == MIN_BATCH
+        assert result["noise"]["expected_dummies"] == pytest.approx(len(outputs) * mean)
+        central = result["central"]
+        # the extended domain's figure: the dummies' bound or the shuffle bound at its local ε
+        figure = noised_central_epsilon(LAW, question.epsilon, MIN_BATCH, 1e-6)
+        assert central["noised_epsilon"] == pytest.approx(figure, rel=1e-12) and figure <= 1.0
+        assert central["local_epsilon"] == question.epsilon
+        payloads = [row["payload"] for row in rows if row["question"] == question.id]
+        assert len(payloads) > MIN_BATCH  # dummies were stored beside the real reports
+        # every output value, the non-responses' included, was a possible dummy
+        assert set(payloads) <= set(outputs)
+        statistics = oracle.wire_statistics(payloads).astype(float)
+        published = {row["label"]: row for row in result["categories"]}
+        if question.type == "numeric":
+            status = oracle.status_oracle.estimate(statistics[1:] - 2 * mean, MIN_BATCH)
+            answered = 1 - status[1:].sum()
+            t_sum = oracle.sign_oracle.bound * statistics[0] / MIN_BATCH  # dummies' mean 0
+            expected = {
+                "declined": status[1],
+                "mean": oracle.lo + (oracle.hi - oracle.lo) / 2 * (t_sum + answered) / answered,
+            }
+        else:
+            f = oracle.estimate(statistics - mean, MIN_BATCH)
+            base = question.base_size
+            answered = 1 - f[base:].sum()
+            expected = {label: f[i] / answered for i, label in enumerate(question.base_labels)}
+            extras = dict(zip(question.extras, f[base:], strict=True))
+            if "not_applicable" in extras:
+                expected["not_applicable"] = extras["not_applicable"]
+                expected["declined"] = extras["declined"] / (1 - extras["not_applicable"])
+            elif extras:
+                expected["declined"] = extras["declined"]
+            if question.type == "scale":
+                points = np.arange(1, 6)
+                expected["mean"] = 1 + (points - 1) @ f[:base] / answered
+        if question.extras == () and question.type != "scale":
+            continue  # the gate: a plain yes/no, checked by the tests above
+        for label, value in expected.items():
+            row = published[label]
+            if row["estimate"] is None or not 0 < answered:
+                continue
+            span = 100 if label == "nps" else 1
+            bounded = min(max(value, 0.0), span) if label != "mean" else value
+            if label == "mean" and question.type == "scale":
+                bounded = min(max(value, 1.0), 5.0)
+            if label == "mean" and question.type == "numeric":
+                bounded = min(max(value, oracle.lo), oracle.hi)
+            assert row["estimate"] == pytest.approx(bounded, abs=1e-9), (question.id, label)
+            assert row["lower"] <= row["estimate"] <= row["upper"]
+        assert result["answered"] == pytest.approx(min(max(answered, 0.0), 1.0), abs=1e-9)
 
 
 # -- a batch without a real count ----------------------------------------------------------------

@@ -241,6 +241,49 @@ def relay_noise(previous: dict[str, Any] | None, public: bytes) -> dict[str, Any
         "unverifiable": [
             {"why": "one trial fewer than the calibrated 148 misses delta 1e-6", "noise": weak}
         ],
+        "extended": extended_noise(definition["relay"]),
+    }
+
+
+def extended_noise(relay: dict[str, Any]) -> dict[str, Any]:
+    """A noised survey with an optional and conditional GRR question, an optional scale and an
+    optional number (§11.7): accepted, with the non-responses' outputs among the dummies'."""
+    gate = {"id": "gate", "type": "yes_no", "text": "Gate?", "epsilon": 1.0}
+    questions = [
+        gate,
+        {
+            "id": "brand",
+            "type": "single_choice",
+            "text": "Brand?",
+            "epsilon": 2.0,
+            "options": ["a", "b", "c"],
+            "mechanism": "grr",
+            "optional": True,
+            "show_if": {"question": "gate", "equals": True},
+        },
+        {
+            "id": "mood",
+            "type": "scale",
+            "text": "Mood?",
+            "epsilon": 2.0,
+            "points": 5,
+            "mechanism": "grr",
+            "optional": True,
+        },
+        {"id": "count", "type": "numeric", "text": "Count?", "epsilon": 2.0, "lo": 0, "hi": 9},
+    ]
+    questions[-1] |= {"optional": True, "show_if": {"question": "gate", "equals": True}}
+    unresolved = {
+        "format": "deniable.survey/2",
+        "id": "noise-extended",
+        "title": "Relay noise with non-responses",
+        "questions": questions,
+        "relay": relay,
+    }
+    survey = Survey.from_dict(unresolved)
+    return {
+        "survey": survey.to_dict(),
+        "output_reports": {q.id: list(q.oracle.output_reports()) for q in survey.questions},
     }
 
 

@@ -479,3 +479,92 @@ def test_the_calibrated_bound_holds_on_the_exact_loss_of_whole_histograms(
     assert worst == pytest.approx(delta_for(law, epsilon), rel=1e-9, abs=1e-16)
     published = noised_central_epsilon(law, 8.0, 100, delta)  # ε0 = 8: no shuffle gain
     assert published == pytest.approx(epsilon_for(law, delta)) and published <= epsilon
+
+
+def _cells_privacy_loss(pmfs, real: tuple[int, ...], moved: tuple[int, ...]):
+    """As :func:`_histogram_privacy_loss`, with each cell's own dummy law ``pmfs[i]`` (a
+    point mass at 0 for a cell the relay adds no dummies to)."""
+    top = max(real + moved) + max(len(f) for f in pmfs)
+    grids = np.meshgrid(*[np.arange(top)] * len(real), indexing="ij")
+
+    def probability(counts):
+        result = np.ones_like(grids[0], dtype=np.float64)
+        for grid, count, f in zip(grids, counts, pmfs, strict=True):
+            z = grid - count
+            result *= np.where((z >= 0) & (z < f.size), f[np.clip(z, 0, f.size - 1)], 0.0)
+        return result
+
+    p, q = probability(real).ravel(), probability(moved).ravel()
+    keep = p > 0
+    with np.errstate(divide="ignore"):
+        losses = np.where(
+            q[keep] > 0, np.log(p[keep]) - np.log(np.maximum(q[keep], 1e-300)), np.inf
+        )
+    return losses, p[keep]
+
+
+def _noised_question(definition: dict, epsilon: float, conditional: bool):
+    from deniable.survey import FORMAT, Survey
+
+    law = calibrate(epsilon, 1e-6).law
+    gate = {"id": "gate", "type": "yes_no", "text": "Gate?", "epsilon": 1.0}
+    target = {**definition, "id": "q", "text": "Q?", "optional": True}
+    if conditional:
+        target["show_if"] = {"question": "gate", "equals": True}
+    survey = Survey.from_dict(
+        {
+            "format": FORMAT,
+            "id": "s",
+            "title": "S",
+            "questions": [gate, target],
+            "relay": {
+                "url": "https://relay.example",
+                "min_batch": 2,
+                "shuffle_unit": "question",
+                "noise": {"epsilon": epsilon, "delta": 1e-6, "law": law.to_dict()},
+            },
+        }
+    )
+    return survey.question("q"), law
+
+
+@pytest.mark.parametrize(
+    ("definition", "epsilon", "conditional"),
+    [
+        # yes/no by GRR over (no, yes, declined, not applicable)
+        ({"type": "yes_no", "epsilon": 2.0}, 2.0, True),
+        # a number, optional: (status, sign) over (answered, declined) x (-, +)
+        ({"type": "numeric", "epsilon": 2.0, "lo": 0, "hi": 10}, 4.0, False),
+    ],
+    ids=["optional conditional grr", "optional number"],
+)
+def test_an_extended_domain_gets_the_signed_delta_only_with_dummies_on_every_output(
+    definition, epsilon, conditional
+) -> None:
+    """An optional or conditional question's outputs include its non-response values' (the
+    last two here).  With D ~ law dummies on every output, as the relay adds them
+    (``output_reports``), the exact privacy-loss distribution of the whole noised histogram,
+    for one report moved between an answer's output and a non-response's (either way),
+    gives δ(ε) = ``delta_for`` <= the signed δ.  Had the relay left the non-responses'
+    outputs without dummies, the same move would be seen for certain (δ = 1)."""
+    question, law = _noised_question(definition, epsilon, conditional)
+    outputs = question.oracle.output_reports()
+    assert len(outputs) == 4 and len(set(outputs)) == 4
+    f = np.asarray(law.pmf(), dtype=np.float64)
+    real = (1, 0, 2, 1)
+    for a, b in itertools.product((0, 1), (2, 3)):
+        for source, target in ((a, b), (b, a)):
+            moved = list(real)
+            moved[source] -= 1 if real[source] else 0
+            moved[target] += 1 if real[source] else 0
+            if moved == list(real):  # nothing to move out of an empty cell: move the other way
+                continue
+            for pmfs, expected in (
+                ([f] * 4, delta_for(law, epsilon)),
+                ([f, f, np.ones(1), np.ones(1)], 1.0),
+            ):
+                losses, probabilities = _cells_privacy_loss(pmfs, real, tuple(moved))
+                with np.errstate(over="ignore", invalid="ignore"):
+                    hockey = probabilities * np.maximum(-np.expm1(epsilon - losses), 0.0)
+                assert float(np.nansum(hockey)) == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    assert delta_for(law, epsilon) <= 1e-6 * (1 + 1e-9)

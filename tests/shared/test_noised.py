@@ -26,6 +26,7 @@ from scipy import stats
 
 from deniable import exact_tail, noised
 from deniable.dummies import BinomialDummies, calibrate, dummy_total_law
+from deniable.errors import InvalidParameter
 from deniable.estimation import estimate_frequencies, estimate_mean, interval_families
 from deniable.mechanisms import GRR, BinaryRR, Duchi, OptionSampling
 
@@ -461,3 +462,117 @@ def test_question_results_of_every_noisable_type() -> None:
             estimates = [c["estimate"] for c in result["categories"]]
             assert np.allclose(estimates, recount, atol=1e-12)
             assert (result["tightest"] == "exact_tail") == (question.type == "yes_no")
+
+
+def test_relay_noise_covers_optional_conditional_and_scale_questions() -> None:
+    """The parser, the relay's check and the vectors agree: optional, conditional and scale
+    questions of a mechanism that names its outputs are noised, with the non-responses'
+    outputs among the dummies'; a multiple-choice question by one binary RR per option, or a
+    scale by a unary encoding, is refused in words."""
+    import json
+    from importlib import resources
+
+    from deniable.errors import InvalidSurvey
+    from deniable.relay.noise import check_terms
+    from deniable.survey import Survey
+
+    vectors = json.loads(
+        resources.files("deniable").joinpath("vectors/sealing-vectors.json").read_text("utf-8")
+    )["relay_noise"]["extended"]
+    survey = Survey.from_dict(vectors["survey"], resolved=True)
+    outputs = {q.id: list(q.oracle.output_reports()) for q in survey.questions}
+    assert outputs == vectors["output_reports"]
+    # 3 options + declined + not applicable; 5 points + declined; (3 statuses) x (2 signs)
+    assert [len(outputs[q]) for q in ("brand", "mood", "count")] == [5, 6, 6]
+    check_terms(survey)  # the relay adds them: no refusal
+    definition = vectors["survey"]
+    for refused in (
+        {
+            "id": "pick",
+            "type": "multiple_choice",
+            "text": "Pick?",
+            "epsilon": 2.0,
+            "options": ["x", "y"],
+            "mechanism": "binary_rr",
+            "optional": True,
+        },
+        {"id": "pick", "type": "scale", "text": "S?", "epsilon": 2.0, "points": 5},
+    ):
+        refused["mechanism"] = refused.get("mechanism", "oue")
+        with pytest.raises(InvalidSurvey, match="one value of a small set"):
+            Survey.from_dict({**definition, "questions": [*definition["questions"], refused]})
+
+
+def test_a_numbers_status_and_sign_see_the_dummies_of_every_joint_output() -> None:
+    """DummyNoise.repeated: a number's report is (status, sign), and the relay's dummies are
+    drawn per joint output.  What they add to the status counts and to the sign total, in mean
+    and variance, is that of ``repeated(2)`` on the status and ``repeated(k)`` on the sign."""
+    from deniable.mechanisms import DuchiStatus
+
+    mechanism = DuchiStatus(epsilon=2.0, lo=0.0, hi=9.0, extras=2)
+    noise = noised.DummyNoise(law=TARGET_LAW, batches=3)
+    joint = noised.output_statistics(mechanism)  # (6, [sign, C_0, C_1, C_2])
+    assert joint.shape == (6, 4)
+    mean = noised.dummy_mean(mechanism, noise)
+    status = noised.dummy_mean(mechanism.status_oracle, noise.repeated(2))
+    sign = noised.dummy_mean(mechanism.sign_oracle, noise.repeated(3))
+    assert np.allclose(mean, np.concatenate([sign, status]))
+    # Var: k Var[D] Σ_y s(y)², per statistic, from the joint outputs
+    variance = noise.batches * TARGET_LAW.variance * (joint * joint).sum(axis=0)
+    parts = noise.repeated(2).batches * TARGET_LAW.variance * np.ones(3)
+    assert np.allclose(variance[1:], parts)
+    assert variance[0] == pytest.approx(noise.repeated(3).batches * TARGET_LAW.variance * 2)
+
+
+def test_the_cached_score_map_is_the_per_n_map_and_keyed_by_the_signed_probabilities() -> None:
+    """The output-to-estimate map is computed once per mechanism (A(n) = A(1)/n, checked) and
+    gives what the map computed at each n gives; two mechanisms equal as dataclasses but with
+    different signed probabilities do not share it."""
+    noise = noised.DummyNoise(law=TARGET_LAW, batches=2)
+    for mechanism in (
+        GRR(epsilon=1.0, domain_size=5),
+        OptionSampling(epsilon=2.0, options=3),
+        Duchi(epsilon=1.0, lo=-2.0, hi=6.0),
+    ):
+        for n in (1, 3, 1000):
+            linear, _ = _linear(mechanism, n)
+            shifts = noised.output_statistics(mechanism) @ linear.T
+            direct = 2 * TARGET_LAW.variance * (shifts * shifts).sum(axis=0)
+            assert np.allclose(noised.added_variance(mechanism, n, noise), direct, rtol=1e-12)
+    signed = GRR(epsilon=1.0, domain_size=5)
+    signed.adopt_probabilities({"keep": signed.resolved_parameters()["keep"] // 2})
+    derived = GRR(epsilon=1.0, domain_size=5)
+    assert signed == derived and noised.mechanism_key(signed) != noised.mechanism_key(derived)
+    assert not np.allclose(
+        noised.added_variance(signed, 10, noise), noised.added_variance(derived, 10, noise)
+    )
+
+
+def test_the_planner_counts_the_non_responses_dummies_and_plans_among_the_applicable() -> None:
+    """``relay_noise_plan`` with extras: the mechanism runs over the answers and the extras
+    (a yes/no question by GRR over 4 values; a number by Duchi with 3 statuses), the dummies
+    per batch count every one of those outputs, and the half-width is the published one of
+    that mechanism (a number's: its sign's, with the dummies of every status) over the
+    share expected to answer."""
+    from deniable.mechanisms import DuchiStatus
+    from deniable.relay_noise_plan import relay_noise_plan
+
+    yes_no = relay_noise_plan(
+        "yes_no", central_epsilon=1.0, batch=300, extras=2, applicable_share=0.5
+    )
+    assert yes_no.mechanism == "grr" and yes_no.chosen.output_values == 4
+    assert yes_no.chosen.dummies_per_batch == pytest.approx(4 * yes_no.chosen.law.mean)
+    grr = GRR(epsilon=yes_no.local_epsilon, domain_size=4)
+    width, _ = noised.noised_half_width(grr, 300, yes_no.chosen.law, 1, 0.05)
+    assert yes_no.chosen.half_width == pytest.approx(width / 0.5, rel=1e-12)
+    plain = relay_noise_plan("yes_no", central_epsilon=1.0, batch=300)
+    assert plain.mechanism == "binary_rr" and plain.chosen.output_values == 2
+    assert yes_no.to_dict()["extras"] == 2 and yes_no.to_dict()["applicable_share"] == 0.5
+
+    number = relay_noise_plan("numeric", central_epsilon=1.0, batch=300, lo=0.0, hi=10.0, extras=2)
+    assert number.chosen.output_values == 6 and number.fake_report_shift is None
+    status = DuchiStatus(epsilon=number.local_epsilon, lo=0.0, hi=10.0, extras=2)
+    width, _ = noised.noised_half_width(status.sign_oracle, 300, number.chosen.law, 3, 0.05)
+    assert number.chosen.half_width == pytest.approx(width, rel=1e-12)
+    with pytest.raises(InvalidParameter, match="binary_rr cannot carry this question.s non-resp"):
+        relay_noise_plan("yes_no", central_epsilon=1.0, batch=300, extras=1, mechanism="binary_rr")

@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from deniable import noised as noised_module
+from deniable.dummies import BinomialDummies, calibrate
+from deniable.noised import DummyNoise
 from deniable.questionnaire import DECLINED, NOT_APPLICABLE
 from deniable.results import question_results
 from deniable.survey import FORMAT, Survey
@@ -69,6 +72,25 @@ def truth(question, answers: list) -> dict[str, float]:
     return rows
 
 
+def _fold(law: dict[tuple, float], step: dict[tuple, float]) -> dict[tuple, float]:
+    folded: dict[tuple, float] = defaultdict(float)
+    for total, p in law.items():
+        for add, q in step.items():
+            folded[tuple(a + b for a, b in zip(total, add, strict=True))] += p * q
+    return dict(folded)
+
+
+def with_dummies(question, law: dict[tuple, float], noise) -> dict[tuple, float]:
+    """``law`` with the relay's dummies folded in: per batch and per output report y of the
+    question's mechanism (the non-responses' included), D_y ~ noise.law copies of y."""
+    pmf = noise.law.pmf()
+    for _ in range(noise.batches):
+        for y in question.oracle.output_reports():
+            one = np.asarray(question.statistics([y]), dtype=np.int64)
+            law = _fold(law, {tuple((count * one).tolist()): p for count, p in enumerate(pmf)})
+    return law
+
+
 def statistics_law(question, answers: list) -> dict[tuple, float]:
     """The exact law of the summed statistics, folded one respondent at a time."""
     law: dict[tuple, float] = {(0,) * question.statistics_size: 1.0}
@@ -85,11 +107,7 @@ def statistics_law(question, answers: list) -> dict[tuple, float]:
         else:
             outputs = question.oracle.report_distribution(value)
         step = {tuple(question.statistics([y]).tolist()): p for y, p in outputs.items()}
-        folded: dict[tuple, float] = defaultdict(float)
-        for total, p in law.items():
-            for add, q in step.items():
-                folded[tuple(a + b for a, b in zip(total, add, strict=True))] += p * q
-        law = dict(folded)
+        law = _fold(law, step)
     return law
 
 
@@ -146,7 +164,36 @@ def test_exact_coverage_and_unbiased_parts_by_enumeration(case: str, beta: float
     question = question_of(definition, **flags(answers))
     if question.type == "scale" and not question.extras:
         pytest.skip("no extras")
+    check_exact_coverage(question, answers, beta, None)
+
+
+# With the relay's dummies: every output value (declined and not applicable included) gets
+# D ~ Bin(trials, 1/2) dummies per batch, few respondents: small enough to enumerate exactly.
+NOISED_CASES = {
+    "optional grr": ("yes_no grr", [True, False, DECLINED, NOT_APPLICABLE], 1, 1),
+    "optional grr x2": ("yes_no grr", [True, DECLINED, NOT_APPLICABLE], 1, 2),
+    "scale of 5": ("scale of 5", [1, 5, DECLINED], 1, 1),
+    "required scale of 5": ("scale of 5", [2, 5], 1, 1),
+    "number": ("number", [0.0, 10.0, DECLINED], 1, 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOISED_CASES))
+def test_exact_coverage_and_unbiased_parts_with_relay_dummies(case: str) -> None:
+    """The same exact enumeration with the relay's dummies inside the statistics: the
+    estimates that subtract their mean are unbiased, and every published interval (the
+    scale's Hoeffding one with the dummies' terms included) covers with probability
+    >= 1 - β, per row and simultaneously."""
+    name, answers, trials, batches = NOISED_CASES[case]
+    question = question_of(CASES[name][0], **flags(answers))
+    noise = DummyNoise(law=BinomialDummies(trials=trials), batches=batches)
+    check_exact_coverage(question, answers, 0.05, noise)
+
+
+def check_exact_coverage(question, answers, beta, noise) -> None:
     law = statistics_law(question, answers)
+    if noise is not None:
+        law = with_dummies(question, law, noise)
     assert sum(law.values()) == pytest.approx(1.0, abs=1e-12)
     n = len(answers)
     expected = truth(question, answers)
@@ -156,7 +203,7 @@ def test_exact_coverage_and_unbiased_parts_by_enumeration(case: str, beta: float
     mean_statistics = np.zeros(question.statistics_size)
     for total, p in law.items():
         mean_statistics += p * np.asarray(total, float)
-        result = question_results(question, np.asarray(total), n, beta=beta)
+        result = question_results(question, np.asarray(total), n, beta=beta, noise=noise)
         rows = {row["label"]: row for row in result["categories"]}
         assert set(rows) >= set(expected)
         every = True
@@ -173,6 +220,8 @@ def test_exact_coverage_and_unbiased_parts_by_enumeration(case: str, beta: float
     assert simultaneous >= 1 - beta - 1e-12
     assert informative > 0  # the intervals are not all [0, 1]
     # The parts are unbiased: the expected statistics give the true frequencies exactly.
+    if noise is not None:
+        mean_statistics = noised_module.debiased_statistics(question.oracle, mean_statistics, noise)
     check_unbiased_parts(question, answers, mean_statistics, n)
 
 
@@ -254,10 +303,22 @@ SIMULATED = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(SIMULATED))
-def test_coverage_by_simulation(case: str) -> None:
+# With the relay's dummies (the law calibrated for central ε = 1, δ = 1e-6: 27 per output
+# value on average, two noised batches): the same budget holds.
+NOISED_SIMULATED = ("nps grr", "number")
+
+
+@pytest.mark.parametrize(
+    ("case", "noised"),
+    [(case, False) for case in sorted(SIMULATED)] + [(case, True) for case in NOISED_SIMULATED],
+)
+def test_coverage_by_simulation(case: str, noised: bool) -> None:
     rng = np.random.default_rng(20261128)
     question = question_of(SIMULATED[case])
+    noise = None
+    if noised:
+        noise = DummyNoise(law=calibrate(1.0, 1e-6).law, batches=2)
+        outputs = noised_module.output_statistics(question.oracle)
     n, trials, beta = 1000, 100, 0.05
     answers = population(question, n, rng)
     expected = truth(question, answers)
@@ -272,7 +333,12 @@ def test_coverage_by_simulation(case: str) -> None:
     estimates: dict[str, list] = defaultdict(list)
     for _ in range(trials):
         batch = question.oracle.randomize_many(batch_values, rng)
-        result = question_results(question, question.oracle.statistics(batch), n, beta=beta)
+        statistics = question.oracle.statistics(batch)
+        if noise is not None:  # D_y per output value and batch, drawn from the law
+            for _ in range(noise.batches):
+                counts = noise.law.sample_values(len(outputs), rng)
+                statistics = statistics + np.asarray(counts) @ outputs
+        result = question_results(question, statistics, n, beta=beta, noise=noise)
         every = True
         for row in result["categories"]:
             value = expected[row["label"]]
@@ -280,7 +346,7 @@ def test_coverage_by_simulation(case: str) -> None:
             every &= row["simultaneous_lower"] <= value <= row["simultaneous_upper"]
             estimates[row["label"]].append(row["estimate"])
         joint_misses += not every
-    if case == "nps grr":  # the weighted-sum (Hoeffding) interval is the one published
+    if case == "nps grr" and not noised:  # the weighted-sum (Hoeffding) interval is published
         last = {row["label"]: row for row in result["categories"]}
         for label in ("mean", "nps"):
             row = last[label]
@@ -293,3 +359,44 @@ def test_coverage_by_simulation(case: str) -> None:
         # Consistency: the average estimate is near the truth (ratios are not exactly unbiased).
         spread = 100 if label == "nps" else (40 if label == "mean" else 1)
         assert abs(np.mean(values_) - expected[label]) < 0.05 * spread, label
+
+
+@pytest.mark.parametrize("trials", [None, 4, 40])
+def test_the_weighted_sums_hoeffding_width_covers_exactly_with_dummies(trials) -> None:
+    """Hoeffding's interval on a scale's weighted sum Σ w f (``_weighted_half_width``), with
+    k batches of dummies on every output: the exact law of the integer score total (the
+    respondents' scores, then k · m dummy terms w_y D) gives coverage >= 1 - level for every
+    split of the respondents between the lowest and highest point.  (Leaving the dummies'
+    terms out of the width drops that coverage to 0.24 here: the test can fail.)"""
+    from deniable.nonresponse import _weighted_half_width
+
+    question = question_of(CASES["scale of 5"][0], optional=False, conditional=False)
+    oracle = question.oracle
+    weights = np.arange(5, dtype=float)  # points - first point
+    noise = None if trials is None else DummyNoise(law=BinomialDummies(trials=trials), batches=2)
+    p, q = oracle.p_star, oracle.q_star
+    level = 0.05
+    for n in (2, 6):
+        half = _weighted_half_width(oracle, weights, n, level, noise)
+        for high in range(n + 1):
+            answers = [4] * high + [0] * (n - high)
+            law = np.ones(1)  # over the integer score total 0..
+            for answer in answers:
+                one = np.full(5, q)
+                one[answer] = p
+                law = np.convolve(law, np.bincount(weights.astype(int), weights=one))
+            mean_dummies = 0.0
+            if noise is not None:
+                pmf = np.asarray(noise.law.pmf())
+                for _ in range(noise.batches):
+                    for w in weights.astype(int)[1:]:  # the lowest point weighs nothing
+                        spread = np.zeros(w * (pmf.size - 1) + 1)
+                        spread[::w] = pmf
+                        law = np.convolve(law, spread)
+                mean_dummies = noise.batches * noise.law.mean * weights.sum()
+            totals = np.arange(law.size)
+            estimate = (totals - mean_dummies - n * q * weights.sum()) / (n * (p - q))
+            truth = 4 * high / n
+            assert float(law @ estimate) == pytest.approx(truth, abs=1e-9)  # unbiased
+            covered = law[np.abs(estimate - truth) <= half + 1e-12].sum()
+            assert covered >= 1 - level, (n, high, covered)

@@ -535,3 +535,14 @@ test("relay noise the protocol refuses is refused", async () => {
   await loadMechanisms(hashed);
   assert.throws(() => parseDefinition(hashed), /one value of a small set/);
 });
+
+test("relay noise covers optional, conditional and scale questions", async () => {
+  const { survey } = NOISE.extended;
+  await loadMechanisms(survey);
+  const parsed = parseDefinition(survey);
+  assert.deepEqual(
+    parsed.questions.map((x) => x.id),
+    Object.keys(NOISE.extended.output_reports),
+  );
+  assert.ok(parsed.relay.noise);
+});
