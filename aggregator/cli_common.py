@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from deniable.service import cli as _kit
@@ -22,9 +21,10 @@ from deniable.service.cli import (
     positive,
     print_json,
     print_settings,
+    shown_database,
 )
 
-from .terminal import EXIT_NOT_FOUND, CommandError, _fail
+from .terminal import CommandError
 
 PROG = "deniable-aggregator"
 # Options that override a setting: the kit's (--data-dir, --database) and --signing-key.
@@ -46,22 +46,10 @@ def load_settings(args: argparse.Namespace) -> dict[str, Any]:
     return _kit.load_settings(args, settings.resolve, OVERRIDES)
 
 
-def shown_database(config: Mapping[str, Any]) -> str:
-    """The database setting without a password, for messages and logs."""
-    from deniable.service.limits import shown_storage
-
-    return shown_storage(str(config["DATABASE"]))
-
-
-def is_sqlite(config: Mapping[str, Any]) -> bool:
-    from .storage import is_postgres
-
-    return not is_postgres(str(config["DATABASE"]))
-
-
-@contextlib.contextmanager
-def opened_storage(config: Mapping[str, Any], *, migrated: bool = True) -> Iterator[Any]:
-    """The configured storage.
+def opened_storage(
+    config: Mapping[str, Any], *, migrated: bool = True
+) -> contextlib.AbstractContextManager[Any]:
+    """The configured storage (:func:`deniable.service.cli.opened_storage`).
 
     With ``migrated`` (every command but ``init`` and ``serve``) an SQLite file that
     does not exist is never created, and a database ``init`` never ran on is refused
@@ -69,22 +57,16 @@ def opened_storage(config: Mapping[str, Any], *, migrated: bool = True) -> Itera
     """
     from .storage import open_storage
 
-    if migrated and is_sqlite(config) and not Path(config["DATABASE"]).exists():
-        raise _fail(
-            f"no database at {shown_database(config)}; run '{PROG} init' first (or "
-            "give --data-dir, --database or DENIABLE_HOME)",
-            EXIT_NOT_FOUND,
-        )
-    storage = open_storage(config)
-    try:
-        if migrated and storage.schema_version() == 0:
-            raise _fail(
-                f"database {shown_database(config)} is not initialised; run '{PROG} init' first",
-                EXIT_NOT_FOUND,
-            )
-        yield storage
-    finally:
-        storage.close()
+    if not migrated:
+        return _kit.opened_storage(config, open_storage)
+    return _kit.opened_storage(
+        config,
+        open_storage,
+        missing=f"no database at {shown_database(config)}; run '{PROG} init' first (or "
+        "give --data-dir, --database or DENIABLE_HOME)",
+        uninitialised=f"database {shown_database(config)} is not initialised; run "
+        f"'{PROG} init' first",
+    )
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -128,7 +110,6 @@ __all__ = [
     "add_json",
     "beta",
     "bind_address",
-    "is_sqlite",
     "load_settings",
     "opened_storage",
     "overrides",

@@ -24,7 +24,7 @@ import contextlib
 import importlib.util
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +34,9 @@ from deniable.service.cli import (
     Parser,
     add_json,
     add_serve_arguments,
-    overrides,
     print_json,
-    print_settings,
+    shown_database,
 )
-from deniable.service.limits import shown_storage
 from deniable.service.terminal import CommandError, format_table
 from deniable.service.terminal import fail as _fail
 from deniable.terminal import (
@@ -61,27 +59,24 @@ def load_settings(args: argparse.Namespace) -> dict[str, Any]:
     return kit.load_settings(args, settings.resolve)
 
 
-@contextlib.contextmanager
-def opened_storage(config: Mapping[str, Any], *, migrate: bool = False) -> Iterator[Any]:
+def opened_storage(
+    config: Mapping[str, Any], *, migrate: bool = False
+) -> contextlib.AbstractContextManager[Any]:
+    """The relay's storage (:func:`deniable.service.cli.opened_storage`): migrated with
+    ``migrate``, else an SQLite file ``init`` did not make is refused (exit status 3)."""
     from .storage import open_storage
 
-    database = str(config["DATABASE"])
-    if not migrate and not database.startswith("postgres") and not Path(database).exists():
-        raise _fail(f"no relay database at {database}; run '{PROG} init' first", EXIT_NOT_FOUND)
-    storage = open_storage(config)
-    try:
-        if migrate:
-            storage.migrate()
-        yield storage
-    finally:
-        storage.close()
+    missing = f"no relay database at {config['DATABASE']}; run '{PROG} init' first"
+    return kit.opened_storage(
+        config, open_storage, migrate=migrate, missing=None if migrate else missing
+    )
 
 
 def cmd_init(args: argparse.Namespace) -> int:
     config = load_settings(args)
     with opened_storage(config, migrate=True) as storage:
         version = storage.migrate()
-    print(f"relay database {shown_storage(str(config['DATABASE']))}: schema version {version}")
+    print(f"relay database {shown_database(config)}: schema version {version}")
     if not config["PUBLIC_URL"]:
         print(
             f"{PROG}: note: set DENIABLE_RELAY_PUBLIC_URL to the URL surveys name for this "
@@ -101,7 +96,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         pass
     host, port = args.bind
     print(
-        f"{PROG}: serving database={shown_storage(str(config['DATABASE']))} "
+        f"{PROG}: serving database={shown_database(config)} "
         f"public_url={config['PUBLIC_URL']} window={config['WINDOW_SECONDS']:g}s "
         f"bind={host}:{port} workers={args.workers}",
         file=sys.stderr,
@@ -296,12 +291,7 @@ def cmd_forward(args: argparse.Namespace) -> int:
 def cmd_settings(args: argparse.Namespace) -> int:
     from . import settings
 
-    try:
-        resolved = settings.resolve(overrides(args), config_source="command line")
-    except settings.SettingsError as error:
-        raise _fail(str(error), EXIT_USAGE) from None
-    print_settings(resolved, as_json=args.json, verbose=args.verbose)
-    return 0
+    return kit.show_settings(args, settings.resolve)
 
 
 def build_parser() -> argparse.ArgumentParser:

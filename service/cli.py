@@ -1,4 +1,5 @@
-"""What every service's command line shares: the parser, settings, argument types, output.
+"""What every service's command line shares: the parser, settings, storage, argument types,
+output.
 
 The exit statuses are the core's table (:mod:`deniable.terminal`): 2 usage, 3 not found,
 4 refused, 5 unavailable.
@@ -7,12 +8,14 @@ The exit statuses are the core's table (:mod:`deniable.terminal`): 2 usage, 3 no
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from deniable.terminal import EXIT_USAGE
+from deniable.terminal import EXIT_NOT_FOUND, EXIT_USAGE
 
 from .terminal import fail, format_table
 
@@ -70,6 +73,48 @@ def _resolved(
         return resolve(overrides(args, options), config_source="command line")
     except SettingsError as error:
         raise fail(str(error), EXIT_USAGE) from None
+
+
+# -- storage -------------------------------------------------------------------------------
+
+
+def shown_database(config: Mapping[str, Any]) -> str:
+    """The DATABASE setting without a password, for messages and logs."""
+    from .limits import shown_storage
+
+    return shown_storage(str(config["DATABASE"]))
+
+
+@contextlib.contextmanager
+def opened_storage(
+    config: Mapping[str, Any],
+    opener: Callable[[Mapping[str, Any]], Any],
+    *,
+    migrate: bool = False,
+    missing: str | None = None,
+    uninitialised: str | None = None,
+) -> Iterator[Any]:
+    """A service's storage, ``opener(config)``, closed on leaving; with ``migrate``,
+    migrated first.
+
+    ``missing``: a command that needs a database the service's ``init`` made refuses
+    an SQLite file that does not exist with this message (exit status 3) rather than
+    create it; ``uninitialised``: likewise a database no migration ran on.
+    """
+    from .storage import is_postgres
+
+    database = str(config["DATABASE"])
+    if missing is not None and not is_postgres(database) and not Path(database).exists():
+        raise fail(missing, EXIT_NOT_FOUND)
+    storage = opener(config)
+    try:
+        if migrate:
+            storage.migrate()
+        if uninitialised is not None and storage.schema_version() == 0:
+            raise fail(uninitialised, EXIT_NOT_FOUND)
+        yield storage
+    finally:
+        storage.close()
 
 
 # -- argument types ------------------------------------------------------------------------
@@ -179,10 +224,12 @@ __all__ = [
     "add_json",
     "bind_address",
     "load_settings",
+    "opened_storage",
     "overrides",
     "port",
     "positive",
     "print_json",
     "print_settings",
     "show_settings",
+    "shown_database",
 ]

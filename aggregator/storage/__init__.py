@@ -19,6 +19,7 @@ from deniable.service.storage import is_postgres
 
 from .base import Storage
 from .records import QuestionStatistics, StoredReport, SurveyRecord
+from .sqlite import SqliteStorage
 from .tokens import OperatorToken, hash_token
 
 EXTENSION = "deniable.storage"
@@ -38,21 +39,20 @@ __all__ = [
 ]
 
 
+def _postgres_storage(dsn: str, **options: Any) -> Storage:
+    # Why: imported lazily so an SQLite-only install needs no psycopg.
+    from .postgres import PostgresStorage
+
+    return PostgresStorage(dsn, **options)
+
+
+# What opens the aggregator's storage in each backend (:func:`open_storage`).
+OPENERS = {"sqlite": SqliteStorage, "postgresql": _postgres_storage}
+
+
 def open_storage(settings: Mapping[str, Any]) -> Storage:
     """The backend for ``settings["DATABASE"]`` (not yet migrated)."""
-    database = settings["DATABASE"]
-    if is_postgres(database):
-        # Why: imported lazily so an SQLite-only install needs no psycopg.
-        from .postgres import PostgresStorage
-
-        return PostgresStorage(
-            database,
-            pool_size=settings.get("POOL_SIZE", 10),
-            pool_timeout=settings.get("POOL_TIMEOUT", 10),
-        )
-    from .sqlite import SqliteStorage
-
-    return SqliteStorage(database, busy_timeout_ms=settings.get("BUSY_TIMEOUT_MS", 30_000))
+    return service_storage.open_storage(settings, OPENERS)
 
 
 def init_app(app: Flask) -> None:

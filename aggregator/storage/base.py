@@ -53,7 +53,7 @@ import numpy as np
 
 from deniable.errors import Conflict, NotFound, StorageError
 from deniable.service import storage as service_storage
-from deniable.service.storage import Dialect, Migration, forwarded, iso
+from deniable.service.storage import Dialect, Migration, ServiceStorage, forwarded, iso
 from deniable.survey import Survey
 from deniable.wire import Report
 
@@ -125,7 +125,7 @@ SURVEY_COLUMNS_UNCOUNTED = """
 """
 
 
-class Storage(ABC):
+class Storage(ServiceStorage, ABC):
     """The storage protocol: every method is one or a few short transactions.
 
     An acknowledgement (a method returning normally after a write) means the
@@ -133,7 +133,11 @@ class Storage(ABC):
 
     ``tokens``, ``submissions`` and ``relay`` are the stores of the other tables,
     over the same dialect; the token and submission methods are offered here too.
+    Its lifecycle (migrate, ping, close) is the kit's
+    :class:`~deniable.service.storage.ServiceStorage`.
     """
+
+    migrations_folder = MIGRATIONS
 
     # SQL counting a survey's unfolded reports (``s``: its surveys row), per backend.
     pending_count: str
@@ -141,8 +145,7 @@ class Storage(ABC):
     new_survey_columns: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = dialect
-        self.backend = dialect.backend
+        super().__init__(dialect)
         self.tokens = TokenStore(dialect)
         self.submissions = SubmissionStore(dialect)
         self.relay = RelayStore(dialect)
@@ -150,31 +153,10 @@ class Storage(ABC):
         self._surveys_lock = threading.Lock()
         self._survey_columns = _surveys_columns(self.pending_count)
 
-    # -- lifecycle ------------------------------------------------------------
-    def migrate(self) -> int:
-        """Apply pending migrations; return the schema version."""
-        return self.dialect.migrate(MIGRATIONS)
-
-    def schema_version(self) -> int:
-        """The highest applied migration (0 for an empty database)."""
-        return self.dialect.schema_version()
-
-    def ping(self) -> None:
-        """Raise StorageError unless the database answers and would accept writes."""
-        self.dialect.ping()
-
-    def close(self) -> None:
-        """Release this process's connections (each reopens on its next use)."""
-        self.dialect.close()
-
+    # -- lifecycle (migrate, schema_version, ping, close: the kit's ServiceStorage) ----
     def bulk_turn(self) -> contextlib.AbstractContextManager[object]:
         """Held by a bulk request while it parses and stores its reports (no wait here)."""
         return contextlib.nullcontext()
-
-    def _transaction(self) -> contextlib.AbstractContextManager[Any]:
-        """A write transaction on the backend's own connection (tests and benchmarks run
-        raw SQL in it)."""
-        return self.dialect.write()
 
     def _read(self) -> contextlib.AbstractContextManager[Any]:
         return self.dialect.read()

@@ -25,7 +25,7 @@ from typing import Any
 from psycopg import errors as pg_errors
 
 from deniable.errors import Conflict, NotFound, StorageError
-from deniable.service.storage import PostgresDialect
+from deniable.service.storage import PostgresServiceStorage
 from deniable.wire import Report
 
 from .base import FOLD_CHUNK, Storage, over_backlog
@@ -117,25 +117,15 @@ FROM taken CROSS JOIN LATERAL unnest(taken.seqs) AS t (seq) JOIN reports r ON r.
 """
 
 
-class PostgresStorage(Storage):
+class PostgresStorage(PostgresServiceStorage, Storage):
     """Storage in a PostgreSQL database, shared by any number of aggregator processes."""
 
+    pool_name = "deniable"
+    migration_lock = MIGRATION_LOCK
     # Unfolded reports: the seqs queued in the survey's pending batches (migration 0008).
     pending_count = (
         "(SELECT COALESCE(SUM(cardinality(seqs)), 0) FROM pending_batches WHERE survey_id = s.id)"
     )
-
-    def __init__(self, dsn: str, *, pool_size: int = 10, pool_timeout: float = 10) -> None:
-        super().__init__(
-            PostgresDialect(
-                dsn,
-                pool_size=pool_size,
-                pool_timeout=pool_timeout,
-                name="deniable",
-                migration_lock=MIGRATION_LOCK,
-            )
-        )
-        self.dsn = dsn
 
     def _get_pool(self) -> Any:
         """This process's connection pool (tests hold a connection of it)."""

@@ -14,12 +14,11 @@ import contextlib
 import sqlite3
 import threading
 from datetime import datetime
-from pathlib import Path
 
 import numpy as np
 
 from deniable.errors import Conflict, NotFound, StorageError
-from deniable.service.storage import SqliteDialect, iso, utc_now
+from deniable.service.storage import SqliteServiceStorage, beside, iso, utc_now
 from deniable.service.storage.file_lock import FileLock
 from deniable.wire import Report
 
@@ -43,12 +42,10 @@ __all__ = ["SqliteStorage"]
 PRAGMAS = ("cache_size = -65536", "wal_autocheckpoint = 10000")
 
 
-def _beside(path: Path, suffix: str) -> Path:
-    return path.with_name(path.name + suffix)
-
-
-class SqliteStorage(Storage):
+class SqliteStorage(SqliteServiceStorage, Storage):
     """Storage in one SQLite file."""
+
+    pragmas = PRAGMAS
 
     # Unfolded reports: those of the survey after its watermark (migration 0008).
     pending_count = (
@@ -58,15 +55,11 @@ class SqliteStorage(Storage):
     new_survey_columns = (("folded_through", "(SELECT COALESCE(MAX(seq), 0) FROM reports)"),)
 
     def __init__(self, path: str, *, busy_timeout_ms: int = 30_000) -> None:
-        dialect = SqliteDialect(path, busy_timeout_ms=busy_timeout_ms, pragmas=PRAGMAS)
-        # Why the turn: writers queue on a file lock that hands over within 0.2 ms.
-        dialect.write_turn = FileLock(_beside(dialect.path, ".write-lock"))
-        super().__init__(dialect)
-        self.path = dialect.path
+        super().__init__(path, busy_timeout_ms=busy_timeout_ms)
         self._ids = IdIndex()
         self._ingest_lock = threading.Lock()
         self._bulk_turn = threading.Lock()
-        self._fold_turn = FileLock(_beside(self.path, ".fold-lock"))
+        self._fold_turn = FileLock(beside(self.path, ".fold-lock"))
 
     @property
     def busy_timeout_ms(self) -> int:

@@ -42,7 +42,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from deniable.service import storage as service_storage
-from deniable.service.storage import is_postgres
 
 from .base import RelayStorage
 from .postgres import PostgresRelayStorage
@@ -67,16 +66,13 @@ __all__ = [
 ]
 
 
+# What opens the relay's storage in each backend (:func:`open_storage`).
+OPENERS = {"sqlite": SqliteRelayStorage, "postgresql": PostgresRelayStorage}
+
+
 def open_storage(settings: Mapping[str, Any]) -> RelayStorage:
     """The backend for ``settings["DATABASE"]`` (not yet migrated)."""
-    database = str(settings["DATABASE"])
-    if is_postgres(database):
-        return PostgresRelayStorage(
-            database,
-            pool_size=settings.get("POOL_SIZE", 10),
-            pool_timeout=settings.get("POOL_TIMEOUT", 10),
-        )
-    return SqliteRelayStorage(database, busy_timeout_ms=settings.get("BUSY_TIMEOUT_MS", 30_000))
+    return service_storage.open_storage(settings, OPENERS)
 
 
 def init_app(app: Any) -> None:

@@ -7,11 +7,9 @@ only in that dialect, and SQLite's group commit of held units (:mod:`.sqlite`).
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Any
 
-from deniable.service.storage import Dialect, forwarded
+from deniable.service.storage import Dialect, ServiceStorage, forwarded
 
 from .batches import BatchStore
 from .held import HeldStore
@@ -20,35 +18,22 @@ from .surveys import SurveyStore
 __all__ = ["MIGRATIONS", "RelayStorage"]
 
 MIGRATIONS = Path(__file__).with_name("migrations")
-VERSION_TABLE = "relay_schema_version"
 
 
-class RelayStorage:
+class RelayStorage(ServiceStorage):
     """The relay's storage protocol: ``surveys``, ``held`` and ``batches`` are its stores,
-    and their methods are offered here too."""
+    and their methods are offered here too; its lifecycle (migrate, ping, close) is the
+    kit's :class:`~deniable.service.storage.ServiceStorage`."""
+
+    migrations_folder = MIGRATIONS
+    version_table = "relay_schema_version"
+    stamped = False
 
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = dialect
-        self.backend = dialect.backend
+        super().__init__(dialect)
         self.surveys = SurveyStore(dialect)
         self.held = HeldStore(dialect)
         self.batches = BatchStore(dialect, self.held)
-
-    def migrate(self) -> int:
-        """Apply pending migrations; return the schema version."""
-        return self.dialect.migrate(MIGRATIONS, table=VERSION_TABLE, stamped=False)
-
-    def ping(self) -> None:
-        """Raise StorageError unless the database answers and would accept writes."""
-        self.dialect.ping()
-
-    def close(self) -> None:
-        """Release this process's connections."""
-        self.dialect.close()
-
-    def _transaction(self) -> contextlib.AbstractContextManager[Any]:
-        """A write transaction on the backend's own connection (tests run raw SQL in it)."""
-        return self.dialect.write()
 
     add_survey = forwarded("surveys", SurveyStore.add_survey)
     update_survey = forwarded("surveys", SurveyStore.update_survey)

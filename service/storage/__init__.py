@@ -5,6 +5,9 @@
   mapping, placeholders, row locks and the other spellings that differ;
 * :mod:`~deniable.service.storage.migrations`: numbered SQL files per backend,
   applied by :meth:`Dialect.migrate`;
+* :mod:`~deniable.service.storage.base`: :class:`ServiceStorage`, a service's storage
+  over a dialect (migrate, ping, close), its SQLite and PostgreSQL constructors, and
+  :func:`open_storage`, which picks the backend from the DATABASE setting;
 * :mod:`~deniable.service.storage.timestamps`: one timestamp format.
 
 A service writes each of its statements once, over a dialect, and keeps its own
@@ -20,6 +23,13 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .base import (
+    PostgresServiceStorage,
+    ServiceStorage,
+    SqliteServiceStorage,
+    beside,
+    open_storage,
+)
 from .dialect import (
     POSTGRES_SCHEMES,
     Dialect,
@@ -36,12 +46,17 @@ __all__ = [
     "Dialect",
     "Migration",
     "PostgresDialect",
+    "PostgresServiceStorage",
+    "ServiceStorage",
     "SqliteDialect",
+    "SqliteServiceStorage",
+    "beside",
     "forwarded",
     "init_app",
     "is_postgres",
     "iso",
     "migrations",
+    "open_storage",
     "split_statements",
     "utc_now",
 ]

@@ -17,6 +17,7 @@ import pytest
 from deniable.relay import create_app, settings
 from deniable.relay.cli import main
 from deniable.relay.storage import RelayedSurvey, SqliteRelayStorage, open_storage
+from deniable.relay.storage.base import MIGRATIONS
 from deniable.survey import Survey
 from tests.relay.conftest import BACKENDS, _databases
 
@@ -362,6 +363,32 @@ def test_an_unknown_key_id_is_refused_even_when_the_aggregator_cannot_be_asked(t
     assert "0123456789abcdef" in refused.json["detail"]
     assert refused.json["type"] == "urn:deniable:problem:unknown-key"  # a device reseals
     assert client.post("/api/v1/surveys/s/sealed", json=_body()).status_code == 202
+
+
+def test_the_relays_backend_and_its_options_follow_the_settings(tmp_path):
+    sqlite = open_storage({"DATABASE": str(tmp_path / "r.sqlite3"), "BUSY_TIMEOUT_MS": 1234})
+    postgres = open_storage(
+        {"DATABASE": "postgresql://nobody@127.0.0.1:1/x", "POOL_SIZE": 3, "POOL_TIMEOUT": 2}
+    )
+    assert (sqlite.backend, sqlite.dialect.busy_timeout_ms) == ("sqlite", 1234)
+    assert sqlite.dialect.pragmas == ("secure_delete = ON",)
+    dialect = postgres.dialect
+    assert (postgres.backend, dialect.pool_size, dialect.pool_timeout, dialect.name) == (
+        "postgresql",
+        3,
+        2,
+        "deniable-relay",
+    )
+    sqlite.close()
+    postgres.close()
+
+
+def test_the_relays_schema_version_is_read_from_its_own_version_table(storage):
+    migrations = sorted((MIGRATIONS / storage.backend).glob("*.sql"))
+    assert storage.schema_version() == storage.migrate() == len(migrations)
+    with storage._transaction() as connection:
+        (count,) = connection.execute("SELECT COUNT(*) FROM relay_schema_version").fetchone()
+    assert count == len(migrations)
 
 
 def test_settings_prints_the_relays_settings_with_their_help(capsys):
