@@ -268,12 +268,15 @@ def compare_question(
     if first_n == 0 or second_n == 0:
         return {"dependence": dependence, "comparisons": None}
     if first.extras or second.extras or first.type == "scale":
-        if noises != (None, None):  # a survey parse refuses relay noise with these questions
-            raise InvalidParameter(
-                "a question with non-response or a scale cannot be compared with relay noise"
-            )
         rows = compare_answered(
-            first, first_statistics, first_n, second, second_statistics, second_n, beta=beta
+            first,
+            first_statistics,
+            first_n,
+            second,
+            second_statistics,
+            second_n,
+            beta=beta,
+            noises=noises,
         )
         return {"dependence": dependence, "method": "union", "comparisons": rows}
     before = question_figures(first, first_statistics, first_n, noises[0])
@@ -323,13 +326,16 @@ def interval_sentence(
     return change
 
 
-def _published_rows(question: Any, statistics: Any, n: int, level: float) -> dict[str, dict]:
-    """Each published figure of one wave at ``level``: label -> the nonresponse row."""
+def _published_rows(
+    question: Any, statistics: Any, n: int, level: float, noise: Any = None
+) -> dict[str, dict]:
+    """Each published figure of one wave at ``level``: label -> the nonresponse row (``noise``:
+    the relay's dummies in ``statistics``, taken out as the published results take them)."""
     from .estimation import estimate_mean
     from .nonresponse import nonresponse_results
 
     if question.type == "numeric" and not question.extras:
-        mean = estimate_mean(question.oracle, statistics, n, beta=level)
+        mean = estimate_mean(question.oracle, statistics, n, beta=level, noise=noise)
         chosen = mean.intervals[mean.tightest]  # one figure: its own interval is simultaneous
         row = {
             "label": "mean",
@@ -341,7 +347,7 @@ def _published_rows(question: Any, statistics: Any, n: int, level: float) -> dic
             "simultaneous_upper": float(chosen.upper[0]),
         }
         return {"mean": row}
-    result = nonresponse_results(question, statistics, n, level)
+    result = nonresponse_results(question, statistics, n, level, noise)
     return {row["label"]: row for row in result["categories"]}
 
 
@@ -354,13 +360,15 @@ def compare_answered(
     second_n: int,
     *,
     beta: float = DEFAULT_BETA,
+    noises: tuple[Any, Any] = (None, None),
 ) -> list[dict[str, Any]]:
     """Each published figure of ``second`` minus ``first`` (module docstring: each wave's
     interval at β/2, the union bound); the figures both waves publish, in ``second``'s order.
-    A figure that one wave could not estimate (nobody answered) has no difference (None)."""
+    A figure that one wave could not estimate (nobody answered) has no difference (None).
+    ``noises``: each wave's relay dummies (taken out by the published rows themselves)."""
     beta = check_beta(beta)
-    before = _published_rows(first, first_statistics, first_n, beta / 2)
-    after = _published_rows(second, second_statistics, second_n, beta / 2)
+    before = _published_rows(first, first_statistics, first_n, beta / 2, noises[0])
+    after = _published_rows(second, second_statistics, second_n, beta / 2, noises[1])
     rows = []
     for label, new in after.items():
         old = before.get(label)
