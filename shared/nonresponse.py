@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .estimation import estimate_frequencies, estimate_mean
+from .estimation import estimate_frequencies, estimate_mean, precision
 from .intervals import ratio_interval
 
 if TYPE_CHECKING:
@@ -199,8 +199,10 @@ def nonresponse_results(
         rows += _scale_rows(
             question, full, frequencies, n, beta, a_hat, answered, (sa_low, sa_high), noise
         )
+    families = _families(question, frequencies, statistics, n, beta, noise)
     return {
-        **_families(question, frequencies, statistics, n, beta, noise),
+        **families,
+        **_answered_precision(question, rows, families.get("precision")),
         "beta": beta,
         "tightest": "ratio",
         "simultaneous_tightest": "ratio",
@@ -222,6 +224,34 @@ _FAMILY_KEYS = (
     "respondents_for_ten_points",
     "respondents_for_ten_points_families",
 )
+
+
+_PRECISION_ORDER = ("ok", "imprecise", "uninformative")
+
+
+def _answered_precision(question: Question, rows: list[dict], overall: str | None) -> dict:
+    """The precision of what is published: the worse of the all-respondents estimates' and
+    the widest row among those who answered (its interval's half-width over its range: a
+    share's 1, a mean's answer range, the NPS's 200 points).  A question asked of few
+    respondents has wide shares among them even when the all-respondents ones are narrow."""
+    if overall is None:
+        return {}
+    if question.type == "numeric":
+        spans = {"mean": float(question.hi - question.lo)}
+    else:
+        spans = {"nps": 200.0}
+        if question.type == "scale":
+            spans["mean"] = float(int(question.base_labels[-1]) - int(question.base_labels[0]))
+    widest = max(
+        (
+            (row["upper"] - row["lower"]) / 2 / spans.get(row["label"], 1.0)
+            for row in rows
+            if row["share_of"] == "answered"
+        ),
+        default=0.0,
+    )
+    worse = max(overall, precision(widest), key=_PRECISION_ORDER.index)
+    return {"precision": worse, "uninformative": worse == "uninformative"}
 
 
 def _families(question: Question, frequencies, statistics, n: int, beta: float, noise) -> dict:

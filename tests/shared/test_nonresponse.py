@@ -400,3 +400,27 @@ def test_the_weighted_sums_hoeffding_width_covers_exactly_with_dummies(trials) -
             assert float(law @ estimate) == pytest.approx(truth, abs=1e-9)  # unbiased
             covered = law[np.abs(estimate - truth) <= half + 1e-12].sum()
             assert covered >= 1 - level, (n, high, covered)
+
+
+def test_precision_describes_the_shares_among_those_who_answered() -> None:
+    """A question that applies to few: the all-respondents estimates are precise, but the
+    published shares among the few who answered are wide, and the result says so."""
+    question = question_of({**SIMULATED["single choice grr"], "epsilon": 4.0}, optional=False)
+    rng = np.random.default_rng(5)
+    n = 20_000
+    answers = [
+        NOT_APPLICABLE if rng.random() < 0.98 else question.options[int(rng.random() < 0.7)]
+        for _ in range(n)
+    ]
+    values = np.array([question.check_answer(a) for a in answers])
+    statistics = question.oracle.statistics(question.oracle.randomize_many(values, rng))
+    from deniable.estimation import estimate_frequencies
+
+    overall = estimate_frequencies(question.oracle, statistics, n, beta=0.05)
+    assert overall.precision == "ok"  # ±10 points or better over all respondents
+    result = question_results(question, statistics, n, beta=0.05)
+    shares = [row for row in result["categories"] if row["share_of"] == "answered"]
+    assert max(row["upper"] - row["lower"] for row in shares) > 0.2
+    assert result["precision"] in ("imprecise", "uninformative")
+    wide = max(row["upper"] - row["lower"] for row in shares) / 2
+    assert result["uninformative"] == (wide >= 0.5)
