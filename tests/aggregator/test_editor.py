@@ -349,7 +349,7 @@ def test_relay_noise_is_calibrated_and_advised(client, storage) -> None:
               "noise_epsilon": "1", "noise_delta": "1e-6"},
     )  # fmt: skip
     page = client.get(draft).text
-    assert 'id="relay-problem"' in page and "shuffle_unit" in page
+    assert 'id="shuffle_unit-problem"' in page and "shuffle_unit" in page
 
 
 def _noised_draft(client, csrf: str, kind: str, survey_id: str, **fields: str) -> str:
