@@ -251,6 +251,9 @@ def test_preview_is_signed_by_the_drafts_own_key_and_stores_nothing(client, stor
     build(client, draft, csrf, survey_id="pv")
     page = client.get(f"{draft}/preview?lang=de")
     assert page.status_code == 200 and '<html lang="de">' in page.text
+    # The client keeps a throw-away ledger and sends nothing; the page says so, in German.
+    assert 'data-deniable-preview=""' in page.text
+    assert "Vorschau: Diese Seite funktioniert so" in page.text
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
     base = re.search(r'data-deniable-aggregator="([^"]+)"', page.text).group(1)
     pinned = re.search(r'data-deniable-key="([^"]+)"', page.text).group(1)

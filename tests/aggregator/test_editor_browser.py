@@ -109,6 +109,8 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
     context = stack["browser"].new_context(viewport={"width": 1280, "height": 800})
     context.add_init_script(path=str(AXE))  # by the debugger: outside the pages' CSP
     page = context.new_page()
+    posted: list[str] = []  # every request that could carry reports
+    page.on("request", lambda r: posted.append(r.url) if r.method != "GET" else None)
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     try:
@@ -223,11 +225,29 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
                 page.wait_for_selector("#q-satisfied-set", state="visible")
                 assert page.get_by_label("Prefer not to say").count() >= 1
                 found += check(page, "preview-en-condition-met")
+            if lang == "en":  # "Send" sends nothing and charges this device nothing
+                ledger = "localStorage.getItem('deniable.state/1')"
+                before = page.evaluate(ledger)
+                page.get_by_label("Yes", exact=True).first.check()
+                page.get_by_label("Bike", exact=True).check()
+                page.get_by_label("Chat", exact=True).check()
+                page.fill("#q-overtime", "3")
+                if QUESTIONNAIRE_PAGE:
+                    page.locator("#q-satisfied-set input").first.check()
+                page.get_by_role("button", name=t("randomize")).click()
+                state(page, "review")
+                page.get_by_role("button", name=t("send")).click()
+                assert state(page, "previewed") == "previewed"
+                assert page.locator("[role=status]").inner_text() == t("preview_not_sent")
+                assert page.locator("input[id$=token]").count() == 0
+                assert page.evaluate(ledger) == before
+                found += check(page, "preview-en-sent")
             page.get_by_role(
                 "link", name="Back to the draft" if lang == "en" else "Zurück zum Entwurf"
             ).click()
             page.wait_for_selector("#publish-heading")
 
+        assert not [url for url in posted if "/preview/" in url], posted
         page.get_by_role("button", name="Publish", exact=True).click()
         page.wait_for_selector("#published-now")
         found += check(page, "published")
