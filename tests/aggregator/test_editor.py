@@ -232,7 +232,7 @@ def test_advice_beside_epsilon_locally_and_through_a_relay(client, storage) -> N
         for h in (0.05, 0.10)
     ]
     row = re.search(r'<tr id="advice-local">(.*?)</tr>', saved.text, re.S).group(1)
-    assert re.findall(r"<td>([^<]*)</td>", row) == [f"{n:,}" for n in needed]
+    assert re.findall(r"<td>([^<]*)<span", row) == [f"{n:,}" for n in needed]
     assert "binary randomized response" in saved.text and "advice-relayed" not in saved.text
     client.post(
         f"{draft}/survey",
@@ -241,7 +241,7 @@ def test_advice_beside_epsilon_locally_and_through_a_relay(client, storage) -> N
     )  # fmt: skip
     page = client.get(f"{draft}/questions/0").text
     row = re.search(r'<tr id="advice-relayed">(.*?)</tr>', page, re.S).group(1)
-    assert re.findall(r"<td>([^<]*)</td>", row) == [f"{max(n, 5000):,}" for n in needed]
+    assert re.findall(r"<td>([^<]*)<span", row) == [f"{max(n, 5000):,}" for n in needed]
     assert 'id="advice-relay-noise"' in page and 'id="relay-noise"' in client.get(draft).text
 
 
@@ -425,7 +425,7 @@ def test_option_sampling_advice_is_the_dry_runs_function_with_a_bounded_search(
     figure where the editor leaves it out (past SAMPLED_SEARCH_MAX_N), never below the
     dry run's."""
     from deniable.aggregator.advice import respondents_needed
-    from deniable.aggregator.editor.advice import SAMPLED_SEARCH_MAX_N
+    from deniable.aggregator.editor.advice import FAMILY_WORDS, SAMPLED_SEARCH_MAX_N
 
     csrf = sign_in(client, storage)
     draft = new_draft(client, csrf)
@@ -433,17 +433,25 @@ def test_option_sampling_advice_is_the_dry_runs_function_with_a_bounded_search(
     saved = add(client, draft, csrf, "multiple_choice", id="tools", text="Tools?",
                 options=options, epsilon="1", then="stay")  # fmt: skip
     row = re.search(r'<tr id="advice-local">(.*?)</tr>', saved.text, re.S).group(1)
-    shown = re.findall(r"<td>([^<]*)</td>", row)
+    shown = re.findall(r"<td>([^<]*)<span", row)
+    named = re.findall(r'<span class="family"> ([^<]*)</span>', row)
     question = Survey.from_dict(
         {"format": "deniable.survey/2", "id": "s", "title": "S",
          "questions": [{"id": "tools", "type": "multiple_choice", "text": "Tools?",
                         "options": options.split("\n"), "epsilon": 1.0}]}
     ).questions[0]  # fmt: skip
     assert question.mechanism == "option_sampling"
-    for words, half_width in zip(shown, (0.05, 0.10), strict=True):
-        exact, exact_bound = respondents_needed(question, half_width)
-        bounded, upper = respondents_needed(question, half_width, search_max_n=SAMPLED_SEARCH_MAX_N)
+    families = []
+    for words, name, half_width in zip(shown, named, (0.05, 0.10), strict=True):
+        exact, exact_bound, _ = respondents_needed(question, half_width)
+        bounded, upper, family = respondents_needed(
+            question, half_width, search_max_n=SAMPLED_SEARCH_MAX_N
+        )
         assert not exact_bound and bounded >= exact
         assert words == (f"at most {bounded:,}" if upper else f"{bounded:,}")
         assert upper == (bounded > SAMPLED_SEARCH_MAX_N)
+        assert name == FAMILY_WORDS[family]  # beside each figure, the interval it assumes
+        families.append(family)
     assert shown[0].startswith("at most ")  # ±5 points of 12 options is past the search
+    # Figures of two families are said to be so (their ratio is not the width's alone).
+    assert ('id="advice-families"' in saved.text) == (families[0] != families[1])

@@ -136,3 +136,18 @@ def test_sign_in_is_rate_limited_with_a_page_in_words(client, storage) -> None:
     token = storage.create_operator_token("late")
     assert client.post("/editor/sign-in", data={"token": token}).status_code == 429
     assert csrf_of  # (the helpers are shared with test_editor.py)
+
+
+def test_advice_names_the_interval_each_figure_assumes(client, storage) -> None:
+    """One choice of 6 at ε = 0.5: ±5 points past the exact-tail search (a closed form, an
+    upper bound), ±10 points from the exact tail: each is named, and the mix is said."""
+    csrf = sign_in(client, storage)
+    draft = new_draft(client, csrf)
+    options = "\n".join(f"Cause {i}" for i in range(6))
+    saved = add(client, draft, csrf, "single_choice", id="cause", text="Cause?",
+                options=options, epsilon="0.5", then="stay")  # fmt: skip
+    row = re.search(r'<tr id="advice-local">(.*?)</tr>', saved.text, re.S).group(1)
+    named = re.findall(r'<span class="family"> ([^<]*)</span>', row)
+    assert len(named) == 2 and all(name.endswith("interval") for name in named), named
+    assert named[0] != named[1], named  # the review's case: two families
+    assert 'id="advice-families"' in saved.text
