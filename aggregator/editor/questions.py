@@ -99,8 +99,7 @@ def _page(draft: Any, index: int, values: dict[str, Any]) -> Any:
         count=len(questions),
         q=values,
         types=[(kind, TYPE_WORDS.get(kind, kind)) for kind in question_types()],
-        mechanisms=mechanism_choices(values["type"]),
-        all_mechanisms={kind: mechanism_choices(kind) for kind in question_types()},
+        all_mechanisms=_mechanisms_by_name(),
         problems=problems,
         other_problem=f"question {before[0].index + 1}: {before[0].words}" if before else None,
         advice=advice_for(valid, draft.definition) if valid is not None else None,
@@ -111,6 +110,15 @@ def _page(draft: Any, index: int, values: dict[str, Any]) -> Any:
         questionnaire=QUESTIONNAIRE,
     )
     return page, 422 if problems and request.method == "POST" else 200
+
+
+def _mechanisms_by_name() -> list[tuple[str, str, list[str]]]:
+    """(wire name, plain words, the question types it fits) of every mechanism, once each."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for kind in question_types():
+        for name, words in mechanism_choices(kind):
+            found.setdefault(name, (words, []))[1].append(kind)
+    return [(name, words, kinds) for name, (words, kinds) in found.items()]
 
 
 def _found(draft_id: str, index: int) -> Any:

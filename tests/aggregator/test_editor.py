@@ -36,7 +36,7 @@ def sign_in(client, storage) -> str:
 def new_draft(client, csrf: str) -> str:
     response = client.post("/editor/drafts", data={"csrf": csrf})
     assert response.status_code == 303
-    return response.headers["Location"]
+    return response.headers["Location"].split("?")[0]
 
 
 def add(client, draft: str, csrf: str, kind: str, **fields: str) -> Any:
@@ -81,7 +81,8 @@ def test_pages_need_an_operator_session_with_the_right_cookie(client, storage) -
     page = client.get("/editor/")
     assert page.status_code == 200
     policy = page.headers["Content-Security-Policy"]
-    assert "script-src" not in policy and "default-src 'none'" in policy
+    assert "script-src 'self';" in policy and "default-src 'none'" in policy
+    assert "unsafe-inline" not in policy.split("script-src", 1)[1].split(";")[0]
     assert "form-action 'self'" in policy and "frame-ancestors 'none'" in policy
     assert page.headers["Cache-Control"] == "no-store"
     # Signing out ends the session (a form post like any other: CSRF checked).
@@ -313,6 +314,12 @@ def test_optional_help_conditions_and_scales_from_the_form(client, storage) -> N
     assert re.search(r'id="optional"[^>]*checked', edit)
     assert re.search(r'<option value="burnout" selected>', edit)
     assert client.post(f"{draft}/publish", data={"csrf": csrf}).status_code == 303
+    # The published survey's page says which questions are optional, their help and when
+    # each is shown, in words.
+    summary = client.get("/editor/surveys/quest").text
+    calm_item = re.search(r'<li data-question="calm">(.*?)</li>', summary, re.S).group(1)
+    assert "optional" in calm_item and "Help text: Think of last week." in calm_item
+    assert "Shown only when “Burnt out?” is Yes" in calm_item
     calm = Survey.from_dict(client.get("/api/v1/surveys/quest").json["definition"]).question("calm")
     assert calm.type == "scale" and calm.points == 7 and calm.optional
     assert calm.anchors == ("Not at all", "Very") and calm.help == "Think of last week."

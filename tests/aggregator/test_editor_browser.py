@@ -167,12 +167,26 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
         page.wait_for_selector("#advice-local")
         found += check(page, "question-advice")
         page.get_by_role("link", name="← Back to the draft").click()
-        add_question(
-            page,
-            "A number",
-            {"Question": "Hours of unpaid overtime last week?", "Smallest answer": "0",
-             "Largest answer": "20", "Question id": "overtime"},
-        )  # fmt: skip
+        # A new question opens without a problem shown; its type's fields follow the Type
+        # select at once (the editor's own script), no reload.
+        page.get_by_label("New question's type").select_option(label="A number")
+        page.get_by_role("button", name="Add a question").click()
+        page.wait_for_selector("#question-form")
+        assert page.locator(".problem").count() == 0
+        found += check(page, "question-new")
+        opened = page.url
+        page.get_by_label("Type", exact=True).select_option(label="A scale (5, 7 or 11 points)")
+        assert page.get_by_label("Points").is_visible() and not page.locator("#lo").is_visible()
+        page.get_by_label("Type", exact=True).select_option(label="One choice")
+        assert page.get_by_label("Options, one per line").is_visible()
+        assert not page.get_by_label("Points").is_visible()
+        page.get_by_label("Type", exact=True).select_option(label="A number")
+        assert page.locator("#lo").is_visible() and page.url == opened
+        for label, value in {"Question": "Hours of unpaid overtime last week?",
+                             "Smallest answer": "0", "Largest answer": "20",
+                             "Question id": "overtime"}.items():  # fmt: skip
+            page.get_by_label(label, exact=True).fill(value)
+        page.get_by_role("button", name="Save", exact=True).click()
         expected = ["burnout", "commute", "tools", "overtime"]
         if QUESTIONNAIRE_PAGE:
             add_question(page, "A scale (5, 7 or 11 points)", {

@@ -151,3 +151,40 @@ def test_advice_names_the_interval_each_figure_assumes(client, storage) -> None:
     assert len(named) == 2 and all(name.endswith("interval") for name in named), named
     assert named[0] != named[1], named  # the review's case: two families
     assert 'id="advice-families"' in saved.text
+
+
+def test_a_new_question_shows_no_problem_until_it_is_saved(client, storage) -> None:
+    csrf = sign_in(client, storage)
+    draft = new_draft(client, csrf)
+    added = client.post(f"{draft}/questions", data={"csrf": csrf, "type": "scale"})
+    fresh = client.get(added.headers["Location"])
+    assert fresh.status_code == 200 and 'class="problem"' not in fresh.text
+    assert 'aria-invalid="true"' not in fresh.text
+    # Every type's fields are on the page, those of other types hidden (no reload needed
+    # when the type changes: the editor's own script shows them), the scale's shown.
+    assert re.search(r'<div data-types="scale">', fresh.text)
+    assert re.search(r'<div data-types="numeric" hidden>', fresh.text)
+    assert '<script type="module" src="/editor/static/question.js">' in fresh.text
+    script = client.get("/editor/static/question.js")
+    assert script.status_code == 200 and "javascript" in script.headers["Content-Type"]
+    # Saved blank: now the problem shows, beside the field.
+    saved = client.post(
+        added.headers["Location"].split("?")[0],
+        data={"csrf": csrf, "type": "scale", "id": "q1", "text": "", "epsilon": "1"},
+    )
+    assert saved.status_code == 422
+    assert field_problem(saved.text, "text") == "Question: must not be blank"
+    # Shown again later (not a new question any more), on its page.
+    assert 'id="text-problem"' in client.get(added.headers["Location"].split("?")[0]).text
+
+
+def test_a_new_draft_lists_what_it_needs_but_marks_no_field_before_a_save(client, storage):
+    csrf = sign_in(client, storage)
+    made = client.post("/editor/drafts", data={"csrf": csrf}).headers["Location"]
+    fresh = client.get(made).text
+    assert 'id="draft-problems"' in fresh and 'aria-invalid="true"' not in fresh
+    assert 'id="min_batch" name="min_batch" min="1" step="1" value="1000"' in fresh
+    client.post(f"{made.split('?')[0]}/survey", data={"csrf": csrf, "title": ""})
+    assert field_problem(client.get(made.split("?")[0]).text, "title") == (
+        "Title: must not be blank"
+    )
