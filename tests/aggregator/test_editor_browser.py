@@ -215,6 +215,14 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
         page.get_by_role("button", name="Move down question 3").click()
         assert page.locator("[data-question]").nth(3).get_attribute("data-question") == "overtime"
 
+        # Settings wrong three ways: each beside its field, all listed at once.
+        page.get_by_label("Relay address").fill("javascript:alert(1)")
+        page.get_by_role("button", name="Save survey settings").click()
+        page.wait_for_selector("#relay_url-problem")
+        assert page.locator("#title-problem").is_visible()
+        assert page.locator("#draft-problems li").count() == 3  # title, id, relay
+        found += check(page, "draft-problems")
+        page.get_by_label("Relay address").fill("")
         page.get_by_label("Title").fill("Wellbeing <b>wave</b> 1")
         page.get_by_label("Survey id").fill(SURVEY)
         page.get_by_label("Description (shown above the questions)").fill(
@@ -287,6 +295,20 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
 
         page.goto(f"{base}/editor/")
         found += check(page, "home")
+        # Sign-in attempts past the limit: a page in words.  (Each of the server's two
+        # processes counts in its own memory here: attempts go on until one says so.)
+        for i in range(30):
+            requests.post(f"{base}/editor/sign-in", data={"token": f"dnb_wrong{i}"},
+                          headers={"Origin": base}, timeout=30)  # fmt: skip
+        for _ in range(60):
+            page.goto(f"{base}/editor/sign-in")
+            page.get_by_label("Operator token").fill("dnb_wrong")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            if page.locator("#refusal").count():
+                break
+        assert "Too many sign-in attempts" in page.locator("h1").inner_text()
+        found += check(page, "sign-in-limited")
     finally:
         context.close()
     assert found == [], "\n".join(found)
