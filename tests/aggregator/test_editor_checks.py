@@ -188,3 +188,46 @@ def test_a_new_draft_lists_what_it_needs_but_marks_no_field_before_a_save(client
     assert field_problem(client.get(made.split("?")[0]).text, "title") == (
         "Title: must not be blank"
     )
+
+
+def test_every_entry_point_refuses_a_deep_condition_in_words(tmp_path, client, storage) -> None:
+    """Files read by create-survey (JSON, YAML) and the API, besides the editor: deeper than
+    any parser goes, or merely past the bound, refused in words."""
+    from deniable.aggregator.importing.reading import read_definition
+
+    leaf = {"question": "a", "equals": True}
+
+    def definition(depth: int) -> dict:
+        condition: dict = leaf
+        for _ in range(depth):
+            condition = {"all": [condition, leaf]}
+        return {
+            "format": FORMAT, "id": "s", "title": "S",
+            "questions": [{"id": "a", "type": "yes_no", "text": "A?", "epsilon": 1},
+                          {"id": "b", "type": "yes_no", "text": "B?", "epsilon": 1,
+                           "show_if": condition}],
+        }  # fmt: skip
+
+    import json
+
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"all":[' * 3000 + json.dumps(leaf) + f", {json.dumps(leaf)}]}}" * 3000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        read_definition(str(deep))
+    flow = tmp_path / "deep.yaml"
+    flow.write_text("{all: [" * 3000 + "{question: a, equals: true}" + ", {}]}" * 3000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        read_definition(str(flow))
+    if not QUESTIONNAIRE:
+        return
+    mid = tmp_path / "mid.json"
+    mid.write_text(json.dumps(definition(30)))
+    with pytest.raises(InvalidSurvey, match="nested too deeply"):
+        Survey.from_dict(read_definition(str(mid)).definition)
+    token = storage.create_operator_token("api")
+    refused = client.post(
+        "/api/v1/surveys",
+        json={"definition": definition(10)},  # within the body's own bound of 64
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert refused.status_code == 422 and "nested too deeply" in refused.json["detail"]
