@@ -89,7 +89,10 @@ def question_problems(question: Any, earlier: list[dict[str, Any]], index: int) 
     if "hi" in found or "lo" in found:
         probe["lo"], probe["hi"] = 0, 1
     definition = {"format": FORMAT, "id": "draft", "title": "Draft", "questions": []}
-    _, error = validate({**definition, "questions": [*earlier, probe]})
+    # Only a condition looks at other questions (ids distinct: check_draft), so a question
+    # without one is checked alone: a long draft's check stays linear.
+    context = earlier if "show_if" in probe else []
+    _, error = validate({**definition, "questions": [*context, probe]})
     if error is not None:
         field = field_of(error)
         if field not in found:

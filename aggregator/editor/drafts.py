@@ -84,8 +84,14 @@ def check_draft(definition: dict[str, Any]) -> Checked:
     if named is not None:
         valid = list(raw)
     else:
+        seen: set[Any] = set()
         for index, question in enumerate(raw):
             found = question_problems(question, valid, index)
+            named_id = question.get("id") if isinstance(question, dict) else None
+            if named_id in seen and not any(p.field == "id" for p in found):
+                words = "Question id: an earlier question has this id; each needs its own"
+                found.append(Problem(words=words, field="id", index=index))
+            seen.add(named_id)
             problems += found
             if not found:
                 valid.append(question)

@@ -84,12 +84,19 @@ def test_every_invalid_value_is_shown_beside_its_field_in_words(client, storage)
     assert response.status_code == 422
     for field in ("text", "epsilon", "lo", "hi"):
         assert not PYTHON_WORDS.search(field_problem(response.text, field)), field
+    # An id taken by an earlier question: beside the id.
+    response = client.post(
+        f"{draft}/questions/1",
+        data={"csrf": csrf, "type": "single_choice", "id": "burnout", "text": "Commute?",
+              "options": "Car\nBus", "epsilon": "1"},
+    )  # fmt: skip
+    assert "an earlier question has this id" in field_problem(response.text, "id")
     # "Before publishing" lists every problem at once, each in words.
     page = client.get(draft).text
     problems = re.search(r'id="draft-problems"(.*?)</ul>', page, re.S)
     assert problems, page[-3000:]
     listed = re.findall(r"<li>(.*?)</li>", problems.group(1), re.S)
-    assert len(listed) >= 5, listed  # q1's ε; q4's text, ε, smallest, largest
+    assert len(listed) >= 6, listed  # q1's ε; q2's id; q4's text, ε, smallest, largest
     assert not any(PYTHON_WORDS.search(item) for item in listed), listed
     assert client.post(f"{draft}/publish", data={"csrf": csrf}).status_code == 422
 
