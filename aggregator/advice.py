@@ -49,31 +49,41 @@ def planner_question(question: Question) -> tuple[str, int | None]:
     return "single_choice", question.domain_size
 
 
-def _needed(target: Any, half_width: float, search_max_n: int | None) -> tuple[int | None, bool]:
-    """(n, whether it is an upper bound only) for one target and half-width."""
+def _needed(
+    target: Any, half_width: float, search_max_n: int | None
+) -> tuple[int | None, bool, str | None]:
+    """(n, whether it is an upper bound only, the interval family it assumes) for one target
+    and half-width."""
     model = score_model(target.oracle)
     closed = [
-        respondents_for(target, family, half_width, BETA)
+        (n, False, family)
         for family in FAMILIES
         if family in available_families(model)
+        if (n := respondents_for(target, family, half_width, BETA)) is not None
     ]
-    closed = [n for n in closed if n is not None]
-    best = min(closed) if closed else None
+    best = min(closed) if closed else (None, False, None)
     if model.tail is None:
-        return best, False
+        return best
     sampled = model.tail[0] != "pure"  # option sampling: its exact tail is searched
-    if search_max_n is not None and sampled and (best is None or best > search_max_n):
-        return best, best is not None
+    if search_max_n is not None and sampled and (best[0] is None or best[0] > search_max_n):
+        return (best[0], True, best[2]) if best[0] is not None else best
     exact = respondents_for(target, EXACT_TAIL, half_width, BETA)
-    return (best, False) if exact is None else (min(exact, best or exact), False)
+    if exact is None or (best[0] is not None and best[0] <= exact):
+        return best
+    return exact, False, EXACT_TAIL
 
 
 def respondents_needed(
     question: Question, half_width: float, *, search_max_n: int | None = None
-) -> tuple[int | None, bool]:
+) -> tuple[int | None, bool, str | None]:
     """(respondents needed for ±``half_width`` at 95% confidence, whether that is an upper
-    bound only): the question's mechanism (the best candidate if the planner has no model
-    of it) with its tightest interval family; None beyond the planner's reach.
+    bound only, the interval family the figure assumes): the question's mechanism (the best
+    candidate if the planner has no model of it) with its tightest interval family; None
+    beyond the planner's reach.
+
+    Why the family is returned: two figures of one question may come from different
+    families (the exact tail where it was searched, a closed form where it was not), and
+    their ratio then is not the ratio of their widths squared; whoever shows them says so.
 
     ``search_max_n``: leave option sampling's exact-tail search out where the closed-form
     families need more than this many (the figure is then an upper bound)."""
@@ -82,7 +92,7 @@ def respondents_needed(
     mine = [t for t in candidates if t.mechanism == question.mechanism] or candidates
     found = [_needed(target, half_width, search_max_n) for target in mine]
     found = [f for f in found if f[0] is not None]
-    return min(found) if found else (None, False)
+    return min(found, key=lambda f: f[0]) if found else (None, False, None)
 
 
 def question_advice(question: Question) -> dict[str, Any]:
@@ -92,7 +102,7 @@ def question_advice(question: Question) -> dict[str, Any]:
     for half_width in HALF_WIDTHS:
         key = f"{round(100 * half_width)}"
         try:
-            needed[key], _ = respondents_needed(question, half_width)
+            needed[key], _, _ = respondents_needed(question, half_width)
         except (InvalidParameter, ValueError, ArithmeticError):
             needed[key] = None
     return {

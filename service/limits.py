@@ -360,6 +360,11 @@ class RateLimits:
                     shown_storage(str(error)[:200]),
                 )
 
+    def wait(self, rate: Rate, kind: str, key: str) -> float:
+        """Count one request of ``kind`` by ``key`` against ``rate`` (another use than the
+        submissions', such as the editor's sign-in): 0.0 if allowed, else seconds to wait."""
+        return self._hit(rate.item(), kind, key)
+
     def check_address(self, address: str) -> None:
         if self._address_item is None or self.is_exempt(address):
             return

@@ -122,7 +122,13 @@ def parse_condition(
     """A validated ``show_if`` over the ``earlier`` questions (id -> Question), or InvalidSurvey
     (reason ``condition``)."""
     if depth > MAX_CONDITION_DEPTH:
-        raise fail(where, f"conditions nest at most {MAX_CONDITION_DEPTH} deep", "condition")
+        # Why checked before anything else: refused at the first level too deep, a condition
+        # nested thousands deep (a hostile import) never reaches Python's recursion limit.
+        raise fail(
+            where,
+            f"condition nested too deeply: at most {MAX_CONDITION_DEPTH} levels of all/any",
+            "condition",
+        )
     if not isinstance(data, Mapping):
         raise fail(where, "a condition must be an object", "condition")
     keys = set(data)

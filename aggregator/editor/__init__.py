@@ -1,6 +1,8 @@
 """The survey editor: operators write a survey in the browser, preview it and publish it.
 
-Pages under ``/editor`` (server-rendered, no script; every change is a form post):
+Pages under ``/editor`` (server-rendered; every change is a form post; the one script,
+``static/question.js``, only shows and hides the question form's fields as its type
+changes, and the form works without it):
 
 * ``/editor/``: the drafts, a button for a new one, and the published surveys, each with
   "copy as new" (the next wave starts as a draft holding the published definition).
@@ -27,12 +29,19 @@ from flask import Blueprint, Flask, Response
 
 __all__ = ["CONTENT_SECURITY_POLICY", "blueprint", "init_app"]
 
-blueprint = Blueprint("editor", __name__, url_prefix="/editor", template_folder="templates")
+blueprint = Blueprint(
+    "editor",
+    __name__,
+    url_prefix="/editor",
+    template_folder="templates",
+    static_folder="static",
+)
 
-# Why: the dashboard's policy (inline CSS only, nothing loads or runs), except that the
-# editor's forms post to this origin.  The preview sets the respond page's own policy.
+# Why: the dashboard's policy (inline CSS only, nothing else loads), except that the
+# editor's forms post to this origin and its own script files run (static/: the question
+# form's fields follow its type; no inline script).  The preview sets the respond page's.
 CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src data:; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 

@@ -5,11 +5,14 @@ use and the respondents needed for an interval of ±5 and ±10 points (percentag
 a share; for a number, of its range) at 95% confidence (β = 0.05), computed by
 :func:`..advice.respondents_needed`, the function ``create-survey --dry-run`` uses: for
 option sampling past :data:`SAMPLED_SEARCH_MAX_N` respondents the exact-tail search is left
-out and the figure is marked as an upper bound.  Through a relay the estimates are the same
-(shuffling changes who sent a report, not the report), so the respondents needed are the
-same but never fewer than one batch: nothing is published before ``min_batch`` reports are
-forwarded; and the shuffled batch is also (ε_c, δ)-DP centrally for the ε_c of
-:func:`deniable.shuffle.central_epsilon` (Feldman, McMillan & Talwar 2023, Thm 3.2).
+out and the figure is marked as an upper bound.  Each figure is shown with the interval
+family it assumes: the two of one question may differ (an exact tail searched for ±10 points
+but not for ±5), and their ratio is then not the 4 that halving the width alone would give.
+Through a relay the estimates are the same (shuffling changes who sent a report, not the
+report), so the respondents needed are the same but never fewer than one batch: nothing is
+published before ``min_batch`` reports are forwarded; and the shuffled batch is also
+(ε_c, δ)-DP centrally for the ε_c of :func:`deniable.shuffle.central_epsilon` (Feldman,
+McMillan & Talwar 2023, Thm 3.2).
 
 With relay noise the batch's central ε is the better of that bound and the dummies' own
 (:func:`deniable.dummies.noised_central_epsilon`; Murakami, Sei & Eriguchi, arXiv
@@ -38,7 +41,15 @@ from deniable.survey import Question, Relay
 # the figures create-survey --dry-run prints, by the same function
 from ..advice import BETA, HALF_WIDTHS, planner_question, respondents_needed
 
-__all__ = ["Advice", "as_view", "noised_figures", "question_advice"]
+__all__ = ["FAMILY_WORDS", "Advice", "as_view", "noised_figures", "question_advice"]
+
+# The interval family a figure assumes, as the advice names it beside the figure.
+FAMILY_WORDS = {
+    "chebyshev": "Chebyshev interval",
+    "chebyshev_exact": "exact-variance Chebyshev interval",
+    "bernstein": "Bernstein interval",
+    "exact_tail": "exact-tail interval",
+}
 
 # Why: the exact-tail n of a sampled mechanism (option sampling) is searched, and the
 # search takes seconds past a few thousand respondents, too slow for a page; beyond this
@@ -65,6 +76,7 @@ class Advice:
     mechanism: str
     local: tuple[int | None, ...]
     upper: tuple[bool, ...] = ()  # per figure: an upper bound only (SAMPLED_SEARCH_MAX_N)
+    families: tuple[str | None, ...] = ()  # per figure: the interval family it assumes
     relayed: tuple[int | None, ...] | None = None
     min_batch: int | None = None
     central_epsilon: float | None = None
@@ -79,8 +91,8 @@ class Advice:
     noised_state: str | None = None
 
 
-def _planned(question: Question) -> tuple[tuple[int | None, bool], ...]:
-    """Per half-width of :data:`HALF_WIDTHS`, (respondents, upper bound only)."""
+def _planned(question: Question) -> tuple[tuple[int | None, bool, str | None], ...]:
+    """Per half-width of :data:`HALF_WIDTHS`, (respondents, upper bound only, family)."""
     return tuple(
         respondents_needed(question, half_width, search_max_n=SAMPLED_SEARCH_MAX_N)
         for half_width in HALF_WIDTHS
@@ -160,10 +172,11 @@ def question_advice(question: Question, relay: Relay | None) -> Advice | None:
         planned = _planned(question)
     except (InvalidParameter, ValueError, ArithmeticError):
         return None
-    local = tuple(n for n, _ in planned)
-    upper = tuple(bound for _, bound in planned)
+    local = tuple(n for n, _, _ in planned)
+    upper = tuple(bound for _, bound, _ in planned)
+    families = tuple(family for _, _, family in planned)
     if relay is None:
-        return Advice(mechanism=question.mechanism, local=local, upper=upper)
+        return Advice(mechanism=question.mechanism, local=local, upper=upper, families=families)
     try:
         central = central_epsilon(question.epsilon, relay.min_batch, DEFAULT_DELTA)
     except (InvalidParameter, ValueError, ArithmeticError):
@@ -182,6 +195,7 @@ def question_advice(question: Question, relay: Relay | None) -> Advice | None:
         mechanism=question.mechanism,
         local=local,
         upper=upper,
+        families=families,
         noised_central_epsilon=noised,
         noise_delta=noise_delta,
         dummies=dummies,
@@ -204,9 +218,13 @@ def as_view(advice: Advice | None) -> dict[str, Any] | None:
             for n, bound in zip(figures, advice.upper or (False,) * len(figures), strict=True)
         ]
 
+    families = advice.families or (None,) * len(advice.local)
     return {
         "mechanism": display_name(advice.mechanism),
         "local": words(advice.local),
+        # Per figure, the interval it assumes (a question's two may differ: say which).
+        "families": [FAMILY_WORDS.get(f, "") if f else "" for f in families],
+        "one_family": len(set(families)) == 1,
         "relayed": None if advice.relayed is None else words(advice.relayed),
         "min_batch": advice.min_batch,
         "central_epsilon": advice.central_epsilon,

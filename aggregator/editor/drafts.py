@@ -19,26 +19,14 @@ from deniable.errors import NotFound
 from deniable.survey import Question, Relay, Survey
 
 from .advice import as_view, question_advice
-from .forms import CONDITION_WORDS, TYPE_WORDS, field_of, number_text, plain, validate
+from .checks import Problem, question_problems, settings_problems
+from .forms import CONDITION_WORDS, TYPE_WORDS, number_text, plain, validate
 from .session import editor_store
 from .store import Draft
 
 __all__ = ["Checked", "check_draft", "load_draft", "missing", "stand_in", "wave_id"]
 
 DRAFT_ID = re.compile(r"[0-9a-f]{16}")
-_INDEX = re.compile(r"survey\.questions\[(\d+)\]")
-_NAMED = re.compile(r"question '([^']*)'")
-
-
-def _index_of(message: str, raw: list[Any]) -> int | None:
-    """The position of the question a refusal names (by position, or else by id)."""
-    if found := _INDEX.search(message):
-        return int(found.group(1))
-    if found := _NAMED.search(message):
-        ids = [q.get("id") if isinstance(q, dict) else None for q in raw]
-        if found.group(1) in ids:
-            return ids.index(found.group(1))
-    return None
 
 
 def missing(
@@ -58,13 +46,19 @@ def load_draft(draft_id: str) -> Draft | None:
 
 @dataclass(frozen=True, kw_only=True)
 class Checked:
-    """A draft's check: the survey if it is ready, else the refusal and where it is."""
+    """A draft's check: the survey if it is ready, else every problem (the first also as
+    ``problem``, ``where`` and ``index``)."""
 
     survey: Survey | None
     problem: str | None = None  # in words
     where: str = ""  # the form field it names
     index: int | None = None  # the question it names (None: the survey's own fields)
     questions: list[Question | None] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def at(self, index: int | None) -> dict[str, str]:
+        """The problems of one question (None: of the survey's own fields): field -> words."""
+        return {p.field: p.words for p in self.problems if p.index == index}
 
 
 def stand_in(definition: dict[str, Any]) -> dict[str, Any]:
@@ -75,48 +69,54 @@ def stand_in(definition: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_draft(definition: dict[str, Any]) -> Checked:
-    """The draft's check (see the module docstring)."""
+    """The draft's check: every problem of every question and of the survey's fields."""
     raw = definition.get("questions") or []
     survey, error = validate(definition)
     if survey is not None:
         return Checked(survey=survey, questions=list(survey.questions))
     assert error is not None
-    # The questions alone (a stand-in id and title), to tell which of them are fine.
-    named, inner = validate(stand_in(definition)) if raw else (None, None)
+    problems: list[Problem] = []
+    # The questions alone first (stand-in id and title, no relay): most drafts have valid
+    # questions, and then each need not be asked about on its own.
+    alone = {k: v for k, v in stand_in(definition).items() if k != "relay"}
+    named, _ = validate(alone) if raw else (None, None)
+    valid: list[dict[str, Any]] = []
     if named is not None:
-        questions: list[Question | None] = list(named.questions)
+        valid = list(raw)
     else:
-        message = inner or error
-        index = _index_of(message, raw)
-        questions = [None] * len(raw)
-        if index is not None and index > 0:
-            prefix, _ = validate({**stand_in(definition), "questions": raw[:index]})
-            if prefix is not None:
-                questions[:index] = list(prefix.questions)
-        if raw and inner is not None:
-            error = inner
-    index = _index_of(error, raw)
+        seen: set[Any] = set()
+        for index, question in enumerate(raw):
+            found = question_problems(question, valid, index)
+            named_id = question.get("id") if isinstance(question, dict) else None
+            if named_id in seen and not any(p.field == "id" for p in found):
+                words = "Question id: an earlier question has this id; each needs its own"
+                found.append(Problem(words=words, field="id", index=index))
+            seen.add(named_id)
+            problems += found
+            if not found:
+                valid.append(question)
     if not raw:
-        error = "survey.questions: add at least one question"
-    where = field_of(error) if index is not None else _survey_field(error)
+        problems.append(Problem(words="Questions: add at least one question", field="questions"))
+    problems += settings_problems(definition, valid)
+    if not problems:  # the core refuses the whole (a total over every question): say so
+        problems.append(Problem(words=plain(error), field=""))
+    questions: list[Question | None] = [None] * len(raw)
+    if valid:
+        parsed, _ = validate({**alone, "questions": valid})
+        if parsed is not None:
+            by_id = {q.id: q for q in parsed.questions}
+            for index, question in enumerate(raw):
+                if isinstance(question, dict) and not any(p.index == index for p in problems):
+                    questions[index] = by_id.get(question.get("id"))
+    first = problems[0]
     return Checked(
         survey=None,
-        problem=plain(error, where),
-        where=where,
-        index=index,
+        problem=first.words,
+        where=first.field,
+        index=first.index,
         questions=questions,
+        problems=problems,
     )
-
-
-def _survey_field(message: str) -> str:
-    """The survey's own field a refusal names ("" for none)."""
-    head = message.split(": ", 1)[0]
-    if head == "survey.id":
-        return "survey_id"
-    for name in ("title", "description", "relay", "questions"):
-        if name in head:
-            return name
-    return ""
 
 
 # Planned advice by what it depends on (the planner searches; a page lists many questions).
@@ -197,7 +197,7 @@ def question_rows(draft: Draft, checked: Checked) -> list[dict[str, Any]]:
                 "epsilon": number_text(question.get("epsilon")),
                 "optional": bool(question.get("optional")),
                 "condition": condition_words(question.get("show_if"), titles),
-                "problem": checked.problem if checked.index == index else None,
+                "problems": list(checked.at(index).values()),
                 "advice": advice_for(valid, draft.definition),
             }
         )

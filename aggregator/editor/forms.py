@@ -11,16 +11,21 @@ only when this version's core knows them (:data:`QUESTIONNAIRE`).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from deniable.errors import DeniableError
 from deniable.mechanisms import QUESTION_MECHANISMS, display_name
+from deniable.questionnaire import MAX_CONDITION_DEPTH
 from deniable.survey import FORMAT, QUESTION_TYPES, Question, Survey
+from deniable.wire import strict_json
 
 __all__ = [
     "CONDITION_WORDS",
+    "INVALID_CONDITION",
+    "LABELS",
     "QUESTIONNAIRE",
     "TYPE_WORDS",
     "condition_from_form",
@@ -55,6 +60,10 @@ SCALE_POINTS = (5, 7, 11)
 # survey's parameters while its ε is unchanged) is kept as it was.
 EDITED = ("id", "type", "text", "epsilon", "mechanism", "options", "lo", "hi")
 QUESTIONNAIRE_EDITED = ("optional", "help", "show_if", "points", "anchors")
+# A combined condition that is not JSON (or nests too deeply to read) is kept as typed, with
+# what is wrong: {INVALID_CONDITION: words, "typed": the text, cut to MAX_TYPED characters}.
+INVALID_CONDITION = "invalid"
+MAX_TYPED = 4000
 
 
 def question_types() -> tuple[str, ...]:
@@ -76,6 +85,8 @@ def _number(text: str) -> Any:
         value = float(text)
     except ValueError:
         return text
+    if not math.isfinite(value):  # "nan", "inf", "1e309": kept as typed, refused by the check
+        return text
     return int(value) if value.is_integer() and "." not in text and "e" not in text else value
 
 
@@ -95,9 +106,16 @@ def condition_from_form(form: Mapping[str, str], earlier: list[dict[str, Any]]) 
     advanced = form.get("show_if_json", "").strip()
     if advanced:
         try:
-            return json.loads(advanced)
-        except ValueError:
-            return {"invalid": advanced}  # refused by the check, next to the field
+            return strict_json.loads(advanced, "condition")
+        except DeniableError as error:  # refused by the check, next to the field, in words
+            # Deeper than Python's own parser goes, json.loads says "recursion": too deep too.
+            deep = getattr(error, "reason", "") == "too-deep" or "recursion" in str(error)
+            words = (
+                f"nested too deeply: at most {MAX_CONDITION_DEPTH} levels of all/any"
+                if deep
+                else "not valid JSON (check its brackets, quotes and commas)"
+            )
+            return {INVALID_CONDITION: words, "typed": advanced[:MAX_TYPED]}
     target = form.get("show_if_question", "")
     if not target:
         return None
@@ -189,6 +207,8 @@ def question_view(question: Mapping[str, Any]) -> dict[str, Any]:
                 else words(value)
             ),
         }
+    elif isinstance(condition, Mapping) and INVALID_CONDITION in condition:
+        advanced = str(condition.get("typed", ""))
     elif condition is not None:
         advanced = json.dumps(condition, ensure_ascii=False)
     anchors = question.get("anchors") or {}
@@ -305,6 +325,11 @@ LABELS = {
     "show_if": "Condition",
     "type": "Type",
     "questions": "Questions",
+    "relay_url": "Relay address",
+    "min_batch": "Smallest batch",
+    "noise_epsilon": "Central ε of each batch",
+    "noise_delta": "δ",
+    "shuffle_unit": "Mixed per",
 }
 
 

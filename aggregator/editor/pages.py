@@ -15,7 +15,7 @@ from ..public_url import public_base_url
 from ..respond.words import catalogue
 from ..storage import current_storage
 from . import blueprint
-from .drafts import check_draft, load_draft, missing, question_rows, wave_id
+from .drafts import check_draft, condition_words, load_draft, missing, question_rows, wave_id
 from .forms import (
     NOISE_FAMILIES,
     QUESTIONNAIRE,
@@ -53,7 +53,7 @@ def home() -> str:
 @operator_page
 def new_draft() -> Any:
     draft_id = editor_store().create_draft(new_draft_document())
-    return redirect(url_for("editor.draft", draft_id=draft_id), 303)
+    return redirect(url_for("editor.draft", draft_id=draft_id, new=1), 303)
 
 
 def draft_page(draft_id: str, *, status: int = 200, saved: str = "") -> Any:
@@ -69,8 +69,8 @@ def draft_page(draft_id: str, *, status: int = 200, saved: str = "") -> Any:
         definition=definition,
         relay=relay,
         checked=checked,
-        survey_problem=checked.problem if checked.index is None else None,
-        survey_field=checked.where if checked.index is None else "",
+        # A draft just made lists what it still needs, but marks no field before a save.
+        survey_problems={} if request.args.get("new") == "1" else checked.at(None),
         rows=question_rows(draft, checked),
         types=[(kind, TYPE_WORDS.get(kind, kind)) for kind in question_types()],
         shuffle_units=SHUFFLE_UNITS,
@@ -170,10 +170,21 @@ def published(survey_id: str) -> Any:
         record = current_storage().get_survey(survey_id, count=False)
     except (NotFound, DeniableError):
         return missing("There is no published survey with this id.")
+    raw = record.survey.to_dict().get("questions", [])
+    titles = {q.get("id"): q.get("text") or q.get("id") for q in raw}
+    details = [
+        {
+            "optional": bool(q.get("optional")),
+            "help": q.get("help", ""),
+            "condition": condition_words(q.get("show_if"), titles),
+        }
+        for q in raw
+    ]
     return render_template(
         "editor/published.html",
         record=record,
         survey=record.survey,
+        details=details,
         types=TYPE_WORDS,
         new=request.args.get("new") == "1",
         respond_url=public_base_url() + url_for("respond.respond", survey_id=record.id),

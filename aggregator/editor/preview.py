@@ -11,8 +11,10 @@ any respondent's.  Only three things differ, and why:
   preview for a survey.
 * A relayed draft is previewed without its relay member (its page shows the relay
   passage all the same): the preview has no relay to seal to.
-* Nothing sent from a preview is stored: its report route refuses (403), and the page
-  says so at the top.
+* Nothing is sent from a preview, and the operator's device is charged nothing: the page
+  carries ``data-deniable-preview``, on which the browser client keeps its ledger in
+  memory only and, at "Send", says that this is a preview and nothing was sent.  Its
+  report route refuses (403) all the same, should anything ever be posted to it.
 """
 
 from __future__ import annotations
@@ -91,24 +93,19 @@ def preview(draft_id: str) -> Any:
     )
     if AGGREGATOR_ATTRIBUTE not in page:  # the respond page changed: say so, never guess
         raise RuntimeError("respond.html no longer sets data-deniable-aggregator")
-    page = page.replace(AGGREGATOR_ATTRIBUTE, f'data-deniable-aggregator="{_base(draft)}"', 1)
+    # data-deniable-preview: respond.js charges a throw-away ledger and sends nothing.
+    page = page.replace(
+        AGGREGATOR_ATTRIBUTE,
+        f'data-deniable-aggregator="{_base(draft)}" data-deniable-preview=""',
+        1,
+    )
     back = url_for("editor.draft", draft_id=draft.id)
     banner = (
-        f'<main>\n<p class="deniable-intro"><strong>{escape(_preview_words(lang))}</strong> '
-        f'<a href="{back}">{escape(_back_words(lang))}</a></p>'
+        f'<main>\n<p class="deniable-intro"><strong>{escape(t("preview_banner"))}</strong> '
+        f'<a href="{back}">{escape(t("preview_back"))}</a></p>'
     )
     page = page.replace("<main>", banner, 1)
     return page, 200, _headers((imports, watch_script()))
-
-
-def _preview_words(lang: str) -> str:
-    return {
-        "de": "Vorschau: Antworten, die hier gesendet werden, werden nicht gespeichert.",
-    }.get(lang, "Preview: answers sent from this page are not stored.")
-
-
-def _back_words(lang: str) -> str:
-    return {"de": "Zurück zum Entwurf"}.get(lang, "Back to the draft")
 
 
 def _capability(capability: str) -> Draft:

@@ -77,18 +77,21 @@ def add_question(draft_id: str) -> Any:
     questions.append(new_question(kind, {str(q.get("id")) for q in questions}))
     _save(draft, questions)
     index = len(questions) - 1
-    return redirect(url_for("editor.question", draft_id=draft_id, index=index), 303)
+    return redirect(url_for("editor.question", draft_id=draft_id, index=index, new=1), 303)
 
 
-def _page(draft: Any, index: int, values: dict[str, Any], status: int = 200) -> Any:
+def _page(draft: Any, index: int, values: dict[str, Any]) -> Any:
     questions = _questions(draft.definition)
     checked = check_draft({**draft.definition, "questions": questions[: index + 1]})
-    mine = checked.index == index
     valid = checked.questions[index] if index < len(checked.questions) else None
     earlier = [
         {"id": q.get("id"), "text": q.get("text") or q.get("id"), "type": q.get("type")}
         for q in questions[:index]
     ]
+    # A question just added shows no problem before a save: nothing was typed yet.
+    fresh = request.method == "GET" and request.args.get("new") == "1"
+    problems = {} if fresh else checked.at(index)
+    before = [p for p in checked.problems if p.index is not None and p.index < index]
     page = render_template(
         "editor/question.html",
         draft=draft,
@@ -96,10 +99,9 @@ def _page(draft: Any, index: int, values: dict[str, Any], status: int = 200) -> 
         count=len(questions),
         q=values,
         types=[(kind, TYPE_WORDS.get(kind, kind)) for kind in question_types()],
-        mechanisms=mechanism_choices(values["type"]),
-        problem=checked.problem if mine else None,
-        problem_field=checked.where if mine else "",
-        other_problem=checked.problem if checked.index is not None and not mine else None,
+        all_mechanisms=_mechanisms_by_name(),
+        problems=problems,
+        other_problem=f"question {before[0].index + 1}: {before[0].words}" if before else None,
         advice=advice_for(valid, draft.definition) if valid is not None else None,
         relay=isinstance(draft.definition.get("relay"), dict),
         earlier=earlier,
@@ -107,8 +109,16 @@ def _page(draft: Any, index: int, values: dict[str, Any], status: int = 200) -> 
         points=SCALE_POINTS,
         questionnaire=QUESTIONNAIRE,
     )
-    status = 422 if mine and status == 200 and request.method == "POST" else status
-    return page, status
+    return page, 422 if problems and request.method == "POST" else 200
+
+
+def _mechanisms_by_name() -> list[tuple[str, str, list[str]]]:
+    """(wire name, plain words, the question types it fits) of every mechanism, once each."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for kind in question_types():
+        for name, words in mechanism_choices(kind):
+            found.setdefault(name, (words, []))[1].append(kind)
+    return [(name, words, kinds) for name, (words, kinds) in found.items()]
 
 
 def _found(draft_id: str, index: int) -> Any:
@@ -138,7 +148,7 @@ def save_question(draft_id: str, index: int) -> Any:
     _save(draft, questions)
     draft = load_draft(draft_id)
     checked = check_draft({**draft.definition, "questions": questions[: index + 1]})
-    if checked.index == index or request.form.get("then") == "stay":
+    if checked.at(index) or request.form.get("then") == "stay":
         return _page(draft, index, question_view(questions[index]))
     return redirect(
         url_for("editor.draft", draft_id=draft_id, saved="question") + f"#question-{index}", 303

@@ -17,6 +17,7 @@ Order of checks on every editor request, and why:
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Callable
 from functools import wraps
@@ -25,6 +26,7 @@ from typing import Any
 from flask import Response, g, redirect, render_template, request, url_for
 
 from deniable.errors import DeniableError
+from deniable.service.limits import Rate, current_limits
 
 from ..public_url import public_base_url
 from ..storage import current_storage
@@ -33,6 +35,11 @@ from .store import SESSION_SECONDS, EditorStore, Session
 __all__ = ["COOKIE", "check_form", "editor_store", "operator_page", "register"]
 
 COOKIE = "deniable_editor"
+# Sign-in attempts per client address (an IPv6 /64), counted by the API's limiter and in its
+# store.  Why every attempt, and loopback too: a right token is no reason to try many, and
+# behind a proxy not configured with TRUST_PROXY every operator shares one count, which a
+# handful of sign-ins a minute still leaves enough.
+SIGN_IN_RATE = Rate(10, 60.0)
 
 
 def editor_store() -> EditorStore:
@@ -103,6 +110,14 @@ def _safe_next(target: str | None) -> str:
     return url_for("editor.home")
 
 
+def _sign_in_wait() -> float:
+    """0.0 if this sign-in attempt is within :data:`SIGN_IN_RATE`, else the seconds to wait."""
+    limits = current_limits()
+    forwarded = request.headers.get("X-Forwarded-For") if limits.trust_proxy else None
+    address = limits.client_address(request.remote_addr, forwarded)
+    return limits.wait(SIGN_IN_RATE, "editor-sign-in", limits.limit_key(address))
+
+
 def register(blueprint: Any) -> None:
     """Add the sign-in and sign-out routes to the editor's blueprint."""
 
@@ -114,6 +129,17 @@ def register(blueprint: Any) -> None:
     def sign_in_post() -> Any:
         if _cross_site():
             return refused("This form was sent from another site. Sign in on this aggregator.")
+        if (wait := _sign_in_wait()) > 0:
+            seconds = math.ceil(wait)
+            page = render_template(
+                "editor/refused.html",
+                heading="Too many sign-in attempts",
+                message=(
+                    f"Too many sign-in attempts from your network. Wait {seconds} second"
+                    f"{'' if seconds == 1 else 's'} and try again."
+                ),
+            )
+            return page, 429, {"Retry-After": str(seconds)}
         token = request.form.get("token", "").strip()
         found = None
         if token and len(token) <= 200:

@@ -25,11 +25,18 @@ def _text(path: str) -> str:
         raise ValueError(f"{path} is not UTF-8 text") from None
 
 
+# Deeper than the parser's own recursion goes (a survey nests a few levels: a condition at
+# most MAX_CONDITION_DEPTH), refused in words before the core could say so.
+TOO_DEEP = "{path} is nested too deeply to read (a condition nests at most 4 levels of all/any)"
+
+
 def _yaml(path: str, text: str) -> Any:
     import yaml
 
     try:
         return yaml.safe_load(text)
+    except RecursionError:
+        raise ValueError(TOO_DEEP.format(path=path)) from None
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         at = f" (line {where.line + 1})" if where is not None else ""
@@ -61,6 +68,8 @@ def read_definition(
     else:
         try:
             data = json.loads(text)
+        except RecursionError:
+            raise ValueError(TOO_DEEP.format(path=path)) from None
         except ValueError as error:
             raise ValueError(f"{path} is not valid JSON: {error}") from None
     if isinstance(data, dict) and "definition" in data and "format" not in data:

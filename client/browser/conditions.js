@@ -25,8 +25,10 @@ function valuesOf(q) {
  * Question objects, in order): the grammar, the references (earlier only: no cycles) and the values.
  */
 export function checkCondition(where, condition, earlier, depth = 1) {
+  // Depth first: a condition nested thousands deep is refused at the first level too deep.
+  if (depth > MAX_DEPTH)
+    throw fail(where, `condition nested too deeply: at most ${MAX_DEPTH} levels of all/any`);
   if (!isObject(condition)) throw fail(where, "a condition must be an object");
-  if (depth > MAX_DEPTH) throw fail(where, `conditions nest at most ${MAX_DEPTH} deep`);
   const keys = Object.keys(condition);
   if ("all" in condition || "any" in condition) {
     const [key] = keys,

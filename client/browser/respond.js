@@ -7,6 +7,7 @@ import {
   BudgetExceeded,
   DeniableError,
   InvalidSurvey,
+  MemoryStorage,
   PolicyViolation,
   SignatureError,
   SurveyClient,
@@ -82,12 +83,17 @@ export async function mount(root) {
   };
   // The page's introductions stay (the general one, and a relayed survey's relay passage).
   root.replaceChildren(...root.querySelectorAll(".deniable-intro"), status);
+  // The editor's preview of a draft (data-deniable-preview): the page as respondents see it,
+  // on a throw-away ledger in memory (this device's budget is never charged), and "Send" sends
+  // nothing.
+  const preview = "deniablePreview" in data;
   let client;
   try {
     // data-deniable-modules: the files the page pinned by SRI; no other module is ever imported.
     client = new SurveyClient(data.deniableAggregator ?? "", {
       publicKey: data.deniableKey,
       modules: data.deniableModules?.split(/\s+/),
+      ...(preview && { storage: new MemoryStorage() }),
     });
   } catch (error) {
     console.error("Deniable:", error);
@@ -381,6 +387,12 @@ export async function mount(root) {
         text: t("change"),
       });
       send.onclick = () => {
+        if (preview) {
+          send.disabled = true; // "Change my answers" stays, to try other answers
+          say(t("preview_not_sent"), "ok");
+          status.focus();
+          return resolve(false);
+        }
         send.disabled = back.disabled = true;
         say(t("sending"));
         status.focus();
@@ -451,7 +463,7 @@ export async function mount(root) {
       : undefined;
     try {
       const receipt = await client.answer(survey, answers, { confirm, enrolmentToken });
-      if (receipt.cancelled) return void (data.state = "ready");
+      if (receipt.cancelled) return void (data.state = review.hidden ? "ready" : "previewed");
       review.hidden = true;
       data.state = receipt.delivered ? "sent" : "queued";
       const results = receipt.delivered && data.deniableResults;

@@ -36,7 +36,7 @@ def sign_in(client, storage) -> str:
 def new_draft(client, csrf: str) -> str:
     response = client.post("/editor/drafts", data={"csrf": csrf})
     assert response.status_code == 303
-    return response.headers["Location"]
+    return response.headers["Location"].split("?")[0]
 
 
 def add(client, draft: str, csrf: str, kind: str, **fields: str) -> Any:
@@ -81,7 +81,8 @@ def test_pages_need_an_operator_session_with_the_right_cookie(client, storage) -
     page = client.get("/editor/")
     assert page.status_code == 200
     policy = page.headers["Content-Security-Policy"]
-    assert "script-src" not in policy and "default-src 'none'" in policy
+    assert "script-src 'self';" in policy and "default-src 'none'" in policy
+    assert "unsafe-inline" not in policy.split("script-src", 1)[1].split(";")[0]
     assert "form-action 'self'" in policy and "frame-ancestors 'none'" in policy
     assert page.headers["Cache-Control"] == "no-store"
     # Signing out ends the session (a form post like any other: CSRF checked).
@@ -232,7 +233,7 @@ def test_advice_beside_epsilon_locally_and_through_a_relay(client, storage) -> N
         for h in (0.05, 0.10)
     ]
     row = re.search(r'<tr id="advice-local">(.*?)</tr>', saved.text, re.S).group(1)
-    assert re.findall(r"<td>([^<]*)</td>", row) == [f"{n:,}" for n in needed]
+    assert re.findall(r"<td>([^<]*)<span", row) == [f"{n:,}" for n in needed]
     assert "binary randomized response" in saved.text and "advice-relayed" not in saved.text
     client.post(
         f"{draft}/survey",
@@ -241,7 +242,7 @@ def test_advice_beside_epsilon_locally_and_through_a_relay(client, storage) -> N
     )  # fmt: skip
     page = client.get(f"{draft}/questions/0").text
     row = re.search(r'<tr id="advice-relayed">(.*?)</tr>', page, re.S).group(1)
-    assert re.findall(r"<td>([^<]*)</td>", row) == [f"{max(n, 5000):,}" for n in needed]
+    assert re.findall(r"<td>([^<]*)<span", row) == [f"{max(n, 5000):,}" for n in needed]
     assert 'id="advice-relay-noise"' in page and 'id="relay-noise"' in client.get(draft).text
 
 
@@ -251,6 +252,9 @@ def test_preview_is_signed_by_the_drafts_own_key_and_stores_nothing(client, stor
     build(client, draft, csrf, survey_id="pv")
     page = client.get(f"{draft}/preview?lang=de")
     assert page.status_code == 200 and '<html lang="de">' in page.text
+    # The client keeps a throw-away ledger and sends nothing; the page says so, in German.
+    assert 'data-deniable-preview=""' in page.text
+    assert "Vorschau: Diese Seite funktioniert so" in page.text
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
     base = re.search(r'data-deniable-aggregator="([^"]+)"', page.text).group(1)
     pinned = re.search(r'data-deniable-key="([^"]+)"', page.text).group(1)
@@ -310,6 +314,12 @@ def test_optional_help_conditions_and_scales_from_the_form(client, storage) -> N
     assert re.search(r'id="optional"[^>]*checked', edit)
     assert re.search(r'<option value="burnout" selected>', edit)
     assert client.post(f"{draft}/publish", data={"csrf": csrf}).status_code == 303
+    # The published survey's page says which questions are optional, their help and when
+    # each is shown, in words.
+    summary = client.get("/editor/surveys/quest").text
+    calm_item = re.search(r'<li data-question="calm">(.*?)</li>', summary, re.S).group(1)
+    assert "optional" in calm_item and "Help text: Think of last week." in calm_item
+    assert "Shown only when “Burnt out?” is Yes" in calm_item
     calm = Survey.from_dict(client.get("/api/v1/surveys/quest").json["definition"]).question("calm")
     assert calm.type == "scale" and calm.points == 7 and calm.optional
     assert calm.anchors == ("Not at all", "Very") and calm.help == "Think of last week."
@@ -349,7 +359,7 @@ def test_relay_noise_is_calibrated_and_advised(client, storage) -> None:
               "noise_epsilon": "1", "noise_delta": "1e-6"},
     )  # fmt: skip
     page = client.get(draft).text
-    assert 'id="relay-problem"' in page and "shuffle_unit" in page
+    assert 'id="shuffle_unit-problem"' in page and "shuffle_unit" in page
 
 
 def _noised_draft(client, csrf: str, kind: str, survey_id: str, **fields: str) -> str:
@@ -422,7 +432,7 @@ def test_option_sampling_advice_is_the_dry_runs_function_with_a_bounded_search(
     figure where the editor leaves it out (past SAMPLED_SEARCH_MAX_N), never below the
     dry run's."""
     from deniable.aggregator.advice import respondents_needed
-    from deniable.aggregator.editor.advice import SAMPLED_SEARCH_MAX_N
+    from deniable.aggregator.editor.advice import FAMILY_WORDS, SAMPLED_SEARCH_MAX_N
 
     csrf = sign_in(client, storage)
     draft = new_draft(client, csrf)
@@ -430,17 +440,25 @@ def test_option_sampling_advice_is_the_dry_runs_function_with_a_bounded_search(
     saved = add(client, draft, csrf, "multiple_choice", id="tools", text="Tools?",
                 options=options, epsilon="1", then="stay")  # fmt: skip
     row = re.search(r'<tr id="advice-local">(.*?)</tr>', saved.text, re.S).group(1)
-    shown = re.findall(r"<td>([^<]*)</td>", row)
+    shown = re.findall(r"<td>([^<]*)<span", row)
+    named = re.findall(r'<span class="family"> ([^<]*)</span>', row)
     question = Survey.from_dict(
         {"format": "deniable.survey/2", "id": "s", "title": "S",
          "questions": [{"id": "tools", "type": "multiple_choice", "text": "Tools?",
                         "options": options.split("\n"), "epsilon": 1.0}]}
     ).questions[0]  # fmt: skip
     assert question.mechanism == "option_sampling"
-    for words, half_width in zip(shown, (0.05, 0.10), strict=True):
-        exact, exact_bound = respondents_needed(question, half_width)
-        bounded, upper = respondents_needed(question, half_width, search_max_n=SAMPLED_SEARCH_MAX_N)
+    families = []
+    for words, name, half_width in zip(shown, named, (0.05, 0.10), strict=True):
+        exact, exact_bound, _ = respondents_needed(question, half_width)
+        bounded, upper, family = respondents_needed(
+            question, half_width, search_max_n=SAMPLED_SEARCH_MAX_N
+        )
         assert not exact_bound and bounded >= exact
         assert words == (f"at most {bounded:,}" if upper else f"{bounded:,}")
         assert upper == (bounded > SAMPLED_SEARCH_MAX_N)
+        assert name == FAMILY_WORDS[family]  # beside each figure, the interval it assumes
+        families.append(family)
     assert shown[0].startswith("at most ")  # ±5 points of 12 options is past the search
+    # Figures of two families are said to be so (their ratio is not the width's alone).
+    assert ('id="advice-families"' in saved.text) == (families[0] != families[1])

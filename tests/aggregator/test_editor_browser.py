@@ -109,6 +109,8 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
     context = stack["browser"].new_context(viewport={"width": 1280, "height": 800})
     context.add_init_script(path=str(AXE))  # by the debugger: outside the pages' CSP
     page = context.new_page()
+    posted: list[str] = []  # every request that could carry reports
+    page.on("request", lambda r: posted.append(r.url) if r.method != "GET" else None)
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     try:
@@ -165,12 +167,26 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
         page.wait_for_selector("#advice-local")
         found += check(page, "question-advice")
         page.get_by_role("link", name="← Back to the draft").click()
-        add_question(
-            page,
-            "A number",
-            {"Question": "Hours of unpaid overtime last week?", "Smallest answer": "0",
-             "Largest answer": "20", "Question id": "overtime"},
-        )  # fmt: skip
+        # A new question opens without a problem shown; its type's fields follow the Type
+        # select at once (the editor's own script), no reload.
+        page.get_by_label("New question's type").select_option(label="A number")
+        page.get_by_role("button", name="Add a question").click()
+        page.wait_for_selector("#question-form")
+        assert page.locator(".problem").count() == 0
+        found += check(page, "question-new")
+        opened = page.url
+        page.get_by_label("Type", exact=True).select_option(label="A scale (5, 7 or 11 points)")
+        assert page.get_by_label("Points").is_visible() and not page.locator("#lo").is_visible()
+        page.get_by_label("Type", exact=True).select_option(label="One choice")
+        assert page.get_by_label("Options, one per line").is_visible()
+        assert not page.get_by_label("Points").is_visible()
+        page.get_by_label("Type", exact=True).select_option(label="A number")
+        assert page.locator("#lo").is_visible() and page.url == opened
+        for label, value in {"Question": "Hours of unpaid overtime last week?",
+                             "Smallest answer": "0", "Largest answer": "20",
+                             "Question id": "overtime"}.items():  # fmt: skip
+            page.get_by_label(label, exact=True).fill(value)
+        page.get_by_role("button", name="Save", exact=True).click()
         expected = ["burnout", "commute", "tools", "overtime"]
         if QUESTIONNAIRE_PAGE:
             add_question(page, "A scale (5, 7 or 11 points)", {
@@ -199,6 +215,14 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
         page.get_by_role("button", name="Move down question 3").click()
         assert page.locator("[data-question]").nth(3).get_attribute("data-question") == "overtime"
 
+        # Settings wrong three ways: each beside its field, all listed at once.
+        page.get_by_label("Relay address").fill("javascript:alert(1)")
+        page.get_by_role("button", name="Save survey settings").click()
+        page.wait_for_selector("#relay_url-problem")
+        assert page.locator("#title-problem").is_visible()
+        assert page.locator("#draft-problems li").count() == 3  # title, id, relay
+        found += check(page, "draft-problems")
+        page.get_by_label("Relay address").fill("")
         page.get_by_label("Title").fill("Wellbeing <b>wave</b> 1")
         page.get_by_label("Survey id").fill(SURVEY)
         page.get_by_label("Description (shown above the questions)").fill(
@@ -223,11 +247,29 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
                 page.wait_for_selector("#q-satisfied-set", state="visible")
                 assert page.get_by_label("Prefer not to say").count() >= 1
                 found += check(page, "preview-en-condition-met")
+            if lang == "en":  # "Send" sends nothing and charges this device nothing
+                ledger = "localStorage.getItem('deniable.state/1')"
+                before = page.evaluate(ledger)
+                page.get_by_label("Yes", exact=True).first.check()
+                page.get_by_label("Bike", exact=True).check()
+                page.get_by_label("Chat", exact=True).check()
+                page.fill("#q-overtime", "3")
+                if QUESTIONNAIRE_PAGE:
+                    page.locator("#q-satisfied-set input").first.check()
+                page.get_by_role("button", name=t("randomize")).click()
+                state(page, "review")
+                page.get_by_role("button", name=t("send")).click()
+                assert state(page, "previewed") == "previewed"
+                assert page.locator("[role=status]").inner_text() == t("preview_not_sent")
+                assert page.locator("input[id$=token]").count() == 0
+                assert page.evaluate(ledger) == before
+                found += check(page, "preview-en-sent")
             page.get_by_role(
                 "link", name="Back to the draft" if lang == "en" else "Zurück zum Entwurf"
             ).click()
             page.wait_for_selector("#publish-heading")
 
+        assert not [url for url in posted if "/preview/" in url], posted
         page.get_by_role("button", name="Publish", exact=True).click()
         page.wait_for_selector("#published-now")
         found += check(page, "published")
@@ -253,6 +295,20 @@ def test_build_preview_publish_answer_and_see_results(stack) -> None:
 
         page.goto(f"{base}/editor/")
         found += check(page, "home")
+        # Sign-in attempts past the limit: a page in words.  (Each of the server's two
+        # processes counts in its own memory here: attempts go on until one says so.)
+        for i in range(30):
+            requests.post(f"{base}/editor/sign-in", data={"token": f"dnb_wrong{i}"},
+                          headers={"Origin": base}, timeout=30)  # fmt: skip
+        for _ in range(60):
+            page.goto(f"{base}/editor/sign-in")
+            page.get_by_label("Operator token").fill("dnb_wrong")
+            with page.expect_navigation():
+                page.keyboard.press("Enter")
+            if page.locator("#refusal").count():
+                break
+        assert "Too many sign-in attempts" in page.locator("h1").inner_text()
+        found += check(page, "sign-in-limited")
     finally:
         context.close()
     assert found == [], "\n".join(found)

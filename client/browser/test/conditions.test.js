@@ -100,6 +100,13 @@ test("bad conditions are refused with reason condition", () => {
       JSON.stringify(condition),
     );
   parseDefinition(withCondition(6, deep(4))); // depth 4 is allowed
+  // Far beyond any stack: refused in words, as the Python core refuses it.
+  let hostile = leaf;
+  for (let i = 0; i < 100000; i++) hostile = { all: [hostile, leaf] };
+  assert.throws(
+    () => parseDefinition(withCondition(6, hostile)),
+    (error) => error instanceof InvalidSurvey && /nested too deeply/.test(error.message),
+  );
   parseDefinition(withCondition(6, { question: "nps", in: [0, 1, 2, 3, 4, 5, 6] }));
 });
 
