@@ -113,6 +113,9 @@ def _survey_field(message: str) -> str:
     head = message.split(": ", 1)[0]
     if head == "survey.id":
         return "survey_id"
+    for name in ("language", "translations"):  # before "title": a translation has one too
+        if head.startswith(f"survey.{name}"):
+            return name
     for name in ("title", "description", "relay", "questions"):
         if name in head:
             return name
