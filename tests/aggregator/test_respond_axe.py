@@ -199,6 +199,16 @@ def test_a_german_survey_s_page_has_no_violation_and_marks_its_language(stack) -
         state(page, "ready")
         assert page.locator("h1").inner_text() == "Happiness at work"
         assert page.get_by_label("green").count() == 1 and page.locator("[lang=de]").count() == 0
+        # The review reads in the translation too: the questions and the noisy values' labels.
+        page.get_by_label("Yes", exact=True).check()
+        page.get_by_label("green", exact=True).check()
+        page.get_by_label("Prefer not to say").check()
+        page.get_by_role("button", name="Randomize my answers").click()
+        state(page, "review")
+        terms = page.locator(".deniable-review dt").all_inner_texts()
+        assert terms == ["Are you happy?", "Which colour?", "How satisfied?", "Which sport?"]
+        colour = page.locator(".deniable-review dd.deniable-value").nth(1).inner_text()
+        assert colour in ("red", "green", "blue"), colour
         page.goto(f"{base}/surveys/{GERMAN_ONLY}/respond")
         state(page, "ready")
         assert page.locator("html").get_attribute("lang") == "en"
