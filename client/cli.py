@@ -1,6 +1,6 @@
 """``deniable``: answer a survey in the terminal, flush the outbox, or simulate respondents.
 
-    deniable answer URL SURVEY_ID [--state PATH] [--trusted-key B64] [--yes]
+    deniable answer URL SURVEY_ID [--state PATH] [--trusted-key B64] [--language CODE] [--yes]
     deniable flush URL [--state PATH]
     deniable budget [--state PATH]
     deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed] [--seed S]
@@ -8,7 +8,8 @@
 ``answer`` shows each question's help and a scale's anchors, takes ``-`` for "Prefer not to
 say" on an optional question, and does not ask a question whose ``show_if`` is false on the
 answers given; every question still sends its one report (docs/protocol.md §5.5), so the
-requests are the same on every path.
+requests are the same on every path.  ``--language`` shows a survey's translation
+(docs/protocol.md §5.7) in that language; the answers and reports are the same in any.
 
 Exit status (the same table as ``deniable-aggregator``, see
 :mod:`deniable.terminal`): 0 success; 2 usage (a bad option or URL);
