@@ -159,6 +159,8 @@ def parse_translations(
             raise fail(here, "the survey has no description to translate", "translation")
         require_keys(here, entry, needed, needed)
         assert isinstance(entry, Mapping)
+        if entry.get("description") == "":  # as the survey's: omitted, never "" (§2.2)
+            raise fail(f"{here}.description", "must not be empty", "description-empty")
         texts = entry["questions"]
         if not isinstance(texts, Mapping):
             raise fail(f"{here}.questions", "must be an object of question ids", "wrong-type")

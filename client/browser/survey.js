@@ -426,6 +426,8 @@ function languageMembers(data, survey) {
     if (Object(entry) === entry && "description" in entry && !survey.description)
       throw fail(here, "the survey has no description to translate", "translation");
     exactKeys(here, entry, ["title", "questions", ...(survey.description ? ["description"] : [])]);
+    if (entry.description === "")
+      throw fail(`${here}.description`, "must not be empty", "description-empty");
     const texts = entry.questions;
     if (texts === null || typeof texts !== "object" || Array.isArray(texts))
       throw fail(`${here}.questions`, "must be an object of question ids", "wrong-type");

@@ -87,6 +87,8 @@ def invalid_translations() -> list[dict[str, Any]]:
         variant("no translation at all", "translation", lambda d: d.update(translations={})),
         variant("translations not an object", "wrong-type", lambda d: d.update(translations=[])),
         variant("a translation without its title", "missing-member", lambda d: en(d).pop("title")),
+        variant("an empty translated description", "description-empty",
+                lambda d: en(d).update(description="")),
         variant("a translation with an unknown member", "unknown-member",
                 lambda d: en(d).update(language="en")),
         variant("a question not translated", "translation", lambda d: questions(d).pop("five")),
