@@ -431,7 +431,8 @@ def test_a_yaml_file_s_language_and_translations_pass_through(tmp_path) -> None:
     path = tmp_path / "kurz.yaml"
     path.write_text(
         "title: Kurz\nlanguage: de\nquestions:\n  - text: Rauchen Sie?\n    type: yes_no\n"
-        "translations:\n  en:\n    title: Short\n    questions:\n      q1:\n        text: Do you smoke?\n",
+        "translations:\n  en:\n    title: Short\n    questions:\n"
+        "      q1:\n        text: Do you smoke?\n",
         encoding="utf-8",
     )
     definition = read_definition(str(path)).definition
