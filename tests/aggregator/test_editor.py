@@ -464,6 +464,7 @@ def test_a_survey_s_language_is_chosen_and_its_translations_previewed(client, st
     page = client.get(draft).text
     assert 'id="language" name="language" value="de"' in page
     assert "Imported with the survey: en." in page and 'id="keep-translations"' in page
+    assert '. <span lang="de">Welche Farbe?</span></h3>' in page  # the survey's text marked
     links = re.findall(r'<a lang="(\w+)" href="[^"]*preview\?lang=\w+">([^<]+)</a>', page)
     assert links == [("de", "Deutsch"), ("en", "English")]
     german_page = client.get(f"{draft}/preview?lang=de").text
