@@ -389,8 +389,9 @@ def register(commands: Any, command: Any) -> None:
     sub.add_argument(
         "--language",
         metavar="NAME",
-        help="an XLSForm's label language, as in its columns (e.g. 'French (fr)'); "
-        "default: the form's default_language, else its first",
+        help="an XLSForm's language for the survey's own text, as in its columns (e.g. "
+        "'French (fr)'; default: the form's default_language, else its first); the form's "
+        "other languages with a code become translations",
     )
     sub.add_argument(
         "--epsilon",

@@ -1,6 +1,6 @@
 """``deniable``: answer a survey in the terminal, flush the outbox, or simulate respondents.
 
-    deniable answer URL SURVEY_ID [--state PATH] [--trusted-key B64] [--yes]
+    deniable answer URL SURVEY_ID [--state PATH] [--trusted-key B64] [--language CODE] [--yes]
     deniable flush URL [--state PATH]
     deniable budget [--state PATH]
     deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed] [--seed S]
@@ -8,7 +8,8 @@
 ``answer`` shows each question's help and a scale's anchors, takes ``-`` for "Prefer not to
 say" on an optional question, and does not ask a question whose ``show_if`` is false on the
 answers given; every question still sends its one report (docs/protocol.md §5.5), so the
-requests are the same on every path.
+requests are the same on every path.  ``--language`` shows a survey's translation
+(docs/protocol.md §5.7) in that language; the answers and reports are the same in any.
 
 Exit status (the same table as ``deniable-aggregator``, see
 :mod:`deniable.terminal`): 0 success; 2 usage (a bad option or URL);
@@ -26,12 +27,14 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TextIO
 
 from deniable.errors import DeniableError, InvalidValue
 from deniable.questionnaire import DECLINED, NOT_APPLICABLE, SCALE_POINTS, shown
-from deniable.survey import Question
+from deniable.survey import Question, Survey
 from deniable.terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet_pipe
+from deniable.translations import survey_words
 
 from .policy import Policy
 from .session import AnswerDeclined, EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
@@ -39,7 +42,7 @@ from .simulate import DISTRIBUTIONS, simulate
 from .state import StateStore
 from .wording import explain, shown_report, terminal_text
 
-__all__ = ["main", "prompt_answer"]
+__all__ = ["in_language", "main", "original_answer", "prompt_answer"]
 
 
 class Aborted(Exception):
@@ -121,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_float,
         default=10.0,
         help="refuse a survey costing more privacy (ε) in total than this (default 10)",
+    )
+    answer.add_argument(
+        "--language",
+        metavar="CODE",
+        help='show the survey\'s text in this language ("de") if it is written or translated '
+        "in it (default: the survey's own language)",
     )
     answer.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     answer.add_argument(
@@ -279,6 +288,28 @@ def _pick(options: Sequence[str], text: str) -> Any:
     return options[number - 1] if 1 <= number <= len(options) else text
 
 
+def in_language(survey: Survey, language: str | None) -> tuple[str, Survey]:
+    """(language, the survey as shown in it): its texts in ``language`` if it is written or
+    translated in it, else its own.  Only words change: every answer value keeps its index, so
+    :func:`original_answer` turns an answer given in the shown survey into the signed one's."""
+    lang, words = survey_words(survey, [language] if language else [])
+    questions = tuple(
+        replace(q, text=w.text, help=w.help, options=w.options, anchors=w.anchors)
+        for q, w in ((q, words.questions[q.id]) for q in survey.questions)
+    )
+    return lang, replace(
+        survey, title=words.title, description=words.description, questions=questions
+    )
+
+
+def original_answer(signed: Question, shown_question: Question, answer: Any) -> Any:
+    """An answer to ``shown_question`` (a label in the shown language) as ``signed``'s."""
+    if answer is None or not signed.options:
+        return answer
+    by_index = dict(zip(shown_question.options, signed.options, strict=True))
+    return [by_index[a] for a in answer] if isinstance(answer, list) else by_index[answer]
+
+
 def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO) -> int:
     policy = Policy(
         max_question_epsilon=args.max_question_epsilon, max_survey_epsilon=args.max_survey_epsilon
@@ -291,7 +322,8 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
         timeout=args.timeout,
     ) as client:
         verified: VerifiedSurvey = client.fetch(args.survey_id)
-        survey = verified.survey
+        signed = verified.survey
+        lang, survey = in_language(signed, args.language)
         if verified.require_enrolment and args.enrolment_token is None:
             # Before any question: without a token the aggregator must refuse the answers.
             raise EnrolmentTokenRequired(
@@ -302,6 +334,9 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
         out.write(f"\n{title}\n{'=' * len(title)}\n")
         if survey.description:
             out.write(f"{terminal_text(survey.description, newlines=True)}\n")
+        if args.language and args.language.lower().split("-")[0] != lang:
+            others = ", ".join(sorted({signed.language, *signed.translations}))
+            out.write(f"(This survey is not written in {args.language!r}: it has {others}.)\n")
         out.write(
             f"Signature verified (aggregator key {verified.key_id}). Your answers are randomized "
             "on this device; only the randomized reports leave it.\n"
@@ -328,7 +363,7 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
                 out.write(f"{_indent(terminal_text(question.help, newlines=True))}\n")
             out.write(f"{explain(question)}\n")
             answer = prompt_answer(question, read, out)
-            answers[question.id] = answer
+            answers[question.id] = original_answer(signed.question(question.id), question, answer)
             given[question.id] = DECLINED if answer is None else question.check_base(answer)
         skipped = len(survey.questions) - asked
         if skipped:
@@ -352,7 +387,7 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
                 "answers on purpose: that is what protects you):\n"
             )
             for number, question in enumerate(survey.questions, 1):
-                shown = shown_report(question, payloads[question.id])
+                shown = shown_report(question, payloads[question.id])  # labels by index
                 out.write(f"  {number}. {terminal_text(question.text)}: {shown}\n")
             if args.yes:
                 return True

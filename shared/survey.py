@@ -104,6 +104,7 @@ from .survey_members import (  # noqa: F401  (re-exported)
     default_mechanism,
 )
 from .survey_relay import MAX_MIN_BATCH, SHUFFLE_UNITS, Relay, noise_refusal  # noqa: F401  (re-exported)
+from .translations import DEFAULT_LANGUAGE, Translation, language_members, translations_document
 
 __all__ = [
     "FORMAT",
@@ -447,8 +448,14 @@ class Survey:
     questions: tuple[Question, ...]
     format: str = FORMAT
     relay: Relay | None = None
+    # /2: the language of the texts above, and the same texts in other languages (§5.7).
+    language: str = DEFAULT_LANGUAGE
+    translations: Mapping[str, Translation] = field(default_factory=dict)
 
-    FIELDS: ClassVar[set[str]] = {"format", "id", "title", "description", "questions", "relay"}
+    FIELDS: ClassVar[set[str]] = {
+        *("format", "id", "title", "description", "questions", "relay"),
+        *("language", "translations"),
+    }
 
     @classmethod
     def from_dict(cls, data: object, *, resolved: bool = False) -> Survey:
@@ -515,6 +522,7 @@ class Survey:
             questions=questions,
             format=format,
             relay=relay,
+            **language_members(data, format, resolved, description, questions),
         )
         if resolved and survey.canonical_bytes() != survey._canonical(data):
             raise fail(
@@ -543,6 +551,10 @@ class Survey:
         data["questions"] = [q.to_dict(self.format) for q in self.questions]
         if self.relay is not None:
             data["relay"] = self.relay.to_dict()
+        if self.language != DEFAULT_LANGUAGE:
+            data["language"] = self.language
+        if self.translations:
+            data["translations"] = translations_document(self.translations)
         return data
 
     def _canonical(self, document: Any) -> bytes:

@@ -150,8 +150,10 @@ def settings_problems(definition: Mapping[str, Any], valid: list[dict[str, Any]]
             except (ValueError, TypeError, ArithmeticError):
                 found.setdefault("relay_url", "Relay: these settings cannot be used")
     questions = valid or [{"id": "q", "type": "yes_no", "text": "x", "epsilon": 1}]
+    # Translations name every question: checked with the draft's own questions only.
+    skipped = {"relay"} | (set() if valid == definition.get("questions") else {"translations"})
     probe = {
-        **{k: v for k, v in definition.items() if k != "relay"},
+        **{k: v for k, v in definition.items() if k not in skipped},
         "id": definition.get("id") or "draft",
         "title": definition.get("title") or "Draft",
         "questions": questions,
@@ -169,6 +171,9 @@ def _survey_field(message: str) -> str:
     head = message.split(": ", 1)[0]
     if head == "survey.id":
         return "survey_id"
+    for name in ("language", "translations"):  # before "title": a translation has one too
+        if head.startswith(f"survey.{name}"):
+            return name
     for name in ("title", "description"):
         if name in head:
             return name

@@ -244,6 +244,14 @@ def settings_from_form(form: Mapping[str, str], document: Mapping[str, Any]) -> 
         definition["description"] = description
     else:
         definition.pop("description", None)
+    # The survey's language (English, the default, is left out as the signed form leaves it out).
+    language = form.get("language", "").strip().lower()
+    if language and language != "en":
+        definition["language"] = language
+    else:
+        definition.pop("language", None)
+    if "translations" in definition and not form.get("keep_translations"):
+        definition.pop("translations")  # imported ones stay unless the operator removes them
     definition.pop("relay", None)
     url = form.get("relay_url", "").strip()
     if url:
@@ -312,6 +320,8 @@ LABELS = {
     "id": "Question id",
     "title": "Title",
     "description": "Description",
+    "language": "Language",
+    "translations": "Translations",
     "relay": "Relay",
     "text": "Question",
     "help": "Help text",
@@ -333,9 +343,28 @@ LABELS = {
 }
 
 
+def _translation_words(rest: str) -> str:
+    """A translation's refusal with its path in words: "translations.de.questions.q1.options:
+    ..." is "the translation into de, question q1, its options: ..."."""
+    head, colon, why = rest.partition(": ")
+    parts = head.split(".")
+    if not colon or parts[0] != "translations" or len(parts) < 2:
+        return rest
+    words, parts = [f"the translation into {parts[1]}"], parts[2:]
+    if parts[:1] == ["questions"] and len(parts) > 1:
+        words.append(f"question {parts[1]}")
+        parts = parts[2:]
+    words += [f"its {part}" for part in parts if part != "questions"]
+    for pattern, plainer in _PLAIN:
+        why = pattern.sub(plainer, why)
+    return f"{', '.join(words)}: {why}"
+
+
 def plain(message: str, field: str = "") -> str:
     """A refusal in words: the path in front replaced by the field's label."""
     rest = _WHERE.sub("", message).strip()
+    if field == "translations":
+        return f"{LABELS[field]}: {_translation_words(rest)}"
     if field and rest.split(":", 1)[0].strip().split(".")[-1] in (field, "id", "text", "title"):
         rest = rest.split(":", 1)[1] if ":" in rest else rest
     rest = rest.lstrip(": ").strip()

@@ -76,12 +76,25 @@ def draft_page(draft_id: str, *, status: int = 200, saved: str = "") -> Any:
         shuffle_units=SHUFFLE_UNITS,
         noise_families=NOISE_FAMILIES,
         noise_mean=noise_mean(relay),
-        languages=[(lang, words["language"]) for lang, words in catalogue().items()],
+        languages=preview_languages(definition),
         full=len(definition.get("questions") or []) >= MAX_QUESTIONS,
         questionnaire=QUESTIONNAIRE,
         saved=saved,
     )
     return page, status
+
+
+def preview_languages(definition: dict[str, Any]) -> list[tuple[str, str]]:
+    """(code, name) of each language a preview can show: the survey's own, its translations,
+    then the other languages of the respond page's words."""
+    named = {lang: words["language"] for lang, words in catalogue().items()}
+    translations = definition.get("translations")
+    codes = [
+        str(definition.get("language") or "en"),
+        *sorted(translations if isinstance(translations, dict) else ()),
+        *named,
+    ]
+    return [(code, named.get(code, f"Translation: {code}")) for code in dict.fromkeys(codes)]
 
 
 def noise_mean(relay: dict[str, Any]) -> float | None:

@@ -35,7 +35,7 @@ from deniable.wire import SurveyEnvelope
 
 from ..api.common import json_response
 from ..respond import _headers, render_respond_page, watch_script
-from ..respond.words import catalogue, translator
+from ..respond.words import chosen_language, translator
 from ..signing import SigningKey
 from . import blueprint
 from .drafts import load_draft, missing, stand_in
@@ -74,14 +74,13 @@ def preview(draft_id: str) -> Any:
     draft = load_draft(draft_id)
     if draft is None:
         return missing()
-    lang = request.args.get("lang", "en")
-    if lang not in catalogue():
-        lang = "en"
-    t = translator(lang)
     shown, signed = preview_survey(draft)
     if shown is None or signed is None:
         message = "This draft cannot be previewed yet: fix the problems shown on its page first."
         return render_template("editor/refused.html", message=message, back=draft.id), 409
+    # ?lang= picks the page's words and, if the survey has it, its text (as for respondents).
+    lang = chosen_language(shown.language)
+    t = translator(lang)
     page, imports = render_respond_page(
         signed,
         shown=shown,

@@ -17,9 +17,11 @@ XLSForm                    survey definition (docs/operations.md, "Importing")
 ``required``               a question not required gets ``"optional": true``
 ``hint``                   ``help``
 ``begin_group``            its questions, the group's ``relevant`` joined to theirs
-labels in languages        one language (``--language``, else the form's
-                           ``default_language``, else the first); the others named
-                           in a note
+labels in languages        the original text in one language (``--language``, else
+                           the form's ``default_language``, else the first) and the
+                           survey's ``language`` its code (``label::Deutsch (de)``);
+                           every other language with a code a ``translation``
+                           (one lacking a label, hint or choice left out, in a note)
 =========================  =====================================================
 
 Everything else (free text, dates, locations, media, notes, repeats, calculations,
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from deniable.survey import FORMAT, IDENTIFIER, MAX_MULTIPLE_OPTIONS
+from deniable.translations import DEFAULT_LANGUAGE
 
 from .expressions import SELF, Comparison, Junction, Selected, Unsupported, parse
 
@@ -144,6 +147,7 @@ class _Mapper:
         self.notes: list[str] = []
         self.questions: list[dict[str, Any]] = []
         self.known: dict[str, _Question] = {}  # XLSForm name -> imported question
+        self.sources: dict[str, Mapping[str, Any]] = {}  # question id -> its XLSForm row
         self.skipped: set[str] = set()
 
     def where(self, name: str) -> str:
@@ -255,6 +259,7 @@ class _Mapper:
         if condition is not None:
             question["show_if"] = condition
         self.known[name] = record
+        self.sources[qid] = child
         self.questions.append(question)
 
     def options(self, name: str, child: Mapping[str, Any], record: _Question) -> bool:
@@ -333,6 +338,31 @@ class _Mapper:
             return False
         record.lo, record.hi = lo, hi
         return True
+
+    def translation(self, language: str, title: str) -> tuple[dict[str, Any] | None, str]:
+        """The imported questions' texts in another ``language`` (a translation), or None and
+        why not: every label, hint and choice the survey has must be in it."""
+        questions: dict[str, Any] = {}
+        for question in self.questions:
+            child, name = self.sources[question["id"]], str(self.sources[question["id"]]["name"])
+            text = _exact(child.get("label"), language)
+            if not text.strip():
+                return None, f"{self.where(name)} has no label in it"
+            words: dict[str, Any] = {"text": text}
+            if "help" in question:
+                words["help"] = _exact(child.get("hint"), language)
+                if not words["help"].strip():
+                    return None, f"{self.where(name)} has no hint in it"
+            if "options" in question:
+                labels = [_exact(c.get("label"), language).strip() for c in child["choices"]]
+                if not all(labels) or len(set(labels)) != len(labels):
+                    return (
+                        None,
+                        f"{self.where(name)}: its choices' labels in it are missing or alike",
+                    )
+                words["options"] = labels
+            questions[question["id"]] = words
+        return {"title": title, "questions": questions}, ""
 
     # -- conditions -------------------------------------------------------------------
     def condition(self, name: str, relevant: Any) -> Any:
@@ -433,6 +463,18 @@ class _Mapper:
         return {"question": record.id, "between": [_number(lo), _number(hi)]}
 
 
+def _exact(value: Any, language: str) -> str:
+    """The text in exactly ``language`` (no other language's as a fallback), or ""."""
+    return str(value.get(language) or "") if isinstance(value, Mapping) else ""
+
+
+def language_code(name: str) -> str | None:
+    """The BCP 47 primary language subtag an XLSForm language names: ``English (en)`` is
+    ``en``, ``Deutsch (de-CH)`` is ``de``; None for a language without a code."""
+    match = re.search(r"\(([A-Za-z]{2,3})(?:[-_][A-Za-z0-9]+)*\)\s*$", name)
+    return match.group(1).lower() if match else None
+
+
 def _all(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     for part in (first, second):
@@ -478,24 +520,51 @@ def read_xlsform(
         raise ImportRefused(mapper.refusals)
     if not mapper.questions:
         raise ImportRefused([f"{path.name}: no question to import"])
-    notes = mapper.notes
-    others = [lang for lang in languages if lang != chosen]
-    if others:
-        notes.insert(
-            0,
-            f"labels in {chosen!r} used; {', '.join(repr(o) for o in others)} ignored (a "
-            "survey has one text per question; choose with --language)",
-        )
     for question in mapper.questions:
         question["epsilon"] = epsilon
     title = str(form.get("title") or "").strip()
     if not title or title == form.get("name"):
         title = path.stem
     survey_id = identifier(str(form.get("id_string") or "")) or identifier(path.stem)
-    definition = {
+    definition: dict[str, Any] = {
         "format": FORMAT,
         "id": survey_id or "survey",
         "title": title,
         "questions": mapper.questions,
     }
-    return Imported(definition=definition, notes=tuple(notes))
+    own = (chosen and language_code(chosen)) or DEFAULT_LANGUAGE
+    if own != DEFAULT_LANGUAGE:
+        definition["language"] = own
+    translations, notes = _translations(mapper, languages, chosen, own, title)
+    if translations:
+        definition["translations"] = translations
+    return Imported(definition=definition, notes=(*notes, *mapper.notes))
+
+
+def _translations(
+    mapper: _Mapper, languages: list[str], chosen: str | None, own: str, title: str
+) -> tuple[dict[str, Any], list[str]]:
+    """Every other language of the form with a code, as a translation; notes on the others."""
+    translations: dict[str, Any] = {}
+    notes = (
+        [f"the survey's text is in {chosen!r} (choose another with --language)"] if chosen else []
+    )
+    for name in languages:
+        code = language_code(name)
+        if name == chosen:
+            continue
+        if code is None or code == own or code in translations:
+            why = "no language code, e.g. label::Deutsch (de)" if code is None else "its code again"
+            notes.append(f"labels in {name!r} left out: {why}")
+            continue
+        translation, why = mapper.translation(name, title)
+        if translation is None:
+            notes.append(f"labels in {name!r} left out: {why}")
+            continue
+        translations[code] = translation
+    if translations:
+        notes.append(
+            f"translations: {', '.join(sorted(translations))} (the title has one language in an "
+            "XLSForm: it is the same in each)"
+        )
+    return translations, notes

@@ -46,11 +46,12 @@ from flask import Blueprint, Flask, Response, abort, render_template, request, u
 from deniable.errors import Conflict, NotFound
 from deniable.mechanisms import CLASSES, mechanism_class
 from deniable.survey import FORMAT, IDENTIFIER, Question, Survey
+from deniable.translations import survey_words
 
 from ..public_url import public_base_url
 from ..signing import current_key
 from ..storage import current_storage
-from .words import chosen_language, translator
+from .words import chosen_language, translator, wanted_languages
 
 __all__ = [
     "CORE",
@@ -244,12 +245,14 @@ def static(name: str) -> Response:
 
 @blueprint.get("/surveys/<survey_id>/respond")
 def respond(survey_id: str) -> tuple[str, int, dict[str, str]]:
-    lang = chosen_language()
-    t = translator(lang)
     try:
         record = current_storage().get_survey(survey_id, count=False)
     except NotFound:
+        lang = chosen_language()
+        t = translator(lang)
         return _unavailable(lang, t("not_found_heading"), t("not_found"), 404)
+    lang = chosen_language(record.survey.language)
+    t = translator(lang)
     if record.survey.format != FORMAT:
         return _unavailable(lang, t("legacy_heading"), t("legacy"), 409)
     page, imports = render_respond_page(
@@ -275,8 +278,11 @@ def render_respond_page(
 ) -> tuple[str, str]:
     """The respond page's HTML for the signed ``survey`` (its mechanisms' modules pinned and
     preloaded), showing ``shown``'s title and relay passage (default: ``survey``'s), and the
-    import map the page's CSP must allow."""
+    import map the page's CSP must allow.  The survey's own text is in the language the
+    request asks for if the survey has it, else in the survey's; marked with its ``lang``
+    where that is not the page's (WCAG 3.1.2)."""
     shown = survey if shown is None else shown
+    text_lang, words = survey_words(shown, wanted_languages())
     hashes = integrity()
     names = survey_modules(survey)
     modules = [(url_for("respond.static", name=n), hashes[n]) for n in names]
@@ -287,7 +293,8 @@ def render_respond_page(
         lang=lang,
         import_map=imports,
         survey_id=survey.id,
-        title=shown.title,
+        title=words.title,
+        text_lang=text_lang,
         relay=relay_passage(shown, t),
         is_open=is_open,
         public_key=public_key,
@@ -329,7 +336,7 @@ def embed(survey_id: str) -> Response:
     record = current_storage().get_survey(survey_id, count=False)
     if record.survey.format != FORMAT:
         raise Conflict(_legacy(record.id))
-    lang = chosen_language()
+    lang = chosen_language(record.survey.language)
     t = translator(lang)
     base = public_base_url()  # PUBLIC_URL, never a Host header alone (public_url.py)
     hashes = integrity()

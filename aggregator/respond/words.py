@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import request
 
-__all__ = ["answer_words", "catalogue", "chosen_language", "translator"]
+__all__ = ["answer_words", "catalogue", "chosen_language", "translator", "wanted_languages"]
 
 _OBJECT = re.compile(r"export const MESSAGES = (\{.*?\n\});", re.DOTALL)
 _FIELD = re.compile(r"\{(\w+)\}")
@@ -35,15 +35,20 @@ def languages() -> tuple[str, ...]:
     return tuple(catalogue())
 
 
-def chosen_language() -> str:
-    """``?lang=`` if the catalogue has it, else the best match of Accept-Language, else English."""
-    asked = request.args.get("lang", "").lower().split("-")[0]
-    if asked in catalogue():
-        return asked
-    for tag, _quality in request.accept_languages:  # best first; "de-CH" is German
-        if (primary := tag.lower().split("-")[0]) in catalogue():
+def wanted_languages() -> list[str]:
+    """The primary language tags this request asks for, best first: ``?lang=``, then
+    Accept-Language ("de-CH" is German)."""
+    tags = [request.args.get("lang", ""), *(tag for tag, _ in request.accept_languages)]
+    return [primary for tag in tags if (primary := tag.lower().split("-")[0])]
+
+
+def chosen_language(default: str = "en") -> str:
+    """The first language asked for (:func:`wanted_languages`) that the catalogue has, else
+    ``default`` (a survey's own language) if it has it, else English."""
+    for primary in wanted_languages():
+        if primary in catalogue():
             return primary
-    return "en"
+    return default if default in catalogue() else "en"
 
 
 def translator(lang: str) -> Callable[..., str]:

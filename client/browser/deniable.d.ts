@@ -109,7 +109,32 @@ export interface Survey {
   totalEpsilon: number;
   /** A relayed survey's relay (signed): reports are sealed and posted there only. */
   relay: Relay | null;
+  /** The language of the texts above ("en" when the definition omits it; protocol §5.7). */
+  language: string;
+  /** The same texts in other languages: words for people only, never used to randomize. */
+  translations: Record<string, SurveyWords>;
 }
+
+/** A survey's texts in one language. */
+export interface SurveyWords {
+  title: string;
+  description: string;
+  questions: Record<
+    string,
+    {
+      text: string;
+      help: string;
+      options?: string[];
+      anchors?: { low: string; high: string } | null;
+    }
+  >;
+}
+
+/** The survey's texts for a reader wanting these language tags (best first), and their language. */
+export function wording(
+  survey: Survey,
+  wanted: readonly (string | undefined)[],
+): SurveyWords & { language: string };
 
 export interface Relay {
   url: string;

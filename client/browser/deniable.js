@@ -16,7 +16,7 @@ import { MECHANISMS, TOLERANCE, identifier, importSealed } from "./survey.js";
 
 export * from "./randomness.js";
 export { canonicalBytes, canonicalize, parseJson } from "./jcs.js";
-export { loadMechanisms, parseDefinition } from "./survey.js";
+export { loadMechanisms, parseDefinition, wording } from "./survey.js";
 export { holds, statuses } from "./conditions.js";
 export { b64decode, b64encode, keyDocument, keyId, verify, verifyDocument } from "./signatures.js";
 

@@ -13,6 +13,7 @@ import {
   SurveyClient,
   TransportError,
   statuses,
+  wording,
 } from "./deniable.js";
 import { language, translator } from "./messages.js";
 import { describe, el, exclusive, questionField, readAnswer } from "./respond_fields.js";
@@ -220,19 +221,26 @@ export async function mount(root) {
     if (waiting()) return askForToken();
     return refuse(error);
   }
-  for (const q of survey.questions) q.describe = (report) => describe(q, report, t, number); // in the respondent's words
+  // The survey's own text in the language the page chose (data-deniable-text-lang), else the
+  // form's or the browser's if the survey has it, else its own; marked where it is not the form's.
+  const words = wording(survey, [data.deniableTextLang, lang, ...(navigator.languages ?? [])]),
+    textLang = words.language === lang ? undefined : words.language,
+    wordsOf = (q) => words.questions[q.id];
+  for (const q of survey.questions)
+    q.describe = (report) => describe(q, report, t, number, wordsOf(q).options); // in the respondent's words
 
   const token = data.deniableEnrolment,
     askToken = survey.requireEnrolment && !token;
   const base = client.baseUrl,
     link = (href, text) => el("a", { href, target: "_blank", rel: "noopener noreferrer", text });
   const errorFor = (id) => el("p", { id: `${id}-error`, class: "deniable-field-error" });
-  const heading = data.deniableHeading === "none" ? [] : [el("h2", { text: survey.title })];
+  const heading =
+    data.deniableHeading === "none" ? [] : [el("h2", { lang: textLang, text: words.title })];
   const form = el(
     "form",
     { class: "deniable-form", novalidate: "" },
     ...heading,
-    ...(survey.description ? [el("p", { text: survey.description })] : []),
+    ...(words.description ? [el("p", { lang: textLang, text: words.description })] : []),
     el(
       "p",
       { class: "deniable-note" },
@@ -243,7 +251,7 @@ export async function mount(root) {
       ),
     ),
     el("p", { class: "deniable-note", text: budgetText(client, t, number, lang) }),
-    ...survey.questions.map((q) => questionField(q, t, number)),
+    ...survey.questions.map((q) => questionField(q, t, number, wordsOf(q), textLang)),
     ...(askToken
       ? [
           el("label", { for: "deniable-token", text: t("token_label") }),
@@ -313,7 +321,7 @@ export async function mount(root) {
       if (set.hidden === hide) return;
       set.hidden = hide;
       if (hide) mark(`q-${q.id}`, undefined);
-      said.push(t(hide ? "question_hidden" : "question_shown", { question: q.text }));
+      said.push(t(hide ? "question_hidden" : "question_shown", { question: wordsOf(q).text }));
     });
     if (said.length) changes.textContent = said.join(" ");
     return now;
@@ -426,7 +434,7 @@ export async function mount(root) {
                 option_sampling: "how_sampled",
               }[q.mechanism];
             return [
-              el("dt", { text: q.text }),
+              el("dt", { lang: textLang, text: wordsOf(q).text }),
               el("dd", { class: "deniable-value", text: r.description }),
               ...(status === "answered"
                 ? []

@@ -10,10 +10,13 @@ export function el(tag, attributes, ...children) {
   return node;
 }
 
-/** What a noisy report says, in the respondent's words (the mechanism's own text is English and technical). */
-export function describe(q, report, t, number) {
+/**
+ * What a noisy report says, in the respondent's words (the mechanism's own text is English and
+ * technical); `options`: the option labels as shown (a translation's), by index.
+ */
+export function describe(q, report, t, number, options = q.options) {
   // The form's phrases; each mechanism picks the one that fits its reports (Mechanism.words).
-  const base = q.type === "yes_no" ? [t("no"), t("yes")] : q.labels,
+  const base = q.type === "yes_no" ? [t("no"), t("yes")] : (options ?? q.labels),
     extras = { declined: t("prefer_not"), not_applicable: t("not_asked") };
   return q.oracle.words(report, {
     labels: [...base, ...q.extras.map((e) => extras[e])],
@@ -30,20 +33,24 @@ export function describe(q, report, t, number) {
 
 // Radios carry the answer's index ("true"/"false" for yes/no), or DECLINED; multiple choice
 // and numbers have a "Prefer not to say" checkbox beside them, exclusive of an answer.
+// `words`: the question's texts as shown ({text, help, options, anchors}: the survey's or a
+// translation's) and `lang`, their language where it is not the form's (else undefined).
 export const DECLINED = "declined";
-export function questionField(q, t, number) {
+export function questionField(q, t, number, words = q, lang = undefined) {
   const name = `q-${q.id}`,
     radio = q.type !== "multiple_choice" && q.type !== "numeric",
-    help = q.help ? [el("p", { id: `${name}-help`, class: "deniable-help", text: q.help })] : [],
-    anchors = scaleAnchors(q, name, t),
+    help = words.help
+      ? [el("p", { id: `${name}-help`, class: "deniable-help", lang, text: words.help })]
+      : [],
+    anchors = scaleAnchors(q, name, t, words.anchors, lang),
     // The help, the scale's anchors, then the error: read with every control of the question.
     described = [...help, ...anchors, { id: `${name}-error` }].map((p) => p.id).join(" ");
-  const choice = (id, value, label, type = radio ? "radio" : "checkbox", inputName = name) =>
+  const choice = (id, value, label, type = radio ? "radio" : "checkbox", inputName = name, in_) =>
     el(
       "div",
       { class: "deniable-choice" },
       el("input", { type, id, name: inputName, value, "aria-describedby": described }),
-      el("label", { for: id, text: label }),
+      el("label", { for: id, lang: in_, text: label }),
     );
   let inputs;
   if (q.type === "numeric")
@@ -87,8 +94,15 @@ export function questionField(q, t, number) {
       ...anchors,
     ];
   else
-    inputs = (q.options ?? [t("yes"), t("no")]).map((label, i) =>
-      choice(`${name}-${i}`, q.options ? i : String(i === 0), label),
+    inputs = (words.options ?? [t("yes"), t("no")]).map((label, i) =>
+      choice(
+        `${name}-${i}`,
+        q.options ? i : String(i === 0),
+        label,
+        undefined,
+        name,
+        q.options && lang,
+      ),
     );
   if (q.optional) {
     const decline = radio
@@ -100,7 +114,7 @@ export function questionField(q, t, number) {
   return el(
     "fieldset",
     { id: `${name}-set`, "data-question": q.id },
-    el("legend", { text: q.text }),
+    el("legend", { lang, text: words.text }),
     ...help,
     ...inputs,
     el("p", { id: `${name}-error`, class: "deniable-field-error" }),
@@ -109,20 +123,21 @@ export function questionField(q, t, number) {
 }
 
 /** A scale's ends in words (its anchors, or the net promoter score's), or nothing. */
-function scaleAnchors(q, name, t) {
-  if (q.type !== "scale" || !(q.anchors || q.points === 11)) return [];
+function scaleAnchors(q, name, t, anchors = q.anchors, lang = undefined) {
+  if (q.type !== "scale" || !(anchors || q.points === 11)) return [];
   const [low, high] = [q.values[0], q.values.at(-1)];
-  const words = q.anchors
+  const words = anchors
     ? [
-        t("scale_anchor", { value: low, label: q.anchors.low }),
-        t("scale_anchor", { value: high, label: q.anchors.high }),
+        t("scale_anchor", { value: low, label: anchors.low }),
+        t("scale_anchor", { value: high, label: anchors.high }),
       ]
     : t("scale_nps").split(/, /);
   return [
     el(
       "p",
       { id: `${name}-anchors`, class: "deniable-anchors" },
-      ...words.map((text) => el("span", { text })),
+      // The survey's anchors are in its language; the net promoter score's are the form's.
+      ...words.map((text) => el("span", { lang: anchors ? lang : undefined, text })),
     ),
   ];
 }

@@ -346,7 +346,10 @@ export class Question {
 }
 
 export function parseDefinition(data) {
-  exactKeys("survey", data, ["format", "id", "title", "description?", "questions", "relay?"]);
+  exactKeys("survey", data, [
+    ...["format", "id", "title", "description?", "questions", "relay?"],
+    ...["language?", "translations?"],
+  ]);
   if (data.format !== FORMAT)
     throw fail("survey.format", `must be ${FORMAT}, got ${data.format}`, "format");
   const q = data.questions;
@@ -390,5 +393,130 @@ export function parseDefinition(data) {
         `randomized response, grr, option sampling, duchi); ${unnoised.mechanism} is not`,
       "relay",
     );
-  return survey;
+  return Object.assign(survey, languageMembers(data, survey));
+}
+
+// A survey's language and translations (protocol §5.7; shared/translations.py): words for people
+// only, never used to randomize (answers go by index), so a report is the same in every language.
+const LANGUAGE = /^[a-z]{2,3}$/;
+function language(where, value) {
+  if (typeof value === "string" && LANGUAGE.test(value)) return value;
+  throw fail(where, "must be a language code of two or three lowercase letters", "language");
+}
+
+function languageMembers(data, survey) {
+  const lang = data.language === undefined ? "en" : language("survey.language", data.language);
+  if (data.language === "en")
+    throw fail("survey.language", "must be omitted for English (en)", "language");
+  const translations = {},
+    given = data.translations;
+  if (given === undefined) return { language: lang, translations };
+  const where = "survey.translations";
+  if (given === null || typeof given !== "object" || Array.isArray(given))
+    throw fail(where, "must be an object of languages", "wrong-type");
+  const langs = Object.keys(given).sort();
+  if (langs.length < 1 || langs.length > 20)
+    throw fail(where, "must have 1 to 20 languages", "translation");
+  for (const other of langs) {
+    language(`${where} key`, other);
+    const here = `${where}.${other}`,
+      entry = given[other];
+    if (other === lang)
+      throw fail(here, `${other} is the survey's own language: not a translation`, "translation");
+    if (Object(entry) === entry && "description" in entry && !survey.description)
+      throw fail(here, "the survey has no description to translate", "translation");
+    exactKeys(here, entry, ["title", "questions", ...(survey.description ? ["description"] : [])]);
+    if (entry.description === "")
+      throw fail(`${here}.description`, "must not be empty", "description-empty");
+    const texts = entry.questions;
+    if (texts === null || typeof texts !== "object" || Array.isArray(texts))
+      throw fail(`${here}.questions`, "must be an object of question ids", "wrong-type");
+    const ids = survey.questions.map((q) => q.id),
+      unknown = Object.keys(texts)
+        .filter((id) => !ids.includes(id))
+        .sort()[0],
+      absent = ids.find((id) => !Object.hasOwn(texts, id));
+    if (unknown !== undefined)
+      throw fail(`${here}.questions`, `the survey has no question ${unknown}`, "translation");
+    if (absent !== undefined)
+      throw fail(`${here}.questions`, `question ${absent} is not translated`, "translation");
+    translations[other] = {
+      title: text(`${here}.title`, entry.title, 200),
+      description: survey.description
+        ? text(`${here}.description`, entry.description, 2000, true)
+        : "",
+      questions: Object.fromEntries(
+        survey.questions.map((q) => [
+          q.id,
+          questionWords(`${here}.questions.${q.id}`, texts[q.id], q),
+        ]),
+      ),
+    };
+  }
+  return { language: lang, translations };
+}
+
+function questionWords(where, data, q) {
+  const has = ["text", ...(q.help ? ["help"] : []), ...(q.options ? ["options"] : [])];
+  if (q.anchors) has.push("anchors");
+  const odd =
+    Object(data) === data &&
+    ["help", "options", "anchors"].filter((k) => k in data && !has.includes(k)).sort();
+  if (odd?.length)
+    throw fail(where, `the question has no ${odd.join(", ")} to translate`, "translation");
+  exactKeys(where, data, has);
+  const words = {
+    text: text(`${where}.text`, data.text, 2000),
+    help: q.help ? text(`${where}.help`, data.help, 2000, true) : "",
+  };
+  if (q.help && isBlank(data.help)) throw fail(`${where}.help`, "must not be blank", "text-blank");
+  if (q.options) {
+    const o = data.options;
+    if (!Array.isArray(o)) throw fail(`${where}.options`, "must be a list of labels", "wrong-type");
+    if (o.length !== q.options.length)
+      throw fail(
+        `${where}.options`,
+        `must translate all ${q.options.length} options, in order; got ${o.length}`,
+        "translation",
+      );
+    words.options = o.map((label) => text(`${where}.options`, label, 200));
+    if (new Set(o).size !== o.length)
+      throw fail(`${where}.options`, "labels must be distinct", "options-duplicate");
+  }
+  if (q.anchors) {
+    exactKeys(`${where}.anchors`, data.anchors, ["low", "high"]);
+    words.anchors = {
+      low: text(`${where}.anchors.low`, data.anchors.low, 200),
+      high: text(`${where}.anchors.high`, data.anchors.high, 200),
+    };
+  }
+  return words;
+}
+
+/**
+ * {language, title, description, questions: {id: {text, help, options, anchors}}}: the survey's
+ * texts for a reader wanting `wanted` (language tags, best first): the first language the survey is
+ * written or translated in, else its own.
+ */
+export function wording(survey, wanted) {
+  for (const tag of wanted) {
+    const primary = String(tag ?? "")
+      .toLowerCase()
+      .split("-")[0];
+    if (primary === survey.language) break;
+    if (Object.hasOwn(survey.translations, primary))
+      return { language: primary, ...survey.translations[primary] };
+  }
+  const questions = Object.fromEntries(
+    survey.questions.map((q) => [
+      q.id,
+      { text: q.text, help: q.help, options: q.options, anchors: q.anchors },
+    ]),
+  );
+  return {
+    language: survey.language,
+    title: survey.title,
+    description: survey.description,
+    questions,
+  };
 }

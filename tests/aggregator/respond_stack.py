@@ -36,6 +36,9 @@ ENROLLED = "demo-enrolled"
 # The demo survey sent through a relay (nothing is sent to it: its page's words are checked).
 RELAYED = "demo-relayed"
 RELAY = {"url": "https://relay.example.org", "min_batch": 1000, "shuffle_unit": "question"}
+# A German survey translated into English, and the same untranslated
+# (tests/shared/test_translations.py).
+GERMAN, GERMAN_ONLY = "glueck", "nur-deutsch"
 ANSWERS = {"commute": "Bicycle", "tools": ["Email", "Meetings"], "overtime": "3.5"}
 # What must never appear in any request the page makes (labels of the true answers).
 TRUE_TEXT = ("Bicycle", "Email", "Meetings", "3.5", "burnout=", "true")
@@ -119,6 +122,12 @@ def run_stack(tmp_path_factory) -> Iterator[dict[str, Any]]:
     relayed = {**demo.demo_survey().upgraded().to_dict(), "id": RELAYED, "relay": RELAY}
     definition.write_text(json.dumps(relayed))  # a relay needs format /2
     assert cli.main([*options, "create-survey", str(definition)]) == 0
+    from tests.shared.test_translations import german
+
+    untranslated = {k: v for k, v in german().items() if k != "translations"}
+    for translated in (german(), {**untranslated, "id": GERMAN_ONLY}):
+        definition.write_text(json.dumps(translated))
+        assert cli.main([*options, "create-survey", str(definition)]) == 0
     tokens = directory / "tokens.txt"
     assert cli.main([*options, "token", "issue", ENROLLED, "--count", "1", "-o", str(tokens)]) == 0
     port = demo.free_port()

@@ -462,3 +462,63 @@ def test_option_sampling_advice_is_the_dry_runs_function_with_a_bounded_search(
     assert shown[0].startswith("at most ")  # ±5 points of 12 options is past the search
     # Figures of two families are said to be so (their ratio is not the width's alone).
     assert ('id="advice-families"' in saved.text) == (families[0] != families[1])
+
+
+def test_a_survey_s_language_is_chosen_and_its_translations_previewed(client, storage) -> None:
+    """A translated survey copied into a draft keeps its language and translations; the preview
+    offers each language, showing the survey's text in it; the language can be changed and the
+    translations removed, and a bad code is refused next to its field."""
+    from tests.shared.test_translations import german
+
+    token = storage.create_operator_token("translations")
+    created = client.post(
+        "/api/v1/surveys",
+        json={"definition": german()},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert created.status_code == 201, created.text
+    csrf = sign_in(client, storage)
+    draft = client.post("/editor/surveys/glueck/copy", data={"csrf": csrf}).headers["Location"]
+    page = client.get(draft).text
+    assert 'id="language" name="language" value="de"' in page
+    assert "Imported with the survey: en." in page and 'id="keep-translations"' in page
+    assert '. <span lang="de">Welche Farbe?</span></h3>' in page  # the survey's text marked
+    links = re.findall(r'<a lang="(\w+)" href="[^"]*preview\?lang=\w+">([^<]+)</a>', page)
+    assert links == [("de", "Deutsch"), ("en", "English")]
+    german_page = client.get(f"{draft}/preview?lang=de").text
+    assert '<html lang="de">' in german_page and "<h1>Glück bei der Arbeit</h1>" in german_page
+    english = client.get(f"{draft}/preview?lang=en").text
+    assert '<html lang="en">' in english and "<h1>Happiness at work</h1>" in english
+    assert 'data-deniable-text-lang="en"' in english
+
+    def save(**fields: str) -> str:
+        form = {"csrf": csrf, "survey_id": "glueck-2", "title": "Glück bei der Arbeit"}
+        form["description"] = "Eine kurze Umfrage."
+        saved = client.post(f"{draft}/survey", data={**form, **fields})
+        return client.get(draft).text if saved.status_code == 303 else saved.text
+
+    page = save(language="xx1", keep_translations="1")
+    assert 'id="language-problem"' in page and "Language:" in page
+    assert "two or three lowercase letters" in page
+    page = save(language="DE", keep_translations="1")  # written in capitals: the code
+    assert 'value="de"' in page and 'id="ready"' in page and 'id="keep-translations"' in page
+    page = save(language="de")  # the box unchecked: the translations go
+    assert 'id="keep-translations"' not in page and 'id="ready"' in page
+    links = re.findall(r'<a lang="(\w+)" href="[^"]*preview\?lang=\w+">', page)
+    assert links == ["de", "en"]  # the page's words in English remain to preview
+    english = client.get(f"{draft}/preview?lang=en").text
+    assert '<h1 lang="de">Glück bei der Arbeit</h1>' in english  # untranslated: marked German
+
+
+def test_a_translation_that_no_longer_fits_is_said_in_words() -> None:
+    from deniable.aggregator.editor.drafts import check_draft
+    from tests.shared.test_translations import german
+
+    definition = german()
+    definition["questions"][1]["options"].append("gelb")  # an option added after the import
+    checked = check_draft(definition)
+    assert checked.where == "translations" and checked.survey is None
+    assert checked.problem == (
+        "Translations: the translation into en, question farbe, its options: must translate "
+        "all 4 options, in order; got 3"
+    )

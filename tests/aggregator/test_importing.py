@@ -189,7 +189,9 @@ TWO_LANGUAGE_CHOICES = [
 ]
 
 
-def test_a_form_in_two_languages_uses_one_and_names_the_other(initialised, capsys) -> None:
+def test_a_form_in_two_languages_keeps_both(initialised, capsys) -> None:
+    """The chosen language's labels are the survey's text and its ``language``; the other's a
+    translation (one that lacks a hint the original has is left out, and a note says why)."""
     rows = [
         row + ([". >= 0 and . <= 80"] if row[1] == "years" else ["constraint"])
         for row in TWO_LANGUAGES
@@ -202,12 +204,23 @@ def test_a_form_in_two_languages_uses_one_and_names_the_other(initialised, capsy
         [["form_title", "form_id", "default_language"], ["Club", "club", "English (en)"]],
     )
     english = read_xlsform(path)
-    assert english.definition["questions"][0]["text"] == "Are you a member?"
-    assert english.definition["questions"][0]["options"] == ["Yes", "No"]
-    assert "help" not in english.definition["questions"][0]  # no English hint: none
+    definition = english.definition
+    assert definition["questions"][0]["text"] == "Are you a member?"
+    assert definition["questions"][0]["options"] == ["Yes", "No"]
+    assert "help" not in definition["questions"][0]  # no English hint: none
+    assert "language" not in definition  # English: the default
+    assert definition["translations"] == {
+        "fr": {
+            "title": "Club",
+            "questions": {
+                "member": {"text": "Êtes-vous membre ?", "options": ["Oui", "Non"]},
+                "years": {"text": "Depuis combien d'années ?"},
+            },
+        }
+    }
     assert english.notes == (
-        "labels in 'English (en)' used; 'Français (fr)' ignored (a survey has one text per "
-        "question; choose with --language)",
+        "the survey's text is in 'English (en)' (choose another with --language)",
+        "translations: fr (the title has one language in an XLSForm: it is the same in each)",
     )
     french = read_xlsform(path, language="Français (fr)")
     first = french.definition["questions"][0]
@@ -216,16 +229,72 @@ def test_a_form_in_two_languages_uses_one_and_names_the_other(initialised, capsy
         ["Oui", "Non"],
         "Adhésion",
     )
-    # The English form has only fields every parser takes: created through the CLI.
+    assert french.definition["language"] == "fr" and "translations" not in french.definition
+    assert "labels in 'English (en)' left out: row 2 (member) has no hint in it" in french.notes
+    # Created through the CLI, translation and all.
     status, out, err = call(capsys, run(initialised, "create-survey", str(path)))
     assert status == 0, err
     assert "created survey 'club': 2 questions" in out
-    assert err.splitlines() == [f"note: {english.notes[0]}"]
+    assert err.splitlines() == [f"note: {note}" for note in english.notes]
     status, _, err = call(
         capsys, run(initialised, "create-survey", str(path), "--language", "Deutsch")
     )
     assert status == 2
     assert "has no labels in 'Deutsch'; it has: 'English (en)', 'Français (fr)'" in err
+
+
+def test_a_german_form_with_english_labels_is_a_german_survey_translated(tmp_path) -> None:
+    """The review's form: labels in English (en) and Deutsch (de), default_language de."""
+    path = workbook(
+        tmp_path / "glueck.xlsx",
+        [
+            [
+                "type",
+                "name",
+                "label::English (en)",
+                "label::Deutsch (de)",
+                "hint::English (en)",
+                "hint::Deutsch (de)",
+                "label::Klingon",
+                "required",
+            ],
+            [
+                "select_one mood",
+                "mood",
+                "How are you?",
+                "Wie geht es Ihnen?",
+                "Today",
+                "Heute",
+                "x",
+                "yes",
+            ],
+            ["select_multiple mood", "work", "Work?", "Arbeit?", "", "", "y", ""],
+        ],  # fmt: skip
+        [
+            ["list_name", "name", "label::English (en)", "label::Deutsch (de)", "label::Klingon"],
+            ["mood", "good", "Good", "Gut", "a"],
+            ["mood", "bad", "Bad", "Schlecht", "b"],
+        ],
+        [["form_title", "form_id", "default_language"], ["Glück", "glueck", "Deutsch (de)"]],
+    )
+    imported = read_xlsform(path)
+    definition = imported.definition
+    assert definition["language"] == "de"
+    assert [q["text"] for q in definition["questions"]] == ["Wie geht es Ihnen?", "Arbeit?"]
+    assert definition["questions"][0]["help"] == "Heute"
+    english = definition["translations"]["en"]["questions"]
+    assert english == {
+        "mood": {"text": "How are you?", "help": "Today", "options": ["Good", "Bad"]},
+        "work": {"text": "Work?", "options": ["Good", "Bad"]},
+    }
+    assert (
+        "labels in 'Klingon' left out: no language code, e.g. label::Deutsch (de)" in imported.notes
+    )
+    survey = Survey.from_dict(definition)  # what the aggregator stores: valid as imported
+    assert survey.language == "de" and survey.translations["en"].questions["mood"].options == (
+        "Good",
+        "Bad",
+    )
 
 
 def test_a_minimal_yaml_file_gets_the_defaults(initialised, capsys) -> None:
@@ -356,3 +425,17 @@ def test_a_range_of_1_5_1_7_or_0_10_is_a_scale(tmp_path) -> None:
     assert questions[2]["optional"] is True
     survey = Survey.from_dict(read_xlsform(path).definition)  # the parser takes it
     assert [q.type for q in survey.questions] == ["scale", "scale", "scale"]
+
+
+def test_a_yaml_file_s_language_and_translations_pass_through(tmp_path) -> None:
+    path = tmp_path / "kurz.yaml"
+    path.write_text(
+        "title: Kurz\nlanguage: de\nquestions:\n  - text: Rauchen Sie?\n    type: yes_no\n"
+        "translations:\n  en:\n    title: Short\n    questions:\n"
+        "      q1:\n        text: Do you smoke?\n",
+        encoding="utf-8",
+    )
+    definition = read_definition(str(path)).definition
+    survey = Survey.from_dict(definition)
+    assert survey.language == "de"
+    assert survey.translations["en"].questions["q1"].text == "Do you smoke?"

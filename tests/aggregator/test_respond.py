@@ -132,6 +132,44 @@ def test_language_follows_accept_language_and_the_epsilon_page(client, created_s
     assert missing.status_code == 404 and "nope" not in missing.get_data(as_text=True)
 
 
+def test_a_survey_s_language_sets_the_page_s_and_marks_its_text(
+    client, created_survey, operator_headers
+) -> None:
+    """A German survey is a German page (WCAG 3.1.1); its text read in another page's language,
+    or an English survey's in a German page, carries its own lang (WCAG 3.1.2)."""
+    from tests.shared.test_translations import german
+
+    untranslated = {k: v for k, v in german().items() if k != "translations"}
+    for definition in (german(), {**untranslated, "id": "nur-deutsch"}):
+        response = client.post(
+            "/api/v1/surveys", json={"definition": definition}, headers=operator_headers
+        )
+        assert response.status_code == 201, response.data
+
+    def page(survey_id: str, **headers: str) -> str:
+        return client.get(f"/surveys/{survey_id}/respond", headers=headers).get_data(as_text=True)
+
+    plain = page("glueck")
+    assert '<html lang="de">' in plain and "Die Umfrage wird geladen" in plain
+    assert "<h1>Glück bei der Arbeit</h1>" in plain and 'data-deniable-text-lang="de"' in plain
+    # Asked for English, which the survey is translated into: all English, no mark needed.
+    english = page("glueck", **{"Accept-Language": "en-GB"})
+    assert '<html lang="en">' in english and "<h1>Happiness at work</h1>" in english
+    assert 'data-deniable-text-lang="en"' in english and "Loading the survey" in english
+    # A language neither the page's words nor the survey have: the survey's (German) throughout.
+    assert '<html lang="de">' in page("glueck", **{"Accept-Language": "fr"})
+    # English words around an untranslated German survey: its text is marked German.
+    mixed = page("nur-deutsch", **{"Accept-Language": "en"})
+    assert '<html lang="en">' in mixed and '<h1 lang="de">Glück bei der Arbeit</h1>' in mixed
+    assert 'data-deniable-text-lang="de"' in mixed
+    # And the other way round: an English survey in a German page.
+    demo = page(created_survey["id"], **{"Accept-Language": "de"})
+    assert '<html lang="de">' in demo and '<h1 lang="en">Demo survey</h1>' in demo
+    # The embed's words default to the survey's language too.
+    embed = client.get("/surveys/nur-deutsch/embed").get_data(as_text=True)
+    assert 'data-deniable-lang="de"' in embed and "zufällig verändert" in embed
+
+
 def test_the_catalogue_is_complete_in_every_language() -> None:
     catalogue = words.catalogue()
     english = catalogue["en"]

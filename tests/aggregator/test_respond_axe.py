@@ -21,6 +21,8 @@ import pytest
 import requests
 
 from .respond_stack import (
+    GERMAN,
+    GERMAN_ONLY,
     RELAYED,
     REQUIRED,
     SURVEY,
@@ -173,4 +175,49 @@ def test_a_relayed_surveys_page_has_no_wcag_22_aa_violation(stack) -> None:
             found += _check_both(page, f"{name}-review")
         finally:
             context.close()
+    assert found == [], "\n".join(found)
+
+
+def test_a_german_survey_s_page_has_no_violation_and_marks_its_language(stack) -> None:
+    """A German survey in German (its own language, and the words' default), then in an English
+    page: translated, all English; untranslated, its German text marked lang="de" (WCAG 3.1.2)."""
+    found, base = [], stack["base"]
+    context, page, _ = _context(stack, locale="fr-FR")  # a language neither has: the survey's
+    try:
+        page.goto(f"{base}/surveys/{GERMAN}/respond")
+        state(page, "ready")
+        assert page.locator("html").get_attribute("lang") == "de"
+        assert page.locator("legend").first.inner_text() == "Sind Sie froh?"
+        languages = "() => [...document.querySelectorAll('[lang]')].map((e) => e.lang)"
+        assert set(page.evaluate(languages)) == {"de"}  # one language throughout
+        found += _check_both(page, "german-landing")
+    finally:
+        context.close()
+    context, page, _ = _context(stack, locale="en-US")
+    try:
+        page.goto(f"{base}/surveys/{GERMAN}/respond")
+        state(page, "ready")
+        assert page.locator("h1").inner_text() == "Happiness at work"
+        assert page.get_by_label("green").count() == 1 and page.locator("[lang=de]").count() == 0
+        # The review reads in the translation too: the questions and the noisy values' labels.
+        page.get_by_label("Yes", exact=True).check()
+        page.get_by_label("green", exact=True).check()
+        page.get_by_label("Prefer not to say").check()
+        page.get_by_role("button", name="Randomize my answers").click()
+        state(page, "review")
+        terms = page.locator(".deniable-review dt").all_inner_texts()
+        assert terms == ["Are you happy?", "Which colour?", "How satisfied?", "Which sport?"]
+        colour = page.locator(".deniable-review dd.deniable-value").nth(1).inner_text()
+        assert colour in ("red", "green", "blue"), colour
+        page.goto(f"{base}/surveys/{GERMAN_ONLY}/respond")
+        state(page, "ready")
+        assert page.locator("html").get_attribute("lang") == "en"
+        marked = page.locator("[lang=de]")
+        texts = set(marked.all_inner_texts())
+        assert {"Glück bei der Arbeit", "Sind Sie froh?", "grün", "Welche Farbe?"} <= texts
+        assert "Die erste, die Ihnen einfällt." in texts and "1 = gar nicht" in texts
+        assert page.get_by_label("Yes").count() == 1  # the form's words stay English
+        found += _check_both(page, "german-in-english")
+    finally:
+        context.close()
     assert found == [], "\n".join(found)

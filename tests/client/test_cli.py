@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from deniable.aggregator.demo import free_port
-from deniable.client.cli import main, prompt_answer
+from deniable.client.cli import in_language, main, original_answer, prompt_answer
 from deniable.client.wording import explain
 from deniable.mechanisms import CATEGORICAL
 from deniable.survey import Survey
@@ -174,6 +174,28 @@ def test_prompts_offer_a_decline_for_optional_questions_and_draw_scales() -> Non
     assert "please enter a whole number from 1 to 5, or -" in said
     # A question that is not optional takes no decline.
     assert prompt_answer(questions["mood"], scripted("-", "2"), io.StringIO()) == "Okay"
+
+
+def test_language_shows_a_translation_and_answers_the_signed_survey() -> None:
+    """``--language en`` on a German survey: English words, and answers in the signed labels."""
+    from deniable.client.wording import shown_report
+    from tests.shared.test_translations import german
+
+    signed = Survey.from_dict(german())
+    lang, shown = in_language(signed, "en-US")
+    assert lang == "en" and shown.title == "Happiness at work"
+    colour, sport = shown.question("farbe"), shown.question("sport")
+    out = io.StringIO()
+    chosen = prompt_answer(colour, scripted("2"), out)
+    assert chosen == "green" and "1. red\n" in out.getvalue() and "rot" not in out.getvalue()
+    assert original_answer(signed.question("farbe"), colour, chosen) == "grün"
+    several = prompt_answer(sport, scripted("1,3"), io.StringIO())
+    assert original_answer(signed.question("sport"), sport, several) == ["Laufen", "Rad"]
+    # A report is read back in the shown words: the same payload, the label of its index.
+    payload = signed.question("farbe").randomize("grün")
+    index = signed.question("farbe").options.index(shown_report(signed.question("farbe"), payload))
+    assert shown_report(colour, payload) == colour.options[index]
+    assert in_language(signed, "fr")[0] == "de" and in_language(signed, None)[0] == "de"
 
 
 def _typed(case: dict) -> list[str]:

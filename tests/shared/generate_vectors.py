@@ -40,6 +40,7 @@ from .questionnaire_vectors import (
     path_vectors,
 )
 from .signature_vectors import document_vectors, public_key_b64, rotation_vectors, signing_key
+from .translation_vectors import TRANSLATED_SURVEY, invalid_translations
 from .vector_questions import CASES, q, question_vectors, resolved
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -505,8 +506,11 @@ def build() -> dict[str, Any]:
         "relay_urls": relay_url_vectors(),
         # Optional and conditional questions, help text, scales (§5.5-5.6; §8 "questionnaire").
         "questionnaire": {
-            "surveys": survey_vectors((("questionnaire", QUESTIONNAIRE_SURVEY),)),
-            "invalid_surveys": invalid_questionnaires(),
+            # and a survey's language and translations (§5.7).
+            "surveys": survey_vectors(
+                (("questionnaire", QUESTIONNAIRE_SURVEY), ("translated", TRANSLATED_SURVEY))
+            ),
+            "invalid_surveys": [*invalid_questionnaires(), *invalid_translations()],
             "nonresponse": nonresponse_vectors(stream, StreamSource),
             "paths": path_vectors(),
         },
