@@ -7,8 +7,9 @@ per question (mechanism, respondents for ±5 and ±10 points) and creates nothin
 created it prints the link for respondents, the embed snippet and, with ``--qr FILE``,
 writes the link's QR code (SVG) for printed notices.
 
-``close-survey ID`` on a relayed survey warns that the relay discards what it still
-holds and asks first; ``--flush-relay`` first has the relay forward every group of at
+``close-survey ID`` on a relayed survey says how many answers the relay holds (its
+signed-for snapshot, or that it did not answer), warns that the relay discards them and
+asks first; ``--flush-relay`` first has the relay forward every group of at
 least ``min_batch`` units (a request signed with the aggregator's signing key,
 :mod:`deniable.relay_flush`), then closes, asking only if units below ``min_batch`` remain.
 A flush the relay refuses (a survey may be flushed only ``DENIABLE_RELAY_FLUSH_LIMIT``
@@ -263,6 +264,31 @@ def cmd_surveys(args: argparse.Namespace) -> int:
 # -- close-survey ----------------------------------------------------------------------------
 
 
+# Longest close-survey waits for the relay's held count before saying it is not known.
+HELD_TIMEOUT_SECONDS = 10.0
+
+
+def held_sentence(config: dict[str, Any], record: Any, timeout: float) -> str:
+    """How many answers the relay holds for the survey, in a sentence (its snapshot, with
+    the time it was counted), or that the relay did not say."""
+    from . import signing
+    from .cli_relay import held_count
+    from .dashboard.times import exact
+
+    key = signing.load_key(config["SIGNING_KEY_PATH"])
+    count = held_count(key, record, min(timeout, HELD_TIMEOUT_SECONDS))
+    if count is None:
+        return (
+            f"The relay at {record.survey.relay.url} did not answer, so how many answers it "
+            "holds is not known."
+        )
+    answers = "answer" if count.waiting == 1 else "answers"
+    return (
+        f"The relay holds {count.waiting:,} {answers} waiting for a full batch "
+        f"(as of {exact(count.as_of)})."
+    )
+
+
 def relay_warning(record: Any) -> str | None:
     """What closing a relayed survey does to the answers its relay holds (None: no relay)."""
     relay = record.survey.relay
@@ -319,6 +345,8 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
         warning = relay_warning(record)
         if args.flush_relay and warning is None:
             raise _fail(f"survey {args.survey!r} is not relayed: nothing to flush", EXIT_USAGE)
+        if warning is not None and not args.flush_relay:
+            print(held_sentence(config, record, args.timeout), file=sys.stderr)
         if args.flush_relay:
             counts = flush_relay(config, record, args.timeout)
             waiting = sum(int(n) for n in counts.get("waiting", {}).values())
