@@ -202,7 +202,6 @@ def survey_row(
     from .relay_noise import real_counts, real_reports
 
     links = respond_links(record, base)
-    absolute = links is not None and links.absolute
     return {
         "id": record.id,
         "title": record.survey.title,
@@ -216,7 +215,8 @@ def survey_row(
         "closed_at": record.closed_at,
         "respond_url": links.respond if links else None,
         "embed_url": links.embed if links else None,
-        "qr_url": f"{base}/surveys/{record.id}/qr.svg" if absolute else None,
+        # where the dashboard serves the link's QR code, under the public URL as the link is
+        "qr_url": links.respond.removesuffix("/respond") + "/qr.svg" if links else None,
     }
 
 
