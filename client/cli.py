@@ -317,12 +317,13 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
         # makes every condition on it false. Skipped questions still send their report
         # (not_applicable), randomized like any other: every path sends the same requests.
         given: dict[str, Any] = {}
-        asked = 0
+        # One numbering: the questions asked, 1, 2, ...; "what will be sent" repeats it.
+        numbers: dict[str, int] = {}
         for question in survey.questions:
             if not shown(question.show_if, given):
                 given[question.id] = NOT_APPLICABLE
                 continue
-            asked += 1
+            numbers[question.id] = asked = len(numbers) + 1
             out.write(f"\n{asked}. {terminal_text(question.text)}\n")
             if question.help:
                 out.write(f"{_indent(terminal_text(question.help, newlines=True))}\n")
@@ -330,7 +331,7 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
             answer = prompt_answer(question, read, out)
             answers[question.id] = answer
             given[question.id] = DECLINED if answer is None else question.check_base(answer)
-        skipped = len(survey.questions) - asked
+        skipped = len(survey.questions) - len(numbers)
         if skipped:
             out.write(
                 f"\n{skipped} question{'s' if skipped > 1 else ''} did not apply to your answers "
@@ -351,9 +352,14 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
                 "\nWhat will be sent (randomized on this device; some may differ from your "
                 "answers on purpose: that is what protects you):\n"
             )
-            for number, question in enumerate(survey.questions, 1):
+            for question in survey.questions:
                 shown = shown_report(question, payloads[question.id])
-                out.write(f"  {number}. {terminal_text(question.text)}: {shown}\n")
+                text = terminal_text(question.text)
+                number = numbers.get(question.id)
+                if number is None:  # not asked: its randomized report is sent all the same
+                    out.write(f"  –  {text} (not asked): {shown}\n")
+                else:
+                    out.write(f"  {number}. {text}: {shown}\n")
             if args.yes:
                 return True
             out.write(

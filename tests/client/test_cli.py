@@ -284,12 +284,20 @@ def test_every_path_of_the_terminal_respondent_makes_the_same_requests(served_ta
         hidden = case["statuses"].count("hidden")
         assert ("did not apply to your answers" in said) == bool(hidden), said
         assert "Sent 8 randomized reports" in said
+        asked_number = 0
         for question, status_ in zip(
             TABLE["definition"]["questions"], case["statuses"], strict=True
         ):
             # Asked only when shown (the list of what will be sent names every report).
-            asked = said.split("\nWhat will be sent")[0]
+            asked, sent = said.split("\nWhat will be sent")
             assert (question["text"] in asked) == (status_ != "hidden"), question["id"]
+            # One numbering: a question's number when asked is its number in the list.
+            if status_ != "hidden":
+                asked_number += 1
+                assert f"\n{asked_number}. {question['text']}\n" in asked, question["id"]
+                assert f"\n  {asked_number}. {question['text']}: " in sent, question["id"]
+            else:
+                assert f"\n  –  {question['text']} (not asked): " in sent, question["id"]
         if case["statuses"][1] != "hidden":
             assert "Your best guess is fine." in said  # the help text
         # Timing class: each request leaves before the first prompt or after the last one.
