@@ -3,12 +3,14 @@
     deniable answer URL SURVEY_ID [--state PATH] [--trusted-key B64] [--yes]
     deniable flush URL [--state PATH]
     deniable budget [--state PATH]
-    deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed] [--seed S]
+    deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed]
+        [--decline-rate R] [--seed S]
 
 ``answer`` shows each question's help and a scale's anchors, takes ``-`` for "Prefer not to
 say" on an optional question, and does not ask a question whose ``show_if`` is false on the
 answers given; every question still sends its one report (docs/protocol.md §5.5), so the
-requests are the same on every path.
+requests are the same on every path.  ``simulate``'s synthetic respondents follow the same
+paths, and decline an optional question shown at ``--decline-rate``.
 
 Exit status (the same table as ``deniable-aggregator``, see
 :mod:`deniable.terminal`): 0 success; 2 usage (a bad option or URL);
@@ -35,7 +37,7 @@ from deniable.terminal import EXIT_REFUSED, EXIT_UNAVAILABLE, exit_status, quiet
 
 from .policy import Policy
 from .session import AnswerDeclined, EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
-from .simulate import DISTRIBUTIONS, simulate
+from .simulate import DECLINE_RATE, DISTRIBUTIONS, simulate
 from .state import StateStore
 from .wording import explain, shown_report, terminal_text
 
@@ -53,6 +55,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text!r}")
     return value
 
 
@@ -170,6 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=DISTRIBUTIONS,
         default="uniform",
         help="synthetic true answers: uniform (default) or skewed",
+    )
+    sim.add_argument(
+        "--decline-rate",
+        type=_share,
+        default=DECLINE_RATE,
+        help="share of the optional questions shown that a respondent declines (default "
+        f"{DECLINE_RATE:g}); every respondent follows the survey's skip logic (show_if), so "
+        "questions that do not apply are 'Not asked'",
     )
     sim.add_argument("--seed", type=int, default=None, help="seed of the numpy generator")
     sim.add_argument(
@@ -421,6 +441,7 @@ def run_simulate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         args.survey_id,
         respondents=args.respondents,
         distribution=args.distribution,
+        decline_rate=args.decline_rate,
         seed=args.seed,
         batch_reports=args.batch_reports,
         concurrency=args.concurrency,
