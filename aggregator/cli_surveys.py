@@ -3,7 +3,8 @@
 ``create-survey FILE`` reads JSON, YAML (``.yaml``/``.yml``, ``yaml.safe_load``) or an
 XLSForm workbook (``.xlsx``/``.xls``, read by pyxform) with :mod:`.importing`, the
 defaults filled in; ``--dry-run`` prints what would be created and the planner's advice
-per question (mechanism, respondents for ±5 and ±10 points) and creates nothing.  Once
+per question (mechanism, respondents for ±5 and ±10 points; whom an optional or conditional
+question is asked of, its condition and help) and creates nothing.  Once
 created it prints the link for respondents, the embed snippet and, with ``--qr FILE``,
 writes the link's QR code (SVG) for printed notices.
 
@@ -101,10 +102,14 @@ def dry_run(survey: Survey, notes: tuple[str, ...], as_json: bool) -> int:
     def needed(value: int | None) -> str:
         return "-" if value is None else f"{value:,}"
 
+    # Whom each question is asked of: a column only when some question is not for everyone.
+    asked = {q.id: asked_of(q) for q in survey.questions}
+    partial = any(words != "everyone" for words in asked.values())
     rows = [
         [
             a["question"],
             a["type"],
+            *([asked[a["question"]]] if partial else []),
             f"{a['epsilon']:g}",
             a["mechanism"],
             needed(a["respondents"]["5"]),
@@ -112,12 +117,50 @@ def dry_run(survey: Survey, notes: tuple[str, ...], as_json: bool) -> int:
         ]
         for a in advice
     ]
-    print(format_table(["question", "type", "epsilon", "mechanism", "n ±5", "n ±10"], rows))
+    headers = ["question", "type", *(["asked"] if partial else []), "epsilon", "mechanism"]
+    print(format_table([*headers, "n ±5", "n ±10"], rows))
+    for line in question_notes(survey):
+        print(line)
     print(
         "n ±5, n ±10: respondents needed for 95% intervals of ±5 and ±10 points (a number: "
         "percent of its range), at the planner's best interval; nothing was created"
     )
+    if partial:
+        print(
+            "asked: an optional or conditional question's results are shares of the "
+            "respondents it applies to who answer it, while n counts everyone: if a share s "
+            "of respondents answers it, the same ± among them needs about n / s² respondents "
+            "in all ('deniable-aggregator plan ... --applicable-share s')."
+        )
     return 0
+
+
+def asked_of(question: Any) -> str:
+    """Whom a question is asked of, in a word: everyone, optional, conditional, or both."""
+    kinds = [
+        word
+        for word, present in (
+            ("optional", question.optional),
+            ("conditional", question.show_if is not None),
+        )
+        if present
+    ]
+    return ", ".join(kinds) or "everyone"
+
+
+def question_notes(survey: Survey) -> list[str]:
+    """Per question, its skip condition and help, as the respondent meets them."""
+    from .editor.drafts import condition_words  # the editor's words for a show_if
+
+    titles = {q.id: q.text for q in survey.questions}
+    lines = []
+    for question in survey.questions:
+        if question.show_if is not None:
+            condition = condition_words(question.show_if.document, titles)
+            lines.append(f"{question.id}: shown only when {condition}")
+        if question.help:
+            lines.append(f"{question.id}: help: {' '.join(question.help.split())}")
+    return lines
 
 
 def missing(error: ImportError) -> str:

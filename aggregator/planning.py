@@ -1,6 +1,6 @@
 """``deniable-aggregator plan``: the accuracy planner on the command line.
 
-Given a question type, its number of options, ε and β, prints for every
+Given a question type, its number of options (a scale's: its points), ε and β, prints for every
 candidate mechanism and interval family either the expected half-width at
 ``--n`` respondents or the respondents needed for ``--half-width``
 (:mod:`deniable.planner`).  A table by default, JSON with ``--json``.  No
@@ -114,7 +114,7 @@ def add_parser(commands: Any) -> None:
         "--options",
         type=_count(MAX_OPTIONS, "options"),
         default=None,
-        help="number of options (single and multiple choice)",
+        help="number of options (single and multiple choice), or a scale's points (5, 7, 11)",
     )
     sub.add_argument(
         "--epsilon", type=_real, default=None, help="the question's ε (required without --relay)"
@@ -300,7 +300,8 @@ def crosstab_table(crosstab: CrosstabPlan, result: Plan) -> str:
 
 def plan_table(result: Plan) -> str:
     level = f"{100 * (1 - result.beta):g}%"
-    what = f", {result.options} options" if result.options else ""
+    unit = "points" if result.question_type == "scale" else "options"
+    what = f", {result.options} {unit}" if result.options else ""
     if result.n is not None:
         goal = f"expected half-widths at n = {result.n:,}"
         headers = ["mechanism", "interval", "bytes", "± per category", "± simultaneous"]
@@ -328,6 +329,11 @@ def plan_table(result: Plan) -> str:
         "distribution (ties: smaller report).",
         "Intervals cover the respondents' own answers; half-widths are before cutting at 0 and 1.",
     ]
+    if result.question_type == "scale":
+        lines.append(
+            f"A scale is planned as a single choice of its {result.options} points (the share "
+            "of each point); its average's interval is not planned here."
+        )
     return "\n".join(lines)
 
 
