@@ -314,17 +314,20 @@ HELD_TIMEOUT_SECONDS = 10.0
 def held_sentence(config: dict[str, Any], record: Any, timeout: float) -> str:
     """How many answers the relay holds for the survey, in a sentence (its snapshot, with
     the time it was counted), or that the relay did not say."""
+    from deniable.service.settings import SettingsError
+
     from . import signing
     from .cli_relay import held_count
     from .dashboard.times import exact
 
-    key = signing.load_key(config["SIGNING_KEY_PATH"])
+    url = record.survey.relay.url
+    try:
+        key = signing.load_key(config["SIGNING_KEY_PATH"])
+    except SettingsError as error:  # the relay answers only the aggregator's signed request
+        return f"How many answers the relay at {url} holds is not known: {error}."
     count = held_count(key, record, min(timeout, HELD_TIMEOUT_SECONDS))
     if count is None:
-        return (
-            f"The relay at {record.survey.relay.url} did not answer, so how many answers it "
-            "holds is not known."
-        )
+        return f"The relay at {url} did not answer, so how many answers it holds is not known."
     answers = "answer" if count.waiting == 1 else "answers"
     return (
         f"The relay holds {count.waiting:,} {answers} waiting for a full batch "
