@@ -121,19 +121,17 @@ def crosstab_table(document: dict[str, Any], *, raw: bool = False) -> str:
         ],
     )
     level = f"{100 * (1 - document['beta']):g}%"
-    of = counted_words(document)
+    of = f"{counted_words(document)} (n = {document['n']:,})"
     if document.get("share_of") == "answered":
         found = document["answered"]["estimate"]
         share = (
-            f"an estimated {_percent(found)}% of them"
+            f"an estimated {_percent(found)}% of the {document['n']:,} respondents"
             if found is not None and found > 0
-            else "too few to estimate how many"
+            else f"too few of the {document['n']:,} respondents to estimate how many"
         )
         of = f"those who answered both questions, declined and not applicable left out ({share})"
-    note = (
-        f"percent of {of} (n = {document['n']:,}); "
-        f"{level} {document['tightest']} intervals per cell"
-        + ("; raw unbiased estimates (may fall outside 0-100)" if raw else "")
+    note = f"percent of {of}; {level} {document['tightest']} intervals per cell" + (
+        "; raw unbiased estimates (may fall outside 0-100)" if raw else ""
     )
     text = f"{title}\n{table}\n{note}"
     warning = _precision_warning(document)
