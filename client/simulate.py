@@ -6,7 +6,9 @@ and the noise come from one seeded numpy ``Generator`` through the mechanisms'
 vectorized ``randomize_many`` and ``encode_many``; longitudinal questions draw
 both layers afresh (each synthetic respondent is a new device).  The survey's
 signature is still verified before anything is posted, and report ids are
-``uuid4`` as always.
+``uuid4`` as always.  Each synthetic respondent walks the survey's paths
+(:func:`path_columns`): a question whose ``show_if`` fails is not applicable, and an
+optional one shown is declined at ``decline_rate``.
 
 Without an operator token each synthetic respondent is one POST to the public
 route (one report per question, as a device sends).  With ``operator_token``
