@@ -39,6 +39,7 @@ from deniable.planner import (
 )
 from deniable.planner import MAX_RESPONDENTS as MAX_PLANNED_RESPONDENTS
 from deniable.policy import Policy
+from deniable.questionnaire import SCALE_POINTS
 
 from . import planning_noise
 from .terminal import EXIT_USAGE, CommandError, format_table
@@ -200,7 +201,7 @@ def add_parser(commands: Any) -> None:
     )
     sub.add_argument(
         "--by-options",
-        type=_count,
+        type=_count(MAX_OPTIONS, "options"),
         default=None,
         help="crosstab by a second question with this many options",
     )
@@ -361,6 +362,10 @@ def cmd_relay_plan(args: argparse.Namespace) -> int:
         raise CommandError(f"--relay needs {' and '.join(missing)}", EXIT_USAGE)
     question_type = args.question_type or ("single_choice" if args.options else "yes_no")
     if args.relay_noise:
+        if question_type == "scale":  # its mechanism randomizes one of its points
+            if args.options not in SCALE_POINTS:
+                raise CommandError("a scale has 5, 7 or 11 points (--options)", EXIT_USAGE)
+            question_type = "single_choice"
         return planning_noise.cmd_relay_noise_plan(args, question_type)
     if args.mechanism is not None:
         raise CommandError("--mechanism needs --relay-noise", EXIT_USAGE)

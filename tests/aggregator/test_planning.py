@@ -484,6 +484,13 @@ def test_a_scale_plans_as_a_single_choice_of_its_points(capsys) -> None:
     status, _, err = call(capsys, ["plan", "--type", "scale", "--options", "4", "--epsilon", "1",
                                    "--n", "1000"])  # fmt: skip
     assert status == 2 and "5, 7 or 11 points" in err and len(err.splitlines()) == 1
+    relayed = ["plan", "--relay", "--central-epsilon", "1", "--batch", "1000", "--type", "scale"]
+    status, out, err = call(capsys, [*relayed, "--options", "5", "--relay-noise"])
+    assert status == 0 and "Set epsilon" in out, err  # planned as a single choice of 5 points
+    status, out, err = call(capsys, [*relayed, "--options", "6", "--relay-noise"])
+    assert status == 2 and "5, 7 or 11 points" in err
+    status, out, err = call(capsys, [*relayed, "--options", "5"])
+    assert status == 0 and "Set epsilon" in out, err
 
 
 def test_the_dry_run_marks_optional_and_conditional_questions(paths, capsys) -> None:
