@@ -330,6 +330,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             return 0
         print(f"\ndashboard:      {base}/surveys/{served.id}")
+        print(f"link to answer: {base}/surveys/{served.id}/respond")
         print(f"results (JSON): {base}/api/v1/surveys/{served.id}/results")
         print(f"operator token: {token}")
         sys.stdout.flush()

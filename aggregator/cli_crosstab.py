@@ -27,11 +27,13 @@ def _percent(value: float | None) -> str:
     return "-" if value is None or value != value else f"{100 * value:.1f}"
 
 
-def _words(label: str) -> str:
-    """A non-response value in the plain words the dashboard uses (other labels as they are)."""
-    from .respond.words import answer_words  # the respond page's catalogue (needs Flask)
+def _worder(side: Any) -> Any:
+    """A question's labels in the results' words ("No"/"Yes", "Prefer not to say"; other
+    labels as they are): ``label_words``, from the respond page's catalogue (needs Flask)."""
+    from .crosstabs import label_words
 
-    return answer_words({}).get(label, label)
+    said = label_words(side, side["labels"] if isinstance(side, dict) else side.labels)
+    return lambda label: said.get(label, label)
 
 
 def _number(value: float | None) -> str:
@@ -63,16 +65,21 @@ def crosstab_table(document: dict[str, Any], *, raw: bool = False) -> str:
     Each cell is its estimate clipped to [0, 100]% beside its interval (which is clipped
     too); ``raw`` shows the unbiased estimate instead, which may fall outside.
     """
+    from .crosstabs import counted_words, short_text
+
     rows, columns = document["rows"], document["columns"]
-    title = f"{document['survey']}: {rows['question']} by {columns['question']}"
+    title = f"{document['survey']}: {rows['text']} by {columns['text']}"
     if document.get("estimate", 0) is None:
         return f"{title}\nno respondent answered both questions yet"
     if document["kind"] == "means":
         answered = document.get("among") == "answered"
+        by = rows if rows["question"] == document["by"] else columns
+        measured = columns if by is rows else rows
+        words = _worder(by)
         body = format_table(
             [
-                document["by"],
-                f"mean of {document['of']}",
+                short_text(by["text"]),
+                f"mean of: {short_text(measured['text'])}",
                 "lower",
                 "upper",
                 "share %",
@@ -80,7 +87,7 @@ def crosstab_table(document: dict[str, Any], *, raw: bool = False) -> str:
             ],
             [
                 [
-                    _words(c["label"]),
+                    words(c["label"]),
                     _number(c["mean"]),
                     _number(c["lower"]),
                     _number(c["upper"]),
@@ -90,17 +97,19 @@ def crosstab_table(document: dict[str, Any], *, raw: bool = False) -> str:
                 for c in document["categories"]
             ],
         )
-        among = f" (mean among those who answered {document['of']})" if answered else ""
-        return f"{title} (n = {document['n']:,}){among}\n{body}\n{document['guarantee']}"
+        among = " (each mean among those who answered it)" if answered else ""
+        counted = f"n = {document['n']:,} {counted_words(document)}"
+        return f"{title} ({counted}){among}\n{body}\n{document['guarantee']}"
     family = document["tightest"]
     prefix = "" if family in ("chebyshev", "ratio") else family + "_"
     shown = "estimate" if raw else "clipped"
     cells = {(c["row"], c["column"]): c for c in document["cells"]}
+    row_words, column_words = _worder(rows), _worder(columns)
     table = format_table(
-        [rows["question"], *(_words(label) for label in columns["labels"])],
+        [short_text(rows["text"]), *(column_words(label) for label in columns["labels"])],
         [
             [
-                _words(row),
+                row_words(row),
                 *(
                     f"{_percent(cells[row, col].get(shown, cells[row, col]['estimate']))} "
                     f"[{_percent(cells[row, col][prefix + 'lower'])}, "
@@ -112,19 +121,17 @@ def crosstab_table(document: dict[str, Any], *, raw: bool = False) -> str:
         ],
     )
     level = f"{100 * (1 - document['beta']):g}%"
-    of = "respondents who answered both"
+    of = f"{counted_words(document)} (n = {document['n']:,})"
     if document.get("share_of") == "answered":
         found = document["answered"]["estimate"]
         share = (
-            f"an estimated {_percent(found)}% of them"
+            f"an estimated {_percent(found)}% of the {document['n']:,} respondents"
             if found is not None and found > 0
-            else "too few to estimate how many"
+            else f"too few of the {document['n']:,} respondents to estimate how many"
         )
         of = f"those who answered both questions, declined and not applicable left out ({share})"
-    note = (
-        f"percent of {of} (n = {document['n']:,}); "
-        f"{level} {document['tightest']} intervals per cell"
-        + ("; raw unbiased estimates (may fall outside 0-100)" if raw else "")
+    note = f"percent of {of}; {level} {document['tightest']} intervals per cell" + (
+        "; raw unbiased estimates (may fall outside 0-100)" if raw else ""
     )
     text = f"{title}\n{table}\n{note}"
     warning = _precision_warning(document)
@@ -189,11 +196,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print_json(document)
         return 0
-    title = f"{args.question}: {args.survey} -> {args.other}"
+    question = sides[0][1]
+    title = f"{question.text} ({args.survey} -> {args.other})"
     if document["comparisons"] is None:
         print(f"{title}\nno reports in one of the surveys yet")
         return 0
-    rows = [[_words(row["label"]), row["sentence"]] for row in document["comparisons"]]
+    from .crosstabs import FIGURE_WORDS
+
+    words = _worder(question)
+    rows = [
+        [FIGURE_WORDS.get(row["label"]) or words(row["label"]), row["sentence"]]
+        for row in document["comparisons"]
+    ]
     print(f"{title}\n{format_table(['category', 'change'], rows)}")
     return 0
 

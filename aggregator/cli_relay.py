@@ -10,8 +10,9 @@
   stored and sealed blobs dropped (did not open, or held an invalid report).
 
 :func:`ask_relay` is the one client of a relayed survey's relay: the signed flush
-request of ``close-survey --flush-relay`` and the signed held-count request of the
-dashboard's survey page (:mod:`deniable.relay_flush`, docs/protocol.md §11.8-§11.9).
+request of ``close-survey --flush-relay`` and the signed held-count request
+(:func:`held_count`) of ``close-survey`` and the dashboard's survey page
+(:mod:`deniable.relay_flush`, docs/protocol.md §11.8-§11.9).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from .cli_common import add_json, load_settings, opened_storage, print_json, when
 from .terminal import EXIT_NOT_FOUND, EXIT_USAGE, _fail, format_table
 
-__all__ = ["RelayAnswer", "ask_relay", "register"]
+__all__ = ["RelayAnswer", "ask_relay", "held_count", "register"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +77,22 @@ def ask_relay(key: Any, record: Any, kind: str, timeout: float) -> RelayAnswer:
     except ValueError:
         document = None
     return RelayAnswer(status=response.status_code, document=document)
+
+
+def held_count(key: Any, record: Any, timeout: float) -> Any:
+    """The relay's signed-for snapshot of the answers it holds for ``record``'s survey
+    (:class:`deniable.relay_held.HeldCount`), or None when it did not answer with one."""
+    from deniable.errors import InvalidReport
+    from deniable.relay_held import HeldCount
+
+    answer = ask_relay(key, record, "held", timeout)
+    if not answer.ok:
+        return None
+    try:
+        count = HeldCount.from_dict(answer.document)
+    except InvalidReport:
+        return None
+    return count if count.survey == record.id else None
 
 
 def cmd_credential(args: argparse.Namespace) -> int:

@@ -3,12 +3,14 @@
 ``create-survey FILE`` reads JSON, YAML (``.yaml``/``.yml``, ``yaml.safe_load``) or an
 XLSForm workbook (``.xlsx``/``.xls``, read by pyxform) with :mod:`.importing`, the
 defaults filled in; ``--dry-run`` prints what would be created and the planner's advice
-per question (mechanism, respondents for ±5 and ±10 points) and creates nothing.  Once
+per question (mechanism, respondents for ±5 and ±10 points; whom an optional or conditional
+question is asked of, its condition and help) and creates nothing.  Once
 created it prints the link for respondents, the embed snippet and, with ``--qr FILE``,
 writes the link's QR code (SVG) for printed notices.
 
-``close-survey ID`` on a relayed survey warns that the relay discards what it still
-holds and asks first; ``--flush-relay`` first has the relay forward every group of at
+``close-survey ID`` on a relayed survey says how many answers the relay holds (its
+signed-for snapshot, or that it did not answer), warns that the relay discards them and
+asks first; ``--flush-relay`` first has the relay forward every group of at
 least ``min_batch`` units (a request signed with the aggregator's signing key,
 :mod:`deniable.relay_flush`), then closes, asking only if units below ``min_batch`` remain.
 A flush the relay refuses (a survey may be flushed only ``DENIABLE_RELAY_FLUSH_LIMIT``
@@ -100,10 +102,14 @@ def dry_run(survey: Survey, notes: tuple[str, ...], as_json: bool) -> int:
     def needed(value: int | None) -> str:
         return "-" if value is None else f"{value:,}"
 
+    # Whom each question is asked of: a column only when some question is not for everyone.
+    asked = {q.id: asked_of(q) for q in survey.questions}
+    partial = any(words != "everyone" for words in asked.values())
     rows = [
         [
             a["question"],
             a["type"],
+            *([asked[a["question"]]] if partial else []),
             f"{a['epsilon']:g}",
             a["mechanism"],
             needed(a["respondents"]["5"]),
@@ -111,12 +117,50 @@ def dry_run(survey: Survey, notes: tuple[str, ...], as_json: bool) -> int:
         ]
         for a in advice
     ]
-    print(format_table(["question", "type", "epsilon", "mechanism", "n ±5", "n ±10"], rows))
+    headers = ["question", "type", *(["asked"] if partial else []), "epsilon", "mechanism"]
+    print(format_table([*headers, "n ±5", "n ±10"], rows))
+    for line in question_notes(survey):
+        print(line)
     print(
         "n ±5, n ±10: respondents needed for 95% intervals of ±5 and ±10 points (a number: "
         "percent of its range), at the planner's best interval; nothing was created"
     )
+    if partial:
+        print(
+            "asked: an optional or conditional question's results are shares of the "
+            "respondents it applies to who answer it, while n counts everyone: if a share s "
+            "of respondents answers it, the same ± among them needs about n / s² respondents "
+            "in all ('deniable-aggregator plan ... --applicable-share s')."
+        )
     return 0
+
+
+def asked_of(question: Any) -> str:
+    """Whom a question is asked of, in a word: everyone, optional, conditional, or both."""
+    kinds = [
+        word
+        for word, present in (
+            ("optional", question.optional),
+            ("conditional", question.show_if is not None),
+        )
+        if present
+    ]
+    return ", ".join(kinds) or "everyone"
+
+
+def question_notes(survey: Survey) -> list[str]:
+    """Per question, its skip condition and help, as the respondent meets them."""
+    from .editor.drafts import condition_words  # the editor's words for a show_if
+
+    titles = {q.id: q.text for q in survey.questions}
+    lines = []
+    for question in survey.questions:
+        if question.show_if is not None:
+            condition = condition_words(question.show_if.document, titles)
+            lines.append(f"{question.id}: shown only when {condition}")
+        if question.help:
+            lines.append(f"{question.id}: help: {' '.join(question.help.split())}")
+    return lines
 
 
 def missing(error: ImportError) -> str:
@@ -201,7 +245,6 @@ def survey_row(
     from .relay_noise import real_counts, real_reports
 
     links = respond_links(record, base)
-    absolute = links is not None and links.absolute
     return {
         "id": record.id,
         "title": record.survey.title,
@@ -215,7 +258,8 @@ def survey_row(
         "closed_at": record.closed_at,
         "respond_url": links.respond if links else None,
         "embed_url": links.embed if links else None,
-        "qr_url": f"{base}/surveys/{record.id}/qr.svg" if absolute else None,
+        # where the dashboard serves the link's QR code, under the public URL as the link is
+        "qr_url": links.respond.removesuffix("/respond") + "/qr.svg" if links else None,
     }
 
 
@@ -261,6 +305,34 @@ def cmd_surveys(args: argparse.Namespace) -> int:
 
 
 # -- close-survey ----------------------------------------------------------------------------
+
+
+# Longest close-survey waits for the relay's held count before saying it is not known.
+HELD_TIMEOUT_SECONDS = 10.0
+
+
+def held_sentence(config: dict[str, Any], record: Any, timeout: float) -> str:
+    """How many answers the relay holds for the survey, in a sentence (its snapshot, with
+    the time it was counted), or that the relay did not say."""
+    from deniable.service.settings import SettingsError
+
+    from . import signing
+    from .cli_relay import held_count
+    from .dashboard.times import exact
+
+    url = record.survey.relay.url
+    try:
+        key = signing.load_key(config["SIGNING_KEY_PATH"])
+    except SettingsError as error:  # the relay answers only the aggregator's signed request
+        return f"How many answers the relay at {url} holds is not known: {error}."
+    count = held_count(key, record, min(timeout, HELD_TIMEOUT_SECONDS))
+    if count is None:
+        return f"The relay at {url} did not answer, so how many answers it holds is not known."
+    answers = "answer" if count.waiting == 1 else "answers"
+    return (
+        f"The relay holds {count.waiting:,} {answers} waiting for a full batch "
+        f"(as of {exact(count.as_of)})."
+    )
 
 
 def relay_warning(record: Any) -> str | None:
@@ -319,6 +391,8 @@ def cmd_close_survey(args: argparse.Namespace) -> int:
         warning = relay_warning(record)
         if args.flush_relay and warning is None:
             raise _fail(f"survey {args.survey!r} is not relayed: nothing to flush", EXIT_USAGE)
+        if warning is not None and not args.flush_relay:
+            print(held_sentence(config, record, args.timeout), file=sys.stderr)
         if args.flush_relay:
             counts = flush_relay(config, record, args.timeout)
             waiting = sum(int(n) for n in counts.get("waiting", {}).values())

@@ -36,7 +36,59 @@ from deniable.survey import Question, Survey
 from .relay_noise import question_noise
 from .storage import Storage, SurveyRecord
 
-__all__ = ["compare_document", "crosstab_document", "folded_statistics", "unavailable_reason"]
+__all__ = [
+    "compare_document",
+    "FIGURE_WORDS",
+    "counted_words",
+    "crosstab_document",
+    "folded_statistics",
+    "label_words",
+    "short_text",
+    "unavailable_reason",
+]
+
+# A comparison's rows that are figures, not answers, in words (the data keeps the id).
+FIGURE_WORDS = {"mean": "Average", "nps": "Net promoter score"}
+
+# A question's text in a table's corner or a column's head: at most this many characters.
+SHORT_TEXT = 40
+
+
+def short_text(text: str, limit: int = SHORT_TEXT) -> str:
+    """``text`` cut at a word boundary to at most ``limit`` characters, "…" marking a cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def label_words(question: Any, labels: Any = ()) -> dict[str, str]:
+    """A question's labels as the results page words them ("No"/"Yes", "Prefer not to say",
+    "Not asked (did not apply)"): :func:`deniable.aggregator.respond.words.answer_words`.
+    ``question``: a mapping with its ``type`` (a crosstab document's side) or a question."""
+    from .respond.words import answer_words  # the respond page's catalogue (needs Flask)
+
+    if not isinstance(question, dict):
+        question = question.to_dict()
+    return answer_words(question, labels)
+
+
+def counted_words(document: dict[str, Any]) -> str:
+    """Whom a crosstab's n counts, in the table's own terms: everyone who answered both,
+    everyone with "Prefer not to say" and "Not asked" rows or columns (a question that may
+    go unanswered), or, with them hidden, everyone while the table leaves them out."""
+    sides = (document["rows"], document["columns"])
+    if document.get("kind") == "means":  # the measured question's mean is among its answers
+        sides = tuple(side for side in sides if side["question"] == document["by"])
+    extras = [e for side in sides for e in side["extras"]]
+    if not extras:
+        return "respondents who answered both"
+    if document.get("nonresponse") == "hide":
+        return "respondents in all, those who did not answer left out of the table"
+    words = label_words({})
+    named = " and ".join(f"“{words[e]}”" for e in dict.fromkeys(extras))
+    return f"respondents, {named} counted as answers"
 
 
 def unavailable_reason(storage: Storage, record: SurveyRecord) -> str | None:

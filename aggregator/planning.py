@@ -1,6 +1,6 @@
 """``deniable-aggregator plan``: the accuracy planner on the command line.
 
-Given a question type, its number of options, ε and β, prints for every
+Given a question type, its number of options (a scale's: its points), ε and β, prints for every
 candidate mechanism and interval family either the expected half-width at
 ``--n`` respondents or the respondents needed for ``--half-width``
 (:mod:`deniable.planner`).  A table by default, JSON with ``--json``.  No
@@ -39,6 +39,7 @@ from deniable.planner import (
 )
 from deniable.planner import MAX_RESPONDENTS as MAX_PLANNED_RESPONDENTS
 from deniable.policy import Policy
+from deniable.questionnaire import SCALE_POINTS
 
 from . import planning_noise
 from .terminal import EXIT_USAGE, CommandError, format_table
@@ -114,7 +115,7 @@ def add_parser(commands: Any) -> None:
         "--options",
         type=_count(MAX_OPTIONS, "options"),
         default=None,
-        help="number of options (single and multiple choice)",
+        help="number of options (single and multiple choice), or a scale's points (5, 7, 11)",
     )
     sub.add_argument(
         "--epsilon", type=_real, default=None, help="the question's ε (required without --relay)"
@@ -200,7 +201,7 @@ def add_parser(commands: Any) -> None:
     )
     sub.add_argument(
         "--by-options",
-        type=_count,
+        type=_count(MAX_OPTIONS, "options"),
         default=None,
         help="crosstab by a second question with this many options",
     )
@@ -300,7 +301,8 @@ def crosstab_table(crosstab: CrosstabPlan, result: Plan) -> str:
 
 def plan_table(result: Plan) -> str:
     level = f"{100 * (1 - result.beta):g}%"
-    what = f", {result.options} options" if result.options else ""
+    unit = "points" if result.question_type == "scale" else "options"
+    what = f", {result.options} {unit}" if result.options else ""
     if result.n is not None:
         goal = f"expected half-widths at n = {result.n:,}"
         headers = ["mechanism", "interval", "bytes", "± per category", "± simultaneous"]
@@ -328,6 +330,11 @@ def plan_table(result: Plan) -> str:
         "distribution (ties: smaller report).",
         "Intervals cover the respondents' own answers; half-widths are before cutting at 0 and 1.",
     ]
+    if result.question_type == "scale":
+        lines.append(
+            f"A scale is planned as a single choice of its {result.options} points (the share "
+            "of each point); its average's interval is not planned here."
+        )
     return "\n".join(lines)
 
 
@@ -355,6 +362,10 @@ def cmd_relay_plan(args: argparse.Namespace) -> int:
         raise CommandError(f"--relay needs {' and '.join(missing)}", EXIT_USAGE)
     question_type = args.question_type or ("single_choice" if args.options else "yes_no")
     if args.relay_noise:
+        if question_type == "scale":  # its mechanism randomizes one of its points
+            if args.options not in SCALE_POINTS:
+                raise CommandError("a scale has 5, 7 or 11 points (--options)", EXIT_USAGE)
+            question_type = "single_choice"
         return planning_noise.cmd_relay_noise_plan(args, question_type)
     if args.mechanism is not None:
         raise CommandError("--mechanism needs --relay-noise", EXIT_USAGE)

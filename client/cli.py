@@ -3,13 +3,16 @@
     deniable answer URL SURVEY_ID [--state PATH] [--trusted-key B64] [--language CODE] [--yes]
     deniable flush URL [--state PATH]
     deniable budget [--state PATH]
-    deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed] [--seed S]
+    deniable simulate URL SURVEY_ID --respondents N [--distribution uniform|skewed]
+        [--decline-rate R] [--seed S]
 
 ``answer`` shows each question's help and a scale's anchors, takes ``-`` for "Prefer not to
 say" on an optional question, and does not ask a question whose ``show_if`` is false on the
 answers given; every question still sends its one report (docs/protocol.md §5.5), so the
 requests are the same on every path.  ``--language`` shows a survey's translation
 (docs/protocol.md §5.7) in that language; the answers and reports are the same in any.
+``simulate``'s synthetic respondents follow the same paths, and decline an optional
+question shown at ``--decline-rate``.
 
 Exit status (the same table as ``deniable-aggregator``, see
 :mod:`deniable.terminal`): 0 success; 2 usage (a bad option or URL);
@@ -38,7 +41,7 @@ from deniable.translations import survey_words
 
 from .policy import Policy
 from .session import AnswerDeclined, EnrolmentTokenRequired, SurveyClient, VerifiedSurvey
-from .simulate import DISTRIBUTIONS, simulate
+from .simulate import DECLINE_RATE, DISTRIBUTIONS, simulate
 from .state import StateStore
 from .wording import explain, shown_report, terminal_text
 
@@ -56,6 +59,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text!r}")
     return value
 
 
@@ -179,6 +192,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=DISTRIBUTIONS,
         default="uniform",
         help="synthetic true answers: uniform (default) or skewed",
+    )
+    sim.add_argument(
+        "--decline-rate",
+        type=_share,
+        default=DECLINE_RATE,
+        help="share of the optional questions shown that a respondent declines (default "
+        f"{DECLINE_RATE:g}); every respondent follows the survey's skip logic (show_if), so "
+        "questions that do not apply are 'Not asked'",
     )
     sim.add_argument("--seed", type=int, default=None, help="seed of the numpy generator")
     sim.add_argument(
@@ -352,12 +373,13 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
         # makes every condition on it false. Skipped questions still send their report
         # (not_applicable), randomized like any other: every path sends the same requests.
         given: dict[str, Any] = {}
-        asked = 0
+        # One numbering: the questions asked, 1, 2, ...; "what will be sent" repeats it.
+        numbers: dict[str, int] = {}
         for question in survey.questions:
             if not shown(question.show_if, given):
                 given[question.id] = NOT_APPLICABLE
                 continue
-            asked += 1
+            numbers[question.id] = asked = len(numbers) + 1
             out.write(f"\n{asked}. {terminal_text(question.text)}\n")
             if question.help:
                 out.write(f"{_indent(terminal_text(question.help, newlines=True))}\n")
@@ -365,7 +387,7 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
             answer = prompt_answer(question, read, out)
             answers[question.id] = original_answer(signed.question(question.id), question, answer)
             given[question.id] = DECLINED if answer is None else question.check_base(answer)
-        skipped = len(survey.questions) - asked
+        skipped = len(survey.questions) - len(numbers)
         if skipped:
             out.write(
                 f"\n{skipped} question{'s' if skipped > 1 else ''} did not apply to your answers "
@@ -386,9 +408,14 @@ def run_answer(args: argparse.Namespace, read: Callable[[str], str], out: TextIO
                 "\nWhat will be sent (randomized on this device; some may differ from your "
                 "answers on purpose: that is what protects you):\n"
             )
-            for number, question in enumerate(survey.questions, 1):
+            for question in survey.questions:
                 shown = shown_report(question, payloads[question.id])  # labels by index
-                out.write(f"  {number}. {terminal_text(question.text)}: {shown}\n")
+                text = terminal_text(question.text)
+                number = numbers.get(question.id)
+                if number is None:  # not asked: its randomized report is sent all the same
+                    out.write(f"  –  {text} (not asked): {shown}\n")
+                else:
+                    out.write(f"  {number}. {text}: {shown}\n")
             if args.yes:
                 return True
             out.write(
@@ -450,6 +477,7 @@ def run_simulate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         args.survey_id,
         respondents=args.respondents,
         distribution=args.distribution,
+        decline_rate=args.decline_rate,
         seed=args.seed,
         batch_reports=args.batch_reports,
         concurrency=args.concurrency,

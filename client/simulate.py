@@ -6,7 +6,9 @@ and the noise come from one seeded numpy ``Generator`` through the mechanisms'
 vectorized ``randomize_many`` and ``encode_many``; longitudinal questions draw
 both layers afresh (each synthetic respondent is a new device).  The survey's
 signature is still verified before anything is posted, and report ids are
-``uuid4`` as always.
+``uuid4`` as always.  Each synthetic respondent walks the survey's paths
+(:func:`path_columns`): a question whose ``show_if`` fails is not applicable, and an
+optional one shown is declined at ``decline_rate``.
 
 Without an operator token each synthetic respondent is one POST to the public
 route (one report per question, as a device sends).  With ``operator_token``
@@ -33,6 +35,7 @@ from typing import Any, TextIO
 
 from deniable.errors import InvalidParameter
 from deniable.lazy import np
+from deniable.questionnaire import DECLINED, NOT_APPLICABLE, NonResponse, shown
 from deniable.survey import Question, Survey
 from deniable.terminal import Progress
 
@@ -40,9 +43,11 @@ from .policy import Policy
 from .session import SurveyClient
 from .state import StateStore
 
-__all__ = ["DISTRIBUTIONS", "simulate"]
+__all__ = ["DECLINE_RATE", "DISTRIBUTIONS", "path_columns", "simulate", "true_answers"]
 
 DISTRIBUTIONS = ("uniform", "skewed")
+# Of the optional questions a simulated respondent is shown, the share declined by default.
+DECLINE_RATE = 0.1
 OPERATOR_TOKEN = re.compile(r"[!-~]{1,256}")
 SIMULATION_POLICY = Policy(
     max_question_epsilon=20.0,
@@ -63,8 +68,9 @@ def _category_weights(size: int, distribution: str) -> np.ndarray:
 def true_answers(
     question: Question, count: int, distribution: str, rng: np.random.Generator
 ) -> np.ndarray:
-    """Synthetic true answers in mechanism terms (indices, bit rows or numbers); every
-    simulated respondent answers (an optional question's non-response bits stay 0)."""
+    """Synthetic true answers in mechanism terms (indices, bit rows or numbers), each one
+    answered (an optional question's non-response bits stay 0): :func:`path_columns` then
+    walks each respondent's path."""
     extras = len(question.extras)
     if question.type == "numeric":
         lo, hi = question.lo, question.hi
@@ -81,6 +87,57 @@ def true_answers(
         return np.hstack([bits, np.zeros((count, extras), np.int64)])
     weights = _category_weights(question.base_size, distribution)
     return rng.choice(question.base_size, size=count, p=weights).astype(np.int64)
+
+
+def _base(question: Question, value: Any) -> Any:
+    """A respondent's answer in mechanism terms as conditions read it (its base value)."""
+    if question.type == "multiple_choice":
+        return tuple(int(bit) for bit in value[: len(question.options)])
+    if question.type == "numeric":
+        return float(value[1]) if question.extras else float(value)
+    return int(value)
+
+
+def _nonresponse(question: Question, value: NonResponse) -> Any:
+    """A non-response value in the mechanism's terms, as a row of the vectorized column."""
+    position = question.extras.index(value.label)
+    if question.type == "numeric":  # status 1 + position; the number is not reported
+        return (1 + position, question.lo)
+    if question.type == "multiple_choice":
+        extras = [int(i == position) for i in range(len(question.extras))]
+        return [0] * len(question.options) + extras
+    return question.base_size + position
+
+
+def path_columns(
+    survey: Survey,
+    truths: dict[str, np.ndarray],
+    *,
+    decline_rate: float = DECLINE_RATE,
+    rng: np.random.Generator,
+) -> dict[str, np.ndarray]:
+    """Each respondent's path through the survey over :func:`true_answers`' columns (copies):
+    a question whose ``show_if`` fails on the earlier answers is ``not_applicable``, an
+    optional question shown is ``declined`` with probability ``decline_rate``, as
+    :meth:`Survey.path_answers` says of a real respondent."""
+    columns = {q.id: np.array(truths[q.id], copy=True) for q in survey.questions}
+    if not any(q.extras for q in survey.questions):
+        return columns
+    count = len(columns[survey.questions[0].id])
+    declines = rng.random((count, len(survey.questions))) < decline_rate
+    for row in range(count):
+        seen: dict[str, Any] = {}
+        for position, question in enumerate(survey.questions):
+            value = columns[question.id][row]
+            if not shown(question.show_if, seen):
+                seen[question.id] = NOT_APPLICABLE
+            elif question.optional and declines[row, position]:
+                seen[question.id] = DECLINED
+            else:
+                seen[question.id] = _base(question, value)
+                continue
+            columns[question.id][row] = _nonresponse(question, seen[question.id])
+    return columns
 
 
 def expected_truth(question: Question, distribution: str) -> dict[str, float]:
@@ -118,6 +175,7 @@ def simulate(
     *,
     respondents: int,
     distribution: str = "uniform",
+    decline_rate: float = DECLINE_RATE,
     seed: int | None = None,
     batch_reports: int = 500,
     concurrency: int = 4,
@@ -130,12 +188,16 @@ def simulate(
     """Post ``respondents`` synthetic respondents' reports; SIMULATION ONLY.
 
     One respondent per request on the public route, or batches of about
-    ``batch_reports`` reports on the bulk route when ``operator_token`` is given.
+    ``batch_reports`` reports on the bulk route when ``operator_token`` is given.  Each
+    respondent follows the survey's paths (:func:`path_columns`): questions whose
+    ``show_if`` fails are not applicable, optional ones declined at ``decline_rate``.
     """
     if isinstance(respondents, bool) or not isinstance(respondents, int) or respondents < 1:
         raise InvalidParameter(f"respondents must be a positive integer, got {respondents!r}")
     if distribution not in DISTRIBUTIONS:
         raise InvalidParameter(f"distribution must be one of {', '.join(DISTRIBUTIONS)}")
+    if isinstance(decline_rate, bool) or not 0.0 <= decline_rate <= 1.0:
+        raise InvalidParameter(f"decline rate must be from 0 to 1, got {decline_rate!r}")
     if isinstance(batch_reports, bool) or not isinstance(batch_reports, int) or batch_reports < 1:
         raise InvalidParameter(f"batch size must be a positive integer, got {batch_reports!r}")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -188,11 +250,15 @@ def simulate(
             with ThreadPoolExecutor(max_workers=concurrency) as pool:
                 try:
                     for size in batches(survey, respondents, batch_reports):
+                        truths = {
+                            q.id: true_answers(q, size, distribution, rng) for q in survey.questions
+                        }
+                        walked = path_columns(survey, truths, decline_rate=decline_rate, rng=rng)
                         columns = []
                         for question in survey.questions:
                             oracle = question.oracle
-                            truth = true_answers(question, size, distribution, rng)
-                            columns.append(oracle.encode_many(oracle.randomize_many(truth, rng)))
+                            randomized = oracle.randomize_many(walked[question.id], rng)
+                            columns.append(oracle.encode_many(randomized))
                         items = [
                             {"id": str(uuid.uuid4()), "question": q.id, "payload": column[row]}
                             for row in range(size)

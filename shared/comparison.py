@@ -55,6 +55,7 @@ from .estimation import DEFAULT_BETA, check_beta
 __all__ = [
     "Figure",
     "cell_figure",
+    "comparable",
     "compare_answered",
     "compare_question",
     "difference",
@@ -231,6 +232,14 @@ def question_figures(question: Any, statistics: Any, n: int, noise: Any = None) 
     return frequency_figures(getattr(oracle, "option_oracle", oracle), statistics, n, noise)
 
 
+def comparable(first: Any, second: Any) -> bool:
+    """Whether :func:`compare_question` compares these two questions: the same type and
+    options (a number: the same range)."""
+    if first.type != second.type or first.base_labels != second.base_labels:
+        return False
+    return first.type != "numeric" or (first.lo, first.hi) == (second.lo, second.hi)
+
+
 def compare_question(
     first: Any,
     first_statistics: Any,
@@ -257,7 +266,7 @@ def compare_question(
         raise InvalidParameter(
             f"questions {first.id!r} and {second.id!r} differ in type or options"
         )
-    if first.type == "numeric" and (first.lo, first.hi) != (second.lo, second.hi):
+    if not comparable(first, second):
         raise InvalidParameter("numeric questions must share their range to be compared")
     memoized = (
         first.longitudinal is not None

@@ -33,6 +33,9 @@ frequency's divided by s: to first order (the denominator's own error left out) 
 half-width h is the n for h·s, about 1/s² as many respondents, not 1/s.  Plan the question
 with its extras counted in ``options`` when the domain grows.
 
+A scale (5, 7 or 11 points, ``options``) is planned as a single choice of its points: the
+shares of its points.  Its mean's interval is not planned here.
+
 Crosstab cells are planned in :mod:`deniable.crosstab_plan`.
 """
 
@@ -58,6 +61,7 @@ from .estimation import (
 )
 from .mechanisms import CATEGORICAL, DEFAULTS, NUMERIC, mechanism_class, recommend
 from .parameters import check_domain_size, check_epsilon, check_int, check_range, check_real
+from .questionnaire import SCALE_POINTS
 
 __all__ = [
     "DEFAULT_RELAY_DELTA",
@@ -77,7 +81,9 @@ __all__ = [
     "targets",
 ]
 
-QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric")
+QUESTION_TYPES = ("yes_no", "single_choice", "multiple_choice", "numeric", "scale")
+# The types whose ``options`` is a count: a scale's is its number of points.
+COUNTED = ("single_choice", "multiple_choice", "scale")
 MAX_RESPONDENTS = 10**12
 # The exact tail's n is searched up to this many respondents (its widths are computed).
 EXACT_PLANNING_MAX_N = 20_000
@@ -176,6 +182,11 @@ def targets(
         return result
     if options is None:
         raise InvalidParameter(f"a {question_type} question needs its number of options")
+    if question_type == "scale":
+        # A scale's mechanism randomizes one of its points (docs/protocol.md §5.6): a
+        # single choice of them.
+        if isinstance(options, bool) or options not in SCALE_POINTS:
+            raise InvalidParameter(f"a scale has 5, 7 or 11 points, got {options!r}")
     options = check_domain_size(options)
     multiple = question_type == "multiple_choice"
     figures = {c.mechanism: c for c in recommend(options, epsilon, multiple=multiple).candidates}
@@ -341,7 +352,7 @@ def plan(
                     worst_case_squared_error=target.worst_case_squared_error,
                 )
             )
-    if question_type in ("single_choice", "multiple_choice"):
+    if question_type in COUNTED:
         recommended = recommend(
             options, epsilon, multiple=question_type == "multiple_choice"
         ).mechanism
@@ -349,7 +360,7 @@ def plan(
         recommended = candidates[0].mechanism
     return Plan(
         question_type=question_type,
-        options=options if question_type in ("single_choice", "multiple_choice") else None,
+        options=options if question_type in COUNTED else None,
         epsilon=epsilon,
         beta=beta,
         n=n,

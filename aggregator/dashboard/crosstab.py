@@ -23,7 +23,15 @@ from deniable.errors import Conflict, InvalidParameter, NotFound
 from deniable.questionnaire import EXTRA_LABELS
 
 from ..api.common import check_survey_id
-from ..crosstabs import compare_document, crosstab_document, unavailable_reason
+from ..crosstabs import (
+    FIGURE_WORDS,
+    compare_document,
+    counted_words,
+    crosstab_document,
+    label_words,
+    short_text,
+    unavailable_reason,
+)
 from ..respond.words import answer_words
 from ..storage import current_storage
 from . import blueprint, svg
@@ -47,13 +55,6 @@ def percent(value: float | None) -> str:
 
 # The non-response values in the respond page's words (one catalogue for every page).
 PLAIN_LABELS = answer_words({})
-# A comparison's rows that are figures, not answers, in words (the data-label keeps the id).
-FIGURE_WORDS = {"mean": "Average", "nps": "Net promoter score"}
-
-
-def words(label: str) -> str:
-    """A non-response value in plain words (the survey page's); other labels as they are."""
-    return PLAIN_LABELS.get(label, label)
 
 
 def _beta() -> float:
@@ -118,6 +119,8 @@ def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
     cells = {(c["row"], c["column"]): c for c in document["cells"]}
     # Shaded relative to the largest cell: the pattern is what a heat map shows.
     largest = max([c["clipped"] or 0.0 for c in document["cells"]] + [1e-9])
+    row_words = label_words(document["rows"], rows)
+    column_words = label_words(document["columns"], columns)
     table = []
     for row in rows:
         line = []
@@ -135,14 +138,17 @@ def _joint_view(document: dict[str, Any]) -> dict[str, Any]:
             )
         table.append(
             {
-                "label": words(row),
+                "label": row_words.get(row, row),
                 "cells": line,
                 "share": _share(document["row_shares"][row]),
             }
         )
     return {
         "table": table,
-        "columns": [words(column) for column in columns],
+        "columns": [column_words.get(column, column) for column in columns],
+        "row_words": row_words,
+        "column_words": column_words,
+        "corner": (short_text(document["rows"]["text"]), short_text(document["columns"]["text"])),
         "column_shares": [_share(document["column_shares"][c]) for c in columns],
         "family": svg.FAMILY_NAMES.get(family, family),
         # Shares add up to 100% only when neither question is multiple choice.
@@ -239,7 +245,13 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
         }
     means = None
     if document is not None and document.get("n") and document["kind"] == "means":
-        means = [{**c, "words": words(c["label"])} for c in document["categories"]]
+        by = (
+            document["rows"]
+            if document["by"] == document["rows"]["question"]
+            else document["columns"]
+        )
+        said = label_words(by, by["labels"])
+        means = [{**c, "words": said.get(c["label"], c["label"])} for c in document["categories"]]
     return render_template(
         "crosstab.html",
         survey=record,
@@ -251,6 +263,7 @@ def crosstab_page(survey_id: str) -> str | tuple[str, int]:
         document=document,
         view=view,
         means=means,
+        counted=counted_words(document) if document and document.get("n") else "",
         toggle=toggle,
         plain=PLAIN_LABELS,
         error=error,
@@ -301,7 +314,10 @@ def compare_page(survey_id: str, other_id: str) -> str | tuple[str, int]:
                 )
             except InvalidParameter:
                 continue  # same id, different question: not comparable
-            sections.append({"question": question, "document": document})
+            said = label_words(question, question.labels)
+            sections.append(
+                {"question": question, "document": document, "plain": {**FIGURE_WORDS, **said}}
+            )
     return render_template(
         "compare.html",
         first=first,
@@ -309,7 +325,7 @@ def compare_page(survey_id: str, other_id: str) -> str | tuple[str, int]:
         public=public,
         sections=sections,
         level=confidence_text(beta),
-        plain={**PLAIN_LABELS, **FIGURE_WORDS},
+        plain=PLAIN_LABELS,
     )
 
 
@@ -318,13 +334,21 @@ COMPARABLE_SCAN = 50
 
 
 def comparable_surveys(record: Any) -> list[Any]:
-    """Public surveys created after this one that share a question id (later waves)."""
+    """Public surveys created after this one that share a comparable question (the same id,
+    type and options or range: :func:`deniable.comparison.comparable`), such as later waves."""
     if not record.results_public:
         return []
     storage = current_storage()
-    mine = record.survey.question_id_set
+    mine = record.survey
     later = (
         storage.get_survey(other, count=False)
         for other in storage.later_public_surveys(record.id, COMPARABLE_SCAN)
     )
-    return [other for other in later if mine & other.survey.question_id_set]
+    return [
+        other
+        for other in later
+        if any(
+            comparison.comparable(mine.question(shared), other.survey.question(shared))
+            for shared in mine.question_id_set & other.survey.question_id_set
+        )
+    ]

@@ -20,9 +20,6 @@ from typing import Any
 
 from flask import g
 
-from deniable.errors import InvalidReport
-from deniable.relay_held import HeldCount
-
 from .times import exact
 
 __all__ = ["CACHE_SECONDS", "TIMEOUT_SECONDS", "WAIT_SECONDS", "cache_key", "held_view"]
@@ -42,22 +39,17 @@ _workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deniable-relay-
 
 def _ask(key: Any, record: Any) -> dict[str, Any]:
     """The view of the relay's answer (never raises)."""
-    from ..cli_relay import ask_relay
+    from ..cli_relay import held_count
 
-    answer = ask_relay(key, record, "held", TIMEOUT_SECONDS)
-    if answer.ok:
-        try:
-            count = HeldCount.from_dict(answer.document)
-        except InvalidReport:
-            count = None
-        if count is not None and count.survey == record.id:
-            return {
-                "known": True,
-                "waiting": count.waiting,
-                "as_of": count.as_of,
-                "as_of_words": exact(count.as_of),
-                "every": _period(count.refresh_seconds),
-            }
+    count = held_count(key, record, TIMEOUT_SECONDS)
+    if count is not None:
+        return {
+            "known": True,
+            "waiting": count.waiting,
+            "as_of": count.as_of,
+            "as_of_words": exact(count.as_of),
+            "every": _period(count.refresh_seconds),
+        }
     return {"known": False, "unreachable": True}
 
 

@@ -92,6 +92,7 @@ export const MESSAGES = {
     "how_noise": "This value was drawn at random around your answer: on its own it says little about it.",
     "epsilon_title": "What ε (privacy loss) means",
     "epsilon_back": "Back to the survey",
+    "epsilon_home": "Home",
     "epsilon_1": "Before your answers leave your device, they are randomized: each answer is sometimes replaced by a random one. Whoever reads what was sent cannot know what you answered, but totals over many people can still be estimated.",
     "epsilon_2": "ε (epsilon) says how much randomness there is. With ε = 1, any answer you give is at most e¹ ≈ 2.7 times as likely as any other to produce what was sent; with ε = 0.5, at most e^0.5 ≈ 1.65 times. The smaller ε, the less your answers can reveal about you.",
     "epsilon_3": "ε adds up over questions and surveys. Your device keeps count and refuses a survey that would go over its caps: per question, per survey, per period, and over its lifetime. The count stays on your device."
@@ -184,6 +185,7 @@ export const MESSAGES = {
     "how_noise": "Dieser Wert wurde zufällig um Ihre Antwort herum gezogen: Für sich allein sagt er wenig darüber aus.",
     "epsilon_title": "Was ε (Privatsphäre-Verlust) bedeutet",
     "epsilon_back": "Zurück zur Umfrage",
+    "epsilon_home": "Startseite",
     "epsilon_1": "Bevor Ihre Antworten Ihr Gerät verlassen, werden sie zufällig verändert: Jede Antwort wird manchmal durch eine zufällige ersetzt. Wer liest, was gesendet wurde, kann nicht wissen, was Sie geantwortet haben; Summen über viele Menschen lassen sich trotzdem schätzen.",
     "epsilon_2": "ε (Epsilon) gibt an, wie viel Zufall im Spiel ist. Bei ε = 1 ist jede Antwort höchstens e¹ ≈ 2,7-mal so wahrscheinlich wie jede andere, das Gesendete zu erzeugen; bei ε = 0,5 höchstens e^0,5 ≈ 1,65-mal. Je kleiner ε, desto weniger können Ihre Antworten über Sie verraten.",
     "epsilon_3": "ε summiert sich über Fragen und Umfragen. Ihr Gerät zählt mit und lehnt eine Umfrage ab, die seine Grenzen überschreiten würde: pro Frage, pro Umfrage, pro Zeitraum und über seine gesamte Nutzungsdauer. Die Zählung bleibt auf Ihrem Gerät."

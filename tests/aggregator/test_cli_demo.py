@@ -227,5 +227,6 @@ def test_demo_keeps_serving_until_terminated_and_then_stops_its_server(tmp_path:
         out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert f"http://127.0.0.1:{port}/surveys/demo-workplace" in out
+    assert f"link to answer: http://127.0.0.1:{port}/surveys/demo-workplace/respond" in out
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=2)

@@ -61,6 +61,10 @@ def test_without_a_public_url_no_qr_code_is_written(initialised, capsys, monkeyp
     assert status == 0
     assert "no QR code written: it needs the full link (DENIABLE_PUBLIC_URL)" in out
     assert not qr.exists()
+    # `surveys` still says where the QR code is, as it says the link: under the public URL.
+    status, out, _ = call(capsys, run(initialised, "surveys"))
+    assert status == 0
+    assert f"  QR:    <public URL>/surveys/{DEMO['id']}/qr.svg" in out
 
 
 def test_the_inline_qr_code_is_an_image_with_a_name() -> None:

@@ -230,6 +230,9 @@ def test_the_epsilon_page_links_back_to_its_survey(client) -> None:
     assert '<a href="/surveys/demo/respond?lang=en">Back to the survey</a>' in page
     hostile = client.get('/about/epsilon?survey="><script>').get_data(as_text=True)
     assert "<script>" not in hostile and "Back to the survey" not in hostile
+    assert '<a href="/">Home</a>' in hostile  # no survey to go back to: the home page
+    alone = client.get("/about/epsilon?lang=de").get_data(as_text=True)
+    assert '<a href="/">Startseite</a>' in alone
 
 
 def test_the_form_links_to_the_epsilon_page_with_its_survey() -> None:
@@ -268,8 +271,20 @@ def _crosstab_document(half: float) -> dict:
             {"family": "chebyshev", "nominal_half_width": 2 * half},
             {"family": "bernstein", "nominal_half_width": half},
         ],
-        "rows": {"question": "smoker", "labels": ["yes", "no"]},
-        "columns": {"question": "transport", "labels": ["car"]},
+        "rows": {
+            "question": "smoker",
+            "text": "Do you smoke?",
+            "type": "yes_no",
+            "labels": ["yes", "no"],
+            "extras": [],
+        },
+        "columns": {
+            "question": "transport",
+            "text": "How do you travel?",
+            "type": "single_choice",
+            "labels": ["car"],
+            "extras": [],
+        },
         "cells": cells,
     }
 

@@ -151,3 +151,20 @@ def test_entries_that_are_not_origins_are_refused(app_config, value):
         parse_origins(value)
     with pytest.raises(SettingsError, match="CORS_ORIGINS"):
         create_app({**app_config, "CORS_ORIGINS": value})
+
+
+@SQLITE
+def test_the_share_box_names_the_cors_setting_while_no_origin_is_listed(
+    cors_client, client, storage
+):
+    """Embedding on another site needs its origin in DENIABLE_CORS_ORIGINS: the survey
+    page's share box says so (and where it is explained) until an origin is listed."""
+    from deniable.aggregator.demo import demo_survey
+
+    survey = demo_survey()
+    storage.create_survey(survey, results_public=True)
+    share = client.get(f"/surveys/{survey.id}").text.split('id="share"')[1].split("</section>")[0]
+    assert 'id="cors-hint"' in share and "<code>DENIABLE_CORS_ORIGINS</code>" in share
+    assert "docs/embedding.md" in share
+    listed = cors_client.get(f"/surveys/{survey.id}").text
+    assert 'id="share"' in listed and 'id="cors-hint"' not in listed

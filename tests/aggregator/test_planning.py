@@ -21,6 +21,7 @@ from deniable.planner import best_respondents, plan, smallest_relayed_batch
 from deniable.shuffle import central_epsilon, local_epsilon_for
 
 from .test_cli import call
+from .test_cli import paths as paths  # noqa: F401 - a fixture
 
 PROG = "deniable-aggregator"
 
@@ -462,3 +463,58 @@ def test_fuzzed_arguments_never_crash(
     if as_json:
         arguments.append("--json")
     check(*run(capsys, *arguments))
+
+
+# -- scales, and optional and conditional questions in the dry run ---------------------------
+
+
+def test_a_scale_plans_as_a_single_choice_of_its_points(capsys) -> None:
+    argv = ["plan", "--epsilon", "1", "--half-width", "0.05", "--json"]
+    status, out, err = call(capsys, [*argv, "--type", "scale", "--options", "11"])
+    assert status == 0, err
+    scale = json.loads(out)
+    status, out, _ = call(capsys, [*argv, "--type", "single_choice", "--options", "11"])
+    choice = json.loads(out)
+    assert scale["question_type"] == "scale" and scale["options"] == 11
+    assert scale["rows"] == choice["rows"] and scale["recommended"] == choice["recommended"]
+    status, out, _ = call(capsys, ["plan", "--type", "scale", "--options", "7", "--epsilon", "1",
+                                   "--n", "1000"])  # fmt: skip
+    assert status == 0 and out.startswith("scale, 7 points, epsilon 1")
+    assert "a single choice of its 7 points" in out
+    status, _, err = call(capsys, ["plan", "--type", "scale", "--options", "4", "--epsilon", "1",
+                                   "--n", "1000"])  # fmt: skip
+    assert status == 2 and "5, 7 or 11 points" in err and len(err.splitlines()) == 1
+    relayed = ["plan", "--relay", "--central-epsilon", "1", "--batch", "1000", "--type", "scale"]
+    status, out, err = call(capsys, [*relayed, "--options", "5", "--relay-noise"])
+    assert status == 0 and "Set epsilon" in out, err  # planned as a single choice of 5 points
+    status, out, err = call(capsys, [*relayed, "--options", "6", "--relay-noise"])
+    assert status == 2 and "5, 7 or 11 points" in err
+    status, out, err = call(capsys, [*relayed, "--options", "5"])
+    assert status == 0 and "Set epsilon" in out, err
+
+
+def test_the_dry_run_marks_optional_and_conditional_questions(paths, capsys) -> None:
+    from .test_cli import run
+
+    path = paths["dir"] / "mini.yaml"
+    path.write_text(
+        "title: Mini\n"
+        "questions:\n"
+        "  - {id: q1, type: yes_no, text: 'Burnt out?', optional: true}\n"
+        "  - {id: q2, type: single_choice, text: 'Why?', options: [Work, Home],\n"
+        "     show_if: {question: q1, equals: true}}\n"
+        "  - {id: q3, type: scale, points: 5, text: 'Happy?', optional: true,\n"
+        "     help: Think of this week}\n"
+        "  - {id: q4, type: numeric, text: Hours, lo: 0, hi: 60}\n",
+        encoding="utf-8",
+    )
+    status, out, err = call(capsys, run(paths, "create-survey", str(path), "--dry-run"))
+    assert status == 0, err
+    rows = {
+        line.split()[0]: line for line in out.splitlines() if line[:2] in ("q1", "q2", "q3", "q4")
+    }
+    assert rows["q1"].split()[2] == "optional" and rows["q4"].split()[2] == "everyone"
+    assert rows["q2"].split()[2] == "conditional" and rows["q3"].split()[2] == "optional"
+    assert "q2: shown only when “Burnt out?” is Yes" in out
+    assert "q3: help: Think of this week" in out
+    assert "shares of the respondents it applies to who answer it" in out

@@ -9,6 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import numpy as np
 import pytest
 import requests
 
@@ -306,12 +307,20 @@ def test_every_path_of_the_terminal_respondent_makes_the_same_requests(served_ta
         hidden = case["statuses"].count("hidden")
         assert ("did not apply to your answers" in said) == bool(hidden), said
         assert "Sent 8 randomized reports" in said
+        asked_number = 0
         for question, status_ in zip(
             TABLE["definition"]["questions"], case["statuses"], strict=True
         ):
             # Asked only when shown (the list of what will be sent names every report).
-            asked = said.split("\nWhat will be sent")[0]
+            asked, sent = said.split("\nWhat will be sent")
             assert (question["text"] in asked) == (status_ != "hidden"), question["id"]
+            # One numbering: a question's number when asked is its number in the list.
+            if status_ != "hidden":
+                asked_number += 1
+                assert f"\n{asked_number}. {question['text']}\n" in asked, question["id"]
+                assert f"\n  {asked_number}. {question['text']}: " in sent, question["id"]
+            else:
+                assert f"\n  –  {question['text']} (not asked): " in sent, question["id"]
         if case["statuses"][1] != "hidden":
             assert "Your best guess is fine." in said  # the help text
         # Timing class: each request leaves before the first prompt or after the last one.
@@ -322,3 +331,47 @@ def test_every_path_of_the_terminal_respondent_makes_the_same_requests(served_ta
         )
         shapes.setdefault(shape, []).append(case["name"])
     assert len(shapes) == 1, shapes
+
+
+def test_simulated_respondents_follow_the_paths_and_decline_optional_questions() -> None:
+    """`deniable simulate`'s true answers walk the survey: a conditional question is "not
+    applicable" exactly when its condition fails, and an optional question shown is declined
+    at the rate asked (fixed seed; 4,000 respondents, the band is over 10 standard errors)."""
+    from deniable.client.simulate import path_columns, true_answers
+
+    survey = Survey.from_dict(
+        {
+            "format": "deniable.survey/2",
+            "id": "paths",
+            "title": "Paths",
+            "questions": [
+                {"id": "gate", "type": "yes_no", "text": "Gate?", "epsilon": 1},
+                {"id": "why", "type": "single_choice", "text": "Why?", "epsilon": 1,
+                 "options": ["x", "y"], "show_if": {"question": "gate", "equals": True},
+                 "optional": True},
+                {"id": "tools", "type": "multiple_choice", "text": "Tools?", "epsilon": 1,
+                 "options": ["a", "b"], "optional": True},
+                {"id": "hours", "type": "numeric", "text": "Hours?", "epsilon": 1, "lo": 0,
+                 "hi": 10, "show_if": {"question": "gate", "equals": False}},
+            ],
+        }
+    )  # fmt: skip
+    gate, why, tools, hours = survey.questions
+    count, rng = 4000, np.random.default_rng(11)
+    truths = {q.id: true_answers(q, count, "uniform", rng) for q in survey.questions}
+    columns = path_columns(survey, truths, decline_rate=0.2, rng=rng)
+    said_yes = columns["gate"] == 1
+    not_applicable = why.base_size + why.extras.index("not_applicable")
+    declined = why.base_size + why.extras.index("declined")
+    assert np.array_equal(columns["why"] == not_applicable, ~said_yes)
+    share = np.mean(columns["why"][said_yes] == declined)
+    assert 0.15 < share < 0.25, share
+    tool_declined = columns["tools"][:, len(tools.options) + tools.extras.index("declined")]
+    assert 0.15 < tool_declined.mean() < 0.25 and not columns["tools"][tool_declined == 1, :2].any()
+    status = columns["hours"][:, 0]  # 0 answered, 1 + position of the non-response value
+    assert np.array_equal(status == 1 + hours.extras.index("not_applicable"), said_yes)
+    # Every value is one the mechanism randomizes, and nothing declines at rate 0.
+    for question in survey.questions:
+        question.oracle.encode_many(question.oracle.randomize_many(columns[question.id], rng))
+    again = path_columns(survey, truths, decline_rate=0.0, rng=rng)
+    assert not np.any(again["why"] == declined)

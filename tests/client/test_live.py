@@ -300,3 +300,32 @@ def test_cli_answer_shows_the_randomized_reports_then_sends_exactly_those(
     assert server.export("shown-no") == []
     budget = run_cli("budget", env=other)
     assert "spent total: 0.000" in budget.stdout  # nothing charged for what was not sent
+
+
+def test_cli_simulate_follows_skip_logic_and_declines(shared_live_server: LiveServer) -> None:
+    """Simulated respondents skip a question whose condition fails and decline optional
+    ones: the results show "Not asked" and "declined" shares (ε = 8: nearly no noise)."""
+    server = shared_live_server
+    paths = {
+        "format": "deniable.survey/2",
+        "id": "simpaths",
+        "title": "Paths",
+        "questions": [
+            {"id": "gate", "type": "yes_no", "text": "Gate?", "epsilon": 8},
+            {"id": "why", "type": "single_choice", "text": "Why?", "epsilon": 8,
+             "options": ["x", "y"], "show_if": {"question": "gate", "equals": True},
+             "optional": True},
+        ],
+    }  # fmt: skip
+    server.operator("POST", "/api/v1/surveys", {"definition": paths})
+    argv = ["--respondents", "400", "--seed", "5", "--decline-rate", "0.5"]
+    result = run_cli("simulate", server.url, "simpaths", *argv, "--operator-token", server.token)
+    assert result.returncode == 0, result.stderr
+    results = server.operator("GET", "/api/v1/surveys/simpaths/results")
+    why = next(q for q in results["questions"] if q["question"] == "why")
+    shares = {c["label"]: c["estimate"] for c in why["categories"]}
+    assert shares["not_applicable"] > 0.3 and shares["declined"] > 0.1, shares
+    refused = run_cli(
+        "simulate", server.url, "simpaths", "--respondents", "5", "--decline-rate", "2"
+    )
+    assert refused.returncode == 2 and "from 0 to 1" in refused.stderr

@@ -167,6 +167,12 @@ def test_a_group_below_min_batch_stays_and_closing_asks_first(stack) -> None:
     page = requests.get(f"{stack['aggregator'].url}/surveys/short", timeout=10).text
     assert 'id="response-count" data-respondents="0"' in page
     assert "counted from the batches the relay forwarded." in page
+    # Without --flush-relay, close-survey says how many answers the relay holds, then asks.
+    plain = ["-m", "deniable.aggregator.cli", "close-survey", "short"]
+    asked = run(plain, stack["aggregator_env"], check=False)
+    assert asked.returncode == 4 and "survey 'short' is still open" in asked.stderr
+    assert asked.stderr.startswith("The relay holds 2 answers waiting for a full batch (as of ")
+    assert "discards every answer it still holds" in asked.stderr
     argv = ["-m", "deniable.aggregator.cli", "close-survey", "short", "--flush-relay"]
     refused = run(argv, stack["aggregator_env"], check=False)
     assert refused.returncode == 4  # stdin is no terminal: nobody said yes
@@ -220,6 +226,19 @@ def test_a_flush_not_signed_by_the_aggregator_is_refused(stack) -> None:
     assert answer.status_code == 422
     missing = requests.post(f"{stack['relay'].url}/api/v1/surveys/nope/flush", json=forged)
     assert missing.status_code == 404
+
+
+def test_closing_says_so_when_the_relay_cannot_say_how_many_it_holds(stack, tmp_path) -> None:
+    """A relay that does not answer: one sentence saying the count is not known, then the
+    question as before (nobody at a terminal: still open)."""
+    dead = f"http://{HOST}:{free_port()}"
+    path = tmp_path / "unreachable.json"
+    path.write_text(json.dumps(survey_definition("unreachable", dead, MIN_BATCH)))
+    run(["-m", "deniable.aggregator.cli", "create-survey", str(path)], stack["aggregator_env"])
+    argv = ["-m", "deniable.aggregator.cli", "close-survey", "unreachable", "--timeout", "5"]
+    asked = run(argv, stack["aggregator_env"], check=False)
+    assert asked.returncode == 4 and "survey 'unreachable' is still open" in asked.stderr
+    assert f"The relay at {dead} did not answer, so how many answers it holds" in asked.stderr
 
 
 def _signed(stack: dict[str, Any], kind: str, survey_id: str) -> dict[str, Any]:
