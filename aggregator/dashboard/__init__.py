@@ -77,6 +77,7 @@ def index() -> str | tuple[str, int]:
             counts = real_counts(record, storage.fold(record.id), relayed.batch_summary(record))
             summary["respondents"] = max(counts.values(), default=0)
         summary["links"] = respond_links(record, public_base_url())
+        summary["text_lang"] = text_lang(record)
         surveys.append(summary)
     shown = request.args.get("limit")  # kept in the links when given (url_for drops None)
     return render_template(
@@ -123,6 +124,7 @@ def survey(survey_id: str) -> str | tuple[str, int]:
 def _survey_page(record: SurveyRecord, beta: float) -> str:
     summary = survey_summary(record)
     summary["description"] = record.survey.description
+    summary["text_lang"] = text_lang(record)
     questions = []
     summary["respondents"] = None  # private: hidden like the report count
     if record.results_public:
@@ -171,6 +173,13 @@ def qr_code(survey_id: str) -> Response | tuple[str, int]:
     response = Response(qr_svg(links.respond), mimetype="image/svg+xml")
     response.headers["Content-Disposition"] = f'inline; filename="{record.id}-qr.svg"'
     return response
+
+
+def text_lang(record: SurveyRecord) -> str | None:
+    """The language of the survey's own text when it is not the pages' (English): its title,
+    description and questions are then marked with it (WCAG 2.2, 3.1.2 language of parts)."""
+    language = getattr(record.survey, "language", "en")
+    return None if language == "en" else language
 
 
 def share_view(record: SurveyRecord) -> dict[str, Any] | None:

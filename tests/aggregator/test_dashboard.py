@@ -397,6 +397,26 @@ def test_index_lists_surveys_and_escapes_titles(dash) -> None:
     assert "<script>" not in page and "&lt;script&gt;" in page
 
 
+def test_a_survey_in_another_language_is_marked_with_it(dash) -> None:
+    """The pages' own words are English; a German survey's title, description and questions
+    carry lang="de" (WCAG 2.2, 3.1.2 language of parts), an English survey's nothing."""
+    from tests.shared.test_translations import german
+
+    app, client, survey = dash
+    other = Survey.from_dict(german())
+    app.extensions["deniable.storage"].create_survey(other, results_public=True)
+    fill(client, other, 30)
+    page = client.get(f"/surveys/{other.id}").get_data(as_text=True)
+    assert '<html lang="en">' in page
+    assert f'<span lang="de">{other.title}</span>' in page
+    for question in other.questions:
+        assert f'<h2 lang="de">{question.text}</h2>' in page
+    index = client.get("/").get_data(as_text=True)
+    assert f'lang="de">{other.title}</a>' in index
+    english = client.get(f"/surveys/{survey.id}").get_data(as_text=True)
+    assert 'lang="de"' not in english and "<h2 lang" not in english
+
+
 def test_private_results_show_a_notice_and_no_numbers(dash) -> None:
     app, client, survey = dash
     private = Survey.from_dict({**survey.to_dict(), "id": "private"})
