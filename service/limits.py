@@ -330,21 +330,22 @@ class RateLimits:
             return False
         return any(ip in network for network in self.exempt)
 
-    def _hit(self, item: Any, kind: str, key: str) -> float:
-        """Count one request: 0.0 if allowed, else seconds until one is allowed again."""
+    def _hit(self, item: Any, kind: str, key: str, *, count: bool = True) -> float:
+        """Count one request (``count``; else only test): 0.0 if allowed, else seconds until
+        one is allowed again."""
         identifiers = (self.key_prefix, kind, key)
         strategy = self._limiter.limiter
         if self.shared and time.monotonic() < self._shared_until:
             strategy = self._fallback
         try:
-            if strategy.hit(item, *identifiers):
+            if (strategy.hit if count else strategy.test)(item, *identifiers):
                 return 0.0
             reset = strategy.get_window_stats(item, *identifiers).reset_time
         except Exception as error:  # noqa: BLE001 - any store failure: count locally instead
             if strategy is self._fallback:
                 raise
             self._store_failed(error)
-            return self._hit(item, kind, key)
+            return self._hit(item, kind, key, count=count)
         return max(reset - time.time(), 0.001)
 
     def _store_failed(self, error: Exception) -> None:
@@ -360,10 +361,11 @@ class RateLimits:
                     shown_storage(str(error)[:200]),
                 )
 
-    def wait(self, rate: Rate, kind: str, key: str) -> float:
+    def wait(self, rate: Rate, kind: str, key: str, *, count: bool = True) -> float:
         """Count one request of ``kind`` by ``key`` against ``rate`` (another use than the
-        submissions', such as the editor's sign-in): 0.0 if allowed, else seconds to wait."""
-        return self._hit(rate.item(), kind, key)
+        submissions', such as the editor's failed sign-ins): 0.0 if allowed, else seconds to
+        wait.  ``count=False`` only asks whether one more would be allowed."""
+        return self._hit(rate.item(), kind, key, count=count)
 
     def check_address(self, address: str) -> None:
         if self._address_item is None or self.is_exempt(address):

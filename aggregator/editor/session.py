@@ -35,10 +35,10 @@ from .store import SESSION_SECONDS, EditorStore, Session
 __all__ = ["COOKIE", "check_form", "editor_store", "operator_page", "register"]
 
 COOKIE = "deniable_editor"
-# Sign-in attempts per client address (an IPv6 /64), counted by the API's limiter and in its
-# store.  Why every attempt, and loopback too: a right token is no reason to try many, and
-# behind a proxy not configured with TRUST_PROXY every operator shares one count, which a
-# handful of sign-ins a minute still leaves enough.
+# Failed sign-in attempts per client address (an IPv6 /64), counted by the API's limiter and
+# in its store; past them every attempt waits.  Why failures only, and loopback too: tokens
+# are guessed by failing, while operators (and tests) sign in often; behind a proxy not
+# configured with TRUST_PROXY every operator shares one count.
 SIGN_IN_RATE = Rate(10, 60.0)
 
 
@@ -110,12 +110,15 @@ def _safe_next(target: str | None) -> str:
     return url_for("editor.home")
 
 
-def _sign_in_wait() -> float:
-    """0.0 if this sign-in attempt is within :data:`SIGN_IN_RATE`, else the seconds to wait."""
+def _sign_in_wait(*, failed: bool = False) -> float:
+    """0.0 if another sign-in attempt is allowed by :data:`SIGN_IN_RATE`, else the seconds to
+    wait.  Only failed attempts count (``failed``): an operator who signs in often is never
+    locked out, a guesser is."""
     limits = current_limits()
     forwarded = request.headers.get("X-Forwarded-For") if limits.trust_proxy else None
     address = limits.client_address(request.remote_addr, forwarded)
-    return limits.wait(SIGN_IN_RATE, "editor-sign-in", limits.limit_key(address))
+    key = limits.limit_key(address)
+    return limits.wait(SIGN_IN_RATE, "editor-sign-in", key, count=failed)
 
 
 def register(blueprint: Any) -> None:
@@ -157,6 +160,7 @@ def register(blueprint: Any) -> None:
             page = render_template(
                 "editor/sign_in.html", next=request.form.get("next", ""), error=message
             )
+            _sign_in_wait(failed=True)
             return page, 401
         cookie = editor_store().create_session(found.id)
         response: Response = redirect(_safe_next(request.form.get("next")), 303)

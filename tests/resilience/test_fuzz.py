@@ -310,10 +310,10 @@ def test_every_endpoint_survives_arbitrary_requests(app, storage, operator_heade
                 and response.mimetype == "text/html"
                 and re.fullmatch(PAGES, path) is not None
             ) or (
-                # The editor is for browsers: its refusals (sign-in, CSRF, unknown draft)
-                # are pages in words, never a 5xx.
+                # The editor is for browsers: its refusals (sign-in, too many failed
+                # sign-ins, CSRF, unknown draft) are pages in words, never a 5xx.
                 re.fullmatch(r"/editor(/.*)?", path) is not None
-                and status in (400, 401, 403, 404, 405, 409, 413)
+                and status in (400, 401, 403, 404, 405, 409, 413, 429)
                 and response.mimetype == "text/html"
             )
             if case["method"] == "HEAD":
