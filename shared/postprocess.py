@@ -10,9 +10,17 @@ beside the raw unbiased estimates, never instead of them.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
-__all__ = ["clip_and_renormalize", "iterative_bayesian_update", "norm_sub", "project_to_simplex"]
+__all__ = [
+    "clip_and_renormalize",
+    "iterative_bayesian_update",
+    "norm_sub",
+    "norm_sub_within",
+    "project_to_simplex",
+]
 
 
 def _uniform(size: int) -> np.ndarray:
@@ -98,3 +106,115 @@ def iterative_bayesian_update(counts: np.ndarray, p: float, q: float) -> np.ndar
     k = int(np.nonzero(order / scales > offset)[0].max())
     shares = np.clip(counts / scales[k] - offset, 0.0, None)
     return shares / shares.sum()
+
+
+# -- within intervals --------------------------------------------------------------------------
+
+
+def _project_with_equalities(
+    values: np.ndarray, lower: np.ndarray, upper: np.ndarray, rows: np.ndarray, targets: np.ndarray
+) -> tuple[np.ndarray, bool]:
+    """The Euclidean projection of ``values`` onto {lower <= x <= upper, rows @ x = targets}
+    and whether it was found (False: the set looks empty).
+
+    Its dual (Boyd and Vandenberghe 2004, §5.2) is concave in λ with gradient
+    rows @ x(λ) - targets, x(λ) = clip(values - rowsᵀ λ, lower, upper); the maximum is found
+    by semismooth Newton steps (the free entries' Hessian) with a backtracking line search.
+    """
+    lam = np.zeros(len(targets))
+
+    def point(multipliers):
+        return np.clip(values - rows.T @ multipliers, lower, upper)
+
+    def dual(multipliers):
+        x = point(multipliers)
+        return 0.5 * float((x - values) @ (x - values)) + float(multipliers @ (rows @ x - targets))
+
+    for _ in range(60):
+        x = point(lam)
+        gradient = rows @ x - targets
+        if np.abs(gradient).max() <= 1e-13:
+            return x, True
+        shifted = values - rows.T @ lam
+        free = (shifted > lower) & (shifted < upper)
+        hessian = rows[:, free] @ rows[:, free].T
+        step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
+        current = dual(lam)
+        for direction in (step, gradient):
+            size = 1.0
+            while size > 1e-12 and dual(lam + size * direction) <= current:
+                size /= 2
+            if size > 1e-12:
+                lam = lam + size * direction
+                break
+        else:
+            break
+    x = point(lam)
+    return x, bool(np.abs(rows @ x - targets).max() <= 1e-12)
+
+
+def _unit_sum(shares: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The last rounding error of Σ shares = 1 onto the entries strictly inside the box."""
+    free = (shares > lower) & (shares < upper)
+    if free.any():
+        shares = shares.copy()
+        shares[free] = np.clip(
+            shares[free] + (1.0 - shares.sum()) / free.sum(), lower[free], upper[free]
+        )
+    return shares
+
+
+def norm_sub_within(
+    estimates: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    equalities: tuple[tuple[np.ndarray, float], ...] = (),
+    slabs: tuple[tuple[np.ndarray, float, float], ...] = (),
+) -> tuple[np.ndarray, bool]:
+    """A distribution near ``estimates`` inside the intervals [lower, upper], with w · x = t
+    for each of ``equalities`` (else, if given, low <= w · x <= high for each of ``slabs``),
+    and whether the intervals allowed one.
+
+    Norm-Sub (Wang et al. NDSS 2020, above) with the clip at 0 replaced by the estimates' own
+    intervals: the Euclidean projection onto {lower <= x <= upper, Σ x = 1} and the
+    equalities (:func:`_project_with_equalities`).  Where the equalities cannot be met, the
+    projection onto the box, the sum and the slabs (the nearest of the projections with each
+    slab free or held at one end; to 1e-12, the caller checks), or, if none is met, onto the
+    box and the sum alone.  x is non-negative, sums to one and lies in every interval.  When
+    Σ lower > 1 or Σ upper < 1 no distribution lies in every interval (some interval missed):
+    the bounds [0, 1] are used instead and the second value is False.
+    """
+    values = np.asarray(estimates, dtype=np.float64)
+    lower = np.clip(np.asarray(lower, dtype=np.float64), 0.0, 1.0)
+    upper = np.clip(np.asarray(upper, dtype=np.float64), 0.0, 1.0)
+    inside = bool(lower.sum() <= 1.0 <= upper.sum() and (lower <= upper).all())
+    if not inside:
+        lower, upper = np.zeros_like(values), np.ones_like(values)
+    if values.size == 0:
+        return values.copy(), inside
+    ones = np.ones((1, values.size))
+
+    def box_and_sum(x):
+        return _unit_sum(
+            _project_with_equalities(x, lower, upper, ones, np.ones(1))[0], lower, upper
+        )
+
+    if equalities:
+        rows = np.vstack([ones, *[w[None, :] for w, _ in equalities]])
+        targets = np.array([1.0, *[t for _, t in equalities]])
+        shares, found = _project_with_equalities(values, lower, upper, rows, targets)
+        if found:
+            return _unit_sum(shares, lower, upper), inside
+    # The slabs: the projection with no slab if it meets them all, else the nearest of the
+    # projections with some slabs held at one of their ends (the optimum is one of them).
+    best, distance = None, np.inf
+    for held in itertools.product(*[(None, 1, 2) for _ in slabs]):
+        chosen = [(slab[0], slab[end]) for slab, end in zip(slabs, held, strict=True) if end]
+        rows = np.vstack([ones, *[w[None, :] for w, _ in chosen]])
+        targets = np.array([1.0, *[t for _, t in chosen]])
+        shares, found = _project_with_equalities(values, lower, upper, rows, targets)
+        shares = _unit_sum(shares, lower, upper)
+        met = all(low - 1e-12 <= w @ shares <= high + 1e-12 for w, low, high in slabs)
+        if found and met and float((shares - values) @ (shares - values)) < distance:
+            best, distance = shares, float((shares - values) @ (shares - values))
+    return (box_and_sum(values) if best is None else best), inside
