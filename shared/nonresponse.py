@@ -13,9 +13,16 @@ Wainwright 2013 for numbers).  What is published, one row each (``label``, ``sha
   promoter score 100 (f_9 + f_10 - Σ_{v<=6} f_v) / A in points;
 * a number: ``mean`` among those who answered.
 
-Point estimates are ratios of unbiased estimates (consistent, not unbiased); intervals
-come from :func:`deniable.intervals.ratio_interval`, the construction of means by
-category (``deniable.crosstab``):
+A scale everyone answers (no extras: A = 1 exactly) publishes its shares as a single-choice
+question's frequencies, with every family's bounds and the tightest named
+(:func:`_required_scale`), and its mean and NPS with the construction below.
+
+The intervals are built from ratios of unbiased estimates (consistent, not unbiased), with
+:func:`deniable.intervals.ratio_interval`, the construction of means by category
+(``deniable.crosstab``); the point published beside each is then chosen inside it
+(:func:`consistent_points`): the shares among those who answered are a distribution (they
+add to one), and a scale's mean and NPS are those of the published shares.  Choosing a point
+is post-processing: no interval's coverage changes.  The intervals:
 
 * a share among those who answered, or who declined among those asked: the numerator's
   interval at β/2 and the denominator's at β/2 (split evenly among the extras it
@@ -260,10 +267,10 @@ def consistent_points(question: Question, rows: list[dict]) -> list[dict]:
     points = {r["label"]: r for r in rows if r["label"] in _POINT_ROWS}
     raw = np.array([np.nan if r["estimate"] is None else r["estimate"] for r in shares], float)
     if question.type in ("multiple_choice", "numeric") or not np.isfinite(raw).all():
-        for row in rows:
-            if row["estimate"] is not None and row["label"] not in _POINT_ROWS:
+        for row in rows:  # a number's mean included; a scale's only when it has no shares
+            if row["estimate"] is not None:
                 row["estimate"] = min(max(row["estimate"], row["lower"]), row["upper"])
-        if not np.isfinite(raw).all():
+        if question.type == "scale":
             for row in points.values():
                 row["estimate"] = None
         return [_hull(row) for row in rows]

@@ -130,11 +130,13 @@ def _project_with_equalities(
         x = point(multipliers)
         return 0.5 * float((x - values) @ (x - values)) + float(multipliers @ (rows @ x - targets))
 
-    for _ in range(60):
+    for _ in range(40):
         x = point(lam)
         gradient = rows @ x - targets
-        if np.abs(gradient).max() <= 1e-13:
+        if np.abs(gradient).max() <= 1e-12:
             return x, True
+        if np.abs(lam).max() > 1e9:  # the dual grows without bound: the set is empty
+            break
         shifted = values - rows.T @ lam
         free = (shifted > lower) & (shifted < upper)
         hessian = rows[:, free] @ rows[:, free].T
@@ -142,9 +144,9 @@ def _project_with_equalities(
         current = dual(lam)
         for direction in (step, gradient):
             size = 1.0
-            while size > 1e-12 and dual(lam + size * direction) <= current:
+            while size > 1e-9 and dual(lam + size * direction) <= current:
                 size /= 2
-            if size > 1e-12:
+            if size > 1e-9:
                 lam = lam + size * direction
                 break
         else:
@@ -178,11 +180,11 @@ def norm_sub_within(
     Norm-Sub (Wang et al. NDSS 2020, above) with the clip at 0 replaced by the estimates' own
     intervals: the Euclidean projection onto {lower <= x <= upper, Σ x = 1} and the
     equalities (:func:`_project_with_equalities`).  Where the equalities cannot be met, the
-    projection onto the box, the sum and the slabs (the nearest of the projections with each
-    slab free or held at one end; to 1e-12, the caller checks), or, if none is met, onto the
-    box and the sum alone.  x is non-negative, sums to one and lies in every interval.  When
-    Σ lower > 1 or Σ upper < 1 no distribution lies in every interval (some interval missed):
-    the bounds [0, 1] are used instead and the second value is False.
+    nearest point of the projections onto the box and the sum with the fewest slabs held at
+    one of their ends that meets every slab (to 1e-12; the caller checks), or, if none does,
+    the projection onto the box and the sum alone.  x is non-negative, sums to one and lies in
+    every interval.  When Σ lower > 1 or Σ upper < 1 no distribution lies in every interval
+    (some interval missed): the bounds [0, 1] are used instead and the second value is False.
     """
     values = np.asarray(estimates, dtype=np.float64)
     lower = np.clip(np.asarray(lower, dtype=np.float64), 0.0, 1.0)
@@ -206,9 +208,15 @@ def norm_sub_within(
         if found:
             return _unit_sum(shares, lower, upper), inside
     # The slabs: the projection with no slab if it meets them all, else the nearest of the
-    # projections with some slabs held at one of their ends (the optimum is one of them).
-    best, distance = None, np.inf
-    for held in itertools.product(*[(None, 1, 2) for _ in slabs]):
+    # projections with one slab held at one of its ends, else with two (the optimum holds
+    # the fewest it must).
+    best, distance, level = None, np.inf, 0
+    # Fewest slabs held first; the first level with a point that meets every slab gives it.
+    choices = sorted(itertools.product(*[(0, 1, 2) for _ in slabs]), key=np.count_nonzero)
+    for held in choices:
+        if best is not None and np.count_nonzero(held) > level:
+            break
+        level = np.count_nonzero(held)
         chosen = [(slab[0], slab[end]) for slab, end in zip(slabs, held, strict=True) if end]
         rows = np.vstack([ones, *[w[None, :] for w, _ in chosen]])
         targets = np.array([1.0, *[t for _, t in chosen]])
