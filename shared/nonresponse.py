@@ -261,8 +261,11 @@ def consistent_points(question: Question, rows: list[dict]) -> list[dict]:
     interval is widened to take in its point: a superset of a covering interval covers, so
     every interval still covers with probability >= 1 - β.  Multiple choice options (each its
     own yes/no share), the declined and not-applicable shares and a number's mean take their
-    estimate moved into their interval (clipped).
+    estimate moved into their interval (clipped).  Each row keeps that estimate as ``raw``
+    (the ratio, unclipped; a required scale's shares: the unbiased frequency).
     """
+    for row in rows:  # the estimate the interval is built around, kept beside the point
+        row["raw"] = row["estimate"]
     shares = [r for r in rows if r["share_of"] == "answered" and r["label"] not in _POINT_ROWS]
     points = {r["label"]: r for r in rows if r["label"] in _POINT_ROWS}
     raw = np.array([np.nan if r["estimate"] is None else r["estimate"] for r in shares], float)

@@ -61,6 +61,9 @@ CSV_COLUMNS = (
     "norm_sub",
     "projected",
     "ibu",
+    # An optional, conditional or scale question's row: the estimate its interval is built
+    # around (deniable.nonresponse), beside the published point.
+    "raw",
     # Every family's own interval (deniable.estimation, deniable.exact_tail).
     "chebyshev_lower",
     "chebyshev_upper",

@@ -500,6 +500,7 @@ def test_a_required_scale_publishes_its_shares_as_single_choice_and_adds_to_one(
             assert row[end] == category[end], end
         assert row[f"{family}_lower"] == category[f"{family}_lower"]
         assert "tightest" not in row  # the question's family, as for single choice
+        assert row["raw"] == category["estimate"]  # the unbiased estimate, kept beside
     assert rows[-2]["tightest"] == rows[-1]["tightest"] == "ratio"
     assert result["answered"] == 1.0
     check_consistent(scale, result)
