@@ -117,42 +117,94 @@ def _project_with_equalities(
     """The Euclidean projection of ``values`` onto {lower <= x <= upper, rows @ x = targets}
     and whether it was found (False: the set looks empty).
 
-    Its dual (Boyd and Vandenberghe 2004, §5.2) is concave in λ with gradient
-    rows @ x(λ) - targets, x(λ) = clip(values - rowsᵀ λ, lower, upper); the maximum is found
-    by semismooth Newton steps (the free entries' Hessian) with a backtracking line search.
+    The alternating direction method of multipliers (Boyd, Parikh, Chu, Peleato, Eckstein
+    2011, §5.2: x on the affine set, z in the box, x = z), polished every 20 steps as OSQP
+    does (Stellato et al. 2020, §5) on the active set found so far: the entries at a bound
+    held there, the others x = values - rowsᵀ λ solved exactly, kept when that meets the
+    optimality conditions.
     """
-    lam = np.zeros(len(targets))
+    size = values.size
+    inverse = np.linalg.pinv(rows @ rows.T)
 
-    def point(multipliers):
-        return np.clip(values - rows.T @ multipliers, lower, upper)
+    def affine(point: np.ndarray) -> np.ndarray:
+        return point - rows.T @ (inverse @ (rows @ point - targets))
 
-    def dual(multipliers):
-        x = point(multipliers)
-        return 0.5 * float((x - values) @ (x - values)) + float(multipliers @ (rows @ x - targets))
+    z = np.clip(values, lower, upper)
+    u = np.zeros(size)
+    rho = 1.0
+    checked, last_primal, last_rho = z, np.inf, rho
+    for iteration in range(1, 5001):
+        x = affine((values + rho * (z - u)) / (1 + rho))
+        previous = z
+        z = np.clip(x + u, lower, upper)
+        u = u + x - z
+        if np.abs(u).max() * rho > 1e6:  # the multipliers grow without bound: the set is empty
+            return z, False
+        if iteration % 20 == 0:
+            polished = _polish(values, lower, upper, rows, targets, z)
+            if polished is not None:
+                return polished, True
+            primal, dual = np.abs(x - z).max(), rho * np.abs(z - previous).max()
+            settled = np.abs(z - checked).max() <= 1e-12 and primal >= 0.999 * last_primal
+            if primal > 1e-9 and settled and rho == last_rho:
+                return z, False  # settled apart from the affine set: the set is empty
+            checked, last_primal, last_rho = z, primal, rho
+            if primal > 10 * dual:  # residual balancing (Boyd et al. 2011, §3.4.1)
+                rho, u = 2 * rho, u / 2
+            elif dual > 10 * primal:
+                rho, u = rho / 2, u * 2
+    return z, False
 
-    for _ in range(40):
-        x = point(lam)
-        gradient = rows @ x - targets
-        if np.abs(gradient).max() <= 1e-12:
-            return x, True
-        if np.abs(lam).max() > 1e9:  # the dual grows without bound: the set is empty
-            break
-        shifted = values - rows.T @ lam
-        free = (shifted > lower) & (shifted < upper)
-        hessian = rows[:, free] @ rows[:, free].T
-        step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
-        current = dual(lam)
-        for direction in (step, gradient):
-            size = 1.0
-            while size > 1e-9 and dual(lam + size * direction) <= current:
-                size /= 2
-            if size > 1e-9:
-                lam = lam + size * direction
-                break
+
+def _polish(values, lower, upper, rows, targets, z) -> np.ndarray | None:
+    """The exact projection if ``z``'s entries at a bound are the optimum's: those held, the
+    others values - rowsᵀ λ meeting the equalities; None unless it is in the box, meets them
+    and the held entries lean against their bound (the optimality conditions)."""
+    at_lower, at_upper = np.abs(z - lower) <= 1e-9, np.abs(z - upper) <= 1e-9
+    fixed = at_lower | at_upper
+    polished = np.where(at_lower, lower, np.where(at_upper, upper, z))
+    free = ~fixed
+    rest = targets - rows[:, fixed] @ polished[fixed]
+    multipliers = np.linalg.pinv(rows[:, free] @ rows[:, free].T) @ (
+        rows[:, free] @ values[free] - rest
+    )
+    polished[free] = values[free] - rows[:, free].T @ multipliers
+    pushed = values - rows.T @ multipliers
+    if not ((polished >= lower).all() and (polished <= upper).all()):
+        return None
+    if np.abs(rows @ polished - targets).max() > 1e-12:
+        return None
+    lean = (pushed[at_lower & ~at_upper] <= lower[at_lower & ~at_upper] + 1e-9).all() and (
+        pushed[at_upper & ~at_lower] >= upper[at_upper & ~at_lower] - 1e-9
+    ).all()
+    return polished if lean else None
+
+
+def _shift_into_box(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The projection onto {lower <= x <= upper, Σ x = 1} (Σ lower <= 1 <= Σ upper): x =
+    clip(values - δ, lower, upper), Norm-Sub's rule with the box for [0, ∞).  The sum falls
+    piecewise linearly in δ, bending at values - upper and values - lower: the segment holding
+    1 is found by bisection over those breakpoints, and δ on it exactly."""
+    points = np.sort(np.concatenate([values - upper, values - lower]))
+
+    def total(shift: float) -> float:
+        return float(np.clip(values - shift, lower, upper).sum())
+
+    low, high = 0, points.size - 1  # total(points[low]) >= 1 >= total(points[high])
+    while high - low > 1:
+        middle = (low + high) // 2
+        if total(points[middle]) >= 1.0:
+            low = middle
         else:
-            break
-    x = point(lam)
-    return x, bool(np.abs(rows @ x - targets).max() <= 1e-12)
+            high = middle
+    left, right = points[low], points[high]
+    at_left, at_right = total(left), total(right)
+    shift = (
+        left
+        if at_left == at_right
+        else left + (at_left - 1.0) / (at_left - at_right) * (right - left)
+    )
+    return np.clip(values - shift, lower, upper)
 
 
 def _unit_sum(shares: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -197,9 +249,7 @@ def norm_sub_within(
     ones = np.ones((1, values.size))
 
     def box_and_sum(x):
-        return _unit_sum(
-            _project_with_equalities(x, lower, upper, ones, np.ones(1))[0], lower, upper
-        )
+        return _unit_sum(_shift_into_box(x, lower, upper), lower, upper)
 
     if equalities:
         rows = np.vstack([ones, *[w[None, :] for w, _ in equalities]])
@@ -207,6 +257,8 @@ def norm_sub_within(
         shares, found = _project_with_equalities(values, lower, upper, rows, targets)
         if found:
             return _unit_sum(shares, lower, upper), inside
+    if not slabs:
+        return box_and_sum(values), inside
     # The slabs: the projection with no slab if it meets them all, else the nearest of the
     # projections with one slab held at one of its ends, else with two (the optimum holds
     # the fewest it must).
