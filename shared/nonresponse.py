@@ -277,8 +277,13 @@ def consistent_points(question: Question, rows: list[dict]) -> list[dict]:
             for row in points.values():
                 row["estimate"] = None
         return [_hull(row) for row in rows]
+    distribution = {id(row) for row in shares}
     for row in rows:  # the declined and not-applicable shares
-        if row["estimate"] is not None and row not in shares and row["label"] not in _POINT_ROWS:
+        if (
+            row["estimate"] is not None
+            and id(row) not in distribution
+            and row["label"] not in _POINT_ROWS
+        ):
             row["estimate"] = min(max(row["estimate"], row["lower"]), row["upper"])
     low = np.array([max(r["lower"], r["simultaneous_lower"]) for r in shares])
     high = np.array([min(r["upper"], r["simultaneous_upper"]) for r in shares])
