@@ -5,7 +5,10 @@ Frequency Estimation with Consistency", NDSS 2020.  Each function returns a
 new array that is non-negative and sums to one; none of them changes its
 input.  They trade unbiasedness for lower error and cost no privacy
 (post-processing, Dwork & Roth 2014 Prop. 2.1), so results always show them
-beside the raw unbiased estimates, never instead of them.
+beside the raw unbiased estimates, never instead of them.  The one exception,
+:func:`norm_sub_within` (Norm-Sub inside given intervals), chooses the point
+published inside an interval built from the unbiased estimates, which are kept
+beside it as ``raw`` (``deniable.nonresponse``).
 """
 
 from __future__ import annotations
