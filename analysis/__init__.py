@@ -51,6 +51,8 @@ __all__ = ["Aggregator", "Export", "compare_frame", "crosstab_frame", "results_f
 _LEADING = (
     "question",
     "type",
+    "mechanism",
+    "epsilon",
     "n",
     "beta",
     *PUBLISHED_COLUMNS,
@@ -58,7 +60,8 @@ _LEADING = (
 
 
 def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
-    """A results document: one row per question category (numeric questions: one row).
+    """A results document: one row per question category (numeric questions: one row), with
+    the question's ``mechanism`` and ``epsilon`` as the CSV has them.
 
     ``lower``/``upper`` are the published interval, the family named in ``tightest``
     beside them (the same numbers as the JSON, the CSV, the command line and the
@@ -73,6 +76,8 @@ def results_frame(document: Mapping[str, Any]) -> pd.DataFrame:
         common = {
             "question": question["question"],
             "type": question["type"],
+            "mechanism": question.get("mechanism"),
+            "epsilon": question.get("epsilon"),
             "n": question["n"],
             "beta": beta,
             "tightest": question.get("tightest"),

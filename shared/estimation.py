@@ -56,6 +56,7 @@ __all__ = [
     "estimate_mean",
     "interval_families",
     "interval_summary",
+    "primary_interval",
 ]
 
 # Interval half-widths (in units of the estimand's range) at which results say so in words.
@@ -497,3 +498,23 @@ def estimate_mean(
             else noised.respondents_needed(mechanism, noise, beta, 0, PRECISE_HALF_WIDTH)
         ),
     )
+
+
+def primary_interval(item: dict[str, Any], family: str, simultaneous: str | None) -> dict[str, Any]:
+    """``item`` (a category, or a mean) with ``lower``/``upper`` the ``family``'s bounds.
+
+    The estimators' own ``lower``/``upper`` are Chebyshev's; they move to ``chebyshev_*``.
+    """
+    ends = ("lower", "upper") + (
+        ("simultaneous_lower", "simultaneous_upper") if simultaneous is not None else ()
+    )
+    chebyshev = {f"chebyshev_{end}": item[end] for end in ends}
+    published: dict[str, Any] = {}
+    for key, value in item.items():
+        published[key] = value
+        if key == ends[-1]:
+            published.update(chebyshev)  # the families' columns follow the primary ones
+    for end in ends:
+        chosen = family if not end.startswith("simultaneous_") else str(simultaneous)
+        published[end] = published.get(f"{chosen}_{end}", item[end])
+    return published

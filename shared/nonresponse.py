@@ -13,9 +13,16 @@ Wainwright 2013 for numbers).  What is published, one row each (``label``, ``sha
   promoter score 100 (f_9 + f_10 - Σ_{v<=6} f_v) / A in points;
 * a number: ``mean`` among those who answered.
 
-Point estimates are ratios of unbiased estimates (consistent, not unbiased); intervals
-come from :func:`deniable.intervals.ratio_interval`, the construction of means by
-category (``deniable.crosstab``):
+A scale everyone answers (no extras: A = 1 exactly) publishes its shares as a single-choice
+question's frequencies, with every family's bounds and the tightest named
+(:func:`_required_scale`), and its mean and NPS with the construction below.
+
+The intervals are built from ratios of unbiased estimates (consistent, not unbiased), with
+:func:`deniable.intervals.ratio_interval`, the construction of means by category
+(``deniable.crosstab``); the point published beside each is then chosen inside it
+(:func:`consistent_points`): the shares among those who answered are a distribution (they
+add to one), and a scale's mean and NPS are those of the published shares.  Choosing a point
+is post-processing: no interval's coverage changes.  The intervals:
 
 * a share among those who answered, or who declined among those asked: the numerator's
   interval at β/2 and the denominator's at β/2 (split evenly among the extras it
@@ -50,19 +57,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .estimation import estimate_frequencies, estimate_mean, precision
+from .estimation import estimate_frequencies, estimate_mean, precision, primary_interval
 from .intervals import ratio_interval
+from .postprocess import norm_sub_within
 
 if TYPE_CHECKING:
     from .noised import DummyNoise
     from .survey import Question
 
-__all__ = ["METHOD", "SHARE_OF", "nonresponse_results"]
+__all__ = ["METHOD", "SCALE_METHOD", "SHARE_OF", "consistent_points", "nonresponse_results"]
 
 SHARE_OF = {"declined": "applicable", "not_applicable": "all"}
 METHOD = (
     "ratio of unbiased estimates; its interval from the numerator's and the denominator's "
     "intervals (union bound): covers with probability >= 1 - beta"
+)
+SCALE_METHOD = (
+    "shares: the tightest family; mean and net promoter score: the narrower (data-free) of "
+    "Hoeffding's bound on the weighted sum and the shares' simultaneous intervals: covers with "
+    "probability >= 1 - beta"
 )
 
 
@@ -122,9 +135,11 @@ def _row(label: str, share_of: str, estimate: float, bounds, simultaneous, **mor
     }
 
 
-def _ratio(n_hat, d_hat, span):
+def _ratio(n_hat, d_hat):
+    """The ratio of unbiased estimates, unclipped (NaN when d_hat <= 0); the published point is
+    chosen from it by :func:`consistent_points`."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(d_hat > 0, np.clip(n_hat / d_hat, 0.0, span), np.nan)
+        return np.where(d_hat > 0, n_hat / d_hat, np.nan)
 
 
 def nonresponse_results(
@@ -141,17 +156,16 @@ def nonresponse_results(
     e = len(extras)
     frequencies = _frequencies(question, statistics, n, beta, noise)
     full = _bounds(frequencies)
+    if not e:  # a scale everyone answered: A = 1 exactly, its shares the frequencies
+        return _required_scale(question, frequencies, full, n, beta, noise)
     half = _bounds(_frequencies(question, statistics, n, beta / 2, noise))
-    split = _bounds(_frequencies(question, statistics, n, beta / (2 * e), noise)) if e else full
+    split = _bounds(_frequencies(question, statistics, n, beta / (2 * e), noise))
     base = len(full["estimate"]) - e  # answer values (a number: the one status "answered")
     where = {label: base + i for i, label in enumerate(extras)}
     every = slice(base, base + e)
 
-    def answered(source):  # [low, high] of A = 1 - Σ f_extra, from the extras' intervals
-        return 1 - source["upper"][every].sum(), 1 - source["lower"][every].sum()
-
     a_hat = 1 - full["estimate"][every].sum()
-    a_low, a_high = answered(split)  # A at β/2, split among the extras
+    a_low, a_high = 1 - split["upper"][every].sum(), 1 - split["lower"][every].sum()  # β/2
     # The simultaneous event: every category covered at once, with probability >= 1 - β (a
     # number: every status at β/2, its sign's total at β/2).
     numeric = question.type == "numeric"
@@ -160,19 +174,12 @@ def nonresponse_results(
     sa_low, sa_high = 1 - s_high[every].sum(), 1 - s_low[every].sum()
     if question.type != "multiple_choice":  # the answer values partition those who answered
         sa_low, sa_high = max(sa_low, s_low[:base].sum()), min(sa_high, s_high[:base].sum())
-    if not e:  # everyone answered: A = 1 exactly
-        a_hat = sa_low = sa_high = 1.0
     rows = []
-    if not e:  # a scale everyone answered: the shares are the frequencies themselves
-        for i, label in enumerate(question.base_labels):
-            bounds = (full["lower"][i], full["upper"][i])
-            both = (s_low[i], s_high[i])
-            rows.append(_row(label, "answered", np.clip(full["estimate"][i], 0, 1), bounds, both))
-    elif numeric:
+    if numeric:
         answered_bounds = ((half["lower"][0], half["upper"][0]), (sa_low, sa_high))
         rows.append(_number_row(question, statistics, n, beta, a_hat, answered_bounds, noise))
     else:
-        shares = _ratio(full["estimate"][:base], a_hat, 1.0)
+        shares = _ratio(full["estimate"][:base], a_hat)  # raw: the point is chosen below
         low, high = ratio_interval(half["lower"][:base], half["upper"][:base], a_low, a_high, 1)
         both = ratio_interval(s_low[:base], s_high[:base], sa_low, sa_high, 1)
         for i, label in enumerate(question.base_labels):
@@ -183,22 +190,21 @@ def nonresponse_results(
         i = where[label]
         if label == "declined" and "not_applicable" in where:
             j = where["not_applicable"]
-            d_hat = 1 - full["estimate"][j]
-            share = _ratio(full["estimate"][i], d_hat, 1.0)
+            share = _ratio(full["estimate"][i], 1 - full["estimate"][j])
             bounds = ratio_interval(
                 half["lower"][i], half["upper"][i], 1 - half["upper"][j], 1 - half["lower"][j], 1
             )
             both = ratio_interval(s_low[i], s_high[i], 1 - s_high[j], 1 - s_low[j], 1)
         else:
-            share = np.clip(full["estimate"][i], 0.0, 1.0)
+            share = full["estimate"][i]
             bounds = (full["lower"][i], full["upper"][i])
             both = (s_low[i], s_high[i])
         rows.append(_row(label, SHARE_OF[label], share, bounds, both))
     if question.type == "scale":
-        answered = (a_low, a_high) if e else (1.0, 1.0)
         rows += _scale_rows(
-            question, full, frequencies, n, beta, a_hat, answered, (sa_low, sa_high), noise
+            question, full, frequencies, n, beta, a_hat, (a_low, a_high), (sa_low, sa_high), noise
         )
+    rows = consistent_points(question, rows)
     families = _families(question, frequencies, statistics, n, beta, noise)
     return {
         **families,
@@ -211,6 +217,109 @@ def nonresponse_results(
         "answered": float(np.clip(a_hat, 0.0, 1.0)) if np.isfinite(a_hat) else None,
         "categories": rows,
     }
+
+
+def _required_scale(question: Question, frequencies, full, n: int, beta: float, noise) -> dict:
+    """A scale everyone answered (no extras, A = 1): its shares are published as a single-choice
+    question's frequencies (every family, the tightest named; :func:`primary_interval`),
+    its mean and NPS with their own construction (:func:`_scale_rows`, A = 1 exactly)."""
+    published = frequencies.to_dict(list(question.base_labels))
+    family, simultaneous = published["tightest"], published["simultaneous_tightest"]
+    rows = [
+        {**primary_interval(category, family, simultaneous), "share_of": "answered"}
+        for category in published.pop("categories")
+    ]
+    rows += _scale_rows(question, full, frequencies, n, beta, 1.0, (1.0, 1.0), (1.0, 1.0), noise)
+    rows = consistent_points(question, rows)
+    return {
+        **published,
+        **_answered_precision(question, rows, published.get("precision")),
+        "method": SCALE_METHOD,
+        "covers": "respondents",
+        "answered": 1.0,
+        "categories": rows,
+    }
+
+
+_POINT_ROWS = ("mean", "nps")
+
+
+def consistent_points(question: Question, rows: list[dict]) -> list[dict]:
+    """Every row's published point, chosen inside its own interval, the answer values' shares
+    a distribution (single choice, yes/no, scale) and a scale's mean and NPS those of it.
+
+    The intervals are built from the unbiased estimates (ratios of them) and cover as the
+    module docstring proves; which point is published beside an interval is post-processing
+    and changes no interval's coverage (Dwork and Roth 2014, Prop. 2.1: it costs no privacy
+    either).  The shares among those who answered are the ratios f_v / A projected with
+    Norm-Sub within their intervals (:func:`deniable.postprocess.norm_sub_within`; Wang,
+    Lopuhaä-Zwakenberg, Li, Skoric, Li, NDSS 2020): non-negative, summing to one, each in its
+    per-row and simultaneous interval, and for a scale with mean Σ v x_v and NPS
+    100 (x_9 + x_10 - Σ_{v<=6} x_v) inside theirs.  The mean and NPS published are those of
+    the published shares.  Where the intervals admit no such distribution (then some interval
+    missed; or a scale's mean or NPS is off its interval by the projection's rounding), the
+    interval is widened to take in its point: a superset of a covering interval covers, so
+    every interval still covers with probability >= 1 - β.  Multiple choice options (each its
+    own yes/no share), the declined and not-applicable shares and a number's mean take their
+    estimate moved into their interval (clipped).  Each row keeps that estimate as ``raw``
+    (the ratio, unclipped; a required scale's shares: the unbiased frequency).
+    """
+    for row in rows:  # the estimate the interval is built around, kept beside the point
+        row["raw"] = row["estimate"]
+    shares = [r for r in rows if r["share_of"] == "answered" and r["label"] not in _POINT_ROWS]
+    points = {r["label"]: r for r in rows if r["label"] in _POINT_ROWS}
+    raw = np.array([np.nan if r["estimate"] is None else r["estimate"] for r in shares], float)
+    if question.type in ("multiple_choice", "numeric") or not np.isfinite(raw).all():
+        for row in rows:  # a number's mean included; a scale's only when it has no shares
+            if row["estimate"] is not None:
+                row["estimate"] = min(max(row["estimate"], row["lower"]), row["upper"])
+        if question.type == "scale":
+            for row in points.values():
+                row["estimate"] = None
+        return [_hull(row) for row in rows]
+    distribution = {id(row) for row in shares}
+    for row in rows:  # the declined and not-applicable shares
+        if (
+            row["estimate"] is not None
+            and id(row) not in distribution
+            and row["label"] not in _POINT_ROWS
+        ):
+            row["estimate"] = min(max(row["estimate"], row["lower"]), row["upper"])
+    low = np.array([max(r["lower"], r["simultaneous_lower"]) for r in shares])
+    high = np.array([min(r["upper"], r["simultaneous_upper"]) for r in shares])
+    weights = {}
+    if question.type == "scale":
+        values = np.array([int(r["label"]) for r in shares], float)
+        weights["mean"] = (values - values[0], values[0], 1.0)
+        if len(shares) == 11:
+            weights["nps"] = (np.array([-1.0] * 7 + [0.0, 0.0, 1.0, 1.0]), 0.0, 100.0)
+    slabs, targets = [], []
+    for label, (w, offset, unit) in weights.items():
+        row = points[label]
+        bottom = max(row["lower"], row["simultaneous_lower"])
+        top = min(row["upper"], row["simultaneous_upper"])
+        if bottom <= top and row["estimate"] is not None:
+            slabs.append((w, (bottom - offset) / unit, (top - offset) / unit))
+            target = (min(max(row["estimate"], bottom), top) - offset) / unit
+            targets.append((w, target))
+    # The mean and NPS kept at their ratio estimates where the intervals allow it (a shift of
+    # the shares alone would move them: Norm-Sub is biased near 0), else kept inside theirs.
+    chosen, _ = norm_sub_within(raw, low, high, tuple(targets), tuple(slabs))
+    for row, value in zip(shares, chosen, strict=True):
+        row["estimate"] = float(value)
+    for label, (w, offset, unit) in weights.items():
+        points[label]["estimate"] = float(offset + unit * (w @ chosen))
+    return [_hull(row) for row in rows]
+
+
+def _hull(row: dict) -> dict:
+    """The row with each interval widened, if need be, to take in its point."""
+    point = row["estimate"]
+    if point is None:
+        return row
+    for low, high in (("lower", "upper"), ("simultaneous_lower", "simultaneous_upper")):
+        row[low], row[high] = min(row[low], point), max(row[high], point)
+    return row
 
 
 # What a result says of its interval families and precision, as other questions' results do.
@@ -298,7 +407,7 @@ def _scale_rows(
         half = _weighted_half_width(question.oracle, weights, n, beta / 2, noise)
         if half is not None and half < nominal * float(weights.sum()):
             single = ratio_interval(total - half, total + half, *answered, span)
-        return _ratio(np.asarray(total), np.asarray(a_hat), span), single, both
+        return _ratio(np.asarray(total), np.asarray(a_hat)), single, both
 
     weights = points - points[0]  # >= 0
     value, single, both = weighted(weights, float(weights[-1]))
@@ -378,5 +487,5 @@ def _number_row(question: Question, statistics, n, beta, a_hat, answered_bounds,
     for a_low, a_high in answered_bounds:
         low, high = ratio_interval(t_low + a_low, t_high + a_high, a_low, a_high, 2.0)
         ends.append((sign.lo + scale * float(low), sign.lo + scale * float(high)))
-    value = float(_ratio(np.asarray(t_hat + a_hat), np.asarray(a_hat), 2.0))
+    value = float(_ratio(np.asarray(t_hat + a_hat), np.asarray(a_hat)))
     return _row("mean", "answered", sign.lo + scale * value, ends[0], ends[1])

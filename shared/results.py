@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean
+from .estimation import DEFAULT_BETA, estimate_frequencies, estimate_mean, primary_interval
 from .nonresponse import nonresponse_results
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ PUBLISHED_COLUMNS = (
     "share_of",
 )
 # Every interval family's own columns start with its name (``chebyshev_exact_`` with
-# ``chebyshev_``); see :func:`_primary`.
+# ``chebyshev_``); see :func:`deniable.estimation.primary_interval`.
 _FAMILY_PREFIXES = ("chebyshev_", "bernstein_", "exact_tail_")
 
 
@@ -95,7 +95,7 @@ def question_results(
         return {**summary, **nonresponse_results(question, statistics, n, beta, noise)}
     if oracle.kind == "numeric":
         mean = estimate_mean(oracle, statistics, n, beta=beta, noise=noise).to_dict()
-        return {**summary, **_primary(mean, mean["tightest"], None)}
+        return {**summary, **primary_interval(mean, mean["tightest"], None)}
     if oracle.kind == "multiple":
         result = estimate_frequencies(
             oracle.per_category,
@@ -111,7 +111,7 @@ def question_results(
     published = result.to_dict(question.labels)
     family, simultaneous = published["tightest"], published["simultaneous_tightest"]
     published["categories"] = [
-        _primary(category, family, simultaneous) for category in published["categories"]
+        primary_interval(category, family, simultaneous) for category in published["categories"]
     ]
     return {**summary, **published}
 
@@ -126,26 +126,6 @@ def mean_row(result: dict[str, Any]) -> dict[str, Any]:
         "upper": result["upper"],
         **{key: value for key, value in result.items() if key.startswith(_FAMILY_PREFIXES)},
     }
-
-
-def _primary(item: dict[str, Any], family: str, simultaneous: str | None) -> dict[str, Any]:
-    """``item`` (a category, or a mean) with ``lower``/``upper`` the ``family``'s bounds.
-
-    The estimators' own ``lower``/``upper`` are Chebyshev's; they move to ``chebyshev_*``.
-    """
-    ends = ("lower", "upper") + (
-        ("simultaneous_lower", "simultaneous_upper") if simultaneous is not None else ()
-    )
-    chebyshev = {f"chebyshev_{end}": item[end] for end in ends}
-    published: dict[str, Any] = {}
-    for key, value in item.items():
-        published[key] = value
-        if key == ends[-1]:
-            published.update(chebyshev)  # the families' columns follow the primary ones
-    for end in ends:
-        chosen = family if not end.startswith("simultaneous_") else str(simultaneous)
-        published[end] = published.get(f"{chosen}_{end}", item[end])
-    return published
 
 
 def _noise_member(question: Question, noise: DummyNoise) -> dict[str, Any]:

@@ -61,6 +61,9 @@ CSV_COLUMNS = (
     "norm_sub",
     "projected",
     "ibu",
+    # An optional, conditional or scale question's row: the estimate its interval is built
+    # around (deniable.nonresponse), beside the published point.
+    "raw",
     # Every family's own interval (deniable.estimation, deniable.exact_tail).
     "chebyshev_lower",
     "chebyshev_upper",
@@ -345,10 +348,22 @@ def question_rows(question: Question, result: dict[str, Any], beta: float) -> li
                 for name in ("local_epsilon", "shuffle_epsilon", "noised_epsilon")
             }
     if "categories" in result:
-        return [{**common, **category} for category in result["categories"]]
+        return [{**common, **_own(category)} for category in result["categories"]]
     if "mean" in result:
         return [{**common, **mean_row(result), "clipped": result["clipped"]}]
     return [{**common, "label": label, "estimate": None} for label in question.labels]
+
+
+# The question's worst-case figures of its frequencies over all respondents (Chebyshev's):
+# not those of a row whose interval has its own construction (a ratio among those who
+# answered, a scale's mean and NPS: deniable.nonresponse), which leaves them empty.
+_QUESTION_WIDTHS = ("variance_bound", "half_width", "simultaneous_half_width")
+
+
+def _own(category: dict[str, Any]) -> dict[str, Any]:
+    if category.get("tightest") == "ratio":
+        return {**dict.fromkeys(_QUESTION_WIDTHS), **category}
+    return category
 
 
 def csv_rows(document: dict[str, Any], survey: Survey) -> list[dict[str, Any]]:

@@ -163,6 +163,8 @@ def likelihood_sentence(
     categories = result.get("categories") or []
     if result.get("type") == "yes_no" or not categories or "ibu" not in categories[0]:
         return ""
+    if "raw" in categories[0]:  # a scale's shares: already a distribution inside the whiskers
+        return ""
     words = words or {}
     ranked = sorted(categories, key=lambda c: -float(c["ibu"]))[:limit]
     shares = ", ".join(
@@ -268,6 +270,9 @@ def scale_scores(
     level = confidence_text(result["beta"])
     title = str(question.get("text", ""))
     scores = []
+    # The mean's and NPS's interval has its own construction, named on its row (a scale
+    # everyone answers names a direct family for its shares on the question).
+    result = {**result, "tightest": (rows.get("mean") or {}).get("tightest", "ratio")}
     mean = rows.get("mean")
     if mean is not None and mean["estimate"] is not None:
         flat = {"mean": mean["estimate"], "lower": mean["lower"], "upper": mean["upper"]}

@@ -78,7 +78,8 @@ def _json_bounds(document: dict) -> dict[tuple[str, str], tuple[float, float, st
     for question in document["questions"]:
         for item in question.get("categories") or [{**question, "label": "mean"}]:
             key = (question["question"], item["label"])
-            bounds[key] = (item["lower"], item["upper"], question["tightest"])
+            # A row with its own construction names it (a ratio, a scale's mean and NPS).
+            bounds[key] = (item["lower"], item["upper"], item.get("tightest", question["tightest"]))
     return bounds
 
 
@@ -141,7 +142,18 @@ def test_questionnaire_rows_are_published_alike_everywhere(
 
     from ..shared.questionnaire_vectors import QUESTIONNAIRE_SURVEY
 
-    survey = Survey.from_dict(QUESTIONNAIRE_SURVEY)
+    # With a scale everyone answers (A = 1): its shares are published with the direct families.
+    required = {
+        "id": "loyal",
+        "type": "scale",
+        "points": 11,
+        "text": "How likely are you to recommend us?",
+        "epsilon": 1.0,
+        "mechanism": "grr",
+    }
+    survey = Survey.from_dict(
+        {**QUESTIONNAIRE_SURVEY, "questions": [*QUESTIONNAIRE_SURVEY["questions"], required]}
+    )
     definition = {**survey.to_dict(), "id": "quest"}
     response = client.post(
         "/api/v1/surveys",
@@ -170,6 +182,7 @@ def test_questionnaire_rows_are_published_alike_everywhere(
         expected
     )
     assert _frame_bounds(results_frame(document)) == expected
+    check_published_shares(document, client.get("/api/v1/surveys/quest/results?format=csv"))
     served = client.get("/api/v1/surveys/quest").get_json()
     rows = [r.to_dict() for r in storage.export_reports("quest")]
     assert _frame_bounds(Export(rows, served).results()) == expected
@@ -188,3 +201,46 @@ def test_questionnaire_rows_are_published_alike_everywhere(
         assert said in table, said
     assert "not_applicable" not in table and "declined" not in table
     assert "Prefer not to say: share of those asked" in table
+
+
+def check_published_shares(document: dict, response) -> None:
+    """The CSV and pandas publish the JSON's numbers: the shares among those who answered add
+    to one (single choice, yes/no, scale), a scale's NPS and mean are the shares', the mean
+    and NPS rows leave the question's half-widths empty, a required scale names its direct
+    family, and every row has its question's mechanism and epsilon."""
+    text = response.get_data(as_text=True)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    frame = results_frame(document)
+    assert list(frame["mechanism"]) == [row["mechanism"] for row in rows]
+    assert [float(e) for e in frame["epsilon"]] == [float(row["epsilon"]) for row in rows]
+    for question in document["questions"]:
+        if question["type"] in ("numeric", "multiple_choice") or not question["n"]:
+            continue
+        own = [row for row in rows if row["question"] == question["question"]]
+        shares = {
+            row["label"]: row["estimate"]
+            for row in own
+            if row["share_of"] == "answered" and row["label"] not in ("mean", "nps")
+        }
+        if not shares:  # no extras: raw unbiased estimates, as every plain single choice
+            continue
+        if "" in shares.values():  # nobody is estimated to have answered: no shares, no scores
+            assert {row["estimate"] for row in own if row["label"] in ("mean", "nps")} <= {""}
+            continue
+        shares = {label: float(value) for label, value in shares.items()}
+        assert sum(shares.values()) == pytest.approx(1.0, abs=1e-12), question["question"]
+        for row in own:
+            if row["estimate"]:  # the declined share is empty when nobody is estimated asked
+                assert float(row["lower"]) <= float(row["estimate"]) <= float(row["upper"]), row
+            if row["label"] in ("mean", "nps"):
+                assert row["half_width"] == row["variance_bound"] == "", row
+        scores = {row["label"]: float(row["estimate"]) for row in own if row["label"] == "nps"}
+        if scores:
+            promoters = shares["9"] + shares["10"]
+            detractors = sum(shares[str(v)] for v in range(7))
+            assert scores["nps"] == pytest.approx(100 * (promoters - detractors), abs=1e-9)
+    loyal = next(q for q in document["questions"] if q["question"] == "loyal")
+    assert loyal["tightest"] != "ratio" and loyal["answered"] == 1.0
+    loyal_rows = [row for row in rows if row["question"] == "loyal"]
+    assert {row["tightest"] for row in loyal_rows[:11]} == {loyal["tightest"]}
+    assert all(row[f"{loyal['tightest']}_lower"] == row["lower"] for row in loyal_rows[:11])

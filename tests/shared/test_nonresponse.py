@@ -128,6 +128,11 @@ CASES = {
         {"type": "scale", "points": 11, "epsilon": 6.0, "mechanism": "grr"},
         [10, 6, NOT_APPLICABLE],
     ),
+    # Everyone answered (A = 1): the shares with the direct families, as single choice.
+    "required scale of 5": (
+        {"type": "scale", "points": 5, "epsilon": 3.0, "mechanism": "grr"},
+        [2, 5, 1],
+    ),
     "multiple choice sampled": (
         {
             "type": "multiple_choice",
@@ -162,8 +167,6 @@ def flags(answers: list) -> dict[str, bool]:
 def test_exact_coverage_and_unbiased_parts_by_enumeration(case: str, beta: float) -> None:
     definition, answers = CASES[case]
     question = question_of(definition, **flags(answers))
-    if question.type == "scale" and not question.extras:
-        pytest.skip("no extras")
     check_exact_coverage(question, answers, beta, None)
 
 
@@ -204,6 +207,7 @@ def check_exact_coverage(question, answers, beta, noise) -> None:
     for total, p in law.items():
         mean_statistics += p * np.asarray(total, float)
         result = question_results(question, np.asarray(total), n, beta=beta, noise=noise)
+        check_consistent(question, result)
         rows = {row["label"]: row for row in result["categories"]}
         assert set(rows) >= set(expected)
         every = True
@@ -223,6 +227,33 @@ def check_exact_coverage(question, answers, beta, noise) -> None:
     if noise is not None:
         mean_statistics = noised_module.debiased_statistics(question.oracle, mean_statistics, noise)
     check_unbiased_parts(question, answers, mean_statistics, n)
+
+
+def check_consistent(question, result: dict) -> None:
+    """The published points: each inside its own intervals; the shares among those who
+    answered a distribution (single choice, yes/no, scale) and a scale's mean and NPS those
+    of the published shares."""
+    rows = result["categories"]
+    for row in rows:
+        if row["estimate"] is not None:
+            assert row["lower"] <= row["estimate"] <= row["upper"], row
+            assert row["simultaneous_lower"] <= row["estimate"] <= row["simultaneous_upper"], row
+    if question.type in ("multiple_choice", "numeric"):
+        return
+    shares = {r["label"]: r["estimate"] for r in rows if r["label"] in question.base_labels}
+    assert list(shares) == list(question.base_labels)
+    scores = {r["label"]: r["estimate"] for r in rows if r["label"] in ("mean", "nps")}
+    if None in shares.values():
+        assert set(scores.values()) <= {None}
+        return
+    assert sum(shares.values()) == pytest.approx(1.0, abs=1e-12)
+    assert min(shares.values()) >= 0.0
+    if question.type == "scale":
+        assert scores["mean"] == pytest.approx(sum(int(v) * x for v, x in shares.items()), abs=1e-9)
+        if question.points == 11:
+            promoters = shares["9"] + shares["10"]
+            detractors = sum(shares[str(v)] for v in range(7))
+            assert scores["nps"] == pytest.approx(100 * (promoters - detractors), abs=1e-7)
 
 
 def check_unbiased_parts(question, answers, mean_statistics, n) -> None:
@@ -339,6 +370,7 @@ def test_coverage_by_simulation(case: str, noised: bool) -> None:
                 counts = noise.law.sample_values(len(outputs), rng)
                 statistics = statistics + np.asarray(counts) @ outputs
         result = question_results(question, statistics, n, beta=beta, noise=noise)
+        check_consistent(question, result)
         every = True
         for row in result["categories"]:
             value = expected[row["label"]]
@@ -424,3 +456,51 @@ def test_precision_describes_the_shares_among_those_who_answered() -> None:
     assert result["precision"] in ("imprecise", "uninformative")
     wide = max(row["upper"] - row["lower"] for row in shares) / 2
     assert result["uninformative"] == (wide >= 0.5)
+
+
+def test_a_required_scale_publishes_its_shares_as_single_choice_and_adds_to_one() -> None:
+    """A scale everyone answered (no extras, A = 1): its shares carry the direct families'
+    bounds, the tightest named, exactly as the same mechanism's single-choice question; the
+    shares add to 100% even where raw estimates are negative (few respondents, ε = 1: the
+    demo's case, which added to 118% when each share was clipped), and the mean and NPS are
+    those of the shares, inside their own intervals."""
+    scale = question_of(
+        {"type": "scale", "points": 11, "epsilon": 1.0, "mechanism": "grr"},
+        optional=False,
+        conditional=False,
+    )
+    single = question_of(
+        {
+            "type": "single_choice",
+            "epsilon": 1.0,
+            "mechanism": "grr",
+            "options": [str(v) for v in range(11)],
+        },
+        optional=False,
+        conditional=False,
+    )
+    assert not scale.extras
+    rng = np.random.default_rng(7)
+    answers = rng.choice(11, size=60, p=[0.3] + [0.05] * 8 + [0.1, 0.2])
+    statistics = scale.oracle.statistics(scale.oracle.randomize_many(answers, rng))
+    n = len(answers)
+    result = question_results(scale, statistics, n, beta=0.05)
+    plain = question_results(single, statistics, n, beta=0.05)
+    assert result["tightest"] == plain["tightest"] != "ratio"
+    assert result["simultaneous_tightest"] == plain["simultaneous_tightest"]
+    rows = result["categories"]
+    assert [r["label"] for r in rows] == [*scale.base_labels, "mean", "nps"]
+    raw = [c["estimate"] for c in plain["categories"]]
+    assert min(raw) < 0  # the case the clipped shares added to more than 100%
+    assert sum(min(max(x, 0.0), 1.0) for x in raw) > 1.05
+    family = plain["tightest"]
+    for row, category in zip(rows, plain["categories"], strict=False):
+        assert row["share_of"] == "answered"
+        for end in ("lower", "upper", "simultaneous_lower", "simultaneous_upper"):
+            assert row[end] == category[end], end
+        assert row[f"{family}_lower"] == category[f"{family}_lower"]
+        assert "tightest" not in row  # the question's family, as for single choice
+        assert row["raw"] == category["estimate"]  # the unbiased estimate, kept beside
+    assert rows[-2]["tightest"] == rows[-1]["tightest"] == "ratio"
+    assert result["answered"] == 1.0
+    check_consistent(scale, result)

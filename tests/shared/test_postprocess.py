@@ -133,3 +133,82 @@ def test_ibu_is_published_for_grr_and_binary_rr_only() -> None:
         if "ibu" in result.postprocessed:
             assert np.array_equal(result.estimates, oracle.estimate(counts, int(counts.sum())))
             assert "ibu" in result.to_dict()["categories"][0]
+
+
+# -- Norm-Sub within the intervals (deniable.nonresponse's published shares) -----------------
+
+
+def _kkt_residual(values, shares, lower, upper, rows) -> float:
+    """How far ``shares`` is from the projection onto {lower <= x <= upper, rows @ x = t}: at
+    the optimum, values - shares on the entries strictly inside the box lies in the span of
+    the rows (x = clip(values - rowsᵀ λ, lower, upper)), and the clipped entries lean the
+    right way."""
+    free = (shares > lower + 1e-12) & (shares < upper - 1e-12)
+    gap = values - shares
+    if not free.any():
+        return 0.0
+    lam = np.linalg.lstsq(rows[:, free].T, gap[free], rcond=None)[0]
+    residual = float(np.abs(rows[:, free].T @ lam - gap[free]).max())
+    pushed = values - rows.T @ lam
+    at_low, at_high = shares <= lower + 1e-12, shares >= upper - 1e-12
+    residual = max(
+        residual,
+        float(np.clip(pushed[at_low & ~free] - lower[at_low & ~free], 0, None).max(initial=0)),
+    )
+    return max(
+        residual,
+        float(np.clip(upper[at_high & ~free] - pushed[at_high & ~free], 0, None).max(initial=0)),
+    )
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(2, 12),
+)
+@settings(max_examples=200, deadline=None)
+def test_norm_sub_within_is_the_nearest_distribution_inside_the_intervals(seed, size) -> None:
+    rng = np.random.default_rng(seed)
+    truth = rng.dirichlet(np.ones(size))
+    values = truth + rng.normal(0, 0.1, size)
+    half = rng.uniform(0.0, 0.3, size)
+    lower, upper = np.clip(truth - half, 0, 1), np.clip(truth + half, 0, 1)  # truth inside
+    kept = values.copy()
+    shares, inside = postprocess.norm_sub_within(values, lower, upper)
+    assert inside and np.array_equal(values, kept)
+    assert shares.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (lower <= shares).all() and (shares <= upper).all()
+    assert _kkt_residual(values, shares, lower, upper, np.ones((1, size))) < 1e-9
+    # With the weighted sums held where the truth has them (a point that meets them exists).
+    weights = np.arange(size, dtype=float)
+    signs = np.where(np.arange(size) < size // 2, -1.0, 1.0)
+    held = ((weights, float(weights @ truth)), (signs, float(signs @ truth)))
+    shares, _ = postprocess.norm_sub_within(values, lower, upper, held)
+    assert shares.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (lower <= shares).all() and (shares <= upper).all()
+    for w, t in held:
+        assert float(w @ shares) == pytest.approx(t, abs=1e-9)
+    rows = np.vstack([np.ones(size), weights, signs])
+    assert _kkt_residual(values, shares, lower, upper, rows) < 1e-7
+
+
+def test_norm_sub_within_meets_the_slabs_when_the_equalities_cannot_be_met() -> None:
+    values = np.array([0.5, -0.1, 0.3, 0.4])
+    lower, upper = np.array([0.2, 0.0, 0.1, 0.1]), np.array([0.6, 0.1, 0.5, 0.5])
+    weights = np.array([0.0, 1.0, 2.0, 3.0])
+    # 9 is out of reach (at most 0.1 + 2·0.5 + 3·0.5 = 2.6 with the sum one): the slab holds.
+    shares, inside = postprocess.norm_sub_within(
+        values, lower, upper, ((weights, 9.0),), ((weights, 1.2, 1.4),)
+    )
+    assert inside
+    assert shares.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (lower <= shares).all() and (shares <= upper).all()
+    assert 1.2 - 1e-12 <= weights @ shares <= 1.4 + 1e-12
+
+
+def test_norm_sub_within_says_when_no_distribution_fits_the_intervals() -> None:
+    """Σ upper < 1: some interval missed; the bounds [0, 1] are used instead (Norm-Sub)."""
+    values = np.array([0.2, 0.1, 0.3])
+    shares, inside = postprocess.norm_sub_within(values, np.zeros(3), np.full(3, 0.3))
+    assert not inside
+    assert shares.sum() == pytest.approx(1.0, abs=1e-12) and (shares >= 0).all()
+    assert shares == pytest.approx(postprocess.project_to_simplex(values), abs=1e-12)
