@@ -424,66 +424,13 @@ def _histogram_privacy_loss(law, real: tuple[int, ...], moved: tuple[int, ...]):
     (c_1, ..., c_d) with its probability P (real counts ``real``) and P' (``moved``: one
     report moved between two cells), independent dummies per cell.  (losses, P)."""
     f = np.asarray(law.pmf(), dtype=np.float64)
-    top = max(real + moved) + f.size
-    grids = np.meshgrid(*[np.arange(top)] * len(real), indexing="ij")
-
-    def probability(counts):
-        result = np.ones_like(grids[0], dtype=np.float64)
-        for grid, count in zip(grids, counts, strict=True):
-            z = grid - count
-            result *= np.where((z >= 0) & (z < f.size), f[np.clip(z, 0, f.size - 1)], 0.0)
-        return result
-
-    p, q = probability(real).ravel(), probability(moved).ravel()
-    keep = p > 0
-    with np.errstate(divide="ignore"):
-        losses = np.where(
-            q[keep] > 0, np.log(p[keep]) - np.log(np.maximum(q[keep], 1e-300)), np.inf
-        )
-    return losses, p[keep]
-
-
-@pytest.mark.parametrize(
-    ("family", "epsilon", "delta", "cells"),
-    [
-        ("geometric", 0.5, 1e-6, 2),
-        ("geometric", 1.0, 1e-6, 2),
-        ("geometric", 1.0, 1e-6, 3),
-        ("geometric", 2.0, 1e-6, 3),
-        ("geometric", 1.0, 1e-3, 4),
-        ("geometric", 4.0, 1e-8, 4),
-        ("binomial", 1.0, 1e-6, 2),
-        ("binomial", 2.0, 1e-6, 3),
-        ("binomial", 1.0, 1e-3, 3),
-    ],
-)
-def test_the_calibrated_bound_holds_on_the_exact_loss_of_whole_histograms(
-    family, epsilon, delta, cells
-) -> None:
-    """For d = ``cells`` output values: the exact privacy-loss distribution of the noised
-    histogram, for a report moved either way between two cells, gives δ(ε) <= the signed δ
-    at the signed ε, equal to ``delta_for`` (the untouched cells cancel), and the noised
-    batch's published ε (``noised_central_epsilon``) is never below what it proves."""
-    law = calibrate(epsilon, delta, family).law
-    real = (3, 1, 2, 0)[:cells]
-    worst = 0.0
-    for a, b in ((0, 1), (1, 0)):
-        moved = list(real)
-        moved[a] -= 1
-        moved[b] += 1
-        losses, probabilities = _histogram_privacy_loss(law, real, tuple(moved))
-        with np.errstate(over="ignore", invalid="ignore"):
-            hockey = probabilities * np.maximum(-np.expm1(epsilon - losses), 0.0)
-        worst = max(worst, float(np.nansum(hockey)))
-    assert worst <= delta * (1 + 1e-9)
-    assert worst == pytest.approx(delta_for(law, epsilon), rel=1e-9, abs=1e-16)
-    published = noised_central_epsilon(law, 8.0, 100, delta)  # ε0 = 8: no shuffle gain
-    assert published == pytest.approx(epsilon_for(law, delta)) and published <= epsilon
+    return _cells_privacy_loss([f] * len(real), real, moved)
 
 
 def _cells_privacy_loss(pmfs, real: tuple[int, ...], moved: tuple[int, ...]):
     """As :func:`_histogram_privacy_loss`, with each cell's own dummy law ``pmfs[i]`` (a
     point mass at 0 for a cell the relay adds no dummies to)."""
+    pmfs = [np.asarray(f, dtype=np.float64) for f in pmfs]
     top = max(real + moved) + max(len(f) for f in pmfs)
     grids = np.meshgrid(*[np.arange(top)] * len(real), indexing="ij")
 
