@@ -349,7 +349,9 @@ def embed(survey_id: str) -> Response:
         f"<!-- Deniable: the form of survey {html.escape(record.id)}; answers are randomized in the"
         " browser. Keep these lines together: they pin every file the form runs.",
         f"     A Content-Security-Policy of the host page needs: script-src {base}"
-        f" 'sha256-{_sha256(imports)}'; style-src {base}; connect-src {base}{relay} -->",
+        f" 'sha256-{_sha256(imports)}'; style-src {base}; connect-src {base}{relay}",
+        "     The aggregator answers the host page only if the host's origin is in its"
+        " DENIABLE_CORS_ORIGINS setting (docs/embedding.md). -->",
         f'<script type="importmap">{imports}</script>',
         f'<link rel="stylesheet" href="{url("respond.css")}" integrity="{hashes["respond.css"]}"'
         ' crossorigin="anonymous">',
