@@ -16,29 +16,13 @@ import {
   b64decode,
 } from "../deniable.js";
 import { Question } from "../survey.js";
+import { ANSWERS, OTHER } from "./answers.js";
 
 const VECTORS = JSON.parse(
   readFileSync(new URL("../../../shared/vectors/protocol-vectors.json", import.meta.url), "utf8"),
 );
 const DEMO = VECTORS.surveys.find((s) => s.name === "demo");
 const KEY = VECTORS.public_key;
-const ANSWERS = {
-  burnout: true,
-  commute: "Bicycle",
-  tools: ["Email", "Meetings"],
-  overtime: 3.5,
-  burnout_cause: "Workload",
-  harassment: null,
-  recommend: 8,
-};
-const OTHER = {
-  burnout: false,
-  commute: "Car",
-  tools: [],
-  overtime: 20,
-  harassment: true,
-  recommend: 0,
-};
 
 function aggregator({
   document = { status: "open", definition: DEMO.definition, signature: DEMO.signature },

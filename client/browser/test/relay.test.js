@@ -20,6 +20,7 @@ import {
 } from "../deniable.js";
 import { parseRelay, parseUrl } from "../sealed.js";
 import * as sealing from "../sealing.js";
+import { ANSWERS, OTHER } from "./answers.js";
 
 const read = (name) =>
   JSON.parse(readFileSync(new URL(`../../../shared/vectors/${name}`, import.meta.url), "utf8"));
@@ -29,23 +30,6 @@ const OWN = read("sealing-vectors.json").deniable;
 const hex = (text) => Uint8Array.from(text.match(/../g), (h) => parseInt(h, 16));
 const PRIVATE = hex(OWN.recipient_private_key),
   PUBLIC = hex(OWN.recipient_public_key);
-const ANSWERS = {
-  burnout: true,
-  commute: "Bicycle",
-  tools: ["Email", "Meetings"],
-  overtime: 3.5,
-  burnout_cause: "Workload",
-  harassment: null,
-  recommend: 8,
-};
-const OTHER = {
-  burnout: false,
-  commute: "Car",
-  tools: [],
-  overtime: 20,
-  harassment: true,
-  recommend: 0,
-};
 const RELAY = "https://relay.example";
 
 const signer = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]);

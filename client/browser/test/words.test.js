@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
+import { describe } from "../respond_fields.js";
 import { Question, loadMechanisms } from "../survey.js";
 
 const VECTORS = JSON.parse(
@@ -42,18 +43,6 @@ function reference(q, report) {
   return t("value_coded", { value: [report].flat().join("/") });
 }
 
-const say = (q) => ({
-  labels: q.type === "yes_no" ? [t("no"), t("yes")] : q.options,
-  yesNo: (bit) => t(bit ? "yes" : "no"),
-  number,
-  coded: (value) => t("value_coded", { value }),
-  about: (option, answer) => t("value_about", { option, answer }),
-  oneOf: (options) => t("value_one_of", { options }),
-  marked: (options) => t("value_marked", { options: options || t("value_none") }),
-  high: () => t("value_high"),
-  low: () => t("value_low"),
-});
-
 const answers = (q) =>
   ({
     yes_no: [true, false],
@@ -61,13 +50,14 @@ const answers = (q) =>
     multiple_choice: [[], q.options?.slice(0, 2)],
   })[q.type] ?? [q.lo, q.hi];
 
+// describe: the phrases the page hands each mechanism (respond_fields.js), not a copy.
 test("every mechanism words its reports as the respond page did", () => {
   for (const [id, definition] of Object.entries(VECTORS.questions)) {
     const q = new Question(definition, 0);
     for (const answer of answers(q))
       for (let i = 0; i < 20; i++) {
         const report = q.oracle.randomize(q.checkAnswer(answer));
-        assert.equal(q.oracle.words(report, say(q)), reference(q, report), id);
+        assert.equal(describe(q, report, t, number), reference(q, report), id);
       }
   }
 });
