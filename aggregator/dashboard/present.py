@@ -269,46 +269,40 @@ def scale_scores(
     rows = {row["label"]: row for row in _rows(result)}
     level = confidence_text(result["beta"])
     title = str(question.get("text", ""))
-    scores = []
     # The mean's and NPS's interval has its own construction, named on its row (a scale
     # everyone answers names a direct family for its shares on the question).
     result = {**result, "tightest": (rows.get("mean") or {}).get("tightest", "ratio")}
+
+    def score(row: Mapping[str, Any], name: str, about: str, chart: str) -> dict[str, Any]:
+        label = row["label"]
+        return {
+            "data": _data(row, result.get("tightest", "ratio")),
+            "name": f"{name} {among}",
+            "value": svg.format_score(label, row["estimate"]),
+            "interval": (
+                f"{level} interval {svg.format_score(label, row['lower'])} to "
+                f"{svg.format_score(label, row['upper'])}"
+            ),
+            "about": about,
+            "chart": Markup(chart),  # noqa: S704 - escaped by svg
+        }
+
+    scores = []
     mean = rows.get("mean")
     if mean is not None and mean["estimate"] is not None:
         flat = {"mean": mean["estimate"], "lower": mean["lower"], "upper": mean["upper"]}
         chart = svg.mean_chart(
             {**result, **flat}, float(points[0]), float(points[-1]), title, among, points
         )
-        scores.append(
-            {
-                "data": _data(mean, result.get("tightest", "ratio")),
-                "name": f"Mean score {among}",
-                "value": svg.format_score("mean", mean["estimate"]),
-                "interval": (
-                    f"{level} interval {svg.format_score('mean', mean['lower'])} to "
-                    f"{svg.format_score('mean', mean['upper'])}"
-                ),
-                "about": "",
-                "chart": Markup(chart),  # noqa: S704 - escaped by svg
-            }
-        )
+        scores.append(score(mean, "Mean score", "", chart))
     nps = rows.get("nps")
     if nps is not None and nps["estimate"] is not None:
+        about = (
+            "The net promoter score is the share who answered 9 or 10 minus the share "
+            f"who answered 0 to 6, {among}, in points from -100 to +100."
+        )
         scores.append(
-            {
-                "data": _data(nps, result.get("tightest", "ratio")),
-                "name": f"Net promoter score {among}",
-                "value": svg.format_score("nps", nps["estimate"]),
-                "interval": (
-                    f"{level} interval {svg.format_score('nps', nps['lower'])} to "
-                    f"{svg.format_score('nps', nps['upper'])}"
-                ),
-                "about": (
-                    "The net promoter score is the share who answered 9 or 10 minus the share "
-                    f"who answered 0 to 6, {among}, in points from -100 to +100."
-                ),
-                "chart": Markup(svg.nps_chart(result, nps, title, among)),  # noqa: S704
-            }
+            score(nps, "Net promoter score", about, svg.nps_chart(result, nps, title, among))
         )
     return scores
 
