@@ -13,13 +13,11 @@ one page at most :data:`WAIT_SECONDS`, then none for a while.
 
 from __future__ import annotations
 
-import threading
-import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from flask import g
 
+from ..background import BackgroundResults
 from .times import exact
 
 __all__ = ["CACHE_SECONDS", "TIMEOUT_SECONDS", "WAIT_SECONDS", "cache_key", "held_view"]
@@ -31,17 +29,20 @@ WAIT_SECONDS = 0.5
 # Longest the background request waits for the relay (connect and read).
 TIMEOUT_SECONDS = 5.0
 
-_answers: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
-_asking: dict[tuple[str, str], Future] = {}
-_lock = threading.RLock()  # a future already done runs its callback at once, in here
-_workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="deniable-relay-held")
+_answers = BackgroundResults(
+    name="deniable-relay-held", workers=2, capacity=1024, ttl=CACHE_SECONDS
+)
+_UNREACHABLE = {"known": False, "unreachable": True}
 
 
 def _ask(key: Any, record: Any) -> dict[str, Any]:
     """The view of the relay's answer (never raises)."""
     from ..cli_relay import held_count
 
-    count = held_count(key, record, TIMEOUT_SECONDS)
+    try:
+        count = held_count(key, record, TIMEOUT_SECONDS)
+    except Exception:  # noqa: BLE001 - a failed request is a relay not reached, never a 500
+        return _UNREACHABLE
     if count is not None:
         return {
             "known": True,
@@ -50,7 +51,7 @@ def _ask(key: Any, record: Any) -> dict[str, Any]:
             "as_of_words": exact(count.as_of),
             "every": _period(count.refresh_seconds),
         }
-    return {"known": False, "unreachable": True}
+    return _UNREACHABLE
 
 
 def _period(seconds: float) -> str:
@@ -64,18 +65,6 @@ def _period(seconds: float) -> str:
     return f"{seconds:g} seconds"
 
 
-def _finished(slot: tuple[str, str], future: Future) -> None:
-    try:
-        view = future.result()
-    except Exception:  # noqa: BLE001 - a failed request is a relay not reached, never a 500
-        view = {"known": False, "unreachable": True}
-    with _lock:
-        _answers[slot] = (time.monotonic(), view)
-        _asking.pop(slot, None)
-        while len(_answers) > 1024:
-            _answers.pop(next(iter(_answers)))
-
-
 def held_view(record: Any) -> dict[str, Any] | None:
     """What the page says of the relay's held answers: ``{"known": True, "waiting", "as_of"}``,
     ``{"known": False, "unreachable": bool}``; None for a survey the page says nothing of
@@ -87,24 +76,12 @@ def held_view(record: Any) -> dict[str, Any] | None:
     memo = g.setdefault("deniable_relay_held", {})
     if record.id in memo:
         return memo[record.id]
-    slot = (record.id, relay.url)
-    now = time.monotonic()
-    with _lock:
-        cached = _answers.get(slot)
-        fresh = cached is not None and now - cached[0] < CACHE_SECONDS
-        future = _asking.get(slot)
-        if not fresh and future is None:
-            from ..signing import current_key
+    from ..signing import current_key
 
-            future = _workers.submit(_ask, current_key(), record)
-            _asking[slot] = future
-            future.add_done_callback(lambda done: _finished(slot, done))
-    view = cached[1] if cached is not None else {"known": False, "unreachable": False}
-    if not fresh and future is not None:
-        try:
-            view = future.result(timeout=WAIT_SECONDS)
-        except Exception:  # noqa: BLE001 - not answered in time (or failed): as cached, if at all
-            pass
+    slot = (record.id, relay.url)
+    _, view = _answers.get(slot, _ask, current_key(), record, wait=WAIT_SECONDS)
+    if view is None:  # not answered in time, nothing kept: being asked
+        view = {"known": False, "unreachable": False}
     memo[record.id] = view
     return view
 

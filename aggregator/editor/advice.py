@@ -27,8 +27,6 @@ figures are being worked out otherwise, and each result is kept; a mechanism of 
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +38,7 @@ from deniable.survey import Question, Relay
 
 # the figures create-survey --dry-run prints, by the same function
 from ..advice import BETA, HALF_WIDTHS, planner_question, respondents_needed
+from ..background import BackgroundResults
 
 __all__ = ["FAMILY_WORDS", "Advice", "as_view", "noised_figures", "question_advice"]
 
@@ -63,10 +62,9 @@ NOISE_MAX_OUTPUT_VALUES = 48
 # Most searches waiting at once (more: "being worked out" until one is done).
 NOISE_MAX_PENDING = 8
 
-_noised: dict[tuple[Any, ...], tuple[int | None, ...]] = {}
-_planning: dict[tuple[Any, ...], Future] = {}
-_noise_lock = threading.RLock()  # a done future runs its callback at once, in here
-_noise_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deniable-noise-advice")
+_noised = BackgroundResults(
+    name="deniable-noise-advice", workers=1, capacity=512, max_pending=NOISE_MAX_PENDING
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,23 +98,16 @@ def _planned(question: Question) -> tuple[tuple[int | None, bool, str | None], .
 
 
 def _noised_search(mechanism: Any, law: Any, batch: int) -> tuple[int | None, ...]:
+    """Respondents per half-width with the dummies (None each where the search fails)."""
     from deniable.relay_noise_plan import noised_respondents
 
-    return tuple(
-        noised_respondents(mechanism, law, batch=batch, half_width=half_width, beta=BETA)[0]
-        for half_width in HALF_WIDTHS
-    )
-
-
-def _kept(key: tuple[Any, ...], future: Future) -> None:
-    with _noise_lock:
-        _planning.pop(key, None)
-        try:
-            _noised[key] = future.result()
-        except (InvalidParameter, ValueError, ArithmeticError):
-            _noised[key] = (None,) * len(HALF_WIDTHS)
-        while len(_noised) > 512:
-            _noised.pop(next(iter(_noised)))
+    try:
+        return tuple(
+            noised_respondents(mechanism, law, batch=batch, half_width=half_width, beta=BETA)[0]
+            for half_width in HALF_WIDTHS
+        )
+    except (InvalidParameter, ValueError, ArithmeticError):
+        return (None,) * len(HALF_WIDTHS)
 
 
 def noised_figures(question: Question, relay: Relay) -> tuple[str, tuple[int | None, ...] | None]:
@@ -148,22 +139,10 @@ def noised_figures(question: Question, relay: Relay) -> tuple[str, tuple[int | N
         repr(law.to_dict()),
         relay.min_batch,
     )
-    with _noise_lock:
-        if key in _noised:
-            return "ready", _noised[key]
-        future = _planning.get(key)
-        if future is None:
-            if len(_planning) >= NOISE_MAX_PENDING:
-                return "pending", None
-            future = _noise_worker.submit(_noised_search, mechanism, law, relay.min_batch)
-            _planning[key] = future
-            future.add_done_callback(lambda done: _kept(key, done))
-    try:
-        return "ready", future.result(timeout=NOISE_WAIT_SECONDS)
-    except (InvalidParameter, ValueError, ArithmeticError):
-        return "ready", (None,) * len(HALF_WIDTHS)
-    except TimeoutError:
-        return "pending", None
+    ready, figures = _noised.get(
+        key, _noised_search, mechanism, law, relay.min_batch, wait=NOISE_WAIT_SECONDS
+    )
+    return ("ready", figures) if ready else ("pending", None)
 
 
 def question_advice(question: Question, relay: Relay | None) -> Advice | None:

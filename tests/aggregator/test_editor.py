@@ -385,13 +385,25 @@ def test_relay_noise_advice_plans_the_respondents_with_the_signed_dummies(
     appear once done), and a mechanism of too many report values is not planned on a page."""
     import time
 
+    from deniable.aggregator.background import BackgroundResults
     from deniable.aggregator.editor import advice, drafts
     from deniable.dummies import calibrate
     from deniable.relay_noise_plan import noise_mechanism, noised_respondents
 
     csrf = sign_in(client, storage)
     monkeypatch.setattr(advice, "NOISE_WAIT_SECONDS", 0.0)  # the search is never done at once
-    monkeypatch.setattr(advice, "_noised", {})  # nothing planned before (another backend's run)
+    # Nothing planned before (another backend's run): the same store, empty.
+    fresh = BackgroundResults(
+        name="test-noise-advice", workers=1, capacity=512, max_pending=advice.NOISE_MAX_PENDING
+    )
+    monkeypatch.setattr(advice, "_noised", fresh)
+    search = advice._noised_search  # a search already cached by an earlier run takes no time
+
+    def slow_search(*arguments):
+        time.sleep(0.5)
+        return search(*arguments)
+
+    monkeypatch.setattr(advice, "_noised_search", slow_search)
     monkeypatch.setattr(drafts, "_ADVICE", {})
     draft = _noised_draft(client, csrf, "yes_no", "noised-advice", epsilon="3")
     started = time.monotonic()
